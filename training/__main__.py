@@ -1,0 +1,86 @@
+"""Command line: `python -m training {regression,mnist} [--field value ...]`.
+
+Every config field is a flag (`--batch-size 64`, also `--batch_size=64` as W&B
+Sweeps agents pass it). The run is written to a run directory that the
+dashboard, TensorBoard and W&B all read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import logging
+import sys
+from pathlib import Path
+
+from training import run_store
+from training.config import CONFIG_CLASSES, ConfigError, parse_config
+
+EXIT_CODES = {"finished": 0, "stopped": 0, "failed": 1, "diverged": 3}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Parser with one sub-command per task and one flag per config field."""
+    parser = argparse.ArgumentParser(prog="python -m training", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="task", required=True)
+    for task, cls in CONFIG_CLASSES.items():
+        p = sub.add_parser(task, help=(cls.__doc__ or "").splitlines()[0])
+        for f in dataclasses.fields(cls):
+            default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+            shown = ",".join(map(str, default)) if isinstance(default, tuple) else default
+            p.add_argument(
+                f"--{f.name.replace('_', '-')}", f"--{f.name}", dest=f.name, default=None,
+                metavar=f.name.upper(), help=f"(default: {shown})",
+            )
+        p.add_argument("--run-dir", type=Path, default=None, help="write the run here (default: a new dir under --runs-root)")
+        p.add_argument("--runs-root", type=Path, default=None, help="root of run directories (default: $JAXDASH_RUNS or ./runs)")
+        p.add_argument("--name", default=None, help="display name of the run")
+        p.add_argument(
+            "--wandb", choices=("auto", "online", "offline", "disabled"), default="auto",
+            help="W&B mode: auto = online when logged in, else offline (default: auto)",
+        )
+        p.add_argument("--no-tensorboard", action="store_true", help="do not write TensorBoard event files")
+        p.add_argument("--quiet", action="store_true", help="no progress bar")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse flags, validate the config, train; returns the process exit code."""
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    cls = CONFIG_CLASSES[args.task]
+    raw = {f.name: getattr(args, f.name) for f in dataclasses.fields(cls) if getattr(args, f.name) is not None}
+    try:
+        cfg = parse_config(args.task, raw)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.run_dir is not None:
+        run_dir = args.run_dir
+        if (run_dir / "config.json").exists():
+            print(f"error: --run-dir {run_dir} already holds a run; pick a new directory.", file=sys.stderr)
+            return 2
+    else:
+        run_dir = run_store.new_run_dir(args.runs_root, args.task, args.name)
+
+    from training.run import execute
+
+    state, result = execute(
+        cfg, run_dir, name=args.name, wandb_mode=args.wandb, tensorboard=not args.no_tensorboard,
+        console=not args.quiet, command=["python", "-m", "training", *argv],
+    )
+    status = run_store.read_status(run_dir)
+    final = result.final if result else {}
+    print(json.dumps({"run_dir": str(run_dir), "state": state, "final": final}, default=float))
+    if state not in ("finished", "stopped"):
+        print(f"error: {status.get('message')}", file=sys.stderr)
+    sync = (status.get("wandb") or {}).get("sync_command")
+    if sync:
+        print(f"W&B: to upload this run, run: {sync}", file=sys.stderr)
+    return EXIT_CODES.get(state, 1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,26 @@
+"""Errors that end a run with a message for the user rather than a traceback."""
+
+from __future__ import annotations
+
+
+class TrainingError(RuntimeError):
+    """A run ended for a reason the user can act on; `str(err)` says what to do."""
+
+    state = "failed"
+
+
+class Diverged(TrainingError):
+    """The loss became NaN or infinite."""
+
+    state = "diverged"
+
+    def __init__(self, step: int, value: float, lr: float):
+        self.step = step
+        super().__init__(
+            f"Loss became {value} at step {step}: training diverged. "
+            f"Try a lower learning rate (e.g. --lr {lr / 10:g})."
+        )
+
+
+class DataUnavailable(TrainingError):
+    """A dataset could not be found locally nor downloaded."""
