@@ -29,8 +29,9 @@ def build_parser() -> argparse.ArgumentParser:
         for f in dataclasses.fields(cls):
             default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
             shown = ",".join(map(str, default)) if isinstance(default, tuple) else default
+            flags = dict.fromkeys([f"--{f.name.replace('_', '-')}", f"--{f.name}"])
             p.add_argument(
-                f"--{f.name.replace('_', '-')}", f"--{f.name}", dest=f.name, default=None,
+                *flags, dest=f.name, default=None,
                 metavar=f.name.upper(), help=f"(default: {shown})",
             )
         p.add_argument("--run-dir", type=Path, default=None, help="write the run here (default: a new dir under --runs-root)")

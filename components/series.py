@@ -1,0 +1,170 @@
+"""Metric series: pull tags out of run-store records, downsample and smooth them; progress text.
+
+Pure numpy: no JAX, no Streamlit, no plotly. A series is a pair of float arrays (x, y).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+Series = tuple[np.ndarray, np.ndarray]
+
+X_KEYS = ("step", "wall")
+
+
+def _to_float(v: Any) -> float:
+    """A metric value as float; the run store writes non-finite floats as "nan"/"inf"/"-inf"."""
+    if v is None:
+        return math.nan
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def extract(records: Iterable[Mapping[str, Any]], tag: str, x: str = "step") -> Series:
+    """One tag as (x, y) float arrays, in record order.
+
+    Records without the tag (or without the x key) are skipped: each tag is logged at its own
+    cadence, e.g. "test/acc" only at evaluations. `x` is "step" or "wall" (seconds since start).
+    """
+    if x not in X_KEYS:
+        raise ValueError(f"x must be one of {X_KEYS}, got {x!r}")
+    xs: list[float] = []
+    ys: list[float] = []
+    for r in records:
+        if tag in r and r.get(x) is not None:
+            xs.append(_to_float(r[x]))
+            ys.append(_to_float(r[tag]))
+    return np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
+
+
+def relative_time(wall: np.ndarray) -> np.ndarray:
+    """Seconds relative to the first finite timestamp (works for unix "ts" too)."""
+    wall = np.asarray(wall, dtype=float)
+    finite = np.flatnonzero(np.isfinite(wall))
+    if finite.size == 0:
+        return wall.copy()
+    return wall - wall[finite[0]]
+
+
+def downsample_minmax(x: np.ndarray, y: np.ndarray, max_points: int = 2000) -> Series:
+    """At most `max_points` points that keep the shape of the curve, spikes included.
+
+    Splits the series into max_points // 4 equal-count buckets and keeps each bucket's
+    first, min, max and last point, in x order. Deterministic and O(n); first and last
+    points always survive; NaN is ignored when choosing min/max (an all-NaN bucket keeps
+    its first/last NaN, so divergence still shows as a gap). A series already short enough
+    comes back unchanged, so applying it twice changes nothing.
+    """
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    if x.shape != y.shape or x.ndim != 1:
+        raise ValueError(f"x and y must be 1-D and of equal length, got {x.shape} and {y.shape}")
+    if max_points < 4:
+        raise ValueError(f"max_points must be at least 4 (first/min/max/last), got {max_points}")
+    n = x.size
+    if n <= max_points:
+        return x.copy(), y.copy()
+    if np.any(np.diff(x) < 0):  # e.g. a resumed run: buckets must be contiguous in x
+        order = np.argsort(x, kind="stable")
+        x, y = x[order], y[order]
+
+    n_buckets = max_points // 4
+    starts = np.linspace(0, n, n_buckets + 1).astype(np.int64)[:-1]
+    ends = np.append(starts[1:], n) - 1
+    sizes = ends - starts + 1
+    bucket = np.repeat(np.arange(n_buckets), sizes)
+
+    nan = np.isnan(y)
+    lo = np.where(nan, np.inf, y)  # NaN never wins a min...
+    hi = np.where(nan, -np.inf, y)  # ...nor a max
+    idx_min = _first_match(lo == np.minimum.reduceat(lo, starts)[bucket], bucket)
+    idx_max = _first_match(hi == np.maximum.reduceat(hi, starts)[bucket], bucket)
+    keep = np.unique(np.concatenate([starts, idx_min, idx_max, ends]))
+    return x[keep], y[keep]
+
+
+def _first_match(mask: np.ndarray, bucket: np.ndarray) -> np.ndarray:
+    """Per bucket, the first index where `mask` holds (bucket ids are sorted)."""
+    hits = np.flatnonzero(mask)
+    b = bucket[hits]
+    first = np.ones(hits.size, dtype=bool)
+    first[1:] = b[1:] != b[:-1]
+    return hits[first]
+
+
+def ema_smooth(y: np.ndarray, weight: float) -> np.ndarray:
+    """TensorBoard's debiased exponential moving average ("classic" smoothing).
+
+    weight 0 is no smoothing; it is clamped to [0, 0.999] so a slider at 1.0 cannot flatten
+    the curve to zero. Like TensorBoard, non-finite values pass through unchanged and do not
+    enter the average, and the debias divisor counts finite points only, so early values
+    are not pulled towards the zero the average starts from. A constant series is
+    returned as is (TensorBoard #786: the division would add rounding wiggles).
+    """
+    y = np.asarray(y, dtype=float)
+    w = float(weight) if math.isfinite(weight) else 0.0
+    w = min(max(w, 0.0), 0.999)
+    out = y.copy()
+    if w == 0.0 or y.size == 0 or np.all(y == y[0]):
+        return out
+    last = 0.0
+    n_acc = 0
+    vals = y.tolist()  # a plain loop over Python floats beats per-element numpy indexing
+    for i, v in enumerate(vals):
+        if not math.isfinite(v):
+            continue
+        last = last * w + (1.0 - w) * v
+        n_acc += 1
+        out[i] = last / (1.0 - w**n_acc)
+    return out
+
+
+def _fmt_duration(s: float) -> str:
+    if not math.isfinite(s) or s < 0:
+        return "?"
+    if s < 60:
+        return f"{s:.0f} s" if s >= 10 else f"{s:.1f} s"
+    if s < 3600:
+        return f"{int(s // 60)} min {int(s % 60):02d} s"
+    return f"{int(s // 3600)} h {int(s % 3600 // 60):02d} min"
+
+
+def _num(v: Any) -> float | None:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+def progress_text(status: Mapping[str, Any]) -> str:
+    """One line of progress from status.json, e.g.
+    "epoch 2/3 · step 2,345/5,625 · 1,234 steps/s · ETA 3.1 s · compile 1.2 s".
+    Missing fields are left out; ETA only while running, total time once finished.
+    """
+    parts: list[str] = []
+    epoch, total_epochs = _num(status.get("epoch")), _num(status.get("total_epochs"))
+    if epoch and total_epochs:  # 0 epochs: a task without epochs (regression)
+        parts.append(f"epoch {int(epoch)}/{int(total_epochs)}")
+    step, total = _num(status.get("step")), _num(status.get("total_steps"))
+    if step is not None:
+        parts.append(f"step {int(step):,}/{int(total):,}" if total else f"step {int(step):,}")
+    sps = _num(status.get("steps_per_sec"))
+    if sps is not None and sps > 0:
+        parts.append(f"{sps:,.0f} steps/s" if sps >= 100 else f"{sps:.3g} steps/s")
+    running = status.get("state", "running") == "running"
+    if running and sps and step is not None and total and total > step:
+        parts.append(f"ETA {_fmt_duration((total - step) / sps)}")
+    wall = _num(status.get("wall_seconds"))
+    if not running and wall is not None:
+        parts.append(f"took {_fmt_duration(wall)}")
+    compile_s = _num(status.get("compile_seconds"))
+    if compile_s is not None:
+        parts.append(f"compile {compile_s:.1f} s")
+    return " · ".join(parts) if parts else "waiting for the first step…"

@@ -1,0 +1,120 @@
+"""Run detail: config, final results, fitted line or confusion matrix and mistakes, W&B and TensorBoard."""
+
+from __future__ import annotations
+
+import io
+import shlex
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from components import figures
+from components.widgets import status_badge
+from dashboard import panels, state
+from training import run_store
+
+
+def results(run: run_store.RunInfo, records: list[dict[str, Any]]) -> None:
+    """Final metrics, then the task's pictures: fitted line, or confusion matrix and misclassified images."""
+    final = run.status.get("final") or {}
+    if final:
+        cols = st.columns(min(4, len(final)))
+        for i, (tag, v) in enumerate(final.items()):
+            cols[i % len(cols)].metric(tag, f"{v:.2%}" if "acc" in tag else panels.fmt(v))
+    if run.task == "regression":
+        left, right = st.columns([3, 2])
+        with left:
+            panels.regression_fit(run.path, records, f"detail_fit_{run.run_id}")
+        with right:
+            panels.loss_chart(records, f"detail_loss_{run.run_id}")
+        return
+    left, right = st.columns(2)
+    with left:
+        panels.loss_chart(records, f"detail_loss_{run.run_id}")
+    with right:
+        panels.accuracy_chart(records, f"detail_acc_{run.run_id}")
+    report = state.read_artifact(run.path, "classification.json")
+    if not report:
+        st.caption("No confusion matrix yet (written at evaluations).")
+        return
+    left, right = st.columns([2, 3])
+    with left:
+        panels.chart(figures.confusion_matrix_figure(report["confusion"], report["class_names"]), f"detail_cm_{run.run_id}")
+    with right:
+        mistakes(run.path, report["class_names"])
+
+
+def mistakes(run_dir: Path, class_names: list[str], limit: int = 32) -> None:
+    """Misclassified test images from artifacts/samples.npz."""
+    try:
+        with np.load(io.BytesIO((run_dir / "artifacts" / "samples.npz").read_bytes())) as z:
+            images, labels, preds = z["images"], z["labels"], z["preds"]
+    except (OSError, KeyError, ValueError) as exc:
+        st.caption(f"No sample images ({type(exc).__name__}).")
+        return
+    wrong = np.flatnonzero(labels != preds)[:limit]
+    if wrong.size == 0:
+        st.success("No mistakes among the sampled test images.")
+        return
+    fig = figures.image_grid_figure(images[wrong], labels[wrong], preds[wrong], class_names, title=f"Misclassified ({wrong.size} shown): pred (true)")
+    panels.chart(fig, f"detail_imgs_{run_dir.name}")
+
+
+def tracking(run: run_store.RunInfo) -> None:
+    """W&B link or sync command, and the TensorBoard button."""
+    wandb = run.status.get("wandb") or {}
+    left, right = st.columns(2)
+    with left:
+        st.subheader("Weights & Biases", divider="gray")
+        if wandb.get("url"):
+            st.link_button("Open in W&B", wandb["url"], icon=":material/open_in_new:")
+        elif wandb.get("sync_command"):
+            st.caption(f"Logged offline ({wandb.get('mode', 'offline')}). To upload it, run:")
+            st.code(wandb["sync_command"], language="bash")
+        else:
+            st.caption(f"W&B was not used for this run (mode: {wandb.get('mode', 'unknown')}).")
+        if wandb.get("error"):
+            st.warning(f"W&B: {wandb['error']}")
+    with right:
+        st.subheader("TensorBoard", divider="gray")
+        if st.button("Start TensorBoard", icon=":material/query_stats:", key="tb_start"):
+            with st.spinner("Starting TensorBoard…"):
+                try:
+                    st.session_state["tb_url"] = state.tensorboard_url()
+                except (RuntimeError, OSError) as exc:
+                    st.error(f"Could not start TensorBoard: {exc}")
+        if st.session_state.get("tb_url"):
+            st.link_button("Open TensorBoard", st.session_state["tb_url"], icon=":material/open_in_new:")
+            st.caption(f"All runs under the runs root; filter by `{run.run_id}`.")
+
+
+def page() -> None:
+    """Pick a run, then show its summary, results, config and tracking links."""
+    st.title("Run detail")
+    run = panels.pick_run(state.list_runs())
+    if run is None:
+        st.info("No runs yet.")
+        return
+    records = state.all_metrics(run.path)
+    head = st.columns([1, 6, 2], vertical_alignment="center")
+    with head[0]:
+        status_badge(run.status.get("state"))
+    with head[1]:
+        panels.progress(run.status)
+    with head[2]:
+        st.download_button("Metrics CSV", pd.DataFrame(records).to_csv(index=False), file_name=f"{run.run_id}.csv",
+                           mime="text/csv", icon=":material/download:", on_click="ignore")
+    panels.problem_message(run.status)
+    results(run, records)
+    tracking(run)
+    with st.expander("Configuration and command"):
+        st.dataframe(pd.DataFrame({"setting": list(run.config), "value": [str(v) for v in run.config.values()]}), hide_index=True)
+        command = (run_store.read_json(run.path / "config.json") or {}).get("command")
+        if command:
+            st.code(shlex.join(command), language="bash")
+
+
+page()

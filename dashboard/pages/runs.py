@@ -1,0 +1,130 @@
+"""Runs & compare: the runs table, overlaid curves of the selected runs, CSV download, delete."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+
+import pandas as pd
+import streamlit as st
+
+from components import figures, series
+from components.widgets import STATE_EMOJI, runs_table
+from dashboard import launcher, panels, state
+from training import run_store
+
+X_AXES = {"step": "step", "wall": "relative time (s)"}
+
+
+def key_config(task: str, c: dict) -> str:
+    """The few settings that tell runs of a task apart."""
+    if not c:
+        return ""
+    if task == "regression":
+        return f"{c.get('optimizer')} lr={c.get('lr'):g} steps={c.get('steps')} points={c.get('points')}"
+    hidden = "x".join(str(h) for h in c.get("hidden") or [])
+    limit = f" n={c['train_limit']}" if c.get("train_limit") else ""
+    return f"{c.get('dataset')} mlp {hidden} {c.get('optimizer')} lr={c.get('lr'):g} bs={c.get('batch_size')} ep={c.get('epochs')}{limit}"
+
+
+def runs_frame(runs: list[run_store.RunInfo]) -> pd.DataFrame:
+    """One row per run (computing only; drawing is `runs_table`)."""
+    rows = []
+    for r in runs:
+        s, final = r.status, r.status.get("final") or {}
+        started = s.get("started") or r.created
+        end = s.get("ended") or (time.time() if state.is_active(s) else None)
+        rows.append({
+            "name": r.name, "task": r.task, "status": f"{STATE_EMOJI.get(s.get('state'), '•')} {s.get('state', '?')}",
+            "config": key_config(r.task, r.config), "final loss": final.get("train/loss"), "test acc": final.get("test/acc"),
+            "duration": s.get("wall_seconds") if s.get("ended") and s.get("wall_seconds") else (end - started if end and started else None),
+            "started": pd.to_datetime(started, unit="s", utc=True).tz_convert(None) if started else None, "run_id": r.run_id,
+        })
+    return pd.DataFrame(rows, columns=["name", "task", "status", "config", "final loss", "test acc", "duration", "started", "run_id"])
+
+
+def compare(selected: list[run_store.RunInfo]) -> None:
+    """Overlay one metric of the selected runs, with smoothing and a choice of x axis."""
+    records = {r.run_id: state.all_metrics(r.path) for r in selected}
+    tags = sorted({k for recs in records.values() for rec in recs for k in rec} - {"step", "wall", "ts"})
+    if not tags:
+        st.info("The selected runs have no metrics yet.")
+        return
+    c = st.columns([2, 2, 2, 1], vertical_alignment="bottom")
+    tag = c[0].selectbox("Metric", tags, index=tags.index("train/loss") if "train/loss" in tags else 0, key="cmp_tag")
+    smoothing = c[1].slider("Smoothing (EMA)", 0.0, 0.99, 0.0, 0.01, key="cmp_smooth")
+    x = c[2].segmented_control("x axis", list(X_AXES), format_func=X_AXES.get, default="step", required=True, key="cmp_x")
+    log_y = c[3].toggle("log y", value="loss" in tag, key=f"cmp_log_{tag}")
+    names = {r.run_id: r.name if [s.name for s in selected].count(r.name) == 1 else f"{r.name} ({r.run_id[-4:]})" for r in selected}
+    curves = {names[rid]: series.extract(recs, tag, x) for rid, recs in records.items()}
+    if "acc" in tag:
+        fig = figures.accuracy_figure(curves, title=tag, smoothing=smoothing, x_title=X_AXES[x], uirevision="compare")
+    else:
+        fig = figures.curves_figure(curves, tag, tag, x_title=X_AXES[x], smoothing=smoothing, log_y=log_y, uirevision="compare")
+    panels.chart(fig, "compare_chart")
+
+
+def actions(selected: list[run_store.RunInfo]) -> None:
+    """Open, stop, download and delete (with a confirmation) for the selected runs."""
+    c = st.columns(4)
+    if len(selected) == 1:
+        run = selected[0]
+        if c[0].button("Open detail", icon=":material/insights:"):
+            state.remember_run(run.run_id)
+            st.switch_page("pages/detail.py", query_params={"run": run.run_id})
+        csv = pd.DataFrame(state.all_metrics(run.path)).to_csv(index=False)
+        c[1].download_button("Metrics CSV", csv, file_name=f"{run.run_id}.csv", mime="text/csv", icon=":material/download:",
+                             on_click="ignore")
+    active = [r for r in selected if state.is_active(r.status)]
+    if active and c[2].button(f"Stop ({len(active)})", icon=":material/stop:"):
+        for r in active:
+            launcher.stop(r.path)
+        st.toast(f"Asked {len(active)} run(s) to stop.")
+    if c[3].button(f"Delete ({len(selected)})", icon=":material/delete:"):
+        st.session_state["confirm_delete"] = [r.run_id for r in selected]
+    pending = st.session_state.get("confirm_delete")
+    if pending:
+        st.warning(f"Delete {len(pending)} run(s) and all their files? This cannot be undone.")
+        yes, no = st.columns([1, 6])
+        if yes.button("Yes, delete", type="primary", key="confirm_yes"):
+            delete([r for r in selected if r.run_id in pending])
+        if no.button("Cancel", key="confirm_no"):
+            st.session_state.pop("confirm_delete")
+            st.rerun()
+
+
+def delete(runs: list[run_store.RunInfo]) -> None:
+    """Delete runs; a running one is refused with its message."""
+    st.session_state.pop("confirm_delete", None)
+    for r in runs:
+        try:
+            run_store.delete_run(r.path, state.runs_root())
+        except (RuntimeError, ValueError, OSError) as exc:
+            st.error(f"{r.name}: {exc}")
+            return
+    st.rerun()
+
+
+def body() -> None:
+    """Table, then compare and actions for the selection."""
+    runs = state.list_runs()
+    if not runs:
+        st.info(f"No runs under `{state.runs_root()}` yet.")
+        return
+    # The key follows the set of runs, so a new or deleted run redraws the table with the same runs selected.
+    ids = [r.run_id for r in runs]
+    kept = [ids.index(i) for i in st.session_state.get("selected_ids", []) if i in ids]
+    key = "runs_table_" + hashlib.sha1("|".join(ids).encode()).hexdigest()[:10]
+    rows = runs_table(runs_frame(runs), key=key, default=kept)
+    selected = [runs[i] for i in rows if i < len(runs)]
+    st.session_state["selected_ids"] = [r.run_id for r in selected]
+    if not selected:
+        st.caption("Select runs in the table to compare their curves, download or delete them.")
+        return
+    actions(selected)
+    compare(selected)
+
+
+st.title("Runs & compare")
+any_active = any(state.is_active(r.status) for r in state.list_runs())
+st.fragment(body, run_every=2.0 if any_active else None)()

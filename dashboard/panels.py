@@ -1,0 +1,135 @@
+"""Panels shared by the Live and Run detail pages: compute series, then draw them.
+
+Each panel takes what was read from the run store (status, config, records)
+and draws; nothing here writes to the run directory.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import streamlit as st
+
+from components import figures, series
+from components.widgets import STATE_EMOJI
+from dashboard import state
+from training import run_store
+
+PLOT_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
+PROBLEM_STATES = ("failed", "diverged", "crashed")
+
+
+def pick_run(runs: list[run_store.RunInfo]) -> run_store.RunInfo | None:
+    """Run selector; defaults to ?run=, else the newest active run."""
+    current = state.select_run(runs)
+    if current is None:
+        return None
+    by_id = {r.run_id: r for r in runs}
+    chosen = st.selectbox(
+        "Run", list(by_id), index=list(by_id).index(current.run_id),
+        format_func=lambda i: f"{STATE_EMOJI.get(by_id[i].status.get('state'), '•')} {by_id[i].name} · {by_id[i].task} · {i}",
+    )
+    state.remember_run(chosen)
+    return by_id[chosen]
+
+
+def chart(fig: Any, key: str) -> None:
+    """A plotly chart with a stable key, so a refresh updates it in place."""
+    st.plotly_chart(fig, key=key, config=PLOT_CONFIG, theme=None)
+
+
+def last_value(records: list[dict[str, Any]], tag: str) -> float | None:
+    """Latest finite value of `tag`, or None."""
+    for r in reversed(records):
+        if tag in r:
+            try:
+                v = float(r[tag])
+            except (TypeError, ValueError):
+                return None
+            return v if math.isfinite(v) else None
+    return None
+
+
+def fmt(v: float | None, spec: str = ".4g") -> str:
+    """A number for st.metric, or an em dash."""
+    return "—" if v is None else format(v, spec)
+
+
+def problem_message(status: dict[str, Any]) -> None:
+    """st.error with the run's own message for failed / diverged / crashed runs (never a traceback)."""
+    if status.get("state") in PROBLEM_STATES:
+        st.error(status.get("message") or f"The run {status['state']}.", icon=":material/error:")
+
+
+def progress(status: dict[str, Any]) -> None:
+    """Progress bar with epoch/step, steps/s, ETA and compile time in its caption."""
+    step, total = status.get("step") or 0, status.get("total_steps") or 0
+    frac = min(1.0, step / total) if total else 0.0
+    if status.get("state") == "finished":
+        frac = 1.0
+    st.progress(frac, text=figures.progress_text(status))
+
+
+def regression_fit(run_dir: Path, records: list[dict[str, Any]], key: str) -> tuple[float | None, float | None]:
+    """Data scatter, true line and the latest fitted line; returns (w, b)."""
+    sample = _data_sample(run_dir)
+    w, b = last_value(records, "regression/weight"), last_value(records, "regression/bias")
+    if w is None or b is None:
+        fit = state.read_artifact(run_dir, "fit.json") or {}
+        w, b = fit.get("weight"), fit.get("bias")
+    if sample is None:
+        st.info("Waiting for the data sample…", icon=":material/hourglass_top:")
+        return w, b
+    fits = (w, b) if w is not None and b is not None else None
+    chart(figures.regression_fit_figure(sample["x"], sample["y"], sample["true_weight"], sample["true_bias"], fits,
+                                        uirevision=key), key)
+    return w, b
+
+
+def _data_sample(run_dir: Path) -> dict[str, Any] | None:
+    """artifacts/data_sample.json, read once per session (it never changes during a run)."""
+    cache = st.session_state.setdefault("_data_samples", {})
+    if str(run_dir) not in cache:
+        sample = state.read_artifact(run_dir, "data_sample.json")
+        if not sample:
+            return None
+        cache[str(run_dir)] = {k: (np.asarray(v, float) if isinstance(v, list) else v) for k, v in sample.items()}
+    return cache[str(run_dir)]
+
+
+def regression_metrics(records: list[dict[str, Any]], cfg: dict[str, Any], w: float | None, b: float | None) -> None:
+    """Current w and b next to the true values, and the loss."""
+    c = st.columns(3)
+    tw, tb = cfg.get("true_weight"), cfg.get("true_bias")
+    c[0].metric("weight w", fmt(w), None if w is None or tw is None else f"{w - tw:+.3g} vs true {tw:g}", delta_color="off")
+    c[1].metric("bias b", fmt(b), None if b is None or tb is None else f"{b - tb:+.3g} vs true {tb:g}", delta_color="off")
+    c[2].metric("train loss", fmt(last_value(records, "train/loss")))
+
+
+def loss_chart(records: list[dict[str, Any]], key: str, x: str = "step", smoothing: float = 0.0) -> None:
+    """Train (and test) loss, log scale."""
+    curves = {t.split("/")[0]: series.extract(records, t, x) for t in ("train/loss", "test/loss")}
+    curves = {k: v for k, v in curves.items() if v[0].size}
+    chart(figures.curves_figure(curves, "Loss", "loss", x_title=x, smoothing=smoothing, log_y=True, uirevision=key), key)
+
+
+def accuracy_chart(records: list[dict[str, Any]], key: str, x: str = "step", smoothing: float = 0.0) -> None:
+    """Train and test accuracy."""
+    curves = {t.split("/")[0]: series.extract(records, t, x) for t in ("train/acc", "test/acc")}
+    curves = {k: v for k, v in curves.items() if v[0].size}
+    chart(figures.accuracy_figure(curves, smoothing=smoothing, x_title=x, uirevision=key), key)
+
+
+def mnist_metrics(records: list[dict[str, Any]], status: dict[str, Any]) -> None:
+    """Accuracy, throughput and compile time (shown apart from the steady-state rate)."""
+    c = st.columns(4)
+    acc = last_value(records, "test/acc")
+    c[0].metric("test accuracy", "—" if acc is None else f"{acc:.2%}")
+    c[1].metric("train loss", fmt(last_value(records, "train/loss")))
+    sps = status.get("steps_per_sec")
+    c[2].metric("steps/s", "—" if not sps else f"{sps:,.0f}")
+    comp = status.get("compile_seconds")
+    c[3].metric("compile time", "—" if comp is None else f"{comp:.1f} s", help="First (compiling) chunk beyond a steady one.")

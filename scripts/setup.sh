@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Set up everything the dashboard and the tests need: system packages (Debian's
+# Chromium for the browser tests, Fashion-MNIST for offline training) and the
+# Python virtual environment. Safe to run again: it skips what is already there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PY=${PYTHON:-python3}
+VENV=${VENV:-.venv}
+WANT_APT=${WANT_APT:-"chromium dataset-fashion-mnist"}
+
+apt_install() {
+  local missing=()
+  for pkg in $WANT_APT; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  local sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null 2>&1; then sudo="sudo"; else
+      echo "setup: cannot install ${missing[*]} (not root, no sudo); browser tests and offline Fashion-MNIST need them." >&2
+      return 0
+    fi
+  fi
+  if command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing system packages: ${missing[*]}"
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq || true
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" </dev/null
+  else
+    echo "setup: no apt-get; install Chromium yourself for the browser tests." >&2
+  fi
+}
+
+[ "${SKIP_APT:-0}" = 1 ] || apt_install
+
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "setup: creating $VENV"
+  "$PY" -m venv "$VENV"
+fi
+# Reinstall only when requirements.txt changed since the last successful install.
+stamp="$VENV/.requirements.sha256"
+want=$(sha256sum requirements.txt | cut -d' ' -f1)
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  echo "setup: installing Python packages (requirements.txt)"
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check -r requirements.txt
+  echo "$want" > "$stamp"
+fi

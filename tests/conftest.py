@@ -1,0 +1,42 @@
+"""Session-wide test environment: wandb offline and isolated, runs under tmp dirs."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+# Set before anything imports wandb: no test may reach the network or the user's ~/.config.
+_WANDB_HOME = tempfile.mkdtemp(prefix="jaxdash-wandb-")
+os.environ["WANDB_MODE"] = "offline"
+os.environ["WANDB_SILENT"] = "true"
+os.environ.pop("WANDB_API_KEY", None)
+for var in ("WANDB_DIR", "WANDB_CACHE_DIR", "WANDB_CONFIG_DIR", "WANDB_DATA_DIR"):
+    os.environ[var] = _WANDB_HOME
+os.environ.setdefault("JAXDASH_RUNS", tempfile.mkdtemp(prefix="jaxdash-runs-"))
+
+FASHION_DIR = Path("/usr/share/datasets/fashion-mnist")
+
+
+@pytest.fixture
+def runs_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh runs root, also exported as $JAXDASH_RUNS for subprocesses."""
+    root = tmp_path / "runs"
+    root.mkdir()
+    monkeypatch.setenv("JAXDASH_RUNS", str(root))
+    return root
+
+
+@pytest.fixture(scope="session")
+def fashion_dir() -> Path:
+    """Debian's Fashion-MNIST; required (the CI installs dataset-fashion-mnist)."""
+    if not (FASHION_DIR / "train-images-idx3-ubyte.gz").exists():
+        pytest.fail("Fashion-MNIST missing: apt-get install -y dataset-fashion-mnist (scripts/setup.sh does this)")
+    return FASHION_DIR

@@ -1,0 +1,298 @@
+"""Tests for components/series.py and components/figures.py (pure: no browser, no JAX)."""
+
+from __future__ import annotations
+
+import base64
+import math
+import struct
+import zlib
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+
+from components.figures import (
+    accuracy_figure,
+    confusion_matrix_figure,
+    curves_figure,
+    image_grid_figure,
+    progress_text,
+    regression_fit_figure,
+)
+from components.series import downsample_minmax, ema_smooth, extract, relative_time
+
+RECORDS = [
+    {"step": 1, "wall": 0.5, "ts": 1e9, "train/loss": 2.0},
+    {"step": 2, "wall": 1.0, "ts": 1e9 + 1, "train/loss": "nan", "test/acc": 0.5},
+    {"step": 3, "wall": 1.5, "ts": 1e9 + 2, "train/loss": "inf"},
+    {"step": 4, "wall": 2.0, "ts": 1e9 + 3, "train/loss": "-inf", "test/acc": 0.75},
+]
+
+
+def tb_ema(values: list[float], w: float) -> list[float]:
+    """Reference: TensorBoard's classicSmoothing, transcribed literally."""
+    last, n, out = 0.0, 0, []
+    for v in values:
+        if not math.isfinite(v):
+            out.append(v)
+            continue
+        last = last * w + (1 - w) * v
+        n += 1
+        out.append(last / (1 - w**n))
+    return out
+
+
+def decode_gray_png(uri: str) -> np.ndarray:
+    """Just enough PNG decoding for png_data_uri's output (8-bit gray, filter 0)."""
+    png = base64.b64decode(uri.removeprefix("data:image/png;base64,"))
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    w, h = struct.unpack(">II", png[16:24])
+    pos, idat = 8, b""
+    while pos < len(png):
+        (n,), tag = struct.unpack(">I", png[pos : pos + 4]), png[pos + 4 : pos + 8]
+        idat += png[pos + 8 : pos + 8 + n] if tag == b"IDAT" else b""
+        pos += 12 + n
+    rows = np.frombuffer(zlib.decompress(idat), np.uint8).reshape(h, w + 1)
+    assert not rows[:, 0].any()
+    return rows[:, 1:]
+
+
+# --- extract ---------------------------------------------------------------
+
+
+def test_extract_parses_nonfinite_strings_and_skips_missing() -> None:
+    x, y = extract(RECORDS, "train/loss")
+    assert x.tolist() == [1, 2, 3, 4]
+    assert y[0] == 2.0 and np.isnan(y[1]) and y[2] == np.inf and y[3] == -np.inf
+    x, y = extract(RECORDS, "test/acc", x="wall")
+    assert x.tolist() == [1.0, 2.0] and y.tolist() == [0.5, 0.75]
+    assert x.dtype == y.dtype == np.float64
+
+
+def test_extract_empty_and_bad_x() -> None:
+    x, y = extract([], "train/loss")
+    assert x.size == 0 and y.size == 0
+    with pytest.raises(ValueError):
+        extract(RECORDS, "train/loss", x="epoch")
+
+
+def test_relative_time() -> None:
+    assert relative_time(np.array([np.nan, 100.0, 102.5])).tolist()[1:] == [0.0, 2.5]
+
+
+# --- downsample_minmax -------------------------------------------------------
+
+
+def test_downsample_keeps_spikes_endpoints_and_budget() -> None:
+    n = 100_003
+    x = np.arange(n, dtype=float)
+    y = np.sin(x / 500.0)
+    y[31_337] = 50.0  # one-step spike up
+    y[77_777] = -40.0  # and down
+    dx, dy = downsample_minmax(x, y, max_points=2000)
+    assert len(dx) <= 2000
+    assert dx[0] == 0 and dx[-1] == n - 1
+    assert 31_337 in dx and 77_777 in dx
+    assert dy.max() == 50.0 and dy.min() == -40.0
+    assert np.all(np.diff(dx) > 0)  # x order, no duplicates
+    np.testing.assert_array_equal(y[dx.astype(int)], dy)  # real points, not interpolated
+
+
+def test_downsample_deterministic_and_idempotent() -> None:
+    rng = np.random.default_rng(0)
+    y = rng.normal(size=10_000)
+    x = np.arange(y.size, dtype=float)
+    a = downsample_minmax(x, y, 500)
+    b = downsample_minmax(x, y, 500)
+    np.testing.assert_array_equal(a[0], b[0])
+    again = downsample_minmax(*a, 500)
+    np.testing.assert_array_equal(again[0], a[0])
+
+
+def test_downsample_short_series_unchanged() -> None:
+    x, y = np.arange(10.0), np.arange(10.0) ** 2
+    dx, dy = downsample_minmax(x, y, 2000)
+    np.testing.assert_array_equal(dx, x)
+    np.testing.assert_array_equal(dy, y)
+
+
+def test_downsample_nan_safe() -> None:
+    y = np.linspace(0, 1, 5000)
+    y[1000:2000] = np.nan  # e.g. a diverged stretch
+    y[3000] = 9.0
+    x = np.arange(y.size, dtype=float)
+    dx, dy = downsample_minmax(x, y, 400)
+    assert len(dx) <= 400
+    assert np.nanmax(dy) == 9.0 and dx[0] == 0 and dx[-1] == 4999
+    assert np.isnan(dy).any()  # the gap survives so the chart shows it
+    assert np.nanmin(dy) == 0.0
+
+
+def test_downsample_unsorted_x_and_bad_args() -> None:
+    x = np.arange(5000.0)[::-1].copy()
+    dx, _ = downsample_minmax(x, x.copy(), 100)
+    assert np.all(np.diff(dx) > 0) and dx[0] == 0 and dx[-1] == 4999
+    with pytest.raises(ValueError):
+        downsample_minmax(np.arange(3.0), np.arange(4.0))
+    with pytest.raises(ValueError):
+        downsample_minmax(np.arange(10.0), np.arange(10.0), max_points=3)
+
+
+# --- ema_smooth --------------------------------------------------------------
+
+
+def test_ema_matches_hand_computed_debiased() -> None:
+    # w=0.5: last = 0.5, 1.25, 2.125; debias 1-0.5^n = 0.5, 0.75, 0.875
+    out = ema_smooth(np.array([1.0, 2.0, 3.0]), 0.5)
+    np.testing.assert_allclose(out, [1.0, 1.25 / 0.75, 2.125 / 0.875])
+    y = np.random.default_rng(1).normal(size=300)
+    np.testing.assert_allclose(ema_smooth(y, 0.9), tb_ema(y.tolist(), 0.9))
+
+
+def test_ema_weight_zero_is_identity_and_constant_untouched() -> None:
+    y = np.array([3.0, 1.0, 4.0, 1.0, 5.0])
+    np.testing.assert_array_equal(ema_smooth(y, 0.0), y)
+    c = np.full(50, 0.1)
+    np.testing.assert_array_equal(ema_smooth(c, 0.99), c)
+
+
+def test_ema_skips_nonfinite_like_tensorboard() -> None:
+    y = np.array([1.0, np.nan, 3.0, np.inf, 5.0])
+    out = ema_smooth(y, 0.6)
+    assert np.isnan(out[1]) and out[3] == np.inf  # passed through, not averaged in
+    np.testing.assert_allclose(out[[0, 2, 4]], tb_ema([1.0, 3.0, 5.0], 0.6))
+
+
+def test_ema_weight_clamped() -> None:
+    out = ema_smooth(np.array([1.0, 2.0]), 1.0)
+    assert np.all(np.isfinite(out)) and out[0] == pytest.approx(1.0)
+
+
+# --- figures -----------------------------------------------------------------
+
+
+def test_curves_figure_traces_and_smoothing() -> None:
+    x = np.arange(50_000, dtype=float)
+    series = {"run-a": (x, np.exp(-x / 1e4)), "run-b": (x, np.exp(-x / 2e4))}
+    fig = curves_figure(series, "Loss", "loss", max_points=1000)
+    assert isinstance(fig, go.Figure)
+    assert [t.name for t in fig.data] == ["run-a", "run-b"]
+    assert all(len(t.x) <= 1000 for t in fig.data)
+    assert fig.layout.uirevision and fig.layout.template.layout.to_plotly_json()  # template applied
+    assert fig.layout.legend.orientation == "h"
+
+    fig = curves_figure(series, "Loss", "loss", smoothing=0.9, log_y=True)
+    assert len(fig.data) == 4
+    raw, smooth = fig.data[0], fig.data[1]
+    assert raw.line.color == smooth.line.color and raw.opacity < 1 and raw.showlegend is False
+    assert smooth.line.width > raw.line.width
+    assert fig.layout.yaxis.type == "log"
+
+
+def test_curves_figure_nonfinite_become_gaps() -> None:
+    fig = curves_figure({"r": (np.arange(3.0), np.array([1.0, np.inf, 2.0]))}, "t", "y")
+    y = np.asarray(fig.data[0].y, dtype=float)
+    assert np.isnan(y[1]) and y[2] == 2.0
+
+
+@pytest.mark.parametrize("series", [{}, {"r": (np.array([]), np.array([]))}])
+def test_curves_figure_empty_has_annotation(series: dict) -> None:
+    fig = curves_figure(series, "Loss", "loss")
+    assert len(fig.data) == 0
+    assert "no data yet" in fig.layout.annotations[0].text
+
+
+def test_accuracy_figure_percent_axis() -> None:
+    fig = accuracy_figure(
+        {"train/acc": (np.arange(5.0), np.linspace(0.1, 0.9, 5)), "test/acc": (np.array([4.0]), np.array([0.8]))}
+    )
+    assert fig.layout.yaxis.tickformat == ".0%"
+    assert tuple(fig.layout.yaxis.range) == (0.0, 1.0)
+    assert [t.name for t in fig.data] == ["train/acc", "test/acc"]
+    assert fig.data[1].mode == "lines+markers"  # a sparse eval series shows its points
+
+
+def test_regression_fit_figure_population_and_downsampled_scatter() -> None:
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-1, 1, 100_000)
+    y = 2 * x + 0.5 + rng.normal(0, 0.1, x.size)
+    fits = [(0.0, 0.0), (1.0, 0.2), (1.9, 0.45)]
+    fig = regression_fit_figure(x, y, 2.0, 0.5, fits, names=["a", "b", "c"])
+    data, true, *lines = fig.data
+    assert len(data.x) <= 2000 and data.mode == "markers"
+    again = regression_fit_figure(x, y, 2.0, 0.5, fits, names=["a", "b", "c"])
+    np.testing.assert_array_equal(again.data[0].x, data.x)  # deterministic thinning
+    assert true.line.dash == "dash" and true.name == "true: y = 2x + 0.5"
+    assert regression_fit_figure(x, y, 2.0, -0.5, None).data[1].name == "true: y = 2x - 0.5"
+    assert len(lines) == 3 and [ln.name.split(":")[0] for ln in lines] == ["a", "b", "c"]
+    assert len({ln.line.color for ln in lines}) == 3
+    np.testing.assert_allclose(lines[2].y, 1.9 * np.asarray(lines[2].x) + 0.45)
+    xr, yr = fig.layout.xaxis.range, fig.layout.yaxis.range
+    assert xr[0] <= x.min() and xr[1] >= x.max() and yr[0] <= y.min() and yr[1] >= y.max()
+    # ranges are fixed by the data, not by the fitted lines, so the line slides
+    far = regression_fit_figure(x, y, 2.0, 0.5, (50.0, 50.0))
+    assert far.layout.yaxis.range == fig.layout.yaxis.range and len(far.data) == 3
+
+
+def test_regression_fit_figure_no_fits_and_big_population() -> None:
+    x = np.linspace(0, 1, 20)
+    assert len(regression_fit_figure(x, x, 1.0, 0.0, None).data) == 2
+    fig = regression_fit_figure(x, x, 1.0, 0.0, [(1.0, float(i)) for i in range(32)])
+    assert len(fig.data) == 34 and sum(bool(t.showlegend) for t in fig.data[2:]) == 1
+
+
+def test_confusion_matrix_figure() -> None:
+    cm = np.array([[5, 1, 0], [2, 7, 1], [0, 0, 9]])
+    fig = confusion_matrix_figure(cm.tolist(), ["cat", "dog", "eel"])
+    hm = fig.data[0]
+    np.testing.assert_array_equal(np.asarray(hm.z), cm)
+    np.testing.assert_array_equal(np.asarray(hm.text), cm)
+    assert list(hm.x) == list(hm.y) == ["cat", "dog", "eel"]
+    assert fig.layout.xaxis.title.text == "predicted" and fig.layout.yaxis.title.text == "true"
+    assert fig.layout.yaxis.autorange == "reversed"
+    norm = confusion_matrix_figure(cm, ["cat", "dog", "eel"], normalize=True)
+    np.testing.assert_allclose(np.asarray(norm.data[0].z).sum(axis=1), 1.0)
+    with pytest.raises(ValueError):
+        confusion_matrix_figure(cm, ["a", "b"])
+
+
+def test_image_grid_figure_titles_and_colors() -> None:
+    imgs = np.arange(10 * 28 * 28, dtype=np.uint8).reshape(10, 28, 28)
+    labels = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]
+    preds = [0, 1, 2, 3, 4, 5, 6, 7, 8, 0]
+    names = [str(i) for i in range(10)]
+    fig = image_grid_figure(imgs, labels, preds, names, cols=4)
+    assert len(fig.data) == 1 and fig.data[0].type == "image"
+    ann = fig.layout.annotations
+    assert [a.text for a in ann][:2] == ["0 (0)", "1 (1)"] and ann[9].text == "0 (9)"
+    assert ann[9].font.color == "#d62728" and ann[0].font.color != "#d62728"
+    mosaic = decode_gray_png(fig.data[0].source)
+    assert mosaic.shape == (3 * 37, 4 * 30)  # 3 rows of (9 px title band + 28); 4 cols of (28 + 2 px gap)
+    np.testing.assert_array_equal(mosaic[9:37, 0:28], imgs[0])
+    np.testing.assert_array_equal(mosaic[37 + 9 : 74, 30:58], imgs[5])  # row 1, col 1
+    assert tuple(fig.layout.yaxis.range) == (110.5, -0.5)  # reversed, fixed
+    assert "no images" in image_grid_figure(np.zeros((0, 28, 28), np.uint8), [], [], names).layout.annotations[0].text
+
+
+# --- progress_text -----------------------------------------------------------
+
+
+def test_progress_text_running() -> None:
+    s = {
+        "state": "running",
+        "epoch": 2,
+        "total_epochs": 3,
+        "step": 2345,
+        "total_steps": 5625,
+        "steps_per_sec": 1234.4,
+        "compile_seconds": 1.234,
+    }
+    assert progress_text(s) == "epoch 2/3 · step 2,345/5,625 · 1,234 steps/s · ETA 2.7 s · compile 1.2 s"
+
+
+def test_progress_text_long_eta_finished_and_empty() -> None:
+    s = {"state": "running", "epoch": 0, "total_epochs": 0, "step": 100, "total_steps": 10_100, "steps_per_sec": 2.5}
+    assert progress_text(s) == "step 100/10,100 · 2.5 steps/s · ETA 1 h 06 min"
+    s = {"state": "finished", "step": 500, "total_steps": 500, "steps_per_sec": "nan", "wall_seconds": 75}
+    assert progress_text(s) == "step 500/500 · took 1 min 15 s"
+    assert progress_text({}) == "waiting for the first step…"

@@ -1,0 +1,124 @@
+"""Shared pieces of the chunked training loop: compiled chunk cache, chunk plan, the between-chunk hook.
+
+A chunk is K optimizer steps run by `jax.lax.scan` inside one jitted call. Scan lengths are
+static, so each distinct length compiles once; a loop uses at most two (K and the remainder).
+Compilation is done ahead of time (`jit(...).lower(...).compile()`) so its cost is measured
+exactly rather than guessed from the first chunk, and a shape change fails loudly instead of
+silently recompiling.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import jax
+import numpy as np
+
+from training.errors import Diverged
+from training.writers.base import MetricWriter, Progress
+
+
+class TraceCounter:
+    """Counts how often each wrapped function is traced by JAX (a retrace means a recompile)."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+
+    def wrap(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """`fn` with a trace-time side effect; runs only while JAX traces, never in compiled code."""
+
+        def traced(*args: Any) -> Any:
+            self.counts[name] += 1
+            return fn(*args)
+
+        return traced
+
+
+class ChunkCompiler:
+    """One ahead-of-time compiled chunk function per scan length, its state argument donated.
+
+    Args:
+      make_chunk: length -> pure function `(state, *data) -> (state, stacked_metrics)`.
+      traces: counter shared with the caller's other jitted functions.
+    """
+
+    def __init__(self, make_chunk: Callable[[int], Callable[..., Any]], traces: TraceCounter):
+        self.make_chunk = make_chunk
+        self.traces = traces
+        self.compile_seconds = 0.0
+        self._compiled: dict[int, Any] = {}
+
+    def get(self, length: int, *args: Any) -> Callable[..., Any]:
+        """The compiled chunk for `length`, compiling (and timing it) on first use."""
+        fn = self._compiled.get(length)
+        if fn is None:
+            t0 = time.perf_counter()
+            jitted = jax.jit(self.traces.wrap(f"chunk[{length}]", self.make_chunk(length)), donate_argnums=(0,))
+            fn = self._compiled[length] = jitted.lower(*args).compile()
+            self.compile_seconds += time.perf_counter() - t0
+        return fn
+
+
+def chunk_lengths(steps: int, k: int) -> list[int]:
+    """Split `steps` into chunks of `k` plus one shorter remainder chunk (at most two distinct lengths)."""
+    full, rest = divmod(steps, k)
+    return [k] * full + ([rest] if rest else [])
+
+
+def first_nonfinite(values: np.ndarray) -> int | None:
+    """Index of the first NaN/inf in a 1-D host array, or None."""
+    bad = np.flatnonzero(~np.isfinite(values))
+    return int(bad[0]) if bad.size else None
+
+
+class Clock:
+    """Wall time since training started and the steady steps/s of the last chunk."""
+
+    def __init__(self) -> None:
+        self.start = time.perf_counter()
+        self.steps_per_sec: float | None = None
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.start
+
+    def run_chunk(self, fn: Callable[..., Any], length: int, *args: Any) -> tuple[Any, Any]:
+        """Run one compiled chunk and bring its metrics to the host.
+
+        Returns (device state, host metrics). The `jax.device_get` is the chunk's one
+        device->host sync; timing stops after it, so steps/s is real compute, not dispatch.
+        """
+        t0 = time.perf_counter()
+        state, metrics = fn(*args)
+        metrics = jax.device_get(metrics)  # sync point: metrics leave the device once per chunk
+        dt = time.perf_counter() - t0
+        self.steps_per_sec = length / dt if dt > 0 else math.inf
+        return state, metrics
+
+
+def report_chunk(
+    writer: MetricWriter,
+    step: int,
+    scalars: Mapping[str, float],
+    progress: Progress,
+    losses: Sequence[float] | np.ndarray,
+    first_step: int,
+    lr: float,
+) -> None:
+    """Write and flush one chunk's scalars, then raise Diverged if any step's loss was not finite.
+
+    Args:
+      step: global step the scalars belong to (the chunk's last step).
+      losses: per-step losses of the chunk, in order.
+      first_step: global step number of `losses[0]` (1-based), to name the first bad step.
+      lr: learning rate, for the hint in the Diverged message.
+    """
+    writer.write_scalars(step, dict(scalars), progress=progress)
+    writer.flush()  # the dashboard polls the run store; make the chunk visible now
+    losses = np.asarray(losses, dtype=np.float64).reshape(-1)
+    bad = first_nonfinite(losses)
+    if bad is not None:
+        raise Diverged(first_step + bad, float(losses[bad]), lr)

@@ -1,0 +1,87 @@
+"""Assemble the writers a run logs through, in the order that keeps the run store safe.
+
+The run store comes first: it is what the dashboard reads, so it must get every
+call even if a later backend raises. Every other backend is optional; one that
+fails to start is reported in the returned info and left out, never raised.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from training.writers.base import MetricWriter, MultiWriter
+from training.writers.store import RunStoreWriter
+
+log = logging.getLogger(__name__)
+
+
+def _cfg_dict(cfg: Any) -> dict[str, Any]:
+    """A plain dict from a Config dataclass (or an already plain mapping)."""
+    if isinstance(cfg, Mapping):
+        return dict(cfg)
+    from training.config import config_to_dict
+
+    return config_to_dict(cfg)
+
+
+def build_writer(
+    run_dir: str | Path,
+    cfg: Any,
+    name: str | None = None,
+    wandb_mode: str = "auto",
+    tensorboard: bool = True,
+    console: bool = True,
+) -> tuple[MultiWriter, dict[str, Any]]:
+    """Writers for one run: run store, then TensorBoard, W&B and console as asked.
+
+    Args:
+      run_dir: the run directory (existing).
+      cfg: the run's Config (or its dict form).
+      name: display name for W&B (defaults to the run directory name).
+      wandb_mode: "auto", "online", "offline" or "disabled".
+      tensorboard: write event files under run_dir/tb.
+      console: show a tqdm progress bar on stderr.
+
+    Returns:
+      (writer, info) where info holds extra status.json fields, e.g.
+      {"wandb": {"mode", "url", "dir", "sync_command"}, "tensorboard": {"logdir"}}.
+    """
+    run_dir = Path(run_dir)
+    cfg_dict = _cfg_dict(cfg)
+    writers: list[MetricWriter] = [RunStoreWriter(run_dir)]
+    info: dict[str, Any] = {}
+
+    if tensorboard:
+        try:
+            from training.writers.tensorboard import TensorBoardWriter
+
+            tb = TensorBoardWriter(run_dir / "tb", run_name=name or run_dir.name)
+            writers.append(tb)
+            info["tensorboard"] = {"logdir": str(tb.logdir)}
+        except Exception as exc:  # noqa: BLE001 - tracking must never stop training
+            log.warning("TensorBoard writer unavailable (%s: %s); continuing without it.", type(exc).__name__, exc)
+            info["tensorboard"] = {"error": f"{type(exc).__name__}: {exc}"}
+
+    if wandb_mode != "disabled":
+        # WandbWriter never raises from __init__; a failed init disables it and says why in .info.
+        from training.writers.wandb_writer import WandbWriter
+
+        wb = WandbWriter(run_dir, cfg_dict, name=name or run_dir.name, mode=wandb_mode)
+        info["wandb"] = wb.info
+        if wb.active:
+            writers.append(wb)
+    else:
+        info["wandb"] = {"mode": "disabled"}
+
+    if console:
+        try:
+            from training.writers.console import ConsoleWriter
+
+            writers.append(ConsoleWriter(total_steps=int(getattr(cfg, "total_steps", 0) or 0)))
+        except Exception as exc:  # noqa: BLE001 - a missing tqdm must not stop a run
+            log.warning("console writer unavailable (%s: %s).", type(exc).__name__, exc)
+
+    return MultiWriter(writers), info

@@ -1,0 +1,212 @@
+"""TensorBoard backend (tensorboardX): scalars, images, histograms, config text and HParams.
+
+Two deliberate departures from tensorboardX defaults:
+
+* Events are written synchronously. tensorboardX queues events for a
+  background thread that flushes every `flush_secs`, and its `flush()` does not
+  wait for that queue, so a killed process could lose far more than one chunk.
+  Writing in the caller's thread and flushing once per chunk bounds the loss.
+* HParams go into the run's own event file as a session-start/-end pair and no
+  experiment summary. `add_hparams` writes a timestamped sub-run instead, and
+  TensorBoard picks one experiment summary arbitrarily across runs, which would
+  hide the hparams of other tasks. Without one, TensorBoard builds the HParams
+  table from every run's session info and scalars: one row per run.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tensorboardX import SummaryWriter
+from tensorboardX.event_file_writer import EventsWriter
+from tensorboardX.proto import api_pb2, plugin_hparams_pb2
+from tensorboardX.proto.summary_pb2 import Summary, SummaryMetadata
+from tensorboardX.summary import hparams as hparams_summary
+from tensorboardX.writer import FileWriter
+
+from training.writers import render
+from training.writers.base import ClassificationReport, MetricWriter, Progress, RegressionSnapshot
+
+log = logging.getLogger(__name__)
+
+_END_STATUS = {"finished": "STATUS_SUCCESS", "stopped": "STATUS_SUCCESS", "failed": "STATUS_FAILURE", "diverged": "STATUS_FAILURE"}
+
+
+class _SyncEventWriter:
+    """Drop-in for tensorboardX's EventFileWriter that writes in the caller's thread."""
+
+    def __init__(self, logdir: str, filename_suffix: str = ""):
+        self._logdir = logdir
+        os.makedirs(logdir, exist_ok=True)
+        self._ev = EventsWriter(os.path.join(logdir, "events"), filename_suffix)
+        self._closed = False
+
+    def get_logdir(self) -> str:
+        return self._logdir
+
+    def add_event(self, event: Any) -> None:
+        if not self._closed:
+            self._ev.write_event(event)
+
+    def flush(self) -> None:
+        if not self._closed:
+            self._ev.flush()
+
+    def close(self) -> None:
+        if not self._closed:
+            self._ev.close()
+            self._closed = True
+
+    def reopen(self) -> None:  # part of the EventFileWriter interface; one file per writer here
+        pass
+
+
+class _SyncFileWriter(FileWriter):
+    def __init__(self, logdir: str, filename_suffix: str = ""):
+        # FileWriter.__init__ is skipped on purpose: it starts the async queue thread.
+        self.event_writer = _SyncEventWriter(str(logdir), filename_suffix)
+        self._default_metadata = {}
+
+
+class _SyncSummaryWriter(SummaryWriter):
+    def _get_file_writer(self) -> FileWriter:
+        if self.all_writers is None or self.file_writer is None:
+            self.file_writer = _SyncFileWriter(self.logdir, self._filename_suffix)
+            self.all_writers = {self.file_writer.get_logdir(): self.file_writer}
+        return self.file_writer
+
+
+def flatten_hparams(config: Mapping[str, Any], prefix: str = "") -> dict[str, bool | str | float]:
+    """Config as HParams values: lists become "a,b" strings, nested dicts dotted keys, None is left out.
+
+    None is dropped rather than stringified so a field keeps one type across runs
+    (TensorBoard's HParams table cannot mix a number column with "none").
+    """
+    out: dict[str, bool | str | float] = {}
+    for k, v in config.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, Mapping):
+            out.update(flatten_hparams(v, key + "."))
+        elif isinstance(v, (list, tuple)):
+            out[key] = ",".join(map(str, v))
+        elif v is None:
+            continue
+        elif isinstance(v, (bool, str)):
+            out[key] = v
+        elif isinstance(v, (int, float, np.integer, np.floating)):
+            out[key] = float(v)
+        else:
+            out[key] = str(v)
+    return out
+
+
+def _markdown_table(hp: Mapping[str, Any]) -> str:
+    rows = "\n".join(f"| {k} | {v} |" for k, v in hp.items())
+    return "| setting | value |\n| --- | --- |\n" + rows
+
+
+class TensorBoardWriter(MetricWriter):
+    """Writes one run's event file under `logdir` (normally `<run_dir>/tb`).
+
+    Args:
+      logdir: directory for the event file.
+      run_name: shown in the config text.
+      image_interval: minimum seconds between regression-fit images (the last one is always written).
+    """
+
+    def __init__(self, logdir: str | Path, run_name: str | None = None, image_interval: float = 0.5):
+        self.logdir = Path(logdir)
+        self.run_name = run_name
+        self.sw = _SyncSummaryWriter(logdir=str(self.logdir))
+        self.image_interval = image_interval
+        self._last_image = -float("inf")
+        self._pending_fit: tuple[int, RegressionSnapshot] | None = None
+        self._last: dict[str, float] = {}
+        self._step = 0
+        self._hparams: dict[str, bool | str | float] = {}
+        self._summary: dict[str, float] = {}
+        self._closed = False
+
+    def write_hparams(self, hparams: Mapping[str, Any]) -> None:
+        """Session start (so even a crashed run has its HParams row) and a config text table."""
+        self._hparams = flatten_hparams(hparams)
+        _, ssi, _ = hparams_summary(self._hparams, {})
+        self.sw.file_writer.add_summary(ssi)
+        title = f"**{self.run_name}**\n\n" if self.run_name else ""
+        self.sw.add_text("config", title + _markdown_table(self._hparams), 0)
+
+    def write_scalars(self, step: int, scalars: Mapping[str, float], progress: Progress | None = None) -> None:
+        """One scalar event per tag; NaN/inf are kept (TensorBoard shows them)."""
+        self._step = max(self._step, int(step))
+        for tag, value in scalars.items():
+            v = float(np.asarray(value))
+            self.sw.add_scalar(tag, v, int(step))
+            self._last[tag] = v
+
+    def write_images(self, step: int, images: Mapping[str, np.ndarray]) -> None:
+        """HWC uint8 images."""
+        for tag, img in images.items():
+            self.sw.add_image(tag, np.asarray(img), int(step), dataformats="HWC")
+
+    def write_histograms(self, step: int, arrays: Mapping[str, np.ndarray]) -> None:
+        """Histograms of arrays (e.g. layer weights)."""
+        for tag, arr in arrays.items():
+            self.sw.add_histogram(tag, np.asarray(arr, dtype=np.float64).ravel(), int(step))
+
+    def write_texts(self, step: int, texts: Mapping[str, str]) -> None:
+        """Markdown text."""
+        for tag, text in texts.items():
+            self.sw.add_text(tag, text, int(step))
+
+    def write_regression(self, step: int, snap: RegressionSnapshot) -> None:
+        """The fitted line over the data as "regression/fit", at most every `image_interval` s."""
+        now = time.monotonic()
+        if now - self._last_image >= self.image_interval:
+            self._write_fit(step, snap)
+            self._last_image = now
+        else:
+            self._pending_fit = (step, snap)  # written at close so the final fit is always there
+
+    def _write_fit(self, step: int, snap: RegressionSnapshot) -> None:
+        img = render.render_regression(snap.x, snap.y, snap.weight, snap.bias, snap.true_weight, snap.true_bias)
+        self.sw.add_image("regression/fit", img, int(step), dataformats="HWC")
+        self._pending_fit = None
+
+    def write_classification(self, step: int, report: ClassificationReport) -> None:
+        """Prediction grid (wrong ones framed red) and the confusion matrix as images."""
+        grid = render.render_prediction_grid(np.asarray(report.images), np.asarray(report.labels), np.asarray(report.preds))
+        self.sw.add_image("test/predictions", grid, int(step), dataformats="HWC")
+        self.sw.add_image("test/confusion_matrix", render.render_confusion(report.confusion), int(step), dataformats="HWC")
+
+    def write_summary(self, metrics: Mapping[str, float]) -> None:
+        """Final metrics become the HParams metric values (as scalars at the last step)."""
+        self._summary = {k: float(np.asarray(v)) for k, v in metrics.items()}
+        for tag, v in self._summary.items():
+            if self._last.get(tag) != v:  # the HParams table reads the last scalar of each tag
+                self.sw.add_scalar(tag, v, self._step)
+                self._last[tag] = v
+
+    def flush(self) -> None:
+        """Push the chunk's events to the file."""
+        self.sw.file_writer.flush()
+
+    def close(self, state: str = "finished", message: str | None = None) -> None:
+        """Last fit image, session end with its status, then close the file."""
+        if self._closed:
+            return
+        if self._pending_fit is not None:
+            self._write_fit(*self._pending_fit)
+        if message:
+            self.sw.add_text("run/message", f"{state}: {message}", self._step)
+        sei = plugin_hparams_pb2.SessionEndInfo(status=api_pb2.Status.Value(_END_STATUS.get(state, "STATUS_UNKNOWN")))
+        content = plugin_hparams_pb2.HParamsPluginData(session_end_info=sei, version=0).SerializeToString()
+        meta = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(plugin_name="hparams", content=content))
+        self.sw.file_writer.add_summary(Summary(value=[Summary.Value(tag="_hparams_/session_end_info", metadata=meta)]))
+        self.sw.close()
+        self._closed = True

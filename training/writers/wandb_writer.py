@@ -1,0 +1,268 @@
+"""Weights & Biases backend, imported lazily and never allowed to stop or stall training.
+
+* Mode "auto" is online only when an API key is already configured (env or
+  netrc, looked up locally), else offline, so nobody is prompted and nothing
+  waits on the network. A run logged offline is uploaded later with the
+  `sync_command` this writer reports.
+* Any failure in `wandb.init` warns once, records the error in `info`, and
+  leaves the writer inactive (an online failure first falls back to offline).
+* Rows are buffered per step and logged with `commit=True` at `flush`, once per
+  chunk: wandb only writes a step's row when a later step arrives, so without
+  the commit a kill -9 would always lose the newest step.
+* `finish` runs in a thread with a timeout, so a slow upload cannot hang the run.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from training.writers import render
+from training.writers.base import ClassificationReport, MetricWriter, Progress, RegressionSnapshot
+
+log = logging.getLogger(__name__)
+
+EXIT_CODES = {"finished": 0, "stopped": 0, "failed": 1, "diverged": 3}
+INIT_TIMEOUT_S = float(os.environ.get("JAXDASH_WANDB_INIT_TIMEOUT", "15"))
+FINISH_TIMEOUT_S = float(os.environ.get("JAXDASH_WANDB_FINISH_TIMEOUT", "30"))
+
+
+def api_key_configured() -> bool:
+    """True if a W&B API key is available locally (WANDB_API_KEY or netrc); no network."""
+    if os.environ.get("WANDB_API_KEY") or os.environ.get("WANDB_IDENTITY_TOKEN_FILE"):
+        return True
+    host = os.environ.get("WANDB_BASE_URL", "https://api.wandb.ai")
+    try:
+        from wandb.sdk.lib.wbauth import read_netrc_auth  # wandb's own lookup (same file, same host rules)
+
+        return bool(read_netrc_auth(host=host))
+    except Exception:  # noqa: BLE001 - private API moved or netrc unreadable: treat as not logged in
+        return False
+
+
+def resolve_mode(mode: str) -> str:
+    """"auto" -> "online" when logged in, else "offline"; other modes pass through."""
+    if mode not in ("auto", "online", "offline", "disabled"):
+        raise ValueError(f"unknown W&B mode {mode!r}; use auto, online, offline or disabled")
+    if mode == "auto":
+        return "online" if api_key_configured() else "offline"
+    return mode
+
+
+def _teardown() -> None:
+    try:
+        import wandb
+
+        wandb.teardown()
+    except Exception as exc:  # noqa: BLE001 - best effort before retrying offline
+        log.debug("wandb.teardown failed: %s", exc)
+
+
+def _run_id(name: str) -> str:
+    # W&B ids may not contain / \ # ? % : and are at most 64 characters.
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", name)[:64] or "run"
+
+
+class WandbWriter(MetricWriter):
+    """Logs one run to W&B; `active` is False (and `info["error"]` set) if init failed.
+
+    Args:
+      run_dir: the run directory; W&B files go under `run_dir/wandb`.
+      cfg_dict: the run config (shown in W&B's config panel).
+      name: display name of the run.
+      mode: "auto", "online", "offline" or "disabled".
+      fit_interval: minimum seconds between regression-fit images.
+    """
+
+    def __init__(self, run_dir: str | Path, cfg_dict: Mapping[str, Any], name: str | None = None,
+                 mode: str = "auto", fit_interval: float = 5.0):
+        self.run_dir = Path(run_dir)
+        self.run = None
+        self.active = False
+        self.fit_interval = fit_interval
+        self._rows: dict[int, dict[str, Any]] = {}
+        self._next_step = 0  # wandb's current step: rows below it can no longer take `step=`
+        self._last_fit = -float("inf")
+        self._pending_fit: tuple[int, RegressionSnapshot] | None = None
+        self._report: tuple[int, ClassificationReport] | None = None
+        self._closed = False
+        requested = mode
+        try:
+            mode = resolve_mode(mode)
+        except ValueError as exc:
+            self.info: dict[str, Any] = {"mode": "disabled", "error": str(exc)}
+            log.warning("W&B disabled: %s", exc)
+            return
+        self.info = {"mode": mode, "requested_mode": requested}
+        if mode == "disabled":
+            return
+        error = self._init(mode, cfg_dict, name)
+        if error and mode == "online":
+            log.warning("W&B online init failed (%s); logging offline instead.", error)
+            self.info["error"] = error
+            self.info["mode"] = mode = "offline"
+            _teardown()  # the service still holds the failed run's id; a fresh one accepts it offline
+            error = self._init(mode, cfg_dict, name)
+        if error:
+            log.warning("W&B disabled for this run: %s", error)
+            self.info.update(mode="disabled", error=error)
+            return
+        self.active = True
+        run = self.run
+        sync_dir = str(getattr(run.settings, "sync_dir", "") or "")
+        self.info["dir"] = sync_dir
+        self.info["project"] = run.project
+        self.info["id"] = run.id
+        if mode == "online":
+            self.info["url"] = run.url
+        else:
+            self.info["url"] = None
+            self.info["sync_command"] = f"wandb sync {sync_dir}"
+
+    def _init(self, mode: str, cfg_dict: Mapping[str, Any], name: str | None) -> str | None:
+        """Start the run; returns an error string instead of raising."""
+        try:
+            import wandb
+
+            settings = wandb.Settings(
+                init_timeout=INIT_TIMEOUT_S,
+                console="off",  # stdout stays ours; the console writer already shows progress
+                silent=True,
+                finish_timeout=FINISH_TIMEOUT_S,
+            )
+            self.run = wandb.init(
+                dir=str(self.run_dir), project=os.environ.get("WANDB_PROJECT", "jax-dashboard"),
+                name=name or self.run_dir.name, id=_run_id(self.run_dir.name), config=dict(cfg_dict),
+                mode=mode, reinit="create_new", settings=settings,
+            )
+            # Every metric is plotted against the training step, also rows logged out of order.
+            self.run.define_metric("global_step")
+            self.run.define_metric("*", step_metric="global_step")
+            return None
+        except BaseException as exc:  # noqa: BLE001 - includes wandb's own errors and KeyboardInterrupt from timeouts
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            self.run = None
+            return f"{type(exc).__name__}: {exc}"
+
+    # -- buffered rows -------------------------------------------------------------------
+    def _row(self, step: int) -> dict[str, Any]:
+        return self._rows.setdefault(int(step), {})
+
+    def write_hparams(self, hparams: Mapping[str, Any]) -> None:
+        """Config was given at init; later values (e.g. resolved settings) are merged in."""
+        if self.active:
+            self.run.config.update(dict(hparams), allow_val_change=True)
+
+    def write_scalars(self, step: int, scalars: Mapping[str, float], progress: Progress | None = None) -> None:
+        """Buffer scalars for `step`; they are logged at the next `flush`."""
+        if not self.active:
+            return
+        row = self._row(step)
+        row.update({k: float(np.asarray(v)) for k, v in scalars.items()})
+
+    def write_images(self, step: int, images: Mapping[str, np.ndarray]) -> None:
+        """HWC uint8 images as wandb.Image."""
+        if self.active:
+            import wandb
+
+            self._row(step).update({k: wandb.Image(np.asarray(v)) for k, v in images.items()})
+
+    def write_histograms(self, step: int, arrays: Mapping[str, np.ndarray]) -> None:
+        """Arrays as wandb.Histogram."""
+        if self.active:
+            import wandb
+
+            self._row(step).update({k: wandb.Histogram(np.asarray(v).ravel()) for k, v in arrays.items()})
+
+    def write_regression(self, step: int, snap: RegressionSnapshot) -> None:
+        """The fit image every `fit_interval` seconds; the last one is always logged at close."""
+        if not self.active:
+            return
+        now = time.monotonic()
+        if now - self._last_fit >= self.fit_interval:
+            self._last_fit = now
+            self._log_fit(step, snap)
+        else:
+            self._pending_fit = (step, snap)
+
+    def _log_fit(self, step: int, snap: RegressionSnapshot) -> None:
+        import wandb
+
+        img = render.render_regression(snap.x, snap.y, snap.weight, snap.bias, snap.true_weight, snap.true_bias)
+        self._row(step)["regression/fit"] = wandb.Image(img, caption=f"w={snap.weight:.4g} b={snap.bias:.4g}")
+        self._pending_fit = None
+
+    def write_classification(self, step: int, report: ClassificationReport) -> None:
+        """Kept until close: the confusion matrix and prediction table describe the final model."""
+        if self.active:
+            self._report = (int(step), report)
+
+    def write_summary(self, metrics: Mapping[str, float]) -> None:
+        """Final metrics as the run summary."""
+        if self.active:
+            self.run.summary.update({k: float(np.asarray(v)) for k, v in metrics.items()})
+
+    def flush(self) -> None:
+        """Log buffered rows in step order, each committed so the service writes it now."""
+        if not self.active or not self._rows:
+            return
+        rows, self._rows = self._rows, {}
+        for step in sorted(rows):
+            data = {**rows[step], "global_step": step}
+            if step >= self._next_step:
+                self.run.log(data, step=step, commit=True)
+                self._next_step = step + 1
+            else:
+                # A late row for a committed step: wandb would drop it with `step=`; logged
+                # without it, it still plots at `global_step` via define_metric.
+                self.run.log(data, commit=True)
+                self._next_step += 1
+
+    def _log_report(self) -> None:
+        import wandb
+
+        step, rep = self._report
+        cm = np.asarray(rep.confusion, dtype=int)
+        names = [str(c) for c in rep.class_names]
+        # wandb builds the chart from label/prediction pairs; expand the counts (10k pairs at most).
+        y_true, y_pred = [], []
+        for i, j in zip(*np.nonzero(cm), strict=True):
+            y_true += [int(i)] * int(cm[i, j])
+            y_pred += [int(j)] * int(cm[i, j])
+        table = wandb.Table(columns=["image", "label", "prediction", "correct"])
+        for img, lab, pred in zip(np.asarray(rep.images), np.asarray(rep.labels), np.asarray(rep.preds), strict=True):
+            table.add_data(wandb.Image(np.asarray(img, dtype=np.uint8)), names[int(lab)], names[int(pred)], bool(lab == pred))
+        row = self._row(step)
+        row["test/confusion_matrix"] = wandb.plot.confusion_matrix(y_true=y_true, preds=y_pred, class_names=names)
+        row["test/predictions"] = table
+
+    def close(self, state: str = "finished", message: str | None = None) -> None:
+        """Log end-of-run media, then finish with an exit code, waiting at most FINISH_TIMEOUT_S."""
+        if not self.active or self._closed:
+            return
+        self._closed = True
+        try:
+            if self._pending_fit is not None:
+                self._log_fit(*self._pending_fit)
+            if self._report is not None:
+                self._log_report()
+            self.flush()
+            self.run.summary["run/state"] = state
+            if message:
+                self.run.summary["run/message"] = message
+        finally:
+            run = self.run
+            t = threading.Thread(target=run.finish, kwargs={"exit_code": EXIT_CODES.get(state, 1)}, daemon=True)
+            t.start()
+            t.join(FINISH_TIMEOUT_S + 5)
+            if t.is_alive():
+                log.warning("W&B finish still running after %.0fs; not waiting (run: %s).", FINISH_TIMEOUT_S + 5, self.info.get("dir"))
