@@ -46,7 +46,6 @@ STATE_STYLE: dict[str, tuple[str, str]] = {  # state -> (badge color, material i
     "diverged": ("orange", ":material/trending_up:"),
     "crashed": ("red", ":material/dangerous:"),
 }
-STATE_EMOJI = {"starting": "⏳", "running": "🔵", "finished": "✅", "stopped": "⏹️", "failed": "❌", "diverged": "⚠️", "crashed": "💥"}
 
 
 @dataclass
@@ -80,7 +79,8 @@ def _field_input(task: str, name: str, default: Any) -> Any:
         names = list(DATASET_SIZES)
         return st.selectbox(label, names, index=names.index(default), help=help_, key=key,
                             format_func=lambda d: d.replace("_", "-").replace("mnist", "MNIST").replace("fashion", "Fashion"))
-    return st.text_input(label, value=_default_text(default), help=help_, key=key)
+    placeholder = {"data_dir": "default locations", "train_limit": "all", "test_limit": "all"}.get(name)
+    return st.text_input(label, value=_default_text(default), help=help_, key=key, placeholder=placeholder)
 
 
 def field_error(name: str, message: str) -> None:
@@ -138,9 +138,12 @@ def runs_table(df: pd.DataFrame, key: str = "runs_table", default: list[int] | N
     event = st.dataframe(
         df, key=key, hide_index=True, on_select="rerun", selection_mode="multi-row", column_order=columns,
         selection_default={"selection": {"rows": list(default or [])}},
+        placeholder="—",
         column_config={
             "started": st.column_config.DatetimeColumn("started", format="YYYY-MM-DD HH:mm:ss"),
             "duration": st.column_config.NumberColumn("duration (s)", format="%.1f"),
+            "final loss": st.column_config.NumberColumn("final loss", format="%.4g"),
+            "test acc": st.column_config.NumberColumn("test acc", format="percent"),
         },
     )
     return list(event.selection.rows) if event is not None else []

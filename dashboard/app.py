@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
 
@@ -12,11 +13,14 @@ if str(ROOT) not in sys.path:
 
 import streamlit as st  # noqa: E402
 
-PAGES_DIR = Path(__file__).parent / "pages"
+# Not "pages/": on a fresh server a deep link would run such a folder's files directly, without this frame.
+PAGES_DIR = Path(__file__).parent / "views"
 
 
 def run() -> None:
     """Configure the page, declare navigation and run the selected page."""
+    st.set_option("client.showErrorDetails", "none")  # never a traceback in the page
+    st.set_option("client.toolbarMode", "minimal")
     st.set_page_config(page_title="JAX training dashboard", page_icon=":material/monitoring:", layout="wide")
     pages = [
         st.Page(PAGES_DIR / "launch.py", title="New run", icon=":material/rocket_launch:", url_path="new", default=True),
@@ -24,7 +28,12 @@ def run() -> None:
         st.Page(PAGES_DIR / "runs.py", title="Runs & compare", icon=":material/table_chart:", url_path="runs"),
         st.Page(PAGES_DIR / "detail.py", title="Run detail", icon=":material/insights:", url_path="detail"),
     ]
-    st.navigation(pages, position="top").run()
+    page = st.navigation(pages, position="top")
+    try:
+        page.run()
+    except Exception as exc:  # noqa: BLE001 - a message in the page, the traceback only in the server log
+        logging.getLogger("dashboard").exception("page %s failed", page.title)
+        st.error(f"Something went wrong: {type(exc).__name__}: {exc}", icon=":material/error:")
 
 
 run()

@@ -9,6 +9,7 @@ see that the run is starting, or that it failed to start.
 
 from __future__ import annotations
 
+import atexit
 import os
 import signal
 import socket
@@ -146,7 +147,9 @@ def start_tensorboard(logdir: Path, port: int | None = None, wait_s: float = 30.
             raise RuntimeError(f"TensorBoard exited ({last[0]}).")
         try:
             with urllib.request.urlopen(url, timeout=1):
-                return TensorBoard(proc, url, Path(logdir))
+                tb = TensorBoard(proc, url, Path(logdir))
+                atexit.register(tb.close)  # TensorBoard lives as long as the dashboard server
+                return tb
         except OSError:
             time.sleep(0.3)
     proc.terminate()

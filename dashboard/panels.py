@@ -6,7 +6,10 @@ and draws; nothing here writes to the run directory.
 
 from __future__ import annotations
 
+import functools
+import logging
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,12 +17,26 @@ import numpy as np
 import streamlit as st
 
 from components import figures, series
-from components.widgets import STATE_EMOJI
 from dashboard import state
 from training import run_store
 
+log = logging.getLogger(__name__)
 PLOT_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
 PROBLEM_STATES = ("failed", "diverged", "crashed")
+
+
+def guarded(fn: Callable[..., None]) -> Callable[..., None]:
+    """Run `fn`; an unexpected error becomes one st.error line (traceback to the server log, never the page)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        try:
+            fn(*args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - the page shows a message, the log keeps the traceback
+            log.exception("dashboard error in %s", fn.__name__)
+            st.error(f"Something went wrong: {type(exc).__name__}: {exc}", icon=":material/error:")
+
+    return wrapper
 
 
 def pick_run(runs: list[run_store.RunInfo]) -> run_store.RunInfo | None:
@@ -30,10 +47,21 @@ def pick_run(runs: list[run_store.RunInfo]) -> run_store.RunInfo | None:
     by_id = {r.run_id: r for r in runs}
     chosen = st.selectbox(
         "Run", list(by_id), index=list(by_id).index(current.run_id),
-        format_func=lambda i: f"{STATE_EMOJI.get(by_id[i].status.get('state'), '•')} {by_id[i].name} · {by_id[i].task} · {i}",
+        format_func=lambda i: f"{by_id[i].name}  ·  {by_id[i].task}  ·  {i}",
     )
     state.remember_run(chosen)
     return by_id[chosen]
+
+
+def key_config(task: str, c: dict[str, Any]) -> str:
+    """The few settings that tell runs of a task apart, in one line."""
+    if not c:
+        return ""
+    if task == "regression":
+        return f"{c.get('optimizer')} lr={c.get('lr'):g} steps={c.get('steps')} points={c.get('points')}"
+    hidden = "x".join(str(h) for h in c.get("hidden") or [])
+    limit = f" n={c['train_limit']}" if c.get("train_limit") else ""
+    return f"{c.get('dataset')} mlp {hidden} {c.get('optimizer')} lr={c.get('lr'):g} bs={c.get('batch_size')} ep={c.get('epochs')}{limit}"
 
 
 def chart(fig: Any, key: str) -> None:
@@ -110,10 +138,10 @@ def regression_metrics(records: list[dict[str, Any]], cfg: dict[str, Any], w: fl
 
 
 def loss_chart(records: list[dict[str, Any]], key: str, x: str = "step", smoothing: float = 0.0) -> None:
-    """Train (and test) loss, log scale."""
+    """Train (and test) loss."""
     curves = {t.split("/")[0]: series.extract(records, t, x) for t in ("train/loss", "test/loss")}
     curves = {k: v for k, v in curves.items() if v[0].size}
-    chart(figures.curves_figure(curves, "Loss", "loss", x_title=x, smoothing=smoothing, log_y=True, uirevision=key), key)
+    chart(figures.curves_figure(curves, "Loss", "loss", x_title=x, smoothing=smoothing, uirevision=key), key)
 
 
 def accuracy_chart(records: list[dict[str, Any]], key: str, x: str = "step", smoothing: float = 0.0) -> None:

@@ -21,7 +21,13 @@ def test_defaults_match_the_seeds():
     reg = parse_config("regression")
     assert reg == RegressionConfig()
     assert (reg.points, reg.noise, reg.true_weight, reg.true_bias, reg.lr, reg.steps, reg.seed) == (
-        128, 0.5, 2.0, -1.0, 0.005, 1000, 42,
+        128,
+        0.5,
+        2.0,
+        -1.0,
+        0.005,
+        1000,
+        42,
     )
     mn = parse_config("mnist")
     assert (mn.hidden, mn.optimizer, mn.lr, mn.batch_size, mn.epochs) == ((128, 128), "adam", 1e-3, 32, 3)
@@ -31,8 +37,15 @@ def test_defaults_match_the_seeds():
 def test_strings_from_cli_or_form_are_coerced():
     cfg = parse_config(
         "mnist",
-        {"hidden": "256, 64", "lr": "3e-4", "batch_size": "64", "train_limit": "1_000", "test_limit": "all",
-         "dataset": " fashion_mnist ", "eval_every": "200.0"},
+        {
+            "hidden": "256, 64",
+            "lr": "3e-4",
+            "batch_size": "64",
+            "train_limit": "1_000",
+            "test_limit": "all",
+            "dataset": " fashion_mnist ",
+            "eval_every": "200.0",
+        },
     )
     assert cfg.hidden == (256, 64) and cfg.lr == 3e-4 and cfg.batch_size == 64
     assert cfg.train_limit == 1000 and cfg.test_limit is None and cfg.dataset == "fashion_mnist"

@@ -115,7 +115,9 @@ def test_same_config_same_metrics():
 def test_stop_request_ends_after_the_current_chunk():
     calls = []
     writer = MemoryWriter()
-    result = train_regression(RegressionConfig(steps=1000, log_every=50), writer, lambda: calls.append(1) or len(calls) >= 3)
+    result = train_regression(
+        RegressionConfig(steps=1000, log_every=50), writer, lambda: calls.append(1) or len(calls) >= 3
+    )
     assert result.state == "stopped" and result.steps == 150
     assert [s for s, _ in writer.scalars] == [50, 100, 150] and writer.regression[-1][0] == 150
 

@@ -26,7 +26,12 @@ import numpy as np
 
 from training.errors import DataUnavailable
 
-FILES = ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")
+FILES = (
+    "train-images-idx3-ubyte.gz",
+    "train-labels-idx1-ubyte.gz",
+    "t10k-images-idx3-ubyte.gz",
+    "t10k-labels-idx1-ubyte.gz",
+)
 MIRRORS: dict[str, tuple[str, ...]] = {
     "mnist": (
         "https://storage.googleapis.com/cvdf-datasets/mnist/",
@@ -37,9 +42,9 @@ MIRRORS: dict[str, tuple[str, ...]] = {
         "https://raw.githubusercontent.com/zalandoresearch/fashion-mnist/master/data/fashion/",
     ),
 }
-# SHA-256 of the upstream .gz files. MNIST: as pinned by tensorflow-datasets/torchvision mirrors.
-# Fashion-MNIST: upstream publishes MD5s (8d4fb7e6..., 25c81989..., bef4ecab..., bb300cfd...);
-# these SHA-256 are of those same files.
+# SHA-256 of the upstream .gz files, as pinned by many independent loaders. MNIST's are those of
+# the canonical files both mirrors serve. Fashion-MNIST's upstream publishes MD5s (8d4fb7e6...,
+# 25c81989..., bef4ecab..., bb300cfd...); these SHA-256 are of those same files.
 SHA256: dict[str, dict[str, str]] = {
     "mnist": {
         FILES[0]: "440fcabf73cc546fa21475e81ea370265605f56be210a4024d2ca8f203523609",
@@ -57,7 +62,16 @@ SHA256: dict[str, dict[str, str]] = {
 CLASS_NAMES: dict[str, tuple[str, ...]] = {
     "mnist": tuple(str(i) for i in range(10)),
     "fashion_mnist": (
-        "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot",
+        "T-shirt/top",
+        "Trouser",
+        "Pullover",
+        "Dress",
+        "Coat",
+        "Sandal",
+        "Shirt",
+        "Sneaker",
+        "Bag",
+        "Ankle boot",
     ),
 }
 DEBIAN_DIRS = {"fashion_mnist": Path("/usr/share/datasets/fashion-mnist")}
@@ -114,7 +128,7 @@ def _fetch(url: str, dest: Path, sha256: str | None, timeout: float) -> None:
     fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
     try:
         digest = hashlib.sha256()
-        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310
+        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as resp:
             while chunk := resp.read(1 << 20):
                 digest.update(chunk)
                 out.write(chunk)
@@ -145,7 +159,7 @@ def download(
             except Exception as exc:  # noqa: BLE001 - any failure means: try the next mirror
                 errors.append(f"{url}: {type(exc).__name__}: {exc}")
         else:
-            return errors
+            return errors or [f"{file}: no mirror to download it from"]
     return []
 
 
@@ -214,12 +228,15 @@ def load_dataset(
     urls = list(mirrors) if mirrors is not None else env_mirrors.split(",") if env_mirrors else list(MIRRORS[name])
     sums = SHA256[name] if checksums is None else checksums
     target = _download_target(name, data_dir)
+    existed = target.exists()
     try:
         errors = download(name, target, [u for u in urls if u], sums, timeout)
     except OSError as exc:  # e.g. the target folder is not writable
         errors = [f"{target}: {exc}"]
     if not errors and _complete(target):
         return _read_or_explain(target)
+    if not existed and target.is_dir() and not any(target.iterdir()):
+        target.rmdir()  # leave no empty cache folder behind a failed download
     fix = f"pass --data-dir DIR (a folder holding {', '.join(FILES)}) or set {ENV_DATA_DIR}=DIR"
     if name in DEBIAN_DIRS:
         fix += ", or run `sudo apt-get install dataset-fashion-mnist`"

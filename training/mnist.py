@@ -134,7 +134,8 @@ def train_mnist(cfg: MnistConfig, writer: MetricWriter, should_stop: Callable[[]
     traces = TraceCounter()
     compiler = ChunkCompiler(make_chunk, traces)
     permute = jax.jit(traces.wrap("permutation", lambda k, e: _epoch_permutation(k, e, n, steps_per_epoch, batch)))
-    eval_fn = jax.jit(traces.wrap("evaluate", lambda p, x, y: evaluate(state.apply_fn, p, x, y)))
+    apply_fn = state.apply_fn
+    eval_fn = jax.jit(traces.wrap("evaluate", lambda p, x, y: evaluate(apply_fn, p, x, y)))
 
     last_preds: list[jax.Array] = []  # predictions of the latest evaluation, left on the device
 
@@ -151,13 +152,16 @@ def train_mnist(cfg: MnistConfig, writer: MetricWriter, should_stop: Callable[[]
         pos, loss_sum, acc_sum = 0, 0.0, 0.0
         plan = chunk_lengths(steps_per_epoch, cfg.log_every)
         for i, length in enumerate(plan):
-            args = (state, images, labels, perm, np.int32(pos))
+            args = (state, images, labels, perm, np.int32(pos))  # only this scalar goes host->device per chunk
             fn = compiler.get(length, *args)
             state, m = clock.run_chunk(fn, length, *args)
             first, pos, step = step + 1, pos + length, step + length
             loss_sum, acc_sum = loss_sum + float(m["loss"].sum()), acc_sum + float(m["acc"].sum())
-            scalars = {"train/loss": float(m["loss"].mean()), "train/acc": float(m["acc"].mean()),
-                       "perf/steps_per_sec": clock.steps_per_sec}
+            scalars = {
+                "train/loss": float(m["loss"].mean()),
+                "train/acc": float(m["acc"].mean()),
+                "perf/steps_per_sec": clock.steps_per_sec,
+            }
             epoch_end = i == len(plan) - 1
             if epoch_end or (next_eval is not None and step >= next_eval):
                 test = run_eval()
@@ -165,11 +169,20 @@ def train_mnist(cfg: MnistConfig, writer: MetricWriter, should_stop: Callable[[]
                 if next_eval is not None:
                     next_eval = (step // cfg.eval_every + 1) * cfg.eval_every
             if epoch_end:
-                scalars.update({"epoch/train_loss": loss_sum / pos, "epoch/train_acc": acc_sum / pos,
-                                "epoch/test_acc": test["test/acc"]})
+                scalars.update(
+                    {
+                        "epoch/train_loss": loss_sum / pos,
+                        "epoch/train_acc": acc_sum / pos,
+                        "epoch/test_acc": test["test/acc"],
+                    }
+                )
             progress = Progress(
-                step=step, total_steps=total_steps, epoch=epoch, total_epochs=cfg.epochs,
-                wall_seconds=clock.elapsed(), compile_seconds=compiler.compile_seconds,
+                step=step,
+                total_steps=total_steps,
+                epoch=epoch,
+                total_epochs=cfg.epochs,
+                wall_seconds=clock.elapsed(),
+                compile_seconds=compiler.compile_seconds,
                 steps_per_sec=clock.steps_per_sec,
             )
             report_chunk(writer, step, scalars, progress, m["loss"], first, cfg.lr)
@@ -187,6 +200,11 @@ def train_mnist(cfg: MnistConfig, writer: MetricWriter, should_stop: Callable[[]
     report = _report(CLASS_NAMES[cfg.dataset], test_x, test_y, preds)
     writer.write_classification(step, report)
     final = {"train/loss": loss_sum / pos, "train/acc": acc_sum / pos, **test}
-    extra = {"compile_seconds": compiler.compile_seconds, "steps_per_sec": clock.steps_per_sec,
-             "traces": dict(traces.counts), "wall_seconds": clock.elapsed(), "confusion": report.confusion}
+    extra = {
+        "compile_seconds": compiler.compile_seconds,
+        "steps_per_sec": clock.steps_per_sec,
+        "traces": dict(traces.counts),
+        "wall_seconds": clock.elapsed(),
+        "confusion": report.confusion,
+    }
     return TrainResult(state="stopped" if stopped else "finished", final=final, steps=step, extra=extra)

@@ -138,8 +138,11 @@ def train_regression(
         w, b = float(m["weight"][-1]), float(m["bias"][-1])
         scalars = {"train/loss": float(m["loss"][-1]), "regression/weight": w, "regression/bias": b}
         progress = Progress(
-            step=step, total_steps=cfg.steps, wall_seconds=clock.elapsed(),
-            compile_seconds=compiler.compile_seconds, steps_per_sec=clock.steps_per_sec,
+            step=step,
+            total_steps=cfg.steps,
+            wall_seconds=clock.elapsed(),
+            compile_seconds=compiler.compile_seconds,
+            steps_per_sec=clock.steps_per_sec,
         )
         report_chunk(writer, step, scalars, progress, m["loss"], first, cfg.lr)
         stopped = step < cfg.steps and should_stop()
@@ -153,6 +156,10 @@ def train_regression(
         "regression/weight": w,
         "regression/bias": b,
     }
-    extra = {"compile_seconds": compiler.compile_seconds, "steps_per_sec": clock.steps_per_sec,
-             "traces": dict(traces.counts), "wall_seconds": clock.elapsed()}
+    extra = {
+        "compile_seconds": compiler.compile_seconds,
+        "steps_per_sec": clock.steps_per_sec,
+        "traces": dict(traces.counts),
+        "wall_seconds": clock.elapsed(),
+    }
     return TrainResult(state="stopped" if stopped else "finished", final=final, steps=step, extra=extra)

@@ -7,6 +7,8 @@ pixels.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 WHITE = (255, 255, 255)
@@ -115,10 +117,15 @@ def render_prediction_grid(
     return grid
 
 
+@functools.cache
+def _glyph(ch: str, scale: int) -> np.ndarray:
+    bits = np.array([int(b) for b in _DIGITS.get(ch, "0" * 15)], dtype=bool).reshape(5, 3)
+    return np.kron(bits, np.ones((scale, scale), dtype=bool))
+
+
 def _draw_number(img: np.ndarray, top: int, left: int, text: str, color: tuple[int, int, int], scale: int = 1) -> None:
     for k, ch in enumerate(text):
-        bits = np.array([int(b) for b in _DIGITS.get(ch, "0" * 15)], dtype=bool).reshape(5, 3)
-        bits = np.kron(bits, np.ones((scale, scale), dtype=bool))
+        bits = _glyph(ch, scale)
         y, x = top, left + k * 4 * scale
         region = img[y:y + bits.shape[0], x:x + bits.shape[1]]
         region[bits[:region.shape[0], :region.shape[1]]] = color

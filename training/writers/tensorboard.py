@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import PIL.Image  # noqa: F401 - tensorboardX encodes images with it; import here, not in the first logged chunk
 from tensorboardX import SummaryWriter
 from tensorboardX.event_file_writer import EventsWriter
 from tensorboardX.proto import api_pb2, plugin_hparams_pb2
@@ -127,10 +128,8 @@ class TensorBoardWriter(MetricWriter):
         self.image_interval = image_interval
         self._last_image = -float("inf")
         self._pending_fit: tuple[int, RegressionSnapshot] | None = None
-        self._last: dict[str, float] = {}
         self._step = 0
         self._hparams: dict[str, bool | str | float] = {}
-        self._summary: dict[str, float] = {}
         self._closed = False
 
     def write_hparams(self, hparams: Mapping[str, Any]) -> None:
@@ -145,9 +144,7 @@ class TensorBoardWriter(MetricWriter):
         """One scalar event per tag; NaN/inf are kept (TensorBoard shows them)."""
         self._step = max(self._step, int(step))
         for tag, value in scalars.items():
-            v = float(np.asarray(value))
-            self.sw.add_scalar(tag, v, int(step))
-            self._last[tag] = v
+            self.sw.add_scalar(tag, float(np.asarray(value)), int(step))
 
     def write_images(self, step: int, images: Mapping[str, np.ndarray]) -> None:
         """HWC uint8 images."""
@@ -185,12 +182,14 @@ class TensorBoardWriter(MetricWriter):
         self.sw.add_image("test/confusion_matrix", render.render_confusion(report.confusion), int(step), dataformats="HWC")
 
     def write_summary(self, metrics: Mapping[str, float]) -> None:
-        """Final metrics become the HParams metric values (as scalars at the last step)."""
-        self._summary = {k: float(np.asarray(v)) for k, v in metrics.items()}
-        for tag, v in self._summary.items():
-            if self._last.get(tag) != v:  # the HParams table reads the last scalar of each tag
-                self.sw.add_scalar(tag, v, self._step)
-                self._last[tag] = v
+        """Final metrics as "hparam/<tag>" scalars at the last step: the HParams table's metric columns.
+
+        A separate prefix (tensorboardX's convention) because a final value can differ
+        from the last logged point of the same tag (e.g. an epoch mean vs a chunk mean),
+        and a second point at the same step would garble that tag's curve.
+        """
+        for tag, v in metrics.items():
+            self.sw.add_scalar(f"hparam/{tag}", float(np.asarray(v)), self._step)
 
     def flush(self) -> None:
         """Push the chunk's events to the file."""

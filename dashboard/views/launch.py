@@ -22,6 +22,15 @@ def start(task: str, raw: dict, name: str, wandb_mode: str) -> str | None:
     return launcher.launch(cfg, name=name or None, wandb_mode=wandb_mode).name
 
 
+def active_runs() -> None:
+    """Links to the runs that are training now (from any tab, the CLI included)."""
+    active = [r for r in state.list_runs() if state.is_active(r.status)]
+    if active:
+        st.caption(f"Training now ({len(active)}):")
+        for r in active:
+            st.page_link("views/live.py", label=f"{r.name} · {r.task}", icon=":material/monitoring:", query_params={"run": r.run_id})
+
+
 def page() -> None:
     """Draw the task picker and the form of the chosen task."""
     st.title("New run")
@@ -29,6 +38,7 @@ def page() -> None:
     task = st.segmented_control("Task", list(TASKS), format_func=TASKS.get, default="regression", required=True, key="task")
     errors = st.session_state.get(f"errors_{task}", {})
     values = config_form(task, errors)
+    active_runs()
     if not values.submitted:
         return
     try:
@@ -39,7 +49,7 @@ def page() -> None:
     if run_id is None:
         st.rerun()  # redraw the form with each message under its field
     state.remember_run(run_id)
-    st.switch_page("pages/live.py", query_params={"run": run_id})
+    st.switch_page("views/live.py", query_params={"run": run_id})
 
 
 page()

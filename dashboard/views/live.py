@@ -56,11 +56,12 @@ def page() -> None:
     run = panels.pick_run(runs)
     if run is None:
         st.info("No runs yet.", icon=":material/info:")
-        st.page_link("pages/launch.py", label="Start one", icon=":material/rocket_launch:")
+        st.page_link("views/launch.py", label="Start one", icon=":material/rocket_launch:")
         return
+    st.caption(" · ".join(x for x in (run.task, panels.key_config(run.task, run.config), run.run_id) if x))
     active = state.is_active(run.status)
     interval = state.LIVE_REFRESH_S if active else None
-    st.fragment(live_panel, run_every=interval)(run.path, run.task, active)
+    st.fragment(panels.guarded(live_panel), run_every=interval)(run.path, run.task, active)
 
 
 page()

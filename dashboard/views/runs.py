@@ -4,27 +4,17 @@ from __future__ import annotations
 
 import hashlib
 import time
+from datetime import datetime
 
 import pandas as pd
 import streamlit as st
 
 from components import figures, series
-from components.widgets import STATE_EMOJI, runs_table
+from components.widgets import runs_table
 from dashboard import launcher, panels, state
 from training import run_store
 
 X_AXES = {"step": "step", "wall": "relative time (s)"}
-
-
-def key_config(task: str, c: dict) -> str:
-    """The few settings that tell runs of a task apart."""
-    if not c:
-        return ""
-    if task == "regression":
-        return f"{c.get('optimizer')} lr={c.get('lr'):g} steps={c.get('steps')} points={c.get('points')}"
-    hidden = "x".join(str(h) for h in c.get("hidden") or [])
-    limit = f" n={c['train_limit']}" if c.get("train_limit") else ""
-    return f"{c.get('dataset')} mlp {hidden} {c.get('optimizer')} lr={c.get('lr'):g} bs={c.get('batch_size')} ep={c.get('epochs')}{limit}"
 
 
 def runs_frame(runs: list[run_store.RunInfo]) -> pd.DataFrame:
@@ -35,10 +25,10 @@ def runs_frame(runs: list[run_store.RunInfo]) -> pd.DataFrame:
         started = s.get("started") or r.created
         end = s.get("ended") or (time.time() if state.is_active(s) else None)
         rows.append({
-            "name": r.name, "task": r.task, "status": f"{STATE_EMOJI.get(s.get('state'), '•')} {s.get('state', '?')}",
-            "config": key_config(r.task, r.config), "final loss": final.get("train/loss"), "test acc": final.get("test/acc"),
+            "name": r.name, "task": r.task, "status": s.get("state", "?"),
+            "config": panels.key_config(r.task, r.config), "final loss": final.get("train/loss"), "test acc": final.get("test/acc"),
             "duration": s.get("wall_seconds") if s.get("ended") and s.get("wall_seconds") else (end - started if end and started else None),
-            "started": pd.to_datetime(started, unit="s", utc=True).tz_convert(None) if started else None, "run_id": r.run_id,
+            "started": datetime.fromtimestamp(started) if started else None, "run_id": r.run_id,
         })
     return pd.DataFrame(rows, columns=["name", "task", "status", "config", "final loss", "test acc", "duration", "started", "run_id"])
 
@@ -54,7 +44,7 @@ def compare(selected: list[run_store.RunInfo]) -> None:
     tag = c[0].selectbox("Metric", tags, index=tags.index("train/loss") if "train/loss" in tags else 0, key="cmp_tag")
     smoothing = c[1].slider("Smoothing (EMA)", 0.0, 0.99, 0.0, 0.01, key="cmp_smooth")
     x = c[2].segmented_control("x axis", list(X_AXES), format_func=X_AXES.get, default="step", required=True, key="cmp_x")
-    log_y = c[3].toggle("log y", value="loss" in tag, key=f"cmp_log_{tag}")
+    log_y = c[3].toggle("log y", value=False, key="cmp_log")
     names = {r.run_id: r.name if [s.name for s in selected].count(r.name) == 1 else f"{r.name} ({r.run_id[-4:]})" for r in selected}
     curves = {names[rid]: series.extract(recs, tag, x) for rid, recs in records.items()}
     if "acc" in tag:
@@ -66,21 +56,24 @@ def compare(selected: list[run_store.RunInfo]) -> None:
 
 def actions(selected: list[run_store.RunInfo]) -> None:
     """Open, stop, download and delete (with a confirmation) for the selected runs."""
-    c = st.columns(4)
+    row = st.container(horizontal=True)
     if len(selected) == 1:
         run = selected[0]
-        if c[0].button("Open detail", icon=":material/insights:"):
+        if row.button("Open detail", icon=":material/insights:"):
             state.remember_run(run.run_id)
-            st.switch_page("pages/detail.py", query_params={"run": run.run_id})
+            st.switch_page("views/detail.py", query_params={"run": run.run_id})
+        if row.button("Open live", icon=":material/monitoring:"):
+            state.remember_run(run.run_id)
+            st.switch_page("views/live.py", query_params={"run": run.run_id})
         csv = pd.DataFrame(state.all_metrics(run.path)).to_csv(index=False)
-        c[1].download_button("Metrics CSV", csv, file_name=f"{run.run_id}.csv", mime="text/csv", icon=":material/download:",
-                             on_click="ignore")
+        row.download_button("Metrics CSV", csv, file_name=f"{run.run_id}.csv", mime="text/csv", icon=":material/download:",
+                            on_click="ignore")
     active = [r for r in selected if state.is_active(r.status)]
-    if active and c[2].button(f"Stop ({len(active)})", icon=":material/stop:"):
+    if active and row.button(f"Stop ({len(active)})", icon=":material/stop:"):
         for r in active:
             launcher.stop(r.path)
         st.toast(f"Asked {len(active)} run(s) to stop.")
-    if c[3].button(f"Delete ({len(selected)})", icon=":material/delete:"):
+    if row.button(f"Delete ({len(selected)})", icon=":material/delete:"):
         st.session_state["confirm_delete"] = [r.run_id for r in selected]
     pending = st.session_state.get("confirm_delete")
     if pending:
@@ -127,4 +120,4 @@ def body() -> None:
 
 st.title("Runs & compare")
 any_active = any(state.is_active(r.status) for r in state.list_runs())
-st.fragment(body, run_every=2.0 if any_active else None)()
+st.fragment(panels.guarded(body), run_every=2.0 if any_active else None)()

@@ -72,8 +72,8 @@ def tracking(run: run_store.RunInfo) -> None:
         if wandb.get("url"):
             st.link_button("Open in W&B", wandb["url"], icon=":material/open_in_new:")
         elif wandb.get("sync_command"):
-            st.caption(f"Logged offline ({wandb.get('mode', 'offline')}). To upload it, run:")
-            st.code(wandb["sync_command"], language="bash")
+            st.caption("Logged offline. To upload it to W&B, run:")
+            st.code(wandb["sync_command"], language="bash", wrap_lines=True)
         else:
             st.caption(f"W&B was not used for this run (mode: {wandb.get('mode', 'unknown')}).")
         if wandb.get("error"):
@@ -114,7 +114,7 @@ def page() -> None:
         st.dataframe(pd.DataFrame({"setting": list(run.config), "value": [str(v) for v in run.config.values()]}), hide_index=True)
         command = (run_store.read_json(run.path / "config.json") or {}).get("command")
         if command:
-            st.code(shlex.join(command), language="bash")
+            st.code(shlex.join(command), language="bash", wrap_lines=True)
 
 
 page()

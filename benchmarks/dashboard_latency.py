@@ -1,0 +1,138 @@
+"""Dashboard latency, measured in a real browser.
+
+  .venv/bin/python benchmarks/dashboard_latency.py [--starts 3] [--writes 20] [--wandb disabled]
+
+(a) start-to-first-point: press Start on the New run page (regression, defaults) until the
+    loss chart of the Live page holds its first point. Broken down with the run directory's
+    own timestamps: page launch (launch.json), training process up (status.json started),
+    first metrics record written (metrics.jsonl ts), drawn (browser).
+(b) write-to-draw: append a record with a known step to metrics.jsonl of a fake running run
+    and time until the Live page's loss chart holds that step.
+
+Times on both sides are wall clock (Date.now() in the page, time.time() here): same host.
+Goals: (a) <= 3 s, (b) <= 1 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from playwright.sync_api import Page, sync_playwright  # noqa: E402
+
+from dashboard.serve import CHROMIUM, CHROMIUM_ARGS, start_server  # noqa: E402
+from training import run_store  # noqa: E402
+
+# In the page: every 5 ms, note the wall-clock time at which each step first appears in the "train" loss trace.
+WATCH_JS = """() => {
+  window.__seen = {}; window.__firstDrawn = null;
+  setInterval(() => {
+    for (const g of document.querySelectorAll('.js-plotly-plot')) {
+      for (const t of (g._fullData || [])) {
+        if (t.name !== 'train' || !t._length) continue;
+        if (window.__firstDrawn === null) window.__firstDrawn = Date.now();
+        const xs = t.x; const n = t._length;
+        for (let i = Math.max(0, n - 5); i < n; i++) { const s = xs[i]; if (!(s in window.__seen)) window.__seen[s] = Date.now(); }
+      }
+    }
+  }, 5);
+}"""
+
+
+def stats(xs: list[float]) -> str:
+    """median / p90 / max of seconds."""
+    xs = sorted(xs)
+    p90 = xs[min(len(xs) - 1, int(round(0.9 * (len(xs) - 1))))]
+    return f"median {statistics.median(xs):.2f} s · p90 {p90:.2f} s · max {xs[-1]:.2f} s (n={len(xs)})"
+
+
+def start_to_first_point(page: Page, url: str, runs: Path, wandb: str) -> dict[str, float]:
+    """One Start press on the New run page; returns the phases in seconds after the click."""
+    page.goto(url)
+    start = page.get_by_role("button", name="Start run")
+    start.wait_for(timeout=60_000)
+    page.get_by_role("combobox", name="W&B mode").click()
+    page.get_by_role("option", name=wandb, exact=True).click()
+    before = set(runs.iterdir()) if runs.exists() else set()
+    page.evaluate(WATCH_JS)
+    t_click = page.evaluate("Date.now()") / 1000
+    start.click()
+    page.wait_for_function("window.__firstDrawn !== null", timeout=120_000, polling=50)
+    drawn = page.evaluate("window.__firstDrawn") / 1000
+    (run_dir,) = set(runs.iterdir()) - before
+    launched = (run_store.read_json(run_dir / "launch.json") or {}).get("launched", float("nan"))
+    started = run_store.read_status(run_dir).get("started", float("nan"))
+    first_ts = run_store.read_metrics(run_dir)[0][0]["ts"]
+    wait_finished(run_dir)
+    return {"launch": launched - t_click, "process up": started - t_click, "first record": first_ts - t_click, "drawn": drawn - t_click}
+
+
+def wait_finished(run_dir: Path, timeout: float = 120) -> None:
+    """Let a run end before the next measurement (2 shared cores)."""
+    deadline = time.monotonic() + timeout
+    while run_store.read_status(run_dir).get("state") in (None, "running") and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+
+def fake_running_run(runs: Path) -> Path:
+    """A regression run that stays "running" (its pid is this process) and that we append to by hand."""
+    d = run_store.new_run_dir(runs, "regression", "latency-probe")
+    run_store.write_config(d, "regression", {"task": "regression", "true_weight": 2.0, "true_bias": -1.0}, name="latency-probe")
+    run_store.write_status(d, state="running", pid=os.getpid(), started=time.time(), step=0, total_steps=10**9)
+    run_store.append_metrics(d, [{"step": 0, "wall": 0.0, "ts": time.time(), "train/loss": 1.0}])
+    return d
+
+
+def write_to_draw(page: Page, url: str, runs: Path, writes: int) -> list[float]:
+    """Append `writes` records ~1.3 s apart (random phase vs. the page's refresh); delay of each until drawn."""
+    run_dir = fake_running_run(runs)
+    page.goto(f"{url}/live?run={run_dir.name}")
+    page.evaluate(WATCH_JS)
+    page.wait_for_function("0 in window.__seen", timeout=60_000, polling=50)
+    written: dict[int, float] = {}
+    for i in range(1, writes + 1):
+        time.sleep(1.0 + random.random() * 0.6)
+        written[i] = time.time()
+        run_store.append_metrics(run_dir, [{"step": i, "wall": float(i), "ts": written[i], "train/loss": 1.0 / (i + 1)}])
+    page.wait_for_function(f"{writes} in window.__seen", timeout=30_000, polling=50)
+    seen = page.evaluate("window.__seen")
+    run_store.write_status(run_dir, state="stopped", ended=time.time())
+    return [seen[str(i)] / 1000 - written[i] for i in range(1, writes + 1)]
+
+
+def main() -> None:
+    """Start the app and Chromium, run both measurements, print them."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--starts", type=int, default=3, help="Start presses for (a)")
+    ap.add_argument("--writes", type=int, default=20, help="appended records for (b)")
+    ap.add_argument("--wandb", default="disabled", choices=("auto", "offline", "disabled"), help="W&B mode of the (a) runs")
+    args = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="jaxdash-bench-"))
+    runs = tmp / "runs"
+    srv = start_server(runs, tmp / "streamlit.log", env={"WANDB_MODE": "offline"})
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": 1400, "height": 950})
+            phases = [start_to_first_point(page, srv.url, runs, args.wandb) for _ in range(args.starts)]
+            delays = write_to_draw(page, srv.url, runs, args.writes)
+            browser.close()
+    finally:
+        srv.stop()
+    print(f"(a) Start -> first point drawn (W&B {args.wandb}), seconds after the click:")
+    for i, ph in enumerate(phases, 1):
+        print(f"    #{i}: " + " · ".join(f"{k} {v:.2f}" for k, v in ph.items()))
+    print(f"    drawn: {stats([ph['drawn'] for ph in phases])}   goal <= 3 s")
+    print(f"(b) metrics.jsonl write -> drawn: {stats(delays)}   goal <= 1 s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,277 @@
+"""Dashboard pages driven headlessly with streamlit.testing.v1.AppTest.
+
+History/detail tests write run directories by hand (the run store is the contract);
+the launch and stop tests start real training processes through the page.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from dashboard import launcher
+from training import run_store
+from training.__main__ import build_parser
+from training.config import parse_config
+
+APP = str(Path(__file__).resolve().parent.parent / "dashboard" / "app.py")
+REG_CFG = {"task": "regression", "points": 128, "noise": 0.5, "true_weight": 2.0, "true_bias": -1.0, "optimizer": "sgd",
+           "lr": 0.005, "steps": 1000, "seed": 42, "log_every": 10}
+MNIST_CFG = {"task": "mnist", "dataset": "fashion_mnist", "data_dir": None, "hidden": [128, 128], "optimizer": "adam",
+             "lr": 0.001, "batch_size": 32, "epochs": 3, "seed": 0, "log_every": 100, "eval_every": 0,
+             "train_limit": 20000, "test_limit": None}
+
+
+@pytest.fixture
+def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh runs root for the app under test (JAXDASH_RUNS)."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    monkeypatch.setenv("JAXDASH_RUNS", str(runs))
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    return runs
+
+
+def app(page: str | None = None, run: str | None = None, **state: object) -> AppTest:
+    """The app, run once, then switched to `page` (e.g. "views/runs.py")."""
+    at = AppTest.from_file(APP, default_timeout=60)
+    if run:
+        at.query_params["run"] = run
+    for k, v in state.items():
+        at.session_state[k] = v
+    at.run()
+    if page:
+        at.switch_page(page).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def fake_run(root: Path, task: str = "regression", state: str = "finished", n: int = 50, name: str | None = None,
+             message: str | None = None, pid: int | None = None) -> Path:
+    """A run directory written the way a training process writes it."""
+    name = name or f"fake-{task}-{state}"
+    d = run_store.new_run_dir(root, task, name)
+    run_store.write_config(d, task, REG_CFG if task == "regression" else MNIST_CFG, name=name)
+    final = {"train/loss": 0.25} if task == "regression" else {"train/loss": 0.3, "test/acc": 0.87}
+    run_store.write_status(
+        d, state=state, pid=pid or 2**22 + 12345, started=time.time() - 30, ended=None if state == "running" else time.time(),
+        step=n * 10, total_steps=max(1000, n * 10), wall_seconds=30.0, final=final, message=message,
+        wandb={"mode": "offline", "url": None, "sync_command": f"wandb sync {d}/wandb/offline-run-x"},
+    )
+    recs = []
+    for i in range(n):
+        r = {"step": (i + 1) * 10, "wall": i * 0.1, "ts": time.time(), "train/loss": 1.0 / (i + 1)}
+        if task == "regression":
+            r.update({"regression/weight": 2 * (1 - 0.9**i), "regression/bias": -(1 - 0.9**i)})
+        else:
+            r["train/acc"] = 1 - 1 / (i + 2)
+            if i % 10 == 9:
+                r["test/acc"] = 0.8
+        recs.append(r)
+    run_store.append_metrics(d, recs)
+    art = d / "artifacts"
+    art.mkdir(exist_ok=True)
+    if task == "regression":
+        x = np.linspace(-2, 2, 128)
+        run_store.atomic_write_json(art / "data_sample.json", {"x": x.tolist(), "y": (2 * x - 1).tolist(), "true_weight": 2.0, "true_bias": -1.0})
+    else:
+        names = [f"class{i}" for i in range(10)]
+        labels, preds = np.arange(16) % 10, np.zeros(16, int)
+        run_store.atomic_write_json(art / "classification.json", {"class_names": names, "confusion": (np.eye(10, dtype=int) * 90 + 1).tolist(),
+                                                                  "labels": labels.tolist(), "preds": preds.tolist(), "step": 100})
+        buf = io.BytesIO()
+        np.savez(buf, images=np.zeros((16, 28, 28), np.uint8), labels=labels, preds=preds)
+        (art / "samples.npz").write_bytes(buf.getvalue())
+    return d
+
+
+def wait_status(run_dir: Path, states: tuple[str, ...], timeout: float = 180.0, min_step: int = 0) -> dict:
+    """Poll status.json until the run is in one of `states` (and past `min_step`)."""
+    deadline = time.monotonic() + timeout
+    status: dict = {}
+    while time.monotonic() < deadline:
+        status = run_store.read_status(run_dir)
+        if status.get("state") in states and (status.get("step") or 0) >= min_step:
+            return status
+        time.sleep(0.3)
+    log = (run_dir / "process.log").read_text(errors="replace")[-2000:] if (run_dir / "process.log").exists() else ""
+    raise AssertionError(f"run never reached {states}: {status}\n{log}")
+
+
+def trace_lengths(chart: object) -> list[int]:
+    """Number of points of each trace in an st.plotly_chart element (plotly may send typed arrays as base64)."""
+    spec = json.loads(chart.proto.spec)  # type: ignore[attr-defined]
+    sizes = {"f8": 8, "f4": 4, "i4": 4, "i2": 2, "i1": 1, "u1": 1, "u2": 2, "u4": 4, "i8": 8}
+    out = []
+    for trace in spec["data"]:
+        x = trace.get("x", [])
+        out.append(len(base64.b64decode(x["bdata"])) // sizes[x["dtype"]] if isinstance(x, dict) else len(x))
+    return out
+
+
+def test_tensorboard_starts_and_answers(tmp_path: Path) -> None:
+    tb = launcher.start_tensorboard(tmp_path, wait_s=60)
+    try:
+        with urllib.request.urlopen(tb.url, timeout=10) as r:
+            assert r.status == 200
+        assert tb.url.startswith("http://127.0.0.1:")
+    finally:
+        tb.close()
+    tb.proc.wait(10)
+    assert not tb.alive()
+
+
+# -- launch form -----------------------------------------------------------------------------------
+
+
+def test_bad_lr_shows_message_under_the_field_and_launches_nothing(root: Path) -> None:
+    at = app()
+    at.text_input(key="regression_lr").input("-1")
+    at.number_input(key="regression_steps").set_value(0)
+    at.form_submit_button[0].click().run()
+    assert not at.exception
+    errors = [e.value for e in at.error]
+    assert any(e.startswith("**lr**") and "learning rate must be a number > 0" in e for e in errors), errors
+    assert any(e.startswith("**steps**") for e in errors), errors
+    assert list(root.iterdir()) == []  # nothing launched
+
+
+def test_mnist_form_reports_every_bad_field(root: Path) -> None:
+    at = app()
+    at.segmented_control(key="task").set_value("mnist").run()
+    at.text_input(key="mnist_hidden").input("abc")
+    at.text_input(key="mnist_lr").input("fast")
+    at.number_input(key="mnist_batch_size").set_value(0)
+    at.form_submit_button[0].click().run()
+    fields = {e.value.split("**")[1] for e in at.error}
+    assert {"hidden", "lr", "batch_size"} <= fields
+    assert list(root.iterdir()) == []
+
+
+def test_build_command_round_trips_through_the_cli() -> None:
+    cfg = parse_config("mnist", {"dataset": "fashion_mnist", "hidden": "64,32", "train_limit": "500", "lr": "3e-4"})
+    cmd = launcher.build_command(cfg, Path("/tmp/x"), "my run", "disabled")
+    args = build_parser().parse_args(cmd[3:])
+    raw = {k: v for k, v in vars(args).items() if k in MNIST_CFG and k != "task" and v is not None}
+    assert parse_config("mnist", raw) == cfg
+    assert (args.run_dir, args.name, args.wandb) == (Path("/tmp/x"), "my run", "disabled")
+
+
+def test_launch_real_regression_run_finishes_and_shows_up(root: Path) -> None:
+    at = app()
+    at.text_input(key="regression_run_name").input("apptest-reg")
+    at.number_input(key="regression_steps").set_value(300)
+    at.form_submit_button[0].click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    run_dirs = list(root.iterdir())
+    assert len(run_dirs) == 1 and "apptest-reg" in run_dirs[0].name
+    assert at.query_params["run"] == run_dirs[0].name  # switched to the live page of this run
+    status = wait_status(run_dirs[0], ("finished", "failed", "crashed", "diverged"))
+    assert status["state"] == "finished", status
+    runs = app("views/runs.py")
+    df = runs.dataframe[0].value
+    row = df[df["name"] == "apptest-reg"].iloc[0]
+    assert row["status"] == "finished" and row["final loss"] < 1.0
+    live = app("views/live.py", run=run_dirs[0].name)
+    assert [m.label for m in live.metric][:2] == ["weight w", "bias b"]
+    assert abs(float(live.metric[0].value) - 2.0) < 0.5  # the fit converged towards the true weight
+    assert sum(trace_lengths(live.get("plotly_chart")[0])) >= 128  # data scatter drawn
+
+
+def test_stop_button_stops_a_real_mnist_run(root: Path) -> None:
+    at = app()
+    at.segmented_control(key="task").set_value("mnist").run()
+    at.text_input(key="mnist_run_name").input("apptest-stop")
+    at.selectbox(key="mnist_dataset").set_value("fashion_mnist")
+    at.text_input(key="mnist_train_limit").input("20000")
+    at.number_input(key="mnist_epochs").set_value(30)
+    at.selectbox(key="mnist_wandb").set_value("disabled")
+    at.form_submit_button[0].click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    (run_dir,) = list(root.iterdir())
+    wait_status(run_dir, ("running",), min_step=1)
+    live = app("views/live.py", run=run_dir.name)
+    live.button(key="stop_run").click().run()
+    assert not live.exception
+    status = wait_status(run_dir, ("stopped", "finished", "failed", "crashed"), timeout=60)
+    assert status["state"] == "stopped", status
+    assert status["step"] < status["total_steps"]
+    live = app("views/live.py", run=run_dir.name)
+    assert not live.get("button") or all(b.key != "stop_run" for b in live.button)
+
+
+# -- history, compare, detail (run dirs written by hand) ------------------------------------------------
+
+
+def test_runs_table_lists_runs_with_status_config_and_final_metrics(root: Path) -> None:
+    fake_run(root, "regression", "finished")
+    fake_run(root, "mnist", "diverged", message="Loss became nan at step 40: training diverged.")
+    at = app("views/runs.py")
+    df = at.dataframe[0].value
+    assert set(df["name"]) == {"fake-regression-finished", "fake-mnist-diverged"}
+    assert set(df["status"]) == {"finished", "diverged"}
+    mnist = df[df["task"] == "mnist"].iloc[0]
+    assert mnist["test acc"] == pytest.approx(0.87) and "fashion_mnist" in mnist["config"]
+
+
+def test_compare_overlays_selected_runs_downsampled(root: Path) -> None:
+    a = fake_run(root, "regression", "finished", n=30_000, name="long")
+    b = fake_run(root, "regression", "stopped", n=40, name="short")
+    at = app("views/runs.py", selected_ids=[a.name, b.name])
+    assert not at.exception
+    (chart,) = at.get("plotly_chart")
+    lengths = trace_lengths(chart)
+    assert len(lengths) == 2 and max(lengths) <= 2000 and min(lengths) == 40
+    at.slider(key="cmp_smooth").set_value(0.9).run()
+    assert len(trace_lengths(at.get("plotly_chart")[0])) == 4  # raw (faint) + smoothed per run
+    assert at.get("download_button") == []  # the CSV is per run: offered for a single selection
+
+
+def test_single_selection_offers_csv_and_delete_needs_confirmation(root: Path) -> None:
+    d = fake_run(root, "regression", "finished", n=5)
+    at = app("views/runs.py", selected_ids=[d.name])
+    (download,) = at.get("download_button")
+    assert download.proto.label == "Metrics CSV"
+    next(b for b in at.button if b.label.startswith("Delete")).click().run()
+    assert d.exists() and any("cannot be undone" in w.value for w in at.warning)
+    at.button(key="confirm_yes").click().run()
+    assert not at.exception and not d.exists()
+
+
+def test_failed_and_crashed_runs_show_their_message_not_a_traceback(root: Path) -> None:
+    d = fake_run(root, "mnist", "failed", message="Dataset 'mnist' is not available. To fix: pass --data-dir DIR.")
+    at = app("views/live.py", run=d.name)
+    assert [e.value for e in at.error] == ["Dataset 'mnist' is not available. To fix: pass --data-dir DIR."]
+    crashed = fake_run(root, "regression", "running", pid=2**22 + 54321)  # no such process
+    at = app("views/live.py", run=crashed.name)
+    assert any("exited without finishing" in e.value for e in at.error)
+    assert not any("Traceback" in m.value for m in at.markdown)
+
+
+def test_detail_shows_sync_command_confusion_matrix_and_mistakes(root: Path) -> None:
+    d = fake_run(root, "mnist", "finished")
+    at = app("views/detail.py", run=d.name)
+    assert any(c.value.startswith("wandb sync ") for c in at.code)
+    keys = [c.proto.id for c in at.get("plotly_chart")]
+    assert len(keys) == 4  # loss, accuracy, confusion matrix, misclassified images
+    assert at.button(key="tb_start").label == "Start TensorBoard"
+
+
+def test_live_page_reads_metrics_incrementally(root: Path) -> None:
+    d = fake_run(root, "regression", "running", n=10, pid=os.getpid())
+    at = app("views/live.py", run=d.name)
+    assert trace_lengths(at.get("plotly_chart")[1]) == [10]
+    first_offset = at.session_state["_metrics_cache"][str(d)]["offset"]
+    run_store.append_metrics(d, [{"step": 999, "wall": 9.0, "ts": time.time(), "train/loss": 0.01}])
+    at.run()
+    assert trace_lengths(at.get("plotly_chart")[1]) == [11]
+    assert at.session_state["_metrics_cache"][str(d)]["offset"] > first_offset

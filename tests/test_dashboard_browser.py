@@ -1,0 +1,72 @@
+"""End to end in a real browser: `streamlit run` + headless Chromium (Playwright), a real training run.
+
+Saves test-artifacts/e2e_regression.png (and docs/screenshot.png for the README).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dashboard.serve import CHROMIUM, CHROMIUM_ARGS, Server, start_server
+from training import run_store
+
+playwright = pytest.importorskip("playwright.sync_api")
+pytestmark = [pytest.mark.browser, pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")]
+
+REPO = Path(__file__).resolve().parent.parent
+ARTIFACTS = REPO / "test-artifacts"
+# Point counts of every trace of every plotly chart on the page (plotly's own parsed data).
+PLOT_POINTS_JS = "Array.from(document.querySelectorAll('.js-plotly-plot')).map(g => (g._fullData || []).map(t => t._length || 0))"
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[tuple[Server, Path]]:
+    """The dashboard on a free port, with its own runs root and W&B offline."""
+    runs = tmp_path / "runs"
+    srv = start_server(runs, tmp_path / "streamlit.log", env={"WANDB_MODE": "offline"})
+    yield srv, runs
+    srv.stop()
+
+
+def test_start_regression_run_from_the_page_and_watch_it(server: tuple[Server, Path]) -> None:
+    srv, runs = server
+    ARTIFACTS.mkdir(exist_ok=True)
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 950})
+        try:
+            page.goto(srv.url)
+            start = page.get_by_role("button", name="Start run")
+            start.wait_for(timeout=60_000)
+            page.get_by_role("textbox", name="Run name").fill("e2e-regression")
+            page.get_by_role("spinbutton", name="Steps", exact=True).fill("3000")
+            start.click()
+            page.wait_for_url("**/live?run=*", timeout=30_000)
+
+            # The live charts fill in while the run trains: data scatter + fitted line, then the loss curve.
+            page.wait_for_function(f"(() => {{ const c = {PLOT_POINTS_JS}; return c.length >= 2 && c.every(t => t.reduce((a, b) => a + b, 0) > 0); }})()",
+                                   timeout=90_000, polling=200)
+            page.get_by_text("finished").first.wait_for(timeout=120_000)
+            time.sleep(1.0)  # let the last redraw settle before the screenshot
+            points = page.evaluate(PLOT_POINTS_JS)
+            assert points[0][0] == 128  # the data sample
+            assert sum(points[1]) >= 100  # loss curve: one point per chunk (3000 steps / 10)
+            assert page.locator("text=Traceback").count() == 0
+            page.screenshot(path=str(ARTIFACTS / "e2e_regression.png"), full_page=True)
+            (REPO / "docs").mkdir(exist_ok=True)
+            page.screenshot(path=str(REPO / "docs" / "screenshot.png"), full_page=True)
+
+            # A second tab (or a reload) finds the same run: the state lives in the run directory.
+            other = browser.new_page(viewport={"width": 1400, "height": 950})
+            other.goto(page.url)
+            other.get_by_text("e2e-regression").first.wait_for(timeout=30_000)
+            other.get_by_text("finished").first.wait_for(timeout=30_000)
+        finally:
+            browser.close()
+    (run_dir,) = [d for d in runs.iterdir() if d.is_dir()]
+    assert run_store.read_status(run_dir)["state"] == "finished"
+    assert (run_store.read_json(run_dir / "config.json") or {}).get("name") == "e2e-regression"

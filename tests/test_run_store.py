@@ -1,0 +1,195 @@
+"""Run directory contract: atomic files, crash detection, incremental reads, safe names; and the store writer."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from training import run_store
+from training.writers.base import ClassificationReport, Progress, RegressionSnapshot
+from training.writers.store import RunStoreWriter
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_atomic_write_json_readers_never_see_a_partial_file(tmp_path):
+    path = tmp_path / "status.json"
+    run_store.atomic_write_json(path, {"i": -1, "pad": "x" * 50_000})
+    stop, bad = threading.Event(), []
+
+    def reader():
+        while not stop.is_set():
+            try:
+                json.loads(path.read_text())
+            except ValueError as exc:  # a torn read would land here
+                bad.append(exc)
+
+    t = threading.Thread(target=reader)
+    t.start()
+    for i in range(100):
+        run_store.atomic_write_json(path, {"i": i, "pad": "x" * 50_000})
+    stop.set()
+    t.join()
+    assert not bad
+    assert json.loads(path.read_text())["i"] == 99
+    assert not list(tmp_path.glob(".*.tmp")), "temp files must be renamed away"
+
+
+def test_write_status_merges_and_keeps_json_strict(tmp_path):
+    run_store.write_status(tmp_path, state="running", step=1)
+    status = run_store.write_status(tmp_path, step=2, loss=float("nan"))
+    assert status["state"] == "running" and status["step"] == 2
+    on_disk = json.loads((tmp_path / "status.json").read_text())  # strict parser: NaN stored as a string
+    assert on_disk["loss"] == "nan" and on_disk["step"] == 2
+
+
+def _start_running_process(run_dir: Path) -> subprocess.Popen:
+    code = (
+        "import sys, time; from pathlib import Path; from training import run_store; "
+        "run_store.start_status(Path(sys.argv[1]), total_steps=10); print('ready', flush=True); time.sleep(60)"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code, str(run_dir)], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "ready"
+    return proc
+
+
+def test_read_status_reports_a_killed_process_as_crashed(tmp_path):
+    proc = _start_running_process(tmp_path)
+    try:
+        assert run_store.read_status(tmp_path)["state"] == "running"
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    status = run_store.read_status(tmp_path)
+    assert status["state"] == "crashed"
+    assert "killed or crashed" in status["message"]
+    # The file itself still says running: "crashed" is the reader's conclusion, not a write.
+    assert json.loads((tmp_path / "status.json").read_text())["state"] == "running"
+
+
+def test_read_status_leaves_terminal_states_alone(tmp_path):
+    proc = _start_running_process(tmp_path)
+    run_store.write_status(tmp_path, state="finished", ended=time.time())
+    proc.kill()
+    proc.wait(10)
+    assert run_store.read_status(tmp_path)["state"] == "finished"
+
+
+def test_read_metrics_is_incremental_and_skips_a_partial_trailing_line(tmp_path):
+    run_store.append_metrics(tmp_path, [{"step": 1, "train/loss": 1.0}, {"step": 2, "train/loss": 0.5}])
+    records, offset = run_store.read_metrics(tmp_path)
+    assert [r["step"] for r in records] == [1, 2]
+    with open(tmp_path / "metrics.jsonl", "a") as f:  # a writer caught mid-line
+        f.write('{"step": 3, "train/lo')
+    records, offset2 = run_store.read_metrics(tmp_path, offset)
+    assert records == [] and offset2 == offset
+    with open(tmp_path / "metrics.jsonl", "a") as f:
+        f.write('ss": 0.25}\n')
+    records, offset3 = run_store.read_metrics(tmp_path, offset2)
+    assert records == [{"step": 3, "train/loss": 0.25}]
+    assert offset3 == (tmp_path / "metrics.jsonl").stat().st_size
+    assert run_store.read_metrics(tmp_path, offset3) == ([], offset3)
+    assert run_store.read_metrics(tmp_path / "missing", 0) == ([], 0)
+
+
+@pytest.mark.parametrize("name", ["../escape", "../../etc/passwd", "/abs/path", "..", "a/../../b", "..\\..\\win", " ../ "])
+def test_run_names_can_never_leave_the_root(tmp_path, name):
+    root = tmp_path / "runs"
+    path = run_store.new_run_dir(root, "regression", name)
+    assert path.parent == root.resolve()
+    assert path.is_dir()
+    assert "/" not in path.name and ".." not in path.name
+    assert list(tmp_path.iterdir()) == [root]
+
+
+def test_run_ids_are_unique(tmp_path):
+    paths = {run_store.new_run_dir(tmp_path, "mnist", "same name") for _ in range(40)}
+    assert len(paths) == 40
+    assert all(p.name.split("-")[-2] == "name" for p in paths)
+
+
+def test_delete_refuses_outside_root_and_running_runs(tmp_path):
+    root = tmp_path / "runs"
+    outside = tmp_path / "precious"
+    outside.mkdir()
+    (outside / "config.json").write_text("{}")
+    with pytest.raises(ValueError):
+        run_store.delete_run(outside, root)
+    with pytest.raises(ValueError):
+        run_store.delete_run(root / ".." / "precious", root)
+    with pytest.raises(ValueError):
+        run_store.delete_run(root, root)
+    assert outside.exists()
+
+    run = run_store.new_run_dir(root, "regression")
+    run_store.start_status(run, total_steps=1)  # this process is alive, so the run is running
+    with pytest.raises(RuntimeError):
+        run_store.delete_run(run, root)
+    run_store.write_status(run, state="finished")
+    run_store.delete_run(run, root)
+    assert not run.exists()
+
+
+# -- RunStoreWriter -------------------------------------------------------------------------------
+
+
+def _progress(step: int) -> Progress:
+    return Progress(step=step, total_steps=100, epoch=1, total_epochs=2, wall_seconds=step / 10,
+                    compile_seconds=0.5, steps_per_sec=123.0)
+
+
+def test_store_writer_buffers_until_flush_and_owns_only_progress_fields(tmp_path):
+    run_store.start_status(tmp_path, total_steps=100)
+    w = RunStoreWriter(tmp_path)
+    w.write_scalars(10, {"train/loss": np.float32(0.5), "train/acc": 0.75}, _progress(10))
+    assert not (tmp_path / "metrics.jsonl").exists(), "records reach disk at flush, once per chunk"
+    w.flush()
+    w.write_scalars(20, {"train/loss": float("nan")}, _progress(20))
+    w.write_scalars(20, {"test/acc": 0.5})  # no progress: same step, wall continues the run clock
+    w.flush()
+    records, _ = run_store.read_metrics(tmp_path)
+    assert [r["step"] for r in records] == [10, 20, 20]
+    assert records[0]["train/loss"] == 0.5 and records[0]["wall"] == 1.0 and "ts" in records[0]
+    assert records[1]["train/loss"] == "nan"
+    assert records[2]["wall"] >= 2.0
+    status = run_store.read_status(tmp_path)
+    assert status["state"] == "running" and status["pid"] == os.getpid()
+    assert (status["step"], status["total_steps"], status["epoch"], status["total_epochs"]) == (20, 100, 1, 2)
+    assert status["steps_per_sec"] == 123.0 and status["compile_seconds"] == 0.5 and status["wall_seconds"] == 2.0
+    w.write_summary({"test/acc": 0.5})
+    w.close("failed", "boom")
+    status = run_store.read_status(tmp_path)
+    assert status["state"] == "running" and status["message"] is None, "lifecycle fields belong to training.run"
+    assert status["final"] == {"test/acc": 0.5}
+    assert json.loads((tmp_path / "artifacts" / "final_metrics.json").read_text()) == {"test/acc": 0.5}
+
+
+def test_store_writer_artifacts(tmp_path):
+    w = RunStoreWriter(tmp_path)
+    x = np.linspace(-1, 1, 5)
+    for step, weight in ((0, 0.0), (10, 1.5)):
+        w.write_regression(step, RegressionSnapshot(x, 2 * x, weight, 0.1, 2.0, 0.0))
+    sample = json.loads((tmp_path / "artifacts" / "data_sample.json").read_text())
+    assert sample["x"] == x.tolist() and sample["true_weight"] == 2.0
+    assert json.loads((tmp_path / "artifacts" / "fit.json").read_text()) == {"step": 10, "weight": 1.5, "bias": 0.1}
+
+    images = np.arange(3 * 28 * 28, dtype=np.uint8).reshape(3, 28, 28)
+    report = ClassificationReport(["a", "b"], np.array([[5, 1], [0, 4]]), images, np.array([0, 1, 0]), np.array([0, 1, 1]))
+    w.write_classification(30, report)
+    cls = json.loads((tmp_path / "artifacts" / "classification.json").read_text())
+    assert cls == {"class_names": ["a", "b"], "confusion": [[5, 1], [0, 4]], "labels": [0, 1, 0], "preds": [0, 1, 1], "step": 30}
+    with np.load(tmp_path / "artifacts" / "samples.npz") as z:
+        assert z["images"].dtype == np.uint8 and (z["images"] == images).all()
+        assert z["preds"].tolist() == [0, 1, 1]
+
+    w.write_images(30, {"test/grid": np.zeros((4, 6, 3), np.uint8)})
+    assert (tmp_path / "artifacts" / "images" / "test_grid_30.png").exists()

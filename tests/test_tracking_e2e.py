@@ -1,0 +1,198 @@
+"""The CLI end to end with every tracking backend, including runs killed (SIGKILL) and stopped (SIGTERM).
+
+Each test runs `python -m training` in a subprocess on small data and reads the
+run back the way users do: metrics.jsonl/status.json, TensorBoard's event
+reader, and `wandb leet inspect` on the offline run.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from tensorboard.backend.event_processing import event_accumulator as ea
+from tensorboard.plugins.hparams import metadata as hp_metadata
+
+from training import run_store
+
+ROOT = Path(__file__).resolve().parents[1]
+WANDB_CLI = str(Path(sys.executable).with_name("wandb"))
+MNIST_ARGS = ["--dataset", "fashion_mnist", "--train-limit", "4000", "--test-limit", "1000", "--hidden", "32",
+              "--log-every", "20", "--epochs", "200"]  # far more epochs than a test waits for: it is always stopped
+
+
+@pytest.fixture
+def env(tmp_path) -> dict[str, str]:
+    """Subprocess environment: W&B offline with its state in tmp, no key, no reachable server."""
+    e = dict(os.environ)
+    for var, sub in (("WANDB_DIR", "wd"), ("WANDB_CACHE_DIR", "wc"), ("WANDB_CONFIG_DIR", "wcfg"), ("WANDB_DATA_DIR", "wdata")):
+        (tmp_path / sub).mkdir()
+        e[var] = str(tmp_path / sub)
+    e.update(WANDB_MODE="offline", WANDB_BASE_URL="http://127.0.0.1:9", HOME=str(tmp_path), PYTHONUNBUFFERED="1")
+    e.pop("WANDB_API_KEY", None)
+    return e
+
+
+def _cli(task: str, run_dir: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "training", task, "--run-dir", str(run_dir), "--wandb", "offline", "--quiet", *args]
+
+
+def metric_steps(run_dir: Path, key: str = "train/loss") -> list[int]:
+    return [r["step"] for r in run_store.read_metrics(run_dir)[0] if key in r]
+
+
+def tb_load(run_dir: Path) -> ea.EventAccumulator:
+    acc = ea.EventAccumulator(str(run_dir / "tb"), size_guidance={ea.SCALARS: 0, ea.IMAGES: 0, ea.TENSORS: 0})
+    acc.Reload()
+    return acc
+
+
+def wandb_dir(run_dir: Path) -> str:
+    (found,) = glob.glob(str(run_dir / "wandb" / "offline-run-*"))
+    return found
+
+
+def wandb_records(run_dir: Path) -> list[dict]:
+    out = subprocess.run([WANDB_CLI, "leet", "inspect", "--json", wandb_dir(run_dir)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+
+
+def wandb_steps(run_dir: Path, key: str = "train/loss") -> list[int]:
+    rows = [r["history"]["item"] for r in wandb_records(run_dir) if r.get("type") == "history"]
+    return [int(h["global_step"]) for h in rows if any(k == key or k.startswith(key + ".") for k in h)]
+
+
+def wandb_summary(run_dir: Path) -> dict:
+    out = subprocess.run([WANDB_CLI, "leet", "inspect", "--summary", "--json", wandb_dir(run_dir)],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def _start(cmd: list[str], env: dict[str, str], tmp_path: Path) -> subprocess.Popen:
+    log = open(tmp_path / "training.log", "w")  # noqa: SIM115 - closed with the process
+    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+
+
+def _wait_for_chunks(proc: subprocess.Popen, run_dir: Path, n: int, min_age: float, timeout: float = 180) -> None:
+    """Until n chunks are logged and the first is `min_age` seconds old (so the kill lands mid-run)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, f"training exited early with {proc.returncode}"
+        recs = run_store.read_metrics(run_dir)[0]
+        if len(recs) >= n and time.time() - recs[0]["ts"] >= min_age:
+            return
+        time.sleep(0.2)
+    raise AssertionError("training did not log in time")
+
+
+def _wait_wandb_core_gone(run_dir: Path, timeout: float = 20) -> None:
+    """wandb-core outlives a killed trainer briefly; wait until its file stops changing."""
+    path = glob.glob(str(run_dir / "wandb" / "offline-run-*" / "*.wandb"))[0]
+    last, stable_since, deadline = -1, time.monotonic(), time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        size = os.path.getsize(path)
+        if size != last:
+            last, stable_since = size, time.monotonic()
+        elif time.monotonic() - stable_since > 2.0:  # far longer than its 0.1 s flush interval
+            return
+        time.sleep(0.2)
+
+
+def test_cli_regression_writes_every_store(tmp_path, env):
+    run_dir = tmp_path / "runs" / "reg"
+    out = subprocess.run(_cli("regression", run_dir, "--steps", "200", "--log-every", "20", "--name", "cli e2e"),
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.strip().splitlines()[-1])["state"] == "finished"
+    assert "wandb sync" in out.stderr
+
+    steps = list(range(20, 201, 20))
+    assert metric_steps(run_dir) == steps
+    status = run_store.read_status(run_dir)
+    assert status["state"] == "finished" and status["step"] == 200 and status["final"]["train/loss"] > 0
+    assert status["wandb"]["mode"] == "offline" and status["wandb"]["sync_command"].startswith("wandb sync ")
+    for name in ("data_sample.json", "fit.json", "final_metrics.json"):
+        assert (run_dir / "artifacts" / name).exists()
+
+    acc = tb_load(run_dir)
+    assert [e.step for e in acc.Scalars("train/loss")] == steps
+    assert [e.step for e in acc.Scalars("regression/weight")] == steps
+    assert acc.Images("regression/fit")[-1].step == 200
+    assert hp_metadata.SESSION_START_INFO_TAG in acc.PluginTagToContent("hparams")
+    assert acc.Scalars("hparam/train/loss")[-1].value == pytest.approx(status["final"]["train/loss"])
+
+    summary = wandb_summary(run_dir)
+    assert summary["state"] == "finished" and summary["exit_code"] == 0 and summary["name"] == "cli e2e"
+    assert summary["config"]["steps"] == 200
+    assert summary["summary"]["train/loss"] == pytest.approx(status["final"]["train/loss"])
+    assert wandb_steps(run_dir) == steps
+
+
+def test_mnist_killed_with_sigkill_keeps_what_was_logged(tmp_path, env, fashion_dir):
+    run_dir = tmp_path / "runs" / "killed"
+    proc = _start(_cli("mnist", run_dir, *MNIST_ARGS, "--data-dir", str(fashion_dir)), env, tmp_path)
+    try:
+        _wait_for_chunks(proc, run_dir, n=10, min_age=3.0)
+    finally:
+        kill_time = time.time()
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+    _wait_wandb_core_gone(run_dir)
+
+    status = run_store.read_status(run_dir)
+    assert status["state"] == "crashed" and "killed" in status["message"]
+    logged = run_store.read_metrics(run_dir)[0]
+    steps = [r["step"] for r in logged if "train/loss" in r]
+    assert len(steps) >= 10 and status["step"] >= steps[-2], "progress in status.json keeps up with the metrics"
+
+    # TensorBoard is flushed right after the store, so the kill can only fall between the two for the last chunk.
+    tb_steps = [e.step for e in tb_load(run_dir).Scalars("train/loss")]
+    assert set(steps[:-1]) <= set(tb_steps) <= set(steps)
+
+    # W&B: wandb-core flushes its .wandb buffer every 0.1 s (our setting) but not when the trainer dies,
+    # so rows of the last moments can be missing; everything logged 0.5 s before the kill must be there.
+    w_steps = wandb_steps(run_dir)
+    settled = [r["step"] for r in logged if "train/loss" in r and r["ts"] < kill_time - 0.5]
+    assert set(settled) <= set(w_steps) <= set(steps)
+    print(f"\nSIGKILL after step {steps[-1]}: metrics.jsonl {len(steps)} chunks, TB {len(tb_steps)}, "
+          f"W&B {len(w_steps)} (missing {sorted(set(steps) - set(w_steps))})")
+
+
+def test_mnist_sigterm_stops_with_everything_flushed(tmp_path, env, fashion_dir):
+    run_dir = tmp_path / "runs" / "stopped"
+    proc = _start(_cli("mnist", run_dir, *MNIST_ARGS, "--data-dir", str(fashion_dir)), env, tmp_path)
+    try:
+        _wait_for_chunks(proc, run_dir, n=3, min_age=0.0)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(120) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    status = run_store.read_status(run_dir)
+    assert status["state"] == "stopped" and status["ended"]
+    steps = metric_steps(run_dir)
+    assert status["step"] == steps[-1] < status["total_steps"]
+    assert set(status["final"]) >= {"train/loss", "test/acc"}
+    assert (run_dir / "artifacts" / "classification.json").exists() and (run_dir / "artifacts" / "samples.npz").exists()
+
+    acc = tb_load(run_dir)
+    assert [e.step for e in acc.Scalars("train/loss")] == steps
+    assert "test/predictions" in acc.Tags()["images"]
+    end = hp_metadata.parse_session_end_info_plugin_data(acc.PluginTagToContent("hparams")[hp_metadata.SESSION_END_INFO_TAG])
+    assert end.status == 1  # a user stop is a successful end
+
+    summary = wandb_summary(run_dir)
+    assert summary["state"] == "finished" and summary["exit_code"] == 0
+    assert summary["summary"]["run/state"] == "stopped"
+    assert summary["summary"]["test/acc"] == pytest.approx(status["final"]["test/acc"])
+    assert wandb_steps(run_dir) == steps
+    assert wandb_steps(run_dir, "test/confusion_matrix_table") == [steps[-1]]

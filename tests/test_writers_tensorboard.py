@@ -1,0 +1,167 @@
+"""TensorBoard writer, read back with TensorBoard's own event reader; and the numpy renderers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from tensorboard.backend.event_processing import event_accumulator as ea
+from tensorboard.backend.event_processing import plugin_event_multiplexer as pem
+from tensorboard.plugins.hparams import metadata as hp_metadata
+
+from training.writers import render
+from training.writers.base import ClassificationReport, Progress, RegressionSnapshot
+from training.writers.tensorboard import TensorBoardWriter, flatten_hparams
+
+CONFIG = {"task": "mnist", "dataset": "fashion_mnist", "hidden": [128, 64], "lr": 1e-3, "batch_size": 32,
+          "optimizer": "adam", "train_limit": None, "epochs": 2}
+STEPS = list(range(20, 201, 20))
+
+
+def _load(logdir) -> ea.EventAccumulator:
+    acc = ea.EventAccumulator(str(logdir), size_guidance={ea.SCALARS: 0, ea.IMAGES: 0, ea.TENSORS: 0, ea.HISTOGRAMS: 0})
+    acc.Reload()
+    return acc
+
+
+def _report(n: int = 12) -> ClassificationReport:
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 10, n)
+    preds = labels.copy()
+    preds[:3] = (preds[:3] + 1) % 10
+    return ClassificationReport([f"c{i}" for i in range(10)], rng.integers(0, 30, (10, 10)),
+                                rng.integers(0, 256, (n, 28, 28)).astype(np.uint8), labels, preds)
+
+
+def _run_sequence(w: TensorBoardWriter, state: str = "finished", close: bool = True) -> None:
+    """The calls a training run makes (see training/mnist.py and regression.py)."""
+    w.write_hparams(CONFIG)
+    x = np.linspace(-2, 2, 50)
+    for i, step in enumerate(STEPS):
+        w.write_scalars(step, {"train/loss": 1 / step, "train/acc": step / 200}, Progress(step, 200, 1, 1, step / 100))
+        w.write_regression(step, RegressionSnapshot(x, 2 * x - 1, i / len(STEPS) * 2, -1.0, 2.0, -1.0))
+        w.flush()
+    w.write_scalars(200, {"test/acc": 0.8, "test/loss": 0.4})
+    w.write_histograms(200, {"params/Dense_0/kernel": np.random.default_rng(0).normal(size=(784, 8))})
+    w.write_classification(200, _report())
+    w.write_summary({"train/loss": 1 / 200, "test/acc": 0.8, "final/extra": 3.0})
+    w.flush()
+    if close:
+        w.close(state)
+
+
+def test_scalars_images_histograms_text_and_hparams_read_back(tmp_path):
+    w = TensorBoardWriter(tmp_path / "tb", run_name="my run", image_interval=0.0)
+    _run_sequence(w)
+    files = list((tmp_path / "tb").iterdir())
+    assert len(files) == 1 and files[0].name.startswith("events.out.tfevents"), "one event file, no hparams sub-run"
+    acc = _load(tmp_path / "tb")
+    tags = acc.Tags()
+    assert [e.step for e in acc.Scalars("train/loss")] == STEPS
+    assert acc.Scalars("train/loss")[-1].value == pytest.approx(1 / 200)
+    assert [e.step for e in acc.Scalars("test/acc")] == [200]
+    assert [(e.step, e.value) for e in acc.Scalars("hparam/final/extra")] == [(200, 3.0)]
+    assert [(e.step, e.value) for e in acc.Scalars("hparam/test/acc")] == [(200, pytest.approx(0.8))]
+    assert [e.step for e in acc.Scalars("test/acc")] == [200], "final metrics never add points to the logged curves"
+
+    assert [e.step for e in acc.Images("regression/fit")] == STEPS
+    fit = acc.Images("regression/fit")[-1]
+    assert (fit.width, fit.height) == (320, 240)
+    assert {"test/predictions", "test/confusion_matrix"} <= set(tags["images"])
+    assert "params/Dense_0/kernel" in tags["histograms"]
+    assert "config/text_summary" in tags["tensors"]
+    config_text = acc.Tensors("config/text_summary")[0].tensor_proto.string_val[0].decode()
+    assert "| hidden | 128,64 |" in config_text and "my run" in config_text
+
+    content = acc.PluginTagToContent("hparams")
+    assert set(content) == {hp_metadata.SESSION_START_INFO_TAG, hp_metadata.SESSION_END_INFO_TAG}
+    start = hp_metadata.parse_session_start_info_plugin_data(content[hp_metadata.SESSION_START_INFO_TAG])
+    assert start.hparams["hidden"].string_value == "128,64"
+    assert start.hparams["lr"].number_value == pytest.approx(1e-3)
+    assert start.hparams["dataset"].string_value == "fashion_mnist"
+    assert "train_limit" not in start.hparams, "None is left out so a column keeps one type"
+    end = hp_metadata.parse_session_end_info_plugin_data(content[hp_metadata.SESSION_END_INFO_TAG])
+    assert end.status == 1  # STATUS_SUCCESS
+
+
+def test_failed_run_ends_its_session_as_failure_and_keeps_the_message(tmp_path):
+    w = TensorBoardWriter(tmp_path / "tb")
+    _run_sequence(w, close=False)
+    w.close("diverged", "Loss became nan at step 7")
+    acc = _load(tmp_path / "tb")
+    end = hp_metadata.parse_session_end_info_plugin_data(acc.PluginTagToContent("hparams")[hp_metadata.SESSION_END_INFO_TAG])
+    assert end.status == 2  # STATUS_FAILURE
+    assert "run/message/text_summary" in acc.Tags()["tensors"]
+
+
+def test_flush_makes_every_chunk_readable_before_close(tmp_path):
+    """Events are written synchronously: after flush() a reader sees them (no background queue)."""
+    w = TensorBoardWriter(tmp_path / "tb")
+    w.write_hparams(CONFIG)
+    for step in STEPS[:3]:
+        w.write_scalars(step, {"train/loss": 1.0 / step})
+        w.flush()
+        assert [e.step for e in _load(tmp_path / "tb").Scalars("train/loss")][-1] == step
+    w.close()
+
+
+def test_hparams_table_has_one_session_per_run(tmp_path):
+    """Two runs with different tasks under one logdir: both sessions, no arbitrary experiment summary."""
+    a = TensorBoardWriter(tmp_path / "run_a" / "tb", image_interval=0.0)
+    _run_sequence(a)
+    b = TensorBoardWriter(tmp_path / "run_b" / "tb")
+    b.write_hparams({"task": "regression", "points": 128, "lr": 0.005})
+    b.write_scalars(10, {"train/loss": 1.0})
+    b.close()
+    mux = pem.EventMultiplexer()
+    mux.AddRunsFromDirectory(str(tmp_path))
+    mux.Reload()
+    runs = mux.PluginRunToTagToContent("hparams")
+    assert set(runs) == {"run_a/tb", "run_b/tb"}
+    for tags in runs.values():
+        assert hp_metadata.SESSION_START_INFO_TAG in tags and hp_metadata.EXPERIMENT_TAG not in tags
+
+
+def test_nan_scalars_are_logged(tmp_path):
+    w = TensorBoardWriter(tmp_path / "tb")
+    w.write_scalars(1, {"train/loss": float("nan")})
+    w.close("diverged")
+    assert np.isnan(_load(tmp_path / "tb").Scalars("train/loss")[0].value)
+
+
+def test_flatten_hparams():
+    flat = flatten_hparams({"hidden": (1, 2), "opt": {"name": "adam", "b1": 0.9}, "x": None, "flag": True, "n": np.int64(3)})
+    assert flat == {"hidden": "1,2", "opt.name": "adam", "opt.b1": 0.9, "flag": True, "n": 3.0}
+
+
+# -- render ---------------------------------------------------------------------------------------
+
+
+def test_render_regression_draws_points_true_line_and_fit():
+    x = np.linspace(-1, 1, 100)
+    img = render.render_regression(x, 2 * x + 1, 0.5, 0.0, 2.0, 1.0)  # fit far from the points
+    assert img.shape == (240, 320, 3) and img.dtype == np.uint8
+
+    def count(color):
+        return int((img == np.array(color, np.uint8)).all(-1).sum())
+
+    assert count(render.FIT) > 300 and count(render.POINT) > 50 and count(render.GRAY) > 100
+    blank = render.render_regression(x, 2 * x + 1, float("nan"), 0.0, 2.0, 1.0)
+    assert (blank == np.array(render.FIT, np.uint8)).all(-1).sum() == 0, "a diverged fit draws no line"
+    assert render.render_regression(np.array([]), np.array([]), 1, 1, 1, 1).shape == (240, 320, 3)
+
+
+def test_render_prediction_grid_frames_wrong_predictions_red():
+    rep = _report(12)
+    grid = render.render_prediction_grid(rep.images, rep.labels, rep.preds, cols=4, scale=2)
+    cell = 28 * 2 + 2 * 2 + 2
+    assert grid.shape == (3 * cell, 4 * cell, 3)
+    assert (grid[1, 1] == render.RED).all()  # image 0 is wrong
+    assert (grid[1, 3 * cell + 1] == render.GREEN).all()  # image 3 is right
+
+
+def test_render_confusion_shape_and_diagonal_ink():
+    cm = np.diag([100] * 10) + 1
+    img = render.render_confusion(cm, cell=24)
+    assert img.shape == (241, 241, 3)
+    # Cell corners (away from the printed counts): the diagonal is dark, the rest near white.
+    assert img[3, 3].sum() < 300 and img[3, 27].sum() > 700
