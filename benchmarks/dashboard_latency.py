@@ -30,6 +30,7 @@ from playwright.sync_api import Page, sync_playwright  # noqa: E402
 
 from dashboard.serve import CHROMIUM, CHROMIUM_ARGS, start_server  # noqa: E402
 from training import run_store  # noqa: E402
+from training.config import config_to_dict, parse_config  # noqa: E402
 
 # In the page: every 5 ms, note the wall-clock time at which each step first appears in the "train" loss trace.
 WATCH_JS = """() => {
@@ -85,7 +86,7 @@ def wait_finished(run_dir: Path, timeout: float = 120) -> None:
 def fake_running_run(runs: Path) -> Path:
     """A regression run that stays "running" (its pid is this process) and that we append to by hand."""
     d = run_store.new_run_dir(runs, "regression", "latency-probe")
-    run_store.write_config(d, "regression", {"task": "regression", "true_weight": 2.0, "true_bias": -1.0}, name="latency-probe")
+    run_store.write_config(d, "regression", config_to_dict(parse_config("regression", {})), name="latency-probe")
     run_store.write_status(d, state="running", pid=os.getpid(), started=time.time(), step=0, total_steps=10**9)
     run_store.append_metrics(d, [{"step": 0, "wall": 0.0, "ts": time.time(), "train/loss": 1.0}])
     return d

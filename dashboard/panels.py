@@ -54,14 +54,19 @@ def pick_run(runs: list[run_store.RunInfo]) -> run_store.RunInfo | None:
 
 
 def key_config(task: str, c: dict[str, Any]) -> str:
-    """The few settings that tell runs of a task apart, in one line."""
+    """The few settings that tell runs of a task apart, in one line ("" for an unknown config)."""
     if not c:
         return ""
+
+    def g(k: str) -> str:
+        v = c.get(k)
+        return f"{v:g}" if isinstance(v, float) else str(v)
+
     if task == "regression":
-        return f"{c.get('optimizer')} lr={c.get('lr'):g} steps={c.get('steps')} points={c.get('points')}"
+        return f"{g('optimizer')} lr={g('lr')} steps={g('steps')} points={g('points')}"
     hidden = "x".join(str(h) for h in c.get("hidden") or [])
     limit = f" n={c['train_limit']}" if c.get("train_limit") else ""
-    return f"{c.get('dataset')} mlp {hidden} {c.get('optimizer')} lr={c.get('lr'):g} bs={c.get('batch_size')} ep={c.get('epochs')}{limit}"
+    return f"{g('dataset')} mlp {hidden} {g('optimizer')} lr={g('lr')} bs={g('batch_size')} ep={g('epochs')}{limit}"
 
 
 def chart(fig: Any, key: str) -> None:
