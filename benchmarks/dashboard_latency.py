@@ -73,7 +73,12 @@ def start_to_first_point(page: Page, url: str, runs: Path, wandb: str) -> dict[s
     started = run_store.read_status(run_dir).get("started", float("nan"))
     first_ts = run_store.read_metrics(run_dir)[0][0]["ts"]
     wait_finished(run_dir)
-    return {"launch": launched - t_click, "process up": started - t_click, "first record": first_ts - t_click, "drawn": drawn - t_click}
+    return {
+        "launch": launched - t_click,
+        "process up": started - t_click,
+        "first record": first_ts - t_click,
+        "drawn": drawn - t_click,
+    }
 
 
 def wait_finished(run_dir: Path, timeout: float = 120) -> None:
@@ -102,7 +107,9 @@ def write_to_draw(page: Page, url: str, runs: Path, writes: int) -> list[float]:
     for i in range(1, writes + 1):
         time.sleep(1.0 + random.random() * 0.6)
         written[i] = time.time()
-        run_store.append_metrics(run_dir, [{"step": i, "wall": float(i), "ts": written[i], "train/loss": 1.0 / (i + 1)}])
+        run_store.append_metrics(
+            run_dir, [{"step": i, "wall": float(i), "ts": written[i], "train/loss": 1.0 / (i + 1)}]
+        )
     page.wait_for_function(f"{writes} in window.__seen", timeout=30_000, polling=50)
     seen = page.evaluate("window.__seen")
     run_store.write_status(run_dir, state="stopped", ended=time.time())
@@ -114,7 +121,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--starts", type=int, default=3, help="Start presses for (a)")
     ap.add_argument("--writes", type=int, default=20, help="appended records for (b)")
-    ap.add_argument("--wandb", default="disabled", choices=("auto", "offline", "disabled"), help="W&B mode of the (a) runs")
+    ap.add_argument(
+        "--wandb", default="disabled", choices=("auto", "offline", "disabled"), help="W&B mode of the (a) runs"
+    )
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="jaxdash-bench-"))
     runs = tmp / "runs"

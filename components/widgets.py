@@ -77,8 +77,14 @@ def _field_input(task: str, name: str, default: Any) -> Any:
         return st.selectbox(label, OPTIMIZERS, index=OPTIMIZERS.index(default), help=help_, key=key)
     if kind == "dataset":
         names = list(DATASET_SIZES)
-        return st.selectbox(label, names, index=names.index(default), help=help_, key=key,
-                            format_func=lambda d: d.replace("_", "-").replace("mnist", "MNIST").replace("fashion", "Fashion"))
+        return st.selectbox(
+            label,
+            names,
+            index=names.index(default),
+            help=help_,
+            key=key,
+            format_func=lambda d: d.replace("_", "-").replace("mnist", "MNIST").replace("fashion", "Fashion"),
+        )
     placeholder = {"data_dir": "default locations", "train_limit": "all", "test_limit": "all"}.get(name)
     return st.text_input(label, value=_default_text(default), help=help_, key=key, placeholder=placeholder)
 
@@ -104,10 +110,18 @@ def config_form(task: str, errors: dict[str, str] | None = None, columns: int = 
     raw: dict[str, Any] = {}
     with st.form(f"launch_{task}", border=True):
         top = st.columns([2, 1])
-        name = top[0].text_input("Run name", placeholder=f"e.g. {task}-baseline", key=f"{task}_run_name",
-                                 help="Shown in the runs table; the run id adds date and a suffix.")
-        wandb_mode = top[1].selectbox("W&B mode", WANDB_MODES, key=f"{task}_wandb",
-                                      help="auto = online when logged in to W&B, else offline (sync later).")
+        name = top[0].text_input(
+            "Run name",
+            placeholder=f"e.g. {task}-baseline",
+            key=f"{task}_run_name",
+            help="Shown in the runs table; the run id adds date and a suffix.",
+        )
+        wandb_mode = top[1].selectbox(
+            "W&B mode",
+            WANDB_MODES,
+            key=f"{task}_wandb",
+            help="auto = online when logged in to W&B, else offline (sync later).",
+        )
         for start in range(0, len(fields), columns):
             cols = st.columns(columns)
             for col, f in zip(cols, fields[start : start + columns], strict=False):
@@ -128,15 +142,21 @@ def status_badge(state: str | None) -> None:
     st.badge(state, color=color, icon=icon)
 
 
-def runs_table(df: pd.DataFrame, key: str = "runs_table", default: list[int] | None = None,
-               hidden: tuple[str, ...] = ("run_id",)) -> list[int]:
+def runs_table(
+    df: pd.DataFrame, key: str = "runs_table", default: list[int] | None = None, hidden: tuple[str, ...] = ("run_id",)
+) -> list[int]:
     """The runs table with multi-row selection; returns the selected row positions.
 
     `default` rows are selected when a table with this key is first drawn.
     """
     columns = [c for c in df.columns if c not in hidden]
     event = st.dataframe(
-        df, key=key, hide_index=True, on_select="rerun", selection_mode="multi-row", column_order=columns,
+        df,
+        key=key,
+        hide_index=True,
+        on_select="rerun",
+        selection_mode="multi-row",
+        column_order=columns,
         selection_default={"selection": {"rows": list(default or [])}},
         placeholder="—",
         column_config={

@@ -23,7 +23,9 @@ def run() -> None:
     st.set_option("client.toolbarMode", "minimal")
     st.set_page_config(page_title="JAX training dashboard", page_icon=":material/monitoring:", layout="wide")
     pages = [
-        st.Page(PAGES_DIR / "launch.py", title="New run", icon=":material/rocket_launch:", url_path="new", default=True),
+        st.Page(
+            PAGES_DIR / "launch.py", title="New run", icon=":material/rocket_launch:", url_path="new", default=True
+        ),
         st.Page(PAGES_DIR / "live.py", title="Live", icon=":material/monitoring:", url_path="live"),
         st.Page(PAGES_DIR / "runs.py", title="Runs & compare", icon=":material/table_chart:", url_path="runs"),
         st.Page(PAGES_DIR / "detail.py", title="Run detail", icon=":material/insights:", url_path="detail"),

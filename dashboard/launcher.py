@@ -43,7 +43,18 @@ def build_command(cfg: Config, run_dir: Path, name: str | None, wandb_mode: str 
         if isinstance(value, (list, tuple)):
             value = ",".join(str(v) for v in value)
         flags += [f"--{key.replace('_', '-')}", str(value)]
-    cmd = [sys.executable, "-m", "training", cfg.task, *flags, "--run-dir", str(run_dir), "--wandb", wandb_mode, "--quiet"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "training",
+        cfg.task,
+        *flags,
+        "--run-dir",
+        str(run_dir),
+        "--wandb",
+        wandb_mode,
+        "--quiet",
+    ]
     if name:
         cmd += ["--name", name]
     return cmd
@@ -62,7 +73,12 @@ def launch(cfg: Config, name: str | None = None, wandb_mode: str = "auto", root:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     with open(run_dir / "process.log", "wb") as log:
         proc = subprocess.Popen(
-            cmd, cwd=REPO_ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            cmd,
+            cwd=REPO_ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
             start_new_session=True,
         )
     run_store.atomic_write_json(
@@ -134,11 +150,21 @@ def start_tensorboard(logdir: Path, port: int | None = None, wait_s: float = 30.
     """
     port = port or free_port()
     exe = Path(sys.executable).with_name("tensorboard")
-    cmd = [str(exe) if exe.exists() else "tensorboard", "--logdir", str(logdir), "--host", "127.0.0.1", "--port", str(port)]
+    cmd = [
+        str(exe) if exe.exists() else "tensorboard",
+        "--logdir",
+        str(logdir),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    ]
     log_path = Path(tempfile.gettempdir()) / f"jaxdash-tensorboard-{port}.log"
     Path(logdir).mkdir(parents=True, exist_ok=True)
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(
+            cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+        )
     url = f"http://127.0.0.1:{port}/"
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:

@@ -46,7 +46,9 @@ def pick_run(runs: list[run_store.RunInfo]) -> run_store.RunInfo | None:
         return None
     by_id = {r.run_id: r for r in runs}
     chosen = st.selectbox(
-        "Run", list(by_id), index=list(by_id).index(current.run_id),
+        "Run",
+        list(by_id),
+        index=list(by_id).index(current.run_id),
         format_func=lambda i: f"{by_id[i].name}  ·  {by_id[i].task}  ·  {i}",
     )
     state.remember_run(chosen)
@@ -117,8 +119,12 @@ def regression_fit(run_dir: Path, records: list[dict[str, Any]], key: str) -> tu
         st.info("Waiting for the data sample…", icon=":material/hourglass_top:")
         return w, b
     fits = (w, b) if w is not None and b is not None else None
-    chart(figures.regression_fit_figure(sample["x"], sample["y"], sample["true_weight"], sample["true_bias"], fits,
-                                        uirevision=key), key)
+    chart(
+        figures.regression_fit_figure(
+            sample["x"], sample["y"], sample["true_weight"], sample["true_bias"], fits, uirevision=key
+        ),
+        key,
+    )
     return w, b
 
 
@@ -137,8 +143,12 @@ def regression_metrics(records: list[dict[str, Any]], cfg: dict[str, Any], w: fl
     """Current w and b next to the true values, and the loss."""
     c = st.columns(3)
     tw, tb = cfg.get("true_weight"), cfg.get("true_bias")
-    c[0].metric("weight w", fmt(w), None if w is None or tw is None else f"{w - tw:+.3g} vs true {tw:g}", delta_color="off")
-    c[1].metric("bias b", fmt(b), None if b is None or tb is None else f"{b - tb:+.3g} vs true {tb:g}", delta_color="off")
+    c[0].metric(
+        "weight w", fmt(w), None if w is None or tw is None else f"{w - tw:+.3g} vs true {tw:g}", delta_color="off"
+    )
+    c[1].metric(
+        "bias b", fmt(b), None if b is None or tb is None else f"{b - tb:+.3g} vs true {tb:g}", delta_color="off"
+    )
     c[2].metric("train loss", fmt(last_value(records, "train/loss")))
 
 
@@ -165,4 +175,6 @@ def mnist_metrics(records: list[dict[str, Any]], status: dict[str, Any]) -> None
     sps = status.get("steps_per_sec")
     c[2].metric("steps/s", "—" if not sps else f"{sps:,.0f}")
     comp = status.get("compile_seconds")
-    c[3].metric("compile time", "—" if comp is None else f"{comp:.1f} s", help="First (compiling) chunk beyond a steady one.")
+    c[3].metric(
+        "compile time", "—" if comp is None else f"{comp:.1f} s", help="First (compiling) chunk beyond a steady one."
+    )

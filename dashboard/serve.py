@@ -15,8 +15,14 @@ from dashboard.launcher import REPO_ROOT, free_port
 
 APP = REPO_ROOT / "dashboard" / "app.py"
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 @dataclass
@@ -44,11 +50,26 @@ def start_server(runs_root: Path, log: Path, env: Mapping[str, str] | None = Non
       RuntimeError: if the server exits or is not healthy within `wait_s`.
     """
     port = free_port()
-    cmd = [sys.executable, "-m", "streamlit", "run", str(APP), "--server.headless", "true", "--server.port", str(port),
-           "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(APP),
+        "--server.headless",
+        "true",
+        "--server.port",
+        str(port),
+        "--server.address",
+        "127.0.0.1",
+        "--browser.gatherUsageStats",
+        "false",
+    ]
     full_env = {**os.environ, "JAXDASH_RUNS": str(runs_root), **(env or {})}
     with open(log, "wb") as f:
-        proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=full_env, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            cmd, cwd=REPO_ROOT, env=full_env, stdout=f, stderr=subprocess.STDOUT, start_new_session=True
+        )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:

@@ -40,7 +40,11 @@ def run_status(run_dir: Path) -> dict[str, Any]:
         return {"state": "starting", "pid": info.get("pid"), "started": info.get("launched")}
     if (run_dir / "config.json").exists() or info:
         last = launcher.log_tail(run_dir, 1) or "no output"
-        return {"state": "failed", "message": f"The training process exited before it started: {last}", "started": info.get("launched")}
+        return {
+            "state": "failed",
+            "message": f"The training process exited before it started: {last}",
+            "started": info.get("launched"),
+        }
     return {"state": "starting"}
 
 
@@ -53,7 +57,11 @@ def list_runs() -> list[run_store.RunInfo]:
         for d in root.iterdir():
             info = launcher.launch_info(d) if d.is_dir() and d.name not in known else None
             if info:
-                runs.append(run_store.RunInfo(d.name, d, info.get("name", d.name), info.get("task", "?"), {}, {}, info.get("launched", 0.0)))
+                runs.append(
+                    run_store.RunInfo(
+                        d.name, d, info.get("name", d.name), info.get("task", "?"), {}, {}, info.get("launched", 0.0)
+                    )
+                )
     for r in runs:
         r.status = run_status(r.path)
     return sorted(runs, key=lambda r: r.created, reverse=True)

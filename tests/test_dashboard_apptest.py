@@ -10,6 +10,7 @@ import base64
 import io
 import json
 import os
+import subprocess
 import time
 import urllib.request
 from pathlib import Path
@@ -24,21 +25,39 @@ from training.__main__ import build_parser
 from training.config import parse_config
 
 APP = str(Path(__file__).resolve().parent.parent / "dashboard" / "app.py")
-REG_CFG = {"task": "regression", "points": 128, "noise": 0.5, "true_weight": 2.0, "true_bias": -1.0, "optimizer": "sgd",
-           "lr": 0.005, "steps": 1000, "seed": 42, "log_every": 10}
-MNIST_CFG = {"task": "mnist", "dataset": "fashion_mnist", "data_dir": None, "hidden": [128, 128], "optimizer": "adam",
-             "lr": 0.001, "batch_size": 32, "epochs": 3, "seed": 0, "log_every": 100, "eval_every": 0,
-             "train_limit": 20000, "test_limit": None}
+REG_CFG = {
+    "task": "regression",
+    "points": 128,
+    "noise": 0.5,
+    "true_weight": 2.0,
+    "true_bias": -1.0,
+    "optimizer": "sgd",
+    "lr": 0.005,
+    "steps": 1000,
+    "seed": 42,
+    "log_every": 10,
+}
+MNIST_CFG = {
+    "task": "mnist",
+    "dataset": "fashion_mnist",
+    "data_dir": None,
+    "hidden": [128, 128],
+    "optimizer": "adam",
+    "lr": 0.001,
+    "batch_size": 32,
+    "epochs": 3,
+    "seed": 0,
+    "log_every": 100,
+    "eval_every": 0,
+    "train_limit": 20000,
+    "test_limit": None,
+}
 
 
 @pytest.fixture
-def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A fresh runs root for the app under test (JAXDASH_RUNS)."""
-    runs = tmp_path / "runs"
-    runs.mkdir()
-    monkeypatch.setenv("JAXDASH_RUNS", str(runs))
-    monkeypatch.setenv("WANDB_MODE", "offline")
-    return runs
+def root(runs_root: Path) -> Path:
+    """The app's runs root (conftest's `runs_root`, exported as JAXDASH_RUNS)."""
+    return runs_root
 
 
 def app(page: str | None = None, run: str | None = None, **state: object) -> AppTest:
@@ -55,16 +74,31 @@ def app(page: str | None = None, run: str | None = None, **state: object) -> App
     return at
 
 
-def fake_run(root: Path, task: str = "regression", state: str = "finished", n: int = 50, name: str | None = None,
-             message: str | None = None, pid: int | None = None) -> Path:
+def fake_run(
+    root: Path,
+    task: str = "regression",
+    state: str = "finished",
+    n: int = 50,
+    name: str | None = None,
+    message: str | None = None,
+    pid: int | None = None,
+) -> Path:
     """A run directory written the way a training process writes it."""
     name = name or f"fake-{task}-{state}"
     d = run_store.new_run_dir(root, task, name)
     run_store.write_config(d, task, REG_CFG if task == "regression" else MNIST_CFG, name=name)
     final = {"train/loss": 0.25} if task == "regression" else {"train/loss": 0.3, "test/acc": 0.87}
     run_store.write_status(
-        d, state=state, pid=pid or 2**22 + 12345, started=time.time() - 30, ended=None if state == "running" else time.time(),
-        step=n * 10, total_steps=max(1000, n * 10), wall_seconds=30.0, final=final, message=message,
+        d,
+        state=state,
+        pid=pid or 2**22 + 12345,
+        started=time.time() - 30,
+        ended=None if state == "running" else time.time(),
+        step=n * 10,
+        total_steps=max(1000, n * 10),
+        wall_seconds=30.0,
+        final=final,
+        message=message,
         wandb={"mode": "offline", "url": None, "sync_command": f"wandb sync {d}/wandb/offline-run-x"},
     )
     recs = []
@@ -82,12 +116,23 @@ def fake_run(root: Path, task: str = "regression", state: str = "finished", n: i
     art.mkdir(exist_ok=True)
     if task == "regression":
         x = np.linspace(-2, 2, 128)
-        run_store.atomic_write_json(art / "data_sample.json", {"x": x.tolist(), "y": (2 * x - 1).tolist(), "true_weight": 2.0, "true_bias": -1.0})
+        run_store.atomic_write_json(
+            art / "data_sample.json",
+            {"x": x.tolist(), "y": (2 * x - 1).tolist(), "true_weight": 2.0, "true_bias": -1.0},
+        )
     else:
         names = [f"class{i}" for i in range(10)]
         labels, preds = np.arange(16) % 10, np.zeros(16, int)
-        run_store.atomic_write_json(art / "classification.json", {"class_names": names, "confusion": (np.eye(10, dtype=int) * 90 + 1).tolist(),
-                                                                  "labels": labels.tolist(), "preds": preds.tolist(), "step": 100})
+        run_store.atomic_write_json(
+            art / "classification.json",
+            {
+                "class_names": names,
+                "confusion": (np.eye(10, dtype=int) * 90 + 1).tolist(),
+                "labels": labels.tolist(),
+                "preds": preds.tolist(),
+                "step": 100,
+            },
+        )
         buf = io.BytesIO()
         np.savez(buf, images=np.zeros((16, 28, 28), np.uint8), labels=labels, preds=preds)
         (art / "samples.npz").write_bytes(buf.getvalue())
@@ -185,6 +230,13 @@ def test_launch_real_regression_run_finishes_and_shows_up(root: Path) -> None:
     assert [m.label for m in live.metric][:2] == ["weight w", "bias b"]
     assert abs(float(live.metric[0].value) - 2.0) < 0.5  # the fit converged towards the true weight
     assert sum(trace_lengths(live.get("plotly_chart")[0])) >= 128  # data scatter drawn
+
+
+def test_cli_run_appears_in_the_table(root: Path) -> None:
+    cmd = launcher.build_command(parse_config("regression", {"steps": 200}), root / "from-cli", "cli-run", "disabled")
+    subprocess.run(cmd, cwd=launcher.REPO_ROOT, check=True, capture_output=True, timeout=180)
+    df = app("views/runs.py").dataframe[0].value
+    assert list(df["name"]) == ["cli-run"] and list(df["status"]) == ["finished"]
 
 
 def test_stop_button_stops_a_real_mnist_run(root: Path) -> None:

@@ -20,7 +20,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.skipif(not Path(CHROMIUM).exists(
 REPO = Path(__file__).resolve().parent.parent
 ARTIFACTS = REPO / "test-artifacts"
 # Point counts of every trace of every plotly chart on the page (plotly's own parsed data).
-PLOT_POINTS_JS = "Array.from(document.querySelectorAll('.js-plotly-plot')).map(g => (g._fullData || []).map(t => t._length || 0))"
+PLOT_POINTS_JS = (
+    "Array.from(document.querySelectorAll('.js-plotly-plot')).map(g => (g._fullData || []).map(t => t._length || 0))"
+)
 
 
 @pytest.fixture
@@ -48,8 +50,11 @@ def test_start_regression_run_from_the_page_and_watch_it(server: tuple[Server, P
             page.wait_for_url("**/live?run=*", timeout=30_000)
 
             # The live charts fill in while the run trains: data scatter + fitted line, then the loss curve.
-            page.wait_for_function(f"(() => {{ const c = {PLOT_POINTS_JS}; return c.length >= 2 && c.every(t => t.reduce((a, b) => a + b, 0) > 0); }})()",
-                                   timeout=90_000, polling=200)
+            page.wait_for_function(
+                f"(() => {{ const c = {PLOT_POINTS_JS}; return c.length >= 2 && c.every(t => t.reduce((a, b) => a + b, 0) > 0); }})()",
+                timeout=90_000,
+                polling=200,
+            )
             page.get_by_text("finished").first.wait_for(timeout=120_000)
             time.sleep(1.0)  # let the last redraw settle before the screenshot
             points = page.evaluate(PLOT_POINTS_JS)
@@ -63,7 +68,11 @@ def test_start_regression_run_from_the_page_and_watch_it(server: tuple[Server, P
             # A second tab (or a reload) finds the same run: the state lives in the run directory.
             other = browser.new_page(viewport={"width": 1400, "height": 950})
             other.goto(page.url)
-            other.get_by_text("e2e-regression").first.wait_for(timeout=30_000)
+            other.wait_for_function(
+                "[document.body.innerText, ...Array.from(document.querySelectorAll('input'), i => i.value)]"
+                ".some(t => t.includes('e2e-regression'))",
+                timeout=30_000,
+            )
             other.get_by_text("finished").first.wait_for(timeout=30_000)
         finally:
             browser.close()

@@ -101,7 +101,9 @@ def test_read_metrics_is_incremental_and_skips_a_partial_trailing_line(tmp_path)
     assert run_store.read_metrics(tmp_path / "missing", 0) == ([], 0)
 
 
-@pytest.mark.parametrize("name", ["../escape", "../../etc/passwd", "/abs/path", "..", "a/../../b", "..\\..\\win", " ../ "])
+@pytest.mark.parametrize(
+    "name", ["../escape", "../../etc/passwd", "/abs/path", "..", "a/../../b", "..\\..\\win", " ../ "]
+)
 def test_run_names_can_never_leave_the_root(tmp_path, name):
     root = tmp_path / "runs"
     path = run_store.new_run_dir(root, "regression", name)
@@ -143,8 +145,15 @@ def test_delete_refuses_outside_root_and_running_runs(tmp_path):
 
 
 def _progress(step: int) -> Progress:
-    return Progress(step=step, total_steps=100, epoch=1, total_epochs=2, wall_seconds=step / 10,
-                    compile_seconds=0.5, steps_per_sec=123.0)
+    return Progress(
+        step=step,
+        total_steps=100,
+        epoch=1,
+        total_epochs=2,
+        wall_seconds=step / 10,
+        compile_seconds=0.5,
+        steps_per_sec=123.0,
+    )
 
 
 def test_store_writer_buffers_until_flush_and_owns_only_progress_fields(tmp_path):
@@ -155,7 +164,9 @@ def test_store_writer_buffers_until_flush_and_owns_only_progress_fields(tmp_path
     w.flush()
     w.write_scalars(20, {"train/loss": float("nan")}, _progress(20))
     w.write_scalars(20, {"test/acc": 0.5})  # no progress: same step, wall continues the run clock
-    w.flush()
+    w.flush()  # double-buffered: returns once chunk 10 is on disk, chunk 20 is being written
+    assert [r["step"] for r in run_store.read_metrics(tmp_path)[0]][:1] == [10]
+    w.drain()
     records, _ = run_store.read_metrics(tmp_path)
     assert [r["step"] for r in records] == [10, 20, 20]
     assert records[0]["train/loss"] == 0.5 and records[0]["wall"] == 1.0 and "ts" in records[0]
@@ -183,10 +194,18 @@ def test_store_writer_artifacts(tmp_path):
     assert json.loads((tmp_path / "artifacts" / "fit.json").read_text()) == {"step": 10, "weight": 1.5, "bias": 0.1}
 
     images = np.arange(3 * 28 * 28, dtype=np.uint8).reshape(3, 28, 28)
-    report = ClassificationReport(["a", "b"], np.array([[5, 1], [0, 4]]), images, np.array([0, 1, 0]), np.array([0, 1, 1]))
+    report = ClassificationReport(
+        ["a", "b"], np.array([[5, 1], [0, 4]]), images, np.array([0, 1, 0]), np.array([0, 1, 1])
+    )
     w.write_classification(30, report)
     cls = json.loads((tmp_path / "artifacts" / "classification.json").read_text())
-    assert cls == {"class_names": ["a", "b"], "confusion": [[5, 1], [0, 4]], "labels": [0, 1, 0], "preds": [0, 1, 1], "step": 30}
+    assert cls == {
+        "class_names": ["a", "b"],
+        "confusion": [[5, 1], [0, 4]],
+        "labels": [0, 1, 0],
+        "preds": [0, 1, 1],
+        "step": 30,
+    }
     with np.load(tmp_path / "artifacts" / "samples.npz") as z:
         assert z["images"].dtype == np.uint8 and (z["images"] == images).all()
         assert z["preds"].tolist() == [0, 1, 1]

@@ -24,15 +24,32 @@ from training import run_store
 
 ROOT = Path(__file__).resolve().parents[1]
 WANDB_CLI = str(Path(sys.executable).with_name("wandb"))
-MNIST_ARGS = ["--dataset", "fashion_mnist", "--train-limit", "4000", "--test-limit", "1000", "--hidden", "32",
-              "--log-every", "20", "--epochs", "200"]  # far more epochs than a test waits for: it is always stopped
+MNIST_ARGS = [
+    "--dataset",
+    "fashion_mnist",
+    "--train-limit",
+    "4000",
+    "--test-limit",
+    "1000",
+    "--hidden",
+    "32",
+    "--log-every",
+    "20",
+    "--epochs",
+    "200",
+]  # far more epochs than a test waits for: it is always stopped
 
 
 @pytest.fixture
 def env(tmp_path) -> dict[str, str]:
     """Subprocess environment: W&B offline with its state in tmp, no key, no reachable server."""
     e = dict(os.environ)
-    for var, sub in (("WANDB_DIR", "wd"), ("WANDB_CACHE_DIR", "wc"), ("WANDB_CONFIG_DIR", "wcfg"), ("WANDB_DATA_DIR", "wdata")):
+    for var, sub in (
+        ("WANDB_DIR", "wd"),
+        ("WANDB_CACHE_DIR", "wc"),
+        ("WANDB_CONFIG_DIR", "wcfg"),
+        ("WANDB_DATA_DIR", "wdata"),
+    ):
         (tmp_path / sub).mkdir()
         e[var] = str(tmp_path / sub)
     e.update(WANDB_MODE="offline", WANDB_BASE_URL="http://127.0.0.1:9", HOME=str(tmp_path), PYTHONUNBUFFERED="1")
@@ -60,7 +77,9 @@ def wandb_dir(run_dir: Path) -> str:
 
 
 def wandb_records(run_dir: Path) -> list[dict]:
-    out = subprocess.run([WANDB_CLI, "leet", "inspect", "--json", wandb_dir(run_dir)], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [WANDB_CLI, "leet", "inspect", "--json", wandb_dir(run_dir)], capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 0, out.stderr
     return [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
 
@@ -71,8 +90,12 @@ def wandb_steps(run_dir: Path, key: str = "train/loss") -> list[int]:
 
 
 def wandb_summary(run_dir: Path) -> dict:
-    out = subprocess.run([WANDB_CLI, "leet", "inspect", "--summary", "--json", wandb_dir(run_dir)],
-                         capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [WANDB_CLI, "leet", "inspect", "--summary", "--json", wandb_dir(run_dir)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 
@@ -86,12 +109,14 @@ def _wait_for_chunks(proc: subprocess.Popen, run_dir: Path, n: int, min_age: flo
     """Until n chunks are logged and the first is `min_age` seconds old (so the kill lands mid-run)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        assert proc.poll() is None, f"training exited early with {proc.returncode}"
+        if proc.poll() is not None:
+            log = run_dir.parent.parent / "training.log"  # see _start
+            raise AssertionError(f"training exited early with {proc.returncode}:\n{log.read_text()[-3000:]}")
         recs = run_store.read_metrics(run_dir)[0]
         if len(recs) >= n and time.time() - recs[0]["ts"] >= min_age:
             return
         time.sleep(0.2)
-    raise AssertionError("training did not log in time")
+    raise AssertionError(f"training did not log {n} chunks in {timeout:.0f}s")
 
 
 def _wait_wandb_core_gone(run_dir: Path, timeout: float = 20) -> None:
@@ -109,8 +134,14 @@ def _wait_wandb_core_gone(run_dir: Path, timeout: float = 20) -> None:
 
 def test_cli_regression_writes_every_store(tmp_path, env):
     run_dir = tmp_path / "runs" / "reg"
-    out = subprocess.run(_cli("regression", run_dir, "--steps", "200", "--log-every", "20", "--name", "cli e2e"),
-                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        _cli("regression", run_dir, "--steps", "200", "--log-every", "20", "--name", "cli e2e"),
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout.strip().splitlines()[-1])["state"] == "finished"
     assert "wandb sync" in out.stderr
@@ -163,8 +194,10 @@ def test_mnist_killed_with_sigkill_keeps_what_was_logged(tmp_path, env, fashion_
     w_steps = wandb_steps(run_dir)
     settled = [r["step"] for r in logged if "train/loss" in r and r["ts"] < kill_time - 0.5]
     assert set(settled) <= set(w_steps) <= set(steps)
-    print(f"\nSIGKILL after step {steps[-1]}: metrics.jsonl {len(steps)} chunks, TB {len(tb_steps)}, "
-          f"W&B {len(w_steps)} (missing {sorted(set(steps) - set(w_steps))})")
+    print(
+        f"\nSIGKILL after step {steps[-1]}: metrics.jsonl {len(steps)} chunks, TB {len(tb_steps)}, "
+        f"W&B {len(w_steps)} (missing {sorted(set(steps) - set(w_steps))})"
+    )
 
 
 def test_mnist_sigterm_stops_with_everything_flushed(tmp_path, env, fashion_dir):
@@ -187,7 +220,9 @@ def test_mnist_sigterm_stops_with_everything_flushed(tmp_path, env, fashion_dir)
     acc = tb_load(run_dir)
     assert [e.step for e in acc.Scalars("train/loss")] == steps
     assert "test/predictions" in acc.Tags()["images"]
-    end = hp_metadata.parse_session_end_info_plugin_data(acc.PluginTagToContent("hparams")[hp_metadata.SESSION_END_INFO_TAG])
+    end = hp_metadata.parse_session_end_info_plugin_data(
+        acc.PluginTagToContent("hparams")[hp_metadata.SESSION_END_INFO_TAG]
+    )
     assert end.status == 1  # a user stop is a successful end
 
     summary = wandb_summary(run_dir)

@@ -12,8 +12,16 @@ from training.writers import render
 from training.writers.base import ClassificationReport, Progress, RegressionSnapshot
 from training.writers.tensorboard import TensorBoardWriter, flatten_hparams
 
-CONFIG = {"task": "mnist", "dataset": "fashion_mnist", "hidden": [128, 64], "lr": 1e-3, "batch_size": 32,
-          "optimizer": "adam", "train_limit": None, "epochs": 2}
+CONFIG = {
+    "task": "mnist",
+    "dataset": "fashion_mnist",
+    "hidden": [128, 64],
+    "lr": 1e-3,
+    "batch_size": 32,
+    "optimizer": "adam",
+    "train_limit": None,
+    "epochs": 2,
+}
 STEPS = list(range(20, 201, 20))
 
 
@@ -28,8 +36,13 @@ def _report(n: int = 12) -> ClassificationReport:
     labels = rng.integers(0, 10, n)
     preds = labels.copy()
     preds[:3] = (preds[:3] + 1) % 10
-    return ClassificationReport([f"c{i}" for i in range(10)], rng.integers(0, 30, (10, 10)),
-                                rng.integers(0, 256, (n, 28, 28)).astype(np.uint8), labels, preds)
+    return ClassificationReport(
+        [f"c{i}" for i in range(10)],
+        rng.integers(0, 30, (10, 10)),
+        rng.integers(0, 256, (n, 28, 28)).astype(np.uint8),
+        labels,
+        preds,
+    )
 
 
 def _run_sequence(w: TensorBoardWriter, state: str = "finished", close: bool = True) -> None:
@@ -88,7 +101,9 @@ def test_failed_run_ends_its_session_as_failure_and_keeps_the_message(tmp_path):
     _run_sequence(w, close=False)
     w.close("diverged", "Loss became nan at step 7")
     acc = _load(tmp_path / "tb")
-    end = hp_metadata.parse_session_end_info_plugin_data(acc.PluginTagToContent("hparams")[hp_metadata.SESSION_END_INFO_TAG])
+    end = hp_metadata.parse_session_end_info_plugin_data(
+        acc.PluginTagToContent("hparams")[hp_metadata.SESSION_END_INFO_TAG]
+    )
     assert end.status == 2  # STATUS_FAILURE
     assert "run/message/text_summary" in acc.Tags()["tensors"]
 
@@ -129,7 +144,9 @@ def test_nan_scalars_are_logged(tmp_path):
 
 
 def test_flatten_hparams():
-    flat = flatten_hparams({"hidden": (1, 2), "opt": {"name": "adam", "b1": 0.9}, "x": None, "flag": True, "n": np.int64(3)})
+    flat = flatten_hparams(
+        {"hidden": (1, 2), "opt": {"name": "adam", "b1": 0.9}, "x": None, "flag": True, "n": np.int64(3)}
+    )
     assert flat == {"hidden": "1,2", "opt.name": "adam", "opt.b1": 0.9, "flag": True, "n": 3.0}
 
 

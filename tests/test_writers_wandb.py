@@ -37,13 +37,17 @@ def wandb_offline_env(tmp_path, monkeypatch):
 
 def inspect_records(run_dir: Path) -> list[dict]:
     """Every record of the run's .wandb file (works on an unfinished or killed run too)."""
-    out = subprocess.run([WANDB_CLI, "leet", "inspect", "--json", str(run_dir)], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [WANDB_CLI, "leet", "inspect", "--json", str(run_dir)], capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 0, out.stderr
     return [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
 
 
 def inspect_summary(run_dir: Path) -> dict:
-    out = subprocess.run([WANDB_CLI, "leet", "inspect", "--summary", "--json", str(run_dir)], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [WANDB_CLI, "leet", "inspect", "--summary", "--json", str(run_dir)], capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 
@@ -59,8 +63,13 @@ def logged_steps(records: list[dict], key: str) -> list[int]:
 
 def _report() -> ClassificationReport:
     labels = np.array([0, 1, 2, 1])
-    return ClassificationReport(["zero", "one", "two"], np.array([[5, 1, 0], [0, 4, 0], [1, 0, 3]]),
-                                np.zeros((4, 28, 28), np.uint8), labels, np.array([0, 1, 0, 1]))
+    return ClassificationReport(
+        ["zero", "one", "two"],
+        np.array([[5, 1, 0], [0, 4, 0], [1, 0, 3]]),
+        np.zeros((4, 28, 28), np.uint8),
+        labels,
+        np.array([0, 1, 0, 1]),
+    )
 
 
 def test_offline_run_round_trip(tmp_path):
@@ -99,7 +108,11 @@ def test_offline_run_round_trip(tmp_path):
     assert logged_steps(records, "regression/fit") == [0]
     assert logged_steps(records, "test/predictions") == [100]
     assert logged_steps(records, "test/confusion_matrix_table") == [100]
-    metrics = {r["metric"].get("glob_name") or r["metric"].get("name"): r["metric"] for r in records if r.get("type") == "metric"}
+    metrics = {
+        r["metric"].get("glob_name") or r["metric"].get("name"): r["metric"]
+        for r in records
+        if r.get("type") == "metric"
+    }
     assert metrics["*"]["step_metric"] == "global_step"
 
 
@@ -111,7 +124,9 @@ def test_flushed_rows_reach_the_file_before_close(tmp_path):
     deadline = time.monotonic() + 10  # the wandb-core service writes the file asynchronously
     while logged_steps(inspect_records(w.info["dir"]), "train/loss") != STEPS[:3] and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert logged_steps(inspect_records(w.info["dir"]), "train/loss") == STEPS[:3], "committed at flush, not at the next step"
+    assert logged_steps(inspect_records(w.info["dir"]), "train/loss") == STEPS[:3], (
+        "committed at flush, not at the next step"
+    )
     w.close("stopped")
     assert inspect_summary(w.info["dir"])["exit_code"] == 0
 

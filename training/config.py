@@ -46,6 +46,7 @@ class RegressionConfig:
     steps: int = 1000
     seed: int = 42
     log_every: int = 10  # steps per jitted chunk; metrics leave the device once per chunk
+    ckpt_every: int = 200  # steps between checkpoints (at chunk ends); 0 = only when stopped or finished
 
     def validate(self) -> dict[str, str]:
         """Return {field: message} for every invalid field (empty when valid)."""
@@ -84,6 +85,8 @@ class MnistConfig:
     eval_every: int = 0  # steps between test-accuracy evaluations; 0 = once per epoch
     train_limit: int | None = None  # use only the first N training examples (quick runs, tests)
     test_limit: int | None = None  # use only the first N test examples
+    ckpt_every: int = 1000  # steps between checkpoints (at chunk ends); 0 = only when stopped or finished
+    devices: int = 0  # local devices each batch is split over; 0 = all (batch_size must divide evenly)
 
     def validate(self) -> dict[str, str]:
         """Return {field: message} for every invalid field (empty when valid)."""
@@ -105,6 +108,11 @@ class MnistConfig:
             e["batch_size"] = f"must be at least 1 (got {self.batch_size})."
         elif n_train is not None and self.batch_size > n_train:
             e["batch_size"] = f"must not exceed the training set size {n_train} (got {self.batch_size}); lower it."
+        elif self.devices > 0 and self.batch_size % self.devices:
+            # With devices=0 the count is only known on the training host: training.sharding checks it there.
+            e["batch_size"] = f"must be a multiple of --devices {self.devices} so every device gets an equal share (got {self.batch_size})."
+        if self.devices < 0:
+            e["devices"] = f"must be 0 (all local devices) or a positive device count (got {self.devices})."
         _check_common(self, e)
         return e
 
@@ -138,6 +146,8 @@ def _check_common(cfg: Any, e: dict[str, str]) -> None:
         e["steps"] = f"must be at least 1 (got {cfg.steps})."
     if cfg.log_every < 1:
         e["log_every"] = f"must be at least 1 step (got {cfg.log_every})."
+    if cfg.ckpt_every < 0:
+        e["ckpt_every"] = f"must be 0 (checkpoint only when stopped or finished) or a number of steps (got {cfg.ckpt_every})."
     if cfg.seed < 0 or cfg.seed >= 2**32:
         e["seed"] = f"must be an integer in [0, 2**32) (got {cfg.seed})."
 

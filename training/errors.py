@@ -24,3 +24,7 @@ class Diverged(TrainingError):
 
 class DataUnavailable(TrainingError):
     """A dataset could not be found locally nor downloaded."""
+
+
+class CannotResume(TrainingError):
+    """A run directory cannot be resumed (finished, still running, diverged, or no checkpoint)."""

@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from training.checkpoint import Checkpointer
 from training.config import RegressionConfig
 from training.loop import ChunkCompiler, Clock, TraceCounter, chunk_lengths, report_chunk
 from training.result import TrainResult
@@ -44,8 +45,12 @@ def loss(params: Params, x: jax.Array, y: jax.Array) -> jax.Array:
 
 
 def make_optimizer(cfg: RegressionConfig) -> optax.GradientTransformation:
-    """Optax optimizer named by cfg.optimizer ("sgd" matches the docs' manual update exactly)."""
-    return optax.adam(cfg.lr) if cfg.optimizer == "adam" else optax.sgd(cfg.lr)
+    """Optax optimizer named by cfg.optimizer ("sgd" matches the docs' manual update exactly).
+
+    The learning rate lives in the optimizer state (`optax.inject_hyperparams`), not in the
+    compiled code, so a population can vmap over K learning rates with one program.
+    """
+    return optax.inject_hyperparams(optax.adam if cfg.optimizer == "adam" else optax.sgd)(learning_rate=cfg.lr)
 
 
 def make_update(optimizer: optax.GradientTransformation) -> Callable[..., tuple[Params, Any, dict[str, jax.Array]]]:
@@ -64,13 +69,14 @@ def make_update(optimizer: optax.GradientTransformation) -> Callable[..., tuple[
     return update
 
 
-def make_data(cfg: RegressionConfig) -> tuple[jax.Array, jax.Array]:
-    """Noisy points on the true line, drawn on the device from PRNG key cfg.seed.
+def make_data(cfg: RegressionConfig, seed: jax.Array | int | None = None) -> tuple[jax.Array, jax.Array]:
+    """Noisy points on the true line, drawn on the device from PRNG key `seed` (default cfg.seed).
 
     With the defaults (seed 42, 128 points) these are the JAX docs' points: the docs draw shape
-    (128, 1), which yields the same numbers as the flat (128,) drawn here.
+    (128, 1), which yields the same numbers as the flat (128,) drawn here. `seed` may be traced
+    (a population draws each member's data inside one vmapped call).
     """
-    x_key, noise_key = jax.random.split(jax.random.key(cfg.seed))
+    x_key, noise_key = jax.random.split(jax.random.key(cfg.seed if seed is None else seed))
     x = jax.random.normal(x_key, (cfg.points,))
     noise = jax.random.normal(noise_key, (cfg.points,)) * cfg.noise
     return x, x * cfg.true_weight + cfg.true_bias + noise
@@ -96,7 +102,10 @@ def _sample(cfg: RegressionConfig, x: jax.Array, y: jax.Array) -> tuple[np.ndarr
 
 
 def train_regression(
-    cfg: RegressionConfig, writer: MetricWriter, should_stop: Callable[[], bool] = lambda: False
+    cfg: RegressionConfig,
+    writer: MetricWriter,
+    should_stop: Callable[[], bool] = lambda: False,
+    ckpt: Checkpointer | None = None,
 ) -> TrainResult:
     """Fit the line, logging each chunk of cfg.log_every steps.
 
@@ -105,6 +114,8 @@ def train_regression(
       writer: receives "train/loss", "regression/weight", "regression/bias" per chunk and
         fitted-line snapshots at step 0, ~10 times during the run and at the end.
       should_stop: polled between chunks; True ends the run early with state "stopped".
+      ckpt: saves every cfg.ckpt_every steps, when stopped and at the end; if it already holds
+        a checkpoint, training resumes from it (same steps and values as an uninterrupted run).
 
     Returns:
       TrainResult with final {"train/loss", "regression/weight", "regression/bias"} of the final params.
@@ -126,12 +137,20 @@ def train_regression(
         snap = RegressionSnapshot(x_sample, y_sample, float(w), float(b), cfg.true_weight, cfg.true_bias)
         writer.write_regression(step, snap)
 
-    w, b = map(float, jax.device_get((params.weight, params.bias)))  # sync point: initial line, once
-    snapshot(0, w, b)
+    step = 0
+    if ckpt is not None and ckpt.latest_step is not None:
+        arrays, meta = ckpt.restore({"params": state[0], "opt_state": state[1]})
+        state, step = (arrays["params"], arrays["opt_state"]), meta["step"]
+        clock.start -= meta["wall_seconds"]  # wall time continues where the checkpoint left it
+    w, b = map(float, jax.device_get((state[0].weight, state[0].bias)))  # sync point: initial line, once
+    if step == 0:
+        snapshot(0, w, b)
     plan = chunk_lengths(cfg.steps, cfg.log_every)
     snap_every = max(1, len(plan) // SNAPSHOTS)
-    step, stopped = 0, False
-    for i, length in enumerate(plan):
+    stopped = False
+    # Checkpoints sit on chunk boundaries, so the chunks done are exactly those of `step` steps.
+    for i in range(len(chunk_lengths(step, cfg.log_every)), len(plan)):
+        length = plan[i]
         fn = compiler.get(length, state, x, y)
         state, m = clock.run_chunk(fn, length, state, x, y)
         first, step = step + 1, step + length
@@ -148,6 +167,9 @@ def train_regression(
         stopped = step < cfg.steps and should_stop()
         if (i + 1) % snap_every == 0 or i == len(plan) - 1 or stopped:
             snapshot(step, w, b)
+        if ckpt is not None:
+            meta = {"step": step, "wall_seconds": clock.elapsed()}
+            ckpt.maybe_save(step, {"params": state[0], "opt_state": state[1]}, meta, force=stopped or step == cfg.steps)
         if stopped:
             break
     params = state[0]

@@ -42,7 +42,9 @@ def results(run: run_store.RunInfo, records: list[dict[str, Any]]) -> None:
         return
     left, right = st.columns([2, 3])
     with left:
-        panels.chart(figures.confusion_matrix_figure(report["confusion"], report["class_names"]), f"detail_cm_{run.run_id}")
+        panels.chart(
+            figures.confusion_matrix_figure(report["confusion"], report["class_names"]), f"detail_cm_{run.run_id}"
+        )
     with right:
         mistakes(run.path, report["class_names"])
 
@@ -59,7 +61,13 @@ def mistakes(run_dir: Path, class_names: list[str], limit: int = 32) -> None:
     if wrong.size == 0:
         st.success("No mistakes among the sampled test images.")
         return
-    fig = figures.image_grid_figure(images[wrong], labels[wrong], preds[wrong], class_names, title=f"Misclassified ({wrong.size} shown): pred (true)")
+    fig = figures.image_grid_figure(
+        images[wrong],
+        labels[wrong],
+        preds[wrong],
+        class_names,
+        title=f"Misclassified ({wrong.size} shown): pred (true)",
+    )
     panels.chart(fig, f"detail_imgs_{run_dir.name}")
 
 
@@ -105,13 +113,21 @@ def page() -> None:
     with head[1]:
         panels.progress(run.status)
     with head[2]:
-        st.download_button("Metrics CSV", pd.DataFrame(records).to_csv(index=False), file_name=f"{run.run_id}.csv",
-                           mime="text/csv", icon=":material/download:", on_click="ignore")
+        st.download_button(
+            "Metrics CSV",
+            pd.DataFrame(records).to_csv(index=False),
+            file_name=f"{run.run_id}.csv",
+            mime="text/csv",
+            icon=":material/download:",
+            on_click="ignore",
+        )
     panels.problem_message(run.status)
     results(run, records)
     tracking(run)
     with st.expander("Configuration and command"):
-        st.dataframe(pd.DataFrame({"setting": list(run.config), "value": [str(v) for v in run.config.values()]}), hide_index=True)
+        st.dataframe(
+            pd.DataFrame({"setting": list(run.config), "value": [str(v) for v in run.config.values()]}), hide_index=True
+        )
         command = (run_store.read_json(run.path / "config.json") or {}).get("command")
         if command:
             st.code(shlex.join(command), language="bash", wrap_lines=True)

@@ -28,14 +28,21 @@ def active_runs() -> None:
     if active:
         st.caption(f"Training now ({len(active)}):")
         for r in active:
-            st.page_link("views/live.py", label=f"{r.name} · {r.task}", icon=":material/monitoring:", query_params={"run": r.run_id})
+            st.page_link(
+                "views/live.py",
+                label=f"{r.name} · {r.task}",
+                icon=":material/monitoring:",
+                query_params={"run": r.run_id},
+            )
 
 
 def page() -> None:
     """Draw the task picker and the form of the chosen task."""
     st.title("New run")
     st.caption(f"Each run is its own process writing to `{state.runs_root()}`; it keeps going if you close the page.")
-    task = st.segmented_control("Task", list(TASKS), format_func=TASKS.get, default="regression", required=True, key="task")
+    task = st.segmented_control(
+        "Task", list(TASKS), format_func=TASKS.get, default="regression", required=True, key="task"
+    )
     errors = st.session_state.get(f"errors_{task}", {})
     values = config_form(task, errors)
     active_runs()

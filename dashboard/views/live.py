@@ -58,7 +58,7 @@ def page() -> None:
         st.info("No runs yet.", icon=":material/info:")
         st.page_link("views/launch.py", label="Start one", icon=":material/rocket_launch:")
         return
-    st.caption(" · ".join(x for x in (run.task, panels.key_config(run.task, run.config), run.run_id) if x))
+    st.caption(" · ".join(x for x in (run.task, panels.key_config(run.task, run.config)) if x))
     active = state.is_active(run.status)
     interval = state.LIVE_REFRESH_S if active else None
     st.fragment(panels.guarded(live_panel), run_every=interval)(run.path, run.task, active)

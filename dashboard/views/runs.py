@@ -24,13 +24,24 @@ def runs_frame(runs: list[run_store.RunInfo]) -> pd.DataFrame:
         s, final = r.status, r.status.get("final") or {}
         started = s.get("started") or r.created
         end = s.get("ended") or (time.time() if state.is_active(s) else None)
-        rows.append({
-            "name": r.name, "task": r.task, "status": s.get("state", "?"),
-            "config": panels.key_config(r.task, r.config), "final loss": final.get("train/loss"), "test acc": final.get("test/acc"),
-            "duration": s.get("wall_seconds") if s.get("ended") and s.get("wall_seconds") else (end - started if end and started else None),
-            "started": datetime.fromtimestamp(started) if started else None, "run_id": r.run_id,
-        })
-    return pd.DataFrame(rows, columns=["name", "task", "status", "config", "final loss", "test acc", "duration", "started", "run_id"])
+        rows.append(
+            {
+                "name": r.name,
+                "task": r.task,
+                "status": s.get("state", "?"),
+                "config": panels.key_config(r.task, r.config),
+                "final loss": final.get("train/loss"),
+                "test acc": final.get("test/acc"),
+                "duration": s.get("wall_seconds")
+                if s.get("ended") and s.get("wall_seconds")
+                else (end - started if end and started else None),
+                "started": datetime.fromtimestamp(started) if started else None,
+                "run_id": r.run_id,
+            }
+        )
+    return pd.DataFrame(
+        rows, columns=["name", "task", "status", "config", "final loss", "test acc", "duration", "started", "run_id"]
+    )
 
 
 def compare(selected: list[run_store.RunInfo]) -> None:
@@ -43,14 +54,21 @@ def compare(selected: list[run_store.RunInfo]) -> None:
     c = st.columns([2, 2, 2, 1], vertical_alignment="bottom")
     tag = c[0].selectbox("Metric", tags, index=tags.index("train/loss") if "train/loss" in tags else 0, key="cmp_tag")
     smoothing = c[1].slider("Smoothing (EMA)", 0.0, 0.99, 0.0, 0.01, key="cmp_smooth")
-    x = c[2].segmented_control("x axis", list(X_AXES), format_func=X_AXES.get, default="step", required=True, key="cmp_x")
+    x = c[2].segmented_control(
+        "x axis", list(X_AXES), format_func=X_AXES.get, default="step", required=True, key="cmp_x"
+    )
     log_y = c[3].toggle("log y", value=False, key="cmp_log")
-    names = {r.run_id: r.name if [s.name for s in selected].count(r.name) == 1 else f"{r.name} ({r.run_id[-4:]})" for r in selected}
+    names = {
+        r.run_id: r.name if [s.name for s in selected].count(r.name) == 1 else f"{r.name} ({r.run_id[-4:]})"
+        for r in selected
+    }
     curves = {names[rid]: series.extract(recs, tag, x) for rid, recs in records.items()}
     if "acc" in tag:
         fig = figures.accuracy_figure(curves, title=tag, smoothing=smoothing, x_title=X_AXES[x], uirevision="compare")
     else:
-        fig = figures.curves_figure(curves, tag, tag, x_title=X_AXES[x], smoothing=smoothing, log_y=log_y, uirevision="compare")
+        fig = figures.curves_figure(
+            curves, tag, tag, x_title=X_AXES[x], smoothing=smoothing, log_y=log_y, uirevision="compare"
+        )
     panels.chart(fig, "compare_chart")
 
 
@@ -66,8 +84,14 @@ def actions(selected: list[run_store.RunInfo]) -> None:
             state.remember_run(run.run_id)
             st.switch_page("views/live.py", query_params={"run": run.run_id})
         csv = pd.DataFrame(state.all_metrics(run.path)).to_csv(index=False)
-        row.download_button("Metrics CSV", csv, file_name=f"{run.run_id}.csv", mime="text/csv", icon=":material/download:",
-                            on_click="ignore")
+        row.download_button(
+            "Metrics CSV",
+            csv,
+            file_name=f"{run.run_id}.csv",
+            mime="text/csv",
+            icon=":material/download:",
+            on_click="ignore",
+        )
     active = [r for r in selected if state.is_active(r.status)]
     if active and row.button(f"Stop ({len(active)})", icon=":material/stop:"):
         for r in active:

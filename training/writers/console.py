@@ -47,7 +47,11 @@ class ConsoleWriter(MetricWriter):
         """Advance the bar to `step` and show the chunk's main metrics."""
         if progress is not None and progress.total_steps:
             self.total = progress.total_steps
-        post = {k.split("/")[-1] if k.startswith("train/") else k: f"{float(scalars[k]):.4g}" for k in _POSTFIX if k in scalars}
+        post = {
+            k.split("/")[-1] if k.startswith("train/") else k: f"{float(scalars[k]):.4g}"
+            for k in _POSTFIX
+            if k in scalars
+        }
         if progress is not None and progress.epoch:
             post["epoch"] = f"{progress.epoch}/{progress.total_epochs}"
         if self.tty:

@@ -20,9 +20,16 @@ GREEN = (40, 170, 70)
 
 # 3x5 bitmap digits, enough to print counts in confusion-matrix cells without a font library.
 _DIGITS = {
-    "0": "111101101101111", "1": "010110010010111", "2": "111001111100111", "3": "111001111001111",
-    "4": "101101111001001", "5": "111100111001111", "6": "111100111101111", "7": "111001001001001",
-    "8": "111101111101111", "9": "111101111001111",
+    "0": "111101101101111",
+    "1": "010110010010111",
+    "2": "111001111100111",
+    "3": "111001111001111",
+    "4": "101101111001001",
+    "5": "111100111001111",
+    "6": "111100111101111",
+    "7": "111001001001001",
+    "8": "111101111101111",
+    "9": "111101111001111",
 }
 
 
@@ -43,8 +50,14 @@ def _plot_line(img: np.ndarray, px: np.ndarray, py: np.ndarray, color: tuple[int
 
 
 def render_regression(
-    x: np.ndarray, y: np.ndarray, weight: float, bias: float, true_weight: float, true_bias: float,
-    width: int = 320, height: int = 240,
+    x: np.ndarray,
+    y: np.ndarray,
+    weight: float,
+    bias: float,
+    true_weight: float,
+    true_bias: float,
+    width: int = 320,
+    height: int = 240,
 ) -> np.ndarray:
     """Scatter of (x, y), the true line dashed gray and the fitted line in orange.
 
@@ -67,12 +80,14 @@ def render_regression(
     y0, y1 = y0 - my, y1 + my
 
     def to_px(xv: np.ndarray, yv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return (pad + (xv - x0) / (x1 - x0) * (width - 2 * pad - 1),
-                height - 1 - pad - (yv - y0) / (y1 - y0) * (height - 2 * pad - 1))
+        return (
+            pad + (xv - x0) / (x1 - x0) * (width - 2 * pad - 1),
+            height - 1 - pad - (yv - y0) / (y1 - y0) * (height - 2 * pad - 1),
+        )
 
     # Light axes frame so the image reads as a plot.
-    img[height - pad, pad:width - pad] = GRAY
-    img[pad:height - pad + 1, pad] = GRAY
+    img[height - pad, pad : width - pad] = GRAY
+    img[pad : height - pad + 1, pad] = GRAY
     # At most 2000 points: more only paints the same pixels and costs time.
     if x.size > 2000:
         idx = np.linspace(0, x.size - 1, 2000).astype(int)
@@ -99,7 +114,12 @@ def _gray_to_rgb(img: np.ndarray, scale: int) -> np.ndarray:
 
 
 def render_prediction_grid(
-    images: np.ndarray, labels: np.ndarray, preds: np.ndarray, cols: int = 8, scale: int = 2, max_images: int = 64,
+    images: np.ndarray,
+    labels: np.ndarray,
+    preds: np.ndarray,
+    cols: int = 8,
+    scale: int = 2,
+    max_images: int = 64,
 ) -> np.ndarray:
     """Grid of test images, each framed green (right) or red (wrong)."""
     n = min(len(images), max_images)
@@ -112,8 +132,8 @@ def render_prediction_grid(
     for i in range(n):
         r, c = divmod(i, cols)
         y, x = r * cell_h + 1, c * cell_w + 1
-        grid[y:y + h + 2 * b, x:x + w + 2 * b] = GREEN if int(labels[i]) == int(preds[i]) else RED
-        grid[y + b:y + b + h, x + b:x + b + w] = _gray_to_rgb(images[i], scale)
+        grid[y : y + h + 2 * b, x : x + w + 2 * b] = GREEN if int(labels[i]) == int(preds[i]) else RED
+        grid[y + b : y + b + h, x + b : x + b + w] = _gray_to_rgb(images[i], scale)
     return grid
 
 
@@ -127,8 +147,8 @@ def _draw_number(img: np.ndarray, top: int, left: int, text: str, color: tuple[i
     for k, ch in enumerate(text):
         bits = _glyph(ch, scale)
         y, x = top, left + k * 4 * scale
-        region = img[y:y + bits.shape[0], x:x + bits.shape[1]]
-        region[bits[:region.shape[0], :region.shape[1]]] = color
+        region = img[y : y + bits.shape[0], x : x + bits.shape[1]]
+        region[bits[: region.shape[0], : region.shape[1]]] = color
 
 
 def render_confusion(confusion: np.ndarray, cell: int = 24) -> np.ndarray:
@@ -142,10 +162,12 @@ def render_confusion(confusion: np.ndarray, cell: int = 24) -> np.ndarray:
         for j in range(n):
             f = frac[i, j]
             color = np.array([255, 255, 255]) * (1 - f) + np.array([20, 60, 160]) * f
-            img[i * cell + 1:(i + 1) * cell, j * cell + 1:(j + 1) * cell] = color.astype(np.uint8)
+            img[i * cell + 1 : (i + 1) * cell, j * cell + 1 : (j + 1) * cell] = color.astype(np.uint8)
             text = str(int(cm[i, j]))
             scale = 1 if len(text) * 4 > cell // 2 else 2
             tw, th = len(text) * 4 * scale - scale, 5 * scale
             ink = WHITE if f > 0.5 else (30, 30, 30)
-            _draw_number(img, i * cell + (cell - th) // 2 + 1, j * cell + max(1, (cell - tw) // 2 + 1), text, ink, scale)
+            _draw_number(
+                img, i * cell + (cell - th) // 2 + 1, j * cell + max(1, (cell - tw) // 2 + 1), text, ink, scale
+            )
     return img

@@ -40,7 +40,12 @@ from training.writers.base import ClassificationReport, MetricWriter, Progress, 
 
 log = logging.getLogger(__name__)
 
-_END_STATUS = {"finished": "STATUS_SUCCESS", "stopped": "STATUS_SUCCESS", "failed": "STATUS_FAILURE", "diverged": "STATUS_FAILURE"}
+_END_STATUS = {
+    "finished": "STATUS_SUCCESS",
+    "stopped": "STATUS_SUCCESS",
+    "failed": "STATUS_FAILURE",
+    "diverged": "STATUS_FAILURE",
+}
 
 
 class _SyncEventWriter:
@@ -138,7 +143,13 @@ def _image_summary(tag: str, img: np.ndarray) -> Summary:
     buf = io.BytesIO()
     PIL.Image.fromarray(arr[..., 0] if arr.shape[-1] == 1 else arr).save(buf, format="PNG", compress_level=1)
     h, w, c = arr.shape
-    return Summary(value=[Summary.Value(tag=tag, image=Summary.Image(height=h, width=w, colorspace=c, encoded_image_string=buf.getvalue()))])
+    return Summary(
+        value=[
+            Summary.Value(
+                tag=tag, image=Summary.Image(height=h, width=w, colorspace=c, encoded_image_string=buf.getvalue())
+            )
+        ]
+    )
 
 
 def _markdown_table(hp: Mapping[str, Any]) -> str:
@@ -214,7 +225,9 @@ class TensorBoardWriter(MetricWriter):
 
     def write_classification(self, step: int, report: ClassificationReport) -> None:
         """Prediction grid (wrong ones framed red) and the confusion matrix as images."""
-        grid = render.render_prediction_grid(np.asarray(report.images), np.asarray(report.labels), np.asarray(report.preds))
+        grid = render.render_prediction_grid(
+            np.asarray(report.images), np.asarray(report.labels), np.asarray(report.preds)
+        )
         self._add_image("test/predictions", grid, step)
         self._add_image("test/confusion_matrix", render.render_confusion(report.confusion), step)
 

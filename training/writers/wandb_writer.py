@@ -58,7 +58,7 @@ def api_key_configured() -> bool:
 
 
 def resolve_mode(mode: str) -> str:
-    """"auto" -> "online" when logged in, else "offline"; other modes pass through."""
+    """Map "auto" to "online" when logged in, else "offline"; other modes pass through."""
     if mode not in ("auto", "online", "offline", "disabled"):
         raise ValueError(f"unknown W&B mode {mode!r}; use auto, online, offline or disabled")
     if mode == "auto":
@@ -76,8 +76,7 @@ def _teardown() -> None:
 
 
 def _preload_media_deps() -> None:
-    """Import pandas now if installed: wandb imports it lazily on the first logged media or
-    histogram (~0.3 s), which would otherwise land inside the training loop."""
+    """Import pandas (if installed) now, not in the loop: wandb does on the first media/histogram (~0.3 s)."""
     import importlib.util
 
     if importlib.util.find_spec("pandas") is not None:
@@ -100,8 +99,14 @@ class WandbWriter(MetricWriter):
       fit_interval: minimum seconds between regression-fit images.
     """
 
-    def __init__(self, run_dir: str | Path, cfg_dict: Mapping[str, Any], name: str | None = None,
-                 mode: str = "auto", fit_interval: float = 5.0):
+    def __init__(
+        self,
+        run_dir: str | Path,
+        cfg_dict: Mapping[str, Any],
+        name: str | None = None,
+        mode: str = "auto",
+        fit_interval: float = 5.0,
+    ):
         self.run_dir = Path(run_dir)
         self.run = None
         self.active = False
@@ -136,15 +141,11 @@ class WandbWriter(MetricWriter):
             return
         self.active = True
         _preload_media_deps()
-        run = self.run
-        sync_dir = str(getattr(run.settings, "sync_dir", "") or "")
-        self.info["dir"] = sync_dir
-        self.info["project"] = run.project
-        self.info["id"] = run.id
+        sync_dir = str(getattr(self.run.settings, "sync_dir", "") or "")
+        self.info.update(dir=sync_dir, project=self.run.project, id=self.run.id, url=None)
         if mode == "online":
-            self.info["url"] = run.url
+            self.info["url"] = self.run.url
         else:
-            self.info["url"] = None
             self.info["sync_command"] = f"wandb sync {sync_dir}"
 
     def _init(self, mode: str, cfg_dict: Mapping[str, Any], name: str | None) -> str | None:
@@ -163,17 +164,20 @@ class WandbWriter(MetricWriter):
                 x_transaction_log_flush_interval=0.1,
             )
             self.run = wandb.init(
-                dir=str(self.run_dir), project=os.environ.get("WANDB_PROJECT", "jax-dashboard"),
-                name=name or self.run_dir.name, id=_run_id(self.run_dir.name), config=dict(cfg_dict),
-                mode=mode, reinit="create_new", settings=settings,
+                dir=str(self.run_dir),
+                project=os.environ.get("WANDB_PROJECT", "jax-dashboard"),
+                name=name or self.run_dir.name,
+                id=_run_id(self.run_dir.name),
+                config=dict(cfg_dict),
+                mode=mode,
+                reinit="create_new",
+                settings=settings,
             )
             # Every metric is plotted against the training step, also rows logged out of order.
             self.run.define_metric("global_step")
             self.run.define_metric("*", step_metric="global_step")
             return None
-        except BaseException as exc:  # noqa: BLE001 - includes wandb's own errors and KeyboardInterrupt from timeouts
-            if isinstance(exc, KeyboardInterrupt):
-                raise
+        except Exception as exc:  # noqa: BLE001 - any init failure disables W&B, never the run
             self.run = None
             return f"{type(exc).__name__}: {exc}"
 
@@ -188,10 +192,8 @@ class WandbWriter(MetricWriter):
 
     def write_scalars(self, step: int, scalars: Mapping[str, float], progress: Progress | None = None) -> None:
         """Buffer scalars for `step`; they are logged at the next `flush`."""
-        if not self.active:
-            return
-        row = self._row(step)
-        row.update({k: float(np.asarray(v)) for k, v in scalars.items()})
+        if self.active:
+            self._row(step).update({k: float(np.asarray(v)) for k, v in scalars.items()})
 
     def write_images(self, step: int, images: Mapping[str, np.ndarray]) -> None:
         """HWC uint8 images as wandb.Image."""
@@ -264,7 +266,9 @@ class WandbWriter(MetricWriter):
             y_pred += [int(j)] * int(cm[i, j])
         table = wandb.Table(columns=["image", "label", "prediction", "correct"])
         for img, lab, pred in zip(np.asarray(rep.images), np.asarray(rep.labels), np.asarray(rep.preds), strict=True):
-            table.add_data(wandb.Image(np.asarray(img, dtype=np.uint8)), names[int(lab)], names[int(pred)], bool(lab == pred))
+            table.add_data(
+                wandb.Image(np.asarray(img, dtype=np.uint8)), names[int(lab)], names[int(pred)], bool(lab == pred)
+            )
         row = self._row(step)
         row["test/confusion_matrix"] = wandb.plot.confusion_matrix(y_true=y_true, preds=y_pred, class_names=names)
         row["test/predictions"] = table
@@ -289,4 +293,8 @@ class WandbWriter(MetricWriter):
             t.start()
             t.join(self.finish_timeout + 5)
             if t.is_alive():
-                log.warning("W&B finish still running after %.0fs; not waiting (run: %s).", self.finish_timeout + 5, self.info.get("dir"))
+                log.warning(
+                    "W&B finish still running after %.0fs; not waiting (run: %s).",
+                    self.finish_timeout + 5,
+                    self.info.get("dir"),
+                )
