@@ -185,18 +185,20 @@ def test_mnist_killed_with_sigkill_keeps_what_was_logged(tmp_path, env, fashion_
     steps = [r["step"] for r in logged if "train/loss" in r]
     assert len(steps) >= 10 and status["step"] >= steps[-2], "progress in status.json keeps up with the metrics"
 
-    # TensorBoard is flushed right after the store, so the kill can only fall between the two for the last chunk.
+    # The store writes on a background thread (double-buffered) while TensorBoard and W&B are fed right
+    # after it, so at the kill any backend can be one chunk ahead of or behind metrics.jsonl, no more.
     tb_steps = [e.step for e in tb_load(run_dir).Scalars("train/loss")]
-    assert set(steps[:-1]) <= set(tb_steps) <= set(steps)
+    assert set(steps[:-1]) <= set(tb_steps) and len(set(tb_steps) - set(steps)) <= 1
 
     # W&B: wandb-core flushes its .wandb buffer every 0.1 s (our setting) but not when the trainer dies,
     # so rows of the last moments can be missing; everything logged 0.5 s before the kill must be there.
     w_steps = wandb_steps(run_dir)
     settled = [r["step"] for r in logged if "train/loss" in r and r["ts"] < kill_time - 0.5]
-    assert set(settled) <= set(w_steps) <= set(steps)
+    assert set(settled) <= set(w_steps) and len(set(w_steps) - set(steps)) <= 1
     print(
         f"\nSIGKILL after step {steps[-1]}: metrics.jsonl {len(steps)} chunks, TB {len(tb_steps)}, "
-        f"W&B {len(w_steps)} (missing {sorted(set(steps) - set(w_steps))})"
+        f"W&B {len(w_steps)} (missing {sorted(set(steps) - set(w_steps))}, "
+        f"ahead of the store: TB {sorted(set(tb_steps) - set(steps))}, W&B {sorted(set(w_steps) - set(steps))})"
     )
 
 

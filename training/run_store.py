@@ -3,6 +3,7 @@
 Layout of `<root>/<run_id>/`:
 
     config.json      {"run_id", "name", "task", "config": {...}, "created", "command"}
+                     (+ "group", "member" for a member of a population)
     status.json      lifecycle + progress, replaced atomically (see `write_status`)
     metrics.jsonl    one JSON object per logged step: {"step", "wall", "ts", "<tag>": value, ...}
     artifacts/       data_sample.json (regression), classification.json + misclassified.npz (MNIST),
@@ -98,11 +99,16 @@ def read_json(path: Path, default: Any = None) -> Any:
         return default
 
 
-def write_config(run_dir: Path, task: str, config: Mapping[str, Any], name: str | None = None, command: list[str] | None = None) -> None:
-    """Write config.json once, at the start of the run."""
+def write_config(
+    run_dir: Path, task: str, config: Mapping[str, Any], name: str | None = None, command: list[str] | None = None, **extra: Any
+) -> None:
+    """Write config.json once, at the start of the run.
+
+    `extra` adds top-level fields, e.g. a population member's {"group": <group id>, "member": <index>}.
+    """
     atomic_write_json(
         run_dir / "config.json",
-        {"run_id": run_dir.name, "name": name or run_dir.name, "task": task, "config": dict(config), "created": time.time(), "command": command},
+        {"run_id": run_dir.name, "name": name or run_dir.name, "task": task, "config": dict(config), "created": time.time(), "command": command, **extra},
     )
 
 
