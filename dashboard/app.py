@@ -13,6 +13,8 @@ if str(ROOT) not in sys.path:
 
 import streamlit as st  # noqa: E402
 
+from dashboard import worker  # noqa: E402
+
 # Not "pages/": on a fresh server a deep link would run such a folder's files directly, without this frame.
 PAGES_DIR = Path(__file__).parent / "views"
 
@@ -22,6 +24,7 @@ def run() -> None:
     st.set_option("client.showErrorDetails", "none")  # never a traceback in the page
     st.set_option("client.toolbarMode", "minimal")
     st.set_page_config(page_title="JAX training dashboard", page_icon=":material/monitoring:", layout="wide")
+    worker.warm_up()  # a training process with JAX imported, waiting for the next Start (no-op when one is)
     pages = [
         st.Page(
             PAGES_DIR / "launch.py", title="New run", icon=":material/rocket_launch:", url_path="new", default=True

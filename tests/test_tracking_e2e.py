@@ -53,6 +53,7 @@ def env(tmp_path) -> dict[str, str]:
         (tmp_path / sub).mkdir()
         e[var] = str(tmp_path / sub)
     e.update(WANDB_MODE="offline", WANDB_BASE_URL="http://127.0.0.1:9", HOME=str(tmp_path), PYTHONUNBUFFERED="1")
+    e["WANDB_DISABLE_GIT"] = "true"  # wandb's git probing must not touch the repo's index while others commit
     e.pop("WANDB_API_KEY", None)
     return e
 

@@ -136,6 +136,22 @@ def test_hparams_table_has_one_session_per_run(tmp_path):
         assert hp_metadata.SESSION_START_INFO_TAG in tags and hp_metadata.EXPERIMENT_TAG not in tags
 
 
+def test_resume_purges_what_the_interrupted_process_wrote_after_the_checkpoint(tmp_path):
+    first = TensorBoardWriter(tmp_path / "tb")
+    first.write_hparams(CONFIG)
+    for step in range(10, 101, 10):
+        first.write_scalars(step, {"train/loss": 1.0})
+        first.flush()  # then killed: never closed
+    resumed = TensorBoardWriter(tmp_path / "tb", resume_step=50)  # checkpoint at 50; same second as `first`
+    for step in range(60, 121, 10):
+        resumed.write_scalars(step, {"train/loss": 2.0})
+    resumed.close()
+    assert len(list((tmp_path / "tb").iterdir())) == 2, "the second file never overwrites the first"
+    loss = _load(tmp_path / "tb").Scalars("train/loss")
+    assert [e.step for e in loss] == list(range(10, 121, 10))
+    assert {e.step for e in loss if e.value == 2.0} == set(range(60, 121, 10))
+
+
 def test_nan_scalars_are_logged(tmp_path):
     w = TensorBoardWriter(tmp_path / "tb")
     w.write_scalars(1, {"train/loss": float("nan")})

@@ -32,6 +32,7 @@ def wandb_offline_env(tmp_path, monkeypatch):
     monkeypatch.setenv("WANDB_BASE_URL", "http://127.0.0.1:9")
     monkeypatch.setenv("NETRC", str(tmp_path / "home" / ".netrc"))
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("WANDB_DISABLE_GIT", "true")  # wandb's git probing must not touch the repo's index
     monkeypatch.delenv("WANDB_API_KEY", raising=False)
 
 
@@ -129,6 +130,24 @@ def test_flushed_rows_reach_the_file_before_close(tmp_path):
     )
     w.close("stopped")
     assert inspect_summary(w.info["dir"])["exit_code"] == 0
+
+
+def test_resume_continues_the_run_id_in_a_group(tmp_path):
+    run_dir = tmp_path / "member-0"
+    run_dir.mkdir()
+    first = WandbWriter(run_dir, CONFIG, mode="offline", group="pop-1")
+    first.write_scalars(10, {"train/loss": 1.0})
+    first.close("stopped")
+    resumed = WandbWriter(run_dir, CONFIG, mode="offline", group="pop-1", resume=True)
+    resumed.write_scalars(20, {"train/loss": 0.5})
+    resumed.close()
+    folders = sorted((run_dir / "wandb").glob("offline-run-*"))
+    assert len(folders) == 2 and resumed.info["id"] == first.info["id"] == "member-0"
+    runs = [next(r["run"] for r in inspect_records(f) if r.get("type") == "run") for f in folders]
+    assert [r["run_id"] for r in runs] == ["member-0", "member-0"]
+    assert [r["run_group"] for r in runs] == ["pop-1", "pop-1"]
+    assert runs[1].get("resume") is True and not runs[0].get("resume")
+    assert [logged_steps(inspect_records(f), "train/loss") for f in folders] == [[10], [20]]
 
 
 @pytest.mark.parametrize(("state", "code"), [("failed", 1), ("diverged", 3)])

@@ -1,8 +1,11 @@
-"""Command line: `python -m training {regression,mnist} [--field value ...]`.
+"""Command line: `python -m training {regression,mnist} [--field value ...]` and `python -m training resume DIR`.
 
 Every config field is a flag (`--batch-size 64`, also `--batch_size=64` as W&B
 Sweeps agents pass it). The run is written to a run directory that the
 dashboard, TensorBoard and W&B all read.
+
+    python -m training mnist --population lr=0.001,0.003 --population seed=0,1   # 4 runs, one program
+    python -m training resume runs/<id>                                           # continue from its checkpoint
 """
 
 from __future__ import annotations
@@ -44,6 +47,17 @@ def build_parser() -> argparse.ArgumentParser:
         )
         p.add_argument("--no-tensorboard", action="store_true", help="do not write TensorBoard event files")
         p.add_argument("--quiet", action="store_true", help="no progress bar")
+        p.add_argument(
+            "--population", action="append", default=[], metavar="FIELD=V1,V2",
+            help="train a population: one run per combination of the listed lr/seed values, all in one "
+                 "vmapped program (repeatable; cartesian product). Each member gets its own run dir.",
+        )
+    r = sub.add_parser("resume", help="continue a stopped or crashed run from its latest checkpoint")
+    r.add_argument("run_dir", type=Path, help="the run directory (runs/<id>)")
+    r.add_argument("--wandb", choices=("auto", "online", "offline", "disabled"), default=None,
+                   help="W&B mode (default: the mode the run was started with)")
+    r.add_argument("--no-tensorboard", action="store_true", help="do not write TensorBoard event files")
+    r.add_argument("--quiet", action="store_true", help="no progress bar")
     return parser
 
 
@@ -83,15 +97,68 @@ def warm_worker() -> int:
     return main(list(job["argv"]))
 
 
+def _report(run_dir: Path, state: str, final: dict, **extra: object) -> None:
+    """One JSON line per run on stdout (what the page and scripts parse), problems on stderr."""
+    status = run_store.read_status(run_dir)
+    print(json.dumps({"run_dir": str(run_dir), "state": state, "final": final, **extra}, default=float))
+    if state not in ("finished", "stopped"):
+        print(f"error: {run_dir.name}: {status.get('message')}", file=sys.stderr)
+    sync = (status.get("wandb") or {}).get("sync_command")
+    if sync:
+        print(f"W&B: to upload this run, run: {sync}", file=sys.stderr)
+
+
+def _resume(args: argparse.Namespace) -> int:
+    from training.errors import CannotResume
+    from training.run import resume
+
+    try:
+        state, result = resume(args.run_dir, wandb_mode=args.wandb, tensorboard=False if args.no_tensorboard else None,
+                               console=not args.quiet)
+    except CannotResume as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    _report(args.run_dir, state, result.final if result else {}, resumed_from=run_store.read_status(args.run_dir).get("resumed_from"))
+    return EXIT_CODES.get(state, 1)
+
+
+def _population(args: argparse.Namespace, raw: dict, argv: list[str]) -> int:
+    from training.population import execute_population, member_configs, parse_axes
+
+    try:
+        axes = parse_axes(args.population)
+        cfgs = member_configs(args.task, raw, axes)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.run_dir is not None:
+        print("error: --run-dir names one run; a population creates one run dir per member under --runs-root.", file=sys.stderr)
+        return 2
+    if os.environ.get("WANDB_SWEEP_ID") and args.wandb != "disabled":
+        # The agent made one W&B run (WANDB_RUN_ID) for this trial; K members cannot all be it.
+        print("error: --population under a W&B sweep agent: let the sweep vary lr/seed instead.", file=sys.stderr)
+        return 2
+    out = execute_population(
+        cfgs, list(axes), root=args.runs_root, name=args.name, wandb_mode=args.wandb,
+        tensorboard=not args.no_tensorboard, console=not args.quiet, command=["python", "-m", "training", *argv],
+    )
+    for i, (run_dir, state, result) in enumerate(out):
+        _report(run_dir, state, result.final if result else {}, member=i)
+    states = {s for _, s, _ in out}
+    return 1 if states - {"finished", "stopped", "diverged"} else 3 if "diverged" in states else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse flags, validate the config, train; returns the process exit code."""
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["worker"]:
-        return warm_worker()
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    if args.task == "resume":
+        return _resume(args)
     cls = CONFIG_CLASSES[args.task]
     raw = {f.name: getattr(args, f.name) for f in dataclasses.fields(cls) if getattr(args, f.name) is not None}
+    if args.population:
+        return _population(args, raw, argv)
     try:
         cfg = parse_config(args.task, raw)
     except ConfigError as exc:
@@ -111,14 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         cfg, run_dir, name=args.name, wandb_mode=args.wandb, tensorboard=not args.no_tensorboard,
         console=not args.quiet, command=["python", "-m", "training", *argv],
     )
-    status = run_store.read_status(run_dir)
-    final = result.final if result else {}
-    print(json.dumps({"run_dir": str(run_dir), "state": state, "final": final}, default=float))
-    if state not in ("finished", "stopped"):
-        print(f"error: {status.get('message')}", file=sys.stderr)
-    sync = (status.get("wandb") or {}).get("sync_command")
-    if sync:
-        print(f"W&B: to upload this run, run: {sync}", file=sys.stderr)
+    _report(run_dir, state, result.final if result else {})
     return EXIT_CODES.get(state, 1)
 
 

@@ -35,14 +35,19 @@ class Checkpointer:
     Args:
       run_dir: the run directory; checkpoints go to `run_dir/ckpt`.
       every: steps between periodic checkpoints; 0 = only explicit saves (stop, end of run).
+      resume_step: the checkpoint a resumed run starts from (see `resume_point`); None for a fresh run.
     """
 
-    def __init__(self, run_dir: str | Path, every: int):
+    def __init__(self, run_dir: str | Path, every: int, resume_step: int | None = None):
         self.directory = Path(run_dir).absolute() / "ckpt"
         self.every = every
+        self.resume_step = resume_step
         options = ocp.CheckpointManagerOptions(max_to_keep=KEEP, create=True, cleanup_tmp_directories=True)
         self.manager = ocp.CheckpointManager(self.directory, options=options, item_names=("arrays", "meta"))
-        self._last = self.manager.latest_step()
+        self._last = resume_step
+        for step in self.manager.all_steps():
+            if resume_step is not None and step > resume_step:
+                self.manager.delete(step)  # ahead of the logged metrics: its steps will be trained again
 
     @property
     def latest_step(self) -> int | None:
@@ -71,12 +76,12 @@ class Checkpointer:
         return False
 
     def restore(self, like: Any, step: int | None = None) -> tuple[Any, dict[str, Any]]:
-        """(arrays, meta) of checkpoint `step` (default: the latest), laid out like `like`.
+        """(arrays, meta) of checkpoint `step` (default: `resume_step`, else the latest), laid out like `like`.
 
         `like` is a pytree of the same structure (e.g. a freshly initialised state); the restored
         arrays get its shapes, dtypes and shardings, so a run resumes on whatever devices it has now.
         """
-        step = self.manager.latest_step() if step is None else step
+        step = step if step is not None else self.resume_step if self.resume_step is not None else self.latest_step
         if step is None:
             raise FileNotFoundError(f"no checkpoint in {self.directory}")
         abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, like)
@@ -92,11 +97,28 @@ class Checkpointer:
         self.manager.close()
 
 
-def latest_step(run_dir: str | Path) -> int | None:
-    """Newest complete checkpoint step of a run, read from the directory names (no JAX, no Orbax)."""
+def checkpoint_steps(run_dir: str | Path) -> list[int]:
+    """Steps of the complete checkpoints of a run, ascending, from the directory names (no JAX, no Orbax)."""
     ckpt = Path(run_dir) / "ckpt"
     # An unfinished save lives in "<step>.orbax-checkpoint-tmp-*" until Orbax renames it.
-    return max((int(p.name) for p in ckpt.iterdir() if p.name.isdigit()), default=None) if ckpt.is_dir() else None
+    return sorted(int(p.name) for p in ckpt.iterdir() if p.name.isdigit()) if ckpt.is_dir() else []
+
+
+def latest_step(run_dir: str | Path) -> int | None:
+    """Newest complete checkpoint step of a run, or None."""
+    return max(checkpoint_steps(run_dir), default=None)
+
+
+def resume_point(run_dir: str | Path) -> int | None:
+    """The checkpoint to resume from: the newest one whose step's metrics reached metrics.jsonl.
+
+    The run store writes a chunk's records on a background thread while the next chunk runs, so
+    a kill can land after a checkpoint was committed but before its step's record was: resuming
+    from that checkpoint would leave the step missing. The previous checkpoint (two are kept)
+    re-logs it instead.
+    """
+    logged = max((int(r.get("step", 0)) for r in run_store.read_metrics(Path(run_dir))[0]), default=0)
+    return max((s for s in checkpoint_steps(run_dir) if s <= logged), default=None)
 
 
 def truncate_metrics(run_dir: str | Path, step: int) -> int:

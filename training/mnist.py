@@ -56,11 +56,15 @@ def make_tx(optimizer: str, lr: float) -> optax.GradientTransformation:
     return optax.inject_hyperparams(optax.adam if optimizer == "adam" else optax.sgd)(learning_rate=lr)
 
 
+def init_params(cfg: MnistConfig, key: jax.Array) -> Any:
+    """Initial MLP parameters drawn from `key`."""
+    return MLP(tuple(cfg.hidden)).init(key, jnp.zeros((1, 28 * 28), jnp.float32))["params"]
+
+
 def create_state(cfg: MnistConfig, key: jax.Array) -> TrainState:
     """Initial TrainState: MLP params from `key` and the optimizer named by cfg.optimizer."""
-    model = MLP(tuple(cfg.hidden))
-    params = model.init(key, jnp.zeros((1, 28 * 28), jnp.float32))["params"]
-    return TrainState.create(apply_fn=model.apply, params=params, tx=make_tx(cfg.optimizer, cfg.lr))
+    params = init_params(cfg, key)
+    return TrainState.create(apply_fn=MLP(tuple(cfg.hidden)).apply, params=params, tx=make_tx(cfg.optimizer, cfg.lr))
 
 
 def train_step(state: TrainState, batch: dict[str, jax.Array]) -> tuple[TrainState, dict[str, jax.Array]]:
@@ -165,8 +169,8 @@ def train_mnist(
         every cfg.eval_every steps (at the first chunk boundary past it) and at each epoch end;
         "epoch/*" scalars and parameter histograms per epoch; a ClassificationReport at the end.
       should_stop: polled between chunks; True ends the run early with state "stopped".
-      ckpt: saves every cfg.ckpt_every steps, when stopped and at the end; if it already holds
-        a checkpoint, training resumes from it (same steps and values as an uninterrupted run).
+      ckpt: saves every cfg.ckpt_every steps, when stopped and at the end; with a `resume_step`,
+        training resumes from that checkpoint (same steps and values as an uninterrupted run).
 
     Returns:
       TrainResult with final {"train/loss", "train/acc"} (last epoch means) and {"test/acc", "test/loss"}.
@@ -183,7 +187,7 @@ def train_mnist(
     init_key, shuffle_key = jax.random.split(jax.random.key(cfg.seed))
     state = dp.replicate(create_state(cfg, init_key))
     at = Position(next_eval=cfg.eval_every or None)
-    if ckpt is not None and ckpt.latest_step is not None:
+    if ckpt is not None and ckpt.resume_step is not None:
         arrays, meta = ckpt.restore({"train_state": state, "shuffle_key": jax.random.key_data(shuffle_key)})
         state, shuffle_key = arrays["train_state"], jax.random.wrap_key_data(arrays["shuffle_key"])
         at = Position(**meta["position"])

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import jax
 import numpy as np
 
 from training import run_store
@@ -112,12 +113,17 @@ class Members:
             except Diverged as exc:
                 self.end(i, "diverged", str(exc))
 
-    def checkpoint(self, step: int, arrays: Callable[[int], Any], meta: Callable[[int], Mapping[str, Any]], force: bool) -> None:
-        """Checkpoint each live member that is due (or all of them with `force`), in the single-run layout."""
+    def checkpoint(self, step: int, arrays: Any, meta: Mapping[str, Any] | Callable[[int], Mapping[str, Any]], force: bool) -> None:
+        """Checkpoint each live member that is due (or all with `force`) in the single-run layout.
+
+        Args:
+          arrays: pytree whose leaves are stacked over members; member i saves its slice [i].
+          meta: the JSON meta shared by all members, or member index -> its meta.
+        """
         for i in self.alive():
             ckpt = self.ckpts[i]
             if ckpt is not None and (force or ckpt.due(step)):
-                ckpt.save(step, arrays(i), meta(i))
+                ckpt.save(step, jax.tree.map(lambda a: a[i], arrays), meta(i) if callable(meta) else meta)  # noqa: B023 - used at once
 
     def end(self, i: int, state: str, message: str | None = None, final: Mapping[str, float] | None = None) -> None:
         """Finish member i: its checkpointer, writers and (with run dirs) its status.json."""

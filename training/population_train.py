@@ -33,13 +33,13 @@ if TYPE_CHECKING:
     from training.population import Members
 
 
-def _member(tree: Any, i: int) -> Any:
-    """Member i's slice of a stacked pytree."""
-    return jax.tree.map(lambda a: a[i], tree)
+def _lrs(cfgs: Sequence[Any]) -> jax.Array:
+    return jnp.asarray([c.lr for c in cfgs], jnp.float32)
 
 
-def _lrs_seeds(cfgs: Sequence[Any]) -> tuple[jax.Array, jax.Array]:
-    return jnp.asarray([c.lr for c in cfgs], jnp.float32), jnp.asarray([c.seed for c in cfgs], jnp.uint32)
+def _stack(trees: Sequence[Any]) -> Any:
+    """One pytree with a leading member axis from K pytrees of the same structure."""
+    return jax.tree.map(lambda *leaves: jnp.stack(leaves), *trees)
 
 
 def _set_lr(opt_state: Any, lr: jax.Array) -> Any:
@@ -57,13 +57,12 @@ def train_regression_population(
     optimizer = regression.make_optimizer(cfg)
     update = regression.make_update(optimizer)
 
-    def init_member(seed: jax.Array, lr: jax.Array):
-        x, y = regression.make_data(cfg, seed)
-        params = regression.init(jax.random.key(seed))
-        return (params, _set_lr(optimizer.init(params), lr)), x, y
-
-    lrs, seeds = _lrs_seeds(cfgs)
-    state, x, y = jax.jit(jax.vmap(init_member))(seeds, lrs)
+    # Members are initialised one by one exactly as single runs are (op by op; after the first member
+    # every op is cached), then stacked: a jitted, vmapped init compiled for seconds on the CPU.
+    data = [regression.make_data(c) for c in cfgs]
+    x, y = jnp.stack([d[0] for d in data]), jnp.stack([d[1] for d in data])
+    params = _stack([regression.init(jax.random.key(c.seed)) for c in cfgs])
+    state = (params, _set_lr(jax.vmap(optimizer.init)(params), _lrs(cfgs)))
     compiler = ChunkCompiler(lambda n: jax.vmap(regression.make_chunk(update, n)), traces)
     final_loss = jax.jit(traces.wrap("loss", jax.vmap(regression.loss)))
     samples = [regression._sample(cfg, x[i], y[i]) for i in range(k)]
@@ -93,9 +92,8 @@ def train_regression_population(
         stopped = step < cfg.steps and should_stop()
         if (i + 1) % snap_every == 0 or i == len(plan) - 1 or stopped:
             snapshot(step, w, b)
-        meta = {"step": step, "wall_seconds": clock.elapsed()}
-        members.checkpoint(step, lambda j: {"params": _member(state[0], j), "opt_state": _member(state[1], j)},
-                           lambda j: meta, force=stopped or step == cfg.steps)
+        members.checkpoint(step, {"params": state[0], "opt_state": state[1]},
+                           {"step": step, "wall_seconds": clock.elapsed()}, force=stopped or step == cfg.steps)
         if stopped or not members.alive():
             break
     losses = np.asarray(jax.device_get(final_loss(state[0], x, y)))  # sync point: final losses, once
@@ -114,16 +112,12 @@ def train_mnist_population(
     dp = DataParallel(resolve_devices(cfg.devices, cfg.batch_size))
     data = mnist.load_data(cfg, dp)
     spe, total_steps = data.steps_per_epoch, data.steps_per_epoch * cfg.epochs
-    model, tx = mnist.MLP(tuple(cfg.hidden)), mnist.make_tx(cfg.optimizer, cfg.lr)
-    lrs, seeds = _lrs_seeds(cfgs)
-
-    def init_member(seed: jax.Array, lr: jax.Array):
-        init_key, shuffle_key = jax.random.split(jax.random.key(seed))  # as train_mnist: same params, same data order
-        params = model.init(init_key, jnp.zeros((1, 28 * 28), jnp.float32))["params"]
-        state = TrainState.create(apply_fn=model.apply, params=params, tx=tx)
-        return state.replace(opt_state=_set_lr(state.opt_state, lr)), jax.random.key_data(shuffle_key)
-
-    state, shuffle_keys = jax.jit(jax.vmap(init_member))(seeds, lrs)
+    tx = mnist.make_tx(cfg.optimizer, cfg.lr)  # one optimizer for all: the members' lrs go into its state
+    keys = [jax.random.split(jax.random.key(c.seed)) for c in cfgs]  # (init, shuffle) as train_mnist draws them
+    params = _stack([mnist.init_params(cfg, init_key) for init_key, _ in keys])
+    state = jax.vmap(lambda p: TrainState.create(apply_fn=mnist.MLP(tuple(cfg.hidden)).apply, params=p, tx=tx))(params)
+    state = state.replace(opt_state=_set_lr(state.opt_state, _lrs(cfgs)))
+    shuffle_keys = jnp.stack([jax.random.key_data(shuffle_key) for _, shuffle_key in keys])
     state = dp.replicate(state)
     compiler = ChunkCompiler(lambda n: jax.vmap(mnist.make_chunk(n, dp.constrain_batch), in_axes=(0, None, None, 0, None)), traces)
     permute = jax.jit(
@@ -132,7 +126,7 @@ def train_mnist_population(
             in_axes=(0, None))),
         out_shardings=dp.sharding(None, None, AXIS),
     )
-    eval_fn = jax.jit(traces.wrap("evaluate", jax.vmap(lambda p, x, y: mnist.evaluate(model.apply, p, x, y), in_axes=(0, None, None))))
+    eval_fn = jax.jit(traces.wrap("evaluate", jax.vmap(lambda p, x, y: mnist.evaluate(state.apply_fn, p, x, y), in_axes=(0, None, None))))
     at = mnist.Position(next_eval=cfg.eval_every or None, loss_sum=np.zeros(k), acc_sum=np.zeros(k), test=[{}] * k)
     preds = None
 
@@ -181,7 +175,7 @@ def train_mnist_population(
                     members.writer(j).write_histograms(at.step, {f"params/{n}": np.asarray(v[j]) for n, v in flat.items()})
             stopped = at.step < total_steps and should_stop()
             members.checkpoint(
-                at.step, lambda j: {"train_state": _member(state, j), "shuffle_key": shuffle_keys[j]}, member_meta,
+                at.step, {"train_state": state, "shuffle_key": shuffle_keys}, member_meta,
                 force=stopped or at.step == total_steps,
             )
             if stopped or not members.alive():
@@ -197,7 +191,7 @@ def train_mnist_population(
     for j in range(k):
         if j in members.alive():
             members.writer(j).write_classification(at.step, mnist._report(CLASS_NAMES[cfg.dataset], data.test_x, data.test_y, preds[j]))
-        final = {"train/loss": at.loss_sum[j] / max(at.pos, 1), "train/acc": at.acc_sum[j] / max(at.pos, 1), **at.test[j]}
+        final = {"train/loss": float(at.loss_sum[j] / at.pos), "train/acc": float(at.acc_sum[j] / at.pos), **at.test[j]}
         results.append(TrainResult("stopped" if stopped else "finished", final, at.step, extra))
     return results
 

@@ -114,8 +114,8 @@ def train_regression(
       writer: receives "train/loss", "regression/weight", "regression/bias" per chunk and
         fitted-line snapshots at step 0, ~10 times during the run and at the end.
       should_stop: polled between chunks; True ends the run early with state "stopped".
-      ckpt: saves every cfg.ckpt_every steps, when stopped and at the end; if it already holds
-        a checkpoint, training resumes from it (same steps and values as an uninterrupted run).
+      ckpt: saves every cfg.ckpt_every steps, when stopped and at the end; with a `resume_step`,
+        training resumes from that checkpoint (same steps and values as an uninterrupted run).
 
     Returns:
       TrainResult with final {"train/loss", "regression/weight", "regression/bias"} of the final params.
@@ -138,7 +138,7 @@ def train_regression(
         writer.write_regression(step, snap)
 
     step = 0
-    if ckpt is not None and ckpt.latest_step is not None:
+    if ckpt is not None and ckpt.resume_step is not None:
         arrays, meta = ckpt.restore({"params": state[0], "opt_state": state[1]})
         state, step = (arrays["params"], arrays["opt_state"]), meta["step"]
         clock.start -= meta["wall_seconds"]  # wall time continues where the checkpoint left it

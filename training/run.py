@@ -134,7 +134,7 @@ def _run(
     state, message = "failed", None
     ckpt = None
     try:
-        ckpt = Checkpointer(run_dir, cfg.ckpt_every)
+        ckpt = Checkpointer(run_dir, cfg.ckpt_every, resume_step=resume_step)
         result = _train_fn(cfg.task)(cfg, writer, stop, ckpt)
         state = result.state
         writer.write_summary(result.final)
@@ -200,7 +200,7 @@ def resume(
     Raises:
       CannotResume: not a run, still running, finished, diverged, or without a checkpoint.
     """
-    from training.checkpoint import latest_step, truncate_metrics
+    from training.checkpoint import checkpoint_steps, resume_point, truncate_metrics
 
     run_dir = Path(run_dir)
     doc = run_store.read_json(run_dir / "config.json")
@@ -213,9 +213,10 @@ def resume(
         why = {"running": f"it is still running (pid {status.get('pid')}); stop it first",
                "finished": "it already finished", "diverged": "it diverged and would again; start a new run with a lower --lr"}
         raise CannotResume(f"Cannot resume {run_dir.name}: {why[state]}.")
-    step = latest_step(run_dir)
+    step = resume_point(run_dir)
     if step is None:
-        raise CannotResume(f"Cannot resume {run_dir.name}: it has no checkpoint in {run_dir / 'ckpt'}.")
+        found = f"its checkpoints {checkpoint_steps(run_dir)} are all past its last logged step" if checkpoint_steps(run_dir) else "it has no checkpoint"
+        raise CannotResume(f"Cannot resume {run_dir.name}: {found} (in {run_dir / 'ckpt'}).")
     truncate_metrics(run_dir, step)
     run_store.write_status(
         run_dir, state="running", pid=os.getpid(), host=socket.gethostname(), ended=None, message=None,

@@ -34,6 +34,8 @@ def build_writer(
     wandb_mode: str = "auto",
     tensorboard: bool = True,
     console: bool = True,
+    resume_step: int | None = None,
+    group: str | None = None,
 ) -> tuple[MultiWriter, dict[str, Any]]:
     """Writers for one run: run store, then TensorBoard, W&B and console as asked.
 
@@ -44,6 +46,9 @@ def build_writer(
       wandb_mode: "auto", "online", "offline" or "disabled".
       tensorboard: write event files under run_dir/tb.
       console: show a tqdm progress bar on stderr.
+      resume_step: the run continues after its checkpoint at this step: TensorBoard purges later
+        events of the interrupted process, W&B resumes the same run id, the bar starts there.
+      group: W&B group (a population's id).
 
     Returns:
       (writer, info) where info holds extra status.json fields, e.g.
@@ -58,7 +63,7 @@ def build_writer(
         try:
             from training.writers.tensorboard import TensorBoardWriter
 
-            tb = TensorBoardWriter(run_dir / "tb", run_name=name or run_dir.name)
+            tb = TensorBoardWriter(run_dir / "tb", run_name=name or run_dir.name, resume_step=resume_step)
             writers.append(tb)
             info["tensorboard"] = {"logdir": str(tb.logdir)}
         except Exception as exc:  # noqa: BLE001 - tracking must never stop training
@@ -69,7 +74,9 @@ def build_writer(
         # WandbWriter never raises from __init__; a failed init disables it and says why in .info.
         from training.writers.wandb_writer import WandbWriter
 
-        wb = WandbWriter(run_dir, cfg_dict, name=name or run_dir.name, mode=wandb_mode)
+        wb = WandbWriter(
+            run_dir, cfg_dict, name=name or run_dir.name, mode=wandb_mode, resume=resume_step is not None, group=group
+        )
         info["wandb"] = wb.info
         if wb.active:
             writers.append(wb)
@@ -80,7 +87,8 @@ def build_writer(
         try:
             from training.writers.console import ConsoleWriter
 
-            writers.append(ConsoleWriter(total_steps=int(getattr(cfg, "total_steps", 0) or 0)))
+            total = int(getattr(cfg, "total_steps", 0) or 0)
+            writers.append(ConsoleWriter(total_steps=total, initial_step=int(resume_step or 0)))
         except Exception as exc:  # noqa: BLE001 - a missing tqdm must not stop a run
             log.warning("console writer unavailable (%s: %s).", type(exc).__name__, exc)
 

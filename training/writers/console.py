@@ -25,23 +25,28 @@ class ConsoleWriter(MetricWriter):
       total_steps: steps of the whole run (0 = unknown until the first progress).
       stream: where to write (stderr by default, so stdout stays machine-readable).
       log_interval: seconds between plain lines when `stream` is not a terminal.
+      initial_step: where a resumed run starts.
     """
 
-    def __init__(self, total_steps: int = 0, stream: IO[str] | None = None, log_interval: float = 10.0):
+    def __init__(
+        self, total_steps: int = 0, stream: IO[str] | None = None, log_interval: float = 10.0, initial_step: int = 0
+    ):
         self.stream = stream or sys.stderr
         self.total = total_steps or None
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self.log_interval = log_interval
         self._bar = None
         self._last_line = 0.0
-        self._step = 0
+        self._step = int(initial_step)
         self._final: dict[str, float] = {}
 
     def _ensure_bar(self) -> None:
         if self._bar is None and self.tty:
             from tqdm import tqdm
 
-            self._bar = tqdm(total=self.total, unit="step", file=self.stream, dynamic_ncols=True, leave=True)
+            self._bar = tqdm(
+                total=self.total, initial=self._step, unit="step", file=self.stream, dynamic_ncols=True, leave=True
+            )
 
     def write_scalars(self, step: int, scalars: Mapping[str, float], progress: Progress | None = None) -> None:
         """Advance the bar to `step` and show the chunk's main metrics."""

@@ -59,8 +59,17 @@ class _SyncEventWriter:
     def __init__(self, logdir: str, filename_suffix: str = ""):
         self._logdir = logdir
         os.makedirs(logdir, exist_ok=True)
-        name = f"events.out.tfevents.{int(time.time()):010d}.{socket.gethostname()}{filename_suffix}"
-        self._f = open(os.path.join(logdir, name), "wb")  # noqa: SIM115 - closed in close()
+        base = os.path.join(
+            logdir, f"events.out.tfevents.{int(time.time()):010d}.{socket.gethostname()}{filename_suffix}"
+        )
+        # A resumed run writes a second file in the same second as a short first one: never overwrite it
+        # ("x" mode); the suffixed name sorts after it, which TensorBoard's restart purge relies on.
+        for n in range(100):
+            try:
+                self._f = open(base + (f".{n}" if n else ""), "xb")  # noqa: SIM115 - closed in close()
+                break
+            except FileExistsError:
+                continue
         self._closed = False
         self.add_event(event_pb2.Event(wall_time=time.time(), file_version="brain.Event:2"))
 
@@ -101,6 +110,10 @@ class _SyncSummaryWriter(SummaryWriter):
     def _get_file_writer(self) -> FileWriter:
         if self.all_writers is None or self.file_writer is None:
             self.file_writer = _SyncFileWriter(self.logdir, self._filename_suffix)
+            if self.purge_step is not None:  # as tensorboardX does: readers drop older events from this step on
+                self.file_writer.add_event(event_pb2.Event(step=self.purge_step, file_version="brain.Event:2"))
+                start = event_pb2.SessionLog(status=event_pb2.SessionLog.START)
+                self.file_writer.add_event(event_pb2.Event(step=self.purge_step, session_log=start))
             self.all_writers = {self.file_writer.get_logdir(): self.file_writer}
         return self.file_writer
 
@@ -164,16 +177,25 @@ class TensorBoardWriter(MetricWriter):
       logdir: directory for the event file.
       run_name: shown in the config text.
       image_interval: minimum seconds between regression-fit images (the last one is always written).
+      resume_step: continue this logdir after a checkpoint at this step (TensorBoard drops later events).
     """
 
-    def __init__(self, logdir: str | Path, run_name: str | None = None, image_interval: float = 0.5):
+    def __init__(
+        self,
+        logdir: str | Path,
+        run_name: str | None = None,
+        image_interval: float = 0.5,
+        resume_step: int | None = None,
+    ):
         self.logdir = Path(logdir)
         self.run_name = run_name
-        self.sw = _SyncSummaryWriter(logdir=str(self.logdir))
+        # Resuming from a checkpoint at step S: events a killed process wrote after S are purged.
+        purge = None if resume_step is None else int(resume_step) + 1
+        self.sw = _SyncSummaryWriter(logdir=str(self.logdir), purge_step=purge)
         self.image_interval = image_interval
         self._last_image = -float("inf")
         self._pending_fit: tuple[int, RegressionSnapshot] | None = None
-        self._step = 0
+        self._step = int(resume_step or 0)
         self._hparams: dict[str, bool | str | float] = {}
         self._closed = False
 

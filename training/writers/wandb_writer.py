@@ -17,6 +17,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import importlib.util
 import logging
 import os
 import re
@@ -34,6 +36,7 @@ from training.writers.base import ClassificationReport, MetricWriter, Progress, 
 log = logging.getLogger(__name__)
 
 EXIT_CODES = {"finished": 0, "stopped": 0, "failed": 1, "diverged": 3}
+_FLUSH_SETTING = "x_transaction_log_flush_interval"
 
 
 def _timeout(var: str, default: float) -> float:
@@ -67,20 +70,10 @@ def resolve_mode(mode: str) -> str:
 
 
 def _teardown() -> None:
-    try:
+    with contextlib.suppress(Exception):  # best effort before retrying offline
         import wandb
 
         wandb.teardown()
-    except Exception as exc:  # noqa: BLE001 - best effort before retrying offline
-        log.debug("wandb.teardown failed: %s", exc)
-
-
-def _preload_media_deps() -> None:
-    """Import pandas (if installed) now, not in the loop: wandb does on the first media/histogram (~0.3 s)."""
-    import importlib.util
-
-    if importlib.util.find_spec("pandas") is not None:
-        import pandas  # noqa: F401
 
 
 def _run_id(name: str) -> str:
@@ -97,6 +90,8 @@ class WandbWriter(MetricWriter):
       name: display name of the run.
       mode: "auto", "online", "offline" or "disabled".
       fit_interval: minimum seconds between regression-fit images.
+      resume: continue the run with this run directory's id (after a checkpoint).
+      group: W&B group, e.g. a population's id.
     """
 
     def __init__(
@@ -106,6 +101,8 @@ class WandbWriter(MetricWriter):
         name: str | None = None,
         mode: str = "auto",
         fit_interval: float = 5.0,
+        resume: bool = False,
+        group: str | None = None,
     ):
         self.run_dir = Path(run_dir)
         self.run = None
@@ -118,6 +115,7 @@ class WandbWriter(MetricWriter):
         self._pending_fit: tuple[int, RegressionSnapshot] | None = None
         self._report: tuple[int, ClassificationReport] | None = None
         self._closed = False
+        self._init_args = {"resume": "allow" if resume else None, "group": group}
         requested = mode
         try:
             mode = resolve_mode(mode)
@@ -140,7 +138,9 @@ class WandbWriter(MetricWriter):
             self.info.update(mode="disabled", error=error)
             return
         self.active = True
-        _preload_media_deps()
+        # wandb imports pandas (if installed) at the first media/histogram, ~0.3 s: now, not mid-run.
+        if importlib.util.find_spec("pandas") is not None:
+            import pandas  # noqa: F401
         sync_dir = str(getattr(self.run.settings, "sync_dir", "") or "")
         self.info.update(dir=sync_dir, project=self.run.project, id=self.run.id, url=None)
         if mode == "online":
@@ -158,10 +158,10 @@ class WandbWriter(MetricWriter):
                 console="off",  # stdout stays ours; the console writer already shows progress
                 silent=True,
                 finish_timeout=self.finish_timeout,
-                # wandb-core buffers the .wandb file (15 s by default) and does not flush it when
-                # the trainer is killed, so that buffer is what a kill -9 loses. A flush is one
-                # write() in that process; at 0.1 s the loss is the last ~0.1 s of rows.
-                x_transaction_log_flush_interval=0.1,
+                # wandb-core buffers the .wandb file (15 s by default) and does not flush it when the
+                # trainer is killed, so that buffer is what a kill -9 loses; at 0.1 s, the last ~0.1 s.
+                # An internal (x_) setting: passed only while this wandb version still has it.
+                **({"x_transaction_log_flush_interval": 0.1} if _FLUSH_SETTING in wandb.Settings.model_fields else {}),
             )
             self.run = wandb.init(
                 dir=str(self.run_dir),
@@ -172,6 +172,7 @@ class WandbWriter(MetricWriter):
                 mode=mode,
                 reinit="create_new",
                 settings=settings,
+                **self._init_args,
             )
             # Every metric is plotted against the training step, also rows logged out of order.
             self.run.define_metric("global_step")

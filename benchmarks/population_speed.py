@@ -1,0 +1,83 @@
+"""A population of K runs in one vmapped program vs the same K runs one after another.
+
+    python -m benchmarks.population_speed [--k 8] [--dataset fashion_mnist] [--train-limit 60000] [--epochs 1]
+
+Both sides call the training functions in this process with no-op writers, no checkpoints and
+one device, and are timed end to end (data load, compile, training, evaluation): what a user
+waits for. One untimed single run warms up imports and caches first. The members vary lr and
+seed (4 learning rates x K/4 seeds). Printed per task: seconds of the population, of one run
+(median of the K sequential runs) and of all K, and the training throughput in member-steps/s.
+The last two lines are `population_vs_one_run=X.XX` and `population_vs_sequential=X.XX` for
+MNIST (population seconds / one run's seconds, and / the K runs' seconds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from training.config import MnistConfig, RegressionConfig
+from training.mnist import train_mnist
+from training.population import Members
+from training.population_train import train_mnist_population, train_regression_population
+from training.regression import train_regression
+from training.writers.base import MetricWriter
+
+LRS = (0.0003, 0.001, 0.003, 0.01)
+
+
+def members(base: Any, k: int) -> list[Any]:
+    """K configs: LRS x seeds 0.. (k must be a multiple of 4 for a full grid; else the first k)."""
+    grid = [replace(base, lr=lr, seed=seed) for seed in range(max(1, -(-k // len(LRS)))) for lr in LRS]
+    return grid[:k]
+
+
+def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    t0 = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t0, out
+
+
+def compare(name: str, cfgs: list[Any], single: Callable[..., Any], population: Callable[..., Any]) -> tuple[float, float, float]:
+    """Time the population and the sequential runs of `cfgs`; print and return (pop, one, sequential) seconds."""
+    single(cfgs[0], MetricWriter())  # warm-up, untimed
+    k = len(cfgs)
+    pop_s, results = timed(lambda: population(cfgs, Members([MetricWriter() for _ in cfgs], [c.lr for c in cfgs])))
+    singles = [timed(lambda c=c: single(c, MetricWriter())) for c in cfgs]
+    seq_s = sum(s for s, _ in singles)
+    one_s = statistics.median(s for s, _ in singles)
+    steps = results[0].steps
+    pop_rate = k * steps / pop_s
+    one_rate = steps / one_s
+    print(f"{name}: K={k}, {steps} steps each")
+    print(f"  population      {pop_s:7.2f} s  ({pop_rate:,.0f} member-steps/s end to end, "
+          f"steady {k * (results[0].extra['steps_per_sec'] or 0):,.0f})")
+    print(f"  one run         {one_s:7.2f} s  ({one_rate:,.0f} steps/s end to end, "
+          f"steady {statistics.median(r.extra['steps_per_sec'] or 0 for _, r in singles):,.0f})")
+    print(f"  {k} sequential   {seq_s:7.2f} s")
+    print(f"  {name}_population_vs_one_run={pop_s / one_s:.2f} {name}_population_vs_sequential={pop_s / seq_s:.2f}")
+    return pop_s, one_s, seq_s
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--k", type=int, default=8)
+    ap.add_argument("--dataset", default="fashion_mnist")
+    ap.add_argument("--train-limit", type=int, default=60_000)
+    ap.add_argument("--epochs", type=int, default=1)
+    ap.add_argument("--reg-steps", type=int, default=1000)
+    args = ap.parse_args()
+    reg = RegressionConfig(steps=args.reg_steps, optimizer="adam")
+    compare("regression", members(reg, args.k), train_regression, train_regression_population)
+    mn = MnistConfig(dataset=args.dataset, train_limit=args.train_limit, epochs=args.epochs, devices=1)
+    pop_s, one_s, seq_s = compare("mnist", members(mn, args.k), train_mnist, train_mnist_population)
+    print(f"population_vs_one_run={pop_s / one_s:.2f}")
+    print(f"population_vs_sequential={pop_s / seq_s:.2f}")
+
+
+if __name__ == "__main__":
+    main()

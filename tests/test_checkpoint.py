@@ -1,0 +1,146 @@
+"""Checkpoints and resume: a stopped or killed run continues to exactly the uninterrupted result.
+
+"Exactly": the resumed run logs each step once (run store, TensorBoard), with the values an
+uninterrupted run with the same seed logs, and ends with the same final metrics.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from tensorboard.backend.event_processing import event_accumulator as ea
+
+from tests.test_data import write_idx_dataset
+from training import run_store
+from training.checkpoint import latest_step, truncate_metrics
+from training.config import MnistConfig, RegressionConfig
+from training.errors import CannotResume
+from training.run import execute, resume
+
+ROOT = Path(__file__).resolve().parents[1]
+VOLATILE = ("wall", "ts", "perf/steps_per_sec")  # differ between any two runs
+
+
+def records(run_dir: Path) -> list[dict]:
+    """metrics.jsonl without the fields that differ between two identical runs."""
+    return [{k: v for k, v in r.items() if k not in VOLATILE} for r in run_store.read_metrics(run_dir)[0]]
+
+
+def tb_steps(run_dir: Path, tag: str = "train/loss") -> list[int]:
+    acc = ea.EventAccumulator(str(run_dir / "tb"), size_guidance={ea.SCALARS: 0})
+    acc.Reload()
+    return [e.step for e in acc.Scalars(tag)]
+
+
+def stop_once_at(monkeypatch: pytest.MonkeyPatch, run_dir: Path, polls: int) -> None:
+    """Drop a real stop file into `run_dir` at the `polls`-th stop check (one per chunk), once."""
+    real, seen = run_store.stop_requested, []
+
+    def stop_requested(d: Path) -> bool:
+        if Path(d) == run_dir:
+            seen.append(d)
+            if len(seen) == polls:
+                run_store.request_stop(run_dir)
+        return real(d)
+
+    monkeypatch.setattr(run_store, "stop_requested", stop_requested)
+
+
+def test_stopped_regression_resumes_to_the_uninterrupted_result(runs_root, monkeypatch):
+    cfg = RegressionConfig(steps=300, log_every=10, ckpt_every=50, optimizer="adam", lr=0.02)
+    full, part = runs_root / "full", runs_root / "part"
+    assert execute(cfg, full, wandb_mode="disabled", console=False)[0] == "finished"
+    stop_once_at(monkeypatch, part, 12)  # after the 12th chunk of 10 steps
+    state, _ = execute(cfg, part, wandb_mode="offline", console=False)
+    assert state == "stopped" and latest_step(part) == 120  # saved at the stop, beyond the periodic 100
+    assert run_store.read_status(part)["step"] == 120
+
+    state, result = resume(part, console=False)
+    status = run_store.read_status(part)
+    assert state == "finished" and status["state"] == "finished" and status["resumed_from"] == 120
+    assert records(part) == records(full)  # one record per step, same values
+    assert result.final == run_store.read_json(full / "final_metrics.json")
+    assert tb_steps(part) == tb_steps(full) == list(range(10, 301, 10))
+    # W&B: the same run id continued in a second offline folder; the sync command uploads both, in order.
+    folders = sorted(glob.glob(str(part / "wandb" / "offline-run-*")))
+    assert len(folders) == 2 and {f.rsplit("-", 1)[-1] for f in folders} == {status["wandb"]["id"]}
+    assert status["wandb"]["sync_command"] == "wandb sync " + " ".join(folders)
+
+
+def test_stopped_mnist_resumes_mid_epoch(runs_root, monkeypatch, tmp_path):
+    write_idx_dataset(tmp_path / "idx", n_train=700, n_test=150, seed=3)
+    # 21 steps per epoch in chunks of 8, 8, 5; eval every 10 steps; checkpoints only at stop and end.
+    cfg = MnistConfig(data_dir=str(tmp_path / "idx"), log_every=8, epochs=2, eval_every=10, ckpt_every=0)
+    full, part = runs_root / "full", runs_root / "part"
+    execute(cfg, full, wandb_mode="disabled", console=False)
+    stop_once_at(monkeypatch, part, 4)  # after chunk 4 = step 29, epoch 2's first chunk
+    assert execute(cfg, part, wandb_mode="disabled", console=False)[0] == "stopped"
+    assert latest_step(part) == 29
+    state, result = resume(part, console=False)
+    assert state == "finished" and result.steps == 42
+    assert records(part) == records(full)
+    assert tb_steps(part) == tb_steps(full) == [8, 16, 21, 29, 37, 42]
+    assert tb_steps(part, "test/acc") == [16, 21, 37, 42]
+    assert result.final == run_store.read_json(full / "final_metrics.json")
+
+
+def test_killed_run_resumes_from_its_last_checkpoint(runs_root):
+    # ~4 s of training; SIGKILL once a periodic checkpoint exists, then `python -m training resume`.
+    args = ["--points", "100000", "--steps", "80000", "--log-every", "100", "--ckpt-every", "5000", "--optimizer", "adam", "--lr", "0.01"]
+    run_dir = runs_root / "killed"
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    cmd = [sys.executable, "-m", "training", "regression", "--run-dir", str(run_dir), "--wandb", "disabled", "--quiet", *args]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while (latest_step(run_dir) or 0) < 10_000 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    status = run_store.read_status(run_dir)
+    assert status["state"] == "crashed", proc.stderr.read().decode()[-2000:]  # it died mid-run
+    ckpt_step = latest_step(run_dir)
+    assert 10_000 <= ckpt_step < 80_000
+
+    out = subprocess.run([sys.executable, "-m", "training", "resume", str(run_dir), "--quiet"], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    line = json.loads(out.stdout.strip().splitlines()[-1])
+    assert line["state"] == "finished" and line["resumed_from"] == ckpt_step
+    steps = [r["step"] for r in run_store.read_metrics(run_dir)[0]]
+    assert steps == list(range(100, 80_001, 100))  # records past the checkpoint were dropped, then logged once
+    assert tb_steps(run_dir) == steps  # TensorBoard purged the killed process's events past the checkpoint
+
+    from training.regression import train_regression
+    from training.writers.base import MemoryWriter
+
+    cfg = RegressionConfig(points=100_000, steps=80_000, log_every=100, optimizer="adam", lr=0.01)
+    assert line["final"] == train_regression(cfg, MemoryWriter()).final  # same process-independent result
+
+
+def test_what_cannot_be_resumed(runs_root, tmp_path):
+    with pytest.raises(CannotResume, match="not a run directory"):
+        resume(tmp_path)
+    run_dir = runs_root / "done"
+    execute(RegressionConfig(steps=20, log_every=10, ckpt_every=0), run_dir, wandb_mode="disabled", tensorboard=False, console=False)
+    assert latest_step(run_dir) == 20  # ckpt_every=0 still saves at the end
+    with pytest.raises(CannotResume, match="already finished"):
+        resume(run_dir)
+    run_store.write_status(run_dir, state="stopped")
+    (run_dir / "ckpt" / "20").rename(run_dir / "ckpt" / "20.orbax-checkpoint-tmp-1")  # as a save cut short
+    with pytest.raises(CannotResume, match="no checkpoint"):
+        resume(run_dir)
+
+
+def test_truncate_metrics_keeps_steps_up_to_the_checkpoint(tmp_path):
+    run_store.append_metrics(tmp_path, [{"step": s, "train/loss": float("nan") if s == 30 else 1.0} for s in (10, 20, 30)])
+    assert truncate_metrics(tmp_path, 20) == 1
+    assert [r["step"] for r in run_store.read_metrics(tmp_path)[0]] == [10, 20]
+    assert truncate_metrics(tmp_path, 20) == 0

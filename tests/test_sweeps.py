@@ -1,0 +1,90 @@
+"""W&B Sweeps: the argv a `wandb agent` builds from sweeps/*.yaml is accepted by the training CLI.
+
+The agent runs the YAML's `command`, replacing `${args}` with `--name=value` for every
+parameter (one sampled value each), so every parameter must be a CLI flag in that form and
+every value the sweep can pick must pass `parse_config`. No training happens here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from training.__main__ import build_parser
+from training.config import CONFIG_CLASSES, parse_config
+
+SWEEPS = sorted((Path(__file__).resolve().parents[1] / "sweeps").glob("*.yaml"))
+
+
+def sample(spec: dict[str, Any], rng: random.Random) -> Any:
+    """One value of a sweep parameter, as the sweep controller would pick it."""
+    if "value" in spec:
+        return spec["value"]
+    if "values" in spec:
+        return rng.choice(spec["values"])
+    dist, lo, hi = spec.get("distribution"), spec.get("min"), spec.get("max")
+    if dist == "log_uniform_values":
+        return math.exp(rng.uniform(math.log(lo), math.log(hi)))
+    if dist == "uniform":
+        return rng.uniform(lo, hi)
+    if dist == "int_uniform":
+        return rng.randint(lo, hi)
+    raise AssertionError(f"distribution {dist!r} is not handled by this test; add it")
+
+
+def agent_argv(sweep: dict[str, Any], values: dict[str, Any]) -> list[str]:
+    """The command's argv after `python -m training`, with `${args}` expanded like the agent does."""
+    command = sweep["command"]
+    assert command[:4] == ["${env}", "${interpreter}", "-m", "training"] and command[-1] == "${args}"
+    return [*command[4:-1], *(f"--{name}={value}" for name, value in values.items())]
+
+
+def parse_like_main(argv: list[str]):
+    """What training.__main__.main does before training: parse flags, then build the config."""
+    args = build_parser().parse_args(argv)
+    cls = CONFIG_CLASSES[args.task]
+    raw = {f.name: getattr(args, f.name) for f in dataclasses.fields(cls) if getattr(args, f.name) is not None}
+    return args, parse_config(args.task, raw)
+
+
+@pytest.mark.parametrize("path", SWEEPS, ids=[p.stem for p in SWEEPS])
+def test_agent_argv_is_accepted(path):
+    sweep = yaml.safe_load(path.read_text())
+    params = sweep["parameters"]
+    assert sweep["metric"]["name"] in {"train/loss", "train/acc", "test/loss", "test/acc"}  # tags the runs log
+    rng = random.Random(0)
+    for _ in range(20):  # random draws, as the bayes / random methods make them
+        values = {name: sample(spec, rng) for name, spec in params.items()}
+        args, cfg = parse_like_main(agent_argv(sweep, values))
+        assert args.wandb == "online"
+        for name, value in values.items():
+            got = getattr(cfg, name)
+            assert got == (tuple(int(h) for h in value.split(",")) if name == "hidden" else value), name
+    for name, spec in params.items():  # and every listed value at least once (grid)
+        for value in spec.get("values", []):
+            parse_like_main(agent_argv(sweep, {name: value}))
+
+
+def test_sweep_tasks_cover_both_cli_tasks():
+    tasks = {yaml.safe_load(p.read_text())["command"][4] for p in SWEEPS}
+    assert tasks == set(CONFIG_CLASSES)
+
+
+def test_wandb_keeps_the_agents_run_id(tmp_path, monkeypatch):
+    """Under an agent, WANDB_RUN_ID names the run the sweep created; the writer must not replace it."""
+    from training.writers.wandb_writer import WandbWriter
+
+    monkeypatch.setenv("WANDB_SWEEP_ID", "abc123")
+    monkeypatch.setenv("WANDB_RUN_ID", "agentrun7")
+    writer = WandbWriter(tmp_path, {"lr": 0.01}, name="trial", mode="offline")
+    try:
+        assert writer.active, writer.info
+        assert writer.info["id"] == "agentrun7"
+    finally:
+        writer.close("finished")
