@@ -6,6 +6,7 @@ No run store, no launching here: pages decide what the values mean.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,27 +67,35 @@ def _default_text(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def _field_input(task: str, name: str, default: Any) -> Any:
+def dataset_title(name: str) -> str:
+    """ "fashion_mnist" -> "Fashion-MNIST"."""
+    return name.replace("_", "-").replace("mnist", "MNIST").replace("fashion", "Fashion")
+
+
+def _field_input(task: str, name: str, default: Any, disabled: bool = False) -> Any:
     label, help_, kind = FIELDS.get(name, (name, "", "text"))
     key = f"{task}_{name}"
+    if disabled:
+        help_ = f"{help_} Set by the population above."
     if kind == "int":
-        return st.number_input(label, value=int(default), step=1, help=help_, key=key)
+        return st.number_input(label, value=int(default), step=1, help=help_, key=key, disabled=disabled)
     if kind == "float":
-        return st.number_input(label, value=float(default), step=0.1, format="%.3f", help=help_, key=key)
+        return st.number_input(
+            label, value=float(default), step=0.1, format="%.3f", help=help_, key=key, disabled=disabled
+        )
     if kind == "optimizer":
-        return st.selectbox(label, OPTIMIZERS, index=OPTIMIZERS.index(default), help=help_, key=key)
+        return st.selectbox(
+            label, OPTIMIZERS, index=OPTIMIZERS.index(default), help=help_, key=key, disabled=disabled
+        )
     if kind == "dataset":
         names = list(DATASET_SIZES)
         return st.selectbox(
-            label,
-            names,
-            index=names.index(default),
-            help=help_,
-            key=key,
-            format_func=lambda d: d.replace("_", "-").replace("mnist", "MNIST").replace("fashion", "Fashion"),
+            label, names, index=names.index(default), help=help_, key=key, format_func=dataset_title, disabled=disabled
         )
     placeholder = {"data_dir": "default locations", "train_limit": "all", "test_limit": "all"}.get(name)
-    return st.text_input(label, value=_default_text(default), help=help_, key=key, placeholder=placeholder)
+    return st.text_input(
+        label, value=_default_text(default), help=help_, key=key, placeholder=placeholder, disabled=disabled
+    )
 
 
 def field_error(name: str, message: str) -> None:
@@ -94,13 +103,24 @@ def field_error(name: str, message: str) -> None:
     st.error(f"**{name}**: {message}", icon=":material/error:")
 
 
-def config_form(task: str, errors: dict[str, str] | None = None, columns: int = 3) -> FormValues:
+def config_form(
+    task: str,
+    errors: dict[str, str] | None = None,
+    columns: int = 3,
+    *,
+    disabled: Collection[str] = (),
+    notes: Mapping[str, str] | None = None,
+    submit_label: str = "Start run",
+) -> FormValues:
     """The launch form of `task`: one input per config field (dataclass defaults), run name and W&B mode.
 
     Args:
       task: "regression" or "mnist".
       errors: {field: message} from a previous submit, each shown under its field.
       columns: fields per row.
+      disabled: fields shown greyed out (e.g. set by a population instead).
+      notes: {field: markdown} captions drawn under a field (e.g. where a dataset was found).
+      submit_label: the text of the submit button.
 
     Returns:
       FormValues with raw (unvalidated) values; `submitted` is True on the click of Start.
@@ -126,13 +146,37 @@ def config_form(task: str, errors: dict[str, str] | None = None, columns: int = 
             cols = st.columns(columns)
             for col, f in zip(cols, fields[start : start + columns], strict=False):
                 with col:
-                    raw[f.name] = _field_input(task, f.name, f.default)
+                    raw[f.name] = _field_input(task, f.name, f.default, f.name in disabled)
+                    if f.name in (notes or {}):
+                        st.caption((notes or {})[f.name])
                     if f.name in errors:
                         field_error(f.name, errors.pop(f.name))
         for name_, message in errors.items():  # errors on settings the form has no input for
             field_error(name_, message)
-        submitted = st.form_submit_button("Start run", type="primary", icon=":material/play_arrow:")
+        submitted = st.form_submit_button(submit_label, type="primary", icon=":material/play_arrow:")
     return FormValues(submitted, raw, (name or "").strip(), wandb_mode)
+
+
+def population_input(task: str, fields: Mapping[str, str]) -> dict[str, str] | None:
+    """A toggle that opens one comma-list input per varied field; returns {field: text} when on, else None.
+
+    Args:
+      task: keys the widgets per task.
+      fields: field -> label, e.g. {"lr": "Learning rates", "seed": "Seeds"}.
+    """
+    on = st.toggle(
+        "Population: train several variants at once",
+        key=f"{task}_pop_on",
+        help="One run per combination of the listed values, all trained together in one process (jax.vmap).",
+    )
+    if not on:
+        return None
+    examples = {"lr": "e.g. 0.001, 0.005, 0.02", "seed": "e.g. 0, 1"}
+    cols = st.columns(len(fields))
+    return {
+        name: col.text_input(label, key=f"{task}_pop_{name}", placeholder=examples.get(name, "comma-separated"))
+        for col, (name, label) in zip(cols, fields.items(), strict=True)
+    }
 
 
 def status_badge(state: str | None) -> None:

@@ -25,17 +25,27 @@ def runs_root() -> Path:
     return launcher.runs_root()
 
 
+RESUMABLE_STATES = ("stopped", "crashed")
+
+
 def run_status(run_dir: Path) -> dict[str, Any]:
     """status.json via `run_store.read_status`, plus "starting" for launched runs that have not begun.
 
     A launched process that died before writing its status is reported as
-    "failed" with the last line of its log as the message.
+    "failed" with the last line of its log as the message. A run being resumed
+    from the page is "starting" until the new process takes over status.json; if
+    that process died first, "resume_error" holds the last line of its log.
     """
     run_dir = Path(run_dir)
     status = run_store.read_status(run_dir)
-    if status.get("state"):
-        return status
     info = launcher.launch_info(run_dir)
+    if status.get("state"):
+        resume = info.get("resume") or {}
+        if status["state"] in RESUMABLE_STATES and resume.get("launched", 0) > (status.get("updated") or 0):
+            if run_store.pid_alive(resume.get("pid")):
+                return {**status, "state": "starting", "resuming": True}
+            status["resume_error"] = launcher.log_tail(run_dir, 1) or "the process exited without output"
+        return status
     if run_store.pid_alive(info.get("pid")):
         return {"state": "starting", "pid": info.get("pid"), "started": info.get("launched")}
     if (run_dir / "config.json").exists() or info:
@@ -49,22 +59,33 @@ def run_status(run_dir: Path) -> dict[str, Any]:
 
 
 def list_runs() -> list[run_store.RunInfo]:
-    """All runs, newest first, including page-launched runs whose process has not written config.json yet."""
+    """All runs, newest first, including page-launched runs whose process has not written config.json yet.
+
+    A population launched from the page stands as one such run until its members appear.
+    """
     root = runs_root()
     runs = run_store.list_runs(root)
+    for r in runs:
+        r.status = run_status(r.path)
     known = {r.run_id for r in runs}
+    pending = []
     if root.is_dir():
         for d in root.iterdir():
             info = launcher.launch_info(d) if d.is_dir() and d.name not in known else None
-            if info:
-                runs.append(
-                    run_store.RunInfo(
-                        d.name, d, info.get("name", d.name), info.get("task", "?"), {}, {}, info.get("launched", 0.0)
-                    )
+            if info and not (info.get("population") and population_members(info, runs)):
+                run = run_store.RunInfo(
+                    d.name, d, info.get("name", d.name), info.get("task", "?"), {}, {}, info.get("launched", 0.0)
                 )
-    for r in runs:
-        r.status = run_status(r.path)
-    return sorted(runs, key=lambda r: r.created, reverse=True)
+                run.status = run_status(d)
+                pending.append(run)
+    return sorted(runs + pending, key=lambda r: r.created, reverse=True)
+
+
+def population_members(info: dict[str, Any], runs: list[run_store.RunInfo]) -> list[run_store.RunInfo]:
+    """The members written by the population process of a launch.json (same pid, created after the launch)."""
+    pid, launched = info.get("pid"), info.get("launched", 0.0)
+    found = [r for r in runs if r.status.get("group") and r.status.get("pid") == pid and r.created >= launched - 1]
+    return sorted(found, key=lambda r: r.status.get("member") or 0)
 
 
 def is_active(status: dict[str, Any]) -> bool:
@@ -114,13 +135,28 @@ def read_artifact(run_dir: Path, name: str) -> Any:
 
 
 def select_run(runs: list[run_store.RunInfo]) -> run_store.RunInfo | None:
-    """The run a page shows: ?run=<id>, else the last one chosen here, else the newest active, else the newest."""
+    """The run a page shows: ?run=<id>, else the last one chosen here, else the newest active, else the newest.
+
+    The id of a population's launch stands for its first member once the members exist.
+    """
     by_id = {r.run_id: r for r in runs}
     for candidate in (st.query_params.get("run"), st.session_state.get("current_run")):
         if candidate in by_id:
             return by_id[candidate]
+        first = launched_population(candidate, runs)
+        if first is not None:
+            return first
     active = [r for r in runs if is_active(r.status)]
     return (active or runs or [None])[0]
+
+
+def launched_population(run_id: str | None, runs: list[run_store.RunInfo]) -> run_store.RunInfo | None:
+    """Member 0 of the population launched as `run_id` (a launch directory), once it exists."""
+    if not run_id or "/" in run_id or run_id.startswith("."):
+        return None
+    info = launcher.launch_info(runs_root() / run_id)
+    found = population_members(info, runs) if info.get("population") else []
+    return found[0] if found else None
 
 
 def remember_run(run_id: str) -> None:

@@ -158,9 +158,8 @@ class WandbWriter(MetricWriter):
                 console="off",  # stdout stays ours; the console writer already shows progress
                 silent=True,
                 finish_timeout=self.finish_timeout,
-                # wandb-core buffers the .wandb file (15 s by default) and does not flush it when the
-                # trainer is killed, so that buffer is what a kill -9 loses; at 0.1 s, the last ~0.1 s.
-                # An internal (x_) setting: passed only while this wandb version still has it.
+                # wandb-core flushes the .wandb file every 15 s and not when the trainer is killed: that buffer
+                # is what a kill -9 loses. 0.1 s instead (an x_ setting: passed only if this version has it).
                 **({"x_transaction_log_flush_interval": 0.1} if _FLUSH_SETTING in wandb.Settings.model_fields else {}),
             )
             self.run = wandb.init(
