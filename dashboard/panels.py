@@ -17,7 +17,7 @@ import numpy as np
 import streamlit as st
 
 from components import figures, series
-from dashboard import state
+from dashboard import launcher, state
 from training import run_store
 
 log = logging.getLogger(__name__)
@@ -177,4 +177,80 @@ def mnist_metrics(records: list[dict[str, Any]], status: dict[str, Any]) -> None
     comp = status.get("compile_seconds")
     c[3].metric(
         "compile time", "—" if comp is None else f"{comp:.1f} s", help="First (compiling) chunk beyond a steady one."
+    )
+
+
+def resume_control(run_dir: Path, status: dict[str, Any], key: str, label: str = "Resume") -> None:
+    """A Resume button for a stopped or crashed run with a checkpoint; says why when a resume failed."""
+    if status.get("resume_error"):
+        st.warning(f"Resume failed: {status['resume_error']}", icon=":material/warning:")
+    if status.get("state") not in state.RESUMABLE_STATES or not launcher.has_checkpoint(run_dir):
+        return
+    if st.button(label, icon=":material/replay:", key=key, help="Continue from its latest checkpoint in a new process."):
+        launcher.resume(run_dir)
+        st.rerun()  # the whole page: it refreshes while the run is active again
+
+
+def member_colors(names: list[str]) -> dict[str, str]:
+    """One color per population member, the same in every chart (the fit lines use this order too)."""
+    return {n: figures.COLORS[i % len(figures.COLORS)] for i, n in enumerate(names)}
+
+
+def group_fit(
+    run_dirs: list[Path], records: list[list[dict[str, Any]]], names: list[str], key: str, seeds_vary: bool
+) -> None:
+    """Member 0's data, the true line and every member's latest fitted line."""
+    sample = _data_sample(run_dirs[0])
+    if sample is None:
+        st.info("Waiting for the data sample…", icon=":material/hourglass_top:")
+        return
+    latest = [(last_value(r, "regression/weight"), last_value(r, "regression/bias")) for r in records]
+    if all(w is not None and b is not None for w, b in latest):
+        fits, shown = latest, names  # all members log together, so this is the usual case
+    else:
+        pairs = [(f, n) for f, n in zip(latest, names, strict=True) if None not in f]
+        fits, shown = [f for f, _ in pairs], [n for _, n in pairs]
+    title = f"Fits of {len(names)} members" + (" (data of the first seed)" if seeds_vary else "")
+    fig = figures.regression_fit_figure(
+        sample["x"], sample["y"], sample["true_weight"], sample["true_bias"], fits or None, shown or None,
+        title=title, uirevision=key,
+    )
+    chart(fig, key)
+
+
+def group_curves(
+    records: list[list[dict[str, Any]]], names: list[str], tag: str, key: str, *, title: str, accuracy: bool = False
+) -> None:
+    """`tag` of every member overlaid, colored as in `member_colors`."""
+    curves = {n: series.extract(r, tag) for n, r in zip(names, records, strict=True)}
+    colors = member_colors(names)
+    if accuracy:
+        fig = figures.accuracy_figure(curves, title=title, uirevision=key, colors=colors)
+    else:
+        fig = figures.curves_figure(curves, title, tag.split("/")[-1], uirevision=key, colors=colors)
+    chart(fig, key)
+
+
+def members_table(
+    members: list[run_store.RunInfo], statuses: list[dict[str, Any]], records: list[list[dict[str, Any]]], names: list[str]
+) -> None:
+    """One row per member: its varied values, state, step and latest metrics."""
+    rows = []
+    for m, s, r, n in zip(members, statuses, records, names, strict=True):
+        row = {"member": n, "state": s.get("state", "?"), "step": s.get("step"), "train loss": last_value(r, "train/loss")}
+        if m.task == "regression":
+            row |= {"w": last_value(r, "regression/weight"), "b": last_value(r, "regression/bias")}
+        else:
+            row |= {"train acc": last_value(r, "train/acc"), "test acc": last_value(r, "test/acc")}
+        rows.append(row)
+    st.dataframe(
+        rows,
+        hide_index=True,
+        column_config={
+            "train loss": st.column_config.NumberColumn(format="%.4g"),
+            "w": st.column_config.NumberColumn(format="%.4g"),
+            "b": st.column_config.NumberColumn(format="%.4g"),
+            "train acc": st.column_config.NumberColumn(format="percent"),
+            "test acc": st.column_config.NumberColumn(format="percent"),
+        },
     )

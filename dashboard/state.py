@@ -78,7 +78,13 @@ def list_runs() -> list[run_store.RunInfo]:
                 )
                 run.status = run_status(d)
                 pending.append(run)
-    return sorted(runs + pending, key=lambda r: r.created, reverse=True)
+    runs += pending
+    # Newest first; a population's members stay together, in member order.
+    first: dict[str, float] = {}
+    for r in runs:
+        if r.status.get("group"):
+            first[r.status["group"]] = min(first.get(r.status["group"], r.created), r.created)
+    return sorted(runs, key=lambda r: (-first.get(r.status.get("group"), r.created), r.status.get("member") or 0))
 
 
 def population_members(info: dict[str, Any], runs: list[run_store.RunInfo]) -> list[run_store.RunInfo]:

@@ -20,7 +20,7 @@ from tensorboard.backend.event_processing import event_accumulator as ea
 
 from tests.test_data import write_idx_dataset
 from training import run_store
-from training.checkpoint import latest_step, truncate_metrics
+from training.checkpoint import checkpoint_steps, latest_step, resume_point, truncate_metrics
 from training.config import MnistConfig, RegressionConfig
 from training.errors import CannotResume
 from training.run import execute, resume
@@ -106,8 +106,9 @@ def test_killed_run_resumes_from_its_last_checkpoint(runs_root):
     proc.wait(timeout=30)
     status = run_store.read_status(run_dir)
     assert status["state"] == "crashed", proc.stderr.read().decode()[-2000:]  # it died mid-run
-    ckpt_step = latest_step(run_dir)
-    assert 10_000 <= ckpt_step < 80_000
+    # Normally the newest checkpoint; the one before if the kill beat that step's metrics to disk.
+    ckpt_step = resume_point(run_dir)
+    assert ckpt_step in checkpoint_steps(run_dir) and 5_000 <= ckpt_step < 80_000
 
     out = subprocess.run([sys.executable, "-m", "training", "resume", str(run_dir), "--quiet"], cwd=ROOT, env=env,
                          capture_output=True, text=True, timeout=300)
@@ -144,3 +145,13 @@ def test_truncate_metrics_keeps_steps_up_to_the_checkpoint(tmp_path):
     assert truncate_metrics(tmp_path, 20) == 1
     assert [r["step"] for r in run_store.read_metrics(tmp_path)[0]] == [10, 20]
     assert truncate_metrics(tmp_path, 20) == 0
+
+
+def test_resume_point_is_the_newest_checkpoint_with_its_metrics_on_disk(tmp_path):
+    for step in ("100", "200", "300.orbax-checkpoint-tmp-7"):  # the last one a save cut short
+        (tmp_path / "ckpt" / step).mkdir(parents=True)
+    assert resume_point(tmp_path) is None  # nothing logged yet
+    run_store.append_metrics(tmp_path, [{"step": s} for s in range(10, 191, 10)])
+    assert checkpoint_steps(tmp_path) == [100, 200] and resume_point(tmp_path) == 100  # step 200's record was lost
+    run_store.append_metrics(tmp_path, [{"step": 200}])
+    assert resume_point(tmp_path) == 200

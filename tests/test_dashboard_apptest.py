@@ -13,13 +13,15 @@ import os
 import subprocess
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard import launcher
+from dashboard import launcher, worker
+from dashboard import state as dashboard_state
 from training import run_store
 from training.__main__ import build_parser
 from training.config import parse_config
@@ -82,14 +84,20 @@ def fake_run(
     name: str | None = None,
     message: str | None = None,
     pid: int | None = None,
+    config: dict | None = None,
+    group: str | None = None,
+    member: int | None = None,
 ) -> Path:
-    """A run directory written the way a training process writes it."""
+    """A run directory written the way a training process writes it (a population member with `group`)."""
     name = name or f"fake-{task}-{state}"
     d = run_store.new_run_dir(root, task, name)
-    run_store.write_config(d, task, REG_CFG if task == "regression" else MNIST_CFG, name=name)
+    cfg = {**(REG_CFG if task == "regression" else MNIST_CFG), **(config or {})}
+    extra = {"group": group, "member": member} if group else {}
+    run_store.write_config(d, task, cfg, name=name, **extra)
     final = {"train/loss": 0.25} if task == "regression" else {"train/loss": 0.3, "test/acc": 0.87}
     run_store.write_status(
         d,
+        **extra,
         state=state,
         pid=pid or 2**22 + 12345,
         started=time.time() - 30,
@@ -137,6 +145,21 @@ def fake_run(
         np.savez(buf, images=np.zeros((16, 28, 28), np.uint8), labels=labels, preds=preds)
         (art / "samples.npz").write_bytes(buf.getvalue())
     return d
+
+
+def fake_population(
+    root: Path, task: str = "regression", lrs: tuple = (0.001, 0.005, 0.02), seeds: tuple = (0, 1), **kw: object
+) -> list[Path]:
+    """Members of one population, as `python -m training TASK --population lr=... --population seed=...` writes them."""
+    group = f"20250101-000000-fake-pop-{len(list(root.iterdir())):04x}"
+    combos = [(lr, seed) for lr in lrs for seed in seeds]
+    return [
+        fake_run(
+            root, task, name=f"pop #{i} (lr={lr:g} seed={seed})", config={"lr": lr, "seed": seed},
+            group=group, member=i, **kw,  # type: ignore[arg-type]
+        )
+        for i, (lr, seed) in enumerate(combos)
+    ]
 
 
 def wait_status(run_dir: Path, states: tuple[str, ...], timeout: float = 180.0, min_step: int = 0) -> dict:
@@ -327,3 +350,246 @@ def test_live_page_reads_metrics_incrementally(root: Path) -> None:
     at.run()
     assert trace_lengths(at.get("plotly_chart")[1]) == [11]
     assert at.session_state["_metrics_cache"][str(d)]["offset"] > first_offset
+
+
+# -- warm worker -----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def warm_pool(monkeypatch: pytest.MonkeyPatch) -> Iterator[worker.WorkerPool]:
+    """This test's own worker pool (in place of the module's), its worker ready; killed afterwards."""
+    pool = worker.WorkerPool()
+    monkeypatch.setattr(worker, "_POOL", pool)
+    monkeypatch.delenv("JAXDASH_WARM_WORKER", raising=False)
+    pool.ensure()
+    assert pool.worker is not None and pool.worker.wait_ready(180), list(pool.worker.output if pool.worker else [])
+    yield pool
+    waiting = pool.worker
+    pool.close()
+    assert waiting is None or waiting.proc.poll() is not None  # an unused worker does not outlive the server
+
+
+def linked_dataset(src: Path, dest: Path) -> Path:
+    """A data folder holding `src`'s four IDX files (symlinks)."""
+    dest.mkdir(parents=True)
+    for f in src.iterdir():
+        (dest / f.name).symlink_to(f)
+    return dest
+
+
+def test_start_goes_to_the_warm_worker_with_the_current_environment(
+    root: Path, warm_pool: worker.WorkerPool, fashion_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Set after the worker started: the run only finds "mnist" if the job carried the environment over.
+    monkeypatch.setenv("JAXDASH_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    linked_dataset(fashion_dir, tmp_path / "data" / "mnist")
+    ready_pid = warm_pool.worker.proc.pid  # type: ignore[union-attr]
+    at = app()
+    at.segmented_control(key="task").set_value("mnist").run()
+    assert any("MNIST: found in" in c.value and str(tmp_path / "data") in c.value for c in at.caption)
+    at.text_input(key="mnist_run_name").input("warm")
+    at.text_input(key="mnist_train_limit").input("512")
+    at.text_input(key="mnist_test_limit").input("256")
+    at.number_input(key="mnist_epochs").set_value(1)
+    at.selectbox(key="mnist_wandb").set_value("disabled")
+    at.form_submit_button[0].click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    (run_dir,) = list(root.iterdir())
+    info = launcher.launch_info(run_dir)
+    assert info["via"] == "worker" and info["pid"] == ready_pid
+    status = wait_status(run_dir, ("finished", "failed", "crashed"))
+    assert status["state"] == "finished", status
+    assert status["pid"] == ready_pid  # the worker became the run's process
+    assert '"state": "finished"' in (run_dir / "process.log").read_text()
+    deadline = time.monotonic() + 60  # a replacement starts once the run has written metrics
+    while (warm_pool.worker is None or warm_pool.worker.proc.pid == ready_pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert warm_pool.worker is not None and warm_pool.worker.proc.pid != ready_pid
+
+
+def test_dead_or_mismatched_worker_falls_back_to_a_cold_start(
+    root: Path, warm_pool: worker.WorkerPool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cfg = parse_config("regression", {"steps": 50})
+    dead = warm_pool.worker
+    dead.proc.kill()  # type: ignore[union-attr]
+    dead.proc.wait(10)  # type: ignore[union-attr]
+    cold = launcher.launch(cfg, wandb_mode="disabled")
+    assert launcher.launch_info(cold)["via"] == "cold"
+    assert wait_status(cold, ("finished", "failed", "crashed"))["state"] == "finished"
+    fresh = warm_pool.worker
+    assert fresh is not None and fresh is not dead and fresh.wait_ready(180)
+    # XLA_FLAGS is read when JAX starts, which the waiting worker already did: it cannot take this run.
+    monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=2")
+    other = launcher.launch(cfg, wandb_mode="disabled")
+    assert launcher.launch_info(other)["via"] == "cold"
+    assert wait_status(other, ("finished", "failed", "crashed"))["state"] == "finished"
+    assert fresh.proc.wait(10) is not None  # replaced by a worker started with the new flags
+    assert warm_pool.worker is not None and warm_pool.worker.env.get("XLA_FLAGS") == os.environ["XLA_FLAGS"]
+
+
+def test_worker_fits_only_jobs_it_can_run_as_a_fresh_process() -> None:
+    w = object.__new__(worker.Worker)
+    w.env = {"JAXDASH_RUNS": "/a", "WANDB_MODE": "offline", "XLA_FLAGS": "-x"}
+    assert w.fits({"JAXDASH_RUNS": "/b", "WANDB_MODE": "disabled", "XLA_FLAGS": "-x", "JAXDASH_DATA_DIR": "/d"})
+    assert not w.fits({"JAXDASH_RUNS": "/a", "XLA_FLAGS": "-x"})  # WANDB_MODE would stay set in the worker
+    assert not w.fits({"JAXDASH_RUNS": "/a", "WANDB_MODE": "offline", "XLA_FLAGS": "-y"})
+    assert not w.fits({**w.env, "JAX_PLATFORMS": "cpu"})
+    assert worker.job_env({"PATH": "/bin", "WANDB_X": "1", "XLA_FLAGS": "f", "JAXDASH_Y": "2"}) == {
+        "WANDB_X": "1",
+        "XLA_FLAGS": "f",
+        "JAXDASH_Y": "2",
+    }
+
+
+# -- populations -----------------------------------------------------------------------------------
+
+
+def test_population_form_shows_k_and_reports_bad_lists(root: Path) -> None:
+    at = app()
+    at.toggle(key="regression_pop_on").set_value(True).run()
+    at.text_input(key="regression_pop_lr").input("0.001, 0.005, 0.02").run()
+    at.text_input(key="regression_pop_seed").input("0,1").run()
+    assert any("K = 6 runs" in c.value for c in at.caption)
+    assert at.form_submit_button[0].label == "Start population (6 runs)"
+    assert at.text_input(key="regression_lr").disabled and at.number_input(key="regression_seed").disabled
+    at.text_input(key="regression_pop_lr").input("0.001, fast").run()
+    at.form_submit_button[0].click().run()
+    errors = [e.value for e in at.error]
+    assert any(e.startswith("**population**") and "'fast'" in e for e in errors), errors
+    at.text_input(key="regression_pop_lr").input("0.01").run()
+    at.text_input(key="regression_pop_seed").input("").run()
+    at.form_submit_button[0].click().run()
+    assert any("at least two" in e.value for e in at.error)
+    assert list(root.iterdir()) == []
+
+
+def test_start_population_from_the_page_and_watch_every_member(root: Path) -> None:
+    at = app()
+    at.toggle(key="regression_pop_on").set_value(True).run()
+    at.text_input(key="regression_pop_lr").input("0.001, 0.005, 0.02").run()
+    at.text_input(key="regression_pop_seed").input("0, 1").run()
+    at.text_input(key="regression_run_name").input("pop")
+    at.number_input(key="regression_steps").set_value(300)
+    at.selectbox(key="regression_wandb").set_value("disabled")
+    at.form_submit_button[0].click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    (launch_dir,) = list(root.iterdir())
+    assert at.query_params["run"] == launch_dir.name and launcher.launch_info(launch_dir)["members"] == 6
+    deadline = time.monotonic() + 180
+    while len(list(root.glob("*/config.json"))) < 6 and time.monotonic() < deadline:
+        time.sleep(0.3)
+    members = sorted(p.parent for p in root.glob("*/config.json"))
+    for d in members:
+        assert wait_status(d, ("finished", "failed", "crashed", "diverged"))["state"] == "finished"
+    live = app("views/live.py", run=launch_dir.name)  # the launch id now stands for the population
+    assert any(c.value.startswith("Population `") and "6 members" in c.value for c in live.caption)
+    fit, loss = live.get("plotly_chart")
+    names = [t["name"] for t in json.loads(fit.proto.spec)["data"]]
+    assert len(names) == 2 + 6 and any(n.startswith("lr=0.02 seed=1: y = ") for n in names)
+    assert len(trace_lengths(loss)) == 6 and min(trace_lengths(loss)) == 30
+    assert len(live.dataframe[0].value) == 6
+    df = app("views/runs.py").dataframe[0].value
+    assert len(df) == 6 and df["group"].nunique() == 1  # the launch row gave way to its members
+
+
+def test_live_shows_every_member_of_a_population(root: Path) -> None:
+    reg = fake_population(root, "regression", state="running", pid=os.getpid())
+    at = app("views/live.py", run=reg[3].name)
+    fit, loss = at.get("plotly_chart")
+    assert len(trace_lengths(fit)) == 2 + 6 and len(trace_lengths(loss)) == 6
+    assert [b.label for b in at.button] == ["Stop all"]
+    mnist = fake_population(root, "mnist", lrs=(0.001, 0.003), seeds=(0,), state="stopped")
+    at = app("views/live.py", run=mnist[1].name)
+    loss, acc = at.get("plotly_chart")
+    assert [t["name"] for t in json.loads(acc.proto.spec)["data"]] == ["lr=0.001", "lr=0.003"]
+    at.segmented_control(key="group_acc_split").set_value("test").run()
+    assert trace_lengths(at.get("plotly_chart")[1]) == [5, 5]  # test accuracy: one point per evaluation
+    assert list(at.dataframe[0].value["member"]) == ["lr=0.001", "lr=0.003"]
+
+
+def test_runs_table_shows_groups_and_selects_a_whole_population(root: Path) -> None:
+    single = fake_run(root, "regression", "finished", name="single")
+    pop = fake_population(root, "regression")
+    at = app("views/runs.py", selected_ids=[pop[2].name, single.name])
+    df = at.dataframe[0].value
+    assert df["group"].notna().sum() == 6 and df.loc[df["name"] == "single", "group"].isna().all()
+    at.button(key=next(b.key for b in at.button if b.label == "Select whole population (6)")).click().run()
+    assert not at.exception
+    assert set(at.session_state["selected_ids"]) == {d.name for d in pop} | {single.name}
+    assert len(trace_lengths(at.get("plotly_chart")[0])) == 7  # compare: every member plus the single run
+
+
+# -- resume ------------------------------------------------------------------------------------------
+
+
+def test_resume_button_only_for_stopped_or_crashed_runs_with_a_checkpoint(root: Path) -> None:
+    stopped = fake_run(root, "regression", "stopped", name="no-ckpt")
+    at = app("views/live.py", run=stopped.name)
+    assert all(b.key != "resume_run" for b in at.button)
+    (stopped / "ckpt" / "100").mkdir(parents=True)
+    (stopped / "ckpt" / "200.orbax-checkpoint-tmp-1").mkdir()
+    at = app("views/live.py", run=stopped.name)
+    assert at.button(key="resume_run").label == "Resume"
+    assert app("views/detail.py", run=stopped.name).button(key="detail_resume").label == "Resume"
+    finished = fake_run(root, "regression", "finished")
+    (finished / "ckpt" / "100").mkdir(parents=True)
+    assert all(b.key != "detail_resume" for b in app("views/detail.py", run=finished.name).button)
+
+
+def test_resume_button_continues_a_stopped_run_in_a_new_process(root: Path) -> None:
+    cfg = parse_config("regression", {"steps": 20000, "log_every": 100})
+    run_dir = launcher.launch(cfg, name="to-resume", wandb_mode="disabled")
+    first_pid = launcher.launch_info(run_dir)["pid"]
+    wait_status(run_dir, ("running",), min_step=1)
+    launcher.stop(run_dir)
+    stopped = wait_status(run_dir, ("stopped", "finished", "failed", "crashed"), timeout=60)
+    assert stopped["state"] == "stopped" and launcher.has_checkpoint(run_dir), stopped
+    at = app("views/live.py", run=run_dir.name)
+    at.button(key="resume_run").click().run()
+    assert not at.exception
+    resume = launcher.launch_info(run_dir)["resume"]
+    assert resume["pid"] != first_pid and resume["command"][3:5] == ["resume", str(run_dir)]
+    assert dashboard_state.run_status(run_dir)["state"] in ("starting", "running", "finished")  # no longer "stopped"
+    deadline = time.monotonic() + 120
+    while run_store.read_status(run_dir).get("pid") != resume["pid"] and time.monotonic() < deadline:
+        time.sleep(0.2)
+    status = wait_status(run_dir, ("finished", "failed", "crashed", "stopped"))
+    assert status["state"] == "finished" and status["resumed_from"] > 0 and status["pid"] == resume["pid"], status
+    steps = [r["step"] for r in run_store.read_metrics(run_dir)[0]]
+    assert steps == sorted(set(steps)) and steps[-1] == 20000  # continued, nothing logged twice
+    at = app("views/live.py", run=run_dir.name)
+    assert all(b.key != "resume_run" for b in at.button)
+
+
+# -- detail page -----------------------------------------------------------------------------------
+
+
+def test_tensorboard_button_starts_tensorboard_and_links_to_it(root: Path) -> None:
+    d = fake_run(root, "regression", "finished")
+    at = app("views/detail.py", run=d.name)
+    try:
+        at.button(key="tb_start").click().run()
+        assert not at.exception and not at.error, [e.value for e in at.error]
+        (link,) = [b for b in at.get("link_button") if b.proto.label == "Open TensorBoard"]
+        url = link.proto.url
+        assert url.startswith("http://127.0.0.1:")
+        with urllib.request.urlopen(url, timeout=10) as r:
+            assert r.status == 200
+    finally:
+        launcher.close_tensorboards()
+    with pytest.raises(OSError):
+        urllib.request.urlopen(url, timeout=5)
+
+
+def test_mnist_form_says_which_datasets_are_available_locally(
+    root: Path, fashion_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("JAXDASH_DATA_DIR", raising=False)
+    at = app()
+    at.segmented_control(key="task").set_value("mnist").run()
+    (note,) = [c.value for c in at.caption if "MNIST:" in c.value]
+    assert "MNIST: not found locally, will be downloaded to" in note and "needs internet" in note
+    assert f"Fashion-MNIST: found in `{fashion_dir}`" in note

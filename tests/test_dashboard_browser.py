@@ -1,10 +1,11 @@
 """End to end in a real browser: `streamlit run` + headless Chromium (Playwright), a real training run.
 
-Saves test-artifacts/e2e_regression.png (and docs/screenshot.png for the README).
+Saves test-artifacts/e2e_regression.png. The README's screenshots come from scripts/screenshots.py.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from dashboard.serve import CHROMIUM, CHROMIUM_ARGS, Server, start_server
+from tests.test_dashboard_apptest import fake_run
 from training import run_store
 
 playwright = pytest.importorskip("playwright.sync_api")
@@ -62,8 +64,6 @@ def test_start_regression_run_from_the_page_and_watch_it(server: tuple[Server, P
             assert sum(points[1]) >= 100  # loss curve: one point per chunk (3000 steps / 10)
             assert page.locator("text=Traceback").count() == 0
             page.screenshot(path=str(ARTIFACTS / "e2e_regression.png"), full_page=True)
-            (REPO / "docs").mkdir(exist_ok=True)
-            page.screenshot(path=str(REPO / "docs" / "screenshot.png"), full_page=True)
 
             # A second tab (or a reload) finds the same run: the state lives in the run directory.
             other = browser.new_page(viewport={"width": 1400, "height": 950})
@@ -79,3 +79,22 @@ def test_start_regression_run_from_the_page_and_watch_it(server: tuple[Server, P
     (run_dir,) = [d for d in runs.iterdir() if d.is_dir()]
     assert run_store.read_status(run_dir)["state"] == "finished"
     assert (run_store.read_json(run_dir / "config.json") or {}).get("name") == "e2e-regression"
+
+
+def test_detail_page_refreshes_while_its_run_is_active(server: tuple[Server, Path]) -> None:
+    srv, runs = server
+    runs.mkdir(parents=True, exist_ok=True)
+    run_dir = fake_run(runs, "mnist", "running", n=20, pid=os.getpid())  # "running" while this test lives
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 950})
+        try:
+            page.goto(f"{srv.url}/detail?run={run_dir.name}")
+            loss_points = f"(() => {{ const c = {PLOT_POINTS_JS}; return c.length && c[0].reduce((a, b) => a + b, 0); }})()"
+            page.wait_for_function(f"{loss_points} === 20", timeout=60_000, polling=100)
+            run_store.append_metrics(run_dir, [{"step": 999, "wall": 9.0, "ts": time.time(), "train/loss": 0.01}])
+            page.wait_for_function(f"{loss_points} === 21", timeout=15_000, polling=100)  # no click, no reload
+            run_store.write_status(run_dir, state="finished", ended=time.time())
+            page.get_by_text("finished").first.wait_for(timeout=15_000)
+        finally:
+            browser.close()

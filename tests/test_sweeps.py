@@ -8,8 +8,12 @@ every value the sweep can pick must pass `parse_config`. No training happens her
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
+import os
 import random
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +23,8 @@ import yaml
 from training.__main__ import build_parser
 from training.config import CONFIG_CLASSES, parse_config
 
-SWEEPS = sorted((Path(__file__).resolve().parents[1] / "sweeps").glob("*.yaml"))
+ROOT = Path(__file__).resolve().parents[1]
+SWEEPS = sorted((ROOT / "sweeps").glob("*.yaml"))
 
 
 def sample(spec: dict[str, Any], rng: random.Random) -> Any:
@@ -76,15 +81,18 @@ def test_sweep_tasks_cover_both_cli_tasks():
     assert tasks == set(CONFIG_CLASSES)
 
 
-def test_wandb_keeps_the_agents_run_id(tmp_path, monkeypatch):
-    """Under an agent, WANDB_RUN_ID names the run the sweep created; the writer must not replace it."""
-    from training.writers.wandb_writer import WandbWriter
+def test_wandb_keeps_the_agents_run_id(tmp_path):
+    """Under an agent, WANDB_RUN_ID names the run the sweep created; the writer must not replace it.
 
-    monkeypatch.setenv("WANDB_SWEEP_ID", "abc123")
-    monkeypatch.setenv("WANDB_RUN_ID", "agentrun7")
-    writer = WandbWriter(tmp_path, {"lr": 0.01}, name="trial", mode="offline")
-    try:
-        assert writer.active, writer.info
-        assert writer.info["id"] == "agentrun7"
-    finally:
-        writer.close("finished")
+    In a subprocess: wandb reads WANDB_SWEEP_ID once per process, as it would under the agent.
+    """
+    code = (
+        "import json, sys; from training.writers.wandb_writer import WandbWriter; "
+        "w = WandbWriter(sys.argv[1], {'lr': 0.01}, name='trial', mode='offline'); "
+        "print(json.dumps(w.info)); w.close('finished')"
+    )
+    env = {**os.environ, "WANDB_SWEEP_ID": "abc123", "WANDB_RUN_ID": "agentrun7", "WANDB_MODE": "offline"}
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    info = json.loads(out.stdout.strip().splitlines()[-1])
+    assert info["mode"] == "offline" and info["id"] == "agentrun7", info

@@ -57,8 +57,8 @@ def train_regression_population(
     optimizer = regression.make_optimizer(cfg)
     update = regression.make_update(optimizer)
 
-    # Members are initialised one by one exactly as single runs are (op by op; after the first member
-    # every op is cached), then stacked: a jitted, vmapped init compiled for seconds on the CPU.
+    # Each member is initialised exactly as its single run is, then stacked: op by op this is fast
+    # (every op is cached after the first member), while a jitted, vmapped init took ~3 s to compile.
     data = [regression.make_data(c) for c in cfgs]
     x, y = jnp.stack([d[0] for d in data]), jnp.stack([d[1] for d in data])
     params = _stack([regression.init(jax.random.key(c.seed)) for c in cfgs])

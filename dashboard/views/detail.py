@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import shlex
 from pathlib import Path
@@ -13,8 +14,10 @@ import streamlit as st
 
 from components import figures
 from components.widgets import status_badge
-from dashboard import panels, state
+from dashboard import groups, panels, state
 from training import run_store
+
+DETAIL_REFRESH_S = 1.0  # slower than Live: this page also redraws the confusion matrix and images
 
 
 def results(run: run_store.RunInfo, records: list[dict[str, Any]]) -> None:
@@ -99,19 +102,16 @@ def tracking(run: run_store.RunInfo) -> None:
             st.caption(f"All runs under the runs root; filter by `{run.run_id}`.")
 
 
-def page() -> None:
-    """Pick a run, then show its summary, results, config and tracking links."""
-    st.title("Run detail")
-    run = panels.pick_run(state.list_runs())
-    if run is None:
-        st.info("No runs yet.")
-        return
+def summary(run: run_store.RunInfo, was_active: bool) -> None:
+    """Badge, progress, CSV, Resume and results: re-read on every refresh while the run is active."""
+    status = state.run_status(run.path)
+    run = dataclasses.replace(run, status=status)
     records = state.all_metrics(run.path)
-    head = st.columns([1, 6, 2], vertical_alignment="center")
+    head = st.columns([1, 6, 2, 2], vertical_alignment="center")
     with head[0]:
-        status_badge(run.status.get("state"))
+        status_badge(status.get("state"))
     with head[1]:
-        panels.progress(run.status)
+        panels.progress(status)
     with head[2]:
         st.download_button(
             "Metrics CSV",
@@ -121,8 +121,26 @@ def page() -> None:
             icon=":material/download:",
             on_click="ignore",
         )
-    panels.problem_message(run.status)
+    with head[3]:
+        panels.resume_control(run.path, status, "detail_resume")
+    panels.problem_message(status)
     results(run, records)
+    if was_active and not state.is_active(status):
+        st.rerun()  # full rerun: final results, and no more refresh timer
+
+
+def page() -> None:
+    """Pick a run, then show its summary, results, config and tracking links (refreshing while it trains)."""
+    st.title("Run detail")
+    run = panels.pick_run(state.list_runs())
+    if run is None:
+        st.info("No runs yet.")
+        return
+    group = groups.group_of(run)
+    if group:
+        st.caption(f"Member {run.status.get('member')} of population `{group}`; the Live page shows all its members.")
+    active = state.is_active(run.status)
+    st.fragment(panels.guarded(summary), run_every=DETAIL_REFRESH_S if active else None)(run, active)
     tracking(run)
     with st.expander("Configuration and command"):
         st.dataframe(

@@ -61,15 +61,19 @@ def page() -> None:
         "Task", list(TASKS), format_func=TASKS.get, default="regression", required=True, key="task"
     )
     errors = dict(st.session_state.get(f"errors_{task}", {}))
+    population_error = errors.pop("population", None)
     population = population_input(task, POPULATION_FIELDS)
     label = "Start run"
     if population is not None:
         k = groups.population_size(population)
-        varied = " × ".join(f"{len(groups.split_list(v))} {POPULATION_FIELDS[f].lower()}" for f, v in population.items() if v.strip())
-        st.caption(f"**K = {k}** runs ({varied}), trained together in one process." if k > 1 else "K = 1: list at least two values.")
-        if "population" in errors:
-            field_error("population", errors.pop("population"))
-        label = f"Start population ({k} runs)" if k > 1 else label
+        sizes = [f"{len(groups.split_list(v))} {POPULATION_FIELDS[f].lower()}" for f, v in population.items() if v.strip()]
+        if k > 1:
+            st.caption(f"**K = {k} runs** ({' × '.join(sizes)}), trained together in one process.")
+            label = f"Start population ({k} runs)"
+        else:
+            st.caption("K = 1: list at least two values (comma-separated).")
+        if population_error:
+            field_error("population", population_error)
     notes = None
     if task == "mnist":
         data_dir = st.session_state.get("mnist_data_dir") or None

@@ -1,4 +1,4 @@
-"""Live: watch one run train, refreshed by a fragment while it is active."""
+"""Live: watch one run (or every member of its population) train, refreshed while it is active."""
 
 from __future__ import annotations
 
@@ -7,28 +7,47 @@ from pathlib import Path
 import streamlit as st
 
 from components.widgets import status_badge
-from dashboard import launcher, panels, state
+from dashboard import groups, launcher, panels, state
 from training import run_store
+
+
+def head(
+    status: dict, active: bool, stop_dir: Path | None, resume_dir: Path, resume_status: dict, stop_label: str,
+    resume_label: str = "Resume",
+) -> None:
+    """Badge, progress, and Stop (while active) or Resume (stopped/crashed with a checkpoint)."""
+    cols = st.columns([1, 6, 2], vertical_alignment="center")
+    with cols[0]:
+        status_badge(status.get("state"))
+    with cols[1]:
+        panels.progress(status)
+    with cols[2]:
+        if active and stop_dir is not None:
+            if st.button(stop_label, icon=":material/stop:", key="stop_run", type="secondary"):
+                launcher.stop(stop_dir)
+        else:
+            panels.resume_control(resume_dir, resume_status, "resume_run", resume_label)
+    if active and stop_dir is not None and run_store.stop_requested(stop_dir):
+        st.caption("Stopping after the current chunk…")
 
 
 def live_panel(run_dir: Path, task: str, was_active: bool) -> None:
     """Everything that changes while a run trains: read incrementally, then drawn."""
     status = state.run_status(run_dir)
+    info = launcher.launch_info(run_dir)
+    if info.get("population") and not (run_dir / "config.json").exists():
+        first = state.launched_population(run_dir.name, state.list_runs())
+        if first is not None:  # the population's members exist now: show them
+            state.remember_run(first.run_id)
+            st.rerun()
     records = state.poll_metrics(run_dir)
     cfg = (run_store.read_json(run_dir / "config.json") or {}).get("config", {})
     active = state.is_active(status)
-    head = st.columns([1, 6, 1], vertical_alignment="center")
-    with head[0]:
-        status_badge(status.get("state"))
-    with head[1]:
-        panels.progress(status)
-    with head[2]:
-        if active and st.button("Stop", icon=":material/stop:", key="stop_run", type="secondary"):
-            launcher.stop(run_dir)
-    if active and run_store.stop_requested(run_dir):
-        st.caption("Stopping after the current chunk…")
+    head(status, active, run_dir, run_dir, status, "Stop")
     if status.get("state") == "starting":
-        st.info("Starting the training process (importing JAX, loading data)…", icon=":material/hourglass_top:")
+        what = f"a population of {info['members']} runs" if info.get("population") else "the training process"
+        doing = "resuming from the latest checkpoint" if status.get("resuming") else "importing JAX, loading data"
+        st.info(f"Starting {what} ({doing})…", icon=":material/hourglass_top:")
     panels.problem_message(status)
     key = run_dir.name
     if task == "regression":
@@ -49,14 +68,70 @@ def live_panel(run_dir: Path, task: str, was_active: bool) -> None:
         st.rerun()  # full rerun: redraw the page without the refresh timer
 
 
+def group_panel(members: list[run_store.RunInfo], selected: str, was_active: bool) -> None:
+    """Every member of a population: K fitted lines, K loss and accuracy curves, one row each."""
+    statuses = [state.run_status(m.path) for m in members]
+    records = [state.poll_metrics(m.path) for m in members]
+    names = groups.labels(members)
+    active = any(state.is_active(s) for s in statuses)
+    sel = next(i for i, m in enumerate(members) if m.run_id == selected)
+    live = next((m.path for m, s in zip(members, statuses, strict=True) if state.is_active(s)), None)
+    head(
+        {**statuses[sel], "state": groups.group_state(statuses)}, active, live, members[sel].path, statuses[sel],
+        "Stop all", f"Resume {names[sel]}",
+    )
+    counts: dict[str, int] = {}
+    for s in statuses:
+        counts[s.get("state", "?")] = counts.get(s.get("state", "?"), 0) + 1
+    st.caption(" · ".join(f"{n} {k}" for k, n in counts.items()))
+    bad = [(n, s) for n, s in zip(names, statuses, strict=True) if s.get("state") in panels.PROBLEM_STATES]
+    if len(bad) == len(members) and len({s.get("message") for _, s in bad}) == 1:
+        panels.problem_message(bad[0][1])  # one failure for all (e.g. no dataset): say it once
+    else:
+        for n, s in bad:
+            st.error(f"{n}: {s.get('message') or 'the run ' + s['state'] + '.'}", icon=":material/error:")
+    key = members[0].status.get("group", "group")
+    if members[0].task == "regression":
+        left, right = st.columns([3, 2])
+        with left:
+            seeds_vary = "seed" in groups.varied([m.config for m in members])
+            panels.group_fit([m.path for m in members], records, names, f"group_fit_{key}", seeds_vary)
+        with right:
+            panels.members_table(members, statuses, records, names)
+            panels.group_curves(records, names, "train/loss", f"group_loss_{key}", title="Train loss")
+    else:
+        panels.members_table(members, statuses, records, names)
+        left, right = st.columns(2)
+        with left:
+            panels.group_curves(records, names, "train/loss", f"group_loss_{key}", title="Train loss")
+        with right:
+            split = st.segmented_control(
+                "Accuracy", ["train", "test"], default="train", required=True, key="group_acc_split",
+                label_visibility="collapsed",
+            )
+            tag = f"{split}/acc"
+            panels.group_curves(records, names, tag, f"group_acc_{key}", title=f"{split.capitalize()} accuracy", accuracy=True)
+    if was_active and not active:
+        st.rerun()
+
+
 def page() -> None:
-    """Run picker, then the live panel (auto-refreshing only while the run is active)."""
+    """Run picker, then the live panel of the run or its population (auto-refreshing only while active)."""
     st.title("Live")
     runs = state.list_runs()
     run = panels.pick_run(runs)
     if run is None:
         st.info("No runs yet.", icon=":material/info:")
         st.page_link("views/launch.py", label="Start one", icon=":material/rocket_launch:")
+        return
+    group = groups.group_of(run)
+    if group:
+        members = groups.members(runs, group)
+        fields = groups.varied([m.config for m in members])
+        st.caption(f"Population `{group}` · {len(members)} members · varying {', '.join(fields) or 'nothing'}")
+        active = any(state.is_active(m.status) for m in members)
+        interval = state.LIVE_REFRESH_S if active else None
+        st.fragment(panels.guarded(group_panel), run_every=interval)(members, run.run_id, active)
         return
     st.caption(" · ".join(x for x in (run.task, panels.key_config(run.task, run.config)) if x))
     active = state.is_active(run.status)

@@ -11,7 +11,7 @@ import streamlit as st
 
 from components import figures, series
 from components.widgets import runs_table
-from dashboard import launcher, panels, state
+from dashboard import groups, launcher, panels, state
 from training import run_store
 
 X_AXES = {"step": "step", "wall": "relative time (s)"}
@@ -27,6 +27,7 @@ def runs_frame(runs: list[run_store.RunInfo]) -> pd.DataFrame:
         rows.append(
             {
                 "name": r.name,
+                "group": groups.group_of(r),
                 "task": r.task,
                 "status": s.get("state", "?"),
                 "config": panels.key_config(r.task, r.config),
@@ -39,9 +40,8 @@ def runs_frame(runs: list[run_store.RunInfo]) -> pd.DataFrame:
                 "run_id": r.run_id,
             }
         )
-    return pd.DataFrame(
-        rows, columns=["name", "task", "status", "config", "final loss", "test acc", "duration", "started", "run_id"]
-    )
+    columns = ["name", "group", "task", "status", "config", "final loss", "test acc", "duration", "started", "run_id"]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def compare(selected: list[run_store.RunInfo]) -> None:
@@ -72,9 +72,33 @@ def compare(selected: list[run_store.RunInfo]) -> None:
     panels.chart(fig, "compare_chart")
 
 
-def actions(selected: list[run_store.RunInfo]) -> None:
-    """Open, stop, download and delete (with a confirmation) for the selected runs."""
+def _select(table_key: str, runs: list[run_store.RunInfo], ids: list[str]) -> None:
+    """Callback: make `ids` the table's selection (applied when the table is drawn next)."""
+    rows = [i for i, r in enumerate(runs) if r.run_id in ids]
+    st.session_state[table_key] = {"selection": {"rows": rows, "columns": [], "cells": []}}
+    st.session_state["selected_ids"] = [runs[i].run_id for i in rows]
+
+
+def select_groups(runs: list[run_store.RunInfo], selected: list[run_store.RunInfo], table_key: str, row: object) -> None:
+    """A button per population the selection touches but does not hold whole: select all its members."""
+    chosen = {r.run_id for r in selected}
+    for group in dict.fromkeys(g for g in map(groups.group_of, selected) if g):
+        ids = [m.run_id for m in groups.members(runs, group)]
+        if not set(ids) <= chosen:
+            row.button(  # type: ignore[attr-defined]
+                f"Select whole population ({len(ids)})",
+                icon=":material/select_all:",
+                key=f"select_group_{group}",
+                help=f"Select every member of {group} to compare them.",
+                on_click=_select,
+                args=(table_key, runs, sorted(chosen | set(ids))),
+            )
+
+
+def actions(selected: list[run_store.RunInfo], runs: list[run_store.RunInfo], table_key: str) -> None:
+    """Open, select population, stop, download and delete (with a confirmation) for the selected runs."""
     row = st.container(horizontal=True)
+    select_groups(runs, selected, table_key, row)
     if len(selected) == 1:
         run = selected[0]
         if row.button("Open detail", icon=":material/insights:"):
@@ -138,7 +162,7 @@ def body() -> None:
     if not selected:
         st.caption("Select runs in the table to compare their curves, download or delete them.")
         return
-    actions(selected)
+    actions(selected, runs, key)
     compare(selected)
 
 

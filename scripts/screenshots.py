@@ -1,0 +1,192 @@
+"""Screenshots of every dashboard page, taken the way a user gets there (real runs, headless Chromium).
+
+  .venv/bin/python scripts/screenshots.py [--out test-artifacts/screenshots] [--docs]
+
+Starts `streamlit run dashboard/app.py` on a fresh runs root, then in the browser: fills a
+population on New run, starts a regression population and two Fashion-MNIST runs, and
+captures Live (population, MNIST while it trains), Runs & compare (two runs overlaid) and Run
+detail (confusion matrix). With --docs the best ones also go to docs/ for the README.
+Needs Fashion-MNIST locally (apt-get install dataset-fashion-mnist); takes a few minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from playwright.sync_api import Page, sync_playwright  # noqa: E402
+
+from dashboard.serve import CHROMIUM, CHROMIUM_ARGS, start_server  # noqa: E402
+from training import run_store  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+VIEWPORT = {"width": 1400, "height": 950}
+PLOT_POINTS_JS = (
+    "Array.from(document.querySelectorAll('.js-plotly-plot')).map(g => (g._fullData || []).map(t => t._length || 0))"
+)
+
+
+def settle(page: Page, seconds: float = 1.0) -> None:
+    """Let plotly finish drawing (and Streamlit its reruns) before a screenshot."""
+    page.wait_for_load_state("networkidle")
+    time.sleep(seconds)
+
+
+def new_run_form(page: Page, url: str, task: str) -> None:
+    """Open New run on `task` with its form ready."""
+    page.goto(url)
+    page.get_by_role("button", name="Start run").wait_for(timeout=60_000)
+    if task == "mnist":
+        page.get_by_text("MNIST / Fashion-MNIST", exact=True).click()
+        page.get_by_label("Train examples", exact=True).wait_for(timeout=30_000)
+
+
+def fill(page: Page, label: str, value: str) -> None:
+    """Type into the text or number input labelled `label`."""
+    box = page.get_by_label(label, exact=True)
+    box.fill(value)
+    box.press("Tab")
+
+
+def pick(page: Page, label: str, option: str) -> None:
+    """Choose `option` in the selectbox labelled `label`."""
+    page.get_by_role("combobox", name=label).click()
+    page.get_by_role("option", name=option, exact=True).click()
+
+
+def wait_state(run_dir: Path, states: tuple[str, ...], timeout: float = 600) -> dict:
+    """Poll status.json until the run is in one of `states`."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status = run_store.read_status(run_dir)
+        if status.get("state") in states:
+            return status
+        time.sleep(0.5)
+    raise TimeoutError(f"{run_dir.name} never reached {states}")
+
+
+def start_mnist(page: Page, url: str, runs: Path, name: str, optimizer: str, lr: str) -> Path:
+    """Start a full Fashion-MNIST run from the form; returns its run directory."""
+    new_run_form(page, url, "mnist")
+    fill(page, "Run name", name)
+    pick(page, "Dataset", "Fashion-MNIST")
+    pick(page, "Optimizer", optimizer)
+    fill(page, "Learning rate (lr)", lr)
+    fill(page, "Log every (steps)", "50")
+    fill(page, "Evaluate every (steps)", "500")
+    pick(page, "W&B mode", "offline")
+    before = set(runs.iterdir())
+    page.get_by_role("button", name="Start run").click()
+    page.wait_for_url("**/live?run=*", timeout=30_000)
+    (run_dir,) = set(runs.iterdir()) - before
+    return run_dir
+
+
+def select_rows(page: Page, rows: list[int]) -> None:
+    """Tick rows of the runs table (a canvas grid: click its row-marker column)."""
+    grid = page.locator("[data-testid='stDataFrame']").first
+    grid.wait_for(timeout=30_000)
+    box = grid.bounding_box()
+    assert box is not None
+    for r in rows:
+        page.mouse.click(box["x"] + 18, box["y"] + 35 * (r + 1) + 17)
+        time.sleep(1.0)
+
+
+def main() -> None:
+    """Start the app and a browser, make the runs, save the screenshots."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=REPO / "test-artifacts" / "screenshots")
+    ap.add_argument("--docs", action="store_true", help="also refresh docs/screenshot*.png")
+    args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix="jaxdash-shots-"))
+    runs = tmp / "runs"
+    srv = start_server(runs, tmp / "streamlit.log", env={"WANDB_MODE": "offline"})
+    shots: dict[str, Path] = {}
+
+    def shot(page: Page, name: str) -> None:
+        shots[name] = args.out / f"{name}.png"
+        page.screenshot(path=str(shots[name]), full_page=True)
+        print(f"saved {shots[name]}", flush=True)
+
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport=VIEWPORT)
+            time.sleep(5)  # the server's warm worker imports JAX meanwhile, as while a user reads the page
+
+            # New run with a population: 3 learning rates x 2 seeds.
+            new_run_form(page, srv.url, "regression")
+            page.get_by_text("Population: train several variants at once").click()
+            fill(page, "Learning rates", "0.0005, 0.002, 0.01")
+            fill(page, "Seeds", "0, 1")
+            fill(page, "Run name", "lr-sweep")
+            fill(page, "Steps", "6000")
+            pick(page, "W&B mode", "offline")
+            page.get_by_role("button", name="Start population (6 runs)").wait_for(timeout=30_000)
+            settle(page)
+            shot(page, "new_run_population")
+
+            # Live: the population's K fitted lines while it trains, then at the end.
+            page.get_by_role("button", name="Start population (6 runs)").click()
+            page.wait_for_url("**/live?run=*", timeout=30_000)
+            page.get_by_text("Population `").first.wait_for(timeout=120_000)
+            page.wait_for_function(
+                f"(() => {{ const c = {PLOT_POINTS_JS}; return c.length >= 2 && c[1].length >= 6 && c[1].every(n => n >= 20); }})()",
+                timeout=120_000,
+            )
+            settle(page, 0.5)
+            shot(page, "live_population_running")
+            page.get_by_text("6 finished").wait_for(timeout=300_000)
+            settle(page)
+            shot(page, "live_population")
+
+            # Two Fashion-MNIST runs: watch the first train, then compare them and open its detail.
+            first = start_mnist(page, srv.url, runs, "fashion-adam", "adam", "0.001")
+            page.wait_for_function(
+                f"(() => {{ const c = {PLOT_POINTS_JS}; return c.length >= 2 && c[1].some(n => n >= 3) && c[0][0] >= 40; }})()",
+                timeout=300_000,
+            )
+            settle(page, 0.5)
+            shot(page, "live_mnist")
+            wait_state(first, ("finished", "failed", "stopped", "crashed"))
+            second = start_mnist(page, srv.url, runs, "fashion-sgd", "sgd", "0.05")
+            wait_state(second, ("finished", "failed", "stopped", "crashed"))
+            time.sleep(1)
+
+            page.goto(f"{srv.url}/runs")
+            page.get_by_text("Select runs in the table").wait_for(timeout=60_000)
+            select_rows(page, [0, 1])
+            page.get_by_text("Smoothing (EMA)").wait_for(timeout=30_000)
+            pick(page, "Metric", "test/acc")
+            settle(page)
+            shot(page, "compare")
+
+            page.goto(f"{srv.url}/detail?run={first.name}")
+            page.get_by_text("Confusion matrix").first.wait_for(timeout=60_000)
+            settle(page, 2.0)
+            shot(page, "detail_mnist")
+            browser.close()
+    finally:
+        srv.stop()
+    if args.docs:
+        for name, doc in (
+            ("live_population", "screenshot"),
+            ("live_mnist", "screenshot_mnist"),
+            ("compare", "screenshot_compare"),
+        ):
+            if name in shots:
+                shutil.copyfile(shots[name], REPO / "docs" / f"{doc}.png")
+                print(f"docs/{doc}.png <- {shots[name].name}")
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
