@@ -79,6 +79,14 @@ def group_of(run: run_store.RunInfo) -> str | None:
     return run.status.get("group")
 
 
+def short_id(group: str | None) -> str | None:
+    """A group id without its leading date and time ("20250101-120000-lr-sweep-pop-2c61" -> "lr-sweep-pop-2c61")."""
+    if group is None:
+        return None
+    parts = group.split("-", 2)
+    return parts[2] if len(parts) == 3 and parts[0].isdigit() and parts[1].isdigit() else group
+
+
 def members(runs: Sequence[run_store.RunInfo], group: str) -> list[run_store.RunInfo]:
     """The runs of `group`, in member order."""
     return sorted((r for r in runs if group_of(r) == group), key=lambda r: r.status.get("member") or 0)

@@ -191,6 +191,15 @@ def resume_control(run_dir: Path, status: dict[str, Any], key: str, label: str =
         st.rerun()  # the whole page: it refreshes while the run is active again
 
 
+def _side_legend(fig: Any) -> Any:
+    """Legend at the right, one entry per line: K members on top would wrap into rows over the title."""
+    fig.update_layout(
+        legend=dict(orientation="v", yanchor="top", y=1, xanchor="left", x=1.02, font=dict(size=11)),
+        margin=dict(t=50, r=10),
+    )
+    return fig
+
+
 def member_colors(names: list[str]) -> dict[str, str]:
     """One color per population member, the same in every chart (the fit lines use this order too)."""
     return {n: figures.COLORS[i % len(figures.COLORS)] for i, n in enumerate(names)}
@@ -215,7 +224,9 @@ def group_fit(
         sample["x"], sample["y"], sample["true_weight"], sample["true_bias"], fits or None, shown or None,
         title=title, uirevision=key,
     )
-    chart(fig, key)
+    for trace, name in zip(fig.data[2:], shown, strict=False):
+        trace.name = name  # the member alone (its w and b are in the table and on hover), short enough for a side legend
+    chart(_side_legend(fig), key)
 
 
 def group_curves(
@@ -225,10 +236,11 @@ def group_curves(
     curves = {n: series.extract(r, tag) for n, r in zip(names, records, strict=True)}
     colors = member_colors(names)
     if accuracy:
-        fig = figures.accuracy_figure(curves, title=title, uirevision=key, colors=colors)
+        # Auto range: K members close together would be flat lines on a fixed 0-100% axis.
+        fig = figures.accuracy_figure(curves, title=title, uirevision=key, colors=colors, y_range=None)
     else:
         fig = figures.curves_figure(curves, title, tag.split("/")[-1], uirevision=key, colors=colors)
-    chart(fig, key)
+    chart(_side_legend(fig), key)
 
 
 def members_table(

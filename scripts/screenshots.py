@@ -27,6 +27,10 @@ from training import run_store  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 VIEWPORT = {"width": 1400, "height": 950}
+PLOTS_DRAWN_JS = (
+    "document.querySelectorAll('[data-testid=\"stPlotlyChart\"]').length === document.querySelectorAll('.js-plotly-plot')"
+    ".length && Array.from(document.querySelectorAll('.js-plotly-plot')).filter(g => (g._fullData || []).length).length"
+)
 PLOT_POINTS_JS = (
     "Array.from(document.querySelectorAll('.js-plotly-plot')).map(g => (g._fullData || []).map(t => t._length || 0))"
 )
@@ -45,6 +49,9 @@ def new_run_form(page: Page, url: str, task: str) -> None:
     if task == "mnist":
         page.get_by_text("MNIST / Fashion-MNIST", exact=True).click()
         page.get_by_label("Train examples", exact=True).wait_for(timeout=30_000)
+        page.wait_for_function(
+            "document.querySelectorAll('input[aria-label=\"Run name\"]').length === 1", timeout=30_000
+        )
 
 
 def fill(page: Page, label: str, value: str) -> None:
@@ -111,9 +118,16 @@ def main() -> None:
     srv = start_server(runs, tmp / "streamlit.log", env={"WANDB_MODE": "offline"})
     shots: dict[str, Path] = {}
 
-    def shot(page: Page, name: str) -> None:
+    def shot(page: Page, name: str, plots: int = 0) -> None:
         shots[name] = args.out / f"{name}.png"
+        # Streamlit scrolls inside its main container, so full_page alone would cut the page at the viewport.
+        height = page.evaluate("document.querySelector('[data-testid=\"stMain\"]')?.scrollHeight || 950")
+        page.set_viewport_size({"width": VIEWPORT["width"], "height": max(VIEWPORT["height"], int(height) + 20)})
+        time.sleep(0.5)
+        if plots:  # a live refresh can catch a chart between its old and new element: wait for all of them
+            page.wait_for_function(f"{PLOTS_DRAWN_JS} === {plots}", timeout=30_000, polling=50)
         page.screenshot(path=str(shots[name]), full_page=True)
+        page.set_viewport_size(VIEWPORT)
         print(f"saved {shots[name]}", flush=True)
 
     try:
@@ -137,16 +151,16 @@ def main() -> None:
             # Live: the population's K fitted lines while it trains, then at the end.
             page.get_by_role("button", name="Start population (6 runs)").click()
             page.wait_for_url("**/live?run=*", timeout=30_000)
-            page.get_by_text("Population `").first.wait_for(timeout=120_000)
+            page.get_by_text("varying lr, seed").first.wait_for(timeout=120_000)
             page.wait_for_function(
                 f"(() => {{ const c = {PLOT_POINTS_JS}; return c.length >= 2 && c[1].length >= 6 && c[1].every(n => n >= 20); }})()",
                 timeout=120_000,
             )
             settle(page, 0.5)
-            shot(page, "live_population_running")
+            shot(page, "live_population_running", plots=2)
             page.get_by_text("6 finished").wait_for(timeout=300_000)
             settle(page)
-            shot(page, "live_population")
+            shot(page, "live_population", plots=2)
 
             # Two Fashion-MNIST runs: watch the first train, then compare them and open its detail.
             first = start_mnist(page, srv.url, runs, "fashion-adam", "adam", "0.001")
@@ -155,7 +169,7 @@ def main() -> None:
                 timeout=300_000,
             )
             settle(page, 0.5)
-            shot(page, "live_mnist")
+            shot(page, "live_mnist", plots=2)
             wait_state(first, ("finished", "failed", "stopped", "crashed"))
             second = start_mnist(page, srv.url, runs, "fashion-sgd", "sgd", "0.05")
             wait_state(second, ("finished", "failed", "stopped", "crashed"))
@@ -167,12 +181,12 @@ def main() -> None:
             page.get_by_text("Smoothing (EMA)").wait_for(timeout=30_000)
             pick(page, "Metric", "test/acc")
             settle(page)
-            shot(page, "compare")
+            shot(page, "compare", plots=1)
 
             page.goto(f"{srv.url}/detail?run={first.name}")
             page.get_by_text("Confusion matrix").first.wait_for(timeout=60_000)
             settle(page, 2.0)
-            shot(page, "detail_mnist")
+            shot(page, "detail_mnist", plots=4)
             browser.close()
     finally:
         srv.stop()

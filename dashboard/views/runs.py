@@ -27,7 +27,7 @@ def runs_frame(runs: list[run_store.RunInfo]) -> pd.DataFrame:
         rows.append(
             {
                 "name": r.name,
-                "group": groups.group_of(r),
+                "group": groups.short_id(groups.group_of(r)),
                 "task": r.task,
                 "status": s.get("state", "?"),
                 "config": panels.key_config(r.task, r.config),
@@ -63,8 +63,10 @@ def compare(selected: list[run_store.RunInfo]) -> None:
         for r in selected
     }
     curves = {names[rid]: series.extract(recs, tag, x) for rid, recs in records.items()}
-    if "acc" in tag:
-        fig = figures.accuracy_figure(curves, title=tag, smoothing=smoothing, x_title=X_AXES[x], uirevision="compare")
+    if "acc" in tag:  # auto range: runs a few points apart would be flat lines on a fixed 0-100% axis
+        fig = figures.accuracy_figure(
+            curves, title=tag, smoothing=smoothing, x_title=X_AXES[x], uirevision="compare", y_range=None
+        )
     else:
         fig = figures.curves_figure(
             curves, tag, tag, x_title=X_AXES[x], smoothing=smoothing, log_y=log_y, uirevision="compare"
