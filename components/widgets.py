@@ -84,9 +84,7 @@ def _field_input(task: str, name: str, default: Any, disabled: bool = False) -> 
             label, value=float(default), step=0.1, format="%.3f", help=help_, key=key, disabled=disabled
         )
     if kind == "optimizer":
-        return st.selectbox(
-            label, OPTIMIZERS, index=OPTIMIZERS.index(default), help=help_, key=key, disabled=disabled
-        )
+        return st.selectbox(label, OPTIMIZERS, index=OPTIMIZERS.index(default), help=help_, key=key, disabled=disabled)
     if kind == "dataset":
         names = list(DATASET_SIZES)
         return st.selectbox(

@@ -31,7 +31,9 @@ def population_size(lists: Mapping[str, str]) -> int:
     return math.prod(len(split_list(t)) for t in lists.values() if split_list(t))
 
 
-def parse_population(task: str, raw: Mapping[str, Any], lists: Mapping[str, str]) -> tuple[dict[str, list[str]], Config]:
+def parse_population(
+    task: str, raw: Mapping[str, Any], lists: Mapping[str, str]
+) -> tuple[dict[str, list[str]], Config]:
     """Validate a population given as comma lists per varied field, e.g. {"lr": "0.001,0.01", "seed": "0,1"}.
 
     Args:

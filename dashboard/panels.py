@@ -186,7 +186,9 @@ def resume_control(run_dir: Path, status: dict[str, Any], key: str, label: str =
         st.warning(f"Resume failed: {status['resume_error']}", icon=":material/warning:")
     if status.get("state") not in state.RESUMABLE_STATES or not launcher.has_checkpoint(run_dir):
         return
-    if st.button(label, icon=":material/replay:", key=key, help="Continue from its latest checkpoint in a new process."):
+    if st.button(
+        label, icon=":material/replay:", key=key, help="Continue from its latest checkpoint in a new process."
+    ):
         launcher.resume(run_dir)
         st.rerun()  # the whole page: it refreshes while the run is active again
 
@@ -221,11 +223,19 @@ def group_fit(
         fits, shown = [f for f, _ in pairs], [n for _, n in pairs]
     title = f"Fits of {len(names)} members" + (" (data of the first seed)" if seeds_vary else "")
     fig = figures.regression_fit_figure(
-        sample["x"], sample["y"], sample["true_weight"], sample["true_bias"], fits or None, shown or None,
-        title=title, uirevision=key,
+        sample["x"],
+        sample["y"],
+        sample["true_weight"],
+        sample["true_bias"],
+        fits or None,
+        shown or None,
+        title=title,
+        uirevision=key,
     )
     for trace, name in zip(fig.data[2:], shown, strict=False):
-        trace.name = name  # the member alone (its w and b are in the table and on hover), short enough for a side legend
+        trace.name = (
+            name  # the member alone (its w and b are in the table and on hover), short enough for a side legend
+        )
     chart(_side_legend(fig), key)
 
 
@@ -244,12 +254,20 @@ def group_curves(
 
 
 def members_table(
-    members: list[run_store.RunInfo], statuses: list[dict[str, Any]], records: list[list[dict[str, Any]]], names: list[str]
+    members: list[run_store.RunInfo],
+    statuses: list[dict[str, Any]],
+    records: list[list[dict[str, Any]]],
+    names: list[str],
 ) -> None:
     """One row per member: its varied values, state, step and latest metrics."""
     rows = []
     for m, s, r, n in zip(members, statuses, records, names, strict=True):
-        row = {"member": n, "state": s.get("state", "?"), "step": s.get("step"), "train loss": last_value(r, "train/loss")}
+        row = {
+            "member": n,
+            "state": s.get("state", "?"),
+            "step": s.get("step"),
+            "train loss": last_value(r, "train/loss"),
+        }
         if m.task == "regression":
             row |= {"w": last_value(r, "regression/weight"), "b": last_value(r, "regression/bias")}
         else:

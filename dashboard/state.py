@@ -7,6 +7,7 @@ next poll rebuilds it from the run directories.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import Any
@@ -72,7 +73,13 @@ def list_runs() -> list[run_store.RunInfo]:
     if root.is_dir():
         for d in root.iterdir():
             info = launcher.launch_info(d) if d.is_dir() and d.name not in known else None
-            if info and not (info.get("population") and population_members(info, runs)):
+            if info and info.get("population") and not info.get("group"):
+                found = population_members(info, runs)
+                if found:  # remember it, so the launch stays hidden when its members are deleted later
+                    with contextlib.suppress(OSError):  # another session may be writing the same note
+                        run_store.atomic_write_json(d / "launch.json", {**info, "group": found[0].status["group"]})
+                    continue
+            if info and not info.get("group"):
                 run = run_store.RunInfo(
                     d.name, d, info.get("name", d.name), info.get("task", "?"), {}, {}, info.get("launched", 0.0)
                 )

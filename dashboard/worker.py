@@ -33,8 +33,10 @@ ENV_PREFIXES = ("JAXDASH_", "WANDB_", "JAX_")
 ENV_KEYS = ("XLA_FLAGS", "XDG_CACHE_HOME")
 # After a hand-off the next worker's imports (seconds of CPU) would slow down the run just handed
 # over on a small machine (measured: first record ~1 s later on 2 busy cores), so the replacement
-# starts once that run has written its first metrics, or after this many seconds at the latest.
+# starts SETTLE_S after that run has written its first metrics (time for the page to draw them),
+# or REPLACE_DELAY_S after the hand-off at the latest.
 REPLACE_DELAY_S = 10.0
+SETTLE_S = 1.0
 
 log = logging.getLogger(__name__)
 
@@ -186,7 +188,8 @@ class WorkerPool:
         while time.monotonic() < self._not_before and not self._closed:
             try:
                 if self._settled is not None and self._settled():
-                    break
+                    self._settled = None
+                    self._not_before = min(self._not_before, time.monotonic() + SETTLE_S)
             except OSError:
                 pass
             time.sleep(0.05)
@@ -202,8 +205,8 @@ class WorkerPool:
 
         Args:
           env: the job's environment (`job_env()`).
-          settled: polled after a hand-off; once True (e.g. the run wrote its first metrics) the
-            replacement starts without waiting the rest of `replace_delay_s`.
+          settled: polled after a hand-off; SETTLE_S after it holds (e.g. the run wrote its first
+            metrics) the replacement starts, without waiting the rest of `replace_delay_s`.
         """
         with self._lock:
             w = self._worker

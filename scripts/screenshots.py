@@ -16,6 +16,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -78,8 +79,10 @@ def wait_state(run_dir: Path, states: tuple[str, ...], timeout: float = 600) -> 
     raise TimeoutError(f"{run_dir.name} never reached {states}")
 
 
-def start_mnist(page: Page, url: str, runs: Path, name: str, optimizer: str, lr: str) -> Path:
-    """Start a full Fashion-MNIST run from the form; returns its run directory."""
+def start_mnist(
+    page: Page, url: str, runs: Path, name: str, optimizer: str, lr: str, filled: Callable[[], None] | None = None
+) -> Path:
+    """Start a full Fashion-MNIST run from the form (`filled` is called before Start); returns its run directory."""
     new_run_form(page, url, "mnist")
     fill(page, "Run name", name)
     pick(page, "Dataset", "Fashion-MNIST")
@@ -88,6 +91,8 @@ def start_mnist(page: Page, url: str, runs: Path, name: str, optimizer: str, lr:
     fill(page, "Log every (steps)", "50")
     fill(page, "Evaluate every (steps)", "500")
     pick(page, "W&B mode", "offline")
+    if filled is not None:
+        filled()
     before = set(runs.iterdir())
     page.get_by_role("button", name="Start run").click()
     page.wait_for_url("**/live?run=*", timeout=30_000)
@@ -163,7 +168,9 @@ def main() -> None:
             shot(page, "live_population", plots=2)
 
             # Two Fashion-MNIST runs: watch the first train, then compare them and open its detail.
-            first = start_mnist(page, srv.url, runs, "fashion-adam", "adam", "0.001")
+            first = start_mnist(
+                page, srv.url, runs, "fashion-adam", "adam", "0.001", lambda: shot(page, "new_run_mnist")
+            )
             page.wait_for_function(
                 f"(() => {{ const c = {PLOT_POINTS_JS}; return c.length >= 2 && c[1].some(n => n >= 3) && c[0][0] >= 40; }})()",
                 timeout=300_000,
@@ -192,7 +199,7 @@ def main() -> None:
         srv.stop()
     if args.docs:
         for name, doc in (
-            ("live_population", "screenshot"),
+            ("live_population_running", "screenshot"),
             ("live_mnist", "screenshot_mnist"),
             ("compare", "screenshot_compare"),
         ):

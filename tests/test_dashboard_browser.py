@@ -90,7 +90,9 @@ def test_detail_page_refreshes_while_its_run_is_active(server: tuple[Server, Pat
         page = browser.new_page(viewport={"width": 1400, "height": 950})
         try:
             page.goto(f"{srv.url}/detail?run={run_dir.name}")
-            loss_points = f"(() => {{ const c = {PLOT_POINTS_JS}; return c.length && c[0].reduce((a, b) => a + b, 0); }})()"
+            loss_points = (
+                f"(() => {{ const c = {PLOT_POINTS_JS}; return c.length && c[0].reduce((a, b) => a + b, 0); }})()"
+            )
             page.wait_for_function(f"{loss_points} === 20", timeout=60_000, polling=100)
             run_store.append_metrics(run_dir, [{"step": 999, "wall": 9.0, "ts": time.time(), "train/loss": 0.01}])
             page.wait_for_function(f"{loss_points} === 21", timeout=15_000, polling=100)  # no click, no reload

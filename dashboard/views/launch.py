@@ -66,7 +66,9 @@ def page() -> None:
     label = "Start run"
     if population is not None:
         k = groups.population_size(population)
-        sizes = [f"{len(groups.split_list(v))} {POPULATION_FIELDS[f].lower()}" for f, v in population.items() if v.strip()]
+        sizes = [
+            f"{len(groups.split_list(v))} {POPULATION_FIELDS[f].lower()}" for f, v in population.items() if v.strip()
+        ]
         if k > 1:
             st.caption(f"**K = {k} runs** ({' × '.join(sizes)}), trained together in one process.")
             label = f"Start population ({k} runs)"

@@ -12,7 +12,12 @@ from training import run_store
 
 
 def head(
-    status: dict, active: bool, stop_dir: Path | None, resume_dir: Path, resume_status: dict, stop_label: str,
+    status: dict,
+    active: bool,
+    stop_dir: Path | None,
+    resume_dir: Path,
+    resume_status: dict,
+    stop_label: str,
     resume_label: str = "Resume",
 ) -> None:
     """Badge, progress, and Stop (while active) or Resume (stopped/crashed with a checkpoint)."""
@@ -77,8 +82,13 @@ def group_panel(members: list[run_store.RunInfo], selected: str, was_active: boo
     sel = next(i for i, m in enumerate(members) if m.run_id == selected)
     live = next((m.path for m, s in zip(members, statuses, strict=True) if state.is_active(s)), None)
     head(
-        {**statuses[sel], "state": groups.group_state(statuses)}, active, live, members[sel].path, statuses[sel],
-        "Stop all", f"Resume {names[sel]}",
+        {**statuses[sel], "state": groups.group_state(statuses)},
+        active,
+        live,
+        members[sel].path,
+        statuses[sel],
+        "Stop all",
+        f"Resume {names[sel]}",
     )
     counts: dict[str, int] = {}
     for s in statuses:
@@ -106,11 +116,17 @@ def group_panel(members: list[run_store.RunInfo], selected: str, was_active: boo
             panels.group_curves(records, names, "train/loss", f"group_loss_{key}", title="Train loss")
         with right:
             split = st.segmented_control(
-                "Accuracy", ["train", "test"], default="train", required=True, key="group_acc_split",
+                "Accuracy",
+                ["train", "test"],
+                default="train",
+                required=True,
+                key="group_acc_split",
                 label_visibility="collapsed",
             )
             tag = f"{split}/acc"
-            panels.group_curves(records, names, tag, f"group_acc_{key}", title=f"{split.capitalize()} accuracy", accuracy=True)
+            panels.group_curves(
+                records, names, tag, f"group_acc_{key}", title=f"{split.capitalize()} accuracy", accuracy=True
+            )
     if was_active and not active:
         st.rerun()
 

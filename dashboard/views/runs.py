@@ -81,7 +81,9 @@ def _select(table_key: str, runs: list[run_store.RunInfo], ids: list[str]) -> No
     st.session_state["selected_ids"] = [runs[i].run_id for i in rows]
 
 
-def select_groups(runs: list[run_store.RunInfo], selected: list[run_store.RunInfo], table_key: str, row: object) -> None:
+def select_groups(
+    runs: list[run_store.RunInfo], selected: list[run_store.RunInfo], table_key: str, row: object
+) -> None:
     """A button per population the selection touches but does not hold whole: select all its members."""
     chosen = {r.run_id for r in selected}
     for group in dict.fromkeys(g for g in map(groups.group_of, selected) if g):
