@@ -115,6 +115,16 @@ def _candidates(name: str, data_dir: str | os.PathLike | None) -> list[Path]:
     return out
 
 
+def find_local(name: str, data_dir: str | os.PathLike | None = None) -> Path | None:
+    """The first folder in the search order that holds all four files of `name`, or None."""
+    return next((p for p in _candidates(name, data_dir) if _complete(p)), None)
+
+
+def download_target(name: str, data_dir: str | os.PathLike | None = None) -> Path:
+    """Where a download of `name` would be written."""
+    return _download_target(name, data_dir)
+
+
 def _download_target(name: str, data_dir: str | os.PathLike | None) -> Path:
     if data_dir:
         return Path(data_dir).expanduser()

@@ -16,10 +16,10 @@ POPULATION_FIELDS = {"lr": "Learning rates", "seed": "Seeds"}
 def dataset_note(name: str, data_dir: str | None) -> str:
     """Where a run would get dataset `name`: the local folder it uses, or a download (which needs internet)."""
     # training.data's own search order (no JAX in that module); see its docstring.
-    found = next((p for p in data._candidates(name, data_dir or None) if data._complete(p)), None)
+    found = data.find_local(name, data_dir or None)
     if found is not None:
         return f"{dataset_title(name)}: found in `{found}`"
-    target = data._download_target(name, data_dir or None)
+    target = data.download_target(name, data_dir or None)
     return f"{dataset_title(name)}: not found locally, will be downloaded to `{target}` on first run (needs internet)"
 
 
