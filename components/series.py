@@ -159,12 +159,15 @@ def progress_text(status: Mapping[str, Any]) -> str:
     if sps is not None and sps > 0:
         parts.append(f"{sps:,.0f} steps/s" if sps >= 100 else f"{sps:.3g} steps/s")
     running = status.get("state", "running") == "running"
-    if running and sps and step is not None and total and total > step:
-        parts.append(f"ETA {_fmt_duration((total - step) / sps)}")
-    wall = _num(status.get("wall_seconds"))
+    wall, compile_s = _num(status.get("wall_seconds")), _num(status.get("compile_seconds"))
+    # ETA from the end-to-end rate (logging, evaluation and checkpoints included), not the
+    # chunk's compute rate alone, which is far higher when a run logs every few steps.
+    busy = (wall or 0.0) - (compile_s or 0.0)
+    rate = step / busy if step and busy > 0 else sps
+    if running and rate and step is not None and total and total > step:
+        parts.append(f"ETA {_fmt_duration((total - step) / rate)}")
     if not running and wall is not None:
         parts.append(f"took {_fmt_duration(wall)}")
-    compile_s = _num(status.get("compile_seconds"))
     if compile_s is not None:
         parts.append(f"compile {compile_s:.1f} s")
     return " · ".join(parts) if parts else "waiting for the first step…"

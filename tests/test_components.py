@@ -296,3 +296,10 @@ def test_progress_text_long_eta_finished_and_empty() -> None:
     s = {"state": "finished", "step": 500, "total_steps": 500, "steps_per_sec": "nan", "wall_seconds": 75}
     assert progress_text(s) == "step 500/500 · took 1 min 15 s"
     assert progress_text({}) == "waiting for the first step…"
+
+
+def test_progress_eta_uses_the_end_to_end_rate_not_the_compute_rate() -> None:
+    # 600 of 6,000 steps in 3 s after a 1 s compile: 300 steps/s overall, although each chunk
+    # computes at 19,000 steps/s (the rest is logging). ETA = 5,400 / 300 = 18 s.
+    s = {"state": "running", "step": 600, "total_steps": 6000, "steps_per_sec": 19000, "wall_seconds": 3.0, "compile_seconds": 1.0}
+    assert progress_text(s) == "step 600/6,000 · 19,000 steps/s · ETA 18 s · compile 1.0 s"
