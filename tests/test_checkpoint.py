@@ -71,7 +71,8 @@ def test_stopped_regression_resumes_to_the_uninterrupted_result(runs_root, monke
     assert tb_steps(part) == tb_steps(full) == list(range(10, 301, 10))
     # W&B: the same run id continued in a second offline folder; the sync command uploads both, in order.
     folders = sorted(glob.glob(str(part / "wandb" / "offline-run-*")))
-    assert len(folders) == 2 and {f.rsplit("-", 1)[-1] for f in folders} == {status["wandb"]["id"]}
+    # offline-run-<time>-<id>, with "-1" appended by wandb when both processes started in the same second
+    assert len(folders) == 2 and all(f"-{status['wandb']['id']}" in Path(f).name for f in folders)
     assert status["wandb"]["sync_command"] == "wandb sync " + " ".join(folders)
 
 

@@ -89,7 +89,7 @@ def test_wandb_keeps_the_agents_run_id(tmp_path):
     code = (
         "import json, sys; from training.writers.wandb_writer import WandbWriter; "
         "w = WandbWriter(sys.argv[1], {'lr': 0.01}, name='trial', mode='offline'); "
-        "print(json.dumps(w.info)); w.close('finished')"
+        "w.wait_ready(60); print(json.dumps(w.info)); w.close('finished')"
     )
     env = {**os.environ, "WANDB_SWEEP_ID": "abc123", "WANDB_RUN_ID": "agentrun7", "WANDB_MODE": "offline"}
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)

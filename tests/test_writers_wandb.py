@@ -77,7 +77,7 @@ def test_offline_run_round_trip(tmp_path):
     run_dir = tmp_path / "run-1"
     run_dir.mkdir()
     w = WandbWriter(run_dir, CONFIG, name="nice name", mode="offline", fit_interval=0.0)
-    assert w.active, w.info
+    assert w.active and w.wait_ready(60), w.info
     info = w.info
     assert info["mode"] == "offline" and info["url"] is None and info["id"] == "run-1"
     assert Path(info["dir"]).parent == run_dir / "wandb"
@@ -119,6 +119,7 @@ def test_offline_run_round_trip(tmp_path):
 
 def test_flushed_rows_reach_the_file_before_close(tmp_path):
     w = WandbWriter(tmp_path, CONFIG, mode="offline")
+    assert w.wait_ready(60), w.info  # rows logged before the run exists wait for it (next test)
     for step in STEPS[:3]:
         w.write_scalars(step, {"train/loss": 1.0})
         w.flush()
@@ -150,6 +151,21 @@ def test_resume_continues_the_run_id_in_a_group(tmp_path):
     assert [logged_steps(inspect_records(f), "train/loss") for f in folders] == [[10], [20]]
 
 
+def test_rows_logged_while_init_is_running_are_kept(tmp_path):
+    (tmp_path / "status.json").write_text("{}")
+    w = WandbWriter(tmp_path, CONFIG, mode="offline")
+    assert not w._ready.is_set(), "the constructor returned before wandb.init finished"
+    for step in STEPS[:3]:  # training goes on meanwhile; these rows wait for the run
+        w.write_scalars(step, {"train/loss": float(step)})
+        w.flush()
+    w.write_summary({"train/loss": 0.5})
+    w.close("finished")
+    assert logged_steps(inspect_records(w.info["dir"]), "train/loss") == STEPS[:3]
+    assert inspect_summary(w.info["dir"])["summary"]["train/loss"] == 0.5, "the final summary wins over the rows"
+    status = json.loads((tmp_path / "status.json").read_text())
+    assert status["wandb"]["sync_command"] == f"wandb sync {w.info['dir']}", "info reaches status.json when ready"
+
+
 @pytest.mark.parametrize(("state", "code"), [("failed", 1), ("diverged", 3)])
 def test_failed_runs_finish_with_nonzero_exit_code(tmp_path, state, code):
     w = WandbWriter(tmp_path, CONFIG, mode="offline")
@@ -179,7 +195,8 @@ def test_online_failure_falls_back_to_offline_and_never_raises(tmp_path, monkeyp
     monkeypatch.setenv("JAXDASH_WANDB_INIT_TIMEOUT", "2")
     t0 = time.monotonic()
     w = WandbWriter(tmp_path, CONFIG, mode="online")
-    assert time.monotonic() - t0 < 30
+    assert time.monotonic() - t0 < 1.0, "init runs in the background: training never waits for W&B"
+    assert w.wait_ready(60) and time.monotonic() - t0 < 30
     assert w.active and w.info["mode"] == "offline" and w.info["error"]
     w.write_scalars(5, {"train/loss": 0.5})
     w.close()

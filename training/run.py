@@ -83,11 +83,6 @@ def open_writer(
     if group is not None:
         extra["group"] = group
     writer, info = build_writer(run_dir, cfg, name=name, wandb_mode=wandb_mode, tensorboard=tensorboard, console=console, **extra)
-    wb = info.get("wandb") or {}
-    if resume_step is not None and wb.get("sync_command"):
-        # Offline, every process of a run writes its own offline-run-* folder under the same id;
-        # `wandb sync` uploads them in start-time order into one run, so list them all.
-        wb["sync_command"] = "wandb sync " + " ".join(sorted(str(p) for p in (run_dir / "wandb").glob("offline-run-*")))
     run_store.write_status(run_dir, **info)
     if resume_step is None:
         writer.write_hparams(config_to_dict(cfg))

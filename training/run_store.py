@@ -27,6 +27,7 @@ import re
 import secrets
 import shutil
 import socket
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ from typing import Any
 
 DEFAULT_ROOT = Path(os.environ.get("JAXDASH_RUNS", "runs"))
 TERMINAL_STATES = ("finished", "failed", "diverged", "stopped", "crashed")
+_STATUS_LOCK = threading.Lock()
 _SLUG = re.compile(r"[^a-z0-9_-]+")
 
 
@@ -69,7 +71,7 @@ def new_run_dir(root: str | os.PathLike | None, task: str, name: str | None = No
 
 def atomic_write_json(path: Path, data: Any) -> None:
     """Write JSON so a reader sees the old or the new file, never half of one."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     with open(tmp, "w") as f:
         json.dump(_jsonable(data), f, indent=1, allow_nan=False)
         f.flush()
@@ -120,10 +122,11 @@ def write_status(run_dir: Path, **fields: Any) -> dict[str, Any]:
     (dict: mode, url, sync_command, dir), updated.
     """
     path = run_dir / "status.json"
-    status = read_json(path, {}) or {}
-    status.update(fields)
-    status["updated"] = time.time()
-    atomic_write_json(path, status)
+    with _STATUS_LOCK:  # writers' background threads update it too: no lost read-modify-write
+        status = read_json(path, {}) or {}
+        status.update(fields)
+        status["updated"] = time.time()
+        atomic_write_json(path, status)
     return status
 
 

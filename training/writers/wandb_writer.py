@@ -4,7 +4,10 @@
   netrc, looked up locally), else offline, so nobody is prompted and nothing
   waits on the network. A run logged offline is uploaded later with the
   `sync_command` this writer reports.
-* Any failure in `wandb.init` warns once, records the error in `info`, and
+* `wandb.init` runs in a background thread, so training starts without waiting
+  for the wandb service (or the network); calls made meanwhile are buffered and
+  the run's info (sync command, URL) reaches status.json when init is done.
+  Any failure in `wandb.init` warns once, records the error in `info`, and
   leaves the writer inactive (an online failure first falls back to offline).
 * Rows are buffered per step and logged with `commit=True` at `flush`, once per
   chunk: wandb only writes a step's row when a later step arrives, so without
@@ -126,27 +129,58 @@ class WandbWriter(MetricWriter):
         self.info = {"mode": mode, "requested_mode": requested}
         if mode == "disabled":
             return
-        error = self._init(mode, cfg_dict, name)
-        if error and mode == "online":
-            log.warning("W&B online init failed (%s); logging offline instead.", error)
-            self.info["error"] = error
-            self.info["mode"] = mode = "offline"
-            _teardown()  # the service still holds the failed run's id; a fresh one accepts it offline
-            error = self._init(mode, cfg_dict, name)
-        if error:
-            log.warning("W&B disabled for this run: %s", error)
-            self.info.update(mode="disabled", error=error)
-            return
+        # wandb.init starts the wandb-core service (about a second offline, up to init_timeout
+        # online); training must not wait for it. Calls made meanwhile are buffered and logged
+        # once the run exists; close() waits for it.
         self.active = True
-        # wandb imports pandas (if installed) at the first media/histogram, ~0.3 s: now, not mid-run.
-        if importlib.util.find_spec("pandas") is not None:
-            import pandas  # noqa: F401
-        sync_dir = str(getattr(self.run.settings, "sync_dir", "") or "")
-        self.info.update(dir=sync_dir, project=self.run.project, id=self.run.id, url=None)
-        if mode == "online":
-            self.info["url"] = self.run.url
-        else:
-            self.info["sync_command"] = f"wandb sync {sync_dir}"
+        self._ready = threading.Event()
+        self._pending_hparams: dict[str, Any] = {}
+        self._pending_summary: dict[str, float] = {}
+        self._thread = threading.Thread(
+            target=self._start, args=(mode, dict(cfg_dict), name), name="wandb-init", daemon=True
+        )
+        self._thread.start()
+
+    def _start(self, mode: str, cfg_dict: dict[str, Any], name: str | None) -> None:
+        """Background thread: init (falling back from online to offline), then publish the info."""
+        try:
+            error = self._init(mode, cfg_dict, name)
+            if error and mode == "online":
+                log.warning("W&B online init failed (%s); logging offline instead.", error)
+                self.info["error"] = error
+                self.info["mode"] = mode = "offline"
+                _teardown()  # the service still holds the failed run's id; a fresh one accepts it offline
+                error = self._init(mode, cfg_dict, name)
+            if error:
+                log.warning("W&B disabled for this run: %s", error)
+                self.info.update(mode="disabled", error=error)
+                self.active = False
+                return
+            # wandb imports pandas (if installed) at the first media/histogram, ~0.3 s: now, not mid-run.
+            if importlib.util.find_spec("pandas") is not None:
+                import pandas  # noqa: F401
+            sync_dir = str(getattr(self.run.settings, "sync_dir", "") or "")
+            self.info.update(dir=sync_dir, project=self.run.project, id=self.run.id, url=None)
+            if mode == "online":
+                self.info["url"] = self.run.url
+            else:
+                # A resumed run has one offline folder per process, all with the same id; `wandb sync`
+                # uploads them in start-time order into one run.
+                folders = sorted(str(p) for p in (self.run_dir / "wandb").glob("offline-run-*")) or [sync_dir]
+                self.info["sync_command"] = "wandb sync " + " ".join(folders)
+            self._ready.set()
+        finally:
+            from training import run_store
+
+            if (self.run_dir / "status.json").exists():
+                run_store.write_status(self.run_dir, wandb=self.info)
+
+    def wait_ready(self, timeout: float | None = None) -> bool:
+        """Block until the run exists (True) or init failed / timed out (False)."""
+        if not self.active:
+            return False
+        self._thread.join(timeout)
+        return self._ready.is_set()
 
     def _init(self, mode: str, cfg_dict: Mapping[str, Any], name: str | None) -> str | None:
         """Start the run; returns an error string instead of raising."""
@@ -188,7 +222,10 @@ class WandbWriter(MetricWriter):
     def write_hparams(self, hparams: Mapping[str, Any]) -> None:
         """Config was given at init; later values (e.g. resolved settings) are merged in."""
         if self.active:
-            self.run.config.update(dict(hparams), allow_val_change=True)
+            self._pending_hparams.update(hparams)
+            if self._ready.is_set():
+                self.run.config.update(self._pending_hparams, allow_val_change=True)
+                self._pending_hparams = {}
 
     def write_scalars(self, step: int, scalars: Mapping[str, float], progress: Progress | None = None) -> None:
         """Buffer scalars for `step`; they are logged at the next `flush`."""
@@ -235,11 +272,17 @@ class WandbWriter(MetricWriter):
     def write_summary(self, metrics: Mapping[str, float]) -> None:
         """Final metrics as the run summary."""
         if self.active:
-            self.run.summary.update({k: float(np.asarray(v)) for k, v in metrics.items()})
+            self._pending_summary.update({k: float(np.asarray(v)) for k, v in metrics.items()})
+            if self._ready.is_set():
+                self.run.summary.update(self._pending_summary)
+                self._pending_summary = {}
 
     def flush(self) -> None:
-        """Log buffered rows in step order, each committed so the service writes it now."""
-        if not self.active or not self._rows:
+        """Log buffered rows in step order, each committed so the service writes it now.
+
+        Until the run exists (init in progress) rows stay buffered.
+        """
+        if not self.active or not self._rows or not self._ready.is_set():
             return
         rows, self._rows = self._rows, {}
         for step in sorted(rows):
@@ -278,12 +321,19 @@ class WandbWriter(MetricWriter):
         if not self.active or self._closed:
             return
         self._closed = True
+        if not self.wait_ready(_timeout("JAXDASH_WANDB_INIT_TIMEOUT", 15.0) * 2 + 5):
+            if self.active:
+                log.warning("W&B init did not finish; this run's W&B log is incomplete.")
+            return
         try:
             if self._pending_fit is not None:
                 self._log_fit(*self._pending_fit)
             if self._report is not None:
                 self._log_report()
             self.flush()
+            # After the rows: logging a row sets the summary to its values, the final ones win.
+            self.write_hparams({})
+            self.write_summary({})
             self.run.summary["run/state"] = state
             if message:
                 self.run.summary["run/message"] = message
