@@ -180,6 +180,19 @@ def wait_status(run_dir: Path, states: tuple[str, ...], timeout: float = 180.0, 
     raise AssertionError(f"run never reached {states}: {status}\n{log}")
 
 
+def submit_mnist_form(at: AppTest, name: str, epochs: int, dataset: str | None = None, **texts: str) -> None:
+    """Fill the MNIST form (W&B off; `texts` are text fields such as train_limit) and press Start."""
+    at.text_input(key="mnist_run_name").input(name)
+    if dataset is not None:
+        at.selectbox(key="mnist_dataset").set_value(dataset)
+    for field, value in texts.items():
+        at.text_input(key=f"mnist_{field}").input(value)
+    at.number_input(key="mnist_epochs").set_value(epochs)
+    at.selectbox(key="mnist_wandb").set_value("disabled")
+    at.form_submit_button[0].click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+
+
 def trace_lengths(chart: object) -> list[int]:
     """Number of points of each trace in an st.plotly_chart element (plotly may send typed arrays as base64)."""
     spec = json.loads(chart.proto.spec)  # type: ignore[attr-defined]
@@ -270,13 +283,7 @@ def test_cli_run_appears_in_the_table(root: Path) -> None:
 def test_stop_button_stops_a_real_mnist_run(root: Path) -> None:
     at = app()
     at.segmented_control(key="task").set_value("mnist").run()
-    at.text_input(key="mnist_run_name").input("apptest-stop")
-    at.selectbox(key="mnist_dataset").set_value("fashion_mnist")
-    at.text_input(key="mnist_train_limit").input("20000")
-    at.number_input(key="mnist_epochs").set_value(30)
-    at.selectbox(key="mnist_wandb").set_value("disabled")
-    at.form_submit_button[0].click().run()
-    assert not at.exception and not at.error, [e.value for e in at.error]
+    submit_mnist_form(at, "apptest-stop", epochs=30, dataset="fashion_mnist", train_limit="20000")
     (run_dir,) = list(root.iterdir())
     wait_status(run_dir, ("running",), min_step=1)
     live = app("views/live.py", run=run_dir.name)
@@ -393,13 +400,7 @@ def test_start_goes_to_the_warm_worker_with_the_current_environment(
     at = app()
     at.segmented_control(key="task").set_value("mnist").run()
     assert any("MNIST: found in" in c.value and str(tmp_path / "data") in c.value for c in at.caption)
-    at.text_input(key="mnist_run_name").input("warm")
-    at.text_input(key="mnist_train_limit").input("512")
-    at.text_input(key="mnist_test_limit").input("256")
-    at.number_input(key="mnist_epochs").set_value(1)
-    at.selectbox(key="mnist_wandb").set_value("disabled")
-    at.form_submit_button[0].click().run()
-    assert not at.exception and not at.error, [e.value for e in at.error]
+    submit_mnist_form(at, "warm", epochs=1, train_limit="512", test_limit="256")
     (run_dir,) = list(root.iterdir())
     info = launcher.launch_info(run_dir)
     assert info["via"] == "worker" and info["pid"] == ready_pid
