@@ -59,6 +59,7 @@ SHA256: dict[str, dict[str, str]] = {
         FILES[3]: "67da17c76eaffca5446c3361aaab5c3cd6d1c2608764d35dfb1850b086bf8dd5",
     },
 }
+DATASET_SIZES: dict[str, tuple[int, int]] = {"mnist": (60_000, 10_000), "fashion_mnist": (60_000, 10_000)}
 CLASS_NAMES: dict[str, tuple[str, ...]] = {
     "mnist": tuple(str(i) for i in range(10)),
     "fashion_mnist": (

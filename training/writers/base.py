@@ -1,9 +1,11 @@
 """The one writer interface training code logs through (after CLU's `metric_writers`).
 
-Training code receives a `MetricWriter` and never imports a tracking backend.
-Backends live next to this module, one per file; `MultiWriter` fans out.
-A backend that lacks a feature keeps the default no-op; a backend that fails
-warns once and carries on, so tracking can never stop training.
+Every method is general-purpose: scalars, images, texts, histograms, hparams and tables.
+Task-specific summaries (a fitted line, a confusion matrix) are turned into these calls in one
+place, `training.summaries`. Backends live next to this module, one per file, and override what
+they support; a call a backend lacks logs one warning and is dropped. `MultiWriter` is a loop:
+its first writer (the run store) is required, so its failures end the run; the others are
+best-effort and a failure warns once.
 """
 
 from __future__ import annotations
@@ -27,57 +29,63 @@ class Progress:
     epoch: int = 0  # 1-based epoch in progress (0 for tasks without epochs)
     total_epochs: int = 0
     wall_seconds: float = 0.0  # since the run started, compile included
-    compile_seconds: float | None = None  # time of the first (compiling) chunk beyond a steady one
+    compile_seconds: float | None = None  # time spent compiling chunks
     steps_per_sec: float | None = None  # steady-state rate over the last chunk
+    phase: str = "training"  # "loading data", "compiling", "training", "evaluating"
 
 
 @dataclass
-class ClassificationReport:
-    """End-of-run (or periodic) evaluation of a classifier on the test set."""
+class Table:
+    """Rows under named columns; a cell is a number, a string or a (small) nested list such as an image."""
 
-    class_names: Sequence[str]
-    confusion: np.ndarray  # [C, C] int, rows = true label, cols = predicted
-    images: np.ndarray  # [N, 28, 28] uint8 sample of test images
-    labels: np.ndarray  # [N] int true labels for `images`
-    preds: np.ndarray  # [N] int predicted labels for `images`
-    extra: dict[str, Any] = field(default_factory=dict)
+    columns: list[str]
+    rows: list[list[Any]] = field(default_factory=list)
 
+    @classmethod
+    def from_columns(cls, **columns: Sequence[Any] | np.ndarray) -> Table:
+        """A table from equally long columns, e.g. `Table.from_columns(x=xs, y=ys)`."""
+        names = list(columns)
+        values = [np.asarray(v).tolist() for v in columns.values()]
+        return cls(names, [list(row) for row in zip(*values, strict=True)])
 
-@dataclass
-class RegressionSnapshot:
-    """Data sample plus current fit, for fitted-line images."""
-
-    x: np.ndarray  # [N] sample of inputs (at most a few thousand)
-    y: np.ndarray  # [N]
-    weight: float
-    bias: float
-    true_weight: float
-    true_bias: float
+    def column(self, name: str) -> list[Any]:
+        """The values of one column."""
+        i = self.columns.index(name)
+        return [row[i] for row in self.rows]
 
 
 class MetricWriter:
-    """Base writer; every method is a no-op so a backend overrides what it supports."""
+    """Base writer. A backend overrides the calls it supports; any other call warns once and is dropped."""
+
+    def _lacks(self, method: str) -> None:
+        warned = self.__dict__.setdefault("_lacking_warned", set())
+        if method not in warned:
+            warned.add(method)
+            log.warning("%s does not support %s; those calls are skipped.", type(self).__name__, method)
 
     def write_hparams(self, hparams: Mapping[str, Any]) -> None:
-        """Config of the run, once at start."""
+        """The run's config (and any other settings), once at start."""
+        self._lacks("write_hparams")
 
     def write_scalars(self, step: int, scalars: Mapping[str, float], progress: Progress | None = None) -> None:
-        """Scalars for one step, e.g. {"train/loss": 0.3}; names carry a `group/` prefix."""
+        """Scalars of one step, e.g. {"train/loss": 0.3}; tags carry a `group/` prefix."""
+        self._lacks("write_scalars")
 
     def write_images(self, step: int, images: Mapping[str, np.ndarray]) -> None:
-        """HWC uint8 images keyed by tag."""
+        """HWC uint8 RGB images keyed by tag."""
+        self._lacks("write_images")
 
     def write_histograms(self, step: int, arrays: Mapping[str, np.ndarray]) -> None:
         """Arrays (e.g. layer weights) to summarise as histograms."""
+        self._lacks("write_histograms")
 
     def write_texts(self, step: int, texts: Mapping[str, str]) -> None:
-        """Markdown/plain text keyed by tag."""
+        """Markdown text keyed by tag."""
+        self._lacks("write_texts")
 
-    def write_regression(self, step: int, snap: RegressionSnapshot) -> None:
-        """Current regression fit over a data sample."""
-
-    def write_classification(self, step: int, report: ClassificationReport) -> None:
-        """Confusion matrix and sample predictions."""
+    def write_tables(self, step: int, tables: Mapping[str, Table]) -> None:
+        """Tables keyed by tag; a later table of the same tag supersedes the earlier one."""
+        self._lacks("write_tables")
 
     def write_summary(self, metrics: Mapping[str, float]) -> None:
         """Final metrics, once at the end (before close)."""
@@ -89,64 +97,76 @@ class MetricWriter:
         """End of run; `state` is finished | failed | diverged | stopped."""
 
 
+_METHODS = ("write_hparams", "write_scalars", "write_images", "write_histograms", "write_texts", "write_tables",
+            "write_summary", "flush", "close")
+
+
 class MultiWriter(MetricWriter):
-    """Fans every call out to several writers; one failing backend never stops the others."""
+    """Fans every call out; the first writer (the run store) is required, the others best-effort.
+
+    Args:
+      writers: the required writer first, then the optional ones.
+    """
 
     def __init__(self, writers: Sequence[MetricWriter]):
         self.writers = list(writers)
         self._warned: set[tuple[int, str]] = set()
 
-    def _each(self, method: str, *args: Any, **kwargs: Any) -> None:
+    def _each(self, method: str, *args: Any) -> None:
         for i, w in enumerate(self.writers):
+            if i == 0:
+                getattr(w, method)(*args)  # the run store: a failure ends the run (training.run reports it)
+                continue
             try:
-                getattr(w, method)(*args, **kwargs)
-            except Exception as exc:  # noqa: BLE001 - tracking must never stop training
+                getattr(w, method)(*args)
+            except Exception as exc:  # noqa: BLE001 - optional tracking must never stop training
                 if (i, method) not in self._warned:
                     self._warned.add((i, method))
-                    log.warning("%s.%s failed (%s: %s); continuing without it.", type(w).__name__, method, type(exc).__name__, exc)
+                    log.warning("%s.%s failed (%s: %s); continuing without it.", type(w).__name__, method,
+                                type(exc).__name__, exc)
 
-    def write_hparams(self, hparams):  # noqa: D102
-        self._each("write_hparams", hparams)
+    def close(self, state: str = "finished", message: str | None = None) -> None:
+        """Close every writer, the optional ones even when the required one fails."""
+        try:
+            self._each_optional("close", state, message)
+        finally:
+            if self.writers:
+                self.writers[0].close(state, message)
 
-    def write_scalars(self, step, scalars, progress=None):  # noqa: D102
-        self._each("write_scalars", step, scalars, progress)
+    def _each_optional(self, method: str, *args: Any) -> None:
+        for i, w in enumerate(self.writers[1:], start=1):
+            try:
+                getattr(w, method)(*args)
+            except Exception as exc:  # noqa: BLE001 - optional tracking must never stop training
+                if (i, method) not in self._warned:
+                    self._warned.add((i, method))
+                    log.warning("%s.%s failed (%s: %s).", type(w).__name__, method, type(exc).__name__, exc)
 
-    def write_images(self, step, images):  # noqa: D102
-        self._each("write_images", step, images)
 
-    def write_histograms(self, step, arrays):  # noqa: D102
-        self._each("write_histograms", step, arrays)
+def _fan_out(method: str) -> Any:
+    def call(self: MultiWriter, *args: Any) -> None:
+        self._each(method, *args)
 
-    def write_texts(self, step, texts):  # noqa: D102
-        self._each("write_texts", step, texts)
+    call.__name__ = method
+    call.__doc__ = getattr(MetricWriter, method).__doc__
+    return call
 
-    def write_regression(self, step, snap):  # noqa: D102
-        self._each("write_regression", step, snap)
 
-    def write_classification(self, step, report):  # noqa: D102
-        self._each("write_classification", step, report)
-
-    def write_summary(self, metrics):  # noqa: D102
-        self._each("write_summary", metrics)
-
-    def flush(self):  # noqa: D102
-        self._each("flush")
-
-    def close(self, state="finished", message=None):  # noqa: D102
-        self._each("close", state, message)
+for _name in _METHODS[:-1]:
+    setattr(MultiWriter, _name, _fan_out(_name))
 
 
 class MemoryWriter(MetricWriter):
-    """Keeps everything in lists; for tests and for callers that want the history back."""
+    """Keeps every call in lists; for tests and for callers that want the history back."""
 
     def __init__(self) -> None:
         self.hparams: dict[str, Any] = {}
         self.scalars: list[tuple[int, dict[str, float]]] = []
         self.progress: list[Progress] = []
-        self.regression: list[tuple[int, RegressionSnapshot]] = []
-        self.classification: list[tuple[int, ClassificationReport]] = []
         self.images: list[tuple[int, dict[str, np.ndarray]]] = []
         self.histograms: list[tuple[int, dict[str, np.ndarray]]] = []
+        self.texts: list[tuple[int, dict[str, str]]] = []
+        self.tables: list[tuple[int, dict[str, Table]]] = []
         self.summary: dict[str, float] = {}
         self.closed: tuple[str, str | None] | None = None
 
@@ -164,11 +184,11 @@ class MemoryWriter(MetricWriter):
     def write_histograms(self, step, arrays):  # noqa: D102
         self.histograms.append((step, dict(arrays)))
 
-    def write_regression(self, step, snap):  # noqa: D102
-        self.regression.append((step, snap))
+    def write_texts(self, step, texts):  # noqa: D102
+        self.texts.append((step, dict(texts)))
 
-    def write_classification(self, step, report):  # noqa: D102
-        self.classification.append((step, report))
+    def write_tables(self, step, tables):  # noqa: D102
+        self.tables.append((step, dict(tables)))
 
     def write_summary(self, metrics):  # noqa: D102
         self.summary = dict(metrics)
@@ -179,3 +199,8 @@ class MemoryWriter(MetricWriter):
     def series(self, name: str) -> list[tuple[int, float]]:
         """(step, value) pairs of one scalar."""
         return [(s, d[name]) for s, d in self.scalars if name in d]
+
+    def latest_table(self, tag: str) -> Table | None:
+        """The last table written under `tag`."""
+        found = [t[tag] for _, t in self.tables if tag in t]
+        return found[-1] if found else None

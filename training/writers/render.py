@@ -50,19 +50,26 @@ def _plot_line(img: np.ndarray, px: np.ndarray, py: np.ndarray, color: tuple[int
 
 
 def render_regression(
+    x: np.ndarray, y: np.ndarray, weight: float, bias: float, true_weight: float, true_bias: float, **size: int
+) -> np.ndarray:
+    """`render_fit` of the line w*x + b against the true line."""
+    xs = np.linspace(float(np.min(x)), float(np.max(x)), 2) if np.size(x) else np.zeros(0)
+    return render_fit(x, y, xs, weight * xs + bias, true_weight * xs + true_bias, **size)
+
+
+def render_fit(
     x: np.ndarray,
     y: np.ndarray,
-    weight: float,
-    bias: float,
-    true_weight: float,
-    true_bias: float,
+    curve_x: np.ndarray,
+    curve_y: np.ndarray,
+    truth_y: np.ndarray | None = None,
     width: int = 320,
     height: int = 240,
 ) -> np.ndarray:
-    """Scatter of (x, y), the true line dashed gray and the fitted line in orange.
+    """Scatter of (x, y), the true curve dashed gray (when given) and the model's curve in orange.
 
-    Axis ranges come from the data (with a margin), so the fitted line may leave
-    the frame early in training; the visible part is what matters.
+    Axis ranges come from the data (with a margin), so the curve may leave the frame early in
+    training; the visible part is what matters. Curves are drawn as polylines through their points.
     """
     x = np.asarray(x, dtype=np.float64).ravel()
     y = np.asarray(y, dtype=np.float64).ravel()
@@ -85,10 +92,8 @@ def render_regression(
             height - 1 - pad - (yv - y0) / (y1 - y0) * (height - 2 * pad - 1),
         )
 
-    # Light axes frame so the image reads as a plot.
-    img[height - pad, pad : width - pad] = GRAY
+    img[height - pad, pad : width - pad] = GRAY  # light axes frame so the image reads as a plot
     img[pad : height - pad + 1, pad] = GRAY
-    # At most 2000 points: more only paints the same pixels and costs time.
     if x.size > 2000:
         idx = np.linspace(0, x.size - 1, 2000).astype(int)
         x, y = x[idx], y[idx]
@@ -96,11 +101,14 @@ def render_regression(
     for dx, dy in ((0, 0), (1, 0), (0, 1), (1, 1)):
         _plot_line(img, px + dx, py + dy, POINT)
     xs = np.linspace(x0, x1, 4 * width)
-    tx, ty = to_px(xs, true_weight * xs + true_bias)
-    dashed = (np.arange(xs.size) // 24) % 2 == 0
-    _plot_line(img, tx[dashed], ty[dashed], GRAY, width=2)
-    if np.isfinite(weight) and np.isfinite(bias):
-        fx, fy = to_px(xs, weight * xs + bias)
+    cx = np.asarray(curve_x, dtype=np.float64).ravel()
+    if truth_y is not None:
+        tx, ty = to_px(xs, np.interp(xs, cx, np.asarray(truth_y, dtype=np.float64).ravel()))
+        dashed = (np.arange(xs.size) // 24) % 2 == 0
+        _plot_line(img, tx[dashed], ty[dashed], GRAY, width=2)
+    cy = np.asarray(curve_y, dtype=np.float64).ravel()
+    if cx.size and np.all(np.isfinite(cy)):
+        fx, fy = to_px(xs, np.interp(xs, cx, cy))
         _plot_line(img, fx, fy, FIT, width=3)
     return img
 

@@ -31,7 +31,9 @@ from training.writers.base import ClassificationReport, MetricWriter, Progress, 
 
 log = logging.getLogger(__name__)
 
-_PROGRESS_FIELDS = ("step", "total_steps", "epoch", "total_epochs", "wall_seconds", "compile_seconds", "steps_per_sec")
+_PROGRESS_FIELDS = (
+    "step", "total_steps", "epoch", "total_epochs", "wall_seconds", "compile_seconds", "steps_per_sec", "phase",
+)
 
 
 def _float(v: Any) -> float:
@@ -84,7 +86,8 @@ class RunStoreWriter(MetricWriter):
             p = self._progress
             fields = {k: getattr(p, k) for k in _PROGRESS_FIELDS}
             fields = {
-                k: (None if v is None else (int(v) if isinstance(v, int) else float(v))) for k, v in fields.items()
+                k: (v if v is None or isinstance(v, str) else int(v) if isinstance(v, int) else float(v))
+                for k, v in fields.items()
             }
             self._progress_dirty = False
         if not records and not fields:

@@ -1,4 +1,4 @@
-"""Shared pieces of the chunked training loop: compiled chunk cache, chunk plan, the between-chunk hook.
+"""Pieces of the chunked training loop: compiled chunk cache, chunk plan, clock.
 
 A chunk is K optimizer steps run by `jax.lax.scan` inside one jitted call. Scan lengths are
 static, so each distinct length compiles once; a loop uses at most two (K and the remainder).
@@ -12,14 +12,12 @@ from __future__ import annotations
 import math
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import jax
 import numpy as np
 
-from training.errors import Diverged
-from training.writers.base import MetricWriter, Progress
 
 
 class TraceCounter:
@@ -76,7 +74,9 @@ def first_nonfinite(values: np.ndarray) -> int | None:
 
 
 class Clock:
-    """Wall time since training started and the steady steps/s of the last chunk."""
+    """Wall time since training started and a smoothed steps/s over recent chunks."""
+
+    SMOOTHING = 0.3  # weight of the newest chunk in the moving average of the rate
 
     def __init__(self) -> None:
         self.start = time.perf_counter()
@@ -84,6 +84,7 @@ class Clock:
         self._ran: set[int] = set()  # ids of compiled chunks already run once
 
     def elapsed(self) -> float:
+        """Seconds since the run started (a resumed run continues its checkpoint's clock)."""
         return time.perf_counter() - self.start
 
     def run_chunk(self, fn: Callable[..., Any], length: int, *args: Any) -> tuple[Any, Any]:
@@ -98,32 +99,10 @@ class Clock:
         state, metrics = fn(*args)
         metrics = jax.device_get(metrics)  # sync point: metrics leave the device once per chunk
         dt = time.perf_counter() - t0
-        if id(fn) in self._ran or self.steps_per_sec is None:
-            self.steps_per_sec = length / dt if dt > 0 else math.inf
+        rate = length / dt if dt > 0 else math.inf
+        if self.steps_per_sec is None:
+            self.steps_per_sec = rate
+        elif id(fn) in self._ran:
+            self.steps_per_sec += self.SMOOTHING * (rate - self.steps_per_sec)
         self._ran.add(id(fn))
         return state, metrics
-
-
-def report_chunk(
-    writer: MetricWriter,
-    step: int,
-    scalars: Mapping[str, float],
-    progress: Progress,
-    losses: Sequence[float] | np.ndarray,
-    first_step: int,
-    lr: float,
-) -> None:
-    """Write and flush one chunk's scalars, then raise Diverged if any step's loss was not finite.
-
-    Args:
-      step: global step the scalars belong to (the chunk's last step).
-      losses: per-step losses of the chunk, in order.
-      first_step: global step number of `losses[0]` (1-based), to name the first bad step.
-      lr: learning rate, for the hint in the Diverged message.
-    """
-    writer.write_scalars(step, dict(scalars), progress=progress)
-    writer.flush()  # the dashboard polls the run store; make the chunk visible now
-    losses = np.asarray(losses, dtype=np.float64).reshape(-1)
-    bad = first_nonfinite(losses)
-    if bad is not None:
-        raise Diverged(first_step + bad, float(losses[bad]), lr)

@@ -1,0 +1,141 @@
+"""Flax MLP on MNIST / Fashion-MNIST as a Task: softmax cross-entropy, Adam, device-resident data.
+
+The whole (limited) data set is copied to the device once as float32 in [0, 1]; the engine draws
+each epoch's permutation on the device and gathers batches inside its jitted scan, so no data
+crosses host->device per step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from training.data import CLASS_NAMES, DATASET_SIZES, load_dataset
+from training.errors import TrainingError
+from training.settings import setting, with_default
+from training.summaries import ClassificationSummary
+from training.tasks.base import Data, EpochsConfig, Task
+
+SAMPLE_IMAGES = 64  # test images in the final report, misclassified first
+
+
+@dataclass(frozen=True)
+class MnistConfig(EpochsConfig):
+    """Flax MLP classifier on MNIST or Fashion-MNIST (the Flax/Optax seed's defaults)."""
+
+    ckpt_every: int = with_default(EpochsConfig, "ckpt_every", 1000)
+    dataset: str = setting("mnist", "Dataset", "MNIST digits or Fashion-MNIST clothes.", choices=tuple(DATASET_SIZES))
+    data_dir: str | None = setting(None, "Data directory", "Folder with the dataset's IDX files; empty = the default "
+                                   "locations, then a download.", advanced=True)
+    hidden: tuple[int, ...] = setting((128, 128), "Hidden layers", "Comma-separated layer sizes, e.g. 128,128.",
+                                      min=1, max=65_536)
+    train_limit: int | None = setting(None, "Train examples", "Use only the first N; empty = all.", min=1,
+                                      advanced=True)
+    test_limit: int | None = setting(None, "Test examples", "Use only the first N; empty = all.", min=1, advanced=True)
+
+    def validate(self) -> dict[str, str]:
+        """Rules across fields: the batch must fit the training set and split over the devices."""
+        errors: dict[str, str] = {}
+        if not self.hidden:
+            errors["hidden"] = "Hidden layers must list one or more layer sizes, e.g. 128,128."
+        if self.batch_size > self.train_size:
+            errors["batch_size"] = f"Batch size must not exceed the {self.train_size} training examples (got {self.batch_size})."
+        elif self.devices > 0 and self.batch_size % self.devices:
+            errors["batch_size"] = (f"Batch size must be a multiple of Devices ({self.devices}) so every device gets "
+                                    f"an equal share (got {self.batch_size}).")
+        return errors
+
+    @property
+    def train_size(self) -> int:
+        """Number of training examples used."""
+        full = DATASET_SIZES[self.dataset][0]
+        return min(full, self.train_limit) if self.train_limit else full
+
+
+class MLP(nn.Module):
+    """784 -> hidden... -> 10 with ReLU."""
+
+    hidden: Sequence[int]
+    classes: int = 10
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        x = x.reshape((x.shape[0], -1))
+        for size in self.hidden:
+            x = nn.relu(nn.Dense(size)(x))
+        return nn.Dense(self.classes)(x)
+
+
+def cross_entropy(logits: jax.Array, labels: jax.Array) -> jax.Array:
+    """Mean softmax cross-entropy."""
+    return optax.softmax_cross_entropy_with_integer_labels(logits, labels).mean()
+
+
+class MnistTask(Task):
+    """Classify 28x28 images; the live page draws loss and accuracy."""
+
+    name = "mnist"
+    title = "MNIST / Fashion-MNIST"
+    Config = MnistConfig
+    panels = ("loss", "accuracy")
+
+    def __init__(self, cfg: MnistConfig):
+        super().__init__(cfg)
+        self.model = MLP(tuple(cfg.hidden))
+        self.tx = self.optimizer()
+        self._predict = jax.jit(lambda params, images: jax.nn.softmax(self.model.apply({"params": params}, images)))
+
+    def load_data(self) -> Data:
+        """Load and limit the data set (host arrays; the engine places them on the devices)."""
+        cfg = self.cfg
+        train_x, train_y, test_x, test_y = load_dataset(cfg.dataset, cfg.data_dir)
+        train_x, train_y = train_x[: cfg.train_limit], train_y[: cfg.train_limit]
+        test_x, test_y = test_x[: cfg.test_limit], test_y[: cfg.test_limit]
+        if len(train_x) < cfg.batch_size:
+            raise TrainingError(f"The training set has {len(train_x)} examples, fewer than Batch size {cfg.batch_size}; lower it.")
+        return Data(
+            train={"image": train_x.reshape(len(train_x), -1).astype(np.float32) / 255.0, "label": train_y},
+            test={"image": test_x.reshape(len(test_x), -1).astype(np.float32) / 255.0, "label": test_y},
+            host={"test_images": test_x, "test_labels": test_y},
+        )
+
+    def init(self, key: jax.Array) -> dict[str, Any]:
+        """MLP params from the first half of `key` (the engine shuffles with the second)."""
+        init_key, _ = jax.random.split(key)
+        params = self.model.init(init_key, jnp.zeros((1, 28 * 28), jnp.float32))["params"]
+        return {"params": params, "opt_state": self.tx.init(params)}
+
+    def step(self, state: dict[str, Any], batch: dict[str, jax.Array]) -> tuple[dict[str, Any], dict[str, jax.Array]]:
+        """One optimizer step; metrics are the batch's loss and accuracy before the update."""
+
+        def loss_fn(params):
+            logits = self.model.apply({"params": params}, batch["image"])
+            return cross_entropy(logits, batch["label"]), logits
+
+        (loss, logits), grads = jax.value_and_grad(loss_fn, has_aux=True)(state["params"])
+        updates, opt_state = self.tx.update(grads, state["opt_state"], state["params"])
+        params = optax.apply_updates(state["params"], updates)
+        acc = jnp.mean(jnp.argmax(logits, -1) == batch["label"])
+        return {"params": params, "opt_state": opt_state}, {"loss": loss, "acc": acc}
+
+    def evaluate(self, state: dict[str, Any], test: dict[str, jax.Array]) -> dict[str, jax.Array]:
+        """Test loss and accuracy over the whole test set in one batch."""
+        logits = self.model.apply({"params": state["params"]}, test["image"])
+        return {"loss": cross_entropy(logits, test["label"]), "acc": jnp.mean(jnp.argmax(logits, -1) == test["label"])}
+
+    def summarize(self, state: dict[str, Any], data: Data, final: bool) -> list[ClassificationSummary]:
+        """At the end: confusion matrix, predicted probabilities and sample predictions on the test set."""
+        if not final:
+            return []
+        probs = np.asarray(jax.device_get(self._predict(state["params"], data.test["image"])))  # sync point: once
+        labels, preds = np.asarray(data.host["test_labels"]), probs.argmax(-1)
+        pick = np.concatenate([np.flatnonzero(preds != labels), np.flatnonzero(preds == labels)])[:SAMPLE_IMAGES]
+        images = np.asarray(data.host["test_images"])[pick]
+        return [ClassificationSummary(CLASS_NAMES[self.cfg.dataset], labels, preds, images, labels[pick], preds[pick], probs)]
