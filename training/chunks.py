@@ -19,7 +19,6 @@ import jax
 import numpy as np
 
 
-
 class TraceCounter:
     """Counts how often each wrapped function is traced by JAX (a retrace means a recompile)."""
 

@@ -36,6 +36,7 @@ def build_writer(
     console: bool = True,
     resume_step: int | None = None,
     group: str | None = None,
+    job_type: str | None = None,
 ) -> tuple[MultiWriter, dict[str, Any]]:
     """Writers for one run: run store, then TensorBoard, W&B and console as asked.
 
@@ -49,6 +50,7 @@ def build_writer(
       resume_step: the run continues after its checkpoint at this step: TensorBoard purges later
         events of the interrupted process, W&B resumes the same run id, the bar starts there.
       group: W&B group (a population's id).
+      job_type: W&B job type (the task's name).
 
     Returns:
       (writer, info) where info holds extra status.json fields, e.g.
@@ -75,7 +77,8 @@ def build_writer(
         from training.writers.wandb_writer import WandbWriter
 
         wb = WandbWriter(
-            run_dir, cfg_dict, name=name or run_dir.name, mode=wandb_mode, resume=resume_step is not None, group=group
+            run_dir, cfg_dict, name=name or run_dir.name, mode=wandb_mode, resume=resume_step is not None, group=group,
+            job_type=job_type,
         )
         info["wandb"] = wb.info
         if wb.active:
@@ -87,8 +90,7 @@ def build_writer(
         try:
             from training.writers.console import ConsoleWriter
 
-            total = int(getattr(cfg, "total_steps", 0) or 0)
-            writers.append(ConsoleWriter(total_steps=total, initial_step=int(resume_step or 0)))
+            writers.append(ConsoleWriter(initial_step=int(resume_step or 0)))
         except Exception as exc:  # noqa: BLE001 - a missing tqdm must not stop a run
             log.warning("console writer unavailable (%s: %s).", type(exc).__name__, exc)
 

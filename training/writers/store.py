@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from training import run_store
-from training.writers.base import ClassificationReport, MetricWriter, Progress, RegressionSnapshot
+from training.writers.base import MetricWriter, Progress, Table
 
 log = logging.getLogger(__name__)
 
@@ -109,44 +109,16 @@ class RunStoreWriter(MetricWriter):
             pending.result()
 
     # -- artifacts ---------------------------------------------------------------------
-    def write_regression(self, step: int, snap: RegressionSnapshot) -> None:
-        """Data sample once (it never changes), then the latest fit on every call."""
-        if not self._wrote_sample:
-            run_store.atomic_write_json(
-                self.artifacts / "data_sample.json",
-                {
-                    "x": np.asarray(snap.x, dtype=float).tolist(),
-                    "y": np.asarray(snap.y, dtype=float).tolist(),
-                    "true_weight": _float(snap.true_weight),
-                    "true_bias": _float(snap.true_bias),
-                },
-            )
-            self._wrote_sample = True
-        run_store.atomic_write_json(
-            self.artifacts / "fit.json", {"step": int(step), "weight": _float(snap.weight), "bias": _float(snap.bias)}
-        )
-
-    def write_classification(self, step: int, report: ClassificationReport) -> None:
-        """Confusion matrix + sample predictions as JSON, sample images as npz."""
-        labels = np.asarray(report.labels).astype(int)
-        preds = np.asarray(report.preds).astype(int)
-        run_store.atomic_write_json(
-            self.artifacts / "classification.json",
-            {
-                "class_names": [str(c) for c in report.class_names],
-                "confusion": np.asarray(report.confusion).astype(int).tolist(),
-                "labels": labels.tolist(),
-                "preds": preds.tolist(),
-                "step": int(step),
-            },
-        )
-        # Same replace-on-write discipline as the JSON files: a reader never sees half an npz.
-        buf = io.BytesIO()
-        np.savez_compressed(buf, images=np.asarray(report.images).astype(np.uint8), labels=labels, preds=preds)
-        _atomic_write_bytes(self.artifacts / "samples.npz", buf.getvalue())
+    def write_tables(self, step: int, tables: Mapping[str, Table]) -> None:
+        """The latest table of each tag as artifacts/tables/<tag>.json (what the page draws fits and reports from)."""
+        out = self.artifacts / "tables"
+        out.mkdir(exist_ok=True)
+        for tag, table in tables.items():
+            doc = {"tag": tag, "step": int(step), "columns": list(table.columns), "rows": table.rows}
+            run_store.atomic_write_json(out / f"{table_file(tag)}.json", doc)
 
     def write_images(self, step: int, images: Mapping[str, np.ndarray]) -> None:
-        """Optional PNG copies under artifacts/images/ (skipped if Pillow is missing)."""
+        """The latest image of each tag as artifacts/images/<tag>.png (skipped if Pillow is missing)."""
         try:
             from PIL import Image
         except ImportError:  # Pillow is optional; TB and W&B still get the images
@@ -155,8 +127,21 @@ class RunStoreWriter(MetricWriter):
         out.mkdir(exist_ok=True)
         for tag, img in images.items():
             buf = io.BytesIO()
-            Image.fromarray(np.asarray(img, dtype=np.uint8)).save(buf, format="PNG")
-            _atomic_write_bytes(out / f"{run_store.slugify(tag.replace('/', '_'), 80)}_{int(step)}.png", buf.getvalue())
+            Image.fromarray(np.asarray(img, dtype=np.uint8)).save(buf, format="PNG", compress_level=1)
+            _atomic_write_bytes(out / f"{table_file(tag)}.png", buf.getvalue())
+
+    def write_texts(self, step: int, texts: Mapping[str, str]) -> None:
+        """The latest text of each tag in artifacts/texts.json."""
+        path = self.artifacts / "texts.json"
+        doc = run_store.read_json(path, {}) or {}
+        doc.update({tag: {"step": int(step), "text": str(text)} for tag, text in texts.items()})
+        run_store.atomic_write_json(path, doc)
+
+    def write_hparams(self, hparams: Mapping[str, Any]) -> None:
+        """Nothing to do: config.json already holds the config."""
+
+    def write_histograms(self, step: int, arrays: Mapping[str, np.ndarray]) -> None:
+        """Not kept: the page draws no histograms (TensorBoard and W&B do)."""
 
     def write_summary(self, metrics: Mapping[str, float]) -> None:
         """Final metrics: status.json "final" and artifacts/final_metrics.json."""
@@ -174,6 +159,11 @@ class RunStoreWriter(MetricWriter):
             if self._pool is not None:
                 self._pool.shutdown(wait=True)
                 self._pool = None
+
+
+def table_file(tag: str) -> str:
+    """The file name (no suffix) a tag is stored under: "fit/curve" -> "fit__curve"."""
+    return run_store.slugify(tag.replace("/", "__"), 80)
 
 
 def _atomic_write_bytes(path: Path, data: bytes) -> None:

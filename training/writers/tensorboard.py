@@ -35,8 +35,7 @@ from tensorboardX.record_writer import masked_crc32c
 from tensorboardX.summary import hparams as hparams_summary
 from tensorboardX.writer import FileWriter
 
-from training.writers import render
-from training.writers.base import ClassificationReport, MetricWriter, Progress, RegressionSnapshot
+from training.writers.base import MetricWriter, Progress, Table
 
 log = logging.getLogger(__name__)
 
@@ -176,7 +175,6 @@ class TensorBoardWriter(MetricWriter):
     Args:
       logdir: directory for the event file.
       run_name: shown in the config text.
-      image_interval: minimum seconds between regression-fit images (the last one is always written).
       resume_step: continue this logdir after a checkpoint at this step (TensorBoard drops later events).
     """
 
@@ -184,7 +182,6 @@ class TensorBoardWriter(MetricWriter):
         self,
         logdir: str | Path,
         run_name: str | None = None,
-        image_interval: float = 0.5,
         resume_step: int | None = None,
     ):
         self.logdir = Path(logdir)
@@ -192,9 +189,7 @@ class TensorBoardWriter(MetricWriter):
         # Resuming from a checkpoint at step S: events a killed process wrote after S are purged.
         purge = None if resume_step is None else int(resume_step) + 1
         self.sw = _SyncSummaryWriter(logdir=str(self.logdir), purge_step=purge)
-        self.image_interval = image_interval
-        self._last_image = -float("inf")
-        self._pending_fit: tuple[int, RegressionSnapshot] | None = None
+        self._tables: dict[str, tuple[int, Table]] = {}
         self._step = int(resume_step or 0)
         self._hparams: dict[str, bool | str | float] = {}
         self._closed = False
@@ -231,27 +226,16 @@ class TensorBoardWriter(MetricWriter):
         for tag, text in texts.items():
             self.sw.add_text(tag, text, int(step))
 
-    def write_regression(self, step: int, snap: RegressionSnapshot) -> None:
-        """The fitted line over the data as "regression/fit", at most every `image_interval` s."""
-        now = time.monotonic()
-        if now - self._last_image >= self.image_interval:
-            self._write_fit(step, snap)
-            self._last_image = now
-        else:
-            self._pending_fit = (step, snap)  # written at close so the final fit is always there
+    def write_tables(self, step: int, tables: Mapping[str, Table]) -> None:
+        """Kept until close, then the latest of each tag as Markdown text (TensorBoard has no table plugin)."""
+        self._tables.update({tag: (int(step), table) for tag, table in tables.items()})
 
-    def _write_fit(self, step: int, snap: RegressionSnapshot) -> None:
-        img = render.render_regression(snap.x, snap.y, snap.weight, snap.bias, snap.true_weight, snap.true_bias)
-        self._add_image("regression/fit", img, step)
-        self._pending_fit = None
-
-    def write_classification(self, step: int, report: ClassificationReport) -> None:
-        """Prediction grid (wrong ones framed red) and the confusion matrix as images."""
-        grid = render.render_prediction_grid(
-            np.asarray(report.images), np.asarray(report.labels), np.asarray(report.preds)
-        )
-        self._add_image("test/predictions", grid, step)
-        self._add_image("test/confusion_matrix", render.render_confusion(report.confusion), step)
+    def _write_tables(self) -> None:
+        for tag, (step, table) in self._tables.items():
+            if len(table.rows) <= 100 and not any(isinstance(c, list) for row in table.rows for c in row):
+                head = "| " + " | ".join(table.columns) + " |\n|" + " --- |" * len(table.columns)
+                body = "\n".join("| " + " | ".join(map(str, row)) + " |" for row in table.rows)
+                self.sw.add_text(tag, f"{head}\n{body}", int(step))
 
     def write_summary(self, metrics: Mapping[str, float]) -> None:
         """Final metrics as "hparam/<tag>" scalars at the last step: the HParams table's metric columns.
@@ -271,8 +255,7 @@ class TensorBoardWriter(MetricWriter):
         """Last fit image, session end with its status, then close the file."""
         if self._closed:
             return
-        if self._pending_fit is not None:
-            self._write_fit(*self._pending_fit)
+        self._write_tables()
         if message:
             self.sw.add_text("run/message", f"{state}: {message}", self._step)
         sei = plugin_hparams_pb2.SessionEndInfo(status=api_pb2.Status.Value(_END_STATUS.get(state, "STATUS_UNKNOWN")))

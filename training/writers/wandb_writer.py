@@ -26,15 +26,13 @@ import logging
 import os
 import re
 import threading
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from training.writers import render
-from training.writers.base import ClassificationReport, MetricWriter, Progress, RegressionSnapshot
+from training.writers.base import MetricWriter, Progress, Table
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +90,6 @@ class WandbWriter(MetricWriter):
       cfg_dict: the run config (shown in W&B's config panel).
       name: display name of the run.
       mode: "auto", "online", "offline" or "disabled".
-      fit_interval: minimum seconds between regression-fit images.
       resume: continue the run with this run directory's id (after a checkpoint).
       group: W&B group, e.g. a population's id.
     """
@@ -103,22 +100,19 @@ class WandbWriter(MetricWriter):
         cfg_dict: Mapping[str, Any],
         name: str | None = None,
         mode: str = "auto",
-        fit_interval: float = 5.0,
         resume: bool = False,
         group: str | None = None,
+        job_type: str | None = None,
     ):
         self.run_dir = Path(run_dir)
         self.run = None
         self.active = False
-        self.fit_interval = fit_interval
         self.finish_timeout = _timeout("JAXDASH_WANDB_FINISH_TIMEOUT", 30.0)
         self._rows: dict[int, dict[str, Any]] = {}
         self._next_step = 0  # wandb's current step: rows below it can no longer take `step=`
-        self._last_fit = -float("inf")
-        self._pending_fit: tuple[int, RegressionSnapshot] | None = None
-        self._report: tuple[int, ClassificationReport] | None = None
+        self._tables: dict[str, tuple[int, Table]] = {}
         self._closed = False
-        self._init_args = {"resume": "allow" if resume else None, "group": group}
+        self._init_args = {"resume": "allow" if resume else None, "group": group, "job_type": job_type}
         requested = mode
         try:
             mode = resolve_mode(mode)
@@ -246,28 +240,11 @@ class WandbWriter(MetricWriter):
 
             self._row(step).update({k: wandb.Histogram(np.asarray(v).ravel()) for k, v in arrays.items()})
 
-    def write_regression(self, step: int, snap: RegressionSnapshot) -> None:
-        """The fit image every `fit_interval` seconds; the last one is always logged at close."""
-        if not self.active:
-            return
-        now = time.monotonic()
-        if now - self._last_fit >= self.fit_interval:
-            self._last_fit = now
-            self._log_fit(step, snap)
-        else:
-            self._pending_fit = (step, snap)
-
-    def _log_fit(self, step: int, snap: RegressionSnapshot) -> None:
-        import wandb
-
-        img = render.render_regression(snap.x, snap.y, snap.weight, snap.bias, snap.true_weight, snap.true_bias)
-        self._row(step)["regression/fit"] = wandb.Image(img, caption=f"w={snap.weight:.4g} b={snap.bias:.4g}")
-        self._pending_fit = None
-
-    def write_classification(self, step: int, report: ClassificationReport) -> None:
-        """Kept until close: the confusion matrix and prediction table describe the final model."""
+    def write_tables(self, step: int, tables: Mapping[str, Table]) -> None:
+        """Kept until close: the latest table of each tag describes the final model (one W&B table each)."""
         if self.active:
-            self._report = (int(step), report)
+            for tag, table in tables.items():
+                self._tables[tag] = (int(step), table)
 
     def write_summary(self, metrics: Mapping[str, float]) -> None:
         """Final metrics as the run summary."""
@@ -296,25 +273,13 @@ class WandbWriter(MetricWriter):
                 self.run.log(data, commit=True)
                 self._next_step += 1
 
-    def _log_report(self) -> None:
+    def _log_tables(self) -> None:
         import wandb
 
-        step, rep = self._report
-        cm = np.asarray(rep.confusion, dtype=int)
-        names = [str(c) for c in rep.class_names]
-        # wandb builds the chart from label/prediction pairs; expand the counts (10k pairs at most).
-        y_true, y_pred = [], []
-        for i, j in zip(*np.nonzero(cm), strict=True):
-            y_true += [int(i)] * int(cm[i, j])
-            y_pred += [int(j)] * int(cm[i, j])
-        table = wandb.Table(columns=["image", "label", "prediction", "correct"])
-        for img, lab, pred in zip(np.asarray(rep.images), np.asarray(rep.labels), np.asarray(rep.preds), strict=True):
-            table.add_data(
-                wandb.Image(np.asarray(img, dtype=np.uint8)), names[int(lab)], names[int(pred)], bool(lab == pred)
-            )
-        row = self._row(step)
-        row["test/confusion_matrix"] = wandb.plot.confusion_matrix(y_true=y_true, preds=y_pred, class_names=names)
-        row["test/predictions"] = table
+        for tag, (step, table) in self._tables.items():
+            rows = [[wandb.Image(np.asarray(c, dtype=np.uint8)) if _is_image(c) else c for c in row] for row in table.rows]
+            self._row(step)[tag] = wandb.Table(columns=list(table.columns), data=rows)
+        self._tables = {}
 
     def close(self, state: str = "finished", message: str | None = None) -> None:
         """Log end-of-run media, then finish with an exit code, waiting at most `finish_timeout` (+5 s)."""
@@ -326,10 +291,7 @@ class WandbWriter(MetricWriter):
                 log.warning("W&B init did not finish; this run's W&B log is incomplete.")
             return
         try:
-            if self._pending_fit is not None:
-                self._log_fit(*self._pending_fit)
-            if self._report is not None:
-                self._log_report()
+            self._log_tables()
             self.flush()
             # After the rows: logging a row sets the summary to its values, the final ones win.
             self.write_hparams({})
@@ -348,3 +310,8 @@ class WandbWriter(MetricWriter):
                     self.finish_timeout + 5,
                     self.info.get("dir"),
                 )
+
+
+def _is_image(cell: Any) -> bool:
+    """A table cell holding a 2-D grid of pixel values (a nested list), logged as a wandb.Image."""
+    return isinstance(cell, list) and bool(cell) and isinstance(cell[0], list)

@@ -1,0 +1,117 @@
+"""The command line's parsers and commands; every task flag comes from the task's config metadata.
+
+    python -m training regression --lr 0.01 --steps 2000
+    python -m training mnist --dataset fashion_mnist --population lr=0.0003,0.001,0.003
+    python -m training examples/sine.py:SineTask --hidden 64     # any Task subclass, by spec
+    python -m training resume runs/<id>
+
+Every config field is a flag (`--batch-size 64`, also `--batch_size=64` as W&B Sweeps agents pass it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from training import run_store
+from training.settings import FieldInfo, fields
+from training.tasks import available
+
+EXIT_CODES = {"finished": 0, "stopped": 0, "failed": 1, "diverged": 3}
+WANDB_MODES = ("auto", "online", "offline", "disabled")
+
+
+def _default_text(f: FieldInfo) -> str:
+    if f.default is None:
+        return "all" if f.kind.startswith("int") else "none"
+    return ",".join(map(str, f.default)) if isinstance(f.default, tuple) else str(f.default)
+
+
+def _field_help(f: FieldInfo) -> str:
+    bounds = []
+    if f.min is not None:
+        bounds.append(f"{'>' if f.min_exclusive else '>='} {f.min:g}")
+    if f.max is not None:
+        bounds.append(f"<= {f.max:g}")
+    extra = f"; {', '.join(bounds)}" if bounds else ""
+    help_ = f" {f.help}" if f.help else ""
+    return f"{f.label}.{help_} (default: {_default_text(f)}{extra})".replace("%", "%%")
+
+
+def task_parser(task: str, task_cls: type) -> argparse.ArgumentParser:
+    """A parser with one flag per config field of `task_cls`, plus the run options."""
+    p = argparse.ArgumentParser(prog=f"python -m training {task}", description=task_cls.title or task_cls.__doc__)
+    settings = p.add_argument_group("settings")
+    for f in fields(task_cls.Config):
+        flags = dict.fromkeys([f"--{f.name.replace('_', '-')}", f"--{f.name}"])
+        choices = [str(c) for c in f.choices] if f.choices else None
+        settings.add_argument(*flags, dest=f.name, default=None, choices=choices, metavar=f.name.upper() if not choices else None,
+                              help=_field_help(f))
+    p.add_argument("--run-dir", type=Path, default=None, help="write the run here (a new or empty folder)")
+    p.add_argument("--runs-root", type=Path, default=None, help="root of run directories (default: $JAXDASH_RUNS or ./runs)")
+    p.add_argument("--name", default=None, help="display name of the run")
+    p.add_argument("--wandb", choices=WANDB_MODES, default=None,
+                   help="W&B mode (default: $WANDB_MODE, else auto = online when logged in, else offline)")
+    p.add_argument("--no-tensorboard", action="store_true", help="do not write TensorBoard event files")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--population", action="append", default=[], metavar="FIELD=V1,V2",
+                   help="train one run per combination of the listed lr/seed values, all in one vmapped program "
+                        "(repeatable; cartesian product); each member gets its own run dir")
+    return p
+
+
+def top_help() -> str:
+    """`python -m training --help`: the commands and the tasks this install knows."""
+    tasks = "\n".join(f"  {name:<14s} {spec}" for name, spec in available().items())
+    return (f"usage: python -m training TASK [--FIELD VALUE ...]   (TASK --help lists its settings)\n"
+            f"       python -m training resume RUN_DIR [--wandb MODE] [--no-tensorboard] [--quiet]\n\n"
+            f"tasks (a name, or package.module:Class, or path/to/file.py:Class):\n{tasks}\n")
+
+
+def resume_parser() -> argparse.ArgumentParser:
+    r = argparse.ArgumentParser(prog="python -m training resume",
+                                description="continue a stopped or crashed run (its whole population) from its checkpoint")
+    r.add_argument("run_dir", type=Path, help="the run directory (runs/<id>)")
+    r.add_argument("--wandb", choices=WANDB_MODES, default=None, help="W&B mode (default: the run's own)")
+    r.add_argument("--no-tensorboard", action="store_true", help="do not write TensorBoard event files")
+    r.add_argument("--quiet", action="store_true", help="no progress bar")
+    return r
+
+
+def report(run_dir: Path, state: str, final: dict, **extra: Any) -> None:
+    """One JSON line per run on stdout (what the page and scripts parse), problems on stderr."""
+    status = run_store.read_status(run_dir)
+    print(json.dumps({"run_dir": str(run_dir), "state": state, "final": final, **extra}, default=float))
+    if state not in ("finished", "stopped"):
+        print(f"error: {run_dir.name}: {status.get('message')}", file=sys.stderr)
+    sync = (status.get("wandb") or {}).get("sync_command")
+    if sync:
+        print(f"W&B: to upload this run, run: {sync}", file=sys.stderr)
+
+
+def exit_code(states: list[str]) -> int:
+    """0 when every run finished or stopped, 3 when one diverged, 1 when one failed."""
+    codes = [EXIT_CODES.get(s, 1) for s in states]
+    return 1 if 1 in codes else max(codes, default=0)
+
+
+def check_run_dir(run_dir: Path | None, population: bool) -> str | None:
+    """Why `--run-dir` cannot be used, or None."""
+    if run_dir is None:
+        return None
+    if population:
+        return "--run-dir names one run; a population creates one run dir per member under --runs-root."
+    if run_dir.exists() and (not run_dir.is_dir() or any(run_dir.iterdir())):
+        return f"--run-dir {run_dir} is not empty (it may hold another run); pick a new directory."
+    return None
+
+
+def wandb_mode(flag: str | None) -> str:
+    """Explicit --wandb, else $WANDB_MODE (W&B's own variable), else auto."""
+    env = os.environ.get("WANDB_MODE", "").strip().lower()
+    env = {"dryrun": "offline", "run": "online"}.get(env, env)
+    return flag or (env if env in WANDB_MODES else "auto")

@@ -1,0 +1,102 @@
+"""Continue a stopped, crashed or failed run from its latest checkpoint (`python -m training resume DIR`).
+
+metrics.jsonl loses the records past the checkpoint step (they are logged again, identically),
+TensorBoard purges its events past it, and W&B continues the same run id. A population member
+resumes with every resumable member of its population, as one program again.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+from training import run_store
+from training.errors import CannotResume
+from training.run import Outcome, train_members
+from training.settings import parse_config
+from training.tasks import load_task
+
+_WHY_NOT = {
+    "running": "it is still running; stop it first",
+    "finished": "it already finished",
+    "diverged": "it diverged and would again; start a new run with a lower learning rate",
+}
+
+
+def _read_config(run_dir: Path) -> dict[str, Any]:
+    doc = run_store.read_json(run_dir / "config.json")
+    if not isinstance(doc, dict) or not isinstance(doc.get("config"), dict):
+        raise CannotResume(f"{run_dir} is not a run directory (no readable config.json).")
+    return doc
+
+
+def population_dirs(run_dir: Path, doc: dict[str, Any]) -> list[Path]:
+    """The run dirs of `run_dir`'s population that can be resumed (itself alone for a single run), by member."""
+    if not doc.get("group"):
+        return [run_dir]
+    found = []
+    for d in run_dir.parent.iterdir():
+        other = run_store.read_json(d / "config.json") if d.is_dir() else None
+        if isinstance(other, dict) and other.get("group") == doc["group"]:
+            if run_store.read_status(d).get("state") not in ("finished", "diverged"):
+                found.append((int(other.get("member", 0)), d))
+    return [d for _, d in sorted(found)]
+
+
+def _check(run_dir: Path) -> int:
+    """The checkpoint step `run_dir` resumes from; CannotResume when it cannot."""
+    from training.checkpoint import checkpoint_steps, resume_point
+
+    state = run_store.read_status(run_dir).get("state")
+    if state in _WHY_NOT:
+        raise CannotResume(f"Cannot resume {run_dir.name}: {_WHY_NOT[state]}.")
+    step = resume_point(run_dir)
+    if step is None:
+        steps = checkpoint_steps(run_dir)
+        found = f"its checkpoints {steps} are all past its last logged step" if steps else "it has no checkpoint"
+        raise CannotResume(f"Cannot resume {run_dir.name}: {found} (in {run_dir / 'ckpt'}).")
+    return step
+
+
+def resume(run_dir: str | Path, wandb_mode: str | None = None, tensorboard: bool | None = None,
+           console: bool = True) -> list[Outcome]:
+    """Continue `run_dir` (and the rest of its population) from the latest common checkpoint.
+
+    Args:
+      run_dir: the run directory, or any member of a population.
+      wandb_mode: default: the mode the run was started with.
+      tensorboard: default: whether the run has a tb/ folder.
+      console: show a progress bar.
+
+    Raises:
+      CannotResume: not a run, still running, finished, diverged, or without a checkpoint.
+    """
+    from training.checkpoint import checkpoint_steps, truncate_metrics
+
+    run_dir = Path(run_dir)
+    doc = _read_config(run_dir)
+    _check(run_dir)
+    dirs = population_dirs(run_dir, doc)
+    steps = {d: _check(d) for d in dirs}
+    step = min(steps.values())
+    lacking = [d.name for d in dirs if step not in checkpoint_steps(d)]
+    if lacking:
+        raise CannotResume(f"Cannot resume the population: {', '.join(lacking)} lack a checkpoint at step {step}.")
+    task_cls = load_task(doc.get("task_spec") or doc["task"])
+    docs = [_read_config(d) for d in dirs]
+    cfgs = [parse_config(task_cls.Config, dd["config"], task_cls.name) for dd in docs]
+    previous = run_store.read_status(run_dir).get("wandb") or {}
+    if wandb_mode is None:
+        wandb_mode = "disabled" if previous.get("mode", "disabled") == "disabled" else previous.get("requested_mode", "auto")
+    if tensorboard is None:
+        tensorboard = (run_dir / "tb").is_dir()
+    for d in dirs:
+        truncate_metrics(d, step)
+        run_store.write_status(d, state="running", pid=os.getpid(), host=socket.gethostname(), ended=None,
+                               message=None, step=step, resumed_from=step, resumed_at=time.time(), final=None)
+    names = [dd.get("name") or d.name for dd, d in zip(docs, dirs, strict=True)]
+    return train_members(task_cls, cfgs, dirs, names, doc.get("group"), wandb_mode, tensorboard, console,
+                         resume_step=step)
