@@ -13,7 +13,7 @@ if str(ROOT) not in sys.path:
 
 import streamlit as st  # noqa: E402
 
-from dashboard import worker  # noqa: E402
+from dashboard import state, worker  # noqa: E402
 
 # Not "pages/": on a fresh server a deep link would run such a folder's files directly, without this frame.
 PAGES_DIR = Path(__file__).parent / "views"
@@ -24,6 +24,14 @@ def run() -> None:
     st.set_option("client.showErrorDetails", "none")  # never a traceback in the page
     st.set_option("client.toolbarMode", "minimal")
     st.set_page_config(page_title="JAX training dashboard", page_icon=":material/monitoring:", layout="wide")
+    if state.is_shared():
+        where = state.server_address() or "every network interface"
+        st.warning(
+            f"This dashboard is served on **{where}**: anyone who can reach it can start, stop and delete "
+            "training runs, that is, run code on this machine. Serve it on 127.0.0.1 (the default of "
+            "`./scripts/start.sh`) unless every machine that can reach it is trusted.",
+            icon=":material/warning:",
+        )
     worker.warm_up()  # a training process with JAX imported, waiting for the next Start (no-op when one is)
     pages = [
         st.Page(

@@ -185,29 +185,68 @@ def resume(run_dir: Path) -> int:
     return pid
 
 
+# launch.json fields and their types: a damaged or hand-edited file loses the fields it got wrong.
+LAUNCH_FIELDS = {
+    "pid": int,
+    "launched": (int, float),
+    "name": str,
+    "task": str,
+    "group": str,
+    "population": dict,
+    "members": int,
+    "resume": dict,
+    "command": list,
+    "via": str,
+}
+
+
 def launch_info(run_dir: Path) -> dict[str, Any]:
-    """launch.json of a run started from the page ({} for CLI runs)."""
-    return run_store.read_json(Path(run_dir) / "launch.json", {}) or {}
+    """launch.json of a run started from the page ({} for CLI runs), with wrongly typed fields dropped."""
+    info = _typed(run_store.read_json(Path(run_dir) / "launch.json", {}))
+    if "resume" in info:
+        info["resume"] = _typed(info["resume"])
+    return info
+
+
+def _typed(info: Any) -> dict[str, Any]:
+    """`info` without the LAUNCH_FIELDS of a wrong type (and with "launched" a plausible unix time)."""
+    if not isinstance(info, dict):
+        return {}
+    out = {}
+    for key, value in info.items():
+        kind = LAUNCH_FIELDS.get(key)
+        if kind is None or (isinstance(value, kind) and not isinstance(value, bool)):
+            out[key] = value
+    if "launched" in out and not 0 <= out["launched"] < 1e11:  # also rules out NaN and inf
+        del out["launched"]
+    return out
+
+
+STOP_FILE_ONLY = (
+    "Asked the run to stop (its stop file). No process was signalled: none could be verified as this "
+    "run's own training process here, so it stops at its next check, if it is running at all."
+)
 
 
 def stop(run_dir: Path) -> bool:
-    """Ask a run to stop cleanly: the stop file plus SIGTERM (the run finishes its chunk, state "stopped").
+    """Ask a run to stop cleanly: the stop file, plus SIGTERM to its process if that is verifiably its own.
 
-    A population member stops its whole population (one process). Returns True if a live
-    process was signalled.
+    The run finishes its chunk and ends "stopped" either way (it checks the stop file between
+    chunks); a population member stops its whole population (one process). A pid is signalled
+    only if `run_store.owns_process` verifies it (alive, this host, this run's training process,
+    not a reused pid). Returns True if a process was signalled, False if only the stop file was written.
     """
     run_dir = Path(run_dir)
     run_store.request_stop(run_dir)
     info = launch_info(run_dir)
-    pids = [run_store.read_status(run_dir).get("pid"), (info.get("resume") or {}).get("pid"), info.get("pid")]
-    pid = next((p for p in pids if run_store.pid_alive(p)), None)
-    if pid is None:
-        return False
-    try:
-        os.kill(int(pid), signal.SIGTERM)
-    except ProcessLookupError:
-        return False
-    return True
+    for claim in (run_store.read_status(run_dir), info.get("resume") or {}, info):
+        if run_store.owns_process(claim, run_dir):
+            try:
+                os.kill(int(claim["pid"]), signal.SIGTERM)
+            except (ProcessLookupError, PermissionError):
+                return False
+            return True
+    return False
 
 
 def log_tail(run_dir: Path, lines: int = 3) -> str:
@@ -233,6 +272,7 @@ class TensorBoard:
     proc: subprocess.Popen
     url: str
     logdir: Path
+    log: Path | None = None
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -240,6 +280,8 @@ class TensorBoard:
     def close(self) -> None:
         if self.alive():
             self.proc.terminate()
+        if self.log is not None:
+            self.log.unlink(missing_ok=True)
 
 
 _TENSORBOARDS: list[TensorBoard] = []
@@ -256,38 +298,46 @@ def close_tensorboards() -> None:
             tb.proc.kill()
 
 
-def start_tensorboard(logdir: Path, port: int | None = None, wait_s: float = 30.0) -> TensorBoard:
-    """Start `tensorboard --logdir logdir` on 127.0.0.1 and wait until it answers.
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def is_loopback(address: str | None) -> bool:
+    """True if a server bound to `address` is reachable from this machine only (unset = every interface)."""
+    return bool(address) and (address in LOOPBACK or address.startswith("127."))
+
+
+def start_tensorboard(
+    logdir: Path, port: int | None = None, wait_s: float = 30.0, host: str = "127.0.0.1"
+) -> TensorBoard:
+    """Start `tensorboard --logdir logdir --host host` and wait until it answers.
+
+    `host` follows the dashboard's own address, so TensorBoard is only as reachable as the page.
+    Its output goes to a private temp file (mkstemp: mode 0600, never an existing file or link).
 
     Raises:
       RuntimeError: if it exits or does not answer within `wait_s` (message from its log).
     """
     port = port or free_port()
     exe = Path(sys.executable).with_name("tensorboard")
-    cmd = [
-        str(exe) if exe.exists() else "tensorboard",
-        "--logdir",
-        str(logdir),
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-    ]
-    log_path = Path(tempfile.gettempdir()) / f"jaxdash-tensorboard-{port}.log"
+    cmd = [str(exe) if exe.exists() else "tensorboard", "--logdir", str(logdir), "--host", host, "--port", str(port)]
     Path(logdir).mkdir(parents=True, exist_ok=True)
-    with open(log_path, "wb") as log:
+    fd, name = tempfile.mkstemp(prefix="jaxdash-tensorboard-", suffix=".log")
+    log_path = Path(name)
+    with os.fdopen(fd, "wb") as log:
         proc = subprocess.Popen(
             cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
         )
-    url = f"http://127.0.0.1:{port}/"
+    local = "127.0.0.1" if host in ("", "0.0.0.0", "::", "localhost") else host  # where this process can reach it
+    url = f"http://{'[' + local + ']' if ':' in local else local}:{port}/"
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             last = log_path.read_text(errors="replace").strip().splitlines()[-1:] or ["no output"]
+            log_path.unlink(missing_ok=True)
             raise RuntimeError(f"TensorBoard exited ({last[0]}).")
         try:
             with urllib.request.urlopen(url, timeout=1):
-                tb = TensorBoard(proc, url, Path(logdir))
+                tb = TensorBoard(proc, url, Path(logdir), log_path)
                 if not _TENSORBOARDS:
                     atexit.register(close_tensorboards)  # TensorBoard lives as long as the dashboard server
                 _TENSORBOARDS.append(tb)
@@ -295,4 +345,5 @@ def start_tensorboard(logdir: Path, port: int | None = None, wait_s: float = 30.
         except OSError:
             time.sleep(0.3)
     proc.terminate()
+    log_path.unlink(missing_ok=True)
     raise RuntimeError(f"TensorBoard did not answer on {url} within {wait_s:.0f} s.")

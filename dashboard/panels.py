@@ -16,13 +16,14 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
-from components import figures, series
+from components import figures
 from dashboard import launcher, state
+from dashboard.metric_table import MetricTable
 from training import run_store
 
 log = logging.getLogger(__name__)
 PLOT_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
-PROBLEM_STATES = ("failed", "diverged", "crashed")
+PROBLEM_STATES = ("failed", "diverged", "crashed", "damaged")
 
 
 def guarded(fn: Callable[..., None]) -> Callable[..., None]:
@@ -76,16 +77,9 @@ def chart(fig: Any, key: str) -> None:
     st.plotly_chart(fig, key=key, config=PLOT_CONFIG, theme=None)
 
 
-def last_value(records: list[dict[str, Any]], tag: str) -> float | None:
+def last_value(records: MetricTable, tag: str) -> float | None:
     """Latest finite value of `tag`, or None."""
-    for r in reversed(records):
-        if tag in r:
-            try:
-                v = float(r[tag])
-            except (TypeError, ValueError):
-                return None
-            return v if math.isfinite(v) else None
-    return None
+    return records.last(tag)
 
 
 def fmt(v: float | None, spec: str = ".4g") -> str:
@@ -102,19 +96,19 @@ def problem_message(status: dict[str, Any]) -> None:
 def progress(status: dict[str, Any]) -> None:
     """Progress bar with epoch/step, steps/s, ETA and compile time in its caption."""
     step, total = status.get("step") or 0, status.get("total_steps") or 0
-    frac = min(1.0, step / total) if total else 0.0
+    frac = min(1.0, max(0.0, step / total)) if total else 0.0
     if status.get("state") == "finished":
         frac = 1.0
     st.progress(frac, text=figures.progress_text(status))
 
 
-def regression_fit(run_dir: Path, records: list[dict[str, Any]], key: str) -> tuple[float | None, float | None]:
+def regression_fit(run_dir: Path, records: MetricTable, key: str) -> tuple[float | None, float | None]:
     """Data scatter, true line and the latest fitted line; returns (w, b)."""
     sample = _data_sample(run_dir)
     w, b = last_value(records, "regression/weight"), last_value(records, "regression/bias")
     if w is None or b is None:
         fit = state.read_artifact(run_dir, "fit.json") or {}
-        w, b = fit.get("weight"), fit.get("bias")
+        w, b = (_finite(fit.get(k)) for k in ("weight", "bias"))
     if sample is None:
         st.info("Waiting for the data sample…", icon=":material/hourglass_top:")
         return w, b
@@ -133,13 +127,27 @@ def _data_sample(run_dir: Path) -> dict[str, Any] | None:
     cache = st.session_state.setdefault("_data_samples", {})
     if str(run_dir) not in cache:
         sample = state.read_artifact(run_dir, "data_sample.json")
-        if not sample:
+        try:
+            x, y = (np.asarray(sample[k], float).ravel() for k in ("x", "y"))  # type: ignore[index]
+            true_w, true_b = float(sample["true_weight"]), float(sample["true_bias"])  # type: ignore[index]
+        except (TypeError, KeyError, ValueError):  # missing, or not the sample's shape: nothing to draw
             return None
-        cache[str(run_dir)] = {k: (np.asarray(v, float) if isinstance(v, list) else v) for k, v in sample.items()}
+        if x.size != y.size:
+            return None
+        cache[str(run_dir)] = {"x": x, "y": y, "true_weight": true_w, "true_bias": true_b}
     return cache[str(run_dir)]
 
 
-def regression_metrics(records: list[dict[str, Any]], cfg: dict[str, Any], w: float | None, b: float | None) -> None:
+def _finite(v: Any) -> float | None:
+    """v as a finite float, or None."""
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+def regression_metrics(records: MetricTable, cfg: dict[str, Any], w: float | None, b: float | None) -> None:
     """Current w and b next to the true values, and the loss."""
     c = st.columns(3)
     tw, tb = cfg.get("true_weight"), cfg.get("true_bias")
@@ -152,21 +160,21 @@ def regression_metrics(records: list[dict[str, Any]], cfg: dict[str, Any], w: fl
     c[2].metric("train loss", fmt(last_value(records, "train/loss")))
 
 
-def loss_chart(records: list[dict[str, Any]], key: str, x: str = "step", smoothing: float = 0.0) -> None:
+def loss_chart(records: MetricTable, key: str, x: str = "step", smoothing: float = 0.0) -> None:
     """Train (and test) loss."""
-    curves = {t.split("/")[0]: series.extract(records, t, x) for t in ("train/loss", "test/loss")}
+    curves = {t.split("/")[0]: records.series(t, x) for t in ("train/loss", "test/loss")}
     curves = {k: v for k, v in curves.items() if v[0].size}
     chart(figures.curves_figure(curves, "Loss", "loss", x_title=x, smoothing=smoothing, uirevision=key), key)
 
 
-def accuracy_chart(records: list[dict[str, Any]], key: str, x: str = "step", smoothing: float = 0.0) -> None:
+def accuracy_chart(records: MetricTable, key: str, x: str = "step", smoothing: float = 0.0) -> None:
     """Train and test accuracy."""
-    curves = {t.split("/")[0]: series.extract(records, t, x) for t in ("train/acc", "test/acc")}
+    curves = {t.split("/")[0]: records.series(t, x) for t in ("train/acc", "test/acc")}
     curves = {k: v for k, v in curves.items() if v[0].size}
     chart(figures.accuracy_figure(curves, smoothing=smoothing, x_title=x, uirevision=key), key)
 
 
-def mnist_metrics(records: list[dict[str, Any]], status: dict[str, Any]) -> None:
+def mnist_metrics(records: MetricTable, status: dict[str, Any]) -> None:
     """Accuracy, throughput and compile time (shown apart from the steady-state rate)."""
     c = st.columns(4)
     acc = last_value(records, "test/acc")
@@ -207,9 +215,7 @@ def member_colors(names: list[str]) -> dict[str, str]:
     return {n: figures.COLORS[i % len(figures.COLORS)] for i, n in enumerate(names)}
 
 
-def group_fit(
-    run_dirs: list[Path], records: list[list[dict[str, Any]]], names: list[str], key: str, seeds_vary: bool
-) -> None:
+def group_fit(run_dirs: list[Path], records: list[MetricTable], names: list[str], key: str, seeds_vary: bool) -> None:
     """Member 0's data, the true line and every member's latest fitted line."""
     sample = _data_sample(run_dirs[0])
     if sample is None:
@@ -240,10 +246,10 @@ def group_fit(
 
 
 def group_curves(
-    records: list[list[dict[str, Any]]], names: list[str], tag: str, key: str, *, title: str, accuracy: bool = False
+    records: list[MetricTable], names: list[str], tag: str, key: str, *, title: str, accuracy: bool = False
 ) -> None:
     """`tag` of every member overlaid, colored as in `member_colors`."""
-    curves = {n: series.extract(r, tag) for n, r in zip(names, records, strict=True)}
+    curves = {n: r.series(tag) for n, r in zip(names, records, strict=True)}
     colors = member_colors(names)
     if accuracy:
         # Auto range: K members close together would be flat lines on a fixed 0-100% axis.
@@ -256,7 +262,7 @@ def group_curves(
 def members_table(
     members: list[run_store.RunInfo],
     statuses: list[dict[str, Any]],
-    records: list[list[dict[str, Any]]],
+    records: list[MetricTable],
     names: list[str],
 ) -> None:
     """One row per member: its varied values, state, step and latest metrics."""

@@ -8,13 +8,16 @@ next poll rebuilds it from the run directories.
 from __future__ import annotations
 
 import contextlib
-import os
+import functools
+import urllib.parse
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import streamlit as st
 
-from dashboard import launcher
+from dashboard import launcher, metric_table
+from dashboard.metric_table import MetricTable
 from training import run_store
 
 ACTIVE_STATES = ("starting", "running")
@@ -67,24 +70,31 @@ def list_runs() -> list[run_store.RunInfo]:
     root = runs_root()
     runs = run_store.list_runs(root)
     for r in runs:
-        r.status = run_status(r.path)
+        if not r.damaged:  # a damaged run keeps the message that says which file is wrong
+            r.status = run_status(r.path)
     known = {r.run_id for r in runs}
     pending = []
-    if root.is_dir():
-        for d in root.iterdir():
-            info = launcher.launch_info(d) if d.is_dir() and d.name not in known else None
-            if info and info.get("population") and not info.get("group"):
-                found = population_members(info, runs)
-                if found:  # remember it, so the launch stays hidden when its members are deleted later
-                    with contextlib.suppress(OSError):  # another session may be writing the same note
-                        run_store.atomic_write_json(d / "launch.json", {**info, "group": found[0].status["group"]})
-                    continue
-            if info and not info.get("group"):
-                run = run_store.RunInfo(
-                    d.name, d, info.get("name", d.name), info.get("task", "?"), {}, {}, info.get("launched", 0.0)
-                )
-                run.status = run_status(d)
-                pending.append(run)
+    try:
+        entries = [d for d in root.iterdir() if d.name not in known and not d.name.startswith(".")]
+    except OSError:
+        entries = []
+    for d in entries:
+        info = launcher.launch_info(d) if d.is_dir() else None
+        if info == {} and (d / "launch.json").exists():
+            pending.append(run_store.damaged_run(d, _launch_damage(d)))
+            continue
+        if info and info.get("population") and not info.get("group"):
+            found = population_members(info, runs)
+            if found:  # remember it, so the launch stays hidden when its members are deleted later
+                with contextlib.suppress(OSError):  # another session may be writing the same note
+                    run_store.atomic_write_json(d / "launch.json", {**info, "group": found[0].status["group"]})
+                continue
+        if info and not info.get("group"):
+            run = run_store.RunInfo(
+                d.name, d, info.get("name", d.name), info.get("task", "?"), {}, {}, info.get("launched", 0.0)
+            )
+            run.status = run_status(d)
+            pending.append(run)
     runs += pending
     # Newest first; a population's members stay together, in member order.
     first: dict[str, float] = {}
@@ -92,6 +102,33 @@ def list_runs() -> list[run_store.RunInfo]:
         if r.status.get("group"):
             first[r.status["group"]] = min(first.get(r.status["group"], r.created), r.created)
     return sorted(runs, key=lambda r: (-first.get(r.status.get("group"), r.created), r.status.get("member") or 0))
+
+
+def _launch_damage(d: Path) -> str:
+    """What is wrong with a launch.json that gave no usable fields."""
+    try:
+        run_store.load_json_object(d / "launch.json")
+    except run_store.DamagedRunFile as exc:
+        return str(exc)
+    return "launch.json: holds no launch record (no pid, command or task)"
+
+
+def run_config(run_dir: Path) -> dict[str, Any]:
+    """The "config" object of config.json, validated; {} if missing or damaged."""
+    try:
+        doc = run_store.load_json_object(Path(run_dir) / "config.json")
+        return run_store.validate_config(doc)["config"] if doc is not None else {}
+    except run_store.DamagedRunFile:
+        return {}
+
+
+def run_command(run_dir: Path) -> list[str] | None:
+    """The command of config.json (a list of strings), or None."""
+    try:
+        doc = run_store.load_json_object(Path(run_dir) / "config.json")
+        return run_store.validate_config(doc).get("command") if doc is not None else None
+    except run_store.DamagedRunFile:
+        return None
 
 
 def population_members(info: dict[str, Any], runs: list[run_store.RunInfo]) -> list[run_store.RunInfo]:
@@ -106,45 +143,37 @@ def is_active(status: dict[str, Any]) -> bool:
     return status.get("state") in ACTIVE_STATES
 
 
-def poll_metrics(run_dir: Path) -> list[dict[str, Any]]:
-    """All metric records of a run, reading only the bytes appended since this session's last poll."""
-    cache: dict[str, dict[str, Any]] = st.session_state.setdefault("_metrics_cache", {})
-    key = str(run_dir)
-    entry = cache.get(key)
-    size = _size(Path(run_dir) / "metrics.jsonl")
-    if entry is None or size < entry["offset"]:  # new, or the file was replaced: start over
-        entry = cache[key] = {"offset": 0, "records": []}
-    if size > entry["offset"]:
-        new, entry["offset"] = run_store.read_metrics(Path(run_dir), entry["offset"])
-        entry["records"].extend(new)
-    return entry["records"]
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _metric_table(run_dir: str) -> MetricTable:
+    return MetricTable()
 
 
-def _size(path: Path) -> int:
-    try:
-        return os.stat(path).st_size
-    except OSError:
-        return 0
+def metrics(run_dir: Path) -> MetricTable:
+    """A run's metrics as bounded columns, shared by every session and read only where the file grew."""
+    return _metric_table(str(run_dir)).update(Path(run_dir))
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
-def _read_all_metrics(path: str, size: int, mtime: float) -> list[dict[str, Any]]:
-    return run_store.read_metrics(Path(path), 0)[0]
+def poll_metrics(run_dir: Path) -> MetricTable:
+    """`metrics`, noting in this session how far the file was read (the Live page's refreshes)."""
+    table = metrics(run_dir)
+    st.session_state.setdefault("_metrics_cache", {})[str(run_dir)] = {"offset": table.offset}
+    return table
 
 
-def all_metrics(run_dir: Path) -> list[dict[str, Any]]:
-    """Every record of a run, shared across sessions and re-read only when the file changed."""
-    path = Path(run_dir) / "metrics.jsonl"
-    try:
-        st_ = os.stat(path)
-    except OSError:
-        return []
-    return _read_all_metrics(str(run_dir), st_.st_size, st_.st_mtime)
+def all_metrics(run_dir: Path) -> MetricTable:
+    """Every record's columns (thinned beyond `MetricTable.max_rows` rows, as the charts would)."""
+    return metrics(run_dir)
+
+
+def metrics_csv(run_dir: Path) -> Callable[[], bytes]:
+    """A download button's data: the CSV of every record, built from the file only when clicked."""
+    return functools.partial(metric_table.metrics_csv, Path(run_dir))
 
 
 def read_artifact(run_dir: Path, name: str) -> Any:
-    """A JSON artifact of a run, or None."""
-    return run_store.read_json(Path(run_dir) / "artifacts" / name)
+    """A JSON artifact of a run (a JSON object), or None if missing, unreadable or of another shape."""
+    doc = run_store.read_json(Path(run_dir) / "artifacts" / name)
+    return doc if isinstance(doc, dict) else None
 
 
 def select_run(runs: list[run_store.RunInfo]) -> run_store.RunInfo | None:
@@ -153,12 +182,15 @@ def select_run(runs: list[run_store.RunInfo]) -> run_store.RunInfo | None:
     The id of a population's launch stands for its first member once the members exist.
     """
     by_id = {r.run_id: r for r in runs}
-    for candidate in (st.query_params.get("run"), st.session_state.get("current_run")):
+    asked = st.query_params.get("run")
+    for candidate in (asked, st.session_state.get("current_run")):
         if candidate in by_id:
             return by_id[candidate]
         first = launched_population(candidate, runs)
         if first is not None:
             return first
+        if candidate and candidate == asked:  # never silently another run
+            st.warning(f"No run `{candidate}` under `{runs_root()}`; showing another run.", icon=":material/warning:")
     active = [r for r in runs if is_active(r.status)]
     return (active or runs or [None])[0]
 
@@ -178,15 +210,34 @@ def remember_run(run_id: str) -> None:
     st.query_params["run"] = run_id
 
 
+def server_address() -> str:
+    """The address this server listens on ("" when unset: every interface)."""
+    return str(st.get_option("server.address") or "")
+
+
+def is_shared() -> bool:
+    """True when others can reach this server (its address is not loopback)."""
+    return not launcher.is_loopback(server_address())
+
+
 @st.cache_resource(show_spinner=False)
-def _tensorboard(logdir: str) -> launcher.TensorBoard:
-    return launcher.start_tensorboard(Path(logdir))
+def _tensorboard(logdir: str, host: str) -> launcher.TensorBoard:
+    return launcher.start_tensorboard(Path(logdir), host=host)
 
 
 def tensorboard_url() -> str:
-    """URL of this server's TensorBoard over the runs root, started on first use (restarted if it died)."""
-    tb = _tensorboard(str(runs_root()))
+    """URL of this server's TensorBoard over the runs root, started on first use (restarted if it died).
+
+    TensorBoard listens where the dashboard does; when that is not loopback, the link uses the
+    host name this browser reached the dashboard by.
+    """
+    host = server_address() or "0.0.0.0"
+    tb = _tensorboard(str(runs_root()), host)
     if not tb.alive():
         _tensorboard.clear()
-        tb = _tensorboard(str(runs_root()))
-    return tb.url
+        tb = _tensorboard(str(runs_root()), host)
+    if not is_shared():
+        return tb.url
+    seen = urllib.parse.urlsplit(st.context.url or "").hostname
+    parts = urllib.parse.urlsplit(tb.url)
+    return parts._replace(netloc=f"{seen}:{parts.port}").geturl() if seen else tb.url

@@ -6,7 +6,6 @@ import dataclasses
 import io
 import shlex
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -15,12 +14,13 @@ import streamlit as st
 from components import figures
 from components.widgets import status_badge
 from dashboard import groups, panels, state
+from dashboard.metric_table import MetricTable
 from training import run_store
 
 DETAIL_REFRESH_S = 1.0  # slower than Live: this page also redraws the confusion matrix and images
 
 
-def results(run: run_store.RunInfo, records: list[dict[str, Any]]) -> None:
+def results(run: run_store.RunInfo, records: MetricTable) -> None:
     """Final metrics, then the task's pictures: fitted line, or confusion matrix and misclassified images."""
     final = run.status.get("final") or {}
     if final:
@@ -42,6 +42,9 @@ def results(run: run_store.RunInfo, records: list[dict[str, Any]]) -> None:
     report = state.read_artifact(run.path, "classification.json")
     if not report:
         st.caption("No confusion matrix yet (written at evaluations).")
+        return
+    if not isinstance(report.get("confusion"), list) or not isinstance(report.get("class_names"), list):
+        st.warning("artifacts/classification.json: no 'confusion' and 'class_names' lists; not shown.")
         return
     left, right = st.columns([2, 3])
     with left:
@@ -115,7 +118,7 @@ def summary(run: run_store.RunInfo, was_active: bool) -> None:
     with head[2]:
         st.download_button(
             "Metrics CSV",
-            pd.DataFrame(records).to_csv(index=False),
+            state.metrics_csv(run.path),
             file_name=f"{run.run_id}.csv",
             mime="text/csv",
             icon=":material/download:",
@@ -129,12 +132,25 @@ def summary(run: run_store.RunInfo, was_active: bool) -> None:
         st.rerun()  # full rerun: final results, and no more refresh timer
 
 
+def damaged(run: run_store.RunInfo) -> None:
+    """What is wrong with a damaged run, and what its folder holds (it can be deleted on Runs & compare)."""
+    st.error(f"This run's files are damaged: {run.status.get('message')}", icon=":material/broken_image:")
+    try:
+        names = sorted(p.name + ("/" if p.is_dir() else "") for p in run.path.iterdir())
+    except OSError as exc:
+        names = [f"(cannot list the folder: {exc.strerror})"]
+    st.caption(f"`{run.path}` holds: {', '.join(names) or 'nothing'}. Delete it on Runs & compare, or fix the file.")
+
+
 def page() -> None:
     """Pick a run, then show its summary, results, config and tracking links (refreshing while it trains)."""
     st.title("Run detail")
     run = panels.pick_run(state.list_runs())
     if run is None:
         st.info("No runs yet.")
+        return
+    if run.damaged:
+        damaged(run)
         return
     group = groups.group_of(run)
     if group:
@@ -146,7 +162,7 @@ def page() -> None:
         st.dataframe(
             pd.DataFrame({"setting": list(run.config), "value": [str(v) for v in run.config.values()]}), hide_index=True
         )
-        command = (run_store.read_json(run.path / "config.json") or {}).get("command")
+        command = state.run_command(run.path)
         if command:
             st.code(shlex.join(command), language="bash", wrap_lines=True)
 

@@ -29,7 +29,8 @@ def head(
     with cols[2]:
         if active and stop_dir is not None:
             if st.button(stop_label, icon=":material/stop:", key="stop_run", type="secondary"):
-                launcher.stop(stop_dir)
+                if not launcher.stop(stop_dir):
+                    st.toast(launcher.STOP_FILE_ONLY, icon=":material/info:")
         else:
             panels.resume_control(resume_dir, resume_status, "resume_run", resume_label)
     if active and stop_dir is not None and run_store.stop_requested(stop_dir):
@@ -46,7 +47,7 @@ def live_panel(run_dir: Path, task: str, was_active: bool) -> None:
             state.remember_run(first.run_id)
             st.rerun()
     records = state.poll_metrics(run_dir)
-    cfg = (run_store.read_json(run_dir / "config.json") or {}).get("config", {})
+    cfg = state.run_config(run_dir)
     active = state.is_active(status)
     head(status, active, run_dir, run_dir, status, "Stop")
     if status.get("state") == "starting":
@@ -139,6 +140,10 @@ def page() -> None:
     if run is None:
         st.info("No runs yet.", icon=":material/info:")
         st.page_link("views/launch.py", label="Start one", icon=":material/rocket_launch:")
+        return
+    if run.damaged:
+        st.error(f"This run's files are damaged: {run.status.get('message')}", icon=":material/broken_image:")
+        st.caption("Nothing to watch. Run detail lists the folder; Runs & compare can delete it.")
         return
     group = groups.group_of(run)
     if group:

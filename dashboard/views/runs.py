@@ -9,7 +9,7 @@ from datetime import datetime
 import pandas as pd
 import streamlit as st
 
-from components import figures, series
+from components import figures
 from components.widgets import runs_table
 from dashboard import groups, launcher, panels, state
 from training import run_store
@@ -37,17 +37,19 @@ def runs_frame(runs: list[run_store.RunInfo]) -> pd.DataFrame:
                 if s.get("ended") and s.get("wall_seconds")
                 else (end - started if end and started else None),
                 "started": datetime.fromtimestamp(started) if started else None,
+                "message": s.get("message") if s.get("state") in panels.PROBLEM_STATES else None,
                 "run_id": r.run_id,
             }
         )
-    columns = ["name", "group", "task", "status", "config", "final loss", "test acc", "duration", "started", "run_id"]
+    columns = ["name", "group", "task", "status", "config", "final loss", "test acc", "duration", "started"]
+    columns += ["message", "run_id"]
     return pd.DataFrame(rows, columns=columns)
 
 
 def compare(selected: list[run_store.RunInfo]) -> None:
     """Overlay one metric of the selected runs, with smoothing and a choice of x axis."""
     records = {r.run_id: state.all_metrics(r.path) for r in selected}
-    tags = sorted({k for recs in records.values() for rec in recs for k in rec} - {"step", "wall", "ts"})
+    tags = sorted(set().union(*(table.tags() for table in records.values())))
     if not tags:
         st.info("The selected runs have no metrics yet.")
         return
@@ -62,7 +64,7 @@ def compare(selected: list[run_store.RunInfo]) -> None:
         r.run_id: r.name if [s.name for s in selected].count(r.name) == 1 else f"{r.name} ({r.run_id[-4:]})"
         for r in selected
     }
-    curves = {names[rid]: series.extract(recs, tag, x) for rid, recs in records.items()}
+    curves = {names[rid]: table.series(tag, x) for rid, table in records.items()}
     if "acc" in tag:  # auto range: runs a few points apart would be flat lines on a fixed 0-100% axis
         fig = figures.accuracy_figure(
             curves, title=tag, smoothing=smoothing, x_title=X_AXES[x], uirevision="compare", y_range=None
@@ -111,10 +113,9 @@ def actions(selected: list[run_store.RunInfo], runs: list[run_store.RunInfo], ta
         if row.button("Open live", icon=":material/monitoring:"):
             state.remember_run(run.run_id)
             st.switch_page("views/live.py", query_params={"run": run.run_id})
-        csv = pd.DataFrame(state.all_metrics(run.path)).to_csv(index=False)
         row.download_button(
             "Metrics CSV",
-            csv,
+            state.metrics_csv(run.path),
             file_name=f"{run.run_id}.csv",
             mime="text/csv",
             icon=":material/download:",
@@ -122,9 +123,10 @@ def actions(selected: list[run_store.RunInfo], runs: list[run_store.RunInfo], ta
         )
     active = [r for r in selected if state.is_active(r.status)]
     if active and row.button(f"Stop ({len(active)})", icon=":material/stop:"):
-        for r in active:
-            launcher.stop(r.path)
+        signalled = sum(launcher.stop(r.path) for r in active)
         st.toast(f"Asked {len(active)} run(s) to stop.")
+        if signalled < len(active):
+            st.info(launcher.STOP_FILE_ONLY, icon=":material/info:")
     if row.button(f"Delete ({len(selected)})", icon=":material/delete:"):
         st.session_state["confirm_delete"] = [r.run_id for r in selected]
     pending = st.session_state.get("confirm_delete")

@@ -1,0 +1,187 @@
+"""A run's metrics as bounded numpy columns: what the dashboard server keeps in memory.
+
+metrics.jsonl can hold millions of records; as a list of dicts that costs the server
+gigabytes. Here every tag is a float column with a presence mask, the file is read in pieces
+of a few MB, and once more than `max_rows` rows are held they are thinned the way the charts
+downsample: per tag, the first, min, max and last point of each of equal-width step buckets,
+so spikes and the whole run's extent survive and memory stays bounded whatever the file's
+length. The CSV download reads the file itself, so it keeps every record. No Streamlit here.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from training import run_store
+
+X_KEYS = ("step", "wall")
+NOT_STORED = ("ts",)  # unix time of each record: no page plots it
+MAX_TAGS = 256  # a file inventing a new key per line cannot grow the table sideways
+READ_BYTES = 4 << 20  # one piece of the file parsed at a time
+
+
+@dataclass(frozen=True)
+class _Columns:
+    """One immutable snapshot: readers take it whole, so an update in another thread never tears it."""
+
+    values: dict[str, np.ndarray] = field(default_factory=dict)  # float64, NaN where absent or not a number
+    present: dict[str, np.ndarray] = field(default_factory=dict)  # bool: the record had this key
+    rows: int = 0
+
+
+def _as_float(v: object) -> float:
+    if isinstance(v, bool) or v is None:
+        return math.nan
+    try:
+        return float(v)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return math.nan
+
+
+class MetricTable:
+    """The records of one metrics.jsonl, read incrementally into bounded columns."""
+
+    def __init__(self, max_rows: int = 20_000) -> None:
+        self.max_rows = max_rows
+        self.offset = 0  # bytes of the file consumed
+        self.records = 0  # records read in all (held rows may be fewer)
+        self._file: tuple[int, int] | None = None  # (device, inode): a replaced file is read again
+        self._cols = _Columns()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return self._cols.rows
+
+    def update(self, run_dir: Path) -> MetricTable:
+        """Read what was appended to run_dir/metrics.jsonl since the last call (all of it if it was replaced)."""
+        path = Path(run_dir) / "metrics.jsonl"
+        with self._lock:
+            try:
+                st_ = os.stat(path)
+            except OSError:
+                st_ = None
+            ident = (st_.st_dev, st_.st_ino) if st_ else None
+            if ident != self._file or (st_ and st_.st_size < self.offset):  # new, deleted, replaced or truncated
+                self._file, self.offset, self.records, self._cols = ident, 0, 0, _Columns()
+            while st_ is not None and self.offset < st_.st_size:
+                records, offset = run_store.read_metrics(Path(run_dir), self.offset, max_bytes=READ_BYTES)
+                if offset == self.offset:
+                    break  # only a partial last line: the rest comes later
+                self.offset = offset
+                self.records += len(records)
+                self._append(records)
+        return self
+
+    def _append(self, records: list[dict]) -> None:
+        if not records:
+            return
+        old = self._cols
+        n = len(records)
+        keys = list(old.values)
+        for rec in records:
+            for k in rec:
+                if k not in old.values and k not in NOT_STORED and k not in keys and len(keys) < MAX_TAGS:
+                    keys.append(k)
+        values, present = {}, {}
+        for k in keys:
+            has = np.fromiter((k in r for r in records), bool, n)
+            col = np.fromiter((_as_float(r.get(k)) for r in records), float, n)
+            values[k] = np.concatenate([old.values.get(k, np.full(old.rows, np.nan)), col])
+            present[k] = np.concatenate([old.present.get(k, np.zeros(old.rows, bool)), has])
+        cols = _Columns(values, present, old.rows + n)
+        self._cols = _thin(cols, self.max_rows // 2) if cols.rows > self.max_rows else cols
+
+    def tags(self) -> set[str]:
+        """Metric names (x keys excluded)."""
+        return set(self._cols.values) - set(X_KEYS)
+
+    def series(self, tag: str, x: str = "step") -> tuple[np.ndarray, np.ndarray]:
+        """(x, y) of the rows that have both `tag` and `x`, in file order (as `components.series.extract`)."""
+        c = self._cols
+        if tag not in c.values or x not in c.values:
+            return np.empty(0), np.empty(0)
+        rows = c.present[tag] & c.present[x]
+        return c.values[x][rows], c.values[tag][rows]
+
+    def last(self, tag: str) -> float | None:
+        """Latest value of `tag` (None if absent or not finite), as `panels.last_value` on records."""
+        c = self._cols
+        if tag not in c.values:
+            return None
+        rows = np.flatnonzero(c.present[tag])
+        if rows.size == 0:
+            return None
+        v = float(c.values[tag][rows[-1]])
+        return v if math.isfinite(v) else None
+
+
+def _thin(cols: _Columns, target: int) -> _Columns:
+    """About `target` rows: per tag, first/min/max/last of equal-width step buckets (union over tags)."""
+    tags = [t for t in cols.values if t not in X_KEYS] or list(cols.values)
+    n_buckets = max(16, target // (4 * max(1, len(tags))))
+    step = cols.values.get("step")
+    position = np.arange(cols.rows, dtype=float)
+    x = step if step is not None and np.isfinite(step).all() else position
+    keep = [np.array([0, cols.rows - 1])]
+    for tag in tags:
+        rows = np.flatnonzero(cols.present[tag])
+        keep.append(
+            rows if rows.size <= 4 * n_buckets else rows[_bucket_extremes(x[rows], cols.values[tag][rows], n_buckets)]
+        )
+    kept = np.unique(np.concatenate(keep))
+    return _Columns(
+        {k: v[kept] for k, v in cols.values.items()}, {k: v[kept] for k, v in cols.present.items()}, kept.size
+    )
+
+
+def _bucket_extremes(x: np.ndarray, y: np.ndarray, n_buckets: int) -> np.ndarray:
+    """Positions of the first, min, max and last point of each equal-width x bucket (NaN never wins)."""
+    lo, hi = float(x.min()), float(x.max())
+    scaled = (x - lo) / (hi - lo) * n_buckets if hi > lo else np.zeros(x.size)
+    bucket = np.minimum(scaled.astype(np.int64), n_buckets - 1)
+    order = np.lexsort((np.arange(x.size), bucket))  # by bucket, then file order
+    b = bucket[order]
+    starts = np.flatnonzero(np.r_[True, b[1:] != b[:-1]])
+    ends = np.r_[starts[1:], b.size] - 1
+    group = np.repeat(np.arange(starts.size), ends - starts + 1)
+    ys = y[order]
+    low = np.where(np.isnan(ys), np.inf, ys)
+    high = np.where(np.isnan(ys), -np.inf, ys)
+    picks = [starts, ends]
+    for vals, best in ((low, np.minimum.reduceat(low, starts)), (high, np.maximum.reduceat(high, starts))):
+        hits = np.flatnonzero(vals == best[group])
+        first = np.r_[True, group[hits][1:] != group[hits][:-1]]
+        picks.append(hits[first])
+    return order[np.concatenate(picks)]
+
+
+def metrics_csv(run_dir: Path) -> bytes:
+    """Every record of metrics.jsonl as CSV (read in pieces; built only when a download asks for it)."""
+    columns: dict[str, None] = {}
+    offset = 0
+    while True:  # first pass: the columns
+        records, new = run_store.read_metrics(Path(run_dir), offset, max_bytes=READ_BYTES)
+        if new == offset:
+            break
+        offset = new
+        for r in records:
+            columns.update(dict.fromkeys(r))
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=list(columns), extrasaction="ignore")
+    writer.writeheader()
+    offset = 0
+    while True:
+        records, new = run_store.read_metrics(Path(run_dir), offset, max_bytes=READ_BYTES)
+        if new == offset:
+            break
+        offset = new
+        writer.writerows(records)
+    return out.getvalue().encode()
