@@ -12,14 +12,14 @@ import numpy as np
 import pytest
 
 from tests.test_data import write_idx_dataset
-from training import data
-from training.config import MnistConfig
-from training.errors import DataUnavailable, Diverged
-from training.mnist import _report, create_state, train_mnist, train_step
+from training import data, tags
+from training.engine import train
+from training.errors import DataUnavailable
+from training.tasks.mnist import MnistConfig, MnistTask
 from training.writers.base import MemoryWriter
 
 CHUNK_TAGS = {"train/loss", "train/acc", "perf/steps_per_sec"}
-EPOCH_TAGS = {"test/acc", "test/loss", "epoch/train_loss", "epoch/train_acc", "epoch/test_acc"}
+EPOCH_TAGS = {"test/acc", "test/loss", "epoch/train_loss", "epoch/train_acc"}
 HISTOGRAMS = {f"params/Dense_{i}/{p}" for i in range(3) for p in ("kernel", "bias")}
 
 
@@ -28,6 +28,10 @@ def idx_dir(tmp_path_factory):
     folder = tmp_path_factory.mktemp("idx")
     write_idx_dataset(folder, n_train=700, n_test=150, seed=3)
     return str(folder)
+
+
+def train_mnist(cfg, writer, should_stop=lambda: False):
+    return train(MnistTask, cfg, writer, should_stop)[0]
 
 
 def small(idx_dir: str, **kw) -> MnistConfig:
@@ -44,7 +48,7 @@ def test_learns_and_logs_every_tag(idx_dir):
     for step, d in writer.scalars:
         assert set(d) == (CHUNK_TAGS | EPOCH_TAGS if step in (21, 42) else CHUNK_TAGS)
     last = writer.scalars[-1][1]
-    assert last["epoch/test_acc"] == last["test/acc"] == result.final["test/acc"]
+    assert last["test/acc"] == result.final["test/acc"]
     assert result.final["train/loss"] == last["epoch/train_loss"]
     p = writer.progress
     assert [(q.epoch, q.total_epochs, q.total_steps) for q in p] == [(1, 2, 42)] * 3 + [(2, 2, 42)] * 3
@@ -53,25 +57,23 @@ def test_learns_and_logs_every_tag(idx_dir):
     assert writer.histograms[0][1]["params/Dense_0/kernel"].shape == (784, 128)
 
 
-def test_classification_report_at_the_end(idx_dir):
+def test_classification_report_at_the_end_puts_mistakes_first(idx_dir):
     writer = MemoryWriter()
     result = train_mnist(small(idx_dir, epochs=1, log_every=50), writer)
-    step, rep = writer.classification[-1]
-    assert step == 21 and rep.confusion.shape == (10, 10) and rep.confusion.sum() == 150
-    assert np.trace(rep.confusion) / 150 == pytest.approx(result.final["test/acc"])
-    assert rep.images.shape == (64, 28, 28) and rep.images.dtype == np.uint8
-    assert rep.labels.shape == rep.preds.shape == (64,) and list(rep.class_names) == [str(i) for i in range(10)]
-
-
-def test_report_puts_mistakes_first():
-    labels = np.arange(100) % 10
-    preds = labels.copy()
-    preds[[5, 50, 99]] = (labels[[5, 50, 99]] + 1) % 10
-    images = np.arange(100, dtype=np.uint8)[:, None, None] * np.ones((1, 28, 28), np.uint8)
-    rep = _report(data.CLASS_NAMES["fashion_mnist"], images, labels, preds)
-    assert rep.images[:4, 0, 0].tolist() == [5, 50, 99, 0] and len(rep.images) == 64
-    assert (rep.preds[:3] != rep.labels[:3]).all() and (rep.preds[3:] == rep.labels[3:]).all()
-    assert rep.confusion[5, 6] == 1 and rep.confusion.sum() == 100 and np.trace(rep.confusion) == 97
+    confusion = writer.latest_table(tags.CONFUSION)
+    step = next(s for s, t in writer.tables if tags.CONFUSION in t)
+    counts = np.array([row[1:] for row in confusion.rows])
+    assert step == 21 and counts.shape == (10, 10) and counts.sum() == 150
+    assert confusion.columns == ["true", *[str(i) for i in range(10)]]
+    assert np.trace(counts) / 150 == pytest.approx(result.final["test/acc"])
+    sample = writer.latest_table(tags.PREDICTIONS)
+    assert sample.columns == ["image", "label", "pred"] and len(sample.rows) == 64
+    assert np.asarray(sample.rows[0][0]).shape == (28, 28)
+    wrong = [row[1] != row[2] for row in sample.rows]
+    n_wrong = min(150 - int(np.trace(counts)), 64)
+    assert wrong == [True] * n_wrong + [False] * (64 - n_wrong)  # misclassified first
+    images = {tag for _, imgs in writer.images for tag in imgs}
+    assert {tags.CONFUSION_IMAGE, tags.PREDICTIONS_IMAGE} <= images
 
 
 def test_no_recompiles_across_chunks_and_epochs(idx_dir):
@@ -106,19 +108,20 @@ def test_stop_request_ends_after_the_current_chunk(idx_dir):
 
 def test_divergence_writes_the_chunk_then_names_the_first_bad_step(idx_dir):
     writer = MemoryWriter()
-    with pytest.raises(Diverged) as err:
-        train_mnist(small(idx_dir, optimizer="sgd", lr=1e6), writer)
+    result = train_mnist(small(idx_dir, optimizer="sgd", lr=1e6), writer)
     last_step, last = writer.scalars[-1]
-    assert last_step - 8 < err.value.step <= last_step and not math.isfinite(last["train/loss"])
+    bad = int(result.extra["message"].split("at step ")[1].split(":")[0])
+    assert result.state == "diverged" and last_step - 8 < bad <= last_step and not math.isfinite(last["train/loss"])
 
 
-def test_train_step_is_pure(idx_dir):
-    state = create_state(MnistConfig(), jax.random.key(0))
+def test_step_is_pure():
+    task = MnistTask(MnistConfig())
+    state = task.init(jax.random.key(0))
     batch = {"image": jax.numpy.ones((4, 784)), "label": jax.numpy.arange(4)}
-    step = jax.jit(train_step)
+    step = jax.jit(task.step)
     (s1, m1), (s2, m2) = step(state, batch), step(state, batch)
-    assert m1 == m2 and int(s1.step) == 1
-    jax.tree.map(np.testing.assert_array_equal, s1.params, s2.params)
+    assert m1 == m2 and int(s1["opt_state"].count) == 1
+    jax.tree.map(np.testing.assert_array_equal, s1["params"], s2["params"])
 
 
 def _require(name: str) -> None:
@@ -133,7 +136,7 @@ def test_real_fashion_mnist_quick():
     writer = MemoryWriter()
     result = train_mnist(MnistConfig(dataset="fashion_mnist", train_limit=2000, test_limit=1000, epochs=1), writer)
     assert result.final["test/acc"] > 0.6
-    assert writer.classification[-1][1].class_names[9] == "Ankle boot"
+    assert writer.latest_table(tags.CONFUSION).columns[-1] == "Ankle boot"
 
 
 @pytest.mark.slow

@@ -42,7 +42,7 @@ def first_nonfinite(values: np.ndarray) -> int | None:
 class Member:
     """One run of a population (or the only one): where it writes and how it ends."""
 
-    run_dir: Path
+    run_dir: Path | None  # None: an in-memory run (tests, notebooks) with no run directory
     writer: MetricWriter
     lr: float
     ckpt: Any = None  # a training.checkpoint.Checkpointer, or None
@@ -69,7 +69,8 @@ class Members:
     def set_phase(self, phase: str) -> None:
         """Tell the page what the run is doing before its first step ("loading data", "compiling")."""
         for i in self.alive():
-            run_store.write_status(self.members[i].run_dir, phase=phase)
+            if self.members[i].run_dir is not None:
+                run_store.write_status(self.members[i].run_dir, phase=phase)
 
     def report(self, step: int, scalars: Sequence[Mapping[str, float]], progress: Progress, losses: np.ndarray,
                first_step: int) -> None:
@@ -104,4 +105,7 @@ class Members:
             if ckpt is not None:
                 ckpt.close()
         finally:
-            close_run(member.run_dir, member.writer, state, message, dict(final or {}))
+            if member.run_dir is None:
+                member.writer.close(state, message)
+            else:
+                close_run(member.run_dir, member.writer, state, message, dict(final or {}))
