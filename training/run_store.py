@@ -113,12 +113,13 @@ class DamagedRunFile(ValueError):
 
 
 def _kind(v: Any) -> str:
-    """How a value is described in a message: its JSON type and a short repr."""
-    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
-        return repr(v)
-    text = repr(v) if isinstance(v, (str, bool)) or v is None else names.get(type(v), type(v).__name__)
-    return text if len(text) <= 40 else text[:37] + "..."
+    """How a value is described in a message, in JSON's words: 'yesterday', 5, null, true, a list."""
+    if v is None or isinstance(v, bool):
+        return json.dumps(v)
+    if isinstance(v, (int, float, str)):
+        text = repr(v)
+        return text if len(text) <= 40 else text[:37] + "..."
+    return {dict: "an object", list: "a list"}.get(type(v), type(v).__name__)
 
 
 def load_json_object(path: Path) -> dict[str, Any] | None:
