@@ -19,15 +19,24 @@ import pytest
 from tests.test_data import write_idx_dataset
 from training import run_store
 from training.__main__ import main
-from training.config import ConfigError, MnistConfig, RegressionConfig
-from training.mnist import train_mnist
-from training.population import Members, member_configs, parse_axes
-from training.population_train import train_mnist_population, train_regression_population
-from training.regression import train_regression
-from training.run import resume
+from training.config import ConfigError
+from training.engine import train
+from training.population import member_raws, parse_axes
+from training.resume import resume
+from training.run import execute
+from training.tasks.mnist import MnistConfig, MnistTask
+from training.tasks.regression import RegressionConfig, RegressionTask
 from training.writers.base import MemoryWriter
 
 WANDB_CLI = str(Path(sys.executable).with_name("wandb"))
+
+
+def train_regression(cfg, writer):
+    return train(RegressionTask, cfg, writer)[0]
+
+
+def train_mnist(cfg, writer):
+    return train(MnistTask, cfg, writer)[0]
 
 
 def values(writer: MemoryWriter) -> list[tuple[int, dict[str, float]]]:
@@ -56,7 +65,7 @@ def test_cli_population_writes_one_run_per_member(runs_root, capsys):
     for i, (run_dir, doc) in enumerate(zip(dirs, docs, strict=True)):
         status = run_store.read_status(run_dir)
         assert (status["state"], status["group"], status["member"], status["step"]) == ("finished", group, i, 100)
-        assert (run_dir / "tb").is_dir() and run_store.read_json(run_dir / "artifacts" / "data_sample.json")
+        assert (run_dir / "tb").is_dir() and run_store.read_json(run_dir / "artifacts" / "tables" / "fit__data.json")
         single = MemoryWriter()
         result = train_regression(RegressionConfig(steps=100, optimizer="adam", lr=doc["config"]["lr"], seed=doc["config"]["seed"]), single)
         logged = [(r["step"], {k: r[k] for k in ("train/loss", "regression/weight", "regression/bias")})
@@ -67,20 +76,21 @@ def test_cli_population_writes_one_run_per_member(runs_root, capsys):
     (folder,) = glob.glob(str(dirs[3] / "wandb" / "offline-run-*"))
     out = subprocess.run([WANDB_CLI, "leet", "inspect", "--json", folder], capture_output=True, text=True, timeout=60)
     (run,) = [json.loads(ln)["run"] for ln in out.stdout.splitlines() if '"type": "run"' in ln or '"type":"run"' in ln]
-    assert run["run_group"] == group and run["run_id"] == dirs[3].name[:64]
+    assert run["run_group"] == group
 
 
 def test_regression_population_matches_single_runs_and_compiles_once():
     cfgs = [RegressionConfig(steps=95, lr=lr, seed=seed) for lr in (0.005, 0.05) for seed in (1, 2)]
     writers = [MemoryWriter() for _ in cfgs]
-    results = train_regression_population(cfgs, Members(writers, [c.lr for c in cfgs]))
-    assert results[0].extra["traces"] == {"chunk[10]": 1, "chunk[5]": 1, "loss": 1}  # one program for all K
+    results = train(RegressionTask, cfgs, writers)
+    assert results[0].extra["traces"] == {"chunk[10]": 1, "chunk[5]": 1}  # one program for all K
     for cfg, writer, result in zip(cfgs, writers, results, strict=True):
         single = MemoryWriter()
         expected = train_regression(cfg, single)
         assert_same_run(values(writer), values(single), rtol=1e-6)
         assert result.final == pytest.approx(expected.final, rel=1e-6)
-        assert [s for s, _ in writer.regression] == [s for s, _ in single.regression]
+        assert [s for s, _ in writer.tables] == [s for s, _ in single.tables]
+        assert writer.latest_table("fit/curve") == single.latest_table("fit/curve")
 
 
 @pytest.fixture(scope="module")
@@ -95,9 +105,8 @@ def test_mnist_population_matches_single_runs_and_isolates_a_diverged_member(idx
     base = MnistConfig(data_dir=idx_dir, log_every=8, epochs=2, optimizer="sgd", eval_every=10)
     cfgs = [dataclasses.replace(base, lr=lr, seed=seed) for lr, seed in ((0.05, 0), (1e6, 0), (0.05, 1))]
     writers = [MemoryWriter() for _ in cfgs]
-    members = Members(writers, [c.lr for c in cfgs])
-    results = train_mnist_population(cfgs, members)
-    assert members.states == ["running", "diverged", "running"] and members.alive() == [0, 2]
+    results = train(MnistTask, cfgs, writers)
+    assert [r.state for r in results] == ["finished", "diverged", "finished"]
     state, message = writers[1].closed
     assert state == "diverged" and "--lr 100000" in message and len(writers[1].scalars) == 1
     for i in (0, 2):
@@ -105,10 +114,12 @@ def test_mnist_population_matches_single_runs_and_isolates_a_diverged_member(idx
         expected = train_mnist(cfgs[i], single)
         assert_same_run(values(writers[i]), values(single), rtol=1e-4)
         assert results[i].final == pytest.approx(expected.final, rel=1e-4)
-        assert [s for s, _ in writers[i].histograms] == [21, 42] and writers[i].classification[-1][0] == 42
+        assert [s for s, _ in writers[i].histograms] == [21, 42]
+        assert [s for s, t in writers[i].tables if "test/confusion" in t] == [42]
+        assert writers[i].latest_table("test/confusion") == single.latest_table("test/confusion")
 
 
-def test_stop_file_in_one_member_stops_the_group_and_a_member_resumes_alone(runs_root, monkeypatch):
+def test_stop_file_in_one_member_stops_the_group_and_the_population_resumes_as_a_whole(runs_root, monkeypatch):
     real, polls = run_store.stop_requested, []
 
     def stop_requested(d: Path) -> bool:  # the group checks every member's dir once per chunk
@@ -125,11 +136,13 @@ def test_stop_file_in_one_member_stops_the_group_and_a_member_resumes_alone(runs
     assert [run_store.read_status(d)["state"] for d in dirs] == ["stopped"] * 3
     assert [run_store.read_status(d)["step"] for d in dirs] == [50] * 3
     monkeypatch.setattr(run_store, "stop_requested", real)
-    state, result = resume(dirs[1], console=False)  # a member's checkpoint has the single-run layout
-    single = MemoryWriter()
-    expected = train_regression(RegressionConfig(steps=200, lr=0.01), single)
-    assert state == "finished" and result.final == pytest.approx(expected.final, rel=1e-6)
-    assert [r["step"] for r in run_store.read_metrics(dirs[1])[0]] == list(range(10, 201, 10))
+    outcomes = resume(dirs[1], console=False)  # any member resumes the whole population
+    assert [d for d, _, _ in outcomes] == dirs and [s for _, s, _ in outcomes] == ["finished"] * 3
+    for (run_dir, _, result), lr in zip(outcomes, (0.005, 0.01, 0.02), strict=True):
+        expected = train_regression(RegressionConfig(steps=200, lr=lr), MemoryWriter())
+        assert result.final == pytest.approx(expected.final, rel=1e-6)
+        assert [r["step"] for r in run_store.read_metrics(run_dir)[0]] == list(range(10, 201, 10))
+        assert run_store.read_status(run_dir)["resumed_from"] == 50
 
 
 def test_population_arguments_are_validated():
@@ -138,6 +151,6 @@ def test_population_arguments_are_validated():
         with pytest.raises(ConfigError, match=fix):
             parse_axes(bad)
     with pytest.raises(ConfigError) as err:
-        member_configs("regression", {}, {"lr": ["0.1", "-1"]})
-    assert "lr" in err.value.errors
-    assert [c.seed for c in member_configs("mnist", {"epochs": "1"}, {"seed": ["4", "5"]})] == [4, 5]
+        execute("regression", member_raws({}, {"lr": ["0.1", "-1"]}), axes=["lr"])
+    assert "lr" in err.value.errors and "Learning rate must be > 0" in err.value.errors["lr"]
+    assert member_raws({"epochs": "1"}, {"seed": ["4", "5"]}) == [{"epochs": "1", "seed": "4"}, {"epochs": "1", "seed": "5"}]
