@@ -1,0 +1,176 @@
+"""The example task (examples/sine.py) end to end: the CLI by file path and by module, a population,
+and the run read back the way users read it (run store, TensorBoard's reader, `wandb leet inspect`).
+
+Nothing in dashboard/ or the engine knows the task: it is found by its spec alone.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tensorboard.backend.event_processing import event_accumulator as ea
+
+from training import run_store
+from training.settings import ConfigError, parse_config
+from training.tasks import available, load_task
+
+ROOT = Path(__file__).resolve().parents[1]
+WANDB_CLI = str(Path(sys.executable).with_name("wandb"))
+STEPS, LOG_EVERY = 600, 50
+
+
+def _env(tmp: Path) -> dict[str, str]:
+    """W&B offline with its state in tmp, no key, no reachable server."""
+    env = dict(os.environ)
+    for var, sub in (
+        ("WANDB_DIR", "wd"),
+        ("WANDB_CACHE_DIR", "wc"),
+        ("WANDB_CONFIG_DIR", "wcfg"),
+        ("WANDB_DATA_DIR", "wdata"),
+    ):
+        (tmp / sub).mkdir(exist_ok=True)
+        env[var] = str(tmp / sub)
+    env.update(
+        WANDB_MODE="offline",
+        WANDB_SILENT="true",
+        WANDB_BASE_URL="http://127.0.0.1:9",
+        HOME=str(tmp),
+        WANDB_DISABLE_GIT="true",
+    )
+    env.pop("WANDB_API_KEY", None)
+    return env
+
+
+def _train(tmp: Path, spec: str, *args: str) -> list[dict]:
+    """`python -m training SPEC ARGS` from the repo root; the JSON line of each run."""
+    cmd = [sys.executable, "-m", "training", spec, "--wandb", "offline", "--quiet", *args]
+    out = subprocess.run(cmd, cwd=ROOT, env=_env(tmp), capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+
+
+def _wandb(run_dir: Path, *flags: str) -> str:
+    (folder,) = glob.glob(str(run_dir / "wandb" / "offline-run-*"))
+    out = subprocess.run(
+        [WANDB_CLI, "leet", "inspect", *flags, "--json", folder], capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+@pytest.fixture(scope="module")
+def single(tmp_path_factory) -> Path:
+    """One run of the example, named by its file path."""
+    tmp = tmp_path_factory.mktemp("sine")
+    run_dir = tmp / "runs" / "sine"
+    (line,) = _train(
+        tmp,
+        "examples/sine.py:SineTask",
+        "--run-dir",
+        str(run_dir),
+        "--steps",
+        str(STEPS),
+        "--log-every",
+        str(LOG_EVERY),
+    )
+    assert line["state"] == "finished" and Path(line["run_dir"]) == run_dir
+    return run_dir
+
+
+def test_the_task_is_found_by_spec_and_its_config_has_metadata(monkeypatch):
+    monkeypatch.setenv("JAXDASH_TASKS", "examples.sine:SineTask")
+    assert available()["examples.sine:SineTask"] == "examples.sine:SineTask"  # what the page offers
+    task = load_task("examples.sine:SineTask")
+    assert task is load_task("examples.sine:SineTask") and task.name == "sine" and task.panels == ("fit", "loss")
+    assert load_task(str(ROOT / "examples" / "sine.py") + ":SineTask").name == "sine"
+    cfg = parse_config(task.Config, {"hidden": "16", "points": "100", "noise": "0.2"})
+    assert (cfg.hidden, cfg.points, cfg.noise) == (16, 100, 0.2)
+    with pytest.raises(ConfigError, match="Hidden width must be >= 1"):
+        parse_config(task.Config, {"hidden": "0"})
+
+
+def test_help_lists_the_example_settings():
+    out = subprocess.run(
+        [sys.executable, "-m", "training", "examples/sine.py:SineTask", "--help"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0 and "--hidden" in out.stdout and "Hidden width" in out.stdout
+    assert "--noise" in out.stdout and "--points" in out.stdout
+
+
+def test_cli_run_finishes_and_fits_the_sine(single):
+    status = run_store.read_status(single)
+    assert status["state"] == "finished" and status["step"] == STEPS
+    doc = run_store.read_json(single / "config.json")
+    assert doc["task"] == "sine" and doc["panels"] == ["fit", "loss"] and doc["config"]["hidden"] == 64
+    records = run_store.read_metrics(single)[0]
+    assert [r["step"] for r in records] == list(range(LOG_EVERY, STEPS + 1, LOG_EVERY))
+    losses = [r["train/loss"] for r in records]
+    assert losses[-1] < losses[0] / 10 and losses[-1] < 0.05, losses  # noise 0.1: the floor is ~0.01
+
+    curve = run_store.read_json(single / "artifacts" / "tables" / "fit__curve.json")
+    assert curve["step"] == STEPS and curve["columns"] == ["x", "y", "y_true"]
+    x, y, y_true = np.array(curve["rows"], dtype=np.float64).T
+    assert len(x) >= 100 and np.all(np.diff(x) > 0), "the curve is drawn on a sorted grid"
+    np.testing.assert_allclose(y_true, np.sin(x), atol=1e-6)
+    assert np.sqrt(np.mean((y - y_true) ** 2)) < 0.15, "the fitted curve lies on the sine"
+    data = run_store.read_json(single / "artifacts" / "tables" / "fit__data.json")
+    assert data["columns"] == ["x", "y"] and len(data["rows"]) == 256
+
+
+def test_tensorboard_has_the_loss_at_every_chunk(single):
+    acc = ea.EventAccumulator(str(single / "tb"), size_guidance={ea.SCALARS: 0, ea.IMAGES: 0})
+    acc.Reload()
+    loss = acc.Scalars("train/loss")
+    assert [e.step for e in loss] == list(range(LOG_EVERY, STEPS + 1, LOG_EVERY))
+    assert loss[-1].value < loss[0].value / 10
+    assert "fit/plot" in acc.Tags()["images"]
+
+
+def test_wandb_offline_run_has_the_loss_and_finished(single):
+    rows = [json.loads(line) for line in _wandb(single).splitlines() if line.strip()]
+    history = [r["history"]["item"] for r in rows if r.get("type") == "history"]
+    steps = [int(h["global_step"]) for h in history if "train/loss" in h]
+    assert steps == list(range(LOG_EVERY, STEPS + 1, LOG_EVERY))
+    summary = json.loads(_wandb(single, "--summary"))
+    assert summary["state"] == "finished" and summary["config"]["hidden"] == 64
+    assert summary["summary"]["train/loss"] < 0.05
+
+
+def test_population_by_module_spec_gives_each_member_its_run(tmp_path):
+    lrs = [0.003, 0.01, 0.03]
+    lines = _train(
+        tmp_path,
+        "examples.sine:SineTask",
+        "--population",
+        "lr=" + ",".join(map(str, lrs)),
+        "--runs-root",
+        str(tmp_path / "runs"),
+        "--steps",
+        "200",
+        "--log-every",
+        "50",
+    )
+    assert [ln["member"] for ln in lines] == [0, 1, 2] and {ln["state"] for ln in lines} == {"finished"}
+    dirs = [Path(ln["run_dir"]) for ln in lines]
+    assert len(set(dirs)) == 3 and all(d.parent == tmp_path / "runs" for d in dirs)
+    docs = [run_store.read_json(d / "config.json") for d in dirs]
+    assert [d["config"]["lr"] for d in docs] == lrs and [d["member"] for d in docs] == [0, 1, 2]
+    assert len({d["group"] for d in docs}) == 1
+    finals = []
+    for d in dirs:
+        assert run_store.read_status(d)["state"] == "finished"
+        assert list((d / "tb").glob("events.out.tfevents.*")) and glob.glob(str(d / "wandb" / "offline-run-*"))
+        assert (d / "artifacts" / "tables" / "fit__curve.json").is_file()
+        finals.append(run_store.read_metrics(d)[0][-1]["train/loss"])
+    assert len(set(finals)) == 3, "members differ in learning rate, so in loss"
