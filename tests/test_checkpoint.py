@@ -21,9 +21,9 @@ from tensorboard.backend.event_processing import event_accumulator as ea
 from tests.test_data import write_idx_dataset
 from training import run_store
 from training.checkpoint import checkpoint_steps, latest_step, resume_point, truncate_metrics
-from training.config import MnistConfig, RegressionConfig
 from training.errors import CannotResume
-from training.run import execute, resume
+from training.resume import resume
+from training.run import execute
 
 ROOT = Path(__file__).resolve().parents[1]
 VOLATILE = ("wall", "ts", "perf/steps_per_sec")  # differ between any two runs
@@ -34,8 +34,20 @@ def records(run_dir: Path) -> list[dict]:
     return [{k: v for k, v in r.items() if k not in VOLATILE} for r in run_store.read_metrics(run_dir)[0]]
 
 
+def run(task: str, cfg: dict, run_dir: Path, **kw) -> tuple[str, object]:
+    """Train one run into `run_dir`; (final state, result)."""
+    ((_, state, result),) = execute(task, [cfg], run_dir=run_dir, console=False, **kw)
+    return state, result
+
+
+def resume_one(run_dir: Path) -> tuple[str, object]:
+    ((_, state, result),) = resume(run_dir, console=False)
+    return state, result
+
+
 def tb_steps(run_dir: Path, tag: str = "train/loss") -> list[int]:
-    acc = ea.EventAccumulator(str(run_dir / "tb"), size_guidance={ea.SCALARS: 0})
+    logdir = run_store.read_status(run_dir)["tensorboard"]["logdir"]
+    acc = ea.EventAccumulator(str(logdir), size_guidance={ea.SCALARS: 0})
     acc.Reload()
     return [e.step for e in acc.Scalars(tag)]
 
@@ -55,15 +67,15 @@ def stop_once_at(monkeypatch: pytest.MonkeyPatch, run_dir: Path, polls: int) -> 
 
 
 def test_stopped_regression_resumes_to_the_uninterrupted_result(runs_root, monkeypatch):
-    cfg = RegressionConfig(steps=300, log_every=10, ckpt_every=50, optimizer="adam", lr=0.02)
+    cfg = {"steps": 300, "log_every": 10, "ckpt_every": 50, "optimizer": "adam", "lr": 0.02}
     full, part = runs_root / "full", runs_root / "part"
-    assert execute(cfg, full, wandb_mode="disabled", console=False)[0] == "finished"
+    assert run("regression", cfg, full, wandb_mode="disabled")[0] == "finished"
     stop_once_at(monkeypatch, part, 12)  # after the 12th chunk of 10 steps
-    state, _ = execute(cfg, part, wandb_mode="offline", console=False)
+    state, _ = run("regression", cfg, part, wandb_mode="offline")
     assert state == "stopped" and latest_step(part) == 120  # saved at the stop, beyond the periodic 100
     assert run_store.read_status(part)["step"] == 120
 
-    state, result = resume(part, console=False)
+    state, result = resume_one(part)
     status = run_store.read_status(part)
     assert state == "finished" and status["state"] == "finished" and status["resumed_from"] == 120
     assert records(part) == records(full)  # one record per step, same values
@@ -79,13 +91,13 @@ def test_stopped_regression_resumes_to_the_uninterrupted_result(runs_root, monke
 def test_stopped_mnist_resumes_mid_epoch(runs_root, monkeypatch, tmp_path):
     write_idx_dataset(tmp_path / "idx", n_train=700, n_test=150, seed=3)
     # 21 steps per epoch in chunks of 8, 8, 5; eval every 10 steps; checkpoints only at stop and end.
-    cfg = MnistConfig(data_dir=str(tmp_path / "idx"), log_every=8, epochs=2, eval_every=10, ckpt_every=0)
+    cfg = {"data_dir": str(tmp_path / "idx"), "log_every": 8, "epochs": 2, "eval_every": 10, "ckpt_every": 0}
     full, part = runs_root / "full", runs_root / "part"
-    execute(cfg, full, wandb_mode="disabled", console=False)
+    run("mnist", cfg, full, wandb_mode="disabled")
     stop_once_at(monkeypatch, part, 4)  # after chunk 4 = step 29, epoch 2's first chunk
-    assert execute(cfg, part, wandb_mode="disabled", console=False)[0] == "stopped"
-    assert latest_step(part) == 29
-    state, result = resume(part, console=False)
+    assert run("mnist", cfg, part, wandb_mode="disabled")[0] == "stopped"
+    assert checkpoint_steps(part) == [21, 29]  # the epoch end and the stop
+    state, result = resume_one(part)
     assert state == "finished" and result.steps == 42
     assert records(part) == records(full)
     assert tb_steps(part) == tb_steps(full) == [8, 16, 21, 29, 37, 42]
@@ -120,18 +132,18 @@ def test_killed_run_resumes_from_its_last_checkpoint(runs_root):
     assert steps == list(range(100, 80_001, 100))  # records past the checkpoint were dropped, then logged once
     assert tb_steps(run_dir) == steps  # TensorBoard purged the killed process's events past the checkpoint
 
-    from training.regression import train_regression
-    from training.writers.base import MemoryWriter
+    from training.engine import train
+    from training.tasks.regression import RegressionConfig, RegressionTask
 
     cfg = RegressionConfig(points=100_000, steps=80_000, log_every=100, optimizer="adam", lr=0.01)
-    assert line["final"] == train_regression(cfg, MemoryWriter()).final  # same process-independent result
+    assert line["final"] == train(RegressionTask, cfg)[0].final  # same process-independent result
 
 
 def test_what_cannot_be_resumed(runs_root, tmp_path):
     with pytest.raises(CannotResume, match="not a run directory"):
         resume(tmp_path)
     run_dir = runs_root / "done"
-    execute(RegressionConfig(steps=20, log_every=10, ckpt_every=0), run_dir, wandb_mode="disabled", tensorboard=False, console=False)
+    run("regression", {"steps": 20, "log_every": 10, "ckpt_every": 0}, run_dir, wandb_mode="disabled", tensorboard=False)
     assert latest_step(run_dir) == 20  # ckpt_every=0 still saves at the end
     with pytest.raises(CannotResume, match="already finished"):
         resume(run_dir)

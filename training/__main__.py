@@ -26,7 +26,10 @@ def _resume(argv: list[str]) -> int:
     except CannotResume as exc:
         return _fail(str(exc))
     for run_dir, state, result in outcomes:
-        cli.report(run_dir, state, result.final if result else {}, resumed_from=result.steps if result else None)
+        from training import run_store
+
+        resumed_from = run_store.read_status(run_dir).get("resumed_from")
+        cli.report(run_dir, state, result.final if result else {}, resumed_from=resumed_from)
     return cli.exit_code([s for _, s, _ in outcomes])
 
 
