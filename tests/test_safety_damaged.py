@@ -210,7 +210,7 @@ def test_every_page_in_chromium_with_damaged_runs(runs, tmp_path: Path) -> None:
     root, good, damaged = runs
     srv = start_server(root, tmp_path / "streamlit.log", env={"WANDB_MODE": "offline", "JAXDASH_WARM_WORKER": "0"})
     picks = [damaged[k] for k in ("cfg-created-str", "cfg-config-null", "status-list", "no-config", "cfg-garbage")]
-    urls = [("/", "New run"), ("/runs", "Runs & compare"), (f"/live?run={good.name}", "good-run")]
+    urls = [("/", "New run"), ("/runs", "Runs & compare"), (f"/live?run={good.name}", "finished")]
     for d, expected in picks:
         urls += [(f"/live?run={d.name}", expected), (f"/detail?run={d.name}", expected)]
     try:

@@ -1,0 +1,103 @@
+"""Stop only signals a process that is verifiably the run's own training process.
+
+A hand-written status.json naming an unrelated process, a pid on another host, a reused pid
+(a process newer than the run): the stop file is written, nothing is signalled.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from dashboard import launcher
+from training import run_store
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = str(ROOT / "dashboard" / "app.py")
+
+
+@pytest.fixture
+def sleeper() -> Iterator[subprocess.Popen]:
+    """An unrelated process (`sleep 60`), killed afterwards."""
+    proc = subprocess.Popen(["sleep", "60"])
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+def hand_written_run(root: Path, pid: int, **status: object) -> Path:
+    d = run_store.new_run_dir(root, "regression", "hand-written")
+    run_store.write_config(d, "regression", {"lr": 0.1}, name="hand-written")
+    doc = {"state": "running", "pid": pid, "host": socket.gethostname(), "started": time.time(), "step": 1, **status}
+    (d / "status.json").write_text(json.dumps(doc))
+    return d
+
+
+def test_stop_does_not_kill_an_unrelated_process_named_in_status_json(runs_root: Path, sleeper) -> None:
+    d = hand_written_run(runs_root, sleeper.pid)
+    assert run_store.read_status(d)["state"] == "running"  # the pid is alive, so the run looks alive
+    assert not run_store.owns_process(run_store.read_status(d), d)
+    assert launcher.stop(d) is False
+    time.sleep(0.3)
+    assert sleeper.poll() is None, "the unrelated sleep was signalled"
+    assert run_store.stop_requested(d)  # the stop file is all that was done
+
+
+def test_stop_button_on_the_live_page_leaves_the_unrelated_process_alone(
+    runs_root: Path, sleeper, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("JAXDASH_WARM_WORKER", "0")
+    d = hand_written_run(runs_root, sleeper.pid)
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["run"] = d.name
+    at.run()
+    at.switch_page("views/live.py").run()
+    at.button(key="stop_run").click().run()
+    assert not at.exception
+    time.sleep(0.3)
+    assert sleeper.poll() is None
+    assert any("No process was signalled" in t.value for t in at.toast)
+
+
+def test_owns_process_refuses_other_hosts_reused_pids_and_bad_values(runs_root: Path) -> None:
+    code = "import sys, time; time.sleep(60)"
+    d = run_store.new_run_dir(runs_root, "regression", "own")
+    # A process whose command line runs `training` code and names this run directory.
+    proc = subprocess.Popen([sys.executable, "-c", code, "training", str(d)])
+    try:
+        time.sleep(0.2)
+        own = {"pid": proc.pid, "host": socket.gethostname(), "started": time.time()}
+        assert run_store.owns_process(own, d)
+        assert not run_store.owns_process({**own, "host": "elsewhere"}, d)
+        assert not run_store.owns_process({**own, "started": time.time() - 3600}, d)  # pid reused by a newer process
+        assert not run_store.owns_process({**own, "started": None}, d)
+        other = run_store.new_run_dir(runs_root, "regression", "other")
+        assert not run_store.owns_process(own, other)  # not this run's process
+        for pid in (None, "123", True, 0, 1, -5, 2**22 + 999):
+            assert not run_store.owns_process({**own, "pid": pid}, d)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_stop_signals_the_runs_own_training_process(runs_root: Path) -> None:
+    d = run_store.new_run_dir(runs_root, "regression", "real")
+    code = (
+        "import sys, time; from pathlib import Path; from training import run_store; "
+        "run_store.start_status(Path(sys.argv[1]), total_steps=10); print('ready', flush=True); time.sleep(60)"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code, str(d)], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        assert launcher.stop(d) is True
+        assert proc.wait(10) == -15  # SIGTERM
+    finally:
+        proc.kill()
