@@ -1,4 +1,4 @@
-"""Config parsing: one typed object per task, every problem reported at once with its fix."""
+"""Config parsing: one typed object per task, every problem reported at once in the field's own words."""
 
 from __future__ import annotations
 
@@ -7,60 +7,44 @@ import json
 
 import pytest
 
-from training.config import (
-    ConfigError,
-    MnistConfig,
-    RegressionConfig,
-    config_from_dict,
-    config_to_dict,
-    parse_config,
-)
+from training import cli
+from training.config import ConfigError, config_fields, config_to_dict, parse_config
+from training.settings import fields
+from training.tasks import available, load_task
+from training.tasks.mnist import MnistConfig, MnistTask
+from training.tasks.regression import RegressionConfig
 
 
 def test_defaults_match_the_seeds():
     reg = parse_config("regression")
     assert reg == RegressionConfig()
-    assert (reg.points, reg.noise, reg.true_weight, reg.true_bias, reg.lr, reg.steps, reg.seed) == (
-        128,
-        0.5,
-        2.0,
-        -1.0,
-        0.005,
-        1000,
-        42,
-    )
+    assert (reg.points, reg.noise, reg.true_weight, reg.true_bias, reg.lr, reg.steps, reg.seed, reg.optimizer) == (
+        128, 0.5, 2.0, -1.0, 0.005, 1000, 42, "sgd")
     mn = parse_config("mnist")
     assert (mn.hidden, mn.optimizer, mn.lr, mn.batch_size, mn.epochs) == ((128, 128), "adam", 1e-3, 32, 3)
-    assert mn.steps_per_epoch == 60_000 // 32 and mn.total_steps == 3 * (60_000 // 32)
+    assert mn.train_size == 60_000
 
 
 def test_strings_from_cli_or_form_are_coerced():
-    cfg = parse_config(
-        "mnist",
-        {
-            "hidden": "256, 64",
-            "lr": "3e-4",
-            "batch_size": "64",
-            "train_limit": "1_000",
-            "test_limit": "all",
-            "dataset": " fashion_mnist ",
-            "eval_every": "200.0",
-        },
-    )
+    raw = {"hidden": "256, 64", "lr": "3e-4", "batch_size": "64", "train_limit": "1_000", "test_limit": "all",
+           "dataset": " fashion_mnist ", "eval_every": "200.0"}
+    cfg = parse_config("mnist", raw)
     assert cfg.hidden == (256, 64) and cfg.lr == 3e-4 and cfg.batch_size == 64
     assert cfg.train_limit == 1000 and cfg.test_limit is None and cfg.dataset == "fashion_mnist"
-    assert cfg.eval_every == 200 and cfg.train_size == 1000 and cfg.steps_per_epoch == 15
+    assert cfg.eval_every == 200 and cfg.train_size == 1000
     assert parse_config("regression", {"points": "1000000", "optimizer": "adam"}).points == 1_000_000
 
 
-def test_every_error_is_reported_at_once_with_its_fix():
+def test_every_error_is_reported_at_once_in_the_fields_words():
     with pytest.raises(ConfigError) as err:
         parse_config("regression", {"points": 1, "lr": "-1", "steps": "ten", "optimizer": "rmsprop", "colour": 3})
     errors = err.value.errors
     assert set(errors) == {"points", "lr", "steps", "optimizer", "colour"}
-    assert "at least 2" in errors["points"] and "e.g. 0.001" in errors["lr"] and "integer" in errors["steps"]
-    assert "sgd, adam" in errors["optimizer"] and "not a setting" in errors["colour"]
-    assert "--points" in str(err.value)  # the message names the CLI flag
+    assert errors["points"] == "Data points must be >= 2 (got 1)."
+    assert errors["lr"] == "Learning rate must be > 0 (got -1)."
+    assert errors["steps"] == "Steps must be a whole number (got 'ten')."
+    assert "one of sgd, adam" in errors["optimizer"] and "not a setting" in errors["colour"]
+    assert "--points" in str(err.value)  # the CLI's message names the flag
 
 
 @pytest.mark.parametrize(
@@ -72,13 +56,17 @@ def test_every_error_is_reported_at_once_with_its_fix():
         ("regression", {"log_every": 0}, "log_every"),
         ("regression", {"seed": 2**32}, "seed"),
         ("regression", {"steps": 2.5}, "steps"),
+        ("regression", {"steps": 10**12}, "steps"),
         ("mnist", {"dataset": "cifar10"}, "dataset"),
         ("mnist", {"hidden": "128,0"}, "hidden"),
+        ("mnist", {"hidden": "100000,100000"}, "hidden"),
+        ("mnist", {"hidden": ""}, "hidden"),
         ("mnist", {"epochs": 0}, "epochs"),
         ("mnist", {"eval_every": -1}, "eval_every"),
         ("mnist", {"train_limit": 0}, "train_limit"),
         ("mnist", {"batch_size": 0}, "batch_size"),
         ("mnist", {"train_limit": 10, "batch_size": 32}, "batch_size"),
+        ("mnist", {"devices": -1}, "devices"),
     ],
 )
 def test_invalid_values_name_their_field(task, raw, field):
@@ -87,18 +75,41 @@ def test_invalid_values_name_their_field(task, raw, field):
     assert field in err.value.errors
 
 
-def test_unknown_task():
-    with pytest.raises(ConfigError, match="unknown task"):
+def test_unknown_task_names_the_known_ones():
+    with pytest.raises(ConfigError, match="unknown task 'gan'; use one of regression, mnist"):
         parse_config("gan")
+    with pytest.raises(ConfigError, match="cannot load task 'no_such_module:Task'"):
+        load_task("no_such_module:Task")
 
 
 def test_round_trips_through_json():
-    for cfg in (RegressionConfig(points=500, optimizer="adam"), MnistConfig(hidden=(64,), train_limit=2000)):
+    for task, cfg in (("regression", RegressionConfig(points=500, optimizer="adam")),
+                      ("mnist", MnistConfig(hidden=(64,), train_limit=2000))):
         d = json.loads(json.dumps(config_to_dict(cfg)))
-        assert d["task"] == cfg.task
-        assert config_from_dict(d) == cfg
+        assert parse_config(task, d) == cfg
 
 
 def test_configs_are_frozen():
     with pytest.raises(dataclasses.FrozenInstanceError):
         RegressionConfig().lr = 1.0  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("task", ["regression", "mnist"])
+def test_every_field_has_a_label_and_help_and_reaches_the_cli(task, capsys):
+    infos = config_fields(task)
+    assert [f.name for f in infos] == [f.name for f in dataclasses.fields(load_task(task).Config)]
+    assert all(f.label and f.help for f in infos)
+    with pytest.raises(SystemExit):
+        cli.task_parser(task, load_task(task)).parse_args(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for f in infos:
+        assert f"--{f.name.replace('_', '-')}" in text and " ".join(f.help.split()) in text
+    if task == "mnist":
+        assert "{mnist,fashion_mnist}" in text and "{sgd,adam}" in text
+
+
+def test_builtin_tasks_are_listed_and_declare_their_panels():
+    assert {"regression", "mnist"} <= set(available())
+    assert load_task("mnist") is MnistTask and MnistTask.panels == ("loss", "accuracy")
+    assert load_task("regression").panels == ("fit", "loss")
+    assert [f.name for f in fields(MnistConfig) if f.choices] == ["optimizer", "dataset"]

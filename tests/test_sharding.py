@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from training.config import ConfigError, MnistConfig, parse_config
+from training.config import ConfigError, parse_config
 from training.sharding import resolve_devices
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,8 +25,8 @@ import json, sys
 import jax
 from tests.test_data import write_idx_dataset
 from pathlib import Path
-from training.config import MnistConfig
-from training.mnist import train_mnist
+from training.engine import train
+from training.tasks.mnist import MnistConfig, MnistTask
 from training.writers.base import MemoryWriter
 
 folder = Path(sys.argv[1])
@@ -34,7 +34,7 @@ write_idx_dataset(folder, n_train=700, n_test=150, seed=3)
 out = {"device_count": jax.device_count()}
 for devices in (8, 1):
     w = MemoryWriter()
-    r = train_mnist(MnistConfig(data_dir=str(folder), batch_size=32, log_every=1, epochs=1, devices=devices), w)
+    (r,) = train(MnistTask, MnistConfig(data_dir=str(folder), batch_size=32, log_every=1, epochs=1, devices=devices), w)
     out[devices] = {"loss": [d["train/loss"] for _, d in w.scalars], "final": r.final, "devices": r.extra["devices"]}
 print("RESULT " + json.dumps(out))
 """
@@ -59,12 +59,12 @@ def test_eight_devices_match_one_device(tmp_path):
 def test_batch_must_split_evenly_over_devices():
     with pytest.raises(ConfigError) as err:
         parse_config("mnist", {"devices": 8, "batch_size": 100})
-    assert "multiple of --devices 8" in err.value.errors["batch_size"]
+    assert "multiple of Devices (8)" in err.value.errors["batch_size"]
     with pytest.raises(ConfigError) as err:
         parse_config("mnist", {"devices": -1})
     assert "devices" in err.value.errors
     assert parse_config("mnist", {"devices": 4, "batch_size": 64}).devices == 4
-    assert MnistConfig().devices == 0  # default: every local device
+    assert parse_config("mnist").devices == 0  # default: every local device
 
 
 def test_resolve_devices_on_this_host():
