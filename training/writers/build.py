@@ -44,7 +44,8 @@ def build_writer(
       run_dir: the run directory (existing).
       cfg: the run's Config (or its dict form).
       name: display name for W&B (defaults to the run directory name).
-      wandb_mode: "auto", "online", "offline" or "disabled".
+      wandb_mode: "online", "offline" or "disabled"; "auto": $WANDB_MODE, else online when wandb finds
+        credentials for its configured host, else offline.
       tensorboard: write event files under run_dir/tb.
       console: show a tqdm progress bar on stderr.
       resume_step: the run continues after its checkpoint at this step: TensorBoard purges later
@@ -72,20 +73,6 @@ def build_writer(
             log.warning("TensorBoard writer unavailable (%s: %s); continuing without it.", type(exc).__name__, exc)
             info["tensorboard"] = {"error": f"{type(exc).__name__}: {exc}"}
 
-    if wandb_mode != "disabled":
-        # WandbWriter never raises from __init__; a failed init disables it and says why in .info.
-        from training.writers.wandb_writer import WandbWriter
-
-        wb = WandbWriter(
-            run_dir, cfg_dict, name=name or run_dir.name, mode=wandb_mode, resume=resume_step is not None, group=group,
-            job_type=job_type,
-        )
-        info["wandb"] = wb.info
-        if wb.active:
-            writers.append(wb)
-    else:
-        info["wandb"] = {"mode": "disabled"}
-
     if console:
         try:
             from training.writers.console import ConsoleWriter
@@ -93,5 +80,24 @@ def build_writer(
             writers.append(ConsoleWriter(initial_step=int(resume_step or 0)))
         except Exception as exc:  # noqa: BLE001 - a missing tqdm must not stop a run
             log.warning("console writer unavailable (%s: %s).", type(exc).__name__, exc)
+
+    # W&B after the console: its close prints the outcome (a failed run's error) while W&B still captures
+    # the process's output for its Logs tab. WandbWriter never raises from __init__; a failed init
+    # disables it and says why in .info. resolve_mode: --wandb > $WANDB_MODE > credentials.
+    from training.writers.wandb_writer import WandbWriter
+
+    wb = WandbWriter(
+        run_dir,
+        cfg_dict,
+        name=name or run_dir.name,
+        mode=wandb_mode,
+        resume=resume_step is not None,
+        group=group,
+        job_type=job_type,
+        resume_step=resume_step,
+    )
+    info["wandb"] = wb.info
+    if wb.active:
+        writers.append(wb)
 
     return MultiWriter(writers), info

@@ -1,0 +1,140 @@
+"""Which W&B mode a run uses, the run id it keeps, and the `wandb.init` arguments W&B users expect.
+
+Precedence, as W&B users expect it: an explicit `--wandb online|offline|disabled`, else
+`$WANDB_MODE`, else "auto": online when wandb itself finds credentials for its configured host
+(`WANDB_API_KEY`, `WANDB_IDENTITY_TOKEN_FILE`, the netrc entry `wandb login` wrote, or the key in
+wandb's settings file), offline otherwise. Nothing here touches the network.
+
+The W&B run id is random and kept in `<run_dir>/wandb_id`, so two runs in folders of the same name
+never share a W&B run, and `resume` continues the same one. Under a sweep agent the agent's
+`WANDB_RUN_ID` wins.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+MODES = ("auto", "online", "offline", "disabled")
+_ALIASES = {"dryrun": "offline", "run": "online"}  # older values wandb still accepts for WANDB_MODE
+ID_FILE = "wandb_id"
+DEFAULT_PROJECT = "jax-dashboard"
+
+
+def wandb_host() -> str:
+    """The W&B server wandb is configured for (`WANDB_BASE_URL`, `wandb login --host`, or its default)."""
+    try:
+        from wandb.sdk import wandb_setup
+
+        return str(wandb_setup.singleton().settings.base_url)  # env and wandb's settings files
+    except Exception:  # noqa: BLE001 - private API moved: the public Settings read the environment
+        import wandb
+
+        return str(wandb.Settings().base_url)
+
+
+def credentials_found() -> bool:
+    """True when wandb would find credentials for its configured host; local lookups only, never a prompt."""
+    host = wandb_host()
+    try:
+        from wandb.sdk.lib.wbauth import authenticate_session
+
+        return authenticate_session(host=host, source="jaxdash", prompt=False, update_session=False) is not None
+    except ImportError:  # an older or newer wandb without wbauth: its netrc lookup, or the env key
+        try:
+            from wandb.sdk.lib.wbauth import read_netrc_auth
+
+            return bool(os.environ.get("WANDB_API_KEY") or read_netrc_auth(host=host))
+        except Exception:  # noqa: BLE001 - no lookup available: only an explicit key counts
+            return bool(os.environ.get("WANDB_API_KEY"))
+    except Exception as exc:  # noqa: BLE001 - malformed credentials: wandb.init would fail online too
+        log.warning("W&B credentials unusable (%s); logging offline.", exc)
+        return False
+
+
+def resolve_mode(mode: str | None) -> str:
+    """online | offline | disabled from an explicit mode, else $WANDB_MODE, else credentials.
+
+    "auto" and None both mean "not chosen": `$WANDB_MODE` then decides (the dashboard passes
+    `--wandb auto`), and without it credentials do.
+
+    Raises:
+      ValueError: `mode` is not one of auto, online, offline, disabled.
+    """
+    mode = (mode or "auto").strip().lower()
+    if mode not in MODES:
+        raise ValueError(f"unknown W&B mode {mode!r}; use auto, online, offline or disabled")
+    if mode != "auto":
+        return mode
+    env = os.environ.get("WANDB_MODE", "").strip().lower()
+    env = _ALIASES.get(env, env)
+    if env in ("online", "offline", "disabled"):
+        return env
+    if env and env != "auto":
+        log.warning("Ignoring WANDB_MODE=%r (expected online, offline or disabled).", env)
+    return "online" if credentials_found() else "offline"
+
+
+def run_id(run_dir: Path) -> str:
+    """The run's W&B id: the sweep agent's, else the one kept in `run_dir/wandb_id`, else a new random one."""
+    agent = os.environ.get("WANDB_RUN_ID", "").strip()
+    path = Path(run_dir) / ID_FILE
+    if agent:
+        new = agent
+    else:
+        try:
+            kept = path.read_text().strip()
+        except OSError:
+            kept = ""
+        if kept:
+            return kept
+        new = secrets.token_hex(4)  # 8 characters like wandb's own ids; 2^32 per project is plenty
+    try:
+        path.write_text(new + "\n")
+    except OSError as exc:
+        log.warning("Could not keep the W&B run id in %s (%s); a resume starts a new W&B run.", path, exc)
+    return new
+
+
+def _env_list(var: str) -> list[str]:
+    return [t.strip() for t in os.environ.get(var, "").split(",") if t.strip()]
+
+
+def init_kwargs(
+    run_dir: Path, name: str | None, group: str | None, job_type: str | None, tags: list[str]
+) -> dict[str, Any]:
+    """`wandb.init` keywords: W&B's variables win over our defaults (project, dir, group, job type).
+
+    `WANDB_TAGS` adds to our tags; `WANDB_ENTITY` and `WANDB_NOTES` are passed on as set.
+    """
+    env = os.environ.get
+    return {
+        "dir": env("WANDB_DIR") or str(run_dir),
+        "project": env("WANDB_PROJECT") or DEFAULT_PROJECT,
+        "entity": env("WANDB_ENTITY") or None,
+        "notes": env("WANDB_NOTES") or None,
+        "group": env("WANDB_RUN_GROUP") or group,
+        "job_type": env("WANDB_JOB_TYPE") or job_type,
+        "tags": list(dict.fromkeys([*tags, *_env_list("WANDB_TAGS")])),
+        "name": name or Path(run_dir).name,
+        "id": run_id(run_dir),
+    }
+
+
+def wandb_root(run_dir: Path) -> Path:
+    """The folder wandb writes its `wandb/` folder into for this run."""
+    return Path(os.environ.get("WANDB_DIR") or run_dir) / "wandb"
+
+
+def run_folders(run_dir: Path, wandb_id: str) -> list[Path]:
+    """This run's W&B folders (offline-run-* and run-*), oldest first: the `wandb sync` order."""
+    root = wandb_root(run_dir)
+    # wandb appends "-1", "-2" when two processes of one run start in the same second.
+    found = {p for pat in (f"*run-*-{wandb_id}", f"*run-*-{wandb_id}-*") for p in root.glob(pat)}
+    found = [p for p in found if p.is_dir() and not p.is_symlink()]
+    return sorted(found, key=lambda p: p.name.split("-", 1)[1] if p.name.startswith("offline-") else p.name)
