@@ -20,8 +20,9 @@ from typing import Any
 import pytest
 import yaml
 
-from training.__main__ import build_parser
-from training.config import CONFIG_CLASSES, parse_config
+from training import cli
+from training.config import parse_config
+from training.tasks import BUILTIN, load_task
 
 ROOT = Path(__file__).resolve().parents[1]
 SWEEPS = sorted((ROOT / "sweeps").glob("*.yaml"))
@@ -52,10 +53,11 @@ def agent_argv(sweep: dict[str, Any], values: dict[str, Any]) -> list[str]:
 
 def parse_like_main(argv: list[str]):
     """What training.__main__.main does before training: parse flags, then build the config."""
-    args = build_parser().parse_args(argv)
-    cls = CONFIG_CLASSES[args.task]
+    task, rest = argv[0], argv[1:]
+    cls = load_task(task).Config
+    args = cli.task_parser(task, load_task(task)).parse_args(rest)
     raw = {f.name: getattr(args, f.name) for f in dataclasses.fields(cls) if getattr(args, f.name) is not None}
-    return args, parse_config(args.task, raw)
+    return args, parse_config(task, raw)
 
 
 @pytest.mark.parametrize("path", SWEEPS, ids=[p.stem for p in SWEEPS])
@@ -78,7 +80,7 @@ def test_agent_argv_is_accepted(path):
 
 def test_sweep_tasks_cover_both_cli_tasks():
     tasks = {yaml.safe_load(p.read_text())["command"][4] for p in SWEEPS}
-    assert tasks == set(CONFIG_CLASSES)
+    assert tasks == set(BUILTIN)
 
 
 def test_wandb_keeps_the_agents_run_id(tmp_path):
