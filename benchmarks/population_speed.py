@@ -20,12 +20,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from training.config import MnistConfig, RegressionConfig
-from training.mnist import train_mnist
-from training.population import Members
-from training.population_train import train_mnist_population, train_regression_population
-from training.regression import train_regression
-from training.writers.base import MetricWriter
+from training.engine import train
+from training.tasks.mnist import MnistConfig, MnistTask
+from training.tasks.regression import RegressionConfig, RegressionTask
+from training.writers.base import NullWriter
 
 LRS = (0.0003, 0.001, 0.003, 0.01)
 
@@ -42,12 +40,12 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     return time.perf_counter() - t0, out
 
 
-def compare(name: str, cfgs: list[Any], single: Callable[..., Any], population: Callable[..., Any]) -> tuple[float, float, float]:
+def compare(name: str, cfgs: list[Any], task: Any) -> tuple[float, float, float]:
     """Time the population and the sequential runs of `cfgs`; print and return (pop, one, sequential) seconds."""
-    single(cfgs[0], MetricWriter())  # warm-up, untimed
+    train(task, cfgs[0], NullWriter())  # warm-up, untimed
     k = len(cfgs)
-    pop_s, results = timed(lambda: population(cfgs, Members([MetricWriter() for _ in cfgs], [c.lr for c in cfgs])))
-    singles = [timed(lambda c=c: single(c, MetricWriter())) for c in cfgs]
+    pop_s, results = timed(lambda: train(task, cfgs, [NullWriter() for _ in cfgs]))
+    singles = [timed(lambda c=c: train(task, c, NullWriter())[0]) for c in cfgs]
     seq_s = sum(s for s, _ in singles)
     one_s = statistics.median(s for s, _ in singles)
     steps = results[0].steps
@@ -72,9 +70,9 @@ def main() -> None:
     ap.add_argument("--reg-steps", type=int, default=1000)
     args = ap.parse_args()
     reg = RegressionConfig(steps=args.reg_steps, optimizer="adam")
-    compare("regression", members(reg, args.k), train_regression, train_regression_population)
+    compare("regression", members(reg, args.k), RegressionTask)
     mn = MnistConfig(dataset=args.dataset, train_limit=args.train_limit, epochs=args.epochs, devices=1)
-    pop_s, one_s, seq_s = compare("mnist", members(mn, args.k), train_mnist, train_mnist_population)
+    pop_s, one_s, seq_s = compare("mnist", members(mn, args.k), MnistTask)
     print(f"population_vs_one_run={pop_s / one_s:.2f}")
     print(f"population_vs_sequential={pop_s / seq_s:.2f}")
 

@@ -27,9 +27,11 @@ os.environ.setdefault("WANDB_SILENT", "true")
 os.environ.setdefault("WANDB_DISABLE_GIT", "true")
 
 from training import data as data_mod  # noqa: E402
-from training import mnist, run_store  # noqa: E402
+from training import run_store  # noqa: E402
 from training.config import config_to_dict, parse_config  # noqa: E402
-from training.writers.base import MetricWriter  # noqa: E402
+from training.engine import train  # noqa: E402
+from training.tasks import mnist  # noqa: E402
+from training.writers.base import MetricWriter, NullWriter  # noqa: E402
 from training.writers.build import build_writer  # noqa: E402
 
 
@@ -65,27 +67,21 @@ def run_once(cfg, tracked: bool, root: Path) -> dict[str, float]:
         t0 = time.perf_counter()
         run_dir = run_store.new_run_dir(root, "mnist", "bench")
         run_store.write_config(run_dir, "mnist", config_to_dict(cfg))
-        run_store.start_status(run_dir, total_steps=cfg.total_steps)
+        run_store.start_status(run_dir, total_steps=0)
         writer, _ = build_writer(run_dir, cfg, wandb_mode="offline", tensorboard=True, console=False)
         totals: dict[str, float] = {}
         writer.writers = [_Timed(w, totals) for w in writer.writers]
         writer.write_hparams(config_to_dict(cfg))
         setup = time.perf_counter() - t0
     else:
-        writer = MetricWriter()
+        writer = NullWriter()
         totals = {}
     if tracked:
         totals.clear()  # count only calls made by the training loop, not setup
     t0, c0 = time.perf_counter(), time.process_time()
-    result = mnist.train_mnist(cfg, writer, lambda: False)
+    (result,) = train(mnist.MnistTask, cfg, writer)  # closes the writers at the end (inside the timing)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     in_loop = dict(totals) if tracked else {}
-    if tracked:
-        t0 = time.perf_counter()
-        writer.write_summary(result.final)
-        writer.flush()
-        writer.close("finished")
-        close = time.perf_counter() - t0
     out = {
         "wall": wall,
         "cpu": cpu,
@@ -139,7 +135,7 @@ def main(argv: list[str] | None = None) -> float:
     off, on = best(False), best(True)
     loop_off, loop_on = off["wall"] - off["compile"], on["wall"] - on["compile"]
     ratio = loop_on / loop_off
-    print(f"chunks of {cfg.log_every} steps, {cfg.total_steps} steps, batch {cfg.batch_size}, {cfg.dataset}")
+    print(f"chunks of {cfg.log_every} steps, {on['steps']} steps, batch {cfg.batch_size}, {cfg.dataset}")
     print(f"untracked_seconds={off['wall']:.3f} (loop {loop_off:.3f} + compile {off['compile']:.3f})")
     print(
         f"tracked_seconds={on['wall']:.3f} (loop {loop_on:.3f} + compile {on['compile']:.3f}); "
