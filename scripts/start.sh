@@ -32,7 +32,12 @@ EOF
   ;;
 esac
 
+cmd=(.venv/bin/streamlit run dashboard/app.py --server.headless "${HEADLESS:-false}"
+  --server.address "$address" --server.enableXsrfProtection true
+  --browser.gatherUsageStats false ${args[@]+"${args[@]}"})
+if [ -n "${JAXDASH_START_DRY_RUN:-}" ]; then  # the tests: print the command instead of running it
+  printf '%s\n' "${cmd[@]}"
+  exit 0
+fi
 WANT_APT=${WANT_APT:-dataset-fashion-mnist} ./scripts/setup.sh
-exec .venv/bin/streamlit run dashboard/app.py --server.headless "${HEADLESS:-false}" \
-  --server.address "$address" --server.enableXsrfProtection true \
-  --browser.gatherUsageStats false ${args[@]+"${args[@]}"}
+exec "${cmd[@]}"
