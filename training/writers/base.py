@@ -83,6 +83,10 @@ class MetricWriter:
         """Markdown text keyed by tag."""
         self._lacks("write_texts")
 
+    def write_pr_curves(self, step: int, curves: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> None:
+        """Precision-recall curves keyed by tag, each from (binary labels [N], scores in [0, 1] [N])."""
+        self._lacks("write_pr_curves")
+
     def write_tables(self, step: int, tables: Mapping[str, Table]) -> None:
         """Tables keyed by tag; a later table of the same tag supersedes the earlier one."""
         self._lacks("write_tables")
@@ -97,8 +101,8 @@ class MetricWriter:
         """End of run; `state` is finished | failed | diverged | stopped."""
 
 
-_METHODS = ("write_hparams", "write_scalars", "write_images", "write_histograms", "write_texts", "write_tables",
-            "write_summary", "flush", "close")
+_METHODS = ("write_hparams", "write_scalars", "write_images", "write_histograms", "write_texts", "write_pr_curves",
+            "write_tables", "write_summary", "flush", "close")
 
 
 class MultiWriter(MetricWriter):
@@ -167,6 +171,7 @@ class MemoryWriter(MetricWriter):
         self.histograms: list[tuple[int, dict[str, np.ndarray]]] = []
         self.texts: list[tuple[int, dict[str, str]]] = []
         self.tables: list[tuple[int, dict[str, Table]]] = []
+        self.pr_curves: list[tuple[int, dict[str, tuple[np.ndarray, np.ndarray]]]] = []
         self.summary: dict[str, float] = {}
         self.closed: tuple[str, str | None] | None = None
 
@@ -189,6 +194,9 @@ class MemoryWriter(MetricWriter):
 
     def write_tables(self, step, tables):  # noqa: D102
         self.tables.append((step, dict(tables)))
+
+    def write_pr_curves(self, step, curves):  # noqa: D102
+        self.pr_curves.append((step, dict(curves)))
 
     def write_summary(self, metrics):  # noqa: D102
         self.summary = dict(metrics)

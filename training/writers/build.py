@@ -66,7 +66,9 @@ def build_writer(
         try:
             from training.writers.tensorboard import TensorBoardWriter
 
-            tb = TensorBoardWriter(run_dir / "tb", run_name=name or run_dir.name, resume_step=resume_step)
+            # TensorBoard lists the run as <run id>/tb/<name>: its given name, a member's varied values, or the task.
+            given = name if name and name != run_dir.name else None
+            tb = TensorBoardWriter(run_dir / "tb", run_name=given or job_type or "run", resume_step=resume_step)
             writers.append(tb)
             info["tensorboard"] = {"logdir": str(tb.logdir)}
         except Exception as exc:  # noqa: BLE001 - tracking must never stop training
