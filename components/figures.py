@@ -25,7 +25,8 @@ TEMPLATE = "plotly_white"
 COLORS = qualitative.Plotly
 WRONG_COLOR = "#d62728"
 TRUE_LINE_COLOR = "#7f7f7f"
-MAX_LEGEND_FITS = 10  # beyond this a population's lines share one legend entry
+MAX_LEGEND_FITS = 10  # beyond this a population's curves share one legend entry
+Curve = tuple[np.ndarray, np.ndarray]
 
 
 def _style(fig: go.Figure, title: str, height: int, uirevision: str) -> go.Figure:
@@ -50,10 +51,6 @@ def _empty(fig: go.Figure, text: str = "no data yet") -> go.Figure:
 def _finite_or_nan(y: np.ndarray) -> np.ndarray:
     """inf becomes NaN so plotly draws a gap instead of an unplottable value."""
     return np.where(np.isfinite(y), y, np.nan).astype(float)
-
-
-def _equation(w: float, b: float) -> str:
-    return f"y = {w:.3g}x {'-' if b < 0 else '+'} {abs(b):.3g}"
 
 
 def _pad_range(lo: float, hi: float, frac: float) -> list[float]:
@@ -88,64 +85,74 @@ def _stride_indices(n: int, max_points: int) -> np.ndarray:
     return np.unique(np.linspace(0, n - 1, max_points).round().astype(np.int64))
 
 
-def regression_fit_figure(
-    x: np.ndarray,
-    y: np.ndarray,
-    true_w: float,
-    true_b: float,
-    fits: Sequence[tuple[float, float]] | tuple[float, float] | None,
-    names: list[str] | None = None,
+def _xy(pair: tuple[Any, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """(x, y) as flat float arrays of equal length, sorted by x (a curve is drawn left to right)."""
+    x, y = (np.asarray(v, dtype=float).ravel() for v in pair)
+    if x.shape != y.shape:
+        raise ValueError(f"x has {x.size} values, y has {y.size}")
+    order = np.argsort(x, kind="stable")
+    return x[order], y[order]
+
+
+def _fit_ranges(x: np.ndarray, y: np.ndarray, truth: Curve | None) -> tuple[list[float], list[float]]:
+    """Axis ranges from the data and the true curve only, so a model's curve slides over fixed axes."""
+    xs, ys = [x], [y]
+    if truth is not None:
+        xs.append(truth[0])
+        ys.append(truth[1])
+    ax, ay = np.concatenate(xs), np.concatenate(ys)
+    okx, oky = ax[np.isfinite(ax)], ay[np.isfinite(ay)]
+    xr = _pad_range(float(okx.min()), float(okx.max()), 0.03) if okx.size else [-1.0, 1.0]
+    yr = _pad_range(float(oky.min()), float(oky.max()), 0.08) if oky.size else [-1.0, 1.0]
+    return xr, yr
+
+
+def fit_figure(
+    data: tuple[Any, Any] | None,
+    curves: Mapping[str, tuple[Any, Any]],
+    truth: tuple[Any, Any] | None = None,
     *,
     title: str = "Fit",
     max_points: int = 2000,
     height: int = 420,
-    uirevision: str = "regression",
+    uirevision: str = "fit",
+    colors: Mapping[str, str] | None = None,
+    empty_text: str = "no data yet",
 ) -> go.Figure:
-    """Data scatter, the true line (dashed gray) and one line per fitted (w, b).
+    """A model's curve over its data: data scatter, the true curve (dashed gray) and one curve per model.
 
-    Axis ranges are fixed from the data and the true line, so between refreshes the fitted
-    line visibly slides onto the data instead of the axes rescaling around it.
+    Works for any 1-D fit, a line (two points) or a curve such as a sine (many points). Axis ranges
+    are fixed from the data and the true curve, so between refreshes a model's curve visibly slides
+    onto the data instead of the axes rescaling around it.
+
+    Args:
+      data: (x, y) of the data points, or None while they are not written yet.
+      curves: name -> (x, y) of each model's curve (K members of a population: K curves).
+      truth: (x, y) of the true function, when known.
     """
-    x = np.asarray(x, dtype=float).ravel()
-    y = np.asarray(y, dtype=float).ravel()
-    if fits is None:
-        fit_list: list[tuple[float, float]] = []
-    elif len(fits) == 2 and all(isinstance(v, (int, float, np.number)) for v in fits):
-        fit_list = [(float(fits[0]), float(fits[1]))]  # a single (w, b)
-    else:
-        fit_list = [(float(w), float(b)) for w, b in fits]
-    if names is None:
-        names = ["fit"] if len(fit_list) == 1 else [f"member {i}" for i in range(len(fit_list))]
-    if len(names) != len(fit_list):
-        raise ValueError(f"{len(names)} names for {len(fit_list)} fits")
-
-    fig = go.Figure()
+    fig = _style(go.Figure(), title, height, uirevision)
+    if data is None:
+        return _empty(fig, empty_text)
+    x, y = (np.asarray(v, dtype=float).ravel() for v in data)
     keep = _stride_indices(x.size, max_points)
     shown = f"data ({keep.size:,} of {x.size:,})" if keep.size < x.size else "data"
-    fig.add_trace(
-        go.Scatter(x=x[keep], y=y[keep], mode="markers", name=shown, marker=dict(size=4, color="#4c78a8", opacity=0.45))
-    )
-
-    ok = np.isfinite(x) & np.isfinite(y)
-    xr = _pad_range(float(x[ok].min()), float(x[ok].max()), 0.03) if ok.any() else [-1.0, 1.0]
-    ends = np.asarray(xr)
-    true_y = true_w * ends + true_b
-    ylo = min(float(y[ok].min()), *true_y) if ok.any() else float(true_y.min())
-    yhi = max(float(y[ok].max()), *true_y) if ok.any() else float(true_y.max())
-    yr = _pad_range(ylo, yhi, 0.08)
-
-    fig.add_trace(_line(ends, true_y, f"true: {_equation(true_w, true_b)}", TRUE_LINE_COLOR, 2, line_dash="dash"))
-    many = len(fit_list) > MAX_LEGEND_FITS
-    for i, ((w, b), name) in enumerate(zip(fit_list, names, strict=True)):
-        label = f"{name}: {_equation(w, b)}" if not many else f"population ({len(fit_list)})"
-        line = _line(ends, w * ends + b, label, COLORS[i % len(COLORS)], 1.5 if many else 3)
-        line.update(hovertext=f"{name}: w={w:.4g}, b={b:.4g}", hoverinfo="text")
+    marker = dict(size=4, color="#4c78a8", opacity=0.45)
+    fig.add_trace(go.Scatter(x=x[keep], y=y[keep], mode="markers", name=shown, marker=marker))
+    true_curve = _xy(truth) if truth is not None else None
+    if true_curve is not None:
+        fig.add_trace(_line(*true_curve, "true", TRUE_LINE_COLOR, 2, line_dash="dash"))
+    many = len(curves) > MAX_LEGEND_FITS
+    for i, (name, pair) in enumerate(curves.items()):
+        color = (colors or {}).get(name, COLORS[i % len(COLORS)])
+        label = name if not many else f"population ({len(curves)})"
+        line = _line(*_xy(pair), label, color, 1.5 if many else 3, hovertext=name, hoverinfo="text+x+y")
         if many:
             line.update(legendgroup="fits", showlegend=i == 0)
         fig.add_trace(line)
+    xr, yr = _fit_ranges(x, y, true_curve)
     fig.update_xaxes(range=xr, title_text="x")
     fig.update_yaxes(range=yr, title_text="y")
-    return _style(fig, title, height, uirevision)
+    return fig
 
 
 def curves_figure(
@@ -160,6 +167,7 @@ def curves_figure(
     height: int = 360,
     uirevision: str = "curves",
     colors: Mapping[str, str] | None = None,
+    empty_text: str = "no data yet",
 ) -> go.Figure:
     """One line per named series; with smoothing, raw faint and EMA bold in one color (as TensorBoard).
 
@@ -184,11 +192,26 @@ def curves_figure(
         drawn += 1
     _style(fig, title, height, uirevision)
     if drawn == 0:
-        return _empty(fig)
+        return _empty(fig, empty_text)
     fig.update_layout(hovermode="x unified")
     fig.update_xaxes(title_text=x_title)
     fig.update_yaxes(title_text=y_title, type="log" if log_y else "linear")
     return fig
+
+
+def zoom_range(series: Mapping[str, Series], lo: float = 0.0, hi: float = 1.0) -> list[float] | None:
+    """A y range around the finite values of every series, padded, within [lo, hi]; None without values.
+
+    Accuracies of 83-88% get an axis of about 82-89% instead of a fixed 0-100% that squashes them.
+    """
+    ys = [np.asarray(y, dtype=float) for _, y in series.values()]
+    ys = [y[np.isfinite(y)] for y in ys if y.size]
+    values = np.concatenate(ys) if ys else np.empty(0)
+    if values.size == 0:
+        return None
+    bottom, top = float(values.min()), float(values.max())
+    pad = max(0.01 * (hi - lo), 0.1 * (top - bottom))
+    return [max(lo, bottom - pad), min(hi, top + pad)]
 
 
 def accuracy_figure(
@@ -198,15 +221,26 @@ def accuracy_figure(
     *,
     x_title: str = "step",
     max_points: int = 2000,
-    y_range: tuple[float, float] | None = (0.0, 1.0),
+    y_range: tuple[float, float] | str | None = "zoom",
     **kwargs: Any,
 ) -> go.Figure:
-    """`curves_figure` for fractions in [0, 1], shown as percent on a fixed 0-100% axis."""
+    """`curves_figure` for fractions in [0, 1], shown as percent.
+
+    y_range: "zoom" (default) fits the axis to the data within 0-100% (`zoom_range`); a (lo, hi)
+    pair fixes it; None leaves it to plotly.
+    """
     fig = curves_figure(
-        series, title, "accuracy", x_title=x_title, smoothing=smoothing, max_points=max_points, **kwargs
+        series,
+        title,
+        "accuracy",
+        x_title=x_title,
+        smoothing=smoothing,
+        max_points=max_points,
+        **kwargs,
     )
     if fig.data:
-        fig.update_yaxes(tickformat=".0%", range=list(y_range) if y_range else None)
+        rng = zoom_range(series) if y_range == "zoom" else list(y_range) if y_range else None
+        fig.update_yaxes(tickformat=".1%" if rng and rng[1] - rng[0] < 0.1 else ".0%", range=rng)
         fig.update_traces(hovertemplate="%{y:.2%}", selector=lambda t: t.hoverinfo != "skip")
     return fig
 

@@ -146,9 +146,13 @@ def _num(v: Any) -> float | None:
 def progress_text(status: Mapping[str, Any]) -> str:
     """One line of progress from status.json, e.g.
     "epoch 2/3 · step 2,345/5,625 · 1,234 steps/s · ETA 3.1 s · compile 1.2 s".
-    Missing fields are left out; ETA only while running, total time once finished.
+    Missing fields are left out; ETA only while running, total time once finished; a phase other
+    than "training" ("loading data", "compiling") comes first while the run is active.
     """
     parts: list[str] = []
+    phase = status.get("phase")
+    if status.get("state") in ("starting", "running") and isinstance(phase, str) and phase != "training":
+        parts.append(f"{phase}…")  # e.g. "loading data…", "compiling…" before the first point
     epoch, total_epochs = _num(status.get("epoch")), _num(status.get("total_epochs"))
     if epoch and total_epochs:  # 0 epochs: a task without epochs (regression)
         parts.append(f"epoch {int(epoch)}/{int(total_epochs)}")

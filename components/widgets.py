@@ -5,7 +5,7 @@ No run store, no launching here: pages decide what the values mean.
 
 from __future__ import annotations
 
-import dataclasses
+import math
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,31 +13,9 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from training.config import CONFIG_CLASSES, DATASET_SIZES, OPTIMIZERS
+from training.settings import FieldInfo
 
 WANDB_MODES = ("auto", "offline", "online", "disabled")
-
-# field -> (label, help, kind); kind picks the widget. Text inputs keep free-form values
-# (learning rates like 1e-3, "128,128", empty = all) for parse_config to validate.
-FIELDS: dict[str, tuple[str, str, str]] = {
-    "points": ("Data points", "Number of (x, y) samples.", "int"),
-    "noise": ("Noise std", "Gaussian noise added to y.", "float"),
-    "true_weight": ("True weight", "w of the line that generates the data.", "float"),
-    "true_bias": ("True bias", "b of the line that generates the data.", "float"),
-    "dataset": ("Dataset", "MNIST digits or Fashion-MNIST clothes.", "dataset"),
-    "data_dir": ("Data directory", "Where the dataset files are; empty = default locations.", "text"),
-    "hidden": ("Hidden layers", "Comma-separated layer sizes, e.g. 128,128.", "text"),
-    "optimizer": ("Optimizer", "Optax optimizer.", "optimizer"),
-    "lr": ("Learning rate (lr)", "Step size, e.g. 0.001 or 1e-3.", "text"),
-    "steps": ("Steps", "Gradient steps.", "int"),
-    "batch_size": ("Batch size", "Examples per step.", "int"),
-    "epochs": ("Epochs", "Passes over the training set.", "int"),
-    "seed": ("Seed", "Random seed.", "int"),
-    "log_every": ("Log every (steps)", "Steps per jitted chunk; one metrics record per chunk.", "int"),
-    "eval_every": ("Evaluate every (steps)", "0 = once per epoch.", "int"),
-    "train_limit": ("Train examples", "Use only the first N; empty = all.", "text"),
-    "test_limit": ("Test examples", "Use only the first N; empty = all.", "text"),
-}
 STATE_STYLE: dict[str, tuple[str, str]] = {  # state -> (badge color, material icon)
     "starting": ("blue", ":material/hourglass_top:"),
     "running": ("blue", ":material/play_circle:"),
@@ -72,85 +50,122 @@ def dataset_title(name: str) -> str:
     return name.replace("_", "-").replace("mnist", "MNIST").replace("fashion", "Fashion")
 
 
-def _field_input(task: str, name: str, default: Any, disabled: bool = False) -> Any:
-    label, help_, kind = FIELDS.get(name, (name, "", "text"))
-    key = f"{task}_{name}"
-    if disabled:
-        help_ = f"{help_} Set by the population above."
-    if kind == "int":
-        return st.number_input(label, value=int(default), step=1, help=help_, key=key, disabled=disabled)
-    if kind == "float":
-        return st.number_input(
-            label, value=float(default), step=0.1, format="%.3f", help=help_, key=key, disabled=disabled
-        )
-    if kind == "optimizer":
-        return st.selectbox(label, OPTIMIZERS, index=OPTIMIZERS.index(default), help=help_, key=key, disabled=disabled)
-    if kind == "dataset":
-        names = list(DATASET_SIZES)
-        return st.selectbox(
-            label, names, index=names.index(default), help=help_, key=key, format_func=dataset_title, disabled=disabled
-        )
-    placeholder = {"data_dir": "default locations", "train_limit": "all", "test_limit": "all"}.get(name)
-    return st.text_input(
-        label, value=_default_text(default), help=help_, key=key, placeholder=placeholder, disabled=disabled
-    )
+def _help(info: FieldInfo, disabled: bool) -> str:
+    """The field's help text with its bounds, as `--help` shows them."""
+    bounds = []
+    if info.min is not None:
+        bounds.append(f"{'>' if info.min_exclusive else '>='} {info.min:g}")
+    if info.max is not None:
+        bounds.append(f"<= {info.max:g}")
+    text = info.help + (f" ({', '.join(bounds)})" if bounds else "")
+    return f"{text} Set by the population above." if disabled else text
 
 
-def field_error(name: str, message: str) -> None:
-    """One validation message, drawn right under its field and naming it."""
-    st.error(f"**{name}**: {message}", icon=":material/error:")
+def _float_step(default: float) -> float:
+    """A step of the default's own order of magnitude (0.001 for 0.003, 0.1 for 0.5, 1 for 2)."""
+    return 10.0 ** math.floor(math.log10(abs(default))) if default and math.isfinite(default) else 0.1
+
+
+def _in_bounds(info: FieldInfo, value: float) -> bool:
+    return (info.min is None or value >= info.min) and (info.max is None or value <= info.max)
+
+
+def field_input(info: FieldInfo, key: str, default: Any, disabled: bool = False) -> Any:
+    """One widget for one config field, picked by its metadata; returns its raw value.
+
+    Choices: a select box. Whole numbers and numbers: number inputs bounded by the field's min/max.
+    Lists ("128,128"), optional values (empty = None) and text: a text input, checked by parse_config.
+    """
+    kw = dict(help=_help(info, disabled), key=key, disabled=disabled)
+    if info.choices:
+        options = list(info.choices)
+        index = options.index(default) if default in options else 0
+        return st.selectbox(info.label, options, index=index, format_func=str, **kw)
+    if info.kind == "bool" and not info.optional:
+        return st.checkbox(info.label, value=bool(default), **kw)
+    if info.kind in ("int", "float") and not info.optional and _in_bounds(info, default):
+        if info.kind == "int":
+            low = None if info.min is None else int(math.floor(info.min)) + int(info.min_exclusive)
+            high = None if info.max is None else int(info.max)
+            return st.number_input(info.label, low, high, int(default), step=1, **kw)
+        low = None if info.min is None else float(info.min)
+        high = None if info.max is None else float(info.max)
+        return st.number_input(info.label, low, high, float(default), step=_float_step(default), format="%g", **kw)
+    placeholder = "empty = default" if info.optional else None
+    return st.text_input(info.label, value=_default_text(default), placeholder=placeholder, **kw)
+
+
+def field_error(message: str) -> None:
+    """One validation message, drawn right under its field (it names the field by its label)."""
+    st.error(message, icon=":material/error:")
+
+
+def _field_rows(
+    infos: list[FieldInfo], prefix: str, errors: dict[str, str], columns: int, opts: dict[str, Any]
+) -> dict[str, Any]:
+    """`columns` fields per row, each with its note and its error (popped from `errors`) under it."""
+    raw: dict[str, Any] = {}
+    for start in range(0, len(infos), columns):
+        for col, info in zip(st.columns(columns), infos[start : start + columns], strict=False):
+            with col:
+                default = opts["defaults"].get(info.name, info.default)
+                raw[info.name] = field_input(info, f"{prefix}_{info.name}", default, info.name in opts["disabled"])
+                if info.name in opts["notes"]:
+                    st.caption(opts["notes"][info.name])
+                if info.name in errors:
+                    field_error(errors.pop(info.name))
+    return raw
 
 
 def config_form(
-    task: str,
-    errors: dict[str, str] | None = None,
+    prefix: str,
+    infos: list[FieldInfo],
+    errors: Mapping[str, str] | None = None,
     columns: int = 3,
     *,
     disabled: Collection[str] = (),
     notes: Mapping[str, str] | None = None,
+    defaults: Mapping[str, Any] | None = None,
     submit_label: str = "Start run",
 ) -> FormValues:
-    """The launch form of `task`: one input per config field (dataclass defaults), run name and W&B mode.
+    """A launch form generated from config metadata: one input per field, run name and W&B mode.
 
     Args:
-      task: "regression" or "mnist".
+      prefix: keys the widgets (`<prefix>_<field>`), e.g. the task's name.
+      infos: the config's fields (`training.settings.fields`); advanced ones go in an expander.
       errors: {field: message} from a previous submit, each shown under its field.
       columns: fields per row.
       disabled: fields shown greyed out (e.g. set by a population instead).
       notes: {field: markdown} captions drawn under a field (e.g. where a dataset was found).
+      defaults: {field: value} shown instead of the config's own default (e.g. a dataset found locally).
       submit_label: the text of the submit button.
 
     Returns:
       FormValues with raw (unvalidated) values; `submitted` is True on the click of Start.
     """
     errors = dict(errors or {})
-    fields = [f for f in dataclasses.fields(CONFIG_CLASSES[task]) if f.name in FIELDS]
-    raw: dict[str, Any] = {}
-    with st.form(f"launch_{task}", border=True):
+    opts = {"disabled": set(disabled), "notes": dict(notes or {}), "defaults": dict(defaults or {})}
+    with st.form(f"launch_{prefix}", border=True):
         top = st.columns([2, 1])
         name = top[0].text_input(
             "Run name",
-            placeholder=f"e.g. {task}-baseline",
-            key=f"{task}_run_name",
+            placeholder=f"e.g. {prefix}-baseline",
+            key=f"{prefix}_run_name",
             help="Shown in the runs table; the run id adds date and a suffix.",
         )
         wandb_mode = top[1].selectbox(
             "W&B mode",
             WANDB_MODES,
-            key=f"{task}_wandb",
+            key=f"{prefix}_wandb",
             help="auto = online when logged in to W&B, else offline (sync later).",
         )
-        for start in range(0, len(fields), columns):
-            cols = st.columns(columns)
-            for col, f in zip(cols, fields[start : start + columns], strict=False):
-                with col:
-                    raw[f.name] = _field_input(task, f.name, f.default, f.name in disabled)
-                    if f.name in (notes or {}):
-                        st.caption((notes or {})[f.name])
-                    if f.name in errors:
-                        field_error(f.name, errors.pop(f.name))
-        for name_, message in errors.items():  # errors on settings the form has no input for
-            field_error(name_, message)
+        raw = _field_rows([f for f in infos if not f.advanced], prefix, errors, columns, opts)
+        advanced = [f for f in infos if f.advanced]
+        if advanced:
+            with st.expander("Advanced settings", expanded=any(f.name in errors for f in advanced)):
+                raw |= _field_rows(advanced, prefix, errors, columns, opts)
+        for message in errors.values():  # errors on settings the form has no input for
+            field_error(message)
         submitted = st.form_submit_button(submit_label, type="primary", icon=":material/play_arrow:")
     return FormValues(submitted, raw, (name or "").strip(), wandb_mode)
 

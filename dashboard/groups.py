@@ -3,21 +3,24 @@
 `python -m training TASK --population lr=0.001,0.01 --population seed=0,1` trains every
 combination at once (one process, `jax.vmap`). Each member is an ordinary run directory whose
 config.json and status.json carry "group" (group id) and "member" (index). No JAX and no
-Streamlit here: training.population's own parser imports JAX, so the lists are checked here,
-each combination through `parse_config` like a single run.
+Streamlit here. The form's lists are checked here, in the form's words (training.population
+checks the CLI's `--population` specs),
+each combination through `parse_config` like a single run (no JAX is needed for that, though
+loading a task's module may import it).
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from training import run_store
-from training.config import Config, ConfigError, parse_config
+from training.config import ConfigError, parse_config
+from training.population import VARIED, member_raws
+from training.settings import field_label
+from training.tasks import load_task
 
-VARIED = ("lr", "seed")  # what a population may vary (training.population.VARIED): values, never shapes
 MAX_MEMBERS = 64  # all members train in one process; beyond this a typo is likelier than intent
 
 
@@ -31,13 +34,11 @@ def population_size(lists: Mapping[str, str]) -> int:
     return math.prod(len(split_list(t)) for t in lists.values() if split_list(t))
 
 
-def parse_population(
-    task: str, raw: Mapping[str, Any], lists: Mapping[str, str]
-) -> tuple[dict[str, list[str]], Config]:
+def parse_population(task: str, raw: Mapping[str, Any], lists: Mapping[str, str]) -> tuple[dict[str, list[str]], Any]:
     """Validate a population given as comma lists per varied field, e.g. {"lr": "0.001,0.01", "seed": "0,1"}.
 
     Args:
-      task: "regression" or "mnist".
+      task: a task name or "module:Class" spec.
       raw: the form's other values (as for `parse_config`).
       lists: field -> comma list; an empty list keeps the form's single value.
 
@@ -48,26 +49,31 @@ def parse_population(
       ConfigError: {"population": message} for a bad list (each member's other settings as usual).
     """
     axes = {k: split_list(v) for k, v in lists.items() if split_list(v)}
+    cls = load_task(task).Config
+    varied_words = " and ".join(field_label(cls, f) for f in VARIED)
     unknown = set(axes) - set(VARIED)
     if unknown:
-        raise ConfigError({"population": f"can vary {' and '.join(VARIED)} only (got {', '.join(sorted(unknown))})."})
+        raise ConfigError(
+            {"population": f"A population can vary {varied_words} only (got {', '.join(sorted(unknown))})."}
+        )
     size = math.prod(len(v) for v in axes.values()) if axes else 0
     if size < 2:
         raise ConfigError(
-            {"population": "list at least two learning rates or seeds, e.g. learning rates 0.001, 0.005, 0.02."}
+            {
+                "population": f"A population needs at least two values of {varied_words.replace(' and ', ' or ')}, "
+                "e.g. 0.001, 0.005, 0.02."
+            }
         )
     if size > MAX_MEMBERS:
         raise ConfigError({"population": f"{size} members is too many; at most {MAX_MEMBERS} train together."})
     errors: dict[str, str] = {}
-    cfgs: list[Config] = []
-    for combo in itertools.product(*axes.values()):
+    cfgs: list[Any] = []
+    for member in member_raws(raw, axes):
         try:
-            cfgs.append(parse_config(task, {**raw, **dict(zip(axes, combo, strict=True))}))
-        except ConfigError as exc:
+            cfgs.append(parse_config(task, member))
+        except ConfigError as exc:  # a varied value's message goes under the lists, the others under their fields
             for field, message in exc.errors.items():
-                errors["population" if field in axes else field] = (
-                    f"{field} {combo[list(axes).index(field)]!r}: {message}" if field in axes else message
-                )
+                errors["population" if field in axes else field] = message
     if errors:
         raise ConfigError(errors)
     seen = [tuple(getattr(c, f) for f in axes) for c in cfgs]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import atexit
 import logging
+import math
 import os
 import signal
 import socket
@@ -27,7 +28,9 @@ from typing import Any
 
 from dashboard import worker
 from training import run_store
-from training.config import Config, config_to_dict
+from training.settings import config_to_dict, fields
+from training.tasks import load_task
+from training.tasks.base import Task
 
 REPO_ROOT = worker.REPO_ROOT
 WANDB_MODES = ("auto", "offline", "online", "disabled")
@@ -39,8 +42,39 @@ def runs_root() -> Path:
     return run_store.runs_root().resolve()
 
 
+def cli_task(task: str) -> str:
+    """The task argument of the CLI for `task` (a name or "module:Class" spec).
+
+    A spec naming a Python file by a relative path is made absolute: the training process runs
+    from the repository root, which need not be where the page found the file.
+    """
+    module, sep, cls = task.partition(":")
+    if sep and (module.endswith(".py") or "/" in module):
+        return f"{Path(module).resolve()}:{cls}"
+    return task
+
+
+def config_flags(cfg: Any) -> list[str]:
+    """One `--field value` pair per config field (the CLI's own flags), lists comma-joined.
+
+    A None value is passed as "none" where the field's default is not None, else left out.
+    """
+    defaults = {f.name: f.default for f in fields(type(cfg))}
+    flags: list[str] = []
+    for key, value in config_to_dict(cfg).items():
+        if value is None:
+            if defaults.get(key) is None:
+                continue
+            value = "none"
+        elif isinstance(value, (list, tuple)):
+            value = ",".join(str(v) for v in value)
+        flags += [f"--{key.replace('_', '-')}", str(value)]
+    return flags
+
+
 def build_command(
-    cfg: Config,
+    task: str,
+    cfg: Any,
     run_dir: Path | None,
     name: str | None,
     wandb_mode: str = "auto",
@@ -48,22 +82,16 @@ def build_command(
     population: Mapping[str, Sequence[str]] | None = None,
     runs_root: Path | None = None,
 ) -> list[str]:
-    """The exact CLI command that trains `cfg` into `run_dir`.
+    """The exact CLI command that trains `cfg` of `task` (a name or "module:Class" spec) into `run_dir`.
 
     With `population` ({"lr": [...], "seed": [...]}) it trains one run per combination, each in
     its own new directory under `runs_root` (the CLI picks the names), so `run_dir` is not passed.
     """
-    flags: list[str] = []
-    for key, value in config_to_dict(cfg).items():
-        if key == "task" or value is None:
-            continue
-        if isinstance(value, (list, tuple)):
-            value = ",".join(str(v) for v in value)
-        flags += [f"--{key.replace('_', '-')}", str(value)]
+    flags = config_flags(cfg)
     for axis, values in (population or {}).items():
         flags += ["--population", f"{axis}={','.join(str(v) for v in values)}"]
     where = ["--runs-root", str(runs_root)] if population else ["--run-dir", str(run_dir)]
-    cmd = [sys.executable, "-m", "training", cfg.task, *flags, *where, "--wandb", wandb_mode, "--quiet"]
+    cmd = [sys.executable, "-m", "training", cli_task(task), *flags, *where, "--wandb", wandb_mode, "--quiet"]
     if name:
         cmd += ["--name", name]
     return cmd
@@ -107,57 +135,63 @@ def _check_wandb(wandb_mode: str) -> None:
         raise ValueError(f"W&B mode must be one of {', '.join(WANDB_MODES)} (got {wandb_mode!r}).")
 
 
-def launch(cfg: Config, name: str | None = None, wandb_mode: str = "auto", root: Path | None = None) -> Path:
-    """Start `cfg` as a detached training process and return its run directory.
+def _launch_record(task: str, task_cls: type[Task], cmd: list[str], pid: int, via: str, launched: float) -> dict:
+    """launch.json's common fields: enough for the pages to show the run before its config.json exists."""
+    return {
+        "pid": pid,
+        "command": cmd,
+        "launched": launched,
+        "task": task_cls.name or task,
+        "task_spec": task,
+        "panels": list(task_cls.panels),
+        "via": via,
+    }
 
-    The process writes stdout/stderr to process.log in the run directory.
+
+def launch(task: str, cfg: Any, name: str | None = None, wandb_mode: str = "auto", root: Path | None = None) -> Path:
+    """Start `cfg` of `task` (a name or spec, see training.tasks) as a detached training process.
+
+    Returns its run directory; the process writes stdout/stderr to process.log there.
     """
     _check_wandb(wandb_mode)
-    run_dir = run_store.new_run_dir(root or runs_root(), cfg.task, name)
-    cmd = build_command(cfg, run_dir, name, wandb_mode)
+    task_cls = load_task(task)
+    run_dir = run_store.new_run_dir(root or runs_root(), task_cls.name or "task", name)
+    cmd = build_command(task, cfg, run_dir, name, wandb_mode)
     launched = time.time()
     pid, via = spawn(cmd, run_dir / "process.log", run_dir / "metrics.jsonl")
-    run_store.atomic_write_json(
-        run_dir / "launch.json",
-        {"pid": pid, "command": cmd, "launched": launched, "task": cfg.task, "name": name or run_dir.name, "via": via},
-    )
+    record = _launch_record(task, task_cls, cmd, pid, via, launched)
+    run_store.atomic_write_json(run_dir / "launch.json", {**record, "name": name or run_dir.name})
     return run_dir
 
 
 def launch_population(
-    cfg: Config,
+    task: str,
+    cfg: Any,
     axes: Mapping[str, Sequence[str]],
     name: str | None = None,
     wandb_mode: str = "auto",
     root: Path | None = None,
 ) -> Path:
-    """Start a population (one process training every combination of `axes`); returns its launch directory.
+    """Start a population of `task` (one process training every combination of `axes`); returns its launch directory.
 
     The CLI creates the members' run directories itself, so the page gets a launch directory
     (launch.json with "population", process.log) that stands for the population until its
     members appear; `state.population_members` finds them by pid.
     """
     _check_wandb(wandb_mode)
+    task_cls = load_task(task)
+    short = task_cls.name or "task"
     root = root or runs_root()
-    launch_dir = run_store.new_run_dir(root, cfg.task, f"{name or cfg.task}-launch")
-    cmd = build_command(cfg, None, name, wandb_mode, population=axes, runs_root=root)
+    launch_dir = run_store.new_run_dir(root, short, f"{name or short}-launch")
+    cmd = build_command(task, cfg, None, name, wandb_mode, population=axes, runs_root=root)
     launched = time.time()
     pid, via = spawn(cmd, launch_dir / "process.log")
-    size = 1
-    for values in axes.values():
-        size *= len(values)
+    record = _launch_record(task, task_cls, cmd, pid, via, launched)
+    population = {k: list(v) for k, v in axes.items()}
+    members = math.prod(len(v) for v in axes.values())
     run_store.atomic_write_json(
         launch_dir / "launch.json",
-        {
-            "pid": pid,
-            "command": cmd,
-            "launched": launched,
-            "task": cfg.task,
-            "name": name or f"{cfg.task} population",
-            "via": via,
-            "population": {k: list(v) for k, v in axes.items()},
-            "members": size,
-        },
+        {**record, "name": name or f"{short} population", "population": population, "members": members},
     )
     return launch_dir
 

@@ -26,9 +26,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-# Called through the function rather than `-m training worker`, which works only while
-# training/__main__.py's main() dispatches "worker" (the job itself goes through main()).
-WORKER_CMD = [sys.executable, "-c", "import sys; from training.__main__ import warm_worker; sys.exit(warm_worker())"]
+# `python -m training worker` (training/worker.py): imports, says "ready", then runs one job through
+# the CLI's own main(), so a task named by a "module:Class" spec is imported by the job itself.
+WORKER_CMD = [sys.executable, "-m", "training", "worker"]
 ENV_PREFIXES = ("JAXDASH_", "WANDB_", "JAX_")
 ENV_KEYS = ("XLA_FLAGS", "XDG_CACHE_HOME")
 # After a hand-off the next worker's imports (seconds of CPU) would slow down the run just handed

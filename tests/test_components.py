@@ -15,9 +15,10 @@ from components.figures import (
     accuracy_figure,
     confusion_matrix_figure,
     curves_figure,
+    fit_figure,
     image_grid_figure,
     progress_text,
-    regression_fit_figure,
+    zoom_range,
 )
 from components.series import downsample_minmax, ema_smooth, extract, relative_time
 
@@ -202,42 +203,59 @@ def test_curves_figure_empty_has_annotation(series: dict) -> None:
     assert "no data yet" in fig.layout.annotations[0].text
 
 
-def test_accuracy_figure_percent_axis() -> None:
+def test_accuracy_figure_percent_axis_zoomed_to_the_data() -> None:
     fig = accuracy_figure(
-        {"train/acc": (np.arange(5.0), np.linspace(0.1, 0.9, 5)), "test/acc": (np.array([4.0]), np.array([0.8]))}
+        {"train/acc": (np.arange(5.0), np.linspace(0.83, 0.88, 5)), "test/acc": (np.array([4.0]), np.array([0.86]))}
     )
-    assert fig.layout.yaxis.tickformat == ".0%"
-    assert tuple(fig.layout.yaxis.range) == (0.0, 1.0)
+    assert fig.layout.yaxis.tickformat == ".1%"  # a narrow axis shows tenths of a percent
+    lo, hi = fig.layout.yaxis.range
+    assert 0.8 < lo < 0.83 and 0.88 < hi < 0.9  # the 83-88% that matters fills the chart
     assert [t.name for t in fig.data] == ["train/acc", "test/acc"]
     assert fig.data[1].mode == "lines+markers"  # a sparse eval series shows its points
+    wide = accuracy_figure({"a": (np.arange(3.0), np.array([0.0, 0.5, 1.0]))})
+    assert tuple(wide.layout.yaxis.range) == (0.0, 1.0) and wide.layout.yaxis.tickformat == ".0%"  # never past 0-100%
+    fixed = accuracy_figure({"a": (np.arange(3.0), np.array([0.2, 0.3, 0.4]))}, y_range=(0.0, 1.0))
+    assert tuple(fixed.layout.yaxis.range) == (0.0, 1.0)
+    assert zoom_range({"a": (np.arange(2.0), np.array([np.nan, np.inf]))}) is None
 
 
-def test_regression_fit_figure_population_and_downsampled_scatter() -> None:
+def test_fit_figure_population_and_downsampled_scatter() -> None:
     rng = np.random.default_rng(0)
     x = rng.uniform(-1, 1, 100_000)
     y = 2 * x + 0.5 + rng.normal(0, 0.1, x.size)
-    fits = [(0.0, 0.0), (1.0, 0.2), (1.9, 0.45)]
-    fig = regression_fit_figure(x, y, 2.0, 0.5, fits, names=["a", "b", "c"])
+    ends = np.array([1.0, -1.0])  # unsorted on purpose: curves are drawn left to right
+    curves = {"a": (ends, 0 * ends), "b": (ends, ends + 0.2), "c": (ends, 1.9 * ends + 0.45)}
+    fig = fit_figure((x, y), curves, (ends, 2 * ends + 0.5))
     data, true, *lines = fig.data
     assert len(data.x) <= 2000 and data.mode == "markers"
-    again = regression_fit_figure(x, y, 2.0, 0.5, fits, names=["a", "b", "c"])
+    again = fit_figure((x, y), curves, (ends, 2 * ends + 0.5))
     np.testing.assert_array_equal(again.data[0].x, data.x)  # deterministic thinning
-    assert true.line.dash == "dash" and true.name == "true: y = 2x + 0.5"
-    assert regression_fit_figure(x, y, 2.0, -0.5, None).data[1].name == "true: y = 2x - 0.5"
-    assert len(lines) == 3 and [ln.name.split(":")[0] for ln in lines] == ["a", "b", "c"]
+    assert true.line.dash == "dash" and true.name == "true" and list(true.x) == [-1.0, 1.0]
+    assert [ln.name for ln in lines] == ["a", "b", "c"]
     assert len({ln.line.color for ln in lines}) == 3
     np.testing.assert_allclose(lines[2].y, 1.9 * np.asarray(lines[2].x) + 0.45)
     xr, yr = fig.layout.xaxis.range, fig.layout.yaxis.range
     assert xr[0] <= x.min() and xr[1] >= x.max() and yr[0] <= y.min() and yr[1] >= y.max()
-    # ranges are fixed by the data, not by the fitted lines, so the line slides
-    far = regression_fit_figure(x, y, 2.0, 0.5, (50.0, 50.0))
+    # ranges are fixed by the data and the true curve, not by the model's curves, so a curve slides
+    far = fit_figure((x, y), {"far": (ends, ends + 50.0)}, (ends, 2 * ends + 0.5))
     assert far.layout.yaxis.range == fig.layout.yaxis.range and len(far.data) == 3
 
 
-def test_regression_fit_figure_no_fits_and_big_population() -> None:
+def test_fit_figure_draws_any_curve_and_waits_for_data() -> None:
+    gx = np.linspace(-2 * np.pi, 2 * np.pi, 200)
+    fig = fit_figure((gx, np.sin(gx)), {"model": (gx, 0.9 * np.sin(gx))}, (gx, np.sin(gx)))
+    assert len(fig.data[2].x) == 200 and fig.data[2].mode == "lines"  # a sine, not only a line
+    assert fig.layout.yaxis.range[0] < -1 and fig.layout.yaxis.range[1] > 1
+    assert len(fit_figure((gx, gx), {}).data) == 1  # data only: no true curve known, no model curve yet
+    waiting = fit_figure(None, {}, empty_text="compiling…")
+    assert len(waiting.data) == 0 and waiting.layout.annotations[0].text == "compiling…"
+    with pytest.raises(ValueError):
+        fit_figure((gx, gx), {"bad": (gx, gx[:3])})
+
+
+def test_fit_figure_big_population_shares_one_legend_entry() -> None:
     x = np.linspace(0, 1, 20)
-    assert len(regression_fit_figure(x, x, 1.0, 0.0, None).data) == 2
-    fig = regression_fit_figure(x, x, 1.0, 0.0, [(1.0, float(i)) for i in range(32)])
+    fig = fit_figure((x, x), {f"m{i}": (x, x + i) for i in range(32)}, (x, x))
     assert len(fig.data) == 34 and sum(bool(t.showlegend) for t in fig.data[2:]) == 1
 
 
@@ -298,8 +316,23 @@ def test_progress_text_long_eta_finished_and_empty() -> None:
     assert progress_text({}) == "waiting for the first step…"
 
 
+def test_progress_text_shows_the_phase_before_the_first_point() -> None:
+    s = {"state": "running", "phase": "compiling", "step": 0, "total_steps": 5625, "epoch": 0, "total_epochs": 3}
+    assert progress_text(s) == "compiling… · step 0/5,625"
+    assert progress_text({**s, "phase": "loading data"}).startswith("loading data…")
+    assert progress_text({**s, "phase": "training"}) == "step 0/5,625"
+    assert "compiling" not in progress_text({**s, "state": "finished"})
+
+
 def test_progress_eta_uses_the_end_to_end_rate_not_the_compute_rate() -> None:
     # 600 of 6,000 steps in 3 s after a 1 s compile: 300 steps/s overall, although each chunk
     # computes at 19,000 steps/s (the rest is logging). ETA = 5,400 / 300 = 18 s.
-    s = {"state": "running", "step": 600, "total_steps": 6000, "steps_per_sec": 19000, "wall_seconds": 3.0, "compile_seconds": 1.0}
+    s = {
+        "state": "running",
+        "step": 600,
+        "total_steps": 6000,
+        "steps_per_sec": 19000,
+        "wall_seconds": 3.0,
+        "compile_seconds": 1.0,
+    }
     assert progress_text(s) == "step 600/6,000 · 19,000 steps/s · ETA 18 s · compile 1.0 s"

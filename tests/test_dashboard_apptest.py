@@ -7,7 +7,6 @@ the launch and stop tests start real training processes through the page.
 from __future__ import annotations
 
 import base64
-import io
 import json
 import os
 import subprocess
@@ -15,20 +14,23 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
+from streamlit.testing.v1.element_tree import Error
 
 from dashboard import launcher, worker
 from dashboard import state as dashboard_state
-from training import run_store
-from training.__main__ import build_parser
+from training import cli, run_store, tags
 from training.config import parse_config
+from training.tasks import load_task
+from training.writers.base import Table
+from training.writers.store import RunStoreWriter
 
 APP = str(Path(__file__).resolve().parent.parent / "dashboard" / "app.py")
 REG_CFG = {
-    "task": "regression",
     "points": 128,
     "noise": 0.5,
     "true_weight": 2.0,
@@ -40,7 +42,6 @@ REG_CFG = {
     "log_every": 10,
 }
 MNIST_CFG = {
-    "task": "mnist",
     "dataset": "fashion_mnist",
     "data_dir": None,
     "hidden": [128, 128],
@@ -54,6 +55,7 @@ MNIST_CFG = {
     "train_limit": 20000,
     "test_limit": None,
 }
+PANELS = {"regression": ["fit", "loss"], "mnist": ["loss", "accuracy"]}
 
 
 @pytest.fixture
@@ -93,7 +95,7 @@ def fake_run(
     d = run_store.new_run_dir(root, task, name)
     cfg = {**(REG_CFG if task == "regression" else MNIST_CFG), **(config or {})}
     extra = {"group": group, "member": member} if group else {}
-    run_store.write_config(d, task, cfg, name=name, **extra)
+    run_store.write_config(d, task, cfg, name=name, task_spec=task, panels=PANELS[task], **extra)
     final = {"train/loss": 0.25} if task == "regression" else {"train/loss": 0.3, "test/acc": 0.87}
     run_store.write_status(
         d,
@@ -120,31 +122,32 @@ def fake_run(
                 r["test/acc"] = 0.8
         recs.append(r)
     run_store.append_metrics(d, recs)
-    art = d / "artifacts"
-    art.mkdir(exist_ok=True)
+    write_tables(d, task, n * 10)
+    return d
+
+
+def write_tables(d: Path, task: str, step: int) -> None:
+    """The tables a task's summaries leave in artifacts/tables/, written by the run store's own writer."""
+    writer = RunStoreWriter(d)
     if task == "regression":
         x = np.linspace(-2, 2, 128)
-        run_store.atomic_write_json(
-            art / "data_sample.json",
-            {"x": x.tolist(), "y": (2 * x - 1).tolist(), "true_weight": 2.0, "true_bias": -1.0},
-        )
-    else:
-        names = [f"class{i}" for i in range(10)]
-        labels, preds = np.arange(16) % 10, np.zeros(16, int)
-        run_store.atomic_write_json(
-            art / "classification.json",
-            {
-                "class_names": names,
-                "confusion": (np.eye(10, dtype=int) * 90 + 1).tolist(),
-                "labels": labels.tolist(),
-                "preds": preds.tolist(),
-                "step": 100,
-            },
-        )
-        buf = io.BytesIO()
-        np.savez(buf, images=np.zeros((16, 28, 28), np.uint8), labels=labels, preds=preds)
-        (art / "samples.npz").write_bytes(buf.getvalue())
-    return d
+        ends = np.array([-2.0, 2.0])
+        writer.write_tables(0, {tags.FIT_DATA: Table.from_columns(x=x, y=2 * x - 1)})
+        curve = Table.from_columns(x=ends, y=1.9 * ends - 0.9, y_true=2 * ends - 1)
+        writer.write_tables(step, {tags.FIT_CURVE: curve})
+        return
+    names = [f"class{i}" for i in range(10)]
+    confusion = np.eye(10, dtype=int) * 90 + 1
+    labels = np.arange(16) % 10  # every prediction "class0": 14 of 16 wrong
+    writer.write_tables(
+        step,
+        {
+            tags.CONFUSION: Table(["true", *names], [[names[i], *map(int, row)] for i, row in enumerate(confusion)]),
+            tags.PREDICTIONS: Table(
+                ["image", "label", "pred"], [[np.zeros((28, 28), int).tolist(), names[lab], names[0]] for lab in labels]
+            ),
+        },
+    )
 
 
 def fake_population(
@@ -219,15 +222,38 @@ def test_tensorboard_starts_and_answers(tmp_path: Path) -> None:
 # -- launch form -----------------------------------------------------------------------------------
 
 
+def errors_under(at: AppTest, key: str, up: int = 0) -> list[str]:
+    """The error messages drawn after widget `key` in its own column (`up` levels further out: in that block).
+
+    A form field's messages are drawn right under it in its column; the population lists' one under
+    their row of columns (up=2: column, row, then the block holding the row).
+    """
+
+    def path_to(block: Any) -> list[tuple[Any, int]] | None:
+        for i, child in enumerate(block.children.values()):
+            if getattr(child, "key", None) == key:
+                return [(block, i)]
+            found = path_to(child) if hasattr(child, "children") else None
+            if found:
+                return [*found, (block, i)]
+        return None
+
+    path = path_to(at.main)
+    assert path is not None, f"no widget {key}"
+    block, index = path[up]
+    return [c.value for c in list(block.children.values())[index + 1 :] if isinstance(c, Error)]
+
+
 def test_bad_lr_shows_message_under_the_field_and_launches_nothing(root: Path) -> None:
     at = app()
-    at.text_input(key="regression_lr").input("-1")
-    at.number_input(key="regression_steps").set_value(0)
+    steps = at.number_input(key="regression_steps")
+    assert (steps.min, steps.max) == (1, 100_000_000)  # the widget itself refuses 0 steps (bounds from metadata)
+    assert at.number_input(key="regression_lr").min == 0.0
+    at.number_input(key="regression_lr").set_value(0.0)  # in the widget's bounds, but the rule is lr > 0
     at.form_submit_button[0].click().run()
     assert not at.exception
-    errors = [e.value for e in at.error]
-    assert any(e.startswith("**lr**") and "learning rate must be a number > 0" in e for e in errors), errors
-    assert any(e.startswith("**steps**") for e in errors), errors
+    assert errors_under(at, "regression_lr") == ["Learning rate must be > 0 (got 0)."]
+    assert errors_under(at, "regression_steps") == []
     assert list(root.iterdir()) == []  # nothing launched
 
 
@@ -235,19 +261,45 @@ def test_mnist_form_reports_every_bad_field(root: Path) -> None:
     at = app()
     at.segmented_control(key="task").set_value("mnist").run()
     at.text_input(key="mnist_hidden").input("abc")
-    at.text_input(key="mnist_lr").input("fast")
-    at.number_input(key="mnist_batch_size").set_value(0)
+    at.number_input(key="mnist_lr").set_value(0.0)
+    at.number_input(key="mnist_batch_size").set_value(100_000)
+    at.text_input(key="mnist_test_limit").input("0")  # an advanced field: its expander opens to show the message
     at.form_submit_button[0].click().run()
-    fields = {e.value.split("**")[1] for e in at.error}
-    assert {"hidden", "lr", "batch_size"} <= fields
+    assert errors_under(at, "mnist_hidden") == ["Hidden layers must be whole numbers separated by commas (got 'abc')."]
+    assert errors_under(at, "mnist_lr") == ["Learning rate must be > 0 (got 0)."]
+    assert errors_under(at, "mnist_test_limit") == ["Test examples must be >= 1 (got 0)."]
     assert list(root.iterdir()) == []
+    at.text_input(key="mnist_hidden").input("64")
+    at.number_input(key="mnist_lr").set_value(0.001)
+    at.text_input(key="mnist_test_limit").input("")
+    at.form_submit_button[0].click().run()  # a rule across fields, in the form's words
+    assert errors_under(at, "mnist_batch_size") == [
+        "Batch size must not exceed the 60000 training examples (got 100000)."
+    ]
+    assert list(root.iterdir()) == []
+
+
+def test_form_has_one_widget_per_config_field_with_its_metadata(root: Path) -> None:
+    at = app()
+    for task in ("regression", "mnist"):
+        at.segmented_control(key="task").set_value(task).run()
+        infos = load_task(task).Config.__dataclass_fields__
+        widgets = {w.key: w for kind in ("number_input", "text_input", "selectbox") for w in at.get(kind)}
+        for name, f in infos.items():
+            w = widgets[f"{task}_{name}"]
+            assert w.label == f.metadata["label"] and w.help.startswith(f.metadata["help"]), name
+    assert at.selectbox(key="mnist_optimizer").options == ["sgd", "adam"]
+    assert [e.label for e in at.expander] == ["Advanced settings"]
 
 
 def test_build_command_round_trips_through_the_cli() -> None:
     cfg = parse_config("mnist", {"dataset": "fashion_mnist", "hidden": "64,32", "train_limit": "500", "lr": "3e-4"})
-    cmd = launcher.build_command(cfg, Path("/tmp/x"), "my run", "disabled")
-    args = build_parser().parse_args(cmd[3:])
-    raw = {k: v for k, v in vars(args).items() if k in MNIST_CFG and k != "task" and v is not None}
+    cmd = launcher.build_command("mnist", cfg, Path("/tmp/x"), "my run", "disabled")
+    assert cmd[3] == "mnist"
+    args = cli.task_parser("mnist", load_task("mnist")).parse_args(cmd[4:])
+    fields = load_task("mnist").Config.__dataclass_fields__
+    raw = {k: v for k, v in vars(args).items() if k in fields and v is not None}
+    assert set(raw) == {k for k, f in fields.items() if getattr(cfg, k) is not None}  # every set field is a flag
     assert parse_config("mnist", raw) == cfg
     assert (args.run_dir, args.name, args.wandb) == (Path("/tmp/x"), "my run", "disabled")
 
@@ -268,13 +320,18 @@ def test_launch_real_regression_run_finishes_and_shows_up(root: Path) -> None:
     row = df[df["name"] == "apptest-reg"].iloc[0]
     assert row["status"] == "finished" and row["final loss"] < 1.0
     live = app("views/live.py", run=run_dirs[0].name)
-    assert [m.label for m in live.metric][:2] == ["weight w", "bias b"]
-    assert abs(float(live.metric[0].value) - 2.0) < 0.5  # the fit converged towards the true weight
-    assert sum(trace_lengths(live.get("plotly_chart")[0])) >= 128  # data scatter drawn
+    tiles = {m.label: m.value for m in live.metric}
+    assert {"regression/weight", "regression/bias", "train/loss"} <= set(tiles)
+    assert abs(float(tiles["regression/weight"]) - 2.0) < 0.5  # the fit converged towards the true weight
+    fit = json.loads(live.get("plotly_chart")[0].proto.spec)["data"]
+    assert [t["name"] for t in fit] == ["data", "true", "model"] and trace_lengths(live.get("plotly_chart")[0])[
+        0
+    ] == 128
 
 
 def test_cli_run_appears_in_the_table(root: Path) -> None:
-    cmd = launcher.build_command(parse_config("regression", {"steps": 200}), root / "from-cli", "cli-run", "disabled")
+    cfg = parse_config("regression", {"steps": 200})
+    cmd = launcher.build_command("regression", cfg, root / "from-cli", "cli-run", "disabled")
     subprocess.run(cmd, cwd=launcher.REPO_ROOT, check=True, capture_output=True, timeout=180)
     df = app("views/runs.py").dataframe[0].value
     assert list(df["name"]) == ["cli-run"] and list(df["status"]) == ["finished"]
@@ -421,14 +478,14 @@ def test_dead_or_mismatched_worker_falls_back_to_a_cold_start(
     dead = warm_pool.worker
     dead.proc.kill()  # type: ignore[union-attr]
     dead.proc.wait(10)  # type: ignore[union-attr]
-    cold = launcher.launch(cfg, wandb_mode="disabled")
+    cold = launcher.launch("regression", cfg, wandb_mode="disabled")
     assert launcher.launch_info(cold)["via"] == "cold"
     assert wait_status(cold, ("finished", "failed", "crashed"))["state"] == "finished"
     fresh = warm_pool.worker
     assert fresh is not None and fresh is not dead and fresh.wait_ready(180)
     # XLA_FLAGS is read when JAX starts, which the waiting worker already did: it cannot take this run.
     monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=2")
-    other = launcher.launch(cfg, wandb_mode="disabled")
+    other = launcher.launch("regression", cfg, wandb_mode="disabled")
     assert launcher.launch_info(other)["via"] == "cold"
     assert wait_status(other, ("finished", "failed", "crashed"))["state"] == "finished"
     assert fresh.proc.wait(10) is not None  # replaced by a worker started with the new flags
@@ -459,15 +516,15 @@ def test_population_form_shows_k_and_reports_bad_lists(root: Path) -> None:
     at.text_input(key="regression_pop_seed").input("0,1").run()
     assert any("K = 6 runs" in c.value for c in at.caption)
     assert at.form_submit_button[0].label == "Start population (6 runs)"
-    assert at.text_input(key="regression_lr").disabled and at.number_input(key="regression_seed").disabled
+    assert at.number_input(key="regression_lr").disabled and at.number_input(key="regression_seed").disabled
     at.text_input(key="regression_pop_lr").input("0.001, fast").run()
     at.form_submit_button[0].click().run()
-    errors = [e.value for e in at.error]
-    assert any(e.startswith("**population**") and "'fast'" in e for e in errors), errors
+    assert errors_under(at, "regression_pop_seed", up=2) == ["Learning rate must be a number (got 'fast')."]
     at.text_input(key="regression_pop_lr").input("0.01").run()
     at.text_input(key="regression_pop_seed").input("").run()
     at.form_submit_button[0].click().run()
-    assert any("at least two" in e.value for e in at.error)
+    (error,) = errors_under(at, "regression_pop_seed", up=2)
+    assert error.startswith("A population needs at least two values of Learning rate or Seed")
     assert list(root.iterdir()) == []
 
 
@@ -548,7 +605,7 @@ def test_resume_button_only_for_stopped_or_crashed_runs_with_a_checkpoint(root: 
 
 def test_resume_button_continues_a_stopped_run_in_a_new_process(root: Path) -> None:
     cfg = parse_config("regression", {"steps": 20000, "log_every": 100})
-    run_dir = launcher.launch(cfg, name="to-resume", wandb_mode="disabled")
+    run_dir = launcher.launch("regression", cfg, name="to-resume", wandb_mode="disabled")
     first_pid = launcher.launch_info(run_dir)["pid"]
     wait_status(run_dir, ("running",), min_step=1)
     launcher.stop(run_dir)

@@ -1,9 +1,8 @@
-"""Run detail: config, final results, fitted line or confusion matrix and mistakes, W&B and TensorBoard."""
+"""Run detail: config, final results, the task's panels, its test report (confusion matrix, mistakes), W&B, TensorBoard."""
 
 from __future__ import annotations
 
 import dataclasses
-import io
 import shlex
 from pathlib import Path
 
@@ -13,7 +12,7 @@ import streamlit as st
 
 from components import figures
 from components.widgets import status_badge
-from dashboard import groups, panels, state
+from dashboard import artifacts, groups, panel_kinds, panels, state
 from dashboard.metric_table import MetricTable
 from training import run_store
 
@@ -21,57 +20,42 @@ DETAIL_REFRESH_S = 1.0  # slower than Live: this page also redraws the confusion
 
 
 def results(run: run_store.RunInfo, records: MetricTable) -> None:
-    """Final metrics, then the task's pictures: fitted line, or confusion matrix and misclassified images."""
+    """Final metrics, the task's panels (config.json "panels"), then its test report when it wrote one."""
     final = run.status.get("final") or {}
     if final:
         cols = st.columns(min(4, len(final)))
         for i, (tag, v) in enumerate(final.items()):
             cols[i % len(cols)].metric(tag, f"{v:.2%}" if "acc" in tag else panels.fmt(v))
-    if run.task == "regression":
-        left, right = st.columns([3, 2])
-        with left:
-            panels.regression_fit(run.path, records, f"detail_fit_{run.run_id}")
-        with right:
-            panels.loss_chart(records, f"detail_loss_{run.run_id}")
-        return
-    left, right = st.columns(2)
-    with left:
-        panels.loss_chart(records, f"detail_loss_{run.run_id}")
-    with right:
-        panels.accuracy_chart(records, f"detail_acc_{run.run_id}")
-    report = state.read_artifact(run.path, "classification.json")
-    if not report:
-        st.caption("No confusion matrix yet (written at evaluations).")
-        return
-    if not isinstance(report.get("confusion"), list) or not isinstance(report.get("class_names"), list):
-        st.warning("artifacts/classification.json: no 'confusion' and 'class_names' lists; not shown.")
+    kinds = artifacts.run_panels(run.path, None, records.tags())
+    panel_kinds.draw(run.path, kinds, records, run.status, f"detail_{run.run_id}")
+    report, problem = artifacts.classification(run.path)
+    if problem:
+        st.warning(f"artifacts/tables/{problem}; not shown.")
+    if report is None:
+        if "accuracy" in kinds:
+            st.caption("No confusion matrix yet (written at the end of the run).")
         return
     left, right = st.columns([2, 3])
     with left:
-        panels.chart(
-            figures.confusion_matrix_figure(report["confusion"], report["class_names"]), f"detail_cm_{run.run_id}"
-        )
+        panels.chart(figures.confusion_matrix_figure(report.confusion, report.class_names), f"detail_cm_{run.run_id}")
     with right:
-        mistakes(run.path, report["class_names"])
+        mistakes(run.path, report)
 
 
-def mistakes(run_dir: Path, class_names: list[str], limit: int = 32) -> None:
-    """Misclassified test images from artifacts/samples.npz."""
-    try:
-        with np.load(io.BytesIO((run_dir / "artifacts" / "samples.npz").read_bytes())) as z:
-            images, labels, preds = z["images"], z["labels"], z["preds"]
-    except (OSError, KeyError, ValueError) as exc:
-        st.caption(f"No sample images ({type(exc).__name__}).")
+def mistakes(run_dir: Path, report: artifacts.Classification, limit: int = 32) -> None:
+    """Misclassified sample test images (artifacts/tables/test__predictions.json)."""
+    if report.labels.size == 0:
+        st.caption("No sample images.")
         return
-    wrong = np.flatnonzero(labels != preds)[:limit]
+    wrong = np.flatnonzero(report.labels != report.preds)[:limit]
     if wrong.size == 0:
         st.success("No mistakes among the sampled test images.")
         return
     fig = figures.image_grid_figure(
-        images[wrong],
-        labels[wrong],
-        preds[wrong],
-        class_names,
+        report.images[wrong],
+        report.labels[wrong],
+        report.preds[wrong],
+        report.class_names,
         title=f"Misclassified ({wrong.size} shown): pred (true)",
     )
     panels.chart(fig, f"detail_imgs_{run_dir.name}")

@@ -1,16 +1,34 @@
-"""New run: pick a task, fill its form (optionally as a population), start a training process."""
+"""New run: pick a task, fill the form its config metadata generates (optionally a population), start it."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import streamlit as st
 
 from components.widgets import config_form, dataset_title, field_error, population_input
 from dashboard import groups, launcher, state
 from training import data
-from training.config import DATASET_SIZES, ConfigError, parse_config
+from training.config import ConfigError, FieldInfo, config_fields, parse_config
+from training.population import VARIED
+from training.tasks import available, load_task
 
-TASKS = {"regression": "Linear regression", "mnist": "MNIST / Fashion-MNIST"}
-POPULATION_FIELDS = {"lr": "Learning rates", "seed": "Seeds"}
+
+def task_title(task: str) -> str:
+    """The task's own title for the picker (its name or spec when it has none, or cannot be loaded)."""
+    try:
+        cls = load_task(task)
+    except ConfigError:
+        return task
+    return cls.title or cls.name or task
+
+
+def form_prefix(task: str) -> str:
+    """What keys the task's widgets: its short name (e.g. "mnist"), else its spec."""
+    try:
+        return load_task(task).name or task
+    except ConfigError:
+        return task
 
 
 def dataset_note(name: str, data_dir: str | None) -> str:
@@ -21,6 +39,27 @@ def dataset_note(name: str, data_dir: str | None) -> str:
         return f"{dataset_title(name)}: found in `{found}`"
     target = data.download_target(name, data_dir or None)
     return f"{dataset_title(name)}: not found locally, will be downloaded to `{target}` on first run (needs internet)"
+
+
+def dataset_fields(infos: list[FieldInfo], prefix: str) -> tuple[dict[str, str], dict[str, Any]]:
+    """Notes and defaults for fields that choose among training.data's datasets (any task's).
+
+    Each such field gets a note saying where every choice would come from, and defaults to a
+    choice found locally when its own default is not.
+    """
+    notes: dict[str, str] = {}
+    defaults: dict[str, Any] = {}
+    has_dir = any(f.name == "data_dir" for f in infos)
+    data_dir = st.session_state.get(f"{prefix}_data_dir") if has_dir else None
+    for f in infos:
+        if not f.choices or not set(f.choices) <= set(data.DATASET_SIZES):
+            continue
+        notes[f.name] = "  \n".join(dataset_note(d, data_dir) for d in f.choices)
+        local = [d for d in f.choices if data.find_local(d, data_dir or None) is not None]
+        if local and f.default not in local:
+            defaults[f.name] = local[0]
+            notes[f.name] += f"  \nDefault: {dataset_title(local[0])}, the one available here."
+    return notes, defaults
 
 
 def start(task: str, raw: dict, name: str, wandb_mode: str, population: dict[str, str] | None) -> str | None:
@@ -35,8 +74,8 @@ def start(task: str, raw: dict, name: str, wandb_mode: str, population: dict[str
         return None
     st.session_state.pop(f"errors_{task}", None)
     if axes is None:
-        return launcher.launch(cfg, name=name or None, wandb_mode=wandb_mode).name
-    return launcher.launch_population(cfg, axes, name=name or None, wandb_mode=wandb_mode).name
+        return launcher.launch(task, cfg, name=name or None, wandb_mode=wandb_mode).name
+    return launcher.launch_population(task, cfg, axes, name=name or None, wandb_mode=wandb_mode).name
 
 
 def active_runs() -> None:
@@ -53,35 +92,49 @@ def active_runs() -> None:
             )
 
 
+def population_lists(task: str, prefix: str, infos: list[FieldInfo], error: str | None) -> dict[str, str] | None:
+    """The population toggle and lists (fields the engine can vary), with K and the list's error."""
+    labels = {f.name: f"{f.label}s" for f in infos if f.name in VARIED}
+    population = population_input(prefix, labels) if labels else None
+    if population is None:
+        return None
+    k = groups.population_size(population)
+    if k > 1:
+        sizes = [f"{len(groups.split_list(v))} {labels[f].lower()}" for f, v in population.items() if v.strip()]
+        st.caption(f"**K = {k} runs** ({' × '.join(sizes)}), trained together in one process.")
+    else:
+        st.caption("K = 1: list at least two values (comma-separated).")
+    if error:
+        field_error(error)
+    return population
+
+
+def task_form(task: str) -> tuple[Any, dict[str, str] | None]:
+    """The chosen task's population lists and form; (form values, population lists or None)."""
+    prefix = form_prefix(task)
+    infos = config_fields(task)
+    errors = dict(st.session_state.get(f"errors_{task}", {}))
+    population = population_lists(task, prefix, infos, errors.pop("population", None))
+    k = groups.population_size(population) if population is not None else 0
+    label = f"Start population ({k} runs)" if k > 1 else "Start run"
+    notes, defaults = dataset_fields(infos, prefix)
+    disabled = [f for f, v in (population or {}).items() if v.strip()]
+    values = config_form(prefix, infos, errors, disabled=disabled, notes=notes, defaults=defaults, submit_label=label)
+    return values, population
+
+
 def page() -> None:
     """Draw the task picker, the population lists and the form of the chosen task."""
     st.title("New run")
     st.caption(f"Each run is its own process writing to `{state.runs_root()}`; it keeps going if you close the page.")
-    task = st.segmented_control(
-        "Task", list(TASKS), format_func=TASKS.get, default="regression", required=True, key="task"
-    )
-    errors = dict(st.session_state.get(f"errors_{task}", {}))
-    population_error = errors.pop("population", None)
-    population = population_input(task, POPULATION_FIELDS)
-    label = "Start run"
-    if population is not None:
-        k = groups.population_size(population)
-        sizes = [
-            f"{len(groups.split_list(v))} {POPULATION_FIELDS[f].lower()}" for f, v in population.items() if v.strip()
-        ]
-        if k > 1:
-            st.caption(f"**K = {k} runs** ({' × '.join(sizes)}), trained together in one process.")
-            label = f"Start population ({k} runs)"
-        else:
-            st.caption("K = 1: list at least two values (comma-separated).")
-        if population_error:
-            field_error("population", population_error)
-    notes = None
-    if task == "mnist":
-        data_dir = st.session_state.get("mnist_data_dir") or None
-        notes = {"dataset": "  \n".join(dataset_note(d, data_dir) for d in DATASET_SIZES)}
-    disabled = [f for f, v in (population or {}).items() if v.strip()]
-    values = config_form(task, errors, disabled=disabled, notes=notes, submit_label=label)
+    tasks = list(available())
+    task = st.segmented_control("Task", tasks, format_func=task_title, default=tasks[0], required=True, key="task")
+    try:
+        values, population = task_form(task)
+    except ConfigError as exc:  # a user's task that cannot be imported: say why, in its own words
+        st.error(next(iter(exc.errors.values())), icon=":material/error:")
+        active_runs()
+        return
     active_runs()
     if not values.submitted:
         return

@@ -7,7 +7,7 @@ from pathlib import Path
 import streamlit as st
 
 from components.widgets import status_badge
-from dashboard import groups, launcher, panels, state
+from dashboard import artifacts, group_panels, groups, launcher, panel_kinds, panels, state
 from training import run_store
 
 
@@ -47,7 +47,6 @@ def live_panel(run_dir: Path, task: str, was_active: bool) -> None:
             state.remember_run(first.run_id)
             st.rerun()
     records = state.poll_metrics(run_dir)
-    cfg = state.run_config(run_dir)
     active = state.is_active(status)
     head(status, active, run_dir, run_dir, status, "Stop")
     if status.get("state") == "starting":
@@ -55,21 +54,9 @@ def live_panel(run_dir: Path, task: str, was_active: bool) -> None:
         doing = "resuming from the latest checkpoint" if status.get("resuming") else "importing JAX, loading data"
         st.info(f"Starting {what} ({doing})…", icon=":material/hourglass_top:")
     panels.problem_message(status)
-    key = run_dir.name
-    if task == "regression":
-        left, right = st.columns([3, 2])
-        with left:
-            w, b = panels.regression_fit(run_dir, records, f"live_fit_{key}")
-        with right:
-            panels.regression_metrics(records, cfg, w, b)
-            panels.loss_chart(records, f"live_loss_{key}")
-    else:
-        panels.mnist_metrics(records, status)
-        left, right = st.columns(2)
-        with left:
-            panels.loss_chart(records, f"live_loss_{key}")
-        with right:
-            panels.accuracy_chart(records, f"live_acc_{key}")
+    kinds = artifacts.run_panels(run_dir, info, records.tags())  # config.json "panels": what the task asks for
+    panel_kinds.metric_tiles(records, status)
+    panel_kinds.draw(run_dir, kinds, records, status, f"live_{run_dir.name}")
     if was_active and not active:
         st.rerun()  # full rerun: redraw the page without the refresh timer
 
@@ -102,32 +89,10 @@ def group_panel(members: list[run_store.RunInfo], selected: str, was_active: boo
         for n, s in bad:
             st.error(f"{n}: {s.get('message') or 'the run ' + s['state'] + '.'}", icon=":material/error:")
     key = members[0].status.get("group", "group")
-    if members[0].task == "regression":
-        left, right = st.columns([3, 2])
-        with left:
-            seeds_vary = "seed" in groups.varied([m.config for m in members])
-            panels.group_fit([m.path for m in members], records, names, f"group_fit_{key}", seeds_vary)
-        with right:
-            panels.members_table(members, statuses, records, names)
-            panels.group_curves(records, names, "train/loss", f"group_loss_{key}", title="Train loss")
-    else:
-        panels.members_table(members, statuses, records, names)
-        left, right = st.columns(2)
-        with left:
-            panels.group_curves(records, names, "train/loss", f"group_loss_{key}", title="Train loss")
-        with right:
-            split = st.segmented_control(
-                "Accuracy",
-                ["train", "test"],
-                default="train",
-                required=True,
-                key="group_acc_split",
-                label_visibility="collapsed",
-            )
-            tag = f"{split}/acc"
-            panels.group_curves(
-                records, names, tag, f"group_acc_{key}", title=f"{split.capitalize()} accuracy", accuracy=True
-            )
+    kinds = artifacts.run_panels(members[0].path, None, records[0].tags())
+    seeds_vary = "seed" in groups.varied([m.config for m in members])
+    empty = panel_kinds.waiting_text(statuses[sel])
+    group_panels.draw(members, statuses, records, names, kinds, f"group_{key}", seeds_vary, empty)
     if was_active and not active:
         st.rerun()
 
