@@ -26,6 +26,9 @@ import orbax.checkpoint as ocp
 from training import run_store
 
 log = logging.getLogger(__name__)
+# Orbax logs a failed background save with its whole traceback through absl before raising it to us;
+# the run reports the error itself, in one line (e.g. "No space left on device writing .../ckpt/400").
+logging.getLogger("absl").setLevel(logging.CRITICAL)
 KEEP = 2  # the newest and the one before it, in case the newest is being written when a crash hits
 
 
@@ -63,9 +66,11 @@ class Checkpointer:
         if step == self.manager.latest_step():
             return  # e.g. a stop request right after a periodic save at the same step
         host = jax.device_get(arrays)  # sync point: copy out before the next chunk reuses the buffers
-        self.manager.save(
-            step, args=ocp.args.Composite(arrays=ocp.args.StandardSave(host), meta=ocp.args.JsonSave(dict(meta))), force=True
-        )
+        args = ocp.args.Composite(arrays=ocp.args.StandardSave(host), meta=ocp.args.JsonSave(dict(meta)))
+        try:  # a failed background save of an earlier step surfaces here too
+            self.manager.save(step, args=args, force=True)
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror, str(self.directory)) from exc
         self._last = step
 
     def maybe_save(self, step: int, arrays: Any, meta: Mapping[str, Any], force: bool = False) -> bool:
@@ -92,9 +97,13 @@ class Checkpointer:
         return out["arrays"], dict(out["meta"])
 
     def close(self) -> None:
-        """Wait for a save in flight, then release Orbax's threads."""
-        self.manager.wait_until_finished()
-        self.manager.close()
+        """Wait for a save in flight, then release Orbax's threads (re-raises a failed save)."""
+        try:
+            self.manager.wait_until_finished()
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror, str(self.directory)) from exc
+        finally:
+            self.manager.close()
 
 
 def checkpoint_steps(run_dir: str | Path) -> list[int]:

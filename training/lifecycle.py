@@ -55,6 +55,16 @@ def describe_os_error(exc: OSError) -> str:
     return f"{cause}{where}.{hint.get(exc.errno or 0, '')}"
 
 
+def describe_error(exc: BaseException) -> str:
+    """One line for any exception: an OSError's path and cause, else its type and message."""
+    if isinstance(exc, OSError):
+        return describe_os_error(exc)
+    cause = exc.__cause__ or exc.__context__
+    if isinstance(cause, OSError):
+        return describe_os_error(cause)
+    return f"{type(exc).__name__}: {exc}"
+
+
 def failure(exc: BaseException, run_dir: Path) -> tuple[str, str]:
     """(state, message) for an exception that ended a run; unexpected ones keep a traceback in error.log."""
     if isinstance(exc, TrainingError):

@@ -18,7 +18,7 @@ import numpy as np
 
 from training import run_store
 from training.errors import Diverged
-from training.lifecycle import close_run
+from training.lifecycle import close_run, describe_error
 from training.writers.base import MetricWriter, Progress
 
 
@@ -104,6 +104,9 @@ class Members:
         try:
             if ckpt is not None:
                 ckpt.close()
+        except Exception as exc:  # noqa: BLE001 - a failed last checkpoint fails the run, with its cause
+            member.state, member.message = "failed", f"Saving the checkpoint failed: {describe_error(exc)}"
+            state, message = member.state, member.message
         finally:
             if member.run_dir is None:
                 member.writer.close(state, message)

@@ -20,6 +20,8 @@ No JAX here: the dashboard imports this module.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import math
 import os
@@ -72,11 +74,31 @@ def new_run_dir(root: str | os.PathLike | None, task: str, name: str | None = No
 def atomic_write_json(path: Path, data: Any) -> None:
     """Write JSON so a reader sees the old or the new file, never half of one."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    with open(tmp, "w") as f:
-        json.dump(_jsonable(data), f, indent=1, allow_nan=False)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    text = json.dumps(_jsonable(data), indent=1, allow_nan=False)
+    try:
+        with open(tmp, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)  # never leave temp files behind
+        if exc.errno == errno.ENOSPC and path.exists():
+            _rewrite_in_place(path, text)  # a full disk: the old file's own blocks still fit the new text
+            return
+        raise OSError(exc.errno, exc.strerror, str(path)) from exc
+
+
+def _rewrite_in_place(path: Path, text: str) -> None:
+    """Overwrite a small file in place (not atomic; the fallback when a full disk refuses a temp file)."""
+    try:
+        with open(path, "r+") as f:
+            f.write(text)
+            f.truncate()
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(path)) from exc
 
 
 def _jsonable(x: Any) -> Any:
@@ -384,10 +406,24 @@ def append_metrics(run_dir: Path, records: list[Mapping[str, Any]]) -> None:
     if not records:
         return
     lines = "".join(json.dumps(_jsonable(r), allow_nan=False) + "\n" for r in records)
-    with open(Path(run_dir) / "metrics.jsonl", "a") as f:
-        f.write(lines)
-        f.flush()
-        os.fsync(f.fileno())
+    path = Path(run_dir) / "metrics.jsonl"
+    data = lines.encode()
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(path)) from exc
+    size = os.fstat(fd).st_size
+    try:
+        view = memoryview(data)
+        while view:  # unbuffered: nothing is left in a buffer to land after a failure
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, size)  # never keep a half-written line
+        raise OSError(exc.errno, exc.strerror, str(path)) from exc
+    finally:
+        os.close(fd)
 
 
 def read_metrics(run_dir: Path, offset: int = 0, max_bytes: int | None = None) -> tuple[list[dict[str, Any]], int]:

@@ -1,0 +1,63 @@
+"""A full or read-only disk: one line naming the path and the cause, a failed status, no torn files.
+
+Runs the real CLI on a small tmpfs (needs root to mount, as in CI; skipped where mounting is refused).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from training import run_store
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def mount_tmpfs(tmp_path):
+    mounted = []
+
+    def mount(size: str, readonly: bool = False) -> Path:
+        target = tmp_path / f"fs{len(mounted)}"
+        target.mkdir()
+        opts = f"size={size}" + (",ro" if readonly else "")
+        out = subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "tmpfs", str(target)], capture_output=True, text=True)
+        if out.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here: {out.stderr.strip()}")
+        mounted.append(target)
+        return target
+
+    yield mount
+    for target in mounted:
+        subprocess.run(["umount", str(target)], check=False)
+
+
+def train(*args: str) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "training", "regression", "--wandb", "disabled", "--quiet", *args]
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
+def test_full_disk_fails_the_run_with_one_line_and_no_torn_files(mount_tmpfs):
+    fs = mount_tmpfs("600k")
+    out = train("--runs-root", str(fs / "runs"), "--steps", "200000", "--log-every", "10")
+    assert out.returncode == 1
+    assert "Traceback" not in out.stderr, out.stderr[-3000:]
+    (run_dir,) = (fs / "runs").iterdir()
+    last = out.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"error: {run_dir.name}: No space left on device writing {run_dir}")
+    status = run_store.read_status(run_dir)
+    assert status["state"] == "failed" and status["message"].startswith("No space left on device writing")
+    raw = (run_dir / "metrics.jsonl").read_bytes()
+    assert raw.endswith(b"\n") and all(json.loads(line) for line in raw.splitlines())
+    assert not [p for p in fs.rglob("*") if p.name.endswith(".tmp")]
+
+
+def test_read_only_runs_root_is_one_line_naming_the_folder(mount_tmpfs):
+    fs = mount_tmpfs("1m", readonly=True)
+    out = train("--runs-root", str(fs / "runs"), "--steps", "10")
+    assert out.returncode != 0 and "Traceback" not in out.stderr, out.stderr[-3000:]
+    assert out.stderr.strip().splitlines()[-1] == f"error: Read-only file system writing {fs / 'runs'}. Pick a writable --runs-root."
