@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from training import run_store
-from training.writers.base import ClassificationReport, Progress, RegressionSnapshot
+from training.summaries import FitSummary, write_summaries
+from training.writers.base import Progress, Table
 from training.writers.store import RunStoreWriter
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -184,31 +185,24 @@ def test_store_writer_buffers_until_flush_and_owns_only_progress_fields(tmp_path
     assert json.loads((tmp_path / "artifacts" / "final_metrics.json").read_text()) == {"test/acc": 0.5}
 
 
-def test_store_writer_artifacts(tmp_path):
+def test_store_writer_keeps_the_latest_table_image_and_text_of_each_tag(tmp_path):
     w = RunStoreWriter(tmp_path)
     x = np.linspace(-1, 1, 5)
     for step, weight in ((0, 0.0), (10, 1.5)):
-        w.write_regression(step, RegressionSnapshot(x, 2 * x, weight, 0.1, 2.0, 0.0))
-    sample = json.loads((tmp_path / "artifacts" / "data_sample.json").read_text())
-    assert sample["x"] == x.tolist() and sample["true_weight"] == 2.0
-    assert json.loads((tmp_path / "artifacts" / "fit.json").read_text()) == {"step": 10, "weight": 1.5, "bias": 0.1}
+        write_summaries(w, step, [FitSummary(x, 2 * x, x[[0, -1]], weight * x[[0, -1]] + 0.1, 2 * x[[0, -1]])], step == 0)
+    data = json.loads((tmp_path / "artifacts" / "tables" / "fit__data.json").read_text())
+    assert data["columns"] == ["x", "y"] and [r[0] for r in data["rows"]] == x.tolist() and data["step"] == 0
+    curve = json.loads((tmp_path / "artifacts" / "tables" / "fit__curve.json").read_text())
+    assert curve == {"tag": "fit/curve", "step": 10, "columns": ["x", "y", "y_true"],
+                     "rows": [[-1.0, -1.4, -2.0], [1.0, 1.6, 2.0]]}
+    assert (tmp_path / "artifacts" / "images" / "fit__plot.png").exists()
 
-    images = np.arange(3 * 28 * 28, dtype=np.uint8).reshape(3, 28, 28)
-    report = ClassificationReport(
-        ["a", "b"], np.array([[5, 1], [0, 4]]), images, np.array([0, 1, 0]), np.array([0, 1, 1])
-    )
-    w.write_classification(30, report)
-    cls = json.loads((tmp_path / "artifacts" / "classification.json").read_text())
-    assert cls == {
-        "class_names": ["a", "b"],
-        "confusion": [[5, 1], [0, 4]],
-        "labels": [0, 1, 0],
-        "preds": [0, 1, 1],
-        "step": 30,
-    }
-    with np.load(tmp_path / "artifacts" / "samples.npz") as z:
-        assert z["images"].dtype == np.uint8 and (z["images"] == images).all()
-        assert z["preds"].tolist() == [0, 1, 1]
-
+    w.write_tables(30, {"test/confusion": Table(["true", "a", "b"], [["a", 5, 1], ["b", 0, 4]])})
+    doc = json.loads((tmp_path / "artifacts" / "tables" / "test__confusion.json").read_text())
+    assert doc["rows"] == [["a", 5, 1], ["b", 0, 4]] and doc["step"] == 30
     w.write_images(30, {"test/grid": np.zeros((4, 6, 3), np.uint8)})
-    assert (tmp_path / "artifacts" / "images" / "test_grid_30.png").exists()
+    w.write_images(40, {"test/grid": np.ones((4, 6, 3), np.uint8)})
+    assert [p.name for p in (tmp_path / "artifacts" / "images").glob("test__grid*")] == ["test__grid.png"]
+    w.write_texts(5, {"notes": "hello"})
+    assert json.loads((tmp_path / "artifacts" / "texts.json").read_text()) == {"notes": {"step": 5, "text": "hello"}}
+    assert not list(tmp_path.rglob("*.tmp"))
