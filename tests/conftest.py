@@ -18,8 +18,9 @@ _WANDB_HOME = tempfile.mkdtemp(prefix="jaxdash-wandb-")
 os.environ["WANDB_MODE"] = "offline"
 os.environ["WANDB_SILENT"] = "true"
 os.environ.pop("WANDB_API_KEY", None)
-for var in ("WANDB_DIR", "WANDB_CACHE_DIR", "WANDB_CONFIG_DIR", "WANDB_DATA_DIR"):
+for var in ("WANDB_CACHE_DIR", "WANDB_CONFIG_DIR", "WANDB_DATA_DIR"):
     os.environ[var] = _WANDB_HOME
+os.environ.pop("WANDB_DIR", None)  # honoured by the W&B writer: W&B files stay in each run's directory
 os.environ.setdefault("JAXDASH_RUNS", tempfile.mkdtemp(prefix="jaxdash-runs-"))
 
 FASHION_DIR = Path("/usr/share/datasets/fashion-mnist")

@@ -1,4 +1,4 @@
-"""TensorBoard writer, read back with TensorBoard's own event reader; and the numpy renderers."""
+"""TensorBoard writer, read back with TensorBoard's own event reader and its server's HTTP API; the renderers."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ from tensorboard.backend.event_processing import event_accumulator as ea
 from tensorboard.backend.event_processing import plugin_event_multiplexer as pem
 from tensorboard.plugins.hparams import metadata as hp_metadata
 
+from training.summaries import ClassificationSummary, FitSummary, write_summaries
 from training.writers import render
-from training.writers.base import ClassificationReport, Progress, RegressionSnapshot
-from training.writers.tensorboard import TensorBoardWriter, flatten_hparams
+from training.writers.base import Progress
+from training.writers.tensorboard import TensorBoardWriter, flatten_hparams, readable_name
 
 CONFIG = {
     "task": "mnist",
@@ -23,6 +24,7 @@ CONFIG = {
     "epochs": 2,
 }
 STEPS = list(range(20, 201, 20))
+NAMES = [f"c{i}" for i in range(10)]
 
 
 def _load(logdir) -> ea.EventAccumulator:
@@ -31,65 +33,69 @@ def _load(logdir) -> ea.EventAccumulator:
     return acc
 
 
-def _report(n: int = 12) -> ClassificationReport:
+def _report(n: int = 12) -> ClassificationSummary:
     rng = np.random.default_rng(0)
     labels = rng.integers(0, 10, n)
     preds = labels.copy()
     preds[:3] = (preds[:3] + 1) % 10
-    return ClassificationReport(
-        [f"c{i}" for i in range(10)],
-        rng.integers(0, 30, (10, 10)),
-        rng.integers(0, 256, (n, 28, 28)).astype(np.uint8),
-        labels,
-        preds,
-    )
+    probs = np.full((n, 10), 0.02)
+    probs[np.arange(n), preds] = 0.82
+    images = rng.integers(0, 256, (n, 28, 28)).astype(np.uint8)
+    return ClassificationSummary(NAMES, labels, preds, images, labels, preds, probs)
+
+
+def _fit(i: int) -> FitSummary:
+    x = np.linspace(-2, 2, 50)
+    return FitSummary(x, 2 * x - 1, x, (i / len(STEPS) * 2) * x - 1, 2 * x - 1)
 
 
 def _run_sequence(w: TensorBoardWriter, state: str = "finished", close: bool = True) -> None:
-    """The calls a training run makes (see training/mnist.py and regression.py)."""
+    """The calls the engine makes (see training/engine.py): scalars + flush per chunk, snapshots, summary."""
     w.write_hparams(CONFIG)
-    x = np.linspace(-2, 2, 50)
     for i, step in enumerate(STEPS):
-        w.write_scalars(step, {"train/loss": 1 / step, "train/acc": step / 200}, Progress(step, 200, 1, 1, step / 100))
-        w.write_regression(step, RegressionSnapshot(x, 2 * x - 1, i / len(STEPS) * 2, -1.0, 2.0, -1.0))
+        scalars = {"train/loss": 1 / step, "train/acc": step / 200, "epoch/train_loss": 1 / step}
+        w.write_scalars(step, scalars, Progress(step, 200, 1, 1, step / 100))
         w.flush()
+        write_summaries(w, step, [_fit(i)], first=i == 0)
     w.write_scalars(200, {"test/acc": 0.8, "test/loss": 0.4})
     w.write_histograms(200, {"params/Dense_0/kernel": np.random.default_rng(0).normal(size=(784, 8))})
-    w.write_classification(200, _report())
+    write_summaries(w, 200, [_report()], first=False)
     w.write_summary({"train/loss": 1 / 200, "test/acc": 0.8, "final/extra": 3.0})
     w.flush()
     if close:
         w.close(state)
 
 
-def test_scalars_images_histograms_text_and_hparams_read_back(tmp_path):
-    w = TensorBoardWriter(tmp_path / "tb", run_name="my run", image_interval=0.0)
+def test_scalars_images_histograms_text_pr_curves_and_hparams_read_back(tmp_path):
+    w = TensorBoardWriter(tmp_path / "tb", run_name="my run")
     _run_sequence(w)
-    files = list((tmp_path / "tb").iterdir())
+    assert w.logdir == tmp_path / "tb" / "my run", "TensorBoard lists the run under its name"
+    files = list(w.logdir.iterdir())
     assert len(files) == 1 and files[0].name.startswith("events.out.tfevents"), "one event file, no hparams sub-run"
-    acc = _load(tmp_path / "tb")
+    acc = _load(w.logdir)
     tags = acc.Tags()
     assert [e.step for e in acc.Scalars("train/loss")] == STEPS
     assert acc.Scalars("train/loss")[-1].value == pytest.approx(1 / 200)
-    assert [e.step for e in acc.Scalars("test/acc")] == [200]
-    assert [(e.step, e.value) for e in acc.Scalars("hparam/final/extra")] == [(200, 3.0)]
-    assert [(e.step, e.value) for e in acc.Scalars("hparam/test/acc")] == [(200, pytest.approx(0.8))]
     assert [e.step for e in acc.Scalars("test/acc")] == [200], "final metrics never add points to the logged curves"
+    assert not [t for t in tags["scalars"] if t.startswith(("hparam/", "epoch/"))], "nothing written twice"
+    assert set(tags["scalars"]) == {"train/loss", "train/acc", "test/acc", "test/loss"}
 
-    assert [e.step for e in acc.Images("regression/fit")] == STEPS
-    fit = acc.Images("regression/fit")[-1]
-    assert (fit.width, fit.height) == (320, 240)
-    assert {"test/predictions", "test/confusion_matrix"} <= set(tags["images"])
+    assert [e.step for e in acc.Images("fit/plot")] == STEPS
+    assert {"test/prediction_grid", "test/confusion_matrix"} <= set(tags["images"])
     assert "params/Dense_0/kernel" in tags["histograms"]
     assert "config/text_summary" in tags["tensors"]
     config_text = acc.Tensors("config/text_summary")[0].tensor_proto.string_val[0].decode()
     assert "| hidden | 128,64 |" in config_text and "my run" in config_text
+    assert "| batch_size | 32 |" in config_text, "whole-number settings stay whole numbers"
+    pr_tags = set(acc.PluginTagToContent("pr_curves"))
+    assert pr_tags == {f"test/pr/{n}" for n in NAMES}
 
     content = acc.PluginTagToContent("hparams")
     assert set(content) == {hp_metadata.SESSION_START_INFO_TAG, hp_metadata.SESSION_END_INFO_TAG}
     start = hp_metadata.parse_session_start_info_plugin_data(content[hp_metadata.SESSION_START_INFO_TAG])
     assert start.hparams["hidden"].string_value == "128,64"
     assert start.hparams["lr"].number_value == pytest.approx(1e-3)
+    assert start.hparams["batch_size"].number_value == 32
     assert start.hparams["dataset"].string_value == "fashion_mnist"
     assert "train_limit" not in start.hparams, "None is left out so a column keeps one type"
     end = hp_metadata.parse_session_end_info_plugin_data(content[hp_metadata.SESSION_END_INFO_TAG])
@@ -100,7 +106,7 @@ def test_failed_run_ends_its_session_as_failure_and_keeps_the_message(tmp_path):
     w = TensorBoardWriter(tmp_path / "tb")
     _run_sequence(w, close=False)
     w.close("diverged", "Loss became nan at step 7")
-    acc = _load(tmp_path / "tb")
+    acc = _load(w.logdir)
     end = hp_metadata.parse_session_end_info_plugin_data(
         acc.PluginTagToContent("hparams")[hp_metadata.SESSION_END_INFO_TAG]
     )
@@ -115,15 +121,15 @@ def test_flush_makes_every_chunk_readable_before_close(tmp_path):
     for step in STEPS[:3]:
         w.write_scalars(step, {"train/loss": 1.0 / step})
         w.flush()
-        assert [e.step for e in _load(tmp_path / "tb").Scalars("train/loss")][-1] == step
+        assert [e.step for e in _load(w.logdir).Scalars("train/loss")][-1] == step
     w.close()
 
 
 def test_hparams_table_has_one_session_per_run(tmp_path):
     """Two runs with different tasks under one logdir: both sessions, no arbitrary experiment summary."""
-    a = TensorBoardWriter(tmp_path / "run_a" / "tb", image_interval=0.0)
+    a = TensorBoardWriter(tmp_path / "run_a" / "tb", run_name="a")
     _run_sequence(a)
-    b = TensorBoardWriter(tmp_path / "run_b" / "tb")
+    b = TensorBoardWriter(tmp_path / "run_b" / "tb", run_name="sweep #1 (lr=0.003 seed=1)")
     b.write_hparams({"task": "regression", "points": 128, "lr": 0.005})
     b.write_scalars(10, {"train/loss": 1.0})
     b.close()
@@ -131,39 +137,52 @@ def test_hparams_table_has_one_session_per_run(tmp_path):
     mux.AddRunsFromDirectory(str(tmp_path))
     mux.Reload()
     runs = mux.PluginRunToTagToContent("hparams")
-    assert set(runs) == {"run_a/tb", "run_b/tb"}
+    assert set(runs) == {"run_a/tb/a", "run_b/tb/lr=0.003,seed=1"}
     for tags in runs.values():
         assert hp_metadata.SESSION_START_INFO_TAG in tags and hp_metadata.EXPERIMENT_TAG not in tags
 
 
 def test_resume_purges_what_the_interrupted_process_wrote_after_the_checkpoint(tmp_path):
-    first = TensorBoardWriter(tmp_path / "tb")
+    first = TensorBoardWriter(tmp_path / "tb", run_name="r")
     first.write_hparams(CONFIG)
     for step in range(10, 101, 10):
         first.write_scalars(step, {"train/loss": 1.0})
         first.flush()  # then killed: never closed
-    resumed = TensorBoardWriter(tmp_path / "tb", resume_step=50)  # checkpoint at 50; same second as `first`
+    resumed = TensorBoardWriter(tmp_path / "tb", run_name="r", resume_step=50)  # checkpoint at 50; same second
+    assert resumed.logdir == first.logdir
     for step in range(60, 121, 10):
         resumed.write_scalars(step, {"train/loss": 2.0})
     resumed.close()
-    assert len(list((tmp_path / "tb").iterdir())) == 2, "the second file never overwrites the first"
-    loss = _load(tmp_path / "tb").Scalars("train/loss")
+    assert len(list(first.logdir.iterdir())) == 2, "the second file never overwrites the first"
+    loss = _load(first.logdir).Scalars("train/loss")
     assert [e.step for e in loss] == list(range(10, 121, 10))
     assert {e.step for e in loss if e.value == 2.0} == set(range(60, 121, 10))
+
+
+def test_resuming_a_run_written_before_named_logdirs_keeps_its_folder(tmp_path):
+    old = TensorBoardWriter(tmp_path / "tb", run_name="x")
+    old.close()
+    for f in old.logdir.iterdir():  # the layout of runs written before tb/<name>
+        f.rename(tmp_path / "tb" / f.name)
+    assert TensorBoardWriter(tmp_path / "tb", run_name="x", resume_step=0).logdir == tmp_path / "tb"
 
 
 def test_nan_scalars_are_logged(tmp_path):
     w = TensorBoardWriter(tmp_path / "tb")
     w.write_scalars(1, {"train/loss": float("nan")})
     w.close("diverged")
-    assert np.isnan(_load(tmp_path / "tb").Scalars("train/loss")[0].value)
+    assert np.isnan(_load(w.logdir).Scalars("train/loss")[0].value)
 
 
-def test_flatten_hparams():
+def test_flatten_hparams_and_readable_names():
     flat = flatten_hparams(
         {"hidden": (1, 2), "opt": {"name": "adam", "b1": 0.9}, "x": None, "flag": True, "n": np.int64(3)}
     )
-    assert flat == {"hidden": "1,2", "opt.name": "adam", "opt.b1": 0.9, "flag": True, "n": 3.0}
+    assert flat == {"hidden": "1,2", "opt.name": "adam", "opt.b1": 0.9, "flag": True, "n": 3}
+    assert type(flat["n"]) is int
+    assert readable_name("pop #0 (lr=0.001 seed=2)", "run") == "lr=0.001,seed=2"
+    assert readable_name("a/b: c", "run") == "a_b_ c"
+    assert readable_name("", "mnist") == "mnist"
 
 
 # -- render ---------------------------------------------------------------------------------------

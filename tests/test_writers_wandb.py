@@ -11,7 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from training.writers.base import ClassificationReport, Progress, RegressionSnapshot
+from training.summaries import ClassificationSummary, FitSummary, write_summaries
+from training.writers.base import Progress
+from training.writers.wandb_mode import init_kwargs
 from training.writers.wandb_writer import WandbWriter, resolve_mode
 
 WANDB_CLI = str(Path(sys.executable).with_name("wandb"))
@@ -25,7 +27,7 @@ def wandb_offline_env(tmp_path, monkeypatch):
     for sub in ("wandb_dir", "wandb_cache", "wandb_config", "wandb_data", "home"):
         (tmp_path / sub).mkdir()
     monkeypatch.setenv("WANDB_MODE", "offline")
-    monkeypatch.setenv("WANDB_DIR", str(tmp_path / "wandb_dir"))
+    monkeypatch.delenv("WANDB_DIR", raising=False)  # W&B files in the run directory unless a test sets it
     monkeypatch.setenv("WANDB_CACHE_DIR", str(tmp_path / "wandb_cache"))
     monkeypatch.setenv("WANDB_CONFIG_DIR", str(tmp_path / "wandb_config"))
     monkeypatch.setenv("WANDB_DATA_DIR", str(tmp_path / "wandb_data"))
@@ -62,74 +64,78 @@ def logged_steps(records: list[dict], key: str) -> list[int]:
     return [int(h["global_step"]) for h in history(records) if any(k == key or k.startswith(key + ".") for k in h)]
 
 
-def _report() -> ClassificationReport:
-    labels = np.array([0, 1, 2, 1])
-    return ClassificationReport(
-        ["zero", "one", "two"],
-        np.array([[5, 1, 0], [0, 4, 0], [1, 0, 3]]),
-        np.zeros((4, 28, 28), np.uint8),
-        labels,
-        np.array([0, 1, 0, 1]),
-    )
+def _report() -> ClassificationSummary:
+    labels, preds = np.array([0, 1, 2, 1]), np.array([0, 1, 0, 1])
+    return ClassificationSummary(["zero", "one", "two"], labels, preds, np.zeros((4, 28, 28), np.uint8), labels, preds)
+
+
+def _fit() -> FitSummary:
+    x = np.linspace(-1, 1, 20)
+    return FitSummary(x, x, x, 0 * x)
 
 
 def test_offline_run_round_trip(tmp_path):
     run_dir = tmp_path / "run-1"
     run_dir.mkdir()
-    w = WandbWriter(run_dir, CONFIG, name="nice name", mode="offline", fit_interval=0.0)
+    w = WandbWriter(run_dir, CONFIG, name="nice name", mode="offline", job_type="mnist")
     assert w.active and w.wait_ready(60), w.info
     info = w.info
-    assert info["mode"] == "offline" and info["url"] is None and info["id"] == "run-1"
+    assert info["mode"] == "offline" and info["url"] is None
+    assert info["id"] == (run_dir / "wandb_id").read_text().strip() != "run-1", "a random id kept in the run dir"
     assert Path(info["dir"]).parent == run_dir / "wandb"
     assert info["sync_command"] == f"wandb sync {info['dir']}"
 
     w.write_hparams(CONFIG)
-    x = np.linspace(-1, 1, 20)
-    w.write_regression(0, RegressionSnapshot(x, x, 0.0, 0.0, 1.0, 0.0))
-    for step in STEPS:
-        w.write_scalars(step, {"train/loss": 1 / step, "train/acc": step / 100}, Progress(step, 100))
+    write_summaries(w, 0, [_fit()], first=True)
+    for i, step in enumerate(STEPS):
+        w.write_scalars(step, {"train/loss": 1 / step, "train/acc": step / 100}, Progress(step, 100, 1 + i // 3, 2))
         w.flush()
     w.write_scalars(100, {"test/acc": 0.75})  # same step as the last chunk, after its flush
     w.write_histograms(100, {"params/w": np.arange(10.0)})
-    w.write_classification(100, _report())
+    write_summaries(w, 100, [_report()], first=False)
     w.write_summary({"test/acc": 0.75, "train/loss": 0.01})
     w.close("finished")
 
     summary = inspect_summary(info["dir"])
     assert summary["state"] == "finished" and summary["exit_code"] == 0
     assert summary["name"] == "nice name" and summary["project"] == "jax-dashboard"
+    assert summary["tags"] == ["mnist"]
     assert summary["config"]["hidden"] == [32] and summary["config"]["dataset"] == "fashion_mnist"
-    assert summary["summary"]["test/acc"] == 0.75 and summary["summary"]["train/loss"] == 0.01
+    assert summary["summary"]["final"] == {"test/acc": 0.75, "train/loss": 0.01}
+    assert summary["summary"]["train/loss"] == {"min": pytest.approx(1 / 100)}, "best so far: min for losses"
+    assert summary["summary"]["train/acc"] == {"max": 1.0}, "best so far: max for accuracies"
     assert summary["summary"]["run/state"] == "finished"
 
     records = inspect_records(info["dir"])
+    (run,) = [r["run"] for r in records if r.get("type") == "run"]
+    assert run["job_type"] == "mnist"
+    rows = history(records)
+    assert [int(h["_step"]) for h in rows] == [int(h["global_step"]) for h in rows], "rows are optimizer steps"
     assert logged_steps(records, "train/loss") == STEPS
-    assert logged_steps(records, "test/acc") == [100], "a late row keeps its step as global_step"
+    assert logged_steps(records, "test/acc") == [100], "a late row keeps its step"
     assert logged_steps(records, "params/w") == [100]
-    assert logged_steps(records, "regression/fit") == [0]
+    assert logged_steps(records, "fit/plot") == [0]
     assert logged_steps(records, "test/predictions") == [100]
-    assert logged_steps(records, "test/confusion_matrix_table") == [100]
-    metrics = {
-        r["metric"].get("glob_name") or r["metric"].get("name"): r["metric"]
-        for r in records
-        if r.get("type") == "metric"
-    }
-    assert metrics["*"]["step_metric"] == "global_step"
+    assert logged_steps(records, "test/confusion_matrix") == [100]
+    assert [h["epoch"] for h in rows if "train/loss" in h] == [1, 1, 1, 2, 2]
+    metrics = {r["metric"].get("name"): r["metric"] for r in records if r.get("type") == "metric"}
+    assert metrics["train/loss"]["step_metric"] == "global_step"
+    assert metrics["epoch"]["step_metric"] == "global_step"
 
 
-def test_flushed_rows_reach_the_file_before_close(tmp_path):
+def test_flushed_rows_reach_the_file_once_the_next_chunk_is_flushed(tmp_path):
+    """A step's row stays open for its snapshot's media; the next chunk's flush commits it, before close."""
     w = WandbWriter(tmp_path, CONFIG, mode="offline")
     assert w.wait_ready(60), w.info  # rows logged before the run exists wait for it (next test)
-    for step in STEPS[:3]:
+    for step in STEPS[:4]:
         w.write_scalars(step, {"train/loss": 1.0})
         w.flush()
     deadline = time.monotonic() + 10  # the wandb-core service writes the file asynchronously
     while logged_steps(inspect_records(w.info["dir"]), "train/loss") != STEPS[:3] and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert logged_steps(inspect_records(w.info["dir"]), "train/loss") == STEPS[:3], (
-        "committed at flush, not at the next step"
-    )
+    assert logged_steps(inspect_records(w.info["dir"]), "train/loss") == STEPS[:3]
     w.close("stopped")
+    assert logged_steps(inspect_records(w.info["dir"]), "train/loss") == STEPS[:4]
     assert inspect_summary(w.info["dir"])["exit_code"] == 0
 
 
@@ -143,12 +149,44 @@ def test_resume_continues_the_run_id_in_a_group(tmp_path):
     resumed.write_scalars(20, {"train/loss": 0.5})
     resumed.close()
     folders = sorted((run_dir / "wandb").glob("offline-run-*"))
-    assert len(folders) == 2 and resumed.info["id"] == first.info["id"] == "member-0"
+    run_id = (run_dir / "wandb_id").read_text().strip()
+    assert len(folders) == 2 and resumed.info["id"] == first.info["id"] == run_id
     runs = [next(r["run"] for r in inspect_records(f) if r.get("type") == "run") for f in folders]
-    assert [r["run_id"] for r in runs] == ["member-0", "member-0"]
+    assert [r["run_id"] for r in runs] == [run_id, run_id]
     assert [r["run_group"] for r in runs] == ["pop-1", "pop-1"]
     assert runs[1].get("resume") is True and not runs[0].get("resume")
     assert [logged_steps(inspect_records(f), "train/loss") for f in folders] == [[10], [20]]
+    assert resumed.info["sync_command"] == "wandb sync " + " ".join(map(str, folders))
+
+
+def test_two_runs_in_folders_of_the_same_name_get_different_ids(tmp_path):
+    ids = []
+    for parent in ("a", "b"):
+        run_dir = tmp_path / parent / "k00"
+        run_dir.mkdir(parents=True)
+        ids.append(init_kwargs(run_dir, None, None, None, [])["id"])
+    assert ids[0] != ids[1]
+
+
+def test_resume_refills_the_steps_a_kill_lost(tmp_path):
+    """metrics.jsonl holds steps 10..50 (checkpoint at 50) but the killed process's W&B folder only 10..20."""
+    (tmp_path / "metrics.jsonl").write_text(
+        "".join(json.dumps({"step": s, "ts": 0.0, "wall": 1.0, "train/loss": 1 / s}) + "\n" for s in range(10, 51, 10))
+    )
+    first = WandbWriter(tmp_path, CONFIG, mode="offline")
+    for step in (10, 20):
+        first.write_scalars(step, {"train/loss": 1 / step})
+    first.close("stopped")
+    resumed = WandbWriter(tmp_path, CONFIG, mode="offline", resume=True, resume_step=50)
+    for step in (60, 70):  # the engine replays every step after the checkpoint
+        resumed.write_scalars(step, {"train/loss": 1 / step})
+        resumed.flush()
+    resumed.close()
+    folders = sorted((tmp_path / "wandb").glob("offline-run-*"))
+    steps = [logged_steps(inspect_records(f), "train/loss") for f in folders]
+    assert steps == [[10, 20], [30, 40, 50, 60, 70]]
+    rows = history(inspect_records(folders[1]))
+    assert [h["train/loss"] for h in rows[:3]] == pytest.approx([1 / 30, 1 / 40, 1 / 50]), "values from metrics.jsonl"
 
 
 def test_rows_logged_while_init_is_running_are_kept(tmp_path):
@@ -161,7 +199,7 @@ def test_rows_logged_while_init_is_running_are_kept(tmp_path):
     w.write_summary({"train/loss": 0.5})
     w.close("finished")
     assert logged_steps(inspect_records(w.info["dir"]), "train/loss") == STEPS[:3]
-    assert inspect_summary(w.info["dir"])["summary"]["train/loss"] == 0.5, "the final summary wins over the rows"
+    assert inspect_summary(w.info["dir"])["summary"]["final"]["train/loss"] == 0.5, "the final metrics are kept"
     status = json.loads((tmp_path / "status.json").read_text())
     assert status["wandb"]["sync_command"] == f"wandb sync {w.info['dir']}", "info reaches status.json when ready"
 
@@ -177,16 +215,85 @@ def test_failed_runs_finish_with_nonzero_exit_code(tmp_path, state, code):
 
 
 def test_auto_mode_is_offline_without_a_key_and_online_with_one(monkeypatch, tmp_path):
+    monkeypatch.delenv("WANDB_MODE")
     assert resolve_mode("auto") == "offline"
     monkeypatch.setenv("WANDB_API_KEY", "x" * 40)
     assert resolve_mode("auto") == "online"
     monkeypatch.delenv("WANDB_API_KEY")
-    (tmp_path / "home" / ".netrc").write_text("machine 127.0.0.1:9\n  login user\n  password " + "y" * 40 + "\n")
-    (tmp_path / "home" / ".netrc").chmod(0o600)
-    assert resolve_mode("auto") == "online", "wandb's own netrc lookup for WANDB_BASE_URL"
+    netrc = tmp_path / "home" / ".netrc"
+    netrc.write_text("machine 127.0.0.2:9\n  login user\n  password " + "y" * 40 + "\n")  # `wandb login --host`
+    netrc.chmod(0o600)
+    assert resolve_mode("auto") == "offline", "credentials for another host do not count"
+    netrc.write_text("machine 127.0.0.1:9\n  login user\n  password " + "y" * 40 + "\n")
+    assert resolve_mode("auto") == "online", "wandb's own netrc lookup for its configured host (WANDB_BASE_URL)"
     assert resolve_mode("disabled") == "disabled"
     with pytest.raises(ValueError):
         resolve_mode("sometimes")
+
+
+@pytest.mark.parametrize(
+    ("flag", "env_mode", "key", "expected"),
+    [
+        ("auto", None, False, "offline"),
+        ("auto", None, True, "online"),
+        ("auto", "offline", True, "offline"),  # W&B's recipe for offline clusters: no network attempt
+        ("auto", "disabled", False, "disabled"),
+        ("auto", "dryrun", True, "offline"),
+        (None, "online", False, "online"),
+        ("offline", "online", True, "offline"),  # an explicit --wandb wins over $WANDB_MODE
+        ("disabled", "online", True, "disabled"),
+        ("online", "disabled", False, "online"),
+    ],
+)
+def test_mode_precedence(monkeypatch, flag, env_mode, key, expected):
+    monkeypatch.delenv("WANDB_MODE")
+    if env_mode:
+        monkeypatch.setenv("WANDB_MODE", env_mode)
+    if key:
+        monkeypatch.setenv("WANDB_API_KEY", "x" * 40)
+    assert resolve_mode(flag) == expected
+
+
+def test_wandb_environment_variables_are_honoured(tmp_path, monkeypatch):
+    monkeypatch.setenv("WANDB_PROJECT", "proj-x")
+    monkeypatch.setenv("WANDB_TAGS", "alpha, beta")
+    monkeypatch.setenv("WANDB_NOTES", "a note")
+    monkeypatch.setenv("WANDB_RUN_GROUP", "grp-env")
+    monkeypatch.setenv("WANDB_JOB_TYPE", "custom-job")
+    monkeypatch.setenv("WANDB_DIR", str(tmp_path / "wandb_dir"))
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    w = WandbWriter(run_dir, CONFIG, mode="offline", group="pop-1", job_type="mnist")
+    w.write_scalars(1, {"train/loss": 1.0})
+    w.close()
+    assert Path(w.info["dir"]).parent == tmp_path / "wandb_dir" / "wandb", "WANDB_DIR decides where files go"
+    summary = inspect_summary(w.info["dir"])
+    assert summary["project"] == "proj-x" and summary["notes"] == "a note"
+    assert summary["tags"] == ["mnist", "alpha", "beta"]
+    (run,) = [r["run"] for r in inspect_records(w.info["dir"]) if r.get("type") == "run"]
+    assert run["run_group"] == "grp-env" and run["job_type"] == "custom-job"
+    assert init_kwargs(run_dir, None, None, None, [])["entity"] is None
+    monkeypatch.setenv("WANDB_ENTITY", "team-y")
+    assert init_kwargs(run_dir, None, None, None, [])["entity"] == "team-y"
+
+
+def test_console_output_and_a_failed_runs_error_reach_the_logs(tmp_path):
+    """In a subprocess (wandb wraps the process's stdout/stderr): the Logs tab gets the error line."""
+    code = (
+        "import sys; from training.writers.wandb_writer import WandbWriter; "
+        "w = WandbWriter(sys.argv[1], {'lr': 0.1}, mode='offline'); w.wait_ready(60); "
+        "print('hello from training'); print('run failed: boom', file=sys.stderr); "
+        "w.close('failed', 'boom'); print(w.info['dir'])"
+    )
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)], cwd=root, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    summary = inspect_summary(out.stdout.strip().splitlines()[-1])
+    lines = [c["line"] for c in summary["console"]]
+    assert "hello from training" in lines and "run failed: boom" in lines
+    assert summary["exit_code"] == 1 and summary["summary"]["run/message"] == "boom"
 
 
 def test_online_failure_falls_back_to_offline_and_never_raises(tmp_path, monkeypatch):

@@ -233,8 +233,9 @@ class WandbWriter(MetricWriter):
             self.run.log(row, commit=True)
             return
         if self._open_step is not None and step < self._open_step:
-            log.debug("W&B row for step %d arrived after step %d; logged without step", step, self._open_step)
-            self.run.log(row, commit=True)
+            # A step already committed cannot take more keys: join the open row, keeping its global_step.
+            log.debug("W&B row for step %d arrived after step %d; logged at %d", step, self._open_step, self._open_step)
+            self.run.log(dict(data), step=self._open_step, commit=False)
             return
         self.run.log(row, step=step, commit=False)
         self._open_step = step
@@ -297,6 +298,7 @@ class WandbWriter(MetricWriter):
         import wandb
 
         for tag, (step, table) in self._tables.items():
+            step = max(step, self._open_step or 0)  # the latest table describes the final model: the last row
             rows = [
                 [wandb.Image(np.asarray(c, dtype=np.uint8)) if _is_image(c) else c for c in row] for row in table.rows
             ]
