@@ -56,7 +56,8 @@ def _train(task: str, argv: list[str]) -> int:
         raws = member_raws(raw, axes) if axes else [raw]
         outcomes = execute(task, raws, axes=list(axes), run_dir=args.run_dir, root=args.runs_root, name=args.name,
                            wandb_mode=cli.wandb_mode(args.wandb), tensorboard=not args.no_tensorboard,
-                           console=not args.quiet, command=["python", "-m", "training", task, *argv])
+                           console=not args.quiet, command=["python", "-m", "training", task, *argv],
+                           pbt=cli.pbt_config(args, int(raw.get("seed") or 0)))
     except ConfigError as exc:
         return _fail(str(exc))
     except OSError as exc:

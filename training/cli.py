@@ -61,7 +61,25 @@ def task_parser(task: str, task_cls: type) -> argparse.ArgumentParser:
     p.add_argument("--population", action="append", default=[], metavar="FIELD=V1,V2",
                    help="train one run per combination of the listed lr/seed values, all in one vmapped program "
                         "(repeatable; cartesian product); each member gets its own run dir")
+    pbt = p.add_argument_group("population-based training (with --population lr=...)")
+    pbt.add_argument("--pbt-interval", type=int, default=None, metavar="STEPS",
+                     help="every STEPS steps the worst members copy the best ones' weights and perturb their lr")
+    pbt.add_argument("--pbt-metric", default="", metavar="TAG",
+                     help="tag to rank members by (default: test/loss when the task evaluates, else train/loss)")
+    pbt.add_argument("--pbt-fraction", type=float, default=0.25, help="share of members copied / copied from (default 0.25)")
+    pbt.add_argument("--pbt-resample", type=float, default=0.0,
+                     help="probability of drawing a fresh lr instead of perturbing (default 0)")
     return p
+
+
+def pbt_config(args: argparse.Namespace, seed: int) -> Any:
+    """The PBT settings of the command line, or None without --pbt-interval."""
+    if args.pbt_interval is None:
+        return None
+    from training.pbt import PbtConfig
+
+    return PbtConfig(interval=args.pbt_interval, metric=args.pbt_metric, fraction=args.pbt_fraction,
+                     resample=args.pbt_resample, seed=seed)
 
 
 def top_help() -> str:

@@ -23,6 +23,7 @@ from training.chunks import ChunkCompiler, Clock, TraceCounter, chunk_lengths
 from training.engine_state import Plan, Position, data_for, param_arrays, reduce_chunk
 from training.errors import TrainingError
 from training.members import Members, stack, take
+from training.pbt import Exploiter, PbtConfig, learning_rates
 from training.result import TrainResult
 from training.schedule import Periodic
 from training.sharding import AXIS, DataParallel, resolve_devices
@@ -43,7 +44,9 @@ class Engine:
       should_stop: polled between chunks; True stops every member after the chunk.
     """
 
-    def __init__(self, task_cls: type[Task], cfgs: Sequence[Any], members: Members, should_stop: Any):
+    def __init__(self, task_cls: type[Task], cfgs: Sequence[Any], members: Members, should_stop: Any,
+                 pbt: PbtConfig | None = None):
+        self.pbt = pbt
         self.tasks = [task_cls(c) for c in cfgs]
         self.task, self.cfg, self.k = self.tasks[0], cfgs[0], len(cfgs)
         self.stacked = self.k > 1  # a single run keeps unbatched shapes (the fastest kernels)
@@ -134,6 +137,7 @@ class Engine:
         self.evals = Periodic(getattr(cfg, "eval_every", 0), last_step=pos.step)
         if pos.step == 0:
             self._snapshot(0, final=False, first=True)
+        self._setup_pbt(pos)
         lengths = chunk_lengths(self.plan.steps_per_epoch, cfg.log_every)
         stopped = False
         for epoch in range(pos.epoch + (pos.pos == self.plan.steps_per_epoch), self.plan.epochs + 1):
@@ -157,17 +161,24 @@ class Engine:
         pos.advance(length, metrics)
         epoch_end = pos.pos == self.plan.steps_per_epoch
         scalars = [reduce_chunk(metrics, i, self.task.last_value) for i in range(self.k)]
-        if self.test is not None and self.evals(pos.step, force=epoch_end and self.plan.batched):
+        pbt_due = self.pbt is not None and self.pbt_schedule(pos.step)
+        if self.test is not None and self.evals(pos.step, force=epoch_end and self.plan.batched or pbt_due):
             pos.test = self._evaluate()
             pos.evaluated_at = pos.step
             for i in range(self.k):
                 scalars[i].update(pos.test[i])
         for i in range(self.k):
             scalars[i][tags.STEPS_PER_SEC] = self.clock.steps_per_sec
+            if self.pbt is not None:
+                scalars[i][tags.PBT_LR] = float(self.lrs[i])
             if epoch_end and self.plan.batched:
                 scalars[i].update(pos.epoch_means(i))
-        self.members.report(pos.step, scalars, self._progress(pos), metrics.get("loss"), first)
+        diverged = self.members.report(pos.step, scalars, self._progress(pos), metrics.get("loss"), first,
+                                       rescue=self.pbt is not None)
         pos.last = scalars
+        if self.pbt is not None and (pbt_due or diverged):
+            writers = [m.writer for m in self.members.members]
+            self.state, self.lrs = self.exploiter(self.state, self.lrs, pos.step, scalars, diverged, pos.lineage, writers)
         if epoch_end and self.plan.batched:
             self._histograms(pos.step)
         done = pos.step >= self.plan.total_steps
@@ -179,6 +190,16 @@ class Engine:
                                     lambda i: {"position": pos.meta(i), "wall_seconds": self.clock.elapsed()},
                                     self.stacked)
         return stopped
+
+    def _setup_pbt(self, pos: Position) -> None:
+        """PBT's schedule, ranking metric and the members' current learning rates (from the state)."""
+        if self.pbt is None:
+            return
+        self.pbt.validate(self.k)
+        metric = self.pbt.metric or (tags.TEST_LOSS if self.test is not None else tags.TRAIN_LOSS)
+        self.exploiter = Exploiter(self.pbt, metric)
+        self.pbt_schedule = Periodic(self.pbt.interval, last_step=pos.step)
+        self.lrs = learning_rates(self.state)
 
     def _progress(self, pos: Position) -> Any:
         from training.writers.base import Progress

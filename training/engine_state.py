@@ -54,10 +54,11 @@ class Position:
     test: list[dict[str, float]] = field(default_factory=list)
     last: list[dict[str, float]] = field(default_factory=list)  # each member's latest chunk scalars
     evaluated_at: int = -1
+    lineage: list[list[dict[str, Any]]] = field(default_factory=list)  # each member's PBT copies
 
     @classmethod
     def start(cls, k: int) -> Position:
-        return cls(k, test=[{} for _ in range(k)], last=[{} for _ in range(k)])
+        return cls(k, test=[{} for _ in range(k)], last=[{} for _ in range(k)], lineage=[[] for _ in range(k)])
 
     def begin_epoch(self, epoch: int) -> None:
         if epoch != self.epoch:
@@ -86,7 +87,8 @@ class Position:
     def meta(self, i: int) -> dict[str, Any]:
         """Member i's position as JSON for its checkpoint."""
         return {"step": self.step, "epoch": self.epoch, "pos": self.pos, "evaluated_at": self.evaluated_at,
-                "sums": {n: float(v[i]) for n, v in self.sums.items()}, "test": self.test[i], "last": self.last[i]}
+                "sums": {n: float(v[i]) for n, v in self.sums.items()}, "test": self.test[i], "last": self.last[i],
+                "lineage": self.lineage[i]}
 
     @classmethod
     def from_meta(cls, metas: Sequence[Mapping[str, Any]]) -> Position:
@@ -94,7 +96,8 @@ class Position:
         m0 = metas[0]
         sums = {n: np.array([m["sums"][n] for m in metas]) for n in m0["sums"]}
         return cls(len(metas), m0["step"], m0["epoch"], m0["pos"], sums, [dict(m["test"]) for m in metas],
-                   [dict(m["last"]) for m in metas], m0.get("evaluated_at", -1))
+                   [dict(m["last"]) for m in metas], m0.get("evaluated_at", -1),
+                   [list(m.get("lineage", [])) for m in metas])
 
 
 def reduce_chunk(metrics: Mapping[str, np.ndarray], i: int, last_value: Sequence[str]) -> dict[str, float]:

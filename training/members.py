@@ -73,21 +73,31 @@ class Members:
                 run_store.write_status(self.members[i].run_dir, phase=phase)
 
     def report(self, step: int, scalars: Sequence[Mapping[str, float]], progress: Progress, losses: np.ndarray,
-               first_step: int) -> None:
+               first_step: int, rescue: bool = False) -> list[int]:
         """Write and flush each live member's chunk; a member whose loss went non-finite ends as diverged.
 
         Args:
           losses: [K, chunk length] per-step losses (or None when the task logs no loss).
           first_step: global step number of losses[:, 0].
+          rescue: keep diverged members running (PBT replaces them), unless every member diverged.
+
+        Returns:
+          The diverged members kept running for rescue.
         """
+        diverged: list[tuple[int, str]] = []
         for i in self.alive():
             member = self.members[i]
             member.writer.write_scalars(step, dict(scalars[i]), progress)
             member.writer.flush()  # the page polls the run store: make the chunk visible now
             bad = None if losses is None else first_nonfinite(np.asarray(losses[i], np.float64).reshape(-1))
             if bad is not None:
-                exc = Diverged(first_step + bad, float(np.asarray(losses[i]).reshape(-1)[bad]), member.lr)
-                self.end(i, "diverged", str(exc))
+                value = float(np.asarray(losses[i]).reshape(-1)[bad])
+                diverged.append((i, str(Diverged(first_step + bad, value, member.lr))))
+        if rescue and len(diverged) < len(self.alive()):
+            return [i for i, _ in diverged]
+        for i, message in diverged:
+            self.end(i, "diverged", message)
+        return []
 
     def checkpoint(self, step: int, arrays: Any, meta: Callable[[int], Mapping[str, Any]], stacked: bool) -> None:
         """Checkpoint every live member in the single-run layout (member i saves its slice)."""

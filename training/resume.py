@@ -15,6 +15,7 @@ from typing import Any
 
 from training import run_store
 from training.errors import CannotResume
+from training.pbt import PbtConfig
 from training.run import Outcome, train_members
 from training.settings import parse_config
 from training.tasks import load_task
@@ -99,4 +100,12 @@ def resume(run_dir: str | Path, wandb_mode: str | None = None, tensorboard: bool
                                message=None, step=step, resumed_from=step, resumed_at=time.time(), final=None)
     names = [dd.get("name") or d.name for dd, d in zip(docs, dirs, strict=True)]
     return train_members(task_cls, cfgs, dirs, names, doc.get("group"), wandb_mode, tensorboard, console,
-                         resume_step=step)
+                         resume_step=step, pbt=pbt_of(doc))
+
+
+def pbt_of(doc: dict[str, Any]) -> PbtConfig | None:
+    """The PBT settings a population was started with (config.json "pbt"), or None."""
+    raw = doc.get("pbt")
+    if not isinstance(raw, dict):
+        return None
+    return PbtConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in raw.items()})

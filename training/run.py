@@ -7,6 +7,7 @@ its latest checkpoint; a population member resumes with its whole population.
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
 import time
 from collections.abc import Sequence
@@ -16,6 +17,7 @@ from typing import Any
 from training import run_store
 from training.lifecycle import StopFlag, failure
 from training.members import Member, Members
+from training.pbt import PbtConfig
 from training.result import TrainResult
 from training.settings import config_to_dict, parse_config
 from training.tasks import load_task
@@ -45,7 +47,8 @@ def _member_name(name: str | None, group: str, i: int, cfg: Any, axes: Sequence[
 
 
 def create_runs(task_spec: str, task_cls: type[Task], cfgs: Sequence[Any], axes: Sequence[str], root: Any,
-                run_dir: Path | None, name: str | None, command: list[str] | None) -> tuple[list[Path], list[str], str | None]:
+                run_dir: Path | None, name: str | None, command: list[str] | None,
+                pbt: PbtConfig | None = None) -> tuple[list[Path], list[str], str | None]:
     """The members' new run directories with config.json and a "running" status.json; (dirs, names, group)."""
     task = task_cls.name
     group = None
@@ -60,7 +63,7 @@ def create_runs(task_spec: str, task_cls: type[Task], cfgs: Sequence[Any], axes:
             names.append(name or d.name)
         else:
             d = run_store.new_run_dir(root, task, f"{name or task}-m{i}")
-            extra = {"group": group, "member": i}
+            extra = {"group": group, "member": i, **({"pbt": dataclasses.asdict(pbt)} if pbt else {})}
             names.append(_member_name(name, group, i, cfg, axes))
         total = getattr(cfg, "steps", 0) or getattr(cfg, "epochs", 0) * (getattr(cfg, "train_size", 0) // getattr(cfg, "batch_size", 1))
         run_store.write_config(d, task, config_to_dict(cfg), name=names[-1], command=command, task_spec=task_spec,
@@ -73,7 +76,7 @@ def create_runs(task_spec: str, task_cls: type[Task], cfgs: Sequence[Any], axes:
 
 def train_members(task_cls: type[Task], cfgs: Sequence[Any], dirs: Sequence[Path], names: Sequence[str],
                   group: str | None, wandb_mode: str, tensorboard: bool, console: bool,
-                  resume_step: int | None = None) -> list[Outcome]:
+                  resume_step: int | None = None, pbt: PbtConfig | None = None) -> list[Outcome]:
     """Writers, stop flag and checkpoints around one engine run; each member's end recorded."""
     from training.checkpoint import Checkpointer
     from training.engine import Engine
@@ -90,7 +93,7 @@ def train_members(task_cls: type[Task], cfgs: Sequence[Any], dirs: Sequence[Path
                                  task_cls.name)
             members.members.append(Member(d, writer, cfg.lr))
             members.members[-1].ckpt = Checkpointer(d, 0, resume_step=resume_step)
-        trained = Engine(task_cls, cfgs, members, stop).run(resume_step)
+        trained = Engine(task_cls, cfgs, members, stop, pbt=pbt).run(resume_step)
         for i in members.alive():
             results[i] = trained[i]
             members.writer(i).write_summary(trained[i].final)
@@ -107,7 +110,8 @@ def train_members(task_cls: type[Task], cfgs: Sequence[Any], dirs: Sequence[Path
 
 def execute(task: str, raw_cfgs: Sequence[dict[str, Any]] | Sequence[Any], *, axes: Sequence[str] = (),
             run_dir: Path | None = None, root: Any = None, name: str | None = None, wandb_mode: str = "auto",
-            tensorboard: bool = True, console: bool = True, command: list[str] | None = None) -> list[Outcome]:
+            tensorboard: bool = True, console: bool = True, command: list[str] | None = None,
+            pbt: PbtConfig | None = None) -> list[Outcome]:
     """Train a task into new run directories: one run, or a population when `axes` names the varied fields.
 
     Args:
@@ -120,11 +124,16 @@ def execute(task: str, raw_cfgs: Sequence[dict[str, Any]] | Sequence[Any], *, ax
       wandb_mode: "auto", "online", "offline" or "disabled".
       tensorboard, console: write TensorBoard event files; show a progress bar (member 0).
       command: the command line, saved in config.json.
+      pbt: population-based training settings (a population varying lr only).
 
     Returns:
       [(run_dir, final state, result or None)] per member.
     """
     task_cls = load_task(task)
     cfgs = [c if isinstance(c, task_cls.Config) else parse_config(task_cls.Config, c, task_cls.name) for c in raw_cfgs]
-    dirs, names, group = create_runs(task, task_cls, cfgs, axes, root, run_dir, name, command)
-    return train_members(task_cls, cfgs, dirs, names, group, wandb_mode, tensorboard, console)
+    if pbt is not None:
+        pbt.validate(len(cfgs) if axes else 1)
+        lrs = [c.lr for c in cfgs]
+        pbt = dataclasses.replace(pbt, lr_range=(min(lrs), max(lrs)))
+    dirs, names, group = create_runs(task, task_cls, cfgs, axes, root, run_dir, name, command, pbt)
+    return train_members(task_cls, cfgs, dirs, names, group, wandb_mode, tensorboard, console, pbt=pbt)

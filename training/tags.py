@@ -9,6 +9,7 @@ TRAIN_ACC = "train/acc"
 TEST_LOSS = "test/loss"
 TEST_ACC = "test/acc"
 STEPS_PER_SEC = "perf/steps_per_sec"
+PBT_LR = "pbt/lr"  # a PBT member's learning rate, logged every chunk
 
 FIT_DATA = "fit/data"  # table: the data points a fit is drawn over (x, y)
 FIT_CURVE = "fit/curve"  # table: the model's curve (x, y) and the true one (y_true) when known

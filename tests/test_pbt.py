@@ -1,0 +1,113 @@
+"""Population-based training: exact exploit/explore on the member axis, rescue of diverged members, exact resume."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from training import run_store
+from training.__main__ import main
+from training.pbt import PbtConfig, apply, learning_rates, plan
+from training.resume import resume
+from training.tasks.regression import RegressionConfig, RegressionTask
+
+VOLATILE = ("wall", "ts", "perf/steps_per_sec")
+
+
+def population_state(lrs):
+    tasks = [RegressionTask(RegressionConfig(lr=lr, seed=i)) for i, lr in enumerate(lrs)]
+    states = [t.init(jax.random.key(i)) for i, t in enumerate(tasks)]
+    return jax.tree.map(lambda *leaves: jnp.stack(leaves), *states)
+
+
+def test_plan_copies_the_bottom_from_the_top_with_the_configured_factors():
+    cfg = PbtConfig(interval=10, fraction=0.25, factors=(0.8, 1.25), seed=3)
+    lrs = np.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8])
+    losses = [0.5, 0.1, 0.9, 0.3, 0.05, 0.7, 0.2, 1.5]  # best: 4, 1; worst: 7, 2
+    copies = plan(losses, lrs, 100, cfg, higher_is_better=False)
+    assert sorted(c["member"] for c in copies) == [2, 7]
+    for c in copies:
+        assert c["source"] in (4, 1) and c["old_lr"] == lrs[c["member"]]
+        assert min(abs(c["new_lr"] / lrs[c["source"]] - f) for f in (0.8, 1.25)) < 1e-6
+    assert plan(losses, lrs, 100, cfg, False) == copies  # deterministic for a seed and step
+    accs = [-x for x in losses]
+    assert sorted(c["member"] for c in plan(accs, lrs, 100, cfg, higher_is_better=True)) == [2, 7]
+    forced = plan(losses, lrs, 100, cfg, False, forced=[0])  # a diverged member is replaced whatever its rank
+    assert sorted(c["member"] for c in forced) == [0, 2, 7] and forced[0]["reason"] == "diverged"
+
+
+def test_apply_copies_arrays_exactly_and_sets_the_new_learning_rates():
+    lrs = np.array([0.01, 0.02, 0.03, 0.04])
+    state = population_state(lrs)
+    copies = [{"member": 3, "source": 0, "new_lr": 0.0125}, {"member": 1, "source": 2, "new_lr": 0.024}]
+    new_state, new_lrs = apply(state, copies, lrs)
+    def copied_part(s):  # everything but the learning rate itself
+        return [s["params"], s["opt_state"].inner_state, s["opt_state"].count]
+
+    for leaf_before, leaf_after in zip(jax.tree.leaves(copied_part(state)), jax.tree.leaves(copied_part(new_state)),
+                                       strict=True):
+        before, after = np.asarray(leaf_before), np.asarray(leaf_after)
+        np.testing.assert_array_equal(after[3], before[0])  # a copy, bit for bit ...
+        np.testing.assert_array_equal(after[1], before[2])
+        np.testing.assert_array_equal(after[[0, 2]], before[[0, 2]])  # ... and the others untouched
+    np.testing.assert_allclose(learning_rates(new_state), [0.01, 0.024, 0.03, 0.0125], rtol=1e-6)
+    np.testing.assert_allclose(new_lrs, [0.01, 0.024, 0.03, 0.0125])
+
+
+def pbt_argv(root: Path, *extra: str) -> list[str]:
+    return ["regression", "--population", "lr=0.0001,0.001,0.3,2.0", "--pbt-interval", "50", "--steps", "400",
+            "--runs-root", str(root), "--wandb", "disabled", "--no-tensorboard", "--quiet", *extra]
+
+
+def members(root: Path) -> list[Path]:
+    return sorted(root.iterdir(), key=lambda d: run_store.read_json(d / "config.json")["member"])
+
+
+def lineage(run_dir: Path) -> list:
+    doc = run_store.read_json(run_dir / "artifacts" / "tables" / "pbt__lineage.json")
+    return doc["rows"] if doc else []
+
+
+def test_a_diverged_member_is_rescued_and_the_lineage_is_recorded(runs_root, capsys):
+    assert main(pbt_argv(runs_root)) == 0  # lr 2.0 diverges under SGD; PBT replaces it instead of ending it
+    lines = [json.loads(ln) for ln in capsys.readouterr().out.splitlines()]
+    assert [ln["state"] for ln in lines] == ["finished"] * 4
+    dirs = members(runs_root)
+    rescued = lineage(dirs[3])
+    assert rescued[0][4] == "diverged" and rescued[0][1] in (1, 2)
+    for d in dirs:
+        recs = run_store.read_metrics(d)[0]
+        assert all("pbt/lr" in r for r in recs) and np.isfinite(recs[-1]["train/loss"])
+        assert abs(recs[-1]["regression/weight"] - 2.0) < 0.1
+        assert run_store.read_json(d / "config.json")["pbt"]["interval"] == 50
+    lrs = [r["pbt/lr"] for r in run_store.read_metrics(dirs[0])[0]]
+    assert lrs[0] == pytest.approx(0.0001) and lrs[-1] != pytest.approx(0.0001)  # the slowest member was moved
+
+
+def test_a_stopped_pbt_population_resumes_identically(runs_root, tmp_path, monkeypatch):
+    full = tmp_path / "full"
+    full.mkdir()
+    assert main(pbt_argv(full)) == 0
+    real, polls = run_store.stop_requested, []
+
+    def stop_requested(d: Path) -> bool:
+        polls.append(d)
+        if len(polls) == 4 * 17:  # the 17th chunk (step 170): between two PBT steps
+            run_store.request_stop(d)
+        return real(d)
+
+    monkeypatch.setattr(run_store, "stop_requested", stop_requested)
+    assert main(pbt_argv(runs_root)) == 0
+    monkeypatch.setattr(run_store, "stop_requested", real)
+    assert {run_store.read_status(d)["step"] for d in members(runs_root)} == {170}
+    outcomes = resume(members(runs_root)[0], console=False)
+    assert [s for _, s, _ in outcomes] == ["finished"] * 4
+    for part, whole in zip(members(runs_root), members(full), strict=True):
+        strip = lambda d: [{k: v for k, v in r.items() if k not in VOLATILE} for r in run_store.read_metrics(d)[0]]  # noqa: E731
+        assert strip(part) == strip(whole)
+        assert lineage(part) == lineage(whole)
