@@ -7,10 +7,12 @@ Nothing in dashboard/ or the engine knows the task: it is found by its spec alon
 from __future__ import annotations
 
 import glob
+import importlib.util
 import json
 import os
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -174,3 +176,91 @@ def test_population_by_module_spec_gives_each_member_its_run(tmp_path):
         assert (d / "artifacts" / "tables" / "fit__curve.json").is_file()
         finals.append(run_store.read_metrics(d)[0][-1]["train/loss"])
     assert len(set(finals)) == 3, "members differ in learning rate, so in loss"
+
+
+# ---- installed like its peers: `pip install .` gives `jaxdash` and `jaxdash-train` --------------------------------
+
+
+def _jaxdash_module():
+    spec = importlib.util.spec_from_file_location("jaxdash_under_test", ROOT / "scripts" / "jaxdash.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_jaxdash_runs_streamlit_on_the_app_with_an_absolute_runs_root(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("JAXDASH_TASKS", "examples/sine.py:SineTask, mypkg.tasks:MyTask")
+    monkeypatch.delenv("JAXDASH_ADDRESS", raising=False)
+    cmd, env = _jaxdash_module().command(["--runs", "myruns", "--port", "8600", "--server.headless", "true"])
+    assert cmd[1:4] == ["-m", "streamlit", "run"] and Path(cmd[4]) == ROOT / "dashboard" / "app.py"
+    assert cmd[cmd.index("--server.address") + 1] == "127.0.0.1", "loopback unless asked"
+    assert cmd[cmd.index("--server.port") + 1] == "8600" and cmd[-2:] == ["--server.headless", "true"]
+    assert env["JAXDASH_RUNS"] == str(tmp_path / "myruns"), "the page starts runs from the package's folder"
+    assert env["PYTHONPATH"].split(os.pathsep)[0] == str(tmp_path)
+    assert env["JAXDASH_TASKS"] == f"{tmp_path}/examples/sine.py:SineTask,mypkg.tasks:MyTask"
+
+
+@pytest.mark.slow
+def test_wheel_installs_console_scripts_that_train_and_serve(tmp_path):
+    wheels = tmp_path / "wheels"
+    out = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", str(ROOT), "-w", str(wheels)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    (wheel,) = wheels.glob("jax_dashboard-*.whl")
+    with zipfile.ZipFile(wheel) as z:
+        names = set(z.namelist())
+        entry_points = next(z.read(n).decode() for n in names if n.endswith("entry_points.txt"))
+    assert {
+        "jaxdash.py",
+        "dashboard/app.py",
+        "dashboard/views/launch.py",
+        "training/tasks/base.py",
+        "training/writers/base.py",
+        "components/figures.py",
+    } <= names
+    assert "jaxdash = jaxdash:main" in entry_points and "jaxdash-train = jaxdash:train" in entry_points
+
+    # A fresh venv with only our wheel (pip writes the console scripts); dependencies from this venv's site-packages.
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    subprocess.run(
+        [str(venv / "bin" / "pip"), "install", "-q", "--no-deps", "--no-index", str(wheel)], check=True, timeout=300
+    )
+    site = next(p for p in sys.path if p.endswith("site-packages"))
+    env = {**_env(tmp_path), "PYTHONPATH": site}
+    scripts = venv / "bin"
+    train = subprocess.run(
+        [
+            str(scripts / "jaxdash-train"),
+            "regression",
+            "--steps",
+            "50",
+            "--runs-root",
+            "y",
+            "--quiet",
+            "--wandb",
+            "disabled",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert train.returncode == 0, train.stderr[-2000:]
+    assert json.loads(train.stdout.splitlines()[0])["state"] == "finished"
+    serve = subprocess.run(
+        [str(scripts / "jaxdash"), "--runs", "y", "--print-command"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    app = Path(serve.stdout.split()[4])
+    assert serve.returncode == 0 and app.is_file() and str(app).startswith(str(venv)), serve.stdout
