@@ -244,7 +244,8 @@ class Engine:
                 for i, m in enumerate(self.members.members)]
 
 
-def train(task: type[Task] | str, cfgs: Any, writers: Any = None, should_stop: Any = lambda: False) -> list[TrainResult]:
+def train(task: type[Task] | str, cfgs: Any, writers: Any = None, should_stop: Any = lambda: False,
+          pbt: PbtConfig | None = None) -> list[TrainResult]:
     """Train in this process with no run directory (tests, notebooks): one config or a list (a population).
 
     Args:
@@ -252,6 +253,7 @@ def train(task: type[Task] | str, cfgs: Any, writers: Any = None, should_stop: A
       cfgs: a config, or one per member.
       writers: a writer, or one per member (default: MemoryWriter each).
       should_stop: polled between chunks.
+      pbt: population-based training settings (a population only).
 
     Returns:
       One TrainResult per member; a diverged member's has state "diverged" and extra["message"].
@@ -266,7 +268,7 @@ def train(task: type[Task] | str, cfgs: Any, writers: Any = None, should_stop: A
         writers = [MemoryWriter() for _ in cfgs]
     writers = list(writers) if isinstance(writers, (list, tuple)) else [writers]
     members = Members([Member(None, w, c.lr) for w, c in zip(writers, cfgs, strict=True)])
-    results = Engine(task_cls, cfgs, members, should_stop).run()
+    results = Engine(task_cls, cfgs, members, should_stop, pbt=pbt).run()
     for i in members.alive():
         members.end(i, results[i].state)
     return results
