@@ -21,6 +21,7 @@ from training import run_store
 from training.settings import FieldInfo, fields
 from training.tasks import available
 
+PAGE_FILES = ("launch.json", "process.log")  # what a page-launched run dir holds before its process starts
 EXIT_CODES = {"finished": 0, "stopped": 0, "failed": 1, "diverged": 3}
 WANDB_MODES = ("auto", "online", "offline", "disabled")
 
@@ -123,7 +124,8 @@ def check_run_dir(run_dir: Path | None, population: bool) -> str | None:
         return None
     if population:
         return "--run-dir names one run; a population creates one run dir per member under --runs-root."
-    if run_dir.exists() and (not run_dir.is_dir() or any(run_dir.iterdir())):
+    # The dashboard writes launch.json and process.log (this process's output) before starting it.
+    if run_dir.exists() and (not run_dir.is_dir() or any(p.name not in PAGE_FILES for p in run_dir.iterdir())):
         return f"--run-dir {run_dir} is not empty (it may hold another run); pick a new directory."
     return None
 
