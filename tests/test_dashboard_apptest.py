@@ -329,6 +329,100 @@ def test_launch_real_regression_run_finishes_and_shows_up(root: Path) -> None:
     ] == 128
 
 
+USER_TASK = """
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from training.settings import setting, with_default
+from training.summaries import FitSummary
+from training.tasks.base import Data, StepsConfig, Task
+
+
+@dataclass(frozen=True)
+class TinySineConfig(StepsConfig):
+    lr: float = with_default(StepsConfig, "lr", 0.02)
+    steps: int = with_default(StepsConfig, "steps", 400)
+    log_every: int = with_default(StepsConfig, "log_every", 20)
+    width: int = setting(16, "Hidden width", "Units of the one hidden layer.", min=1, max=256)
+
+
+class TinySine(Task):
+    name, title = "tinysine", "Tiny sine (a user's task)"
+    Config = TinySineConfig
+    panels = ("fit", "loss")
+
+    def __init__(self, cfg):
+        super().__init__(cfg)
+        self.tx = self.optimizer()
+
+    def load_data(self):
+        x = jnp.linspace(-3.0, 3.0, 64)
+        return Data(train={"x": x, "y": jnp.sin(x)})
+
+    def init(self, key):
+        k1, k2 = jax.random.split(key)
+        w = self.cfg.width
+        p = {"w1": jax.random.normal(k1, (1, w)), "b1": jnp.zeros(w), "w2": jax.random.normal(k2, (w, 1)) / w**0.5}
+        return {"params": p, "opt_state": self.tx.init(p)}
+
+    def predict(self, p, x):
+        return (jnp.tanh(x[:, None] @ p["w1"] + p["b1"]) @ p["w2"])[:, 0]
+
+    def step(self, state, batch):
+        mse = lambda p: jnp.mean((self.predict(p, batch["x"]) - batch["y"]) ** 2)
+        loss, grads = jax.value_and_grad(mse)(state["params"])
+        updates, opt_state = self.tx.update(grads, state["opt_state"], state["params"])
+        return {"params": optax.apply_updates(state["params"], updates), "opt_state": opt_state}, {"loss": loss}
+
+    def summarize(self, state, data, final):
+        x, y = (np.asarray(v, np.float64) for v in jax.device_get((data.train["x"], data.train["y"])))
+        pred = np.asarray(jax.device_get(self.predict(state["params"], data.train["x"])), np.float64)
+        return [FitSummary(x, y, x, pred, np.sin(x))]
+"""
+
+
+def test_a_users_task_appears_in_the_form_starts_from_the_page_and_is_drawn(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "tinysine.py").write_text(USER_TASK)
+    spec = f"{tmp_path / 'tinysine.py'}:TinySine"
+    monkeypatch.setenv("JAXDASH_TASKS", spec)
+    at = app()
+    picker = at.segmented_control(key="task")
+    assert picker.options == ["Linear regression", "MNIST / Fashion-MNIST", "Tiny sine (a user's task)"]  # titles
+    picker.set_value(spec).run()
+    width = at.number_input(key="tinysine_width")  # its own field, with its label and bounds
+    assert (width.label, width.value, width.max) == ("Hidden width", 16, 256)
+    at.text_input(key="tinysine_run_name").input("mine")
+    at.number_input(key="tinysine_width").set_value(24)
+    at.selectbox(key="tinysine_wandb").set_value("disabled")
+    at.form_submit_button[0].click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    (run_dir,) = list(root.iterdir())
+    assert launcher.launch_info(run_dir)["command"][3] == spec  # the CLI got the task's spec
+    status = wait_status(run_dir, ("finished", "failed", "crashed", "diverged"))
+    assert status["state"] == "finished", status
+    doc = run_store.read_json(run_dir / "config.json")
+    assert (doc["task"], doc["task_spec"], doc["panels"], doc["config"]["width"]) == (
+        "tinysine",
+        spec,
+        ["fit", "loss"],
+        24,
+    )
+    live = app("views/live.py", run=run_dir.name)
+    fit, loss = live.get("plotly_chart")
+    traces = json.loads(fit.proto.spec)["data"]
+    assert [t["name"] for t in traces] == ["data", "true", "model"] and trace_lengths(fit) == [64, 64, 64]
+    assert trace_lengths(loss) == [400 // 20]  # one train/loss point per chunk
+    assert "train/loss" in [m.label for m in live.metric]
+    detail = app("views/detail.py", run=run_dir.name)
+    assert len(detail.get("plotly_chart")) == 2 and not detail.error
+
+
 def test_cli_run_appears_in_the_table(root: Path) -> None:
     cfg = parse_config("regression", {"steps": 200})
     cmd = launcher.build_command("regression", cfg, root / "from-cli", "cli-run", "disabled")
