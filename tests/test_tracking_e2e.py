@@ -45,7 +45,6 @@ def env(tmp_path) -> dict[str, str]:
     """Subprocess environment: W&B offline with its state in tmp, no key, no reachable server."""
     e = dict(os.environ)
     for var, sub in (
-        ("WANDB_DIR", "wd"),
         ("WANDB_CACHE_DIR", "wc"),
         ("WANDB_CONFIG_DIR", "wcfg"),
         ("WANDB_DATA_DIR", "wdata"),
@@ -55,6 +54,7 @@ def env(tmp_path) -> dict[str, str]:
     e.update(WANDB_MODE="offline", WANDB_BASE_URL="http://127.0.0.1:9", HOME=str(tmp_path), PYTHONUNBUFFERED="1")
     e["WANDB_DISABLE_GIT"] = "true"  # wandb's git probing must not touch the repo's index while others commit
     e.pop("WANDB_API_KEY", None)
+    e.pop("WANDB_DIR", None)  # honoured: W&B files then leave the run directory
     return e
 
 
@@ -67,7 +67,9 @@ def metric_steps(run_dir: Path, key: str = "train/loss") -> list[int]:
 
 
 def tb_load(run_dir: Path) -> ea.EventAccumulator:
-    acc = ea.EventAccumulator(str(run_dir / "tb"), size_guidance={ea.SCALARS: 0, ea.IMAGES: 0, ea.TENSORS: 0})
+    logdir = run_store.read_status(run_dir)["tensorboard"]["logdir"]  # what the page reads
+    assert Path(logdir).parent == run_dir / "tb"
+    acc = ea.EventAccumulator(logdir, size_guidance={ea.SCALARS: 0, ea.IMAGES: 0, ea.TENSORS: 0})
     acc.Reload()
     return acc
 
@@ -77,16 +79,19 @@ def wandb_dir(run_dir: Path) -> str:
     return found
 
 
-def wandb_records(run_dir: Path) -> list[dict]:
+def wandb_records(run_dir: Path, folder: str | None = None) -> list[dict]:
     out = subprocess.run(
-        [WANDB_CLI, "leet", "inspect", "--json", wandb_dir(run_dir)], capture_output=True, text=True, timeout=60
+        [WANDB_CLI, "leet", "inspect", "--json", folder or wandb_dir(run_dir)],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert out.returncode == 0, out.stderr
     return [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
 
 
-def wandb_steps(run_dir: Path, key: str = "train/loss") -> list[int]:
-    rows = [r["history"]["item"] for r in wandb_records(run_dir) if r.get("type") == "history"]
+def wandb_steps(run_dir: Path, key: str = "train/loss", folder: str | None = None) -> list[int]:
+    rows = [r["history"]["item"] for r in wandb_records(run_dir, folder) if r.get("type") == "history"]
     return [int(h["global_step"]) for h in rows if any(k == key or k.startswith(key + ".") for k in h)]
 
 
@@ -152,21 +157,25 @@ def test_cli_regression_writes_every_store(tmp_path, env):
     status = run_store.read_status(run_dir)
     assert status["state"] == "finished" and status["step"] == 200 and status["final"]["train/loss"] > 0
     assert status["wandb"]["mode"] == "offline" and status["wandb"]["sync_command"].startswith("wandb sync ")
-    for name in ("data_sample.json", "fit.json", "final_metrics.json"):
+    for name in ("tables/fit__data.json", "tables/fit__curve.json", "images/fit__plot.png", "final_metrics.json"):
         assert (run_dir / "artifacts" / name).exists()
 
     acc = tb_load(run_dir)
     assert [e.step for e in acc.Scalars("train/loss")] == steps
     assert [e.step for e in acc.Scalars("regression/weight")] == steps
-    assert acc.Images("regression/fit")[-1].step == 200
+    assert acc.Images("fit/plot")[-1].step == 200
     assert hp_metadata.SESSION_START_INFO_TAG in acc.PluginTagToContent("hparams")
-    assert acc.Scalars("hparam/train/loss")[-1].value == pytest.approx(status["final"]["train/loss"])
+    assert acc.Scalars("regression/weight")[-1].value == pytest.approx(status["final"]["regression/weight"])
+    assert Path(status["tensorboard"]["logdir"]).name == "cli e2e", "TensorBoard lists the run by its name"
 
     summary = wandb_summary(run_dir)
     assert summary["state"] == "finished" and summary["exit_code"] == 0 and summary["name"] == "cli e2e"
     assert summary["config"]["steps"] == 200
-    assert summary["summary"]["train/loss"] == pytest.approx(status["final"]["train/loss"])
+    assert summary["summary"]["final"]["train/loss"] == pytest.approx(status["final"]["train/loss"])
+    assert summary["summary"]["train/loss"]["min"] <= status["final"]["train/loss"]
     assert wandb_steps(run_dir) == steps
+    rows = [r["history"]["item"] for r in wandb_records(run_dir) if r.get("type") == "history"]
+    assert all(int(h["_step"]) == int(h["global_step"]) for h in rows), "W&B rows are the optimizer steps"
 
 
 def test_mnist_killed_with_sigkill_keeps_what_was_logged(tmp_path, env, fashion_dir):
@@ -218,11 +227,12 @@ def test_mnist_sigterm_stops_with_everything_flushed(tmp_path, env, fashion_dir)
     steps = metric_steps(run_dir)
     assert status["step"] == steps[-1] < status["total_steps"]
     assert set(status["final"]) >= {"train/loss", "test/acc"}
-    assert (run_dir / "artifacts" / "classification.json").exists() and (run_dir / "artifacts" / "samples.npz").exists()
+    assert (run_dir / "artifacts" / "images" / "test__confusion_matrix.png").exists()
+    assert (run_dir / "artifacts" / "images" / "test__prediction_grid.png").exists()
 
     acc = tb_load(run_dir)
     assert [e.step for e in acc.Scalars("train/loss")] == steps
-    assert "test/predictions" in acc.Tags()["images"]
+    assert "test/prediction_grid" in acc.Tags()["images"]
     end = hp_metadata.parse_session_end_info_plugin_data(
         acc.PluginTagToContent("hparams")[hp_metadata.SESSION_END_INFO_TAG]
     )
@@ -231,6 +241,44 @@ def test_mnist_sigterm_stops_with_everything_flushed(tmp_path, env, fashion_dir)
     summary = wandb_summary(run_dir)
     assert summary["state"] == "finished" and summary["exit_code"] == 0
     assert summary["summary"]["run/state"] == "stopped"
-    assert summary["summary"]["test/acc"] == pytest.approx(status["final"]["test/acc"])
+    assert summary["summary"]["final"]["test/acc"] == pytest.approx(status["final"]["test/acc"])
     assert wandb_steps(run_dir) == steps
-    assert wandb_steps(run_dir, "test/confusion_matrix_table") == [steps[-1]]
+    assert wandb_steps(run_dir, "test/confusion") == [steps[-1]]
+
+
+def test_kill_then_resume_leaves_every_step_in_wandb(tmp_path, env):
+    """kill -9 early (W&B may not even be initialised), then `resume`: the run's W&B folders, in `wandb sync`
+    order, hold every step metrics.jsonl holds."""
+    run_dir = tmp_path / "runs" / "resumed"
+    args = ["--steps", "3000", "--log-every", "10", "--ckpt-every", "50", "--points", "200000"]
+    proc = _start(_cli("regression", run_dir, *args), env, tmp_path)
+    try:
+        _wait_for_chunks(proc, run_dir, n=12, min_age=0.0)
+        deadline = time.monotonic() + 60  # Orbax writes checkpoints in the background: wait for two
+        while len([p for p in (run_dir / "ckpt").glob("[0-9]*")]) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+    _wait_wandb_core_gone(run_dir)
+    out = subprocess.run(
+        [sys.executable, "-m", "training", "resume", str(run_dir), "--quiet"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    status = run_store.read_status(run_dir)
+    assert status["state"] == "finished" and status["resumed_from"] > 0
+    folders = sorted(glob.glob(str(run_dir / "wandb" / "offline-run-*")))
+    assert len(folders) == 2 and status["wandb"]["sync_command"] == "wandb sync " + " ".join(folders)
+    in_wandb = [set(wandb_steps(run_dir, folder=f)) for f in folders]
+    in_store = set(metric_steps(run_dir))
+    assert in_store == set(range(10, 3001, 10))
+    assert in_store <= in_wandb[0] | in_wandb[1], sorted(in_store - in_wandb[0] - in_wandb[1])[:20]
+    print(
+        f"\nkill -9 at ~step {status['resumed_from']}: first process wrote {len(in_wandb[0])} W&B rows, "
+        f"the resumed one {len(in_wandb[1])} (refilled {sorted(in_wandb[1] - set(range(status['resumed_from'] + 1, 3001)))[:10]}...)"
+    )
