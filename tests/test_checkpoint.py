@@ -26,7 +26,7 @@ from training.resume import resume
 from training.run import execute
 
 ROOT = Path(__file__).resolve().parents[1]
-VOLATILE = ("wall", "ts", "perf/steps_per_sec")  # differ between any two runs
+VOLATILE = ("wall", "ts", "perf/steps_per_sec", "sys/cpu_percent", "sys/rss_mb")  # differ between any two runs
 
 
 def records(run_dir: Path) -> list[dict]:

@@ -18,7 +18,7 @@ from training.errors import DataUnavailable
 from training.tasks.mnist import MnistConfig, MnistTask
 from training.writers.base import MemoryWriter
 
-CHUNK_TAGS = {"train/loss", "train/acc", "perf/steps_per_sec"}
+CHUNK_TAGS = {"train/loss", "train/acc", "perf/steps_per_sec", "sys/cpu_percent", "sys/rss_mb"}
 EPOCH_TAGS = {"test/acc", "test/loss", "epoch/train_loss", "epoch/train_acc"}
 HISTOGRAMS = {f"params/Dense_{i}/{p}" for i in range(3) for p in ("kernel", "bias")}
 
@@ -92,7 +92,7 @@ def test_same_config_same_metrics(idx_dir):
     def run(**kw):
         w = MemoryWriter()
         train_mnist(small(idx_dir, epochs=1, **kw), w)
-        return [(s, {k: v for k, v in d.items() if not k.startswith("perf/")}) for s, d in w.scalars]
+        return [(s, {k: v for k, v in d.items() if k.split("/")[0] not in ("perf", "sys")}) for s, d in w.scalars]
 
     first = run()
     assert first == run() and first != run(seed=1)

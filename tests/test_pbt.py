@@ -16,7 +16,7 @@ from training.pbt import PbtConfig, apply, learning_rates, plan
 from training.resume import resume
 from training.tasks.regression import RegressionConfig, RegressionTask
 
-VOLATILE = ("wall", "ts", "perf/steps_per_sec")
+VOLATILE = ("wall", "ts", "perf/steps_per_sec", "sys/cpu_percent", "sys/rss_mb")
 
 
 def population_state(lrs):

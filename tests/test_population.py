@@ -40,7 +40,7 @@ def train_mnist(cfg, writer):
 
 
 def values(writer: MemoryWriter) -> list[tuple[int, dict[str, float]]]:
-    return [(s, {k: v for k, v in d.items() if not k.startswith("perf/")}) for s, d in writer.scalars]
+    return [(s, {k: v for k, v in d.items() if k.split("/")[0] not in ("perf", "sys")}) for s, d in writer.scalars]
 
 
 def assert_same_run(member: list[tuple[int, dict]], single: list[tuple[int, dict]], rtol: float) -> None:

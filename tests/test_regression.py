@@ -14,7 +14,7 @@ from training.engine import train
 from training.tasks.regression import Params, RegressionConfig, RegressionTask, init_params, loss, make_data
 from training.writers.base import MemoryWriter
 
-TAGS = {"train/loss", "regression/weight", "regression/bias", "perf/steps_per_sec"}
+TAGS = {"train/loss", "regression/weight", "regression/bias", "perf/steps_per_sec", "sys/cpu_percent", "sys/rss_mb"}
 
 
 class FlushCounter(MemoryWriter):
@@ -80,6 +80,8 @@ def test_logs_tags_progress_and_snapshots():
     assert last["y"] == pytest.approx([w * v + bias for v in last["x"]], rel=1e-5)
     assert writer.scalars[-1][1]["regression/bias"] == result.final["regression/bias"]
     assert any(tags.FIT_IMAGE in imgs for _, imgs in writer.images)
+    last_sys = writer.scalars[-1][1]
+    assert 50 < last_sys["sys/rss_mb"] < 20_000 and 0 <= last_sys["sys/cpu_percent"] <= 100 * 64
 
 
 def test_no_recompiles_across_chunks():
@@ -112,7 +114,7 @@ def test_same_config_same_metrics():
     cfg = RegressionConfig(steps=100, optimizer="adam", lr=0.02)
     a, b = MemoryWriter(), MemoryWriter()
     ra, rb = train(RegressionTask, cfg, a)[0], train(RegressionTask, cfg, b)[0]
-    strip = lambda w: [(s, {k: v for k, v in d.items() if k != tags.STEPS_PER_SEC}) for s, d in w.scalars]  # noqa: E731
+    strip = lambda w: [(s, {k: v for k, v in d.items() if k.split("/")[0] not in ("perf", "sys")}) for s, d in w.scalars]  # noqa: E731
     assert strip(a) == strip(b) and ra.final == rb.final
     c = MemoryWriter()
     train(RegressionTask, RegressionConfig(steps=100, optimizer="adam", lr=0.02, seed=7), c)

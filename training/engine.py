@@ -28,6 +28,7 @@ from training.result import TrainResult
 from training.schedule import Periodic
 from training.sharding import AXIS, DataParallel, resolve_devices
 from training.summaries import write_summaries
+from training.system import SystemMetrics
 from training.tasks.base import Data, Task
 
 SNAPSHOTS = 10  # task summaries spread over a run, besides the first and the last
@@ -52,6 +53,7 @@ class Engine:
         self.stacked = self.k > 1  # a single run keeps unbatched shapes (the fastest kernels)
         self.members, self.should_stop = members, should_stop
         self.clock, self.traces = Clock(), TraceCounter()
+        self.system = SystemMetrics()
 
     # ---- setup: data on the devices, initial (or restored) state ---------------------------------------
     def _setup(self) -> None:
@@ -167,8 +169,10 @@ class Engine:
             pos.evaluated_at = pos.step
             for i in range(self.k):
                 scalars[i].update(pos.test[i])
+        system = self.system.sample()  # one process trains every member: the same figures for each
         for i in range(self.k):
             scalars[i][tags.STEPS_PER_SEC] = self.clock.steps_per_sec
+            scalars[i].update(system)
             if self.pbt is not None:
                 scalars[i][tags.PBT_LR] = float(self.lrs[i])
             if epoch_end and self.plan.batched:

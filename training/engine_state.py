@@ -81,7 +81,7 @@ class Position:
         if batched and self.pos:
             train = {tags.metric_tag(tags.TRAIN, n): float(v[i] / self.pos) for n, v in self.sums.items()}
         else:
-            train = {k: v for k, v in self.last[i].items() if k != tags.STEPS_PER_SEC and not k.startswith("test/")}
+            train = {k: v for k, v in self.last[i].items() if k.split("/")[0] not in ("perf", "sys", "test")}
         return {**train, **self.test[i]}
 
     def meta(self, i: int) -> dict[str, Any]:
