@@ -282,3 +282,101 @@ def test_kill_then_resume_leaves_every_step_in_wandb(tmp_path, env):
         f"\nkill -9 at ~step {status['resumed_from']}: first process wrote {len(in_wandb[0])} W&B rows, "
         f"the resumed one {len(in_wandb[1])} (refilled {sorted(in_wandb[1] - set(range(status['resumed_from'] + 1, 3001)))[:10]}...)"
     )
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _get(url: str, body: dict | None = None) -> object:
+    import urllib.request
+
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        return json.loads(r.read())
+
+
+def test_tensorboard_server_shows_runs_as_users_expect(tmp_path, env, fashion_dir):
+    """`tensorboard --logdir runs`, read through its HTTP data API: names, tags, HParams, layout, PR curves."""
+    root = tmp_path / "runs"
+    common = ["--runs-root", str(root), "--wandb", "disabled", "--quiet"]
+    for cmd in (
+        ["regression", "--population", "lr=0.001,0.01", "--steps", "100", *common],
+        [
+            "mnist",
+            "--dataset",
+            "fashion_mnist",
+            "--data-dir",
+            str(fashion_dir),
+            "--train-limit",
+            "1000",
+            "--test-limit",
+            "200",
+            "--epochs",
+            "1",
+            "--name",
+            "fm",
+            *common,
+        ],
+    ):
+        out = subprocess.run(
+            [sys.executable, "-m", "training", *cmd], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+        )
+        assert out.returncode == 0, out.stderr[-2000:]
+    port = _free_port()
+    tb = subprocess.Popen(
+        [
+            str(Path(sys.executable).with_name("tensorboard")),
+            "--logdir",
+            str(root),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}/data"
+    try:
+        deadline = time.monotonic() + 60
+        runs: list = []
+        while len(runs) < 3 and time.monotonic() < deadline:
+            try:
+                runs = _get(f"{base}/runs")
+            except OSError:
+                time.sleep(0.5)
+        assert sorted(r.split("/tb/")[1] for r in runs) == ["fm", "lr=0.001", "lr=0.01"]
+        scalars = _get(f"{base}/plugin/scalars/tags")
+        for tags in scalars.values():
+            assert not [t for t in tags if t.startswith(("hparam/", "epoch/"))], "nothing written twice"
+        mnist = next(r for r in runs if r.endswith("/fm"))
+        assert {"train/loss", "train/acc", "test/loss", "test/acc"} <= set(scalars[mnist])
+        layout = _get(f"{base}/plugin/custom_scalars/layout")
+        charts = {c["title"]: c["multiline"]["tag"] for c in layout["category"][0]["chart"]}
+        assert charts == {"loss": ["^train/loss$", "^test/loss$"], "accuracy": ["^train/acc$", "^test/acc$"]}
+        assert len(_get(f"{base}/plugin/pr_curves/tags")[mnist]) == 10
+        exp = _get(f"{base}/plugin/hparams/experiment", {"experimentName": "", "includeMetrics": True})
+        infos = {h["name"]: h for h in exp["hparamInfos"]}
+        assert infos["lr"]["differs"] and infos["lr"]["type"] == "DATA_TYPE_FLOAT64"
+        metrics = {m["name"]["tag"] for m in exp["metricInfos"]}
+        assert {"train/loss", "test/acc"} <= metrics and not [m for m in metrics if m.startswith("hparam/")]
+        groups = _get(
+            f"{base}/plugin/hparams/session_groups",
+            {
+                "experimentName": "",
+                "allowedStatuses": ["STATUS_SUCCESS", "STATUS_UNKNOWN", "STATUS_FAILURE"],
+                "colParams": [],
+                "startIndex": 0,
+                "sliceSize": 100,
+            },
+        )
+        assert groups["totalSize"] == 3
+    finally:
+        tb.terminate()
+        tb.wait(30)
