@@ -25,7 +25,7 @@ from training import run_store
 X_KEYS = ("step", "wall")
 NOT_STORED = ("ts",)  # unix time of each record: no page plots it
 MAX_TAGS = 256  # a file inventing a new key per line cannot grow the table sideways
-READ_BYTES = 4 << 20  # one piece of the file parsed at a time
+READ_BYTES = 1 << 20  # one piece of the file parsed at a time (~7,000 records)
 
 
 @dataclass(frozen=True)
