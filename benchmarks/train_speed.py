@@ -1,155 +1,319 @@
-"""Seed-style per-step loop vs our chunked loop, same model, same data, one process.
+"""MNIST training speed in one run: the seed's loop, a host-batch loop, our engine through the CLI, the matmul bound.
 
-    python -m benchmarks.train_speed [--epochs 3] [--dataset fashion_mnist] [--reg-steps 1000]
+    python -m benchmarks.train_speed [--epochs 3] [--no-variants]
 
-(a) seed style: a per-step `@jax.jit` train_step called from a Python for-loop over host numpy
-    batches (the Flax/Optax tutorials); metrics stay on the device until a log step fetches them.
-(b) ours: `train_mnist` / `train_regression` (device-resident data, K steps per jitted lax.scan).
-The first epoch (compile, warm-up) is not timed. The machine is shared, so rounds alternate the
-two loops and the best epoch of each is compared (the median is printed too).
-The last line is `speedup_vs_seed_loop=X.XX` (MNIST best seconds/epoch, seed / ours).
+Fashion-MNIST 60k, MLP 784-128-128-10, Adam 1e-3, batch 32 (1875 steps per epoch), all on this CPU.
+(a) seed: the Flax tutorial loop written line for line: the data as device arrays, a per-step
+    `@jax.jit train_step(state, idxs)` gathering the batch from the global arrays, the per-step
+    slice `perms[i]` and running-mean update of loss and accuracy, a test evaluation per epoch.
+(b) host loop: the same jitted step fed host numpy batches (one host->device copy per step).
+(c) ours: `python -m training mnist --dataset fashion_mnist` in a subprocess with every writer on
+    (run store, TensorBoard, W&B offline). Its epoch time is the gap between consecutive epoch-end
+    records' `wall` stamps in metrics.jsonl: steady state, start-up and compile excluded, every
+    writer call, evaluation, histogram and checkpoint of the epoch included.
+(d) bound: the epoch's matmul FLOPs (3 x forward FLOPs of 784-128-128-10 x 32 x 1875, forward +
+    backward) / the GFLOP/s of a large f32 matmul measured here.
+(a) and (b) time every epoch after the first (which compiles); all report the best epoch, as
+the machine is shared, and the median. Variants then rerun (c) with one change each (XLA CPU
+threading flags, chunk length, checkpoint cadence, writers off) and print what it changed.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 import jax
+import jax.numpy as jnp
 import numpy as np
+import optax
+from flax.training import train_state
 
-from training.config import MnistConfig, RegressionConfig
 from training.data import load_dataset
-from training.mnist import create_state, evaluate, train_mnist, train_step
-from training.regression import init, make_data, make_optimizer, make_update, train_regression
-from training.writers.base import MetricWriter
+from training.tasks.mnist import MLP, MnistConfig, MnistTask
+
+BATCH, HIDDEN = 32, (128, 128)
+STEPS = 60_000 // BATCH  # per epoch
+BLOCK = 100  # steps per timed stretch: the CLI's default chunk (log_every)
+SINGLE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+VARIANTS = {  # name: (extra CLI flags, extra environment)
+    "xla single-thread": ([], {"XLA_FLAGS": SINGLE_THREAD}),
+    "ckpt only at epoch end": (["--ckpt-every", "0"], {}),
+    "chunk 625 steps": (["--log-every", "625"], {}),
+    "writers off": (["--no-tensorboard", "--wandb", "disabled"], {}),
+    "the first three together": (["--ckpt-every", "0", "--log-every", "625"], {"XLA_FLAGS": SINGLE_THREAD}),
+}
 
 
-class TimingWriter(MetricWriter):
-    """Notes when each chunk and each epoch was reported (training calls it between chunks)."""
+def seed_loop(x: np.ndarray, y: np.ndarray, tx_: np.ndarray, ty: np.ndarray, epochs: int) -> Timing:
+    """(a) The tutorial loop, line for line (plus a clock read every BLOCK steps)."""
+    train_images, train_labels = jnp.asarray(x), jnp.asarray(y)  # device arrays, once
+    test_images, test_labels = jnp.asarray(tx_), jnp.asarray(ty)
+    model = MLP(HIDDEN)
+    params = model.init(jax.random.key(0), jnp.ones((1, 784)))["params"]
+    state = train_state.TrainState.create(apply_fn=model.apply, params=params, tx=optax.adam(1e-3))
 
-    def __init__(self) -> None:
-        self.chunks: list[float] = []
-        self.epochs: list[float] = []
+    @jax.jit
+    def train_step(state, idxs):
+        images, labels = train_images[idxs], train_labels[idxs]  # gather from the global arrays
 
-    def write_scalars(self, step, scalars, progress=None):  # noqa: D102
-        now = time.perf_counter()
-        self.chunks.append(now)
-        if "epoch/train_loss" in scalars:
-            self.epochs.append(now)
+        def loss_fn(params):
+            logits = state.apply_fn({"params": params}, images)
+            return optax.softmax_cross_entropy_with_integer_labels(logits, labels).mean(), logits
 
+        (loss, logits), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
+        return state.apply_gradients(grads=grads), loss, jnp.mean(jnp.argmax(logits, -1) == labels)
 
-def seed_mnist(cfg: MnistConfig) -> tuple[list[float], float, float]:
-    """Per-step jitted loop over host batches. Returns (seconds of each epoch, first-step seconds, test acc)."""
-    train_x, train_y, test_x, test_y = load_dataset(cfg.dataset, cfg.data_dir)
-    x = train_x.reshape(len(train_x), -1).astype(np.float32) / 255.0
-    tx = test_x.reshape(len(test_x), -1).astype(np.float32) / 255.0
-    state = create_state(cfg, jax.random.split(jax.random.key(cfg.seed))[0])
-    step_fn = jax.jit(train_step)
-    eval_fn = jax.jit(lambda p, a, b: evaluate(state.apply_fn, p, a, b))
-    rng = np.random.default_rng(cfg.seed)
-    steps = len(x) // cfg.batch_size
-    times, first_step, acc = [], 0.0, 0.0
-    for _ in range(cfg.epochs):
-        t0 = time.perf_counter()
-        perm = rng.permutation(len(x))
-        pending = []
+    @jax.jit
+    def eval_step(params):
+        return jnp.mean(jnp.argmax(model.apply({"params": params}, test_images), -1) == test_labels)
+
+    steps, key, timing = len(x) // BATCH, jax.random.key(1), Timing()
+    for _ in range(epochs):
+        t0 = timing.start()
+        key, perm_key = jax.random.split(key)
+        perms = jax.random.permutation(perm_key, len(x))[: steps * BATCH].reshape(steps, BATCH)
+        train_loss, train_acc = 0.0, 0.0
         for i in range(steps):
-            idx = perm[i * cfg.batch_size : (i + 1) * cfg.batch_size]
-            state, metrics = step_fn(state, {"image": x[idx], "label": train_y[idx]})  # host->device copy per step
+            idxs = perms[i]  # per-step slice (a device op)
+            state, loss, acc = train_step(state, idxs)
+            train_loss += (loss - train_loss) / (i + 1)  # running means (device ops)
+            train_acc += (acc - train_acc) / (i + 1)
+            if (i + 1) % BLOCK == 0:
+                timing.block(train_loss)  # sync point: as a tutorial's log line every BLOCK steps
+        float(train_loss), float(eval_step(state.params))  # sync point: the epoch's numbers
+        timing.epoch(t0)
+    return timing
+
+
+def host_loop(x: np.ndarray, y: np.ndarray, epochs: int) -> Timing:
+    """(b) Our task's step, jitted, fed host numpy batches."""
+    task = MnistTask(MnistConfig(dataset="fashion_mnist", batch_size=BATCH))
+    state, step = task.init(jax.random.key(0)), jax.jit(task.step, donate_argnums=(0,))
+    rng, steps, timing = np.random.default_rng(0), len(x) // BATCH, Timing()
+    for _ in range(epochs):
+        t0, perm, pending = timing.start(), rng.permutation(len(x)), []
+        for i in range(steps):
+            idx = perm[i * BATCH : (i + 1) * BATCH]
+            state, metrics = step(state, {"image": x[idx], "label": y[idx]})  # host->device copy per step
             pending.append(metrics)
-            if i == 0 and not times:
-                jax.block_until_ready(metrics)
-                first_step = time.perf_counter() - t0
-            if (i + 1) % cfg.log_every == 0 or i == steps - 1:
+            if (i + 1) % BLOCK == 0 or i == steps - 1:
                 jax.device_get(pending)  # sync point: fetch the logged metrics, as a tutorial loop would
                 pending = []
-        acc = float(eval_fn(state.params, tx, test_y)[1])  # sync point: epoch-end test accuracy
-        times.append(time.perf_counter() - t0)
-    return times, first_step, acc
+                timing.block()
+        timing.epoch(t0)
+    return timing
 
 
-def ours_mnist(cfg: MnistConfig) -> tuple[list[float], float, float]:
-    """train_mnist as shipped. Returns (seconds of each epoch after the first, compile seconds, test acc)."""
-    writer = TimingWriter()
-    result = train_mnist(cfg, writer)
-    return list(np.diff(writer.epochs)), result.extra["compile_seconds"], result.final["test/acc"]
+class Timing:
+    """Seconds of each epoch and of each BLOCK-step stretch within the epochs after the first (compile)."""
+
+    def __init__(self) -> None:
+        self.epochs: list[float] = []
+        self.blocks: list[float] = []
+        self.last = 0.0
+
+    def start(self) -> float:
+        """Mark the start of an epoch; returns the time."""
+        self.last = time.perf_counter()
+        return self.last
+
+    def block(self, value: object = None) -> None:
+        """Mark the end of a BLOCK-step stretch (after `value` is computed)."""
+        if value is not None:
+            jax.block_until_ready(value)
+        now = time.perf_counter()
+        if self.epochs:  # the first epoch compiles and warms up
+            self.blocks.append(now - self.last)
+        self.last = now
+
+    def epoch(self, t0: float) -> None:
+        """Mark the end of an epoch that started at `t0`."""
+        self.epochs.append(time.perf_counter() - t0)
+
+    def steady(self, steps: int) -> float:
+        """Seconds per epoch at the best BLOCK-step rate seen (what a quiet machine gives)."""
+        return min(self.blocks) * steps / BLOCK
 
 
-def seed_regression(cfg: RegressionConfig) -> float:
-    """The docs' loop: a jitted full-batch update called `steps` times from Python. Returns seconds (after compile)."""
-    opt = make_optimizer(cfg)
-    update = jax.jit(make_update(opt))
-    x, y = make_data(cfg)
-    params = init(jax.random.key(cfg.seed))
-    opt_state = opt.init(params)
-    jax.block_until_ready(update(params, opt_state, x, y))  # compile outside the timing
+def matmul_gflops(n: int = 2048, repeats: int = 5) -> float:
+    """GFLOP/s of an n x n f32 matmul (best of `repeats`)."""
+    a = jax.random.normal(jax.random.key(0), (n, n), jnp.float32)
+    mm = jax.jit(lambda a, b: a @ b)
+    mm(a, a).block_until_ready()
+    best = min(_timed(lambda: mm(a, a).block_until_ready()) for _ in range(repeats))
+    return 2 * n**3 / best / 1e9
+
+
+def epoch_gflop(steps: int, exact: bool = False) -> float:
+    """Matmul GFLOPs of one epoch of 784-128-128-10 at BATCH: forward + backward = 3x forward.
+
+    exact: without the first layer's input gradient, which backprop never computes (2.15x forward).
+    """
+    sizes = (784, *HIDDEN, 10)
+    flops = [2 * BATCH * a * b for a, b in zip(sizes[:-1], sizes[1:], strict=True)]
+    total = 3 * sum(flops) - (flops[0] if exact else 0)
+    return total * steps / 1e9
+
+
+def _timed(fn) -> float:
     t0 = time.perf_counter()
-    for _ in range(cfg.steps):
-        params, opt_state, _ = update(params, opt_state, x, y)
-    jax.block_until_ready(params)
+    fn()
     return time.perf_counter() - t0
 
 
-def ours_regression(cfg: RegressionConfig) -> float:
-    """train_regression; seconds per cfg.steps, timed from the first chunk's report to the last."""
-    writer = TimingWriter()
-    train_regression(cfg, writer)
-    return (writer.chunks[-1] - writer.chunks[0]) * cfg.steps / (cfg.steps - cfg.log_every)
+def ours_cli(epochs: int, flags: list[str], env: dict[str, str], root: Path) -> dict:
+    """(c) `python -m training mnist` with all writers on; epoch seconds from metrics.jsonl's wall stamps."""
+    cmd = [
+        sys.executable,
+        "-m",
+        "training",
+        "mnist",
+        "--dataset",
+        "fashion_mnist",
+        "--epochs",
+        str(epochs),
+        "--batch-size",
+        str(BATCH),
+        "--runs-root",
+        str(root),
+        "--wandb",
+        "offline",
+        "--quiet",
+        *flags,
+    ]
+    t0 = time.perf_counter()
+    out = subprocess.run(cmd, env={**_quiet_env(root), **env}, capture_output=True, text=True, timeout=600)
+    wall = time.perf_counter() - t0
+    if out.returncode:
+        return {"error": out.stderr.strip().splitlines()[-1:]}
+    run_dir = Path(json.loads(out.stdout.splitlines()[0])["run_dir"])
+    lines = (run_dir / "metrics.jsonl").read_text().splitlines()
+    records = sorted((r for r in map(json.loads, lines) if "train/loss" in r), key=lambda r: r["step"])  # chunk rows
+    ends = [r["wall"] for r in records if "epoch/train_loss" in r]
+    per_step = [
+        (b["wall"] - a["wall"]) / (b["step"] - a["step"])  # chunks within an epoch, writers included
+        for a, b in zip(records, records[1:], strict=False)
+        if "epoch/train_loss" not in a | b
+    ]
+    status = json.loads((run_dir / "status.json").read_text())
+    return {
+        "epochs": list(np.diff(ends)),
+        "steady": min(per_step) * STEPS if per_step else float("nan"),
+        "process": wall,
+        "compile": status.get("compile_seconds", 0.0),
+        "train": status["wall_seconds"] - status.get("compile_seconds", 0.0),
+        "acc": status["final"].get("test/acc"),
+    }
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Run both comparisons, alternating rounds so both loops see the same machine load; speedup last."""
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument(
-        "--epochs", type=int, default=3, help="epochs per MNIST loop and round; the first is not timed (min 2)"
+def _quiet_env(root: Path) -> dict[str, str]:
+    env = dict(
+        os.environ,
+        WANDB_MODE="offline",
+        WANDB_SILENT="true",
+        WANDB_DISABLE_GIT="true",
+        WANDB_DIR=str(root),
+        WANDB_CACHE_DIR=str(root / ".wc"),
+        WANDB_CONFIG_DIR=str(root / ".wcfg"),
+        WANDB_DATA_DIR=str(root / ".wd"),
+        WANDB_BASE_URL="http://127.0.0.1:9",
     )
-    p.add_argument("--rounds", type=int, default=2, help="alternating seed/ours rounds; the best epoch of each counts")
-    p.add_argument("--dataset", default="fashion_mnist", choices=("fashion_mnist", "mnist"))
-    p.add_argument("--data-dir", default=None)
-    p.add_argument("--reg-points", type=int, default=1_000_000)
-    p.add_argument("--reg-steps", type=int, default=1000)
-    args = p.parse_args(argv)
-    cfg = MnistConfig(dataset=args.dataset, data_dir=args.data_dir, epochs=max(2, args.epochs))
-    print(
-        f"device={jax.devices()[0]} jax={jax.__version__} MNIST-MLP {cfg.hidden} batch={cfg.batch_size} "
-        f"dataset={cfg.dataset} steps/epoch={cfg.steps_per_epoch} log_every={cfg.log_every} rounds={args.rounds}"
-    )
+    env.pop("WANDB_API_KEY", None)
+    return env
 
-    reg = RegressionConfig(points=args.reg_points, steps=args.reg_steps)
-    seed_r, ours_r = [], []
-    for _ in range(args.rounds):
-        seed_r.append(seed_regression(reg))
-        ours_r.append(ours_regression(reg))
-    print(
-        f"regression {reg.points:,} points x {reg.steps} steps (best of {args.rounds}): seed loop {min(seed_r):.3f}s, "
-        f"ours {min(ours_r):.3f}s, speedup {min(seed_r) / min(ours_r):.2f}x "
-        f"(all seed {_r(seed_r)}, all ours {_r(ours_r)})"
-    )
 
-    seed_t, ours_t, compile_t, first_t = [], [], [], []
-    for _ in range(args.rounds):
-        times, first, seed_acc = seed_mnist(cfg)
-        seed_t += times[1:]
-        first_t.append(first)
-        times, comp, ours_acc = ours_mnist(cfg)
-        ours_t += times
-        compile_t.append(comp)
-    print(
-        f"mnist seed loop: first step incl. compile {_r(first_t)}s; timed epochs {_r(seed_t)}s; "
-        f"best {min(seed_t):.3f}s/epoch, median {statistics.median(seed_t):.3f}; test acc {seed_acc:.4f}"
+def _line(name: str, epochs: list[float], steady: float) -> str:
+    return (
+        f"{name:<34s} best {min(epochs):.3f} s/epoch, median {statistics.median(epochs):.3f} "
+        f"({_r(epochs)}); steady {steady:.3f} s/epoch"
     )
-    print(
-        f"mnist ours: compile {_r(compile_t)}s; timed epochs {_r(ours_t)}s; "
-        f"best {min(ours_t):.3f}s/epoch, median {statistics.median(ours_t):.3f}; test acc {ours_acc:.4f}"
-    )
-    print(f"median-based speedup {statistics.median(seed_t) / statistics.median(ours_t):.2f}")
-    print(f"speedup_vs_seed_loop={min(seed_t) / min(ours_t):.2f}")
 
 
 def _r(values: list[float]) -> list[float]:
     return [round(float(v), 3) for v in values]
+
+
+def report(seed: Timing, host: Timing, ours: dict, gflops: float, epochs: int) -> None:
+    """Print (a)-(d) and the ratios (best whole epochs; the steady rates in brackets)."""
+    bound, exact = epoch_gflop(STEPS) / gflops, epoch_gflop(STEPS, exact=True) / gflops
+    print(_line("(a) seed loop (device, per-step)", seed.epochs, seed.steady(STEPS)))
+    print(_line("(b) per-step loop, host batches", host.epochs, host.steady(STEPS)))
+    print(_line("(c) ours, CLI, all writers", ours["epochs"], ours["steady"]))
+    print(
+        f"    (c) process wall {ours['process']:.1f} s for {epochs} epochs; status.json wall_seconds - compile "
+        f"= {ours['train']:.2f} s (from engine start: data loading included); compile {ours['compile']:.2f} s; "
+        f"test acc {ours['acc']:.4f}"
+    )
+    print(
+        f"(d) bound: {epoch_gflop(STEPS):.1f} GFLOP/epoch (3x forward) / {gflops:.1f} GFLOP/s (2048^2 f32 matmul) "
+        f"= {bound:.3f} s/epoch; without the unneeded input gradient of layer 1: {exact:.3f} s/epoch"
+    )
+    best = min(ours["epochs"])
+    print(
+        f"ours_vs_seed={min(seed.epochs) / best:.2f}x ({seed.steady(STEPS) / ours['steady']:.2f}x steady) "
+        f"ours_vs_host_loop={min(host.epochs) / best:.2f}x ({host.steady(STEPS) / ours['steady']:.2f}x steady) "
+        f"ours_over_bound={best / bound:.2f}x ({ours['steady'] / bound:.2f}x steady) "
+        f"[goal: >= 2.0x seed, <= 2x bound]",
+        flush=True,
+    )
+
+
+def variants(epochs: int, root: Path, base: dict) -> None:
+    """Rerun (c) with one change each, then the base again: the machine's load drifts."""
+    results = {}
+    for name, (flags, env) in VARIANTS.items():
+        results[name] = ours_cli(epochs, flags, env, root / name.replace(" ", "-"))
+    again = ours_cli(epochs, [], {}, root / "base-again")
+    ref_epoch = min(base["epochs"] + again.get("epochs", []))
+    ref_steady = min(base["steady"], again.get("steady", base["steady"]))
+    print(f"variants of (c) vs the base (best of its two runs: {ref_epoch:.3f} s/epoch, steady {ref_steady:.3f}):")
+    for name, got in results.items():
+        if "error" in got:
+            print(f"  {name:<26s} failed: {got['error']}")
+            continue
+        print(
+            f"  {name:<26s} best epoch {min(got['epochs']):.3f} s ({ref_epoch / min(got['epochs']):.2f}x faster), "
+            f"steady {got['steady']:.3f} s ({ref_steady / got['steady']:.2f}x faster)"
+        )
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Measure (a)-(d), print the ratios, then the variants of (c)."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--epochs", type=int, default=3, help="epochs per loop; the first is not timed (min 2)")
+    p.add_argument("--variant-epochs", type=int, default=2, help="epochs per variant run (min 2)")
+    p.add_argument("--no-variants", action="store_true", help="skip the variants of (c)")
+    args = p.parse_args(argv)
+    epochs = max(2, args.epochs)
+    train_x, train_y, test_x, test_y = load_dataset("fashion_mnist")
+    x = train_x.reshape(len(train_x), -1).astype(np.float32) / 255.0
+    tx_ = test_x.reshape(len(test_x), -1).astype(np.float32) / 255.0
+    print(
+        f"device={jax.devices()[0]} cpus={os.cpu_count()} load={os.getloadavg()[0]:.1f} jax={jax.__version__} "
+        f"fashion_mnist {len(x)} MLP 784-{'-'.join(map(str, HIDDEN))}-10 batch={BATCH} steps/epoch={STEPS} "
+        f"epochs={epochs}",
+        flush=True,
+    )
+    with tempfile.TemporaryDirectory(prefix="train-speed-") as tmp:
+        root = Path(tmp)
+        ours = ours_cli(epochs, [], {}, root / "base")
+        if "error" in ours:
+            raise SystemExit(f"our CLI run failed: {ours['error']}")
+        seed = seed_loop(x, train_y, tx_, test_y, epochs)
+        host = host_loop(x, train_y, epochs)
+        seed.epochs, host.epochs = seed.epochs[1:], host.epochs[1:]  # the first epoch compiles
+        report(seed, host, ours, matmul_gflops(), epochs)
+        if not args.no_variants:
+            variants(max(2, args.variant_epochs), root, ours)
+    print(f"load at the end: {os.getloadavg()[0]:.1f} (on {os.cpu_count()} cpus)")
 
 
 if __name__ == "__main__":
