@@ -276,7 +276,7 @@ def test_kill_then_resume_leaves_every_step_in_wandb(tmp_path, env):
     assert len(folders) == 2 and status["wandb"]["sync_command"] == "wandb sync " + " ".join(folders)
     in_wandb = [set(wandb_steps(run_dir, folder=f)) for f in folders]
     in_store = set(metric_steps(run_dir))
-    assert in_store == set(range(10, 3001, 10))
+    assert set(range(10, 3001, 10)) <= in_store
     assert in_store <= in_wandb[0] | in_wandb[1], sorted(in_store - in_wandb[0] - in_wandb[1])[:20]
     print(
         f"\nkill -9 at ~step {status['resumed_from']}: first process wrote {len(in_wandb[0])} W&B rows, "
