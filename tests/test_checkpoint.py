@@ -80,7 +80,7 @@ def test_stopped_regression_resumes_to_the_uninterrupted_result(runs_root, monke
     assert state == "finished" and status["state"] == "finished" and status["resumed_from"] == 120
     assert records(part) == records(full)  # one record per step, same values
     assert result.final == run_store.read_json(full / "final_metrics.json")
-    assert tb_steps(part) == tb_steps(full) == list(range(10, 301, 10))
+    assert tb_steps(part) == tb_steps(full) == list(range(0, 301, 10))
     # W&B: the same run id continued in a second offline folder; the sync command uploads both, in order.
     folders = sorted(glob.glob(str(part / "wandb" / "offline-run-*")))
     # offline-run-<time>-<id>, with "-1" appended by wandb when both processes started in the same second
@@ -100,7 +100,7 @@ def test_stopped_mnist_resumes_mid_epoch(runs_root, monkeypatch, tmp_path):
     state, result = resume_one(part)
     assert state == "finished" and result.steps == 42
     assert records(part) == records(full)
-    assert tb_steps(part) == tb_steps(full) == [8, 16, 21, 29, 37, 42]
+    assert tb_steps(part) == tb_steps(full) == [0, 8, 16, 21, 29, 37, 42]
     assert tb_steps(part, "test/acc") == [16, 21, 37, 42]
     assert result.final == run_store.read_json(full / "final_metrics.json")
 
@@ -129,7 +129,7 @@ def test_killed_run_resumes_from_its_last_checkpoint(runs_root):
     line = json.loads(out.stdout.strip().splitlines()[-1])
     assert line["state"] == "finished" and line["resumed_from"] == ckpt_step
     steps = [r["step"] for r in run_store.read_metrics(run_dir)[0]]
-    assert steps == list(range(100, 80_001, 100))  # records past the checkpoint were dropped, then logged once
+    assert steps == list(range(0, 80_001, 100))  # records past the checkpoint were dropped, then logged once
     assert tb_steps(run_dir) == steps  # TensorBoard purged the killed process's events past the checkpoint
 
     from training.engine import train

@@ -44,8 +44,9 @@ def test_learns_and_logs_every_tag(idx_dir):
     result = train_mnist(small(idx_dir), writer)
     assert result.state == "finished" and result.steps == 42
     assert result.final["test/acc"] > 0.9 and set(result.final) == {"train/loss", "train/acc", "test/acc", "test/loss"}
-    assert [s for s, _ in writer.scalars] == [8, 16, 21, 29, 37, 42]
-    for step, d in writer.scalars:
+    assert [s for s, _ in writer.scalars] == [0, 8, 16, 21, 29, 37, 42]
+    assert set(writer.scalars[0][1]) == {"train/loss", "train/acc"}  # the initial params on the first batch
+    for step, d in writer.scalars[1:]:
         assert set(d) == (CHUNK_TAGS | EPOCH_TAGS if step in (21, 42) else CHUNK_TAGS)
     last = writer.scalars[-1][1]
     assert last["test/acc"] == result.final["test/acc"]
@@ -103,7 +104,7 @@ def test_stop_request_ends_after_the_current_chunk(idx_dir):
     writer = MemoryWriter()
     result = train_mnist(small(idx_dir), writer, lambda: polls.append(1) or len(polls) == 4)
     assert result.state == "stopped" and result.steps == 29
-    assert [s for s, _ in writer.scalars] == [8, 16, 21, 29] and "test/acc" in result.final
+    assert [s for s, _ in writer.scalars] == [0, 8, 16, 21, 29] and "test/acc" in result.final
 
 
 def test_divergence_writes_the_chunk_then_names_the_first_bad_step(idx_dir):

@@ -64,8 +64,10 @@ def test_logs_tags_progress_and_snapshots():
     writer = MemoryWriter()
     (result,) = train(RegressionTask, cfg, writer)
     steps = [s for s, _ in writer.scalars]
-    assert steps == [*range(10, 201, 10), 205]  # the 5-step remainder still runs
-    assert all(set(d) == TAGS for _, d in writer.scalars)
+    assert steps == [0, *range(10, 201, 10), 205]  # step 0: the initial loss; the 5-step remainder still runs
+    assert writer.scalars[0][1] == {"train/loss": pytest.approx(float(loss(init_params(jax.random.key(42)),
+                                                                         *make_data(cfg))))}
+    assert all(set(d) == TAGS for _, d in writer.scalars[1:])
     assert set(result.final) == {"train/loss", "regression/weight", "regression/bias"}
     p = writer.progress[-1]
     assert (p.step, p.total_steps, p.epoch, p.total_epochs) == (205, 205, 0, 0)
@@ -127,7 +129,7 @@ def test_stop_request_ends_after_the_current_chunk():
     (result,) = train(RegressionTask, RegressionConfig(steps=1000, log_every=50), writer,
                       lambda: calls.append(1) or len(calls) >= 3)
     assert result.state == "stopped" and result.steps == 150
-    assert [s for s, _ in writer.scalars] == [50, 100, 150] and curves(writer)[-1][0] == 150
+    assert [s for s, _ in writer.scalars] == [0, 50, 100, 150] and curves(writer)[-1][0] == 150
 
 
 def test_divergence_writes_the_chunk_then_names_the_first_bad_step():

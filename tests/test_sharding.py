@@ -50,7 +50,7 @@ def test_eight_devices_match_one_device(tmp_path):
     out = json.loads(line.removeprefix("RESULT "))
     eight, one = out["8"], out["1"]
     assert out["device_count"] == 8 and eight["devices"] == 8 and one["devices"] == 1
-    assert len(eight["loss"]) == len(one["loss"]) == 21  # one record per step: the whole first epoch
+    assert len(eight["loss"]) == len(one["loss"]) == 22  # step 0, then one record per step: the whole first epoch
     # The 8 devices sum their per-device gradients in a different order: equal within float rounding.
     np.testing.assert_allclose(eight["loss"], one["loss"], rtol=1e-4)
     assert eight["final"]["test/acc"] == pytest.approx(one["final"]["test/acc"], abs=1 / 150)

@@ -160,6 +160,8 @@ class Engine:
         if not self.stacked:
             metrics = jax.tree.map(lambda a: np.asarray(a)[None], metrics)
         first = pos.step + 1
+        if first == 1:
+            self._log_step_zero(metrics)
         pos.advance(length, metrics)
         epoch_end = pos.pos == self.plan.steps_per_epoch
         scalars = [reduce_chunk(metrics, i, self.task.last_value) for i in range(self.k)]
@@ -194,6 +196,16 @@ class Engine:
                                     lambda i: {"position": pos.meta(i), "wall_seconds": self.clock.elapsed()},
                                     self.stacked)
         return stopped
+
+    def _log_step_zero(self, metrics: Any) -> None:
+        """A record at step 0: the loss (and accuracy) of the initial params, which the first step saw.
+
+        A run of a few chunks then still shows its descent from the start. Metrics with a group of
+        their own (e.g. "regression/weight") describe the state after a step and are left out.
+        """
+        for i in self.members.alive():
+            initial = {tags.metric_tag(tags.TRAIN, n): float(v[i][0]) for n, v in metrics.items() if "/" not in n}
+            self.members.writer(i).write_scalars(0, initial)
 
     def _setup_pbt(self, pos: Position) -> None:
         """PBT's schedule, ranking metric and the members' current learning rates (from the state)."""
