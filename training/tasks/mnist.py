@@ -45,6 +45,10 @@ class MnistConfig(EpochsConfig):
         errors: dict[str, str] = {}
         if not self.hidden:
             errors["hidden"] = "Hidden layers must list one or more layer sizes, e.g. 128,128."
+        elif (need := training_bytes(self)) > (have := available_memory()):
+            errors["hidden"] = (f"Hidden layers {','.join(map(str, self.hidden))} need about {need / 2**30:.1f} GiB "
+                                f"for params, gradients and Adam's moments, more than the {have / 2**30:.1f} GiB "
+                                "free; use smaller layers.")
         if self.batch_size > self.train_size:
             errors["batch_size"] = f"Batch size must not exceed the {self.train_size} training examples (got {self.batch_size})."
         elif self.devices > 0 and self.batch_size % self.devices:
@@ -57,6 +61,20 @@ class MnistConfig(EpochsConfig):
         """Number of training examples used."""
         full = DATASET_SIZES[self.dataset][0]
         return min(full, self.train_limit) if self.train_limit else full
+
+
+def training_bytes(cfg: MnistConfig) -> int:
+    """Rough memory a run needs: float32 params x4 (params, gradients, two Adam moments) plus activations."""
+    sizes = [28 * 28, *cfg.hidden, 10]
+    params = sum(a * b + b for a, b in zip(sizes, sizes[1:], strict=False))
+    return 4 * (4 * params + 3 * cfg.batch_size * sum(sizes))
+
+
+def available_memory() -> int:
+    """Bytes of memory free for a new run on this host."""
+    import psutil
+
+    return int(psutil.virtual_memory().available)
 
 
 class MLP(nn.Module):
