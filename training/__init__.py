@@ -1,5 +1,4 @@
-"""JAX training engine: configs, jitted loops, run store and tracking writers.
+"""JAX training engine: tasks with typed configs, one chunked loop, run store and tracking writers.
 
-Importing this package does not import JAX; `training.regression` and
-`training.mnist` do.
+Importing this package does not import JAX; `training.engine` and the task modules do.
 """
