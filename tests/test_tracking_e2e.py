@@ -21,6 +21,7 @@ from tensorboard.backend.event_processing import event_accumulator as ea
 from tensorboard.plugins.hparams import metadata as hp_metadata
 
 from training import run_store
+from training.writers.tensorboard import extra_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 WANDB_CLI = str(Path(sys.executable).with_name("wandb"))
@@ -66,9 +67,11 @@ def metric_steps(run_dir: Path, key: str = "train/loss") -> list[int]:
     return [r["step"] for r in run_store.read_metrics(run_dir)[0] if key in r]
 
 
-def tb_load(run_dir: Path) -> ea.EventAccumulator:
+def tb_load(run_dir: Path, extra: bool = False) -> ea.EventAccumulator:
     logdir = run_store.read_status(run_dir)["tensorboard"]["logdir"]  # what the page reads
     assert Path(logdir).parent == run_dir / "tb"
+    if extra:
+        logdir = str(extra_dir(Path(logdir)))
     acc = ea.EventAccumulator(logdir, size_guidance={ea.SCALARS: 0, ea.IMAGES: 0, ea.TENSORS: 0})
     acc.Reload()
     return acc
@@ -152,7 +155,7 @@ def test_cli_regression_writes_every_store(tmp_path, env):
     assert json.loads(out.stdout.strip().splitlines()[-1])["state"] == "finished"
     assert "wandb sync" in out.stderr
 
-    steps = list(range(20, 201, 20))
+    steps = [0, *range(20, 201, 20)]  # step 0: the initial params' loss
     assert metric_steps(run_dir) == steps
     status = run_store.read_status(run_dir)
     assert status["state"] == "finished" and status["step"] == 200 and status["final"]["train/loss"] > 0
@@ -162,10 +165,11 @@ def test_cli_regression_writes_every_store(tmp_path, env):
 
     acc = tb_load(run_dir)
     assert [e.step for e in acc.Scalars("train/loss")] == steps
-    assert [e.step for e in acc.Scalars("regression/weight")] == steps
+    extra = tb_load(run_dir, extra=True)  # scalars other than train/* and test/*: not HParams metrics
+    assert [e.step for e in extra.Scalars("regression/weight")] == steps[1:]
     assert acc.Images("fit/plot")[-1].step == 200
     assert hp_metadata.SESSION_START_INFO_TAG in acc.PluginTagToContent("hparams")
-    assert acc.Scalars("regression/weight")[-1].value == pytest.approx(status["final"]["regression/weight"])
+    assert extra.Scalars("regression/weight")[-1].value == pytest.approx(status["final"]["regression/weight"])
     assert Path(status["tensorboard"]["logdir"]).name == "cli e2e", "TensorBoard lists the run by its name"
 
     summary = wandb_summary(run_dir)
@@ -346,37 +350,56 @@ def test_tensorboard_server_shows_runs_as_users_expect(tmp_path, env, fashion_di
     try:
         deadline = time.monotonic() + 60
         runs: list = []
-        while len(runs) < 3 and time.monotonic() < deadline:
+        while len(runs) < 6 and time.monotonic() < deadline:
             try:
                 runs = _get(f"{base}/runs")
             except OSError:
                 time.sleep(0.5)
-        assert sorted(r.split("/tb/")[1] for r in runs) == ["fm", "lr=0.001", "lr=0.01"]
+        names = sorted(r.split("/tb/")[1] for r in runs)
+        assert names == ["fm", "fm (extra)", "lr=0.001", "lr=0.001 (extra)", "lr=0.01", "lr=0.01 (extra)"]
         scalars = _get(f"{base}/plugin/scalars/tags")
         for tags in scalars.values():
             assert not [t for t in tags if t.startswith(("hparam/", "epoch/"))], "nothing written twice"
         mnist = next(r for r in runs if r.endswith("/fm"))
-        assert {"train/loss", "train/acc", "test/loss", "test/acc"} <= set(scalars[mnist])
+        assert set(scalars[mnist]) == {"train/loss", "train/acc", "test/loss", "test/acc"}
+        assert {"perf/steps_per_sec", "sys/rss_mb"} <= set(scalars[mnist + " (extra)"])
         layout = _get(f"{base}/plugin/custom_scalars/layout")
         charts = {c["title"]: c["multiline"]["tag"] for c in layout["category"][0]["chart"]}
         assert charts == {"loss": ["^train/loss$", "^test/loss$"], "accuracy": ["^train/acc$", "^test/acc$"]}
         assert len(_get(f"{base}/plugin/pr_curves/tags")[mnist]) == 10
-        exp = _get(f"{base}/plugin/hparams/experiment", {"experimentName": "", "includeMetrics": True})
-        infos = {h["name"]: h for h in exp["hparamInfos"]}
-        assert infos["lr"]["differs"] and infos["lr"]["type"] == "DATA_TYPE_FLOAT64"
-        metrics = {m["name"]["tag"] for m in exp["metricInfos"]}
-        assert {"train/loss", "test/acc"} <= metrics and not [m for m in metrics if m.startswith("hparam/")]
-        groups = _get(
-            f"{base}/plugin/hparams/session_groups",
-            {
-                "experimentName": "",
-                "allowedStatuses": ["STATUS_SUCCESS", "STATUS_UNKNOWN", "STATUS_FAILURE"],
-                "colParams": [],
-                "startIndex": 0,
-                "sliceSize": 100,
-            },
-        )
-        assert groups["totalSize"] == 3
+        _check_hparams(base, root, mnist)
     finally:
         tb.terminate()
         tb.wait(30)
+
+
+def _check_hparams(base: str, root: Path, mnist: str) -> None:
+    """HParams: every task's settings, the varied one first, and the same key final metrics for every run."""
+    exp = _get(f"{base}/plugin/hparams/experiment", {"experimentName": "", "includeMetrics": True})
+    infos = {h["name"]: h for h in exp["hparamInfos"]}
+    assert infos["lr"]["differs"] and infos["lr"]["type"] == "DATA_TYPE_FLOAT64"
+    assert {"batch_size", "points", "dataset"} <= set(infos), "the settings of both tasks"
+    assert infos["batch_size"]["type"] == "DATA_TYPE_FLOAT64", "numbers (the protocol has no integer type)"
+    metrics = [(m["name"]["group"], m["name"]["tag"]) for m in exp["metricInfos"]]
+    assert sorted(metrics) == [("", "test/acc"), ("", "test/loss"), ("", "train/acc"), ("", "train/loss")]
+    groups = _get(
+        f"{base}/plugin/hparams/session_groups",
+        {
+            "experimentName": "",
+            "allowedStatuses": ["STATUS_SUCCESS", "STATUS_UNKNOWN", "STATUS_FAILURE"],
+            "colParams": [],
+            "startIndex": 0,
+            "sliceSize": 100,
+        },
+    )
+    assert groups["totalSize"] == 3
+    by_run = {g["name"]: g for g in groups["sessionGroups"]}
+    fm = by_run[mnist]
+    assert fm["hparams"]["batch_size"] == 32 and fm["hparams"]["lr"] == pytest.approx(1e-3)
+    values = {m["name"]["tag"]: m["value"] for m in fm["metricValues"]}
+    final = run_store.read_status(root / mnist.split("/tb/")[0])["final"]
+    assert values == pytest.approx({k: final[k] for k in ("train/loss", "train/acc", "test/loss", "test/acc")})
+    for name, group in by_run.items():
+        if name != mnist:  # regression: a loss only
+            assert [m["name"]["tag"] for m in group["metricValues"]] == ["train/loss"]
+    print(f"\nHParams metrics {[t for _, t in metrics]}; fm: {values}")

@@ -11,7 +11,7 @@ from tensorboard.plugins.hparams import metadata as hp_metadata
 from training.summaries import ClassificationSummary, FitSummary, write_summaries
 from training.writers import render
 from training.writers.base import Progress
-from training.writers.tensorboard import TensorBoardWriter, flatten_hparams, readable_name
+from training.writers.tensorboard import TensorBoardWriter, extra_dir, flatten_hparams, readable_name
 
 CONFIG = {
     "task": "mnist",
@@ -54,6 +54,7 @@ def _run_sequence(w: TensorBoardWriter, state: str = "finished", close: bool = T
     w.write_hparams(CONFIG)
     for i, step in enumerate(STEPS):
         scalars = {"train/loss": 1 / step, "train/acc": step / 200, "epoch/train_loss": 1 / step}
+        scalars |= {"perf/steps_per_sec": 100.0, "sys/rss_mb": 300.0 + step}
         w.write_scalars(step, scalars, Progress(step, 200, 1, 1, step / 100))
         w.flush()
         write_summaries(w, step, [_fit(i)], first=i == 0)
@@ -78,7 +79,11 @@ def test_scalars_images_histograms_text_pr_curves_and_hparams_read_back(tmp_path
     assert acc.Scalars("train/loss")[-1].value == pytest.approx(1 / 200)
     assert [e.step for e in acc.Scalars("test/acc")] == [200], "final metrics never add points to the logged curves"
     assert not [t for t in tags["scalars"] if t.startswith(("hparam/", "epoch/"))], "nothing written twice"
-    assert set(tags["scalars"]) == {"train/loss", "train/acc", "test/acc", "test/loss"}
+    assert set(tags["scalars"]) == {"train/loss", "train/acc", "test/acc", "test/loss"}, "the HParams metrics"
+    extra = _load(extra_dir(w.logdir))
+    assert extra_dir(w.logdir) == tmp_path / "tb" / "my run (extra)", "a sibling run: not an HParams metric group"
+    assert set(extra.Tags()["scalars"]) == {"perf/steps_per_sec", "sys/rss_mb"}
+    assert [e.step for e in extra.Scalars("sys/rss_mb")] == STEPS
 
     assert [e.step for e in acc.Images("fit/plot")] == STEPS
     assert {"test/prediction_grid", "test/confusion_matrix"} <= set(tags["images"])
@@ -137,7 +142,7 @@ def test_hparams_table_has_one_session_per_run(tmp_path):
     mux.AddRunsFromDirectory(str(tmp_path))
     mux.Reload()
     runs = mux.PluginRunToTagToContent("hparams")
-    assert set(runs) == {"run_a/tb/a", "run_b/tb/lr=0.003,seed=1"}
+    assert set(runs) == {"run_a/tb/a", "run_b/tb/lr=0.003,seed=1"}, "the (extra) runs hold no session"
     for tags in runs.values():
         assert hp_metadata.SESSION_START_INFO_TAG in tags and hp_metadata.EXPERIMENT_TAG not in tags
 
@@ -146,17 +151,19 @@ def test_resume_purges_what_the_interrupted_process_wrote_after_the_checkpoint(t
     first = TensorBoardWriter(tmp_path / "tb", run_name="r")
     first.write_hparams(CONFIG)
     for step in range(10, 101, 10):
-        first.write_scalars(step, {"train/loss": 1.0})
+        first.write_scalars(step, {"train/loss": 1.0, "sys/rss_mb": 1.0})
         first.flush()  # then killed: never closed
     resumed = TensorBoardWriter(tmp_path / "tb", run_name="r", resume_step=50)  # checkpoint at 50; same second
     assert resumed.logdir == first.logdir
     for step in range(60, 121, 10):
-        resumed.write_scalars(step, {"train/loss": 2.0})
+        resumed.write_scalars(step, {"train/loss": 2.0, "sys/rss_mb": 2.0})
     resumed.close()
     assert len(list(first.logdir.iterdir())) == 2, "the second file never overwrites the first"
     loss = _load(first.logdir).Scalars("train/loss")
     assert [e.step for e in loss] == list(range(10, 121, 10))
     assert {e.step for e in loss if e.value == 2.0} == set(range(60, 121, 10))
+    rss = _load(extra_dir(first.logdir)).Scalars("sys/rss_mb")
+    assert [(e.step, e.value) for e in rss] == [(s, 1.0 if s <= 50 else 2.0) for s in range(10, 121, 10)]
 
 
 def test_resuming_a_run_written_before_named_logdirs_keeps_its_folder(tmp_path):

@@ -6,6 +6,11 @@ What a TensorBoard user sees with `tensorboard --logdir runs`:
   is its varied settings, e.g. `lr=0.003,seed=1`), so the run list reads `<run id>/tb/<name>`.
 * Scalars written once: the engine's `epoch/*` means repeat `train/*` at epoch granularity and are
   left to the run store and W&B; final metrics are not re-written as `hparam/*` points.
+* `train/*` and `test/*` scalars in the run itself; every other scalar (`perf/*`, `sys/*`, a task's
+  own such as `regression/*`, `pbt/lr`) in a sibling run `<name> (extra)`, created when first used.
+  TensorBoard's HParams plugin takes as metric columns every scalar tag of the session's run and of
+  the runs *below* it (a sub-run becomes a metric group), never of a sibling: so the metric columns
+  are the key final metrics (train/test loss and accuracy), the same in every run.
 * A Custom Scalars layout with train and test loss on one chart and train and test accuracy on
   another (the same charts in every run, so TensorBoard merges them).
 * HParams as a session-start/-end pair in the run's own event file and no experiment summary
@@ -42,6 +47,8 @@ _END_STATUS = {
     "diverged": "STATUS_FAILURE",
 }
 _SKIPPED_GROUPS = (tags.EPOCH + "/",)  # epoch means: the same curve as train/* at coarser steps
+KEY_GROUPS = (tags.TRAIN + "/", tags.TEST + "/")  # scalars of the run itself: its HParams metrics
+EXTRA_SUFFIX = " (extra)"  # the sibling run of every other scalar
 # Custom Scalars charts: title -> the exact tags drawn together, in legend order.
 CHARTS = {
     "loss": (tags.TRAIN_LOSS, tags.TEST_LOSS),
@@ -69,6 +76,11 @@ def event_dir(tb_root: Path, name: str | None) -> Path:
     if any(tb_root.glob("events.out.tfevents.*")):
         return tb_root  # resuming a run written before names: one TensorBoard run, not two
     return tb_root / readable_name(name, "run")
+
+
+def extra_dir(logdir: Path) -> Path:
+    """The sibling run that holds a run's scalars other than `train/*` and `test/*`."""
+    return Path(logdir).with_name(Path(logdir).name + EXTRA_SUFFIX)
 
 
 def flatten_hparams(config: Mapping[str, Any], prefix: str = "") -> dict[str, bool | str | int | float]:
@@ -115,8 +127,9 @@ class TensorBoardWriter(MetricWriter):
         self.logdir = event_dir(Path(tb_root), run_name)
         self.run_name = run_name
         # Resuming from a checkpoint at step S: events a killed process wrote after S are purged.
-        purge = None if resume_step is None else int(resume_step) + 1
-        self.sw = SyncSummaryWriter(logdir=str(self.logdir), purge_step=purge)
+        self._purge = None if resume_step is None else int(resume_step) + 1
+        self.sw = SyncSummaryWriter(logdir=str(self.logdir), purge_step=self._purge)
+        self._extra: SyncSummaryWriter | None = None  # opened at the first scalar outside KEY_GROUPS
         self._tables: dict[str, tuple[int, Table]] = {}
         self._step = int(resume_step or 0)
         self._charts: tuple[str, ...] = ()
@@ -132,12 +145,22 @@ class TensorBoardWriter(MetricWriter):
         self.sw.add_text("config", title + _markdown_table(flat), 0)
 
     def write_scalars(self, step: int, scalars: Mapping[str, float], progress: Progress | None = None) -> None:
-        """One scalar event per tag (NaN/inf kept: TensorBoard shows them); epoch means are skipped."""
+        """One scalar event per tag (NaN/inf kept: TensorBoard shows them); epoch means are skipped.
+
+        `train/*` and `test/*` go to the run, any other tag to its `(extra)` sibling.
+        """
         self._step = max(self._step, int(step))
         for tag, value in scalars.items():
-            if not tag.startswith(_SKIPPED_GROUPS):
-                self._seen.add(tag)
-                self.sw.add_scalar(tag, float(np.asarray(value)), int(step))
+            if tag.startswith(_SKIPPED_GROUPS):
+                continue
+            self._seen.add(tag)
+            sw = self.sw if tag.startswith(KEY_GROUPS) else self._extra_writer()
+            sw.add_scalar(tag, float(np.asarray(value)), int(step))
+
+    def _extra_writer(self) -> SyncSummaryWriter:
+        if self._extra is None:
+            self._extra = SyncSummaryWriter(logdir=str(extra_dir(self.logdir)), purge_step=self._purge)
+        return self._extra
 
     def _write_layout(self) -> None:
         """Custom Scalars: train and test of a metric on one chart, once the run has logged either."""
@@ -179,12 +202,14 @@ class TensorBoardWriter(MetricWriter):
                 self.sw.add_text(tag, f"{head}\n{body}", int(step))
 
     def write_summary(self, metrics: Mapping[str, float]) -> None:
-        """Nothing to add: the HParams metrics are each scalar tag's last value, already written."""
+        """Nothing to add: the HParams metrics are the last `train/*` and `test/*` values, already written."""
 
     def flush(self) -> None:
         """Push the chunk's events to the file (and the Custom Scalars layout once its tags exist)."""
         self._write_layout()
         self.sw.file_writer.flush()
+        if self._extra is not None:
+            self._extra.file_writer.flush()
 
     def close(self, state: str = "finished", message: str | None = None) -> None:
         """Tables as text, the run's message, session end with its status, then close the file."""
@@ -199,4 +224,6 @@ class TensorBoardWriter(MetricWriter):
         meta = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(plugin_name="hparams", content=content))
         self.sw.file_writer.add_summary(Summary(value=[Summary.Value(tag="_hparams_/session_end_info", metadata=meta)]))
         self.sw.close()
+        if self._extra is not None:
+            self._extra.close()
         self._closed = True
