@@ -49,11 +49,14 @@ def live_panel(run_dir: Path, task: str, was_active: bool) -> None:
     records = state.poll_metrics(run_dir)
     active = state.is_active(status)
     head(status, active, run_dir, run_dir, status, "Stop")
-    if status.get("state") == "starting":
-        what = f"a population of {info['members']} runs" if info.get("population") else "the training process"
-        doing = "resuming from the latest checkpoint" if status.get("resuming") else "importing JAX, loading data"
-        st.info(f"Starting {what} ({doing})…", icon=":material/hourglass_top:")
-    panels.problem_message(status)
+    # Messages come and go; one container that is always there keeps the charts below at the same
+    # place in the page, so a refresh updates them in place instead of mounting them anew (a blink).
+    with st.container():
+        if status.get("state") == "starting":
+            what = f"a population of {info['members']} runs" if info.get("population") else "the training process"
+            doing = "resuming from the latest checkpoint" if status.get("resuming") else "importing JAX, loading data"
+            st.info(f"Starting {what} ({doing})…", icon=":material/hourglass_top:")
+        panels.problem_message(status)
     kinds = artifacts.run_panels(run_dir, info, records.tags())  # config.json "panels": what the task asks for
     panel_kinds.metric_tiles(records, status)
     panel_kinds.draw(run_dir, kinds, records, status, f"live_{run_dir.name}")
