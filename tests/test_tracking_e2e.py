@@ -10,16 +10,19 @@ from __future__ import annotations
 import glob
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
+import urllib.parse
 from pathlib import Path
 
 import pytest
 from tensorboard.backend.event_processing import event_accumulator as ea
 from tensorboard.plugins.hparams import metadata as hp_metadata
 
+from dashboard.views.detail import tensorboard_link
 from training import run_store
 from training.writers.tensorboard import extra_dir
 
@@ -368,6 +371,10 @@ def test_tensorboard_server_shows_runs_as_users_expect(tmp_path, env, fashion_di
         assert charts == {"loss": ["^train/loss$", "^test/loss$"], "accuracy": ["^train/acc$", "^test/acc$"]}
         assert len(_get(f"{base}/plugin/pr_curves/tags")[mnist]) == 10
         _check_hparams(base, root, mnist)
+        # The dashboard's button: TensorBoard's `runFilter` regex (case-insensitive, as its frontend) keeps this run.
+        link = tensorboard_link(f"http://127.0.0.1:{port}/", mnist.split("/tb/")[0])
+        regex = urllib.parse.parse_qs(urllib.parse.urlsplit(link).query)["runFilter"][0]
+        assert sorted(r for r in runs if re.search(regex, r, re.IGNORECASE)) == [mnist, mnist + " (extra)"]
     finally:
         tb.terminate()
         tb.wait(30)

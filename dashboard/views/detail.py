@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import shlex
+import urllib.parse
 from pathlib import Path
 
 import numpy as np
@@ -85,8 +87,18 @@ def tracking(run: run_store.RunInfo) -> None:
                 except (RuntimeError, OSError) as exc:
                     st.error(f"Could not start TensorBoard: {exc}")
         if st.session_state.get("tb_url"):
-            st.link_button("Open TensorBoard", st.session_state["tb_url"], icon=":material/open_in_new:")
-            st.caption(f"All runs under the runs root; filter by `{run.run_id}`.")
+            link = tensorboard_link(st.session_state["tb_url"], run.run_id)
+            st.link_button("Open TensorBoard", link, icon=":material/open_in_new:")
+            st.caption(f"Shows this run (`{run.run_id}/tb/...`); clear the run filter to compare with others.")
+
+
+def tensorboard_link(base_url: str, run_id: str) -> str:
+    """TensorBoard's Time Series filtered to one run: its runs are `<run id>/tb/<name>` under the runs root.
+
+    `runFilter` is the query parameter TensorBoard's frontend reads into its run regex filter.
+    """
+    regex = "^" + re.sub(r"([.^$*+?()\[\]{}|\\])", r"\\\1", run_id) + "/"
+    return f"{base_url.rstrip('/')}/?{urllib.parse.urlencode({'runFilter': regex})}#timeseries"
 
 
 def summary(run: run_store.RunInfo, was_active: bool) -> None:
