@@ -417,7 +417,7 @@ def test_a_users_task_appears_in_the_form_starts_from_the_page_and_is_drawn(
     fit, loss = live.get("plotly_chart")
     traces = json.loads(fit.proto.spec)["data"]
     assert [t["name"] for t in traces] == ["data", "true", "model"] and trace_lengths(fit) == [64, 64, 64]
-    assert trace_lengths(loss) == [400 // 20]  # one train/loss point per chunk
+    assert trace_lengths(loss) == [400 // 20 + 1]  # the step-0 loss, then one train/loss point per chunk
     assert "train/loss" in [m.label for m in live.metric]
     detail = app("views/detail.py", run=run_dir.name)
     assert len(detail.get("plotly_chart")) == 2 and not detail.error
@@ -647,7 +647,7 @@ def test_start_population_from_the_page_and_watch_every_member(root: Path) -> No
     fit, loss = live.get("plotly_chart")
     names = [t["name"] for t in json.loads(fit.proto.spec)["data"]]
     assert len(names) == 2 + 6 and "lr=0.02 seed=1" in names
-    assert len(trace_lengths(loss)) == 6 and min(trace_lengths(loss)) == 30
+    assert len(trace_lengths(loss)) == 6 and min(trace_lengths(loss)) == 31  # step 0, then 300 steps / 10 per chunk
     assert len(live.dataframe[0].value) == 6
     df = app("views/runs.py").dataframe[0].value
     assert len(df) == 6 and df["group"].nunique() == 1  # the launch row gave way to its members
