@@ -66,7 +66,9 @@ def logged_steps(records: list[dict], key: str) -> list[int]:
 
 def _report() -> ClassificationSummary:
     labels, preds = np.array([0, 1, 2, 1]), np.array([0, 1, 0, 1])
-    return ClassificationSummary(["zero", "one", "two"], labels, preds, np.zeros((4, 28, 28), np.uint8), labels, preds)
+    probs = np.eye(3)[preds] * 0.8 + 0.1  # "two" is never predicted: every sample scores 0.1 for it
+    images = np.zeros((4, 28, 28), np.uint8)
+    return ClassificationSummary(["zero", "one", "two"], labels, preds, images, labels, preds, probs)
 
 
 def _fit() -> FitSummary:
@@ -118,9 +120,27 @@ def test_offline_run_round_trip(tmp_path):
     assert logged_steps(records, "test/predictions") == [100]
     assert logged_steps(records, "test/confusion_matrix") == [100]
     assert [h["epoch"] for h in rows if "train/loss" in h] == [1, 1, 1, 2, 2]
+    _check_pr_chart(records, info["dir"])
     metrics = {r["metric"].get("name"): r["metric"] for r in records if r.get("type") == "metric"}
     assert metrics["train/loss"]["step_metric"] == "global_step"
     assert metrics["epoch"]["step_metric"] == "global_step"
+
+
+def _check_pr_chart(records: list[dict], run_folder: str) -> None:
+    """W&B's PR chart (the panel wandb.plot.pr_curve makes) at the last row, its table in the run's files."""
+    assert logged_steps(records, "test/pr_table") == [100]
+    updates = [r["config"].get("update", {}) for r in records if r.get("type") == "config"]
+    (panel,) = [v for u in updates for k, v in u.items() if k.endswith("test/pr")]
+    assert panel["panel_config"]["panelDefId"] == "wandb/area-under-curve/v0"
+    (path,) = Path(run_folder, "files", "media", "table", "test").glob("pr_table_100_*.table.json")
+    table = json.loads(path.read_text())
+    assert table["columns"] == ["class", "precision", "recall"]
+    curve = {name: {r: p for n, p, r in table["data"] if n == name} for name in ("zero", "one", "two")}
+    assert set(curve["one"].values()) == {1.0}, "both 'one' samples scored highest: a perfect curve"
+    # "zero": its one sample ties with a wrong one at the top score: precision 1/2 (1 at recall 0).
+    assert curve["zero"][0.0] == 1.0 and {p for r, p in curve["zero"].items() if r > 0} == {0.5}
+    assert {p for r, p in curve["two"].items() if r > 0} == {0.25}, "all four samples tie: 1 of 4"
+    assert len(curve["zero"]) == 21, "the recall grid of wandb.plot.pr_curve"
 
 
 def test_flushed_rows_reach_the_file_once_the_next_chunk_is_flushed(tmp_path):

@@ -16,7 +16,6 @@ from training import tags
 from training.writers import render
 from training.writers.base import MetricWriter, Table
 
-PR_CURVES = "test/pr"  # prefix of the per-class PR curves (belongs in training.tags; kept here until it moves)
 MAX_POINTS = 2000  # data points kept for a fit plot; more only paints the same pixels
 
 
@@ -94,7 +93,7 @@ def _write_classification(writer: MetricWriter, step: int, report: Classificatio
 def pr_curves(labels: np.ndarray, probs: np.ndarray, names: Sequence[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """One-vs-rest curves: for each class, (is this class, its predicted probability), under "test/pr/<class>"."""
     labels, probs = np.asarray(labels, np.int64), np.asarray(probs, np.float64)
-    return {f"{PR_CURVES}/{name}": (labels == c, probs[:, c]) for c, name in enumerate(names)}
+    return {f"{tags.PR_CURVES}/{name}": (labels == c, probs[:, c]) for c, name in enumerate(names)}
 
 
 def write_summaries(writer: MetricWriter, step: int, summaries: Sequence[object], first: bool) -> None:

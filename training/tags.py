@@ -18,6 +18,7 @@ CONFUSION = "test/confusion"  # table: confusion matrix, rows = true class
 PREDICTIONS = "test/predictions"  # table: sample test images with label and prediction
 CONFUSION_IMAGE = "test/confusion_matrix"
 PREDICTIONS_IMAGE = "test/prediction_grid"
+PR_CURVES = "test/pr"  # prefix of the per-class precision-recall curves, "test/pr/<class>"
 
 
 def metric_tag(prefix: str, name: str) -> str:

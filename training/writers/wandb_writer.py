@@ -6,9 +6,9 @@
 * `wandb.init` runs in a background thread, so training starts without waiting for the wandb
   service (or the network); rows logged meanwhile are buffered. An online failure falls back to
   offline; any other failure warns once, records the error in `info` and leaves the writer inactive.
-* History rows are the optimizer steps (`_step == global_step`): each step's row stays open until
-  the next step is flushed, so media written after a chunk (a snapshot at the same step) join their
-  row. A kill -9 loses that open row and whatever wandb-core had not yet written; `resume` replays
+* History rows are the optimizer steps (`_step == global_step`), buffered and aligned in
+  `wandb_rows`; tables and PR curves (W&B's PR chart, `wandb_media`) are logged at close, at the
+  last row: the latest of each describes the final model. A kill -9 loses that open row and whatever wandb-core had not yet written; `resume` replays
   the steps after its checkpoint and this writer refills the earlier ones from metrics.jsonl
   (`wandb_history`), so the run's folders together hold every step metrics.jsonl holds.
 * Conventions: `epoch` is a step metric for `epoch/*`, losses keep their minimum and accuracies
@@ -29,9 +29,10 @@ from typing import Any
 
 import numpy as np
 
-from training.writers import wandb_mode
+from training.writers import wandb_media, wandb_mode
 from training.writers.base import MetricWriter, Progress, Table
 from training.writers.wandb_mode import resolve_mode
+from training.writers.wandb_rows import StepRows
 
 __all__ = ["WandbWriter", "resolve_mode"]
 
@@ -56,16 +57,6 @@ def _teardown() -> None:
         wandb.teardown()
     except Exception:  # noqa: BLE001, S110 - nothing left to clean up
         pass
-
-
-def _summary_kind(key: str) -> str | None:
-    """Best-so-far summary W&B keeps for a metric: min for losses, max for accuracies."""
-    leaf = key.rsplit("/", 1)[-1]
-    if leaf.endswith("loss"):
-        return "min"
-    if leaf.endswith(("acc", "accuracy")):
-        return "max"
-    return None
 
 
 class WandbWriter(MetricWriter):
@@ -98,12 +89,10 @@ class WandbWriter(MetricWriter):
         self.run = None
         self.active = False
         self.finish_timeout = _timeout("JAXDASH_WANDB_FINISH_TIMEOUT", 30.0)
-        self._rows: dict[int, dict[str, Any]] = {}
-        self._open_step: int | None = None  # logged with commit=False: media of the same step still join it
-        self._defined: set[str] = set()
+        self._rows = StepRows()
         self._tables: dict[str, tuple[int, Table]] = {}
+        self._pr_curves: dict[str, tuple[int, tuple[np.ndarray, np.ndarray]]] = {}
         self._closed = False
-        self._lock = threading.Lock()  # the init thread refills rows while the trainer may flush
         self._resume_step = resume_step if resume_step is not None else (0 if resume else None)
         requested = mode
         try:
@@ -175,9 +164,9 @@ class WandbWriter(MetricWriter):
         rows = missing_rows(self.run_dir, earlier, int(self._resume_step or 0))
         if rows:
             log.info("W&B: refilling %d steps from metrics.jsonl that the interrupted process lost.", len(rows))
-        with self._lock:
+        with self._rows.lock:
             for step, scalars in rows:
-                self._log_row(step, scalars)
+                self._rows.log(step, scalars)
 
     def wait_ready(self, timeout: float | None = None) -> bool:
         """Block until the run exists (True) or init failed / timed out (False)."""
@@ -202,43 +191,13 @@ class WandbWriter(MetricWriter):
             )
             kwargs = {k: v for k, v in self._kwargs.items() if v is not None}
             self.run = wandb.init(config=dict(cfg_dict), mode=mode, reinit="create_new", settings=settings, **kwargs)
+            self._rows.run = self.run
             self.run.define_metric("global_step", hidden=True)
             self.run.define_metric("epoch", step_metric="global_step")
             return None
         except Exception as exc:  # noqa: BLE001 - any init failure disables W&B, never the run
             self.run = None
             return f"{type(exc).__name__}: {exc}"
-
-    # -- rows --------------------------------------------------------------------------------
-    def _row(self, step: int) -> dict[str, Any]:
-        return self._rows.setdefault(int(step), {})
-
-    def _define(self, keys: Any) -> None:
-        """Each new key: plotted against `global_step` (`epoch/*` against `epoch`), best-so-far summary."""
-        for key in keys:
-            if key in self._defined or key in ("global_step", "epoch"):
-                continue
-            self._defined.add(key)
-            kind = _summary_kind(key)
-            step_metric = "epoch" if key.startswith("epoch/") else "global_step"
-            self.run.define_metric(key, step_metric=step_metric, **({"summary": kind} if kind else {}))
-
-    def _log_row(self, step: int, data: Mapping[str, Any]) -> None:
-        """Log `data` into step's row, which stays open (commit=False) until a later step is logged."""
-        self._define(data)
-        row = {**data, "global_step": step}
-        start = getattr(self.run, "starting_step", 0) or 0
-        if step < start:
-            # An online resume starts past this step; logged without `step=` it still plots at global_step.
-            self.run.log(row, commit=True)
-            return
-        if self._open_step is not None and step < self._open_step:
-            # A step already committed cannot take more keys: join the open row, keeping its global_step.
-            log.debug("W&B row for step %d arrived after step %d; logged at %d", step, self._open_step, self._open_step)
-            self.run.log(dict(data), step=self._open_step, commit=False)
-            return
-        self.run.log(row, step=step, commit=False)
-        self._open_step = step
 
     def write_hparams(self, hparams: Mapping[str, Any]) -> None:
         """Config was given at init; later values (e.g. resolved settings) are merged in."""
@@ -251,7 +210,7 @@ class WandbWriter(MetricWriter):
     def write_scalars(self, step: int, scalars: Mapping[str, float], progress: Progress | None = None) -> None:
         """Buffer scalars (and the epoch in progress) for `step`; they are logged at the next `flush`."""
         if self.active:
-            row = self._row(step)
+            row = self._rows.row(step)
             row.update({k: float(np.asarray(v)) for k, v in scalars.items()})
             if progress is not None and progress.total_epochs:
                 row["epoch"] = int(progress.epoch)
@@ -261,20 +220,26 @@ class WandbWriter(MetricWriter):
         if self.active:
             import wandb
 
-            self._row(step).update({k: wandb.Image(np.asarray(v)) for k, v in images.items()})
+            self._rows.row(step).update({k: wandb.Image(np.asarray(v)) for k, v in images.items()})
 
     def write_histograms(self, step: int, arrays: Mapping[str, np.ndarray]) -> None:
         """Arrays as wandb.Histogram."""
         if self.active:
             import wandb
 
-            self._row(step).update({k: wandb.Histogram(np.asarray(v).ravel()) for k, v in arrays.items()})
+            self._rows.row(step).update({k: wandb.Histogram(np.asarray(v).ravel()) for k, v in arrays.items()})
 
     def write_tables(self, step: int, tables: Mapping[str, Table]) -> None:
         """Kept until close: the latest table of each tag describes the final model (one W&B table each)."""
         if self.active:
             for tag, table in tables.items():
                 self._tables[tag] = (int(step), table)
+
+    def write_pr_curves(self, step: int, curves: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> None:
+        """Kept until close, then one W&B PR chart per group ("test/pr/<class>" -> chart "test/pr")."""
+        if self.active:
+            for tag, (labels, scores) in curves.items():
+                self._pr_curves[tag] = (int(step), (np.asarray(labels, bool), np.asarray(scores, np.float64)))
 
     def write_summary(self, metrics: Mapping[str, float]) -> None:
         """Final metrics under `summary["final"]` (the metric's own key keeps its best-so-far value)."""
@@ -287,23 +252,17 @@ class WandbWriter(MetricWriter):
 
     def flush(self) -> None:
         """Log buffered rows in step order; until the run exists (init in progress) they stay buffered."""
-        if not self.active or not self._rows or not self._ready.is_set():
-            return
-        with self._lock:
-            rows, self._rows = self._rows, {}
-            for step in sorted(rows):
-                self._log_row(step, rows[step])
+        if self.active and self._rows and self._ready.is_set():
+            self._rows.flush()
 
-    def _log_tables(self) -> None:
-        import wandb
-
+    def _log_media(self) -> None:
+        """The latest table of each tag and the PR charts, in the last row: they describe the final model."""
         for tag, (step, table) in self._tables.items():
-            step = max(step, self._open_step or 0)  # the latest table describes the final model: the last row
-            rows = [
-                [wandb.Image(np.asarray(c, dtype=np.uint8)) if _is_image(c) else c for c in row] for row in table.rows
-            ]
-            self._row(step)[tag] = wandb.Table(columns=list(table.columns), data=rows)
+            self._rows.row(max(step, self._rows.open_step or 0))[tag] = wandb_media.wandb_table(table)
         self._tables = {}
+        for step, key, chart in wandb_media.pr_charts(self._pr_curves):
+            self._rows.row(max(step, self._rows.open_step or 0))[key] = chart
+        self._pr_curves = {}
 
     def close(self, state: str = "finished", message: str | None = None) -> None:
         """Log end-of-run media, then finish with an exit code, waiting at most `finish_timeout` (+5 s)."""
@@ -315,7 +274,7 @@ class WandbWriter(MetricWriter):
                 log.warning("W&B init did not finish; this run's W&B log is incomplete.")
             return
         try:
-            self._log_tables()
+            self._log_media()
             self.flush()
             self.write_hparams({})
             self.write_summary({})
@@ -336,8 +295,3 @@ class WandbWriter(MetricWriter):
                 self.finish_timeout + 5,
                 self.info.get("dir"),
             )
-
-
-def _is_image(cell: Any) -> bool:
-    """A table cell holding a 2-D grid of pixel values (a nested list), logged as a wandb.Image."""
-    return isinstance(cell, list) and bool(cell) and isinstance(cell[0], list)
