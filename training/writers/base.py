@@ -101,8 +101,18 @@ class MetricWriter:
         """End of run; `state` is finished | failed | diverged | stopped."""
 
 
-_METHODS = ("write_hparams", "write_scalars", "write_images", "write_histograms", "write_texts", "write_pr_curves",
-            "write_tables", "write_summary", "flush", "close")
+_METHODS = (
+    "write_hparams",
+    "write_scalars",
+    "write_images",
+    "write_histograms",
+    "write_texts",
+    "write_pr_curves",
+    "write_tables",
+    "write_summary",
+    "flush",
+    "close",
+)
 
 
 class MultiWriter(MetricWriter):
@@ -126,8 +136,13 @@ class MultiWriter(MetricWriter):
             except Exception as exc:  # noqa: BLE001 - optional tracking must never stop training
                 if (i, method) not in self._warned:
                     self._warned.add((i, method))
-                    log.warning("%s.%s failed (%s: %s); continuing without it.", type(w).__name__, method,
-                                type(exc).__name__, exc)
+                    log.warning(
+                        "%s.%s failed (%s: %s); continuing without it.",
+                        type(w).__name__,
+                        method,
+                        type(exc).__name__,
+                        exc,
+                    )
 
     def close(self, state: str = "finished", message: str | None = None) -> None:
         """Close every writer, the optional ones even when the required one fails."""

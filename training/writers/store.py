@@ -32,7 +32,14 @@ from training.writers.base import MetricWriter, Progress, Table
 log = logging.getLogger(__name__)
 
 _PROGRESS_FIELDS = (
-    "step", "total_steps", "epoch", "total_epochs", "wall_seconds", "compile_seconds", "steps_per_sec", "phase",
+    "step",
+    "total_steps",
+    "epoch",
+    "total_epochs",
+    "wall_seconds",
+    "compile_seconds",
+    "steps_per_sec",
+    "phase",
 )
 
 
