@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -337,3 +338,22 @@ def test_bad_mode_disables_the_writer_without_raising(tmp_path):
     w.flush()
     w.close()
     assert not (tmp_path / "wandb").exists()
+
+
+def test_wandb_files_stay_in_the_run_directory_and_wandbs_own_dirs(tmp_path):
+    """With the test environment's W&B dirs, nothing lands in $HOME or the working directory."""
+    home, cwd, run_dir = tmp_path / "empty_home", tmp_path / "cwd", tmp_path / "run"
+    for d in (home, cwd, run_dir):
+        d.mkdir()
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[2]); from training.writers.wandb_writer import WandbWriter; "
+        "w = WandbWriter(sys.argv[1], {'lr': 0.1}, mode='offline'); w.write_scalars(1, {'train/loss': 1.0}); w.close()"
+    )
+    env = {**os.environ, "HOME": str(home)}
+    root = str(Path(__file__).resolve().parents[1])
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(run_dir), root], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert list((run_dir / "wandb").glob("offline-run-*"))
+    assert list(home.iterdir()) == [] and list(cwd.iterdir()) == []
