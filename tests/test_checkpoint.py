@@ -168,3 +168,20 @@ def test_resume_point_is_the_newest_checkpoint_with_its_metrics_on_disk(tmp_path
     assert checkpoint_steps(tmp_path) == [100, 200] and resume_point(tmp_path) == 100  # step 200's record was lost
     run_store.append_metrics(tmp_path, [{"step": 200}])
     assert resume_point(tmp_path) == 200
+
+
+def test_a_task_given_by_a_relative_file_path_resumes_from_another_folder(tmp_path):
+    run_dir = tmp_path / "sine"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    started = subprocess.run(
+        [sys.executable, "-m", "training", "examples/sine.py:SineTask", "--steps", "300", "--log-every", "50",
+         "--run-dir", str(run_dir), "--wandb", "disabled", "--no-tensorboard", "--quiet"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert started.returncode == 0, started.stderr[-2000:]
+    spec = run_store.read_json(run_dir / "config.json")["task_spec"]
+    assert spec == f"{ROOT / 'examples' / 'sine.py'}:SineTask"  # stored absolute
+    run_store.write_status(run_dir, state="stopped")  # as if stopped at its end checkpoint's step
+    out = subprocess.run([sys.executable, "-m", "training", "resume", str(run_dir), "--quiet"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr[-2000:]
+    assert json.loads(out.stdout.strip().splitlines()[-1])["resumed_from"] == 300

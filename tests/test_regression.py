@@ -72,8 +72,10 @@ def test_logs_tags_progress_and_snapshots():
     p = writer.progress[-1]
     assert (p.step, p.total_steps, p.epoch, p.total_epochs) == (205, 205, 0, 0)
     assert p.compile_seconds > 0 and p.steps_per_sec > 0 and p.wall_seconds >= p.compile_seconds
-    snaps = [s for s, _ in curves(writer)]
+    snaps = [s for s, imgs in writer.images if tags.FIT_IMAGE in imgs]  # images: ~10 spread over the run
     assert snaps[0] == 0 and snaps[-1] == 205 and 10 <= len(snaps) <= 13 and snaps == sorted(set(snaps))
+    live = [s for s, _ in curves(writer)]  # the page's curve: those, plus one every 0.5 s
+    assert set(snaps) <= set(live) and live == sorted(set(live))
     data = writer.latest_table(tags.FIT_DATA)
     assert data.columns == ["x", "y"] and len(data.rows) == 128
     first, last = curves(writer)[0][1], curves(writer)[-1][1]

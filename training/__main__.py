@@ -23,7 +23,7 @@ def _resume(argv: list[str]) -> int:
     try:
         outcomes = resume(args.run_dir, wandb_mode=args.wandb, tensorboard=False if args.no_tensorboard else None,
                           console=not args.quiet)
-    except CannotResume as exc:
+    except (CannotResume, ConfigError) as exc:
         return _fail(str(exc))
     for run_dir, state, result in outcomes:
         from training import run_store
@@ -72,6 +72,9 @@ def _train(task: str, argv: list[str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Dispatch on the first word; returns the process exit code."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    from training.worker import share_the_machine
+
+    share_the_machine()  # before anything starts JAX's backend
     if argv[:1] == ["--task"]:
         argv = argv[1:]
     if not argv or argv[0] in ("-h", "--help", "tasks"):

@@ -30,9 +30,11 @@ from training.sharding import AXIS, DataParallel, resolve_devices
 from training.summaries import write_summaries
 from training.system import SystemMetrics
 from training.tasks.base import Data, Task
+from training.writers.base import Progress
 
 SNAPSHOTS = 10  # task summaries spread over a run, besides the first and the last
 CKPT_SECS = 30.0  # a checkpoint at least this often, whatever --ckpt-every says
+LIVE_FIT_SECS = 0.5  # the page's fitted curve (a table only, no images) at least this often
 
 
 class Engine:
@@ -135,6 +137,7 @@ class Engine:
         self.members.set_phase("compiling")
         total, cfg = self.plan.total_steps, self.cfg
         self.snapshots = Periodic(every_steps=max(1, total // SNAPSHOTS), last_step=pos.step)
+        self.live_fits = Periodic(every_secs=LIVE_FIT_SECS)  # the page's fitted curve slides between snapshots
         self.checkpoints = Periodic(getattr(cfg, "ckpt_every", 0), CKPT_SECS, last_step=pos.step)
         self.evals = Periodic(getattr(cfg, "eval_every", 0), last_step=pos.step)
         if pos.step == 0:
@@ -156,12 +159,13 @@ class Engine:
     def _chunk(self, length: int, perm: Any, pos: Position) -> bool:
         """Run one chunk and everything due after it; returns True when a stop was requested."""
         args = (self.state, self.train, perm, np.int32(pos.pos))  # only this scalar goes host->device
+        started = self.clock.elapsed()
         self.state, metrics = self.clock.run_chunk(self.compiler.get(length, *args), length, *args)
         if not self.stacked:
             metrics = jax.tree.map(lambda a: np.asarray(a)[None], metrics)
         first = pos.step + 1
         if first == 1:
-            self._log_step_zero(metrics)
+            self._log_step_zero(metrics, started)
         pos.advance(length, metrics)
         epoch_end = pos.pos == self.plan.steps_per_epoch
         scalars = [reduce_chunk(metrics, i, self.task.last_value) for i in range(self.k)]
@@ -191,13 +195,16 @@ class Engine:
         stopped = not done and self.should_stop()
         if not done and self.snapshots(pos.step, force=stopped):
             self._snapshot(pos.step, final=False)
+            self.live_fits.fire(pos.step)
+        elif not done and "fit" in self.task.panels and self.live_fits(pos.step):
+            self._snapshot(pos.step, final=False, images=False)
         if self.checkpoints(pos.step, force=stopped or done or epoch_end):
             self.members.checkpoint(pos.step, {"state": self.state, "shuffle_key": self.shuffle},
                                     lambda i: {"position": pos.meta(i), "wall_seconds": self.clock.elapsed()},
                                     self.stacked)
         return stopped
 
-    def _log_step_zero(self, metrics: Any) -> None:
+    def _log_step_zero(self, metrics: Any, wall: float) -> None:
         """A record at step 0: the loss (and accuracy) of the initial params, which the first step saw.
 
         A run of a few chunks then still shows its descent from the start. Metrics with a group of
@@ -205,7 +212,8 @@ class Engine:
         """
         for i in self.members.alive():
             initial = {tags.metric_tag(tags.TRAIN, n): float(v[i][0]) for n, v in metrics.items() if "/" not in n}
-            self.members.writer(i).write_scalars(0, initial)
+            progress = Progress(step=0, total_steps=self.plan.total_steps, wall_seconds=wall, phase="training")
+            self.members.writer(i).write_scalars(0, initial, progress)
 
     def _setup_pbt(self, pos: Position) -> None:
         """PBT's schedule, ranking metric and the members' current learning rates (from the state)."""
@@ -217,9 +225,7 @@ class Engine:
         self.pbt_schedule = Periodic(self.pbt.interval, last_step=pos.step)
         self.lrs = learning_rates(self.state)
 
-    def _progress(self, pos: Position) -> Any:
-        from training.writers.base import Progress
-
+    def _progress(self, pos: Position) -> Progress:
         return Progress(step=pos.step, total_steps=self.plan.total_steps,
                         epoch=pos.epoch if self.plan.batched else 0,
                         total_epochs=self.plan.epochs if self.plan.batched else 0,
@@ -241,11 +247,11 @@ class Engine:
             arrays = param_arrays(take(host, i, self.stacked))
             self.members.writer(i).write_histograms(step, {f"params/{k}": v for k, v in arrays.items()})
 
-    def _snapshot(self, step: int, final: bool, first: bool = False) -> None:
+    def _snapshot(self, step: int, final: bool, first: bool = False, images: bool = True) -> None:
         for i in self.members.alive():
             member_state = take(self.state, i, self.stacked)
             summaries = self.tasks[i].summarize(member_state, data_for(self.data, i), final)
-            write_summaries(self.members.writer(i), step, summaries, first)
+            write_summaries(self.members.writer(i), step, summaries, first, images)
 
     def _finish(self, pos: Position, stopped: bool) -> list[TrainResult]:
         if self.test is not None and pos.evaluated_at != pos.step and self.members.alive():

@@ -20,7 +20,7 @@ from training.members import Member, Members
 from training.pbt import PbtConfig
 from training.result import TrainResult
 from training.settings import config_to_dict, parse_config
-from training.tasks import load_task
+from training.tasks import canonical_spec, load_task
 from training.tasks.base import Task
 from training.writers.base import MetricWriter
 
@@ -135,5 +135,5 @@ def execute(task: str, raw_cfgs: Sequence[dict[str, Any]] | Sequence[Any], *, ax
         pbt.validate(len(cfgs) if axes else 1)
         lrs = [c.lr for c in cfgs]
         pbt = dataclasses.replace(pbt, lr_range=(min(lrs), max(lrs)))
-    dirs, names, group = create_runs(task, task_cls, cfgs, axes, root, run_dir, name, command, pbt)
+    dirs, names, group = create_runs(canonical_spec(task), task_cls, cfgs, axes, root, run_dir, name, command, pbt)
     return train_members(task_cls, cfgs, dirs, names, group, wandb_mode, tensorboard, console, pbt=pbt)

@@ -63,14 +63,15 @@ def subsample(n: int, limit: int = MAX_POINTS) -> np.ndarray:
     return np.linspace(0, n - 1, min(n, limit)).round().astype(np.int64)
 
 
-def _write_fit(writer: MetricWriter, step: int, fit: FitSummary, first: bool) -> None:
+def _write_fit(writer: MetricWriter, step: int, fit: FitSummary, first: bool, images: bool) -> None:
     if first:
         writer.write_tables(step, {tags.FIT_DATA: Table.from_columns(x=fit.x, y=fit.y)})
     curve = {"x": fit.curve_x, "y": fit.curve_y}
     if fit.truth_y is not None:
         curve["y_true"] = fit.truth_y
     writer.write_tables(step, {tags.FIT_CURVE: Table.from_columns(**curve)})
-    writer.write_images(step, {tags.FIT_IMAGE: render.render_fit(fit.x, fit.y, fit.curve_x, fit.curve_y, fit.truth_y)})
+    if images:
+        writer.write_images(step, {tags.FIT_IMAGE: render.render_fit(fit.x, fit.y, fit.curve_x, fit.curve_y, fit.truth_y)})
 
 
 def _write_classification(writer: MetricWriter, step: int, report: ClassificationSummary) -> None:
@@ -96,11 +97,17 @@ def pr_curves(labels: np.ndarray, probs: np.ndarray, names: Sequence[str]) -> di
     return {f"{tags.PR_CURVES}/{name}": (labels == c, probs[:, c]) for c, name in enumerate(names)}
 
 
-def write_summaries(writer: MetricWriter, step: int, summaries: Sequence[object], first: bool) -> None:
-    """Write each summary as tables and images; `first`: the run's first snapshot (data tables once)."""
+def write_summaries(writer: MetricWriter, step: int, summaries: Sequence[object], first: bool,
+                    images: bool = True) -> None:
+    """Write each summary as tables and images.
+
+    Args:
+      first: the run's first snapshot (data tables are written once).
+      images: also render images (TensorBoard and W&B keep every one); False for the page's live updates.
+    """
     for summary in summaries:
         if isinstance(summary, FitSummary):
-            _write_fit(writer, step, summary, first)
+            _write_fit(writer, step, summary, first, images)
         elif isinstance(summary, ClassificationSummary):
             _write_classification(writer, step, summary)
         else:

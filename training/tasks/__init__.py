@@ -56,6 +56,14 @@ def _import_module(module: str):
     return importlib.import_module(module)
 
 
+def canonical_spec(name_or_spec: str) -> str:
+    """The spec to store with a run: a file spec's path made absolute, so resume works from any folder."""
+    module, sep, cls_name = name_or_spec.partition(":")
+    if sep and (module.endswith(".py") or "/" in module):
+        return f"{Path(module).resolve()}:{cls_name}"
+    return name_or_spec
+
+
 def load_task(name_or_spec: str) -> type[Task]:
     """The Task class named by a built-in name, an entry-point name or a "module:Class" spec.
 

@@ -30,7 +30,7 @@ SAMPLE_IMAGES = 64  # test images in the final report, misclassified first
 class MnistConfig(EpochsConfig):
     """Flax MLP classifier on MNIST or Fashion-MNIST (the Flax/Optax seed's defaults)."""
 
-    ckpt_every: int = with_default(EpochsConfig, "ckpt_every", 1000)
+    ckpt_every: int = with_default(EpochsConfig, "ckpt_every", 0)  # epoch ends + every 30 s: cheap and enough
     dataset: str = setting("mnist", "Dataset", "MNIST digits or Fashion-MNIST clothes.", choices=tuple(DATASET_SIZES))
     data_dir: str | None = setting(None, "Data directory", "Folder with the dataset's IDX files; empty = the default "
                                    "locations, then a download.", advanced=True)

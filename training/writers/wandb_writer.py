@@ -116,7 +116,7 @@ class WandbWriter(MetricWriter):
 
     # -- start (background thread) -----------------------------------------------------------
     def _start(self, mode: str, cfg_dict: dict[str, Any]) -> None:
-        """Init (falling back from online to offline), refill a resumed run, then publish the info."""
+        """Init (falling back from online to offline), publish the info, then refill a resumed run."""
         try:
             earlier = wandb_mode.run_folders(self.run_dir, self._kwargs["id"])
             error = self._init(mode, cfg_dict)
@@ -134,28 +134,33 @@ class WandbWriter(MetricWriter):
             # wandb imports pandas (if installed) at the first media/histogram, ~0.3 s: now, not mid-run.
             if importlib.util.find_spec("pandas") is not None:
                 import pandas  # noqa: F401
+            self._publish(mode)
+            self._write_status()  # the sync command is known now; a refill may take a while
             if self._resume_step is not None:
                 self._refill(earlier)
-            self._publish(mode)
             self._ready.set()
         finally:
-            from training import run_store
+            self._write_status()
 
-            if (self.run_dir / "status.json").exists():
-                run_store.write_status(self.run_dir, wandb=self.info)
+    def _write_status(self) -> None:
+        from training import run_store
+
+        if (self.run_dir / "status.json").exists():
+            run_store.write_status(self.run_dir, wandb=self.info)
 
     def _publish(self, mode: str) -> None:
         sync_dir = str(getattr(self.run.settings, "sync_dir", "") or "")
-        self.info.update(dir=sync_dir, project=self.run.project, id=self.run.id, url=None)
+        new = {"dir": sync_dir, "project": self.run.project, "id": self.run.id, "url": None}
         if mode == "online":
-            self.info["url"] = self.run.url
+            new["url"] = self.run.url
         else:
             # A resumed run has one offline folder per process, all with the same id; `wandb sync`
             # uploads them in start-time order into one run.
             folders = [
                 str(p) for p in wandb_mode.run_folders(self.run_dir, self.run.id) if p.name.startswith("offline-")
             ] or [sync_dir]
-            self.info["sync_command"] = "wandb sync " + " ".join(folders)
+            new["sync_command"] = "wandb sync " + " ".join(folders)
+        self.info.update(new)  # one update: the trainer may be writing this dict to status.json meanwhile
 
     def _refill(self, earlier: list[Path]) -> None:
         """Log the checkpointed steps the earlier processes' W&B folders lack (a kill lost them)."""
