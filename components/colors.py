@@ -1,0 +1,24 @@
+"""One colour per run, everywhere: Live, compare, run detail and population views agree.
+
+A run's colour depends on its id alone (a stable hash into a 24-colour palette), so selecting or
+deselecting other runs never recolours it, and a reload or a second tab draws it the same.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from plotly.colors import qualitative
+
+PALETTE: tuple[str, ...] = tuple(qualitative.Dark24)
+
+
+def run_color(run_id: str) -> str:
+    """The colour of run `run_id` (hex), the same on every page and in every session."""
+    digest = hashlib.sha1(run_id.encode()).digest()
+    return PALETTE[int.from_bytes(digest[:4], "big") % len(PALETTE)]
+
+
+def run_colors(run_ids: list[str]) -> dict[str, str]:
+    """{run id: colour} for several runs (each its own `run_color`)."""
+    return {r: run_color(r) for r in run_ids}
