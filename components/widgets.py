@@ -192,6 +192,63 @@ def population_input(task: str, fields: Mapping[str, str]) -> dict[str, str] | N
     }
 
 
+def pbt_input(
+    prefix: str, labels: Mapping[str, str], metrics: Mapping[str, str], errors: dict[str, str]
+) -> dict[str, Any] | None:
+    """The population-based-training toggle and its four settings; {"interval", "metric", "fraction", "resample"} or None.
+
+    Args:
+      prefix: keys the widgets (`<prefix>_pbt_<setting>`).
+      labels: {"pbt_interval": label, ...}: each setting's label, as its messages name it.
+      metrics: {tag: label} the members can be ranked by, the default first.
+      errors: the form's messages; each of "pbt_*" is popped and shown under its setting.
+    """
+    on = st.toggle(
+        "Population-based training: the worst members copy the best ones while they train",
+        key=f"{prefix}_pbt_on",
+        help="Every few steps members are ranked; the worst take a copy of a best one's weights and optimizer "
+        "state and go on with its learning rate, nudged up or down (Jaderberg et al., 2017).",
+    )
+    if not on:
+        return None
+    cols = st.columns(4)
+    specs = {
+        "interval": lambda label, key: st.number_input(
+            label, value=100, step=10, key=key, help="How often members are ranked and the worst ones copy."
+        ),
+        "metric": lambda label, key: st.selectbox(
+            label,
+            list(metrics),
+            format_func=lambda t: metrics.get(t, t),
+            key=key,
+            help="Lower loss or higher accuracy ranks higher.",
+        ),
+        "fraction": lambda label, key: st.number_input(
+            label,
+            value=0.25,
+            step=0.05,
+            format="%g",
+            key=key,
+            help="The worst this share of members copy from the best this share; at least one each time.",
+        ),
+        "resample": lambda label, key: st.number_input(
+            label,
+            value=0.0,
+            step=0.05,
+            format="%g",
+            key=key,
+            help="Instead of ×0.8 or ×1.25, draw a fresh learning rate (log-uniform over the listed ones) this often.",
+        ),
+    }
+    values: dict[str, Any] = {}
+    for col, (name, widget) in zip(cols, specs.items(), strict=True):
+        with col:
+            values[name] = widget(labels[f"pbt_{name}"], f"{prefix}_pbt_{name}")
+            if f"pbt_{name}" in errors:
+                field_error(errors.pop(f"pbt_{name}"))
+    return values
+
+
 def status_badge(state: str | None) -> None:
     """A coloured badge for a run state."""
     state = state or "unknown"

@@ -11,7 +11,7 @@ from typing import Any
 import streamlit as st
 
 from components import figures
-from dashboard import artifacts
+from dashboard import artifacts, pbt_panels
 from dashboard.metric_table import MetricTable
 from dashboard.panel_kinds import tile_tags
 from dashboard.panels import chart
@@ -48,7 +48,14 @@ def group_fit(run_dirs: list[Path], names: list[str], key: str, seeds_vary: bool
 
 
 def group_curves(
-    records: list[MetricTable], names: list[str], tag: str, key: str, *, title: str, accuracy: bool = False
+    records: list[MetricTable],
+    names: list[str],
+    tag: str,
+    key: str,
+    *,
+    title: str,
+    accuracy: bool = False,
+    marks: pbt_panels.Marks | None = None,
 ) -> None:
     """`tag` of every member overlaid, colored as in `member_colors`."""
     curves = {n: r.series(tag) for n, r in zip(names, records, strict=True)}
@@ -57,6 +64,8 @@ def group_curves(
         fig = figures.accuracy_figure(curves, title=title, uirevision=key, colors=colors)
     else:
         fig = figures.curves_figure(curves, title, tag.split("/")[-1], uirevision=key, colors=colors)
+    if marks is not None:  # PBT: a marker where a member copied another
+        fig = marks(fig, curves)
     chart(side_legend(fig), key)
 
 
@@ -75,7 +84,9 @@ def members_table(
     st.dataframe(rows, hide_index=True, column_config=config)
 
 
-def accuracy_choice(records: list[MetricTable], names: list[str], key: str) -> None:
+def accuracy_choice(
+    records: list[MetricTable], names: list[str], key: str, marks: pbt_panels.Marks | None = None
+) -> None:
     """Train or test accuracy of every member (a toggle between the two)."""
     split = st.segmented_control(
         "Accuracy",
@@ -86,7 +97,7 @@ def accuracy_choice(records: list[MetricTable], names: list[str], key: str) -> N
         label_visibility="collapsed",
     )
     tag = tags.TRAIN_ACC if split == "train" else tags.TEST_ACC
-    group_curves(records, names, tag, key, title=f"{split.capitalize()} accuracy", accuracy=True)
+    group_curves(records, names, tag, key, title=f"{split.capitalize()} accuracy", accuracy=True, marks=marks)
 
 
 def draw(
@@ -100,12 +111,14 @@ def draw(
     empty_text: str,
 ) -> None:
     """The population's panels: with a fit, the fit left and table and curves right; else table above curves."""
+    marks = pbt_panels.copy_marks(members, names)  # None unless the population trains with PBT
     draw_one = {
         "fit": lambda: group_fit([m.path for m in members], names, f"{key}_fit", seeds_vary, empty_text),
-        "loss": lambda: group_curves(records, names, tags.TRAIN_LOSS, f"{key}_loss", title="Train loss"),
-        "accuracy": lambda: accuracy_choice(records, names, f"{key}_acc"),
+        "loss": lambda: group_curves(records, names, tags.TRAIN_LOSS, f"{key}_loss", title="Train loss", marks=marks),
+        "accuracy": lambda: accuracy_choice(records, names, f"{key}_acc", marks),
+        "pbt_lr": lambda: pbt_panels.lr_chart(members, records, names, f"{key}_pbt_lr"),
     }
-    kinds = [k for k in kinds if k in draw_one]
+    kinds = [k for k in kinds if k in draw_one] + (["pbt_lr"] if marks is not None else [])
     if "fit" in kinds:
         left, right = st.columns([3, 2])
         with left:

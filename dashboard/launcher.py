@@ -81,15 +81,19 @@ def build_command(
     *,
     population: Mapping[str, Sequence[str]] | None = None,
     runs_root: Path | None = None,
+    pbt: Mapping[str, Any] | None = None,
 ) -> list[str]:
     """The exact CLI command that trains `cfg` of `task` (a name or "module:Class" spec) into `run_dir`.
 
     With `population` ({"lr": [...], "seed": [...]}) it trains one run per combination, each in
     its own new directory under `runs_root` (the CLI picks the names), so `run_dir` is not passed.
+    `pbt` ({"interval": 100, "metric": ..., "fraction": ..., "resample": ...}) adds the --pbt-* flags.
     """
     flags = config_flags(cfg)
     for axis, values in (population or {}).items():
         flags += ["--population", f"{axis}={','.join(str(v) for v in values)}"]
+    for key, value in (pbt or {}).items():
+        flags += [f"--pbt-{key}", f"{value:g}" if isinstance(value, float) else str(value)]
     where = ["--runs-root", str(runs_root)] if population else ["--run-dir", str(run_dir)]
     cmd = [sys.executable, "-m", "training", cli_task(task), *flags, *where, "--wandb", wandb_mode, "--quiet"]
     if name:
@@ -171,6 +175,7 @@ def launch_population(
     name: str | None = None,
     wandb_mode: str = "auto",
     root: Path | None = None,
+    pbt: Mapping[str, Any] | None = None,
 ) -> Path:
     """Start a population of `task` (one process training every combination of `axes`); returns its launch directory.
 
@@ -183,7 +188,7 @@ def launch_population(
     short = task_cls.name or "task"
     root = root or runs_root()
     launch_dir = run_store.new_run_dir(root, short, f"{name or short}-launch")
-    cmd = build_command(task, cfg, None, name, wandb_mode, population=axes, runs_root=root)
+    cmd = build_command(task, cfg, None, name, wandb_mode, population=axes, runs_root=root, pbt=pbt)
     launched = time.time()
     pid, via = spawn(cmd, launch_dir / "process.log")
     record = _launch_record(task, task_cls, cmd, pid, via, launched)

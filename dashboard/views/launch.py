@@ -7,7 +7,7 @@ from typing import Any
 import streamlit as st
 
 from components.widgets import config_form, dataset_title, field_error, population_input
-from dashboard import groups, launcher, state
+from dashboard import groups, launcher, pbt_panels, pbt_settings, state
 from training import data
 from training.config import ConfigError, FieldInfo, config_fields, parse_config
 from training.population import VARIED
@@ -62,20 +62,23 @@ def dataset_fields(infos: list[FieldInfo], prefix: str) -> tuple[dict[str, str],
     return notes, defaults
 
 
-def start(task: str, raw: dict, name: str, wandb_mode: str, population: dict[str, str] | None) -> str | None:
+def start(
+    task: str, raw: dict, name: str, wandb_mode: str, population: dict[str, str] | None, pbt: dict | None = None
+) -> str | None:
     """Validate and launch; returns the run id (a population's launch id), or None with the errors kept for the form."""
     try:
         if population is None:
             cfg, axes = parse_config(task, raw), None
         else:
             axes, cfg = groups.parse_population(task, raw, population)
+            pbt = pbt_settings.check(pbt, axes, task, raw.get("steps")) if pbt is not None else None
     except ConfigError as exc:
         st.session_state[f"errors_{task}"] = exc.errors
         return None
     st.session_state.pop(f"errors_{task}", None)
     if axes is None:
         return launcher.launch(task, cfg, name=name or None, wandb_mode=wandb_mode).name
-    return launcher.launch_population(task, cfg, axes, name=name or None, wandb_mode=wandb_mode).name
+    return launcher.launch_population(task, cfg, axes, name=name or None, wandb_mode=wandb_mode, pbt=pbt).name
 
 
 def active_runs() -> None:
@@ -109,18 +112,19 @@ def population_lists(task: str, prefix: str, infos: list[FieldInfo], error: str 
     return population
 
 
-def task_form(task: str) -> tuple[Any, dict[str, str] | None]:
-    """The chosen task's population lists and form; (form values, population lists or None)."""
+def task_form(task: str) -> tuple[Any, dict[str, str] | None, dict | None]:
+    """The chosen task's population lists and form; (form values, population lists or None, PBT settings or None)."""
     prefix = form_prefix(task)
     infos = config_fields(task)
     errors = dict(st.session_state.get(f"errors_{task}", {}))
     population = population_lists(task, prefix, infos, errors.pop("population", None))
+    pbt = pbt_panels.population_pbt(task, prefix, population, errors)
     k = groups.population_size(population) if population is not None else 0
     label = f"Start population ({k} runs)" if k > 1 else "Start run"
     notes, defaults = dataset_fields(infos, prefix)
     disabled = [f for f, v in (population or {}).items() if v.strip()]
     values = config_form(prefix, infos, errors, disabled=disabled, notes=notes, defaults=defaults, submit_label=label)
-    return values, population
+    return values, population, pbt
 
 
 def page() -> None:
@@ -130,7 +134,7 @@ def page() -> None:
     tasks = list(available())
     task = st.segmented_control("Task", tasks, format_func=task_title, default=tasks[0], required=True, key="task")
     try:
-        values, population = task_form(task)
+        values, population, pbt = task_form(task)
     except ConfigError as exc:  # a user's task that cannot be imported: say why, in its own words
         st.error(next(iter(exc.errors.values())), icon=":material/error:")
         active_runs()
@@ -139,7 +143,7 @@ def page() -> None:
     if not values.submitted:
         return
     try:
-        run_id = start(task, values.raw, values.name, values.wandb_mode, population)
+        run_id = start(task, values.raw, values.name, values.wandb_mode, population, pbt)
     except (OSError, ValueError, RuntimeError) as exc:
         st.error(f"Could not start the run: {exc}")
         return

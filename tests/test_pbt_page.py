@@ -1,0 +1,195 @@
+"""Population-based training on the page: the form's PBT settings, the command, the lr and copy charts.
+
+The form tests stop at the process start (launcher.spawn replaced); the chart tests read a real small
+PBT population trained by the CLI; the stop/resume test trains one started and resumed from the page.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from components import pbt_figures
+from components.colors import run_color
+from dashboard import launcher, pbt_settings
+from tests.test_dashboard_apptest import app, errors_under
+from training import cli
+from training.config import ConfigError
+from training.tasks import load_task
+
+LRS = "0.0001, 0.001, 0.3, 2.0"
+
+
+@pytest.fixture
+def spawned(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """Commands the page would start (no process is started)."""
+    cmds: list[list[str]] = []
+
+    def fake_spawn(cmd: list[str], log_path: Path, metrics: Path | None = None) -> tuple[int, str]:
+        cmds.append(cmd)
+        return os.getpid(), "cold"  # alive: the live page shows it as starting
+
+    monkeypatch.setattr(launcher, "spawn", fake_spawn)
+    return cmds
+
+
+@pytest.fixture(scope="module")
+def pbt_population(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """The brief's small PBT population (regression, lrs 1e-4 .. 2.0, copies every 50 of 400 steps), by member."""
+    root = tmp_path_factory.mktemp("pbt") / "runs"
+    cmd = [sys.executable, "-m", "training", "regression", "--population", "lr=0.0001,0.001,0.3,2.0"]
+    cmd += ["--pbt-interval", "50", "--steps", "400", "--runs-root", str(root), "--wandb", "disabled", "--quiet"]
+    subprocess.run(cmd, cwd=launcher.REPO_ROOT, check=True, capture_output=True, timeout=300)
+    dirs = [p.parent for p in root.glob("*/config.json")]
+    return sorted(dirs, key=lambda d: json.loads((d / "config.json").read_text())["member"])
+
+
+def population_form(at, lrs: str = LRS) -> None:  # noqa: ANN001 - an AppTest
+    at.toggle(key="regression_pop_on").set_value(True).run()
+    at.text_input(key="regression_pop_lr").input(lrs).run()
+
+
+# -- the form ------------------------------------------------------------------------------------
+
+
+def test_pbt_toggle_only_with_two_learning_rates(runs_root: Path) -> None:
+    at = app()
+    assert all(t.key != "regression_pbt_on" for t in at.toggle)  # no population: no PBT
+    population_form(at, "0.01")
+    assert all(t.key != "regression_pbt_on" for t in at.toggle)
+    assert any("at least two learning rates" in c.value for c in at.caption)
+    at.text_input(key="regression_pop_lr").input("0.01, 0.1").run()
+    at.toggle(key="regression_pbt_on").set_value(True).run()
+    assert at.number_input(key="regression_pbt_interval").label == "Copy every (steps)"
+    assert at.selectbox(key="regression_pbt_metric").options == ["Train loss"]
+    assert any(c.value.startswith("Every 100 steps the 1 worst of 2 member") for c in at.caption)
+
+
+def test_pbt_toggle_puts_the_flags_in_the_command(runs_root: Path, spawned: list[list[str]]) -> None:
+    at = app()
+    population_form(at)
+    at.toggle(key="regression_pbt_on").set_value(True).run()
+    at.number_input(key="regression_pbt_interval").set_value(50)
+    at.number_input(key="regression_pbt_fraction").set_value(0.5)
+    at.number_input(key="regression_pbt_resample").set_value(0.1)
+    at.number_input(key="regression_steps").set_value(400).run()
+    at.form_submit_button[0].click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    (cmd,) = spawned
+    flags = cmd[cmd.index("--pbt-interval") :]
+    assert flags[:8] == [
+        "--pbt-interval",
+        "50",
+        "--pbt-metric",
+        "train/loss",
+        "--pbt-fraction",
+        "0.5",
+        "--pbt-resample",
+        "0.1",
+    ]
+    args = cli.task_parser("regression", load_task("regression")).parse_args(cmd[4:])
+    pbt = cli.pbt_config(args, seed=0)
+    assert (pbt.interval, pbt.metric, pbt.fraction, pbt.resample) == (50, "train/loss", 0.5, 0.1)
+    assert args.population == ["lr=0.0001,0.001,0.3,2.0"]
+    (launch,) = runs_root.glob("*/launch.json")
+    assert json.loads(launch.read_text())["command"] == cmd
+
+
+def test_without_pbt_the_command_has_no_pbt_flag(runs_root: Path, spawned: list[list[str]]) -> None:
+    at = app()
+    population_form(at)
+    at.form_submit_button[0].click().run()
+    (cmd,) = spawned
+    assert not [f for f in cmd if f.startswith("--pbt")]
+
+
+def test_bad_pbt_settings_show_messages_under_their_fields(runs_root: Path, spawned: list[list[str]]) -> None:
+    at = app()
+    population_form(at)
+    at.toggle(key="regression_pbt_on").set_value(True).run()
+    at.number_input(key="regression_pbt_interval").set_value(0)
+    at.number_input(key="regression_pbt_fraction").set_value(0.8)
+    at.number_input(key="regression_pbt_resample").set_value(1.5).run()
+    at.form_submit_button[0].click().run()
+    assert errors_under(at, "regression_pbt_interval") == [
+        "Copy every (steps) must be a whole number of steps, at least 1."
+    ]
+    (fraction,) = errors_under(at, "regression_pbt_fraction")
+    assert fraction.startswith("Share of members replaced must be more than 0 and at most 0.5")
+    assert errors_under(at, "regression_pbt_resample") == [
+        "Chance of a fresh learning rate is a probability: 0 to 1 (got 1.5)."
+    ]
+    at.number_input(key="regression_pbt_interval").set_value(5000).run()  # the default run has 1000 steps
+    at.number_input(key="regression_pbt_fraction").set_value(0.25)
+    at.number_input(key="regression_pbt_resample").set_value(0.0).run()
+    at.form_submit_button[0].click().run()
+    (interval,) = errors_under(at, "regression_pbt_interval")
+    assert "less than the run's 1000 steps" in interval
+    assert not spawned and list(runs_root.iterdir()) == []
+
+
+def test_check_settings_without_the_page() -> None:
+    axes = {"lr": ["0.01", "0.1"]}
+    ok = pbt_settings.check({"interval": 20, "metric": "", "fraction": 0.25, "resample": 0}, axes, "mnist")
+    assert ok == {"interval": 20, "metric": "test/loss", "fraction": 0.25, "resample": 0.0}
+    with pytest.raises(ConfigError) as exc:
+        pbt_settings.check({"interval": 20, "metric": "test/acc", "fraction": 0.25}, {"seed": ["0", "1"]}, "regression")
+    assert set(exc.value.errors) == {"population", "pbt_metric", "pbt_resample"}
+
+
+# -- the charts -----------------------------------------------------------------------------------
+
+
+def test_copy_events_markers_and_lr_figure_are_pure() -> None:
+    cols = ["step", "source", "old_lr", "new_lr", "reason"]
+    events = pbt_figures.copy_events(
+        cols, [[100, 0, 0.01, 0.0125, "ranked low"], ["x", 1, 1, 1, "?"], [40, 2, 2.0, 0.24, "diverged"]]
+    )
+    assert [e.step for e in events] == [40, 100]
+    assert (
+        pbt_figures.copy_text(events[1], "lr=0.3") == "step 100: copied member 0 (lr=0.3), ranked low; lr 0.01 → 0.0125"
+    )
+    curve = (np.array([0, 30, 40, 100, 110]), np.array([5.0, 3.0, np.inf, 1.0, 0.5]))
+    assert pbt_figures.value_at(curve, 40) == 3.0 and pbt_figures.value_at(curve, 100) == 1.0
+    lr = (np.array([10, 50, 100, 110]), np.array([0.01, 0.01, 0.01, 0.0125]))
+    fig = pbt_figures.lr_figure({"a": lr}, {"a": events}, {0: "lr=0.3"}, colors={"a": "#123456"})
+    assert fig.layout.yaxis.type == "log" and fig.data[0].line.shape == "vh" and fig.data[0].line.color == "#123456"
+    assert list(fig.data[1].x) == [40, 100] and list(fig.data[1].y) == [0.24, 0.0125]
+    assert fig.data[1].marker.color == "#123456"
+
+
+def lineage_rows(run_dir: Path) -> list[list]:
+    path = run_dir / "artifacts" / "tables" / "pbt__lineage.json"
+    return json.loads(path.read_text())["rows"] if path.exists() else []
+
+
+def chart_specs(at) -> dict[str, dict]:  # noqa: ANN001 - an AppTest
+    """{title: plotly spec} of the page's charts."""
+    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    return {s["layout"]["title"]["text"]: s for s in specs}
+
+
+def test_population_page_draws_lr_schedules_and_copy_markers(
+    pbt_population: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("JAXDASH_RUNS", str(pbt_population[0].parent))
+    at = app("views/live.py", run=pbt_population[0].name)
+    charts = chart_specs(at)
+    lr, loss = charts["Learning rate (PBT)"], charts["Train loss"]
+    lines = [t for t in lr["data"] if t["mode"] == "lines"]
+    assert [t["name"] for t in lines] == ["lr=0.0001", "lr=0.001", "lr=0.3", "lr=2"]
+    assert [t["line"]["color"] for t in lines] == [run_color(d.name) for d in pbt_population]
+    assert lr["layout"]["yaxis"]["type"] == "log"
+    copies = sum(len(lineage_rows(d)) for d in pbt_population)
+    assert copies > 0
+    markers = [t for t in loss["data"] if t.get("mode") == "markers"]
+    assert sum(len(t["x"]) for t in markers) == copies  # every copy marked on the loss curves
+    texts = [s for t in markers for s in t["text"]]
+    assert any("copied member 2 (lr=0.3), diverged; lr 2 → " in s for s in texts), texts  # lr=2 rescued
+    assert any(f"{copies} cop" in c.value for c in at.caption)
