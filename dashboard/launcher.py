@@ -125,7 +125,7 @@ def spawn(cmd: list[str], log_path: Path, metrics: Path | None = None) -> tuple[
         proc = subprocess.Popen(
             cmd,
             cwd=REPO_ROOT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env=worker.child_env(),  # $JAXDASH_NICE: below the page's priority
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,

@@ -37,6 +37,10 @@ ENV_KEYS = ("XLA_FLAGS", "XDG_CACHE_HOME")
 # or REPLACE_DELAY_S after the hand-off at the latest.
 REPLACE_DELAY_S = 10.0
 SETTLE_S = 1.0
+# Training processes started by the page run at this nice level unless $JAXDASH_NICE says otherwise
+# (training/worker.py share_the_machine applies it): on a small machine the page keeps its CPU share
+# and its charts keep updating while a run trains.
+DEFAULT_NICE = "10"
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +48,14 @@ log = logging.getLogger(__name__)
 def job_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment variables a job carries to the worker (runs root, W&B, XLA/JAX, data cache)."""
     environ = os.environ if environ is None else environ
-    return {k: v for k, v in environ.items() if k.startswith(ENV_PREFIXES) or k in ENV_KEYS}
+    env = {k: v for k, v in environ.items() if k.startswith(ENV_PREFIXES) or k in ENV_KEYS}
+    env.setdefault("JAXDASH_NICE", DEFAULT_NICE)
+    return env
+
+
+def child_env() -> dict[str, str]:
+    """The full environment of a training process the page starts (a worker or a cold run)."""
+    return {**os.environ, "PYTHONUNBUFFERED": "1", "JAXDASH_NICE": job_env()["JAXDASH_NICE"]}
 
 
 def _fixed_at_start(key: str) -> bool:
@@ -60,7 +71,7 @@ class Worker:
         self.proc = subprocess.Popen(
             WORKER_CMD,
             cwd=REPO_ROOT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env=child_env(),  # niced from the start: its imports must not slow down the page either
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
