@@ -7,45 +7,23 @@ top, and a constant `uirevision` so a live refresh keeps the user's zoom and leg
 
 from __future__ import annotations
 
-import base64
 import math
-import struct
-import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
+from components.figure_style import TEMPLATE, _empty, _style  # noqa: F401 - TEMPLATE is part of this API
 from components.series import Series, downsample_minmax, ema_smooth
 from components.series import progress_text as progress_text  # re-export: lives in series.py, needs no plotly
 
-TEMPLATE = "plotly_white"
 COLORS = qualitative.Plotly
 WRONG_COLOR = "#d62728"
 TRUE_LINE_COLOR = "#7f7f7f"
 MAX_LEGEND_FITS = 10  # beyond this a population's curves share one legend entry
 Curve = tuple[np.ndarray, np.ndarray]
-
-
-def _style(fig: go.Figure, title: str, height: int, uirevision: str) -> go.Figure:
-    fig.update_layout(
-        template=TEMPLATE,
-        title=dict(text=title, x=0, xanchor="left", y=0.98, yanchor="top"),
-        height=height,
-        margin=dict(l=60, r=20, t=80, b=50),
-        legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0),
-        uirevision=uirevision,
-    )
-    return fig
-
-
-def _empty(fig: go.Figure, text: str = "no data yet") -> go.Figure:
-    fig.add_annotation(
-        text=text, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False, font=dict(size=16, color="#999")
-    )
-    return fig.update_xaxes(visible=False).update_yaxes(visible=False)
 
 
 def _finite_or_nan(y: np.ndarray) -> np.ndarray:
@@ -63,19 +41,6 @@ def _pad_range(lo: float, hi: float, frac: float) -> list[float]:
 def _line(x: np.ndarray, y: np.ndarray, name: str, color: str, width: float, **kw: Any) -> go.Scatter:
     kw.setdefault("mode", "lines")
     return go.Scatter(x=x, y=_finite_or_nan(y), name=name, line=dict(color=color, width=width), **kw)
-
-
-def png_data_uri(gray: np.ndarray) -> str:
-    """A 2-D uint8 array as a grayscale PNG data URI (stdlib only, so no Pillow dependency)."""
-    h, w = gray.shape
-
-    def chunk(tag: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data))
-
-    raw = np.hstack([np.zeros((h, 1), np.uint8), gray.astype(np.uint8)]).tobytes()  # filter 0 per row
-    ihdr = struct.pack(">IIBBBBB", w, h, 8, 0, 0, 0, 0)  # 8-bit grayscale
-    png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(raw, 6)) + chunk(b"IEND", b"")
-    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 
 
 def _stride_indices(n: int, max_points: int) -> np.ndarray:
@@ -245,89 +210,5 @@ def accuracy_figure(
     return fig
 
 
-def confusion_matrix_figure(
-    confusion: np.ndarray | list,
-    class_names: Sequence[str],
-    *,
-    title: str = "Confusion matrix",
-    normalize: bool = False,
-    height: int = 480,
-    uirevision: str = "confusion",
-) -> go.Figure:
-    """Heatmap with true class on y (top to bottom) and predicted on x, each cell's count written in it.
-
-    normalize=True colors by row fraction (recall), which keeps the off-diagonal visible
-    next to a dominant diagonal; the cell text stays the count.
-    """
-    counts = np.asarray(confusion)
-    k = len(class_names)
-    if counts.shape != (k, k):
-        raise ValueError(f"confusion has shape {counts.shape}, expected ({k}, {k}) for {k} class names")
-    names = [str(c) for c in class_names]
-    z = counts.astype(float)
-    if normalize:
-        z = z / np.maximum(z.sum(axis=1, keepdims=True), 1)
-    fig = go.Figure(
-        go.Heatmap(
-            z=z,
-            x=names,
-            y=names,
-            text=counts,
-            texttemplate="%{text}",
-            colorscale="Blues",
-            showscale=False,
-            hovertemplate="true %{y} → pred %{x}: %{text}<extra></extra>",
-        )
-    )
-    # category axes: class names like "0".."9" must not be read as numbers
-    fig.update_xaxes(title_text="predicted", type="category", side="bottom")
-    fig.update_yaxes(title_text="true", type="category", autorange="reversed")
-    return _style(fig, title, height, uirevision)
-
-
-def image_grid_figure(
-    images: np.ndarray,
-    labels: Sequence[int],
-    preds: Sequence[int] | None,
-    class_names: Sequence[str],
-    cols: int = 8,
-    *,
-    title: str = "Predictions",
-    uirevision: str = "images",
-    tile_px: int = 90,
-) -> go.Figure:
-    """Grayscale images in a grid, each titled "pred (true)"; mistakes in red.
-
-    The grid is one mosaic PNG in a `go.Image` with blank bands for the titles: a single
-    trace renders far faster than N subplots, and the PNG is ~10x smaller than an RGB `z`
-    array (64 MNIST digits: tens of kB instead of ~400 kB per refresh).
-    """
-    imgs = np.asarray(images)
-    fig = go.Figure()
-    if imgs.size == 0:
-        return _empty(_style(fig, title, 200, uirevision), "no images")
-    if imgs.dtype != np.uint8:  # floats in [0, 1] (or [0, 255]) to 8-bit gray
-        scale = 255.0 if float(np.nanmax(imgs)) <= 1.0 else 1.0
-        imgs = np.clip(np.nan_to_num(imgs) * scale, 0, 255).astype(np.uint8)
-    n, h, w = imgs.shape[:3]
-    cols = max(1, min(cols, n))
-    rows = math.ceil(n / cols)
-    band, pad = max(8, h // 3), 2  # title band above each tile, gap between tiles
-    cell_h, cell_w = band + h, w + pad
-    mosaic = np.full((rows * cell_h, cols * cell_w), 255, dtype=np.uint8)
-    for i in range(n):
-        r, c = divmod(i, cols)
-        mosaic[r * cell_h + band : (r + 1) * cell_h, c * cell_w : c * cell_w + w] = imgs[i].reshape(h, w)
-        true, pred = class_names[int(labels[i])], None if preds is None else int(preds[i])
-        text = str(true) if pred is None else f"{class_names[pred]} ({true})"
-        color = WRONG_COLOR if pred is not None and pred != int(labels[i]) else "#333"
-        pos = dict(x=c * cell_w + w / 2, y=r * cell_h + band / 2, xanchor="center", yanchor="middle")
-        fig.add_annotation(text=text, showarrow=False, font=dict(size=10, color=color), **pos)
-    fig.add_trace(go.Image(source=png_data_uri(mosaic), hoverinfo="skip"))
-    # explicit ranges: with `source` the browser would otherwise size axes only after decoding
-    fig.update_xaxes(visible=False, range=[-0.5, mosaic.shape[1] - 0.5])
-    fig.update_yaxes(visible=False, range=[mosaic.shape[0] - 0.5, -0.5], scaleanchor="x")
-    height = 70 + rows * int(tile_px * cell_h / cell_w)
-    _style(fig, title, height, uirevision)
-    fig.update_layout(margin=dict(l=10, r=10, t=50, b=10))
-    return fig
+# Report figures live in components/report_figures.py; these names stay importable from here.
+from components.report_figures import confusion_matrix_figure, image_grid_figure, png_data_uri  # noqa: E402,F401
