@@ -2,30 +2,33 @@
 
 metrics.jsonl can hold millions of records; as a list of dicts that costs the server
 gigabytes. Here every tag is a float column with a presence mask, the file is read in pieces
-of a few MB, and once more than `max_rows` rows are held they are thinned the way the charts
-downsample: per tag, the first, min, max and last point of each of equal-width step buckets,
-so spikes and the whole run's extent survive and memory stays bounded whatever the file's
-length. The CSV download reads the file itself, so it keeps every record. No Streamlit here.
+of a few MB (or, for a big catch-up, from the columnar cache `dashboard.metric_cache` keeps next
+to it), and once more than `max_rows` rows are held they are thinned the way the charts
+downsample: per tag, the first, min, max and last point of each of equal-width step buckets, so
+spikes and the whole run's extent survive and memory stays bounded whatever the file's length. The CSV download reads the file itself, so it keeps every record. No Streamlit here.
 """
 
 from __future__ import annotations
 
 import csv
-import io
 import math
 import os
+import tempfile
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 
+from dashboard import metric_cache
 from training import run_store
 
 X_KEYS = ("step", "wall")
 NOT_STORED = ("ts",)  # unix time of each record: no page plots it
 MAX_TAGS = 256  # a file inventing a new key per line cannot grow the table sideways
-READ_BYTES = 1 << 20  # one piece of the file parsed at a time (~7,000 records)
+READ_BYTES = 1 << 20  # one piece of the file parsed at a time (~7,000 records) when not from the cache
 
 
 @dataclass(frozen=True)
@@ -37,23 +40,16 @@ class _Columns:
     rows: int = 0
 
 
-def _as_float(v: object) -> float:
-    if isinstance(v, bool) or v is None:
-        return math.nan
-    try:
-        return float(v)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return math.nan
-
-
 class MetricTable:
     """The records of one metrics.jsonl, read incrementally into bounded columns."""
 
-    def __init__(self, max_rows: int = 20_000) -> None:
+    def __init__(self, max_rows: int = 20_000, use_cache: bool = True) -> None:
         self.max_rows = max_rows
+        self.use_cache = use_cache  # metrics.cache/ next to the file (dashboard.metric_cache)
         self.offset = 0  # bytes of the file consumed
         self.records = 0  # records read in all (held rows may be fewer)
         self._file: tuple[int, int] | None = None  # (device, inode): a replaced file is read again
+        self._cache_end = 0  # bytes the on-disk cache covered when last synced
         self._cols = _Columns()
         self._lock = threading.Lock()
 
@@ -61,7 +57,11 @@ class MetricTable:
         return self._cols.rows
 
     def update(self, run_dir: Path) -> MetricTable:
-        """Read what was appended to run_dir/metrics.jsonl since the last call (all of it if it was replaced)."""
+        """Read what was appended to run_dir/metrics.jsonl since the last call (all of it if it was replaced).
+
+        Large catch-ups (a first open) come from the columnar cache, built on the way; small
+        appends (a live run's last chunk) are parsed directly.
+        """
         path = Path(run_dir) / "metrics.jsonl"
         with self._lock:
             try:
@@ -70,31 +70,41 @@ class MetricTable:
                 st_ = None
             ident = (st_.st_dev, st_.st_ino) if st_ else None
             if ident != self._file or (st_ and st_.st_size < self.offset):  # new, deleted, replaced or truncated
-                self._file, self.offset, self.records, self._cols = ident, 0, 0, _Columns()
-            while st_ is not None and self.offset < st_.st_size:
-                records, offset = run_store.read_metrics(Path(run_dir), self.offset, max_bytes=READ_BYTES)
+                self._file, self.offset, self.records, self._cols, self._cache_end = ident, 0, 0, _Columns(), 0
+            if st_ is None:
+                return self
+            if self.use_cache and st_.st_size - max(self._cache_end, self.offset) >= metric_cache.MIN_GROWTH:
+                parts = metric_cache.sync(Path(run_dir))
+                self._cache_end = parts[-1].end if parts else self._cache_end
+                for part in parts:
+                    if part.start == self.offset:  # parts are contiguous: follow them while they line up
+                        self._append(metric_cache.read_part(Path(run_dir), part))
+                        self.offset = part.end
+            while self.offset < st_.st_size:
+                data, offset = metric_cache.read_piece(path, self.offset, READ_BYTES)
                 if offset == self.offset:
                     break  # only a partial last line: the rest comes later
                 self.offset = offset
-                self.records += len(records)
-                self._append(records)
+                self._append(metric_cache.parse(data))
         return self
 
-    def _append(self, records: list[dict]) -> None:
-        if not records:
+    def _append(self, table: pa.Table) -> None:
+        n = table.num_rows
+        if not n:
             return
         old = self._cols
-        n = len(records)
+        self.records += n
         keys = list(old.values)
-        for rec in records:
-            for k in rec:
-                if k not in old.values and k not in NOT_STORED and k not in keys and len(keys) < MAX_TAGS:
-                    keys.append(k)
+        keys += [k for k in table.column_names if k not in old.values and k not in NOT_STORED][: MAX_TAGS - len(keys)]
         values, present = {}, {}
         for k in keys:
-            has = np.fromiter((k in r for r in records), bool, n)
-            col = np.fromiter((_as_float(r.get(k)) for r in records), float, n)
-            values[k] = np.concatenate([old.values.get(k, np.full(old.rows, np.nan)), col])
+            if k in table.column_names:
+                col = table.column(k)
+                has = np.asarray(col.is_valid())
+                vals = col.to_numpy(zero_copy_only=False).astype(float)
+            else:
+                has, vals = np.zeros(n, bool), np.full(n, np.nan)
+            values[k] = np.concatenate([old.values.get(k, np.full(old.rows, np.nan)), vals])
             present[k] = np.concatenate([old.present.get(k, np.zeros(old.rows, bool)), has])
         cols = _Columns(values, present, old.rows + n)
         self._cols = _thin(cols, self.max_rows // 2) if cols.rows > self.max_rows else cols
@@ -109,6 +119,29 @@ class MetricTable:
         if tag not in c.values or x not in c.values:
             return np.empty(0), np.empty(0)
         rows = c.present[tag] & c.present[x]
+        return c.values[x][rows], c.values[tag][rows]
+
+    def step_range(self) -> tuple[float, float] | None:
+        """(first, last) step held (thinning keeps both ends), or None without steps."""
+        steps = self._cols.values.get("step")
+        steps = steps[np.isfinite(steps)] if steps is not None else np.empty(0)
+        return (float(steps.min()), float(steps.max())) if steps.size else None
+
+    def window(self, run_dir: Path, tag: str, x: str, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
+        """(x, y) of `tag` for lo <= step <= hi: the held rows when nothing was thinned (or the whole
+        run is asked for), else every record of the range from the columnar cache (full resolution).
+        """
+        c = self._cols
+        full = self.step_range()
+        thinned = self.records > c.rows
+        if thinned and full is not None and (lo > full[0] or hi < full[1]):
+            xs, ys = metric_cache.read_range(Path(run_dir), tag, x, lo, hi)
+            if xs.size:
+                return xs, ys
+        if tag not in c.values or x not in c.values or "step" not in c.values:
+            return np.empty(0), np.empty(0)
+        step = c.values["step"]
+        rows = c.present[tag] & c.present[x] & (step >= lo) & (step <= hi)
         return c.values[x][rows], c.values[tag][rows]
 
     def last(self, tag: str) -> float | None:
@@ -163,25 +196,38 @@ def _bucket_extremes(x: np.ndarray, y: np.ndarray, n_buckets: int) -> np.ndarray
     return order[np.concatenate(picks)]
 
 
-def metrics_csv(run_dir: Path) -> bytes:
-    """Every record of metrics.jsonl as CSV (read in pieces; built only when a download asks for it)."""
+def write_csv(run_dir: Path, out: Path) -> int:
+    """Every record of metrics.jsonl as CSV into the file `out`, piece by piece; returns the rows written.
+
+    Memory stays at one 1 MB piece whatever the file's length (two passes: the columns, then the rows).
+    """
     columns: dict[str, None] = {}
-    offset = 0
-    while True:  # first pass: the columns
-        records, new = run_store.read_metrics(Path(run_dir), offset, max_bytes=READ_BYTES)
-        if new == offset:
-            break
-        offset = new
+    for records in _pieces(Path(run_dir)):
         for r in records:
             columns.update(dict.fromkeys(r))
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=list(columns), extrasaction="ignore")
-    writer.writeheader()
+    rows = 0
+    with open(out, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(columns), extrasaction="ignore")
+        writer.writeheader()
+        for records in _pieces(Path(run_dir)):
+            writer.writerows(records)
+            rows += len(records)
+    return rows
+
+
+def _pieces(run_dir: Path) -> Iterator[list[dict]]:
     offset = 0
     while True:
-        records, new = run_store.read_metrics(Path(run_dir), offset, max_bytes=READ_BYTES)
+        records, new = run_store.read_metrics(run_dir, offset, max_bytes=READ_BYTES)
         if new == offset:
-            break
+            return
         offset = new
-        writer.writerows(records)
-    return out.getvalue().encode()
+        yield records
+
+
+def metrics_csv(run_dir: Path) -> bytes:
+    """Every record as CSV bytes (for a download): written to a temporary file first, never built as a table."""
+    with tempfile.TemporaryDirectory(prefix="jaxdash-csv-") as tmp:
+        path = Path(tmp) / "metrics.csv"
+        write_csv(run_dir, path)
+        return path.read_bytes()
