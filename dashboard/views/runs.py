@@ -1,91 +1,75 @@
-"""Runs & compare: the runs table, overlaid curves of the selected runs, CSV download, delete."""
+"""Runs & compare: the runs table (filters, search, tags and notes), compare the selection, CSV, delete."""
 
 from __future__ import annotations
 
 import hashlib
-import time
-from datetime import datetime
 
 import pandas as pd
 import streamlit as st
 
-from components import figures
-from components.widgets import runs_table
-from dashboard import groups, launcher, panels, state
+from dashboard import compare, groups, launcher, panels, run_notes, runs_index, state
 from training import run_store
 
-X_AXES = {"step": "step", "wall": "relative time (s)"}
+COLUMN_CONFIG = {
+    "tags": st.column_config.ListColumn("tags"),
+    "started": st.column_config.DatetimeColumn("started", format="YYYY-MM-DD HH:mm:ss"),
+    "duration": st.column_config.NumberColumn("duration (s)", format="%.1f"),
+}
 
 
 def runs_frame(runs: list[run_store.RunInfo]) -> pd.DataFrame:
-    """One row per run (computing only; drawing is `runs_table`)."""
-    rows = []
-    for r in runs:
-        s, final = r.status, r.status.get("final") or {}
-        started = s.get("started") or r.created
-        end = s.get("ended") or (time.time() if state.is_active(s) else None)
-        rows.append(
-            {
-                "name": r.name,
-                "group": groups.short_id(groups.group_of(r)),
-                "task": r.task,
-                "status": s.get("state", "?"),
-                "config": panels.key_config(r.task, r.config),
-                "final loss": final.get("train/loss"),
-                "test acc": final.get("test/acc"),
-                "duration": s.get("wall_seconds")
-                if s.get("ended") and s.get("wall_seconds")
-                else (end - started if end and started else None),
-                "started": datetime.fromtimestamp(started) if started else None,
-                "message": s.get("message") if s.get("state") in panels.PROBLEM_STATES else None,
-                "run_id": r.run_id,
-            }
-        )
-    columns = ["name", "group", "task", "status", "config", "final loss", "test acc", "duration", "started"]
-    columns += ["message", "run_id"]
-    return pd.DataFrame(rows, columns=columns)
+    """One row per run (computing only; drawing is `table`)."""
+    return runs_index.frame(runs, panels.key_config, groups.short_id)
 
 
-def compare(selected: list[run_store.RunInfo]) -> None:
-    """Overlay one metric of the selected runs, with smoothing and a choice of x axis."""
-    records = {r.run_id: state.all_metrics(r.path) for r in selected}
-    tags = sorted(set().union(*(table.tags() for table in records.values())))
-    if not tags:
-        st.info("The selected runs have no metrics yet.")
-        return
-    c = st.columns([2, 2, 2, 1], vertical_alignment="bottom")
-    tag = c[0].selectbox("Metric", tags, index=tags.index("train/loss") if "train/loss" in tags else 0, key="cmp_tag")
-    smoothing = c[1].slider("Smoothing (EMA)", 0.0, 0.99, 0.0, 0.01, key="cmp_smooth")
-    x = c[2].segmented_control(
-        "x axis", list(X_AXES), format_func=X_AXES.get, default="step", required=True, key="cmp_x"
+def filters(df: pd.DataFrame) -> runs_index.Filters:
+    """Search box and one multi-select per filter (status, task, population, tag)."""
+    options = runs_index.choices(df)
+    c = st.columns([3, 2, 2, 2, 2])
+    text = c[0].text_input(
+        "Search", key="runs_search", placeholder="name, settings, notes…", help="Every word must occur."
     )
-    log_y = c[3].toggle("log y", value=False, key="cmp_log")
-    names = {
-        r.run_id: r.name if [s.name for s in selected].count(r.name) == 1 else f"{r.name} ({r.run_id[-4:]})"
-        for r in selected
+    picked = {
+        name: col.multiselect(label, options[name], key=f"runs_filter_{name}", placeholder="all")
+        for col, (name, label) in zip(
+            c[1:], {"states": "Status", "tasks": "Task", "groups": "Population", "tags": "Tag"}.items(), strict=True
+        )
     }
-    curves = {names[rid]: table.series(tag, x) for rid, table in records.items()}
-    if "acc" in tag:  # auto range: runs a few points apart would be flat lines on a fixed 0-100% axis
-        fig = figures.accuracy_figure(
-            curves, title=tag, smoothing=smoothing, x_title=X_AXES[x], uirevision="compare", y_range=None
-        )
-    else:
-        fig = figures.curves_figure(
-            curves, tag, tag, x_title=X_AXES[x], smoothing=smoothing, log_y=log_y, uirevision="compare"
-        )
-    panels.chart(fig, "compare_chart")
+    return runs_index.Filters(text=text, **picked)
 
 
-def _select(table_key: str, runs: list[run_store.RunInfo], ids: list[str]) -> None:
-    """Callback: make `ids` the table's selection (applied when the table is drawn next)."""
-    rows = [i for i, r in enumerate(runs) if r.run_id in ids]
-    st.session_state[table_key] = {"selection": {"rows": rows, "columns": [], "cells": []}}
-    st.session_state["selected_ids"] = [runs[i].run_id for i in rows]
+def table(df: pd.DataFrame, key: str, default: list[int]) -> list[int]:
+    """The runs table with multi-row selection (click a header to sort); returns the selected positions."""
+    metric_config = {
+        c: st.column_config.NumberColumn(c, format="percent" if c.endswith("acc") else "%.4g")
+        for c in runs_index.metric_columns(df)
+    }
+    hidden = ("run_id", "search", "_group")
+    event = st.dataframe(
+        df,
+        key=key,
+        hide_index=True,
+        on_select="rerun",
+        selection_mode="multi-row",
+        column_order=[c for c in df.columns if c not in hidden],
+        selection_default={"selection": {"rows": default}},
+        placeholder="—",
+        column_config=COLUMN_CONFIG | metric_config,
+    )
+    return list(event.selection.rows) if event is not None else []
 
 
-def select_groups(
-    runs: list[run_store.RunInfo], selected: list[run_store.RunInfo], table_key: str, row: object
-) -> None:
+FILTER_KEYS = ("runs_search", "runs_filter_states", "runs_filter_tasks", "runs_filter_groups", "runs_filter_tags")
+
+
+def _select(ids: list[str]) -> None:
+    """Callback: select `ids` (filters cleared, so every one of them is in the table when it is drawn next)."""
+    for k in FILTER_KEYS:
+        st.session_state[k] = "" if k == "runs_search" else []
+    st.session_state["selected_ids"] = list(ids)
+
+
+def select_groups(runs: list[run_store.RunInfo], selected: list[run_store.RunInfo], row: object) -> None:
     """A button per population the selection touches but does not hold whole: select all its members."""
     chosen = {r.run_id for r in selected}
     for group in dict.fromkeys(g for g in map(groups.group_of, selected) if g):
@@ -97,14 +81,39 @@ def select_groups(
                 key=f"select_group_{group}",
                 help=f"Select every member of {group} to compare them.",
                 on_click=_select,
-                args=(table_key, runs, sorted(chosen | set(ids))),
+                args=([r.run_id for r in runs if r.run_id in chosen | set(ids)],),
             )
 
 
-def actions(selected: list[run_store.RunInfo], runs: list[run_store.RunInfo], table_key: str) -> None:
+def notes_editor(run: run_store.RunInfo, known: list[str]) -> None:
+    """Display name, tags and notes of one run: saved to its folder, TensorBoard and (online) W&B."""
+    current = run_notes.load(run.path)
+    with st.expander("Name, tags and notes", icon=":material/edit_note:", expanded=False):
+        with st.form(f"notes_{run.run_id}", border=False):
+            name = st.text_input("Display name", value=current.display_name, placeholder=run.name, key="notes_name")
+            tags = st.multiselect(
+                "Tags",
+                sorted(set(known) | set(current.tags), key=str.lower),
+                default=current.tags,
+                accept_new_options=True,
+                key="notes_tags",
+                placeholder="add a tag",
+            )
+            notes = st.text_area("Notes", value=current.notes, key="notes_text", height=100)
+            saved = st.form_submit_button("Save", icon=":material/save:")
+        if saved:
+            current = run_notes.save(run.path, name, tags, notes, state.run_status(run.path))
+            st.toast("Saved with the run.", icon=":material/check:")
+        for sink, outcome in current.sent.items():
+            st.caption(f"{'TensorBoard' if sink == 'tensorboard' else 'W&B'}: {outcome}")
+    if saved:
+        st.rerun()
+
+
+def actions(selected: list[run_store.RunInfo], runs: list[run_store.RunInfo]) -> None:
     """Open, select population, stop, download and delete (with a confirmation) for the selected runs."""
     row = st.container(horizontal=True)
-    select_groups(runs, selected, table_key, row)
+    select_groups(runs, selected, row)
     if len(selected) == 1:
         run = selected[0]
         if row.button("Open detail", icon=":material/insights:"):
@@ -153,23 +162,31 @@ def delete(runs: list[run_store.RunInfo]) -> None:
 
 
 def body() -> None:
-    """Table, then compare and actions for the selection."""
+    """Filters and table, then actions, notes and the comparison of the selection."""
     runs = state.list_runs()
     if not runs:
         st.info(f"No runs under `{state.runs_root()}` yet.")
         return
-    # The key follows the set of runs, so a new or deleted run redraws the table with the same runs selected.
-    ids = [r.run_id for r in runs]
+    df = runs_frame(runs)
+    shown = runs_index.apply(df, filters(df))
+    ids = list(shown["run_id"])
+    if len(shown) < len(df):
+        st.caption(f"{len(shown)} of {len(df)} runs match.")
+    # The key follows the rows shown, so a new run or another filter redraws the table with the same runs selected.
     kept = [ids.index(i) for i in st.session_state.get("selected_ids", []) if i in ids]
     key = "runs_table_" + hashlib.sha1("|".join(ids).encode()).hexdigest()[:10]
-    rows = runs_table(runs_frame(runs), key=key, default=kept)
-    selected = [runs[i] for i in rows if i < len(runs)]
+    by_id = {r.run_id: r for r in runs}
+    selected = [by_id[ids[i]] for i in table(shown, key, kept) if i < len(ids)]
     st.session_state["selected_ids"] = [r.run_id for r in selected]
     if not selected:
-        st.caption("Select runs in the table to compare their curves, download or delete them.")
+        st.caption("Select runs in the table to compare them, tag them, download or delete them.")
         return
-    actions(selected, runs, key)
-    compare(selected)
+    actions(selected, runs)
+    if len(selected) == 1:
+        notes_editor(selected[0], runs_index.choices(df)["tags"])
+    display = dict(zip(df["run_id"], df["name"], strict=True))
+    st.subheader(f"Compare {len(selected)} run{'s' if len(selected) > 1 else ''}", divider="gray")
+    compare.draw(selected, display)
 
 
 st.title("Runs & compare")

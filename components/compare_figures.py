@@ -1,0 +1,168 @@
+"""Figures for comparing runs: small multiples of every metric, population bands, parallel coordinates.
+
+Plain data in, `go.Figure` out: no JAX, no Streamlit, no run store.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from components.series import Series, downsample_minmax, ema_smooth
+
+TEMPLATE = "plotly_white"
+GRID_POINTS = 400  # per curve in a small multiple; a zoom re-reads the range at full resolution
+
+
+@dataclass(frozen=True)
+class Band:
+    """A population's curve: the mean and a band (min-max or +-std) on a common x grid."""
+
+    x: np.ndarray
+    mean: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+
+
+def _rgba(hex_color: str, alpha: float) -> str:
+    h = hex_color.lstrip("#")
+    r, g, b = (int(h[i : i + 2], 16) for i in (0, 2, 4))
+    return f"rgba({r},{g},{b},{alpha})"
+
+
+def _clean(y: np.ndarray) -> np.ndarray:
+    return np.where(np.isfinite(y), y, np.nan)
+
+
+def _run_traces(name: str, xy: Series, color: str, smoothing: float, max_points: int) -> list[go.Scattergl]:
+    """Raw (faint when smoothed) and smoothed line of one run, downsampled keeping spikes."""
+    x, y = (np.asarray(v, dtype=float) for v in xy)
+    if x.size == 0:
+        return []
+    traces = []
+    dx, dy = downsample_minmax(x, y, max_points)
+    common = dict(name=name, legendgroup=name, mode="lines" if dx.size > 50 else "lines+markers")
+    if smoothing > 0:
+        traces.append(
+            go.Scatter(x=dx, y=_clean(dy), line=dict(color=color, width=1), opacity=0.25, hoverinfo="skip", **common)
+        )
+        dx, dy = downsample_minmax(x, ema_smooth(y, smoothing), max_points)
+    traces.append(go.Scatter(x=dx, y=_clean(dy), line=dict(color=color, width=1.6), **common))
+    return traces
+
+
+def _band_traces(name: str, band: Band, color: str) -> list[go.Scatter]:
+    """The band as one filled polygon, then the mean line on top."""
+    if band.x.size == 0:
+        return []
+    ok = np.isfinite(band.low) & np.isfinite(band.high)
+    x, lo, hi = band.x[ok], band.low[ok], band.high[ok]
+    poly = go.Scatter(
+        x=np.concatenate([x, x[::-1]]),
+        y=np.concatenate([hi, lo[::-1]]),
+        fill="toself",
+        fillcolor=_rgba(color, 0.18),
+        line=dict(width=0),
+        hoverinfo="skip",
+        name=name,
+        legendgroup=name,
+        showlegend=False,
+    )
+    mean = go.Scatter(x=band.x, y=_clean(band.mean), line=dict(color=color, width=2), name=name, legendgroup=name)
+    return [poly, mean]
+
+
+def metric_grid(
+    tags: Sequence[str],
+    curves: Mapping[str, Mapping[str, Series]],
+    colors: Mapping[str, str],
+    *,
+    bands: Mapping[str, Mapping[str, Band]] | None = None,
+    missing: Mapping[str, Sequence[str]] | None = None,
+    x_title: str = "step",
+    smoothing: float = 0.0,
+    log_y: bool = False,
+    cols: int = 3,
+    max_points: int = GRID_POINTS,
+    uirevision: str = "compare",
+) -> go.Figure:
+    """Small multiples: one subplot per tag, one line (or band) per run or population, one shared legend.
+
+    Args:
+      tags: the subplots, in order.
+      curves: tag -> {run label: (x, y)} of the runs drawn as lines.
+      colors: label (run or population) -> colour, the same in every subplot.
+      bands: tag -> {population label: Band}, drawn as mean + shaded band.
+      missing: tag -> labels of the selected runs that never logged it (named in the subplot title).
+    """
+    cols = max(1, min(cols, len(tags) or 1))
+    rows = max(1, math.ceil(len(tags) / cols))
+    titles = []
+    for tag in tags:
+        lacking = list((missing or {}).get(tag, ()))
+        titles.append(f"{tag}<br><sup>not logged by {', '.join(lacking)}</sup>" if lacking else tag)
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles or None, vertical_spacing=0.6 / rows / 2 + 0.04)
+    shown: set[str] = set()
+    for i, tag in enumerate(tags):
+        row, col = i // cols + 1, i % cols + 1
+        traces = []
+        for name, xy in (curves.get(tag) or {}).items():
+            traces += _run_traces(name, xy, colors.get(name, "#444"), smoothing, max_points)
+        for name, band in ((bands or {}).get(tag) or {}).items():
+            traces += _band_traces(name, band, colors.get(name, "#444"))
+        for t in traces:
+            t.showlegend = t.showlegend is not False and t.name not in shown and t.hoverinfo != "skip"
+            if t.showlegend:
+                shown.add(t.name)
+            fig.add_trace(t, row=row, col=col)
+        fig.update_yaxes(type="log" if log_y and "acc" not in tag else "linear", row=row, col=col)
+        fig.update_xaxes(title_text=x_title if row == rows else None, row=row, col=col)
+    fig.update_layout(
+        template=TEMPLATE,
+        height=90 + 260 * rows,
+        margin=dict(l=50, r=20, t=90, b=40),
+        legend=dict(orientation="h", yanchor="bottom", y=1.0 + 40 / (90 + 260 * rows), xanchor="left", x=0),
+        hovermode="closest",
+        uirevision=uirevision,
+    )
+    return fig
+
+
+def parallel_coordinates(
+    rows: Sequence[Mapping[str, Any]], settings: Sequence[str], metrics: Sequence[str], color_by: str | None = None
+) -> go.Figure:
+    """One line per run across its settings (left) and final metrics (right); text values become categories.
+
+    Coloured by `color_by` (a metric, default the last one), so good and bad runs stand apart.
+    """
+    dims = []
+    for name in [*settings, *metrics]:
+        values = [r.get(name) for r in rows]
+        numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values if v is not None)
+        if numeric and any(v is not None for v in values):
+            vals = np.array([np.nan if v is None else float(v) for v in values])
+            dims.append(dict(label=name, values=vals))
+        else:
+            cats = sorted({str(v) for v in values})
+            codes = [cats.index(str(v)) for v in values]
+            dims.append(dict(label=name, values=codes, tickvals=list(range(len(cats))), ticktext=cats))
+    color_by = color_by or (metrics[-1] if metrics else None)
+    line: dict[str, Any] = {}
+    if color_by is not None:
+        c = [r.get(color_by) for r in rows]
+        if all(isinstance(v, (int, float)) for v in c if v is not None) and any(v is not None for v in c):
+            line = dict(
+                color=[np.nan if v is None else v for v in c],
+                colorscale="Viridis",
+                showscale=True,
+                colorbar=dict(title=color_by),
+            )
+    fig = go.Figure(go.Parcoords(dimensions=dims, line=line))
+    fig.update_layout(template=TEMPLATE, height=420, margin=dict(l=80, r=80, t=60, b=30))
+    return fig
