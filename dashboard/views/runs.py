@@ -62,14 +62,21 @@ def table(df: pd.DataFrame, key: str, default: list[int]) -> list[int]:
 FILTER_KEYS = ("runs_search", "runs_filter_states", "runs_filter_tasks", "runs_filter_groups", "runs_filter_tags")
 
 
-def _select(ids: list[str]) -> None:
-    """Callback: select `ids` (filters cleared, so every one of them is in the table when it is drawn next)."""
+def _select(ids: list[str], table_key: str, shown: list[str]) -> None:
+    """Callback: select `ids`; filters are cleared, so every one of them is in the table drawn next.
+
+    With no filter on, the table keeps its key: its selection state is set directly.
+    """
     for k in FILTER_KEYS:
         st.session_state[k] = "" if k == "runs_search" else []
     st.session_state["selected_ids"] = list(ids)
+    rows = [i for i, rid in enumerate(shown) if rid in ids]
+    st.session_state[table_key] = {"selection": {"rows": rows, "columns": [], "cells": []}}
 
 
-def select_groups(runs: list[run_store.RunInfo], selected: list[run_store.RunInfo], row: object) -> None:
+def select_groups(
+    runs: list[run_store.RunInfo], selected: list[run_store.RunInfo], row: object, table_key: str, shown: list[str]
+) -> None:
     """A button per population the selection touches but does not hold whole: select all its members."""
     chosen = {r.run_id for r in selected}
     for group in dict.fromkeys(g for g in map(groups.group_of, selected) if g):
@@ -81,7 +88,7 @@ def select_groups(runs: list[run_store.RunInfo], selected: list[run_store.RunInf
                 key=f"select_group_{group}",
                 help=f"Select every member of {group} to compare them.",
                 on_click=_select,
-                args=([r.run_id for r in runs if r.run_id in chosen | set(ids)],),
+                args=([r.run_id for r in runs if r.run_id in chosen | set(ids)], table_key, shown),
             )
 
 
@@ -110,10 +117,10 @@ def notes_editor(run: run_store.RunInfo, known: list[str]) -> None:
         st.rerun()
 
 
-def actions(selected: list[run_store.RunInfo], runs: list[run_store.RunInfo]) -> None:
+def actions(selected: list[run_store.RunInfo], runs: list[run_store.RunInfo], table_key: str, shown: list[str]) -> None:
     """Open, select population, stop, download and delete (with a confirmation) for the selected runs."""
     row = st.container(horizontal=True)
-    select_groups(runs, selected, row)
+    select_groups(runs, selected, row, table_key, shown)
     if len(selected) == 1:
         run = selected[0]
         if row.button("Open detail", icon=":material/insights:"):
@@ -181,7 +188,7 @@ def body() -> None:
     if not selected:
         st.caption("Select runs in the table to compare them, tag them, download or delete them.")
         return
-    actions(selected, runs)
+    actions(selected, runs, key, ids)
     if len(selected) == 1:
         notes_editor(selected[0], runs_index.choices(df)["tags"])
     display = dict(zip(df["run_id"], df["name"], strict=True))

@@ -1,0 +1,77 @@
+"""Run detail sections: what the user wrote about the run, every metric (system ones too) with a
+full-resolution zoom, and the run's own process output."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from components import compare_figures
+from components.colors import run_color
+from dashboard import compare_data, run_log, run_notes
+from dashboard.metric_table import MetricTable
+from dashboard.panels import chart
+from training import run_store, tags
+
+LOG_LINES = 200
+
+
+def notes_header(run: run_store.RunInfo) -> None:
+    """Display name, tags and notes (edited on Runs & compare), when there are any."""
+    n = run_notes.load(run.path)
+    if n.display_name:
+        st.subheader(n.display_name)
+    if n.tags:
+        st.markdown(" ".join(f":blue-badge[{t}]" for t in n.tags))
+    if n.notes:
+        st.caption(n.notes)
+
+
+def zoom(records: MetricTable, key: str) -> tuple[float, float] | None:
+    """A step-range slider over the run; None when the run has fewer than two steps."""
+    full = records.step_range()
+    if full is None or full[1] <= full[0]:
+        return full
+    lo, hi = int(full[0]), int(full[1])
+    return st.slider(
+        "Step range (zoom in: the range is re-read at full resolution)", lo, hi, (lo, hi), key=f"{key}_range"
+    )
+
+
+def metric_grids(run: run_store.RunInfo, records: MetricTable, key: str) -> None:
+    """Every metric of the run as small multiples, system metrics (sys/*) in a grid of their own."""
+    all_tags = compare_data.sort_tags(records.tags())
+    if not all_tags:
+        return
+    st.subheader("All metrics", divider="gray")
+    window = zoom(records, key)
+    if window is None:
+        return
+    label = run.name
+    colors = {label: run_color(run.run_id)}
+    system = [t for t in all_tags if t.startswith(f"{tags.SYS}/")]
+    for title, group in (("metrics", [t for t in all_tags if t not in system]), ("system", system)):
+        if not group:
+            continue
+        curves = {t: {label: records.window(run.path, t, "step", *window)} for t in group}
+        fig = compare_figures.metric_grid(group, curves, colors, uirevision=f"{key}_{title}")
+        fig.update_layout(showlegend=False)
+        if title == "system":
+            st.caption("System: the training process's CPU (100 = one core), resident memory and accelerator memory.")
+        chart(fig, f"{key}_{title}")
+    if not system:
+        st.caption("No system metrics (sys/*) in this run: runs from before they were logged have none.")
+
+
+def process_output(run_dir: Path, active: bool) -> None:
+    """The tail of process.log: the run's own output, refreshed with the page while it runs."""
+    text = run_log.tail(run_dir, LOG_LINES)
+    with st.expander("Process output (process.log)", icon=":material/terminal:", expanded=active):
+        if text is None:
+            st.caption("No process.log: this run was started from the command line, so its output went there.")
+        elif not text.strip():
+            st.caption("The process has written no output yet.")
+        else:
+            st.code(text, language=None, height=320 if text.count("\n") > 15 else "content")
+            st.caption(f"Last {LOG_LINES} lines{' · refreshing while the run is active' if active else ''}.")
