@@ -458,7 +458,7 @@ def test_runs_table_lists_runs_with_status_config_and_final_metrics(root: Path) 
     assert set(df["name"]) == {"fake-regression-finished", "fake-mnist-diverged"}
     assert set(df["status"]) == {"finished", "diverged"}
     mnist = df[df["task"] == "mnist"].iloc[0]
-    assert mnist["test acc"] == pytest.approx(0.87) and "fashion_mnist" in mnist["config"]
+    assert mnist["final test/acc"] == pytest.approx(0.87) and "fashion_mnist" in mnist["config"]
 
 
 def test_compare_overlays_selected_runs_downsampled(root: Path) -> None:
@@ -466,11 +466,11 @@ def test_compare_overlays_selected_runs_downsampled(root: Path) -> None:
     b = fake_run(root, "regression", "stopped", n=40, name="short")
     at = app("views/runs.py", selected_ids=[a.name, b.name])
     assert not at.exception
-    (chart,) = at.get("plotly_chart")
+    (chart,) = at.get("plotly_chart")  # the compare grid: train/loss, regression/bias, regression/weight
     lengths = trace_lengths(chart)
-    assert len(lengths) == 2 and max(lengths) <= 2000 and min(lengths) == 40
+    assert len(lengths) == 2 * 3 and max(lengths) <= 2000 and min(lengths) == 40
     at.slider(key="cmp_smooth").set_value(0.9).run()
-    assert len(trace_lengths(at.get("plotly_chart")[0])) == 4  # raw (faint) + smoothed per run
+    assert len(trace_lengths(at.get("plotly_chart")[0])) == 4 * 3  # raw (faint) + smoothed per run
     assert at.get("download_button") == []  # the CSV is per run: offered for a single selection
 
 
@@ -500,7 +500,7 @@ def test_detail_shows_sync_command_confusion_matrix_and_mistakes(root: Path) -> 
     at = app("views/detail.py", run=d.name)
     assert any(c.value.startswith("wandb sync ") for c in at.code)
     keys = [c.proto.id for c in at.get("plotly_chart")]
-    assert len(keys) == 4  # loss, accuracy, confusion matrix, misclassified images
+    assert len(keys) == 5  # loss, accuracy, confusion matrix, misclassified images, all metrics
     assert at.button(key="tb_start").label == "Start TensorBoard"
 
 
@@ -677,7 +677,7 @@ def test_runs_table_shows_groups_and_selects_a_whole_population(root: Path) -> N
     at.button(key=next(b.key for b in at.button if b.label == "Select whole population (6)")).click().run()
     assert not at.exception
     assert set(at.session_state["selected_ids"]) == {d.name for d in pop} | {single.name}
-    assert len(trace_lengths(at.get("plotly_chart")[0])) == 7  # compare: every member plus the single run
+    assert len(trace_lengths(at.get("plotly_chart")[0])) == 7 * 3  # compare grid: every member plus the single run
 
 
 # -- resume ------------------------------------------------------------------------------------------
