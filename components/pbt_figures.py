@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from components.figures import COLORS, _empty, _finite_or_nan, _style
+from components.figure_style import _empty, _style
+from components.figures import COLORS, _finite_or_nan
 
 Curve = tuple[np.ndarray, np.ndarray]
 MARKER_LINE = "#ffffff"
@@ -114,6 +115,16 @@ def mark_copies(
                 texts.append(f"{name}: " + copy_text(e, (source_names or {}).get(e.source)))
         if xs:
             fig.add_trace(_marker_trace(name, xs, ys, texts, colors.get(name, COLORS[i % len(COLORS)])))
+    return fig
+
+
+def log_axis_when_wide(fig: go.Figure, curves: Mapping[str, Curve], decades: float = 3.0) -> go.Figure:
+    """A log y axis when the positive curves span more than `decades` (a loss that blew up before its
+    member was rescued by a copy would flatten every other curve on a linear axis); accuracies stay linear."""
+    ys = [np.asarray(y, dtype=float) for _, y in curves.values()]
+    values = np.concatenate([y[np.isfinite(y)] for y in ys]) if ys else np.empty(0)
+    if values.size and values.min() > 0 and values.max() > 1 and values.max() / values.min() > 10**decades:
+        fig.update_yaxes(type="log", exponentformat="power")
     return fig
 
 

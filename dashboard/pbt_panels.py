@@ -80,7 +80,9 @@ def copy_marks(members: Sequence[run_store.RunInfo], names: Sequence[str]) -> Ma
         return None
     copies = {n: copies_of(m.path) for m, n in zip(members, names, strict=True)}
     sources = source_names(members, names)
-    return lambda fig, curves: pbt_figures.mark_copies(fig, curves, copies, sources)
+    return lambda fig, curves: pbt_figures.log_axis_when_wide(
+        pbt_figures.mark_copies(fig, curves, copies, sources), curves
+    )
 
 
 def settings_text(pbt: Mapping[str, Any], copies: int) -> str:

@@ -96,8 +96,10 @@ def summary(k: int, fraction: float, interval: int, metric_label: str) -> str:
     n = max(1, math.floor(k * fraction)) if fraction > 0 else 0
     if not n or interval < 1:
         return ""
-    who = "member" if n == 1 else "members"
+    nudge = "continue with its learning rate ×0.8 or ×1.25"
+    if n == 1:
+        return f"Every {interval} steps the worst of {k} members by {metric_label.lower()} copies the weights of the best and {nudge}."
     return (
-        f"Every {interval} steps the {n} worst of {k} {who} by {metric_label.lower()} copy the weights of one of "
-        f"the {n} best and continue with its learning rate ×0.8 or ×1.25."
+        f"Every {interval} steps the {n} worst of {k} members by {metric_label.lower()} each copy the weights of one "
+        f"of the {n} best and {nudge}."
     )

@@ -68,7 +68,7 @@ def test_pbt_toggle_only_with_two_learning_rates(runs_root: Path) -> None:
     at.toggle(key="regression_pbt_on").set_value(True).run()
     assert at.number_input(key="regression_pbt_interval").label == "Copy every (steps)"
     assert at.selectbox(key="regression_pbt_metric").options == ["Train loss"]
-    assert any(c.value.startswith("Every 100 steps the 1 worst of 2 member") for c in at.caption)
+    assert any(c.value.startswith("Every 100 steps the worst of 2 members") for c in at.caption)
 
 
 def test_pbt_toggle_puts_the_flags_in_the_command(runs_root: Path, spawned: list[list[str]]) -> None:
@@ -172,7 +172,7 @@ def lineage_rows(run_dir: Path) -> list[list]:
 def chart_specs(at) -> dict[str, dict]:  # noqa: ANN001 - an AppTest
     """{title: plotly spec} of the page's charts."""
     specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
-    return {s["layout"]["title"]["text"]: s for s in specs}
+    return {s["layout"].get("title", {}).get("text", ""): s for s in specs}
 
 
 def test_population_page_draws_lr_schedules_and_copy_markers(
@@ -186,6 +186,7 @@ def test_population_page_draws_lr_schedules_and_copy_markers(
     assert [t["name"] for t in lines] == ["lr=0.0001", "lr=0.001", "lr=0.3", "lr=2"]
     assert [t["line"]["color"] for t in lines] == [run_color(d.name) for d in pbt_population]
     assert lr["layout"]["yaxis"]["type"] == "log"
+    assert loss["layout"]["yaxis"]["type"] == "log"  # lr=2 blew up before its rescue: a linear axis flattens the rest
     copies = sum(len(lineage_rows(d)) for d in pbt_population)
     assert copies > 0
     markers = [t for t in loss["data"] if t.get("mode") == "markers"]
@@ -193,3 +194,19 @@ def test_population_page_draws_lr_schedules_and_copy_markers(
     texts = [s for t in markers for s in t["text"]]
     assert any("copied member 2 (lr=0.3), diverged; lr 2 → " in s for s in texts), texts  # lr=2 rescued
     assert any(f"{copies} cop" in c.value for c in at.caption)
+
+
+def test_member_detail_shows_its_lr_and_copies(pbt_population: list[Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JAXDASH_RUNS", str(pbt_population[0].parent))
+    rescued = pbt_population[3]  # lr=2 diverged and copied member 2 at once
+    at = app("views/detail.py", run=rescued.name)
+    lr = chart_specs(at)["Learning rate (PBT)"]
+    (line,) = [t for t in lr["data"] if t["mode"] == "lines"]
+    assert line["line"]["color"] == run_color(rescued.name)
+    copies = next(d.value for d in at.dataframe if "copied" in d.value.columns)
+    assert len(copies) == len(lineage_rows(rescued)) and copies["why"].iloc[0] == "diverged"
+    assert copies["copied"].iloc[0] == "lr=0.3"
+    plain = [d for d in pbt_population if not lineage_rows(d)]
+    if plain:  # a member that was never copied says so
+        at = app("views/detail.py", run=plain[0].name)
+        assert any("has not copied another one" in c.value for c in at.caption)
