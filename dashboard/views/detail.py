@@ -1,4 +1,5 @@
-"""Run detail: config, final results, the task's panels, its test report (confusion matrix, mistakes), W&B, TensorBoard."""
+"""Run detail: notes, final results, the task's panels, every metric (system too), its test report, its output,
+W&B, TensorBoard."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import streamlit as st
 
 from components import figures
 from components.widgets import status_badge
-from dashboard import artifacts, groups, panel_kinds, panels, pbt_panels, state
+from dashboard import artifacts, groups, panel_kinds, panels, pbt_panels, run_sections, state
 from dashboard.metric_table import MetricTable
 from training import run_store
 
@@ -125,6 +126,8 @@ def summary(run: run_store.RunInfo, was_active: bool) -> None:
         panels.resume_control(run.path, status, "detail_resume")
     panels.problem_message(status)
     results(run, records)
+    run_sections.metric_grids(run, records, f"detail_all_{run.run_id}")
+    run_sections.process_output(run.path, state.is_active(status))
     if was_active and not state.is_active(status):
         st.rerun()  # full rerun: final results, and no more refresh timer
 
@@ -149,6 +152,7 @@ def page() -> None:
     if run.damaged:
         damaged(run)
         return
+    run_sections.notes_header(run)
     group = groups.group_of(run)
     if group:
         st.caption(f"Member {run.status.get('member')} of population `{group}`; the Live page shows all its members.")
