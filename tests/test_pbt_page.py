@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -18,9 +19,9 @@ import pytest
 from components import pbt_figures
 from components.colors import run_color
 from dashboard import launcher, pbt_settings
-from tests.test_dashboard_apptest import app, errors_under
-from training import cli
-from training.config import ConfigError
+from tests.test_dashboard_apptest import app, errors_under, wait_status
+from training import cli, run_store
+from training.config import ConfigError, parse_config
 from training.tasks import load_task
 
 LRS = "0.0001, 0.001, 0.3, 2.0"
@@ -210,3 +211,41 @@ def test_member_detail_shows_its_lr_and_copies(pbt_population: list[Path], monke
     if plain:  # a member that was never copied says so
         at = app("views/detail.py", run=plain[0].name)
         assert any("has not copied another one" in c.value for c in at.caption)
+
+
+# -- stop and resume -------------------------------------------------------------------------------
+
+
+def test_stop_all_and_resume_a_pbt_population_from_the_page(runs_root: Path) -> None:
+    cfg = parse_config("regression", {"steps": 50_000, "log_every": 100, "ckpt_every": 10_000})
+    pbt = {"interval": 500, "metric": "train/loss", "fraction": 0.25, "resample": 0.0}
+    axes = {"lr": ["0.0001", "0.001", "0.01", "0.1"]}
+    launch_dir = launcher.launch_population("regression", cfg, axes, name="pbt-stop", wandb_mode="disabled", pbt=pbt)
+    deadline = time.monotonic() + 120
+    while len(members := sorted(runs_root.glob("*-m?-*"))) < 4 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    for d in members:
+        wait_status(d, ("running",), min_step=1000)
+    at = app("views/live.py", run=members[0].name)
+    assert at.button(key="stop_run").label == "Stop all"
+    at.button(key="stop_run").click().run()
+    stopped = [wait_status(d, ("stopped", "finished", "failed", "crashed"), timeout=60) for d in members]
+    assert {s["state"] for s in stopped} == {"stopped"}, stopped
+    at = app("views/live.py", run=members[2].name)  # resume from any member: the whole population goes on
+    assert at.button(key="resume_run").label.startswith("Resume lr=")
+    at.button(key="resume_run").click().run()
+    assert not at.exception
+    (resumed,) = [launcher.launch_info(d)["resume"]["pid"] for d in members if "resume" in launcher.launch_info(d)]
+    deadline = time.monotonic() + 120
+    while {run_store.read_status(d).get("pid") for d in members} != {resumed} and time.monotonic() < deadline:
+        time.sleep(0.2)  # one process takes over every member
+    finals = [wait_status(d, ("finished", "failed", "crashed", "diverged", "stopped"), timeout=240) for d in members]
+    assert {s["state"] for s in finals} == {"finished"}, finals
+    for d in members:
+        steps = [r["step"] for r in run_store.read_metrics(d)[0]]
+        assert steps == sorted(set(steps)) and steps[-1] == 50_000  # continued, nothing logged twice
+        rows = lineage_rows(d)
+        assert [r[0] for r in rows] == sorted({r[0] for r in rows})  # each copy recorded once, in order
+    assert any(lineage_rows(d) and lineage_rows(d)[-1][0] > s["step"] for d, s in zip(members, stopped, strict=True))
+    at = app("views/live.py", run=members[0].name)
+    assert "Learning rate (PBT)" in chart_specs(at) and launch_dir.exists()
