@@ -33,16 +33,23 @@ def run() -> None:
             icon=":material/warning:",
         )
     worker.warm_up()  # a training process with JAX imported, waiting for the next Start (no-op when one is)
+    new_run = st.Page(PAGES_DIR / "launch.py", title="New run", icon=":material/rocket_launch:", url_path="new")
+
+    def home() -> None:
+        st.switch_page(new_run)
+
+    # The default page always lives at "/" (Streamlit ignores its url_path), so /new would be "not
+    # found": "/" is a hidden page that goes to /new, and every page has a link of its own.
     pages = [
-        st.Page(
-            PAGES_DIR / "launch.py", title="New run", icon=":material/rocket_launch:", url_path="new", default=True
-        ),
+        st.Page(home, title="Home", url_path="home", default=True, visibility="hidden"),
+        new_run,
         st.Page(PAGES_DIR / "live.py", title="Live", icon=":material/monitoring:", url_path="live"),
         st.Page(PAGES_DIR / "runs.py", title="Runs & compare", icon=":material/table_chart:", url_path="runs"),
         st.Page(PAGES_DIR / "detail.py", title="Run detail", icon=":material/insights:", url_path="detail"),
     ]
     page = st.navigation(pages, position="top")
     try:
+        state.watch_runs()  # every page follows new, ended and deleted runs without a reload
         page.run()
     except Exception as exc:  # noqa: BLE001 - a message in the page, the traceback only in the server log
         logging.getLogger("dashboard").exception("page %s failed", page.title)

@@ -52,6 +52,9 @@ def run_status(run_dir: Path) -> dict[str, Any]:
         return status
     if run_store.pid_alive(info.get("pid")):
         return {"state": "starting", "pid": info.get("pid"), "started": info.get("launched")}
+    ended = _population_outcome(info)
+    if ended is not None:
+        return ended
     if (run_dir / "config.json").exists() or info:
         last = launcher.log_tail(run_dir, 1) or "no output"
         return {
@@ -60,6 +63,28 @@ def run_status(run_dir: Path) -> dict[str, Any]:
             "started": info.get("launched"),
         }
     return {"state": "starting"}
+
+
+def _population_outcome(info: dict[str, Any]) -> dict[str, Any] | None:
+    """The state of a population launched from the page whose process has ended: its members' state.
+
+    None when `info` is not a population's launch or no member was written (then it failed to start).
+    """
+    if not info.get("population"):
+        return None
+    runs = run_store.list_runs(runs_root())
+    group = info.get("group")
+    found = [r for r in runs if group and r.status.get("group") == group] or population_members(info, runs)
+    if not found:
+        return None
+    states = [str(r.status.get("state")) for r in found]
+    common = max(set(states), key=states.count)
+    return {
+        "state": common,
+        "group": found[0].status.get("group"),
+        "started": info.get("launched"),
+        "members": len(found),
+    }
 
 
 def list_runs() -> list[run_store.RunInfo]:
@@ -102,6 +127,32 @@ def list_runs() -> list[run_store.RunInfo]:
         if r.status.get("group"):
             first[r.status["group"]] = min(first.get(r.status["group"], r.created), r.created)
     return sorted(runs, key=lambda r: (-first.get(r.status.get("group"), r.created), r.status.get("member") or 0))
+
+
+WATCH_S = 1.0  # how often every page checks the list of runs (new, ended or deleted runs show within 2 s)
+
+
+@st.cache_data(ttl=WATCH_S / 2, show_spinner=False, max_entries=8)
+def _runs_signature(root: str) -> tuple[tuple[str, str], ...]:
+    """(run id, state) of every run under `root`: what changes when a run appears, ends or is deleted."""
+    return tuple((r.run_id, str(r.status.get("state"))) for r in list_runs())
+
+
+def watch_runs() -> None:
+    """Rerun the whole page when the list of runs changed, whoever changed it (a CLI run, another tab).
+
+    Call once per full page run: it notes the runs this run saw, and a fragment that draws nothing
+    compares them every WATCH_S. Every list of runs (pickers, tables, "Training now") and every
+    page's refresh timer then follow a run that appeared, finished or was deleted.
+    """
+    root = str(runs_root())
+    st.session_state["_runs_seen"] = _runs_signature(root)
+
+    def check() -> None:
+        if _runs_signature(root) != st.session_state.get("_runs_seen"):
+            st.rerun(scope="app")
+
+    st.fragment(check, run_every=WATCH_S)()
 
 
 def _launch_damage(d: Path) -> str:
