@@ -133,11 +133,15 @@ def curves_figure(
     uirevision: str = "curves",
     colors: Mapping[str, str] | None = None,
     empty_text: str = "no data yet",
+    dashes: Mapping[str, str] | None = None,
+    full_names: Mapping[str, str] | None = None,
 ) -> go.Figure:
     """One line per named series; with smoothing, raw faint and EMA bold in one color (as TensorBoard).
 
     Smoothing runs on the full series, then both traces are min/max downsampled, so the EMA
-    does not depend on how many points the chart happens to show.
+    does not depend on how many points the chart happens to show. `dashes` gives a series a line
+    dash ("dash", "dot"), e.g. test next to train in one run's colour; `full_names` is what the
+    hover says for a series whose legend name is shortened.
     """
     fig = go.Figure()
     drawn = 0
@@ -153,7 +157,11 @@ def curves_figure(
             fig.add_trace(raw)
             dx, dy = downsample_minmax(x, ema_smooth(y, smoothing), max_points)
         sparse = dx.size <= 50  # e.g. test accuracy once per epoch: show the points themselves
-        fig.add_trace(_line(dx, dy, name, color, 2, legendgroup=name, mode="lines+markers" if sparse else "lines"))
+        line = _line(dx, dy, name, color, 2, legendgroup=name, mode="lines+markers" if sparse else "lines")
+        line.line.dash = (dashes or {}).get(name)
+        if full_names and name in full_names:
+            line.update(hovertemplate=f"{full_names[name]}: %{{y:.4g}}<extra></extra>")
+        fig.add_trace(line)
         drawn += 1
     _style(fig, title, height, uirevision)
     if drawn == 0:
@@ -164,12 +172,22 @@ def curves_figure(
     return fig
 
 
+def _settled(x: np.ndarray, y: np.ndarray, warmup: float = 0.05) -> np.ndarray:
+    """y without the first `warmup` of the x span (e.g. the step-0 accuracy of ~10%), when enough is left."""
+    if y.size < 10 or not np.isfinite(x).any():
+        return y
+    lo, hi = np.nanmin(x), np.nanmax(x)
+    keep = x >= lo + warmup * (hi - lo)
+    return y[keep] if keep.sum() >= 5 else y
+
+
 def zoom_range(series: Mapping[str, Series], lo: float = 0.0, hi: float = 1.0) -> list[float] | None:
     """A y range around the finite values of every series, padded, within [lo, hi]; None without values.
 
-    Accuracies of 83-88% get an axis of about 82-89% instead of a fixed 0-100% that squashes them.
+    Accuracies of 83-88% get an axis of about 82-89% instead of a fixed 0-100% that squashes them;
+    the first 5% of a long series (the untrained start, e.g. 10% at step 0) does not widen the axis.
     """
-    ys = [np.asarray(y, dtype=float) for _, y in series.values()]
+    ys = [_settled(np.asarray(x, dtype=float), np.asarray(y, dtype=float)) for x, y in series.values()]
     ys = [y[np.isfinite(y)] for y in ys if y.size]
     values = np.concatenate(ys) if ys else np.empty(0)
     if values.size == 0:
@@ -206,7 +224,9 @@ def accuracy_figure(
     if fig.data:
         rng = zoom_range(series) if y_range == "zoom" else list(y_range) if y_range else None
         fig.update_yaxes(tickformat=".1%" if rng and rng[1] - rng[0] < 0.1 else ".0%", range=rng)
-        fig.update_traces(hovertemplate="%{y:.2%}", selector=lambda t: t.hoverinfo != "skip")
+        for t in fig.data:
+            if t.hoverinfo != "skip":
+                t.hovertemplate = (t.hovertemplate or "%{y:.4g}").replace("%{y:.4g}", "%{y:.2%}")
     return fig
 
 

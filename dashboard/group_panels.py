@@ -11,10 +11,11 @@ from typing import Any
 import streamlit as st
 
 from components import figures
+from components.colors import run_color
 from dashboard import artifacts, pbt_panels
 from dashboard.metric_table import MetricTable
-from dashboard.panel_kinds import tile_tags
-from dashboard.panels import chart
+from dashboard.panel_kinds import fit_version, tile_tags
+from dashboard.panels import live_chart
 from training import run_store, tags
 
 
@@ -27,24 +28,27 @@ def side_legend(fig: Any) -> Any:
     return fig
 
 
-def member_colors(names: list[str]) -> dict[str, str]:
-    """One color per population member, the same in every chart."""
-    return {n: figures.COLORS[i % len(figures.COLORS)] for i, n in enumerate(names)}
+def member_colors(run_dirs: list[Path], names: list[str]) -> dict[str, str]:
+    """Each member's own run colour (`components.colors.run_color`), the same on every page."""
+    return {n: run_color(d.name) for d, n in zip(run_dirs, names, strict=True)}
 
 
 def group_fit(run_dirs: list[Path], names: list[str], key: str, seeds_vary: bool, empty_text: str) -> None:
     """Member 0's data, the true curve and every member's latest curve."""
-    data, _, truth = artifacts.fit(run_dirs[0])
-    curves = {}
-    for d, n in zip(run_dirs, names, strict=True):
-        model = artifacts.fit(d)[1]
-        if model is not None:
-            curves[n] = model
-    title = f"Fits of {len(names)} members" + (" (data of the first seed)" if seeds_vary else "")
-    fig = figures.fit_figure(
-        data, curves, truth, title=title, uirevision=key, colors=member_colors(names), empty_text=empty_text
-    )
-    chart(side_legend(fig), key)
+
+    def build() -> Any:
+        data, _, truth = artifacts.fit(run_dirs[0])
+        curves = {}
+        for d, n in zip(run_dirs, names, strict=True):
+            model = artifacts.fit(d)[1]
+            if model is not None:
+                curves[n] = model
+        title = f"Fits of {len(names)} members" + (" (data of the first seed)" if seeds_vary else "")
+        colors = member_colors(run_dirs, names)
+        fig = figures.fit_figure(data, curves, truth, title=title, uirevision=key, colors=colors, empty_text=empty_text)
+        return side_legend(fig)
+
+    live_chart(key, (tuple(fit_version(d) for d in run_dirs), tuple(names), empty_text), build)
 
 
 def group_curves(
@@ -56,17 +60,26 @@ def group_curves(
     title: str,
     accuracy: bool = False,
     marks: pbt_panels.Marks | None = None,
+    members: list[run_store.RunInfo] | None = None,
 ) -> None:
-    """`tag` of every member overlaid, colored as in `member_colors`."""
-    curves = {n: r.series(tag) for n, r in zip(names, records, strict=True)}
-    colors = member_colors(names)
-    if accuracy:
-        fig = figures.accuracy_figure(curves, title=title, uirevision=key, colors=colors)
-    else:
-        fig = figures.curves_figure(curves, title, tag.split("/")[-1], uirevision=key, colors=colors)
-    if marks is not None:  # PBT: a marker where a member copied another
-        fig = marks(fig, curves)
-    chart(side_legend(fig), key)
+    """`tag` of every member overlaid, each in its run colour, the full run name in the hover."""
+    members = members or []
+
+    def build() -> Any:
+        curves = {n: r.series(tag) for n, r in zip(names, records, strict=True)}
+        style: dict[str, Any] = {}
+        if members:
+            style["colors"] = member_colors([m.path for m in members], names)
+            style["full_names"] = {n: m.name for m, n in zip(members, names, strict=True)}
+        if accuracy:
+            fig = figures.accuracy_figure(curves, title=title, uirevision=key, **style)
+        else:
+            fig = figures.curves_figure(curves, title, tag.split("/")[-1], uirevision=key, **style)
+        if marks is not None:  # PBT: a marker where a member copied another
+            fig = marks(fig, curves)
+        return side_legend(fig)
+
+    live_chart(key, (tuple(r.offset for r in records), tuple(names), tag), build)
 
 
 def members_table(
@@ -85,7 +98,11 @@ def members_table(
 
 
 def accuracy_choice(
-    records: list[MetricTable], names: list[str], key: str, marks: pbt_panels.Marks | None = None
+    records: list[MetricTable],
+    names: list[str],
+    key: str,
+    marks: pbt_panels.Marks | None = None,
+    members: list[run_store.RunInfo] | None = None,
 ) -> None:
     """Train or test accuracy of every member (a toggle between the two)."""
     split = st.segmented_control(
@@ -97,7 +114,8 @@ def accuracy_choice(
         label_visibility="collapsed",
     )
     tag = tags.TRAIN_ACC if split == "train" else tags.TEST_ACC
-    group_curves(records, names, tag, key, title=f"{split.capitalize()} accuracy", accuracy=True, marks=marks)
+    title = f"{split.capitalize()} accuracy"
+    group_curves(records, names, tag, key, title=title, accuracy=True, marks=marks, members=members)
 
 
 def draw(
@@ -114,8 +132,10 @@ def draw(
     marks = pbt_panels.copy_marks(members, names)  # None unless the population trains with PBT
     draw_one = {
         "fit": lambda: group_fit([m.path for m in members], names, f"{key}_fit", seeds_vary, empty_text),
-        "loss": lambda: group_curves(records, names, tags.TRAIN_LOSS, f"{key}_loss", title="Train loss", marks=marks),
-        "accuracy": lambda: accuracy_choice(records, names, f"{key}_acc", marks),
+        "loss": lambda: group_curves(
+            records, names, tags.TRAIN_LOSS, f"{key}_loss", title="Train loss", marks=marks, members=members
+        ),
+        "accuracy": lambda: accuracy_choice(records, names, f"{key}_acc", marks, members),
         "pbt_lr": lambda: pbt_panels.lr_chart(members, records, names, f"{key}_pbt_lr"),
     }
     kinds = [k for k in kinds if k in draw_one] + (["pbt_lr"] if marks is not None else [])

@@ -16,9 +16,10 @@ from typing import Any
 import streamlit as st
 
 from components import figures
+from components.colors import run_color
 from dashboard import artifacts
 from dashboard.metric_table import MetricTable
-from dashboard.panels import chart, fmt
+from dashboard.panels import fmt, live_chart
 from training import tags
 
 HIDDEN_PREFIXES = ("perf/", "epoch/", "sys/")  # not headline numbers (steps/s is in the progress line)
@@ -53,11 +54,27 @@ def metric_tiles(records: MetricTable, status: dict[str, Any]) -> None:
     )
 
 
-def fit_panel(run_dir: Path, key: str, empty_text: str = "no data yet") -> None:
-    """Data scatter, true curve and the model's latest curve."""
-    data, model, truth = artifacts.fit(run_dir)
-    curves = {"model": model} if model is not None else {}
-    chart(figures.fit_figure(data, curves, truth, uirevision=key, empty_text=empty_text), key)
+def fit_version(run_dir: Path) -> tuple[int, ...]:
+    """What a fit chart depends on: the modification times of its two tables (0 while missing)."""
+    out = []
+    for tag in (tags.FIT_DATA, tags.FIT_CURVE):
+        try:
+            out.append(artifacts.table_path(run_dir, tag).stat().st_mtime_ns)
+        except OSError:
+            out.append(0)
+    return tuple(out)
+
+
+def fit_panel(run_dir: Path, key: str, empty_text: str = "no data yet", color: str | None = None) -> None:
+    """Data scatter, true curve and the model's latest curve (in the run's colour)."""
+
+    def build() -> Any:
+        data, model, truth = artifacts.fit(run_dir)
+        curves = {"model": model} if model is not None else {}
+        colors = {"model": color} if color else None
+        return figures.fit_figure(data, curves, truth, uirevision=key, empty_text=empty_text, colors=colors)
+
+    live_chart(key, (fit_version(run_dir), empty_text), build)
 
 
 def _curves(records: MetricTable, tag_list: tuple[str, ...], x: str) -> dict[str, Any]:
@@ -65,26 +82,51 @@ def _curves(records: MetricTable, tag_list: tuple[str, ...], x: str) -> dict[str
     return {t: v for t, v in curves.items() if v[0].size}
 
 
-def loss_panel(records: MetricTable, key: str, x: str = "step", empty_text: str = "no data yet") -> None:
+def _run_style(tag_list: tuple[str, ...], color: str | None) -> dict[str, Any]:
+    """One run, one colour: train solid, test dashed, both in the run's colour."""
+    if color is None:
+        return {}
+    return {"colors": dict.fromkeys(tag_list, color), "dashes": {t: "dash" for t in tag_list if t.startswith("test/")}}
+
+
+def loss_panel(
+    records: MetricTable, key: str, x: str = "step", empty_text: str = "no data yet", color: str | None = None
+) -> None:
     """Train (and test) loss."""
-    curves = _curves(records, (tags.TRAIN_LOSS, tags.TEST_LOSS), x)
-    fig = figures.curves_figure(curves, "Loss", "loss", x_title=x, uirevision=key, empty_text=empty_text)
-    chart(fig, key)
+    tag_list = (tags.TRAIN_LOSS, tags.TEST_LOSS)
+
+    def build() -> Any:
+        curves = _curves(records, tag_list, x)
+        style = _run_style(tag_list, color)
+        return figures.curves_figure(curves, "Loss", "loss", x_title=x, uirevision=key, empty_text=empty_text, **style)
+
+    live_chart(key, (records.offset, x, empty_text), build)
 
 
-def accuracy_panel(records: MetricTable, key: str, x: str = "step", empty_text: str = "no data yet") -> None:
+def accuracy_panel(
+    records: MetricTable, key: str, x: str = "step", empty_text: str = "no data yet", color: str | None = None
+) -> None:
     """Train (and test) accuracy, the axis zoomed to the data."""
-    curves = _curves(records, (tags.TRAIN_ACC, tags.TEST_ACC), x)
-    chart(figures.accuracy_figure(curves, x_title=x, uirevision=key, empty_text=empty_text), key)
+    tag_list = (tags.TRAIN_ACC, tags.TEST_ACC)
+
+    def build() -> Any:
+        curves = _curves(records, tag_list, x)
+        style = _run_style(tag_list, color)
+        return figures.accuracy_figure(curves, x_title=x, uirevision=key, empty_text=empty_text, **style)
+
+    live_chart(key, (records.offset, x, empty_text), build)
 
 
-def draw(run_dir: Path, kinds: list[str], records: MetricTable, status: dict[str, Any], key: str) -> None:
-    """A run's panels: a fit large on the left with the others stacked beside it, else side by side."""
+def draw(
+    run_dir: Path, kinds: list[str], records: MetricTable, status: dict[str, Any], key: str, color: str | None = None
+) -> None:
+    """A run's panels (in the run's colour): a fit large on the left with the others beside it, else side by side."""
     empty = waiting_text(status)
+    color = color or run_color(run_dir.name)
     draw_one = {
-        "fit": lambda k: fit_panel(run_dir, k, empty),
-        "loss": lambda k: loss_panel(records, k, empty_text=empty),
-        "accuracy": lambda k: accuracy_panel(records, k, empty_text=empty),
+        "fit": lambda k: fit_panel(run_dir, k, empty, color),
+        "loss": lambda k: loss_panel(records, k, empty_text=empty, color=color),
+        "accuracy": lambda k: accuracy_panel(records, k, empty_text=empty, color=color),
     }
     kinds = [k for k in kinds if k in draw_one]
     if "fit" in kinds and len(kinds) > 1:

@@ -93,6 +93,20 @@ def chart(fig: Any, key: str) -> None:
     st.plotly_chart(fig, key=key, config=PLOT_CONFIG, theme=None)
 
 
+# st.plotly_chart's element id follows the figure's JSON, and the browser remounts a chart whose id
+# changed: redrawn from scratch, it is blank for a moment. So a live chart is rebuilt only when
+# what it shows changed; otherwise the same figure is sent again (same id: nothing is remounted).
+
+
+def live_chart(key: str, version: Any, build: Callable[[], Any]) -> None:
+    """`chart(build(), key)`, with `build` called only when `version` (what the figure depends on) changed."""
+    cache = st.session_state.setdefault("_live_charts", {})
+    old = cache.get(key)
+    if old is None or old[0] != version:
+        cache[key] = old = (version, build())
+    chart(old[1], key)
+
+
 def last_value(records: MetricTable, tag: str) -> float | None:
     """Latest finite value of `tag`, or None."""
     return records.last(tag)

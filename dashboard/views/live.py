@@ -6,6 +6,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from components.colors import run_color
 from components.widgets import status_badge
 from dashboard import artifacts, group_panels, groups, launcher, panel_kinds, panels, state
 from training import run_store
@@ -38,14 +39,18 @@ def head(
 
 
 def live_panel(run_dir: Path, task: str, was_active: bool) -> None:
-    """Everything that changes while a run trains: read incrementally, then drawn."""
+    """Everything that changes while a run trains: read incrementally, then drawn.
+
+    A run that ends here is drawn ended (no Stop); the page's run watcher (state.watch_runs) then
+    reruns the whole page without the refresh timer.
+    """
     status = state.run_status(run_dir)
     info = launcher.launch_info(run_dir)
     if info.get("population") and not (run_dir / "config.json").exists():
         first = state.launched_population(run_dir.name, state.list_runs())
         if first is not None:  # the population's members exist now: show them
             state.remember_run(first.run_id)
-            st.rerun()
+            st.rerun(scope="app")
     records = state.poll_metrics(run_dir)
     active = state.is_active(status)
     head(status, active, run_dir, run_dir, status, "Stop")
@@ -59,9 +64,7 @@ def live_panel(run_dir: Path, task: str, was_active: bool) -> None:
         panels.problem_message(status)
     kinds = artifacts.run_panels(run_dir, info, records.tags())  # config.json "panels": what the task asks for
     panel_kinds.metric_tiles(records, status)
-    panel_kinds.draw(run_dir, kinds, records, status, f"live_{run_dir.name}")
-    if was_active and not active:
-        st.rerun()  # full rerun: redraw the page without the refresh timer
+    panel_kinds.draw(run_dir, kinds, records, status, f"live_{run_dir.name}", run_color(run_dir.name))
 
 
 def group_panel(members: list[run_store.RunInfo], selected: str, was_active: bool) -> None:
@@ -96,8 +99,6 @@ def group_panel(members: list[run_store.RunInfo], selected: str, was_active: boo
     seeds_vary = "seed" in groups.varied([m.config for m in members])
     empty = panel_kinds.waiting_text(statuses[sel])
     group_panels.draw(members, statuses, records, names, kinds, f"group_{key}", seeds_vary, empty)
-    if was_active and not active:
-        st.rerun()
 
 
 def page() -> None:
