@@ -143,6 +143,10 @@ def _num(v: Any) -> float | None:
     return f if math.isfinite(f) else None
 
 
+def _rate(r: float, unit: str = " steps/s") -> str:
+    return f"{r:,.0f}{unit}" if r >= 100 else f"{r:.3g}{unit}"
+
+
 def progress_text(status: Mapping[str, Any]) -> str:
     """One line of progress from status.json, e.g.
     "epoch 2/3 · step 2,345/5,625 · 1,234 steps/s · ETA 3.1 s · compile 1.2 s".
@@ -160,14 +164,15 @@ def progress_text(status: Mapping[str, Any]) -> str:
     if step is not None:
         parts.append(f"step {int(step):,}/{int(total):,}" if total else f"step {int(step):,}")
     sps = _num(status.get("steps_per_sec"))
-    if sps is not None and sps > 0:
-        parts.append(f"{sps:,.0f} steps/s" if sps >= 100 else f"{sps:.3g} steps/s")
     running = status.get("state", "running") == "running"
     wall, compile_s = _num(status.get("wall_seconds")), _num(status.get("compile_seconds"))
-    # ETA from the end-to-end rate (logging, evaluation and checkpoints included), not the
-    # chunk's compute rate alone, which is far higher when a run logs every few steps.
+    # The rate shown is the end-to-end one (logging, evaluation and checkpoints included), the one
+    # the ETA uses, so steps/s x ETA is the time left and the final "took" agrees with both; the
+    # chunks' compute rate follows in brackets when it is far higher.
     busy = (wall or 0.0) - (compile_s or 0.0)
     rate = step / busy if step and busy > 0 else sps
+    if rate is not None and rate > 0 and (running or not wall):
+        parts.append(_rate(rate) + (f" (compute {_rate(sps, '/s')})" if sps and sps > 1.5 * rate else ""))
     if running and rate and step is not None and total and total > step:
         parts.append(f"ETA {_fmt_duration((total - step) / rate)}")
     if not running and wall is not None:

@@ -335,4 +335,4 @@ def test_progress_eta_uses_the_end_to_end_rate_not_the_compute_rate() -> None:
         "wall_seconds": 3.0,
         "compile_seconds": 1.0,
     }
-    assert progress_text(s) == "step 600/6,000 · 19,000 steps/s · ETA 18 s · compile 1.0 s"
+    assert progress_text(s) == "step 600/6,000 · 300 steps/s (compute 19,000/s) · ETA 18 s · compile 1.0 s"
