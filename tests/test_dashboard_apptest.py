@@ -597,6 +597,7 @@ def test_worker_fits_only_jobs_it_can_run_as_a_fresh_process() -> None:
         "WANDB_X": "1",
         "XLA_FLAGS": "f",
         "JAXDASH_Y": "2",
+        "JAXDASH_NICE": "10",  # training below the page's priority unless the environment says otherwise
     }
 
 
