@@ -36,7 +36,7 @@ def run() -> None:
     new_run = st.Page(PAGES_DIR / "launch.py", title="New run", icon=":material/rocket_launch:", url_path="new")
 
     def home() -> None:
-        st.switch_page(new_run)
+        st.switch_page(new_run, query_params=st.query_params.to_dict())  # keeps ?run=
 
     # The default page always lives at "/" (Streamlit ignores its url_path), so /new would be "not
     # found": "/" is a hidden page that goes to /new, and every page has a link of its own.

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import functools
 import logging
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from components import figures
 from dashboard import launcher, state
@@ -94,16 +96,32 @@ def chart(fig: Any, key: str) -> None:
 
 
 # st.plotly_chart's element id follows the figure's JSON, and the browser remounts a chart whose id
-# changed: redrawn from scratch, it is blank for a moment. So a live chart is rebuilt only when
-# what it shows changed; otherwise the same figure is sent again (same id: nothing is remounted).
+# changed: redrawn from scratch, which on a busy machine costs the page hundreds of milliseconds.
+# So a live chart is rebuilt only when what it shows changed, and during the page's own refreshes
+# at most every CHART_EVERY_S; otherwise the same figure is sent again (same id: no remount).
+CHART_EVERY_S = 1.0
+
+
+def _auto_refresh() -> bool:
+    """True in a fragment's timed rerun (not a page run or a click)."""
+    ctx = get_script_run_ctx()
+    return bool(ctx is not None and ctx.fragment_ids_this_run)
 
 
 def live_chart(key: str, version: Any, build: Callable[[], Any]) -> None:
-    """`chart(build(), key)`, with `build` called only when `version` (what the figure depends on) changed."""
+    """`chart(build(), key)`, with `build` called only when `version` (what the figure depends on) changed.
+
+    In a timed refresh a chart that already shows data is rebuilt at most every CHART_EVERY_S;
+    a chart without data is rebuilt at once, so the first point shows on the next refresh.
+    """
     cache = st.session_state.setdefault("_live_charts", {})
     old = cache.get(key)
-    if old is None or old[0] != version:
-        cache[key] = old = (version, build())
+    now = time.monotonic()
+    due = old is None or not old[3] or not _auto_refresh() or now - old[2] >= CHART_EVERY_S
+    if old is None or (old[0] != version and due):
+        fig = build()
+        has_data = any(getattr(t, "x", None) is not None and len(t.x) for t in fig.data)
+        cache[key] = old = (version, fig, now, has_data)
     chart(old[1], key)
 
 

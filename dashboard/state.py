@@ -133,9 +133,12 @@ WATCH_S = 1.0  # how often every page checks the list of runs (new, ended or del
 
 
 @st.cache_data(ttl=WATCH_S / 2, show_spinner=False, max_entries=8)
-def _runs_signature(root: str) -> tuple[tuple[str, str], ...]:
-    """(run id, state) of every run under `root`: what changes when a run appears, ends or is deleted."""
-    return tuple((r.run_id, str(r.status.get("state"))) for r in list_runs())
+def _runs_signature(root: str) -> tuple[tuple[str, bool], ...]:
+    """(run id, active?) of every run under `root`: what changes when a run appears, ends or is deleted.
+
+    Not the exact state: starting -> running is drawn by the pages' own refresh, without a page rerun.
+    """
+    return tuple((r.run_id, is_active(r.status)) for r in list_runs())
 
 
 def watch_runs() -> None:
