@@ -86,8 +86,12 @@ def copy_marks(members: Sequence[run_store.RunInfo], names: Sequence[str]) -> Ma
 
 
 def settings_text(pbt: Mapping[str, Any], copies: int) -> str:
-    """ "PBT: every 50 steps by train/loss, worst 25% copy the best · 9 copies so far"."""
-    metric = pbt.get("metric") or "test loss (train loss without a test set)"
+    """ "PBT: every 50 steps, ranked by train loss, the worst 25% copy the best · 9 copies so far"."""
+    metric = (
+        pbt_settings.METRIC_LABELS.get(pbt.get("metric") or "", pbt.get("metric"))
+        or "test loss (train loss without a test set)"
+    )
+    metric = metric.lower()
     return (
         f"PBT: every {pbt.get('interval')} steps, ranked by {metric}, the worst {pbt.get('fraction', 0.25):.0%} "
         f"copy the best · {copies} cop{'y' if copies == 1 else 'ies'} so far (◆ on the curves)"

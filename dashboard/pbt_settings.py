@@ -98,7 +98,7 @@ def summary(k: int, fraction: float, interval: int, metric_label: str) -> str:
         return ""
     nudge = "continue with its learning rate ×0.8 or ×1.25"
     if n == 1:
-        return f"Every {interval} steps the worst of {k} members by {metric_label.lower()} copies the weights of the best and {nudge}."
+        return f"Every {interval} steps the worst of {k} members by {metric_label.lower()} copies the weights of the best and continues with its learning rate ×0.8 or ×1.25."
     return (
         f"Every {interval} steps the {n} worst of {k} members by {metric_label.lower()} each copy the weights of one "
         f"of the {n} best and {nudge}."
