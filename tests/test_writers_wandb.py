@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from training.summaries import ClassificationSummary, FitSummary, write_summaries
+from training.writers import wandb_writer
 from training.writers.base import Progress
 from training.writers.wandb_mode import init_kwargs
 from training.writers.wandb_writer import WandbWriter, resolve_mode
@@ -28,6 +29,7 @@ def wandb_offline_env(tmp_path, monkeypatch):
     for sub in ("wandb_dir", "wandb_cache", "wandb_config", "wandb_data", "home"):
         (tmp_path / sub).mkdir()
     monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setattr(wandb_writer, "FLUSH_SECS", 0.0)  # every flush logs (the throttle has its own test)
     monkeypatch.delenv("WANDB_DIR", raising=False)  # W&B files in the run directory unless a test sets it
     monkeypatch.setenv("WANDB_CACHE_DIR", str(tmp_path / "wandb_cache"))
     monkeypatch.setenv("WANDB_CONFIG_DIR", str(tmp_path / "wandb_config"))
@@ -158,6 +160,22 @@ def test_flushed_rows_reach_the_file_once_the_next_chunk_is_flushed(tmp_path):
     w.close("stopped")
     assert logged_steps(inspect_records(w.info["dir"]), "train/loss") == STEPS[:4]
     assert inspect_summary(w.info["dir"])["exit_code"] == 0
+
+
+def test_flushes_are_throttled_and_close_logs_everything(tmp_path, monkeypatch):
+    """W&B log calls cost the loop ~5 ms each: at most one per FLUSH_SECS; close logs what is left."""
+    monkeypatch.setattr(wandb_writer, "FLUSH_SECS", 3600.0)
+    w = WandbWriter(tmp_path, CONFIG, mode="offline")
+    assert w.wait_ready(60), w.info
+    calls = []
+    real_flush = w._rows.flush
+    monkeypatch.setattr(w._rows, "flush", lambda: calls.append(1) or real_flush())
+    for step in STEPS:
+        w.write_scalars(step, {"train/loss": 1.0})
+        w.flush()
+    assert len(calls) == 1  # the first flush logged; the others waited for the period
+    w.close("finished")
+    assert logged_steps(inspect_records(w.info["dir"]), "train/loss") == STEPS
 
 
 def test_resume_continues_the_run_id_in_a_group(tmp_path):

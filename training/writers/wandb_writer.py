@@ -23,6 +23,7 @@ import importlib.util
 import logging
 import os
 import threading
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,7 @@ from training.writers.wandb_rows import StepRows
 __all__ = ["WandbWriter", "resolve_mode"]
 
 log = logging.getLogger(__name__)
+FLUSH_SECS = 0.5  # W&B log calls at most this often (rows stay buffered in between)
 
 EXIT_CODES = {"finished": 0, "stopped": 0, "failed": 1, "diverged": 3}
 _FLUSH_SETTING = "x_transaction_log_flush_interval"
@@ -93,6 +95,7 @@ class WandbWriter(MetricWriter):
         self._tables: dict[str, tuple[int, Table]] = {}
         self._pr_curves: dict[str, tuple[int, tuple[np.ndarray, np.ndarray]]] = {}
         self._closed = False
+        self._flushed_at = -float("inf")  # monotonic time of the last W&B log call
         self._resume_step = resume_step if resume_step is not None else (0 if resume else None)
         requested = mode
         try:
@@ -256,9 +259,13 @@ class WandbWriter(MetricWriter):
                 self._pending_summary = {}
 
     def flush(self) -> None:
-        """Log buffered rows in step order; until the run exists (init in progress) they stay buffered."""
-        if self.active and self._rows and self._ready.is_set():
+        """Log buffered rows in step order, at most every FLUSH_SECS (each W&B log call costs ~5 ms of the
+        training loop); until the run exists (init in progress) they stay buffered. A kill loses at most
+        those seconds here, and `resume` refills them from metrics.jsonl."""
+        now = time.monotonic()
+        if self.active and self._rows and self._ready.is_set() and now - self._flushed_at >= FLUSH_SECS:
             self._rows.flush()
+            self._flushed_at = now
 
     def _log_media(self) -> None:
         """The latest table of each tag and the PR charts, in the last row: they describe the final model."""
@@ -280,7 +287,7 @@ class WandbWriter(MetricWriter):
             return
         try:
             self._log_media()
-            self.flush()
+            self._rows.flush()
             self.write_hparams({})
             self.write_summary({})
             self.run.summary["run/state"] = state
