@@ -20,13 +20,16 @@ def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
 
 
-@pytest.mark.parametrize(("args", "expected"), [
-    (["regression", "--steps", "1000000000000"], "--steps: Steps must be <= 1e+08 (got 1e+12)."),
-    (["mnist", "--hidden", "100000,100000"], "--hidden: Hidden layers must be <= 65536 (got 100000)."),
-    (["mnist", "--hidden", "60000,60000"], "GiB for params, gradients and Adam's moments"),
-    (["mnist", "--lr", "-1"], "--lr: Learning rate must be > 0 (got -1)."),
-    (["gan"], "error: unknown task 'gan'; use one of regression, mnist"),
-])
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["regression", "--steps", "1000000000000"], "--steps: Steps must be <= 1e+08 (got 1e+12)."),
+        (["mnist", "--hidden", "100000,100000"], "--hidden: Hidden layers must be <= 65536 (got 100000)."),
+        (["mnist", "--hidden", "60000,60000"], "GiB for params, gradients and Adam's moments"),
+        (["mnist", "--lr", "-1"], "--lr: Learning rate must be > 0 (got -1)."),
+        (["gan"], "error: unknown task 'gan'; use one of regression, mnist"),
+    ],
+)
 def test_bad_values_get_one_message_naming_the_setting(args, expected, tmp_path):
     out = cli(*args, "--runs-root", str(tmp_path))
     assert out.returncode == 2 and "Traceback" not in out.stderr
@@ -43,8 +46,21 @@ def test_run_dir_holding_other_files_is_refused(tmp_path):
 
 def test_two_quick_sigterms_stop_cleanly_with_a_checkpoint(tmp_path):
     run_dir = tmp_path / "run"
-    cmd = [sys.executable, "-m", "training", "regression", "--steps", "10000000", "--points", "10000",
-           "--run-dir", str(run_dir), "--wandb", "disabled", "--quiet"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "training",
+        "regression",
+        "--steps",
+        "10000000",
+        "--points",
+        "10000",
+        "--run-dir",
+        str(run_dir),
+        "--wandb",
+        "disabled",
+        "--quiet",
+    ]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while run_store.read_status(run_dir).get("step", 0) < 100 and time.monotonic() < deadline:

@@ -107,10 +107,34 @@ def test_stopped_mnist_resumes_mid_epoch(runs_root, monkeypatch, tmp_path):
 
 def test_killed_run_resumes_from_its_last_checkpoint(runs_root):
     # ~4 s of training; SIGKILL once a periodic checkpoint exists, then `python -m training resume`.
-    args = ["--points", "100000", "--steps", "80000", "--log-every", "100", "--ckpt-every", "5000", "--optimizer", "adam", "--lr", "0.01"]
+    args = [
+        "--points",
+        "100000",
+        "--steps",
+        "80000",
+        "--log-every",
+        "100",
+        "--ckpt-every",
+        "5000",
+        "--optimizer",
+        "adam",
+        "--lr",
+        "0.01",
+    ]
     run_dir = runs_root / "killed"
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    cmd = [sys.executable, "-m", "training", "regression", "--run-dir", str(run_dir), "--wandb", "disabled", "--quiet", *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "training",
+        "regression",
+        "--run-dir",
+        str(run_dir),
+        "--wandb",
+        "disabled",
+        "--quiet",
+        *args,
+    ]
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 120
     while (latest_step(run_dir) or 0) < 10_000 and proc.poll() is None and time.monotonic() < deadline:
@@ -123,8 +147,14 @@ def test_killed_run_resumes_from_its_last_checkpoint(runs_root):
     ckpt_step = resume_point(run_dir)
     assert ckpt_step in checkpoint_steps(run_dir) and 5_000 <= ckpt_step < 80_000
 
-    out = subprocess.run([sys.executable, "-m", "training", "resume", str(run_dir), "--quiet"], cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-m", "training", "resume", str(run_dir), "--quiet"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     line = json.loads(out.stdout.strip().splitlines()[-1])
     assert line["state"] == "finished" and line["resumed_from"] == ckpt_step
@@ -143,7 +173,9 @@ def test_what_cannot_be_resumed(runs_root, tmp_path):
     with pytest.raises(CannotResume, match="not a run directory"):
         resume(tmp_path)
     run_dir = runs_root / "done"
-    run("regression", {"steps": 20, "log_every": 10, "ckpt_every": 0}, run_dir, wandb_mode="disabled", tensorboard=False)
+    run(
+        "regression", {"steps": 20, "log_every": 10, "ckpt_every": 0}, run_dir, wandb_mode="disabled", tensorboard=False
+    )
     assert latest_step(run_dir) == 20  # ckpt_every=0 still saves at the end
     with pytest.raises(CannotResume, match="already finished"):
         resume(run_dir)
@@ -154,7 +186,9 @@ def test_what_cannot_be_resumed(runs_root, tmp_path):
 
 
 def test_truncate_metrics_keeps_steps_up_to_the_checkpoint(tmp_path):
-    run_store.append_metrics(tmp_path, [{"step": s, "train/loss": float("nan") if s == 30 else 1.0} for s in (10, 20, 30)])
+    run_store.append_metrics(
+        tmp_path, [{"step": s, "train/loss": float("nan") if s == 30 else 1.0} for s in (10, 20, 30)]
+    )
     assert truncate_metrics(tmp_path, 20) == 1
     assert [r["step"] for r in run_store.read_metrics(tmp_path)[0]] == [10, 20]
     assert truncate_metrics(tmp_path, 20) == 0
@@ -174,14 +208,39 @@ def test_a_task_given_by_a_relative_file_path_resumes_from_another_folder(tmp_pa
     run_dir = tmp_path / "sine"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     started = subprocess.run(
-        [sys.executable, "-m", "training", "examples/sine.py:SineTask", "--steps", "300", "--log-every", "50",
-         "--run-dir", str(run_dir), "--wandb", "disabled", "--no-tensorboard", "--quiet"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "training",
+            "examples/sine.py:SineTask",
+            "--steps",
+            "300",
+            "--log-every",
+            "50",
+            "--run-dir",
+            str(run_dir),
+            "--wandb",
+            "disabled",
+            "--no-tensorboard",
+            "--quiet",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert started.returncode == 0, started.stderr[-2000:]
     spec = run_store.read_json(run_dir / "config.json")["task_spec"]
     assert spec == f"{ROOT / 'examples' / 'sine.py'}:SineTask"  # stored absolute
     run_store.write_status(run_dir, state="stopped")  # as if stopped at its end checkpoint's step
-    out = subprocess.run([sys.executable, "-m", "training", "resume", str(run_dir), "--quiet"], cwd=tmp_path, env=env,
-                         capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-m", "training", "resume", str(run_dir), "--quiet"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr[-2000:]
     assert json.loads(out.stdout.strip().splitlines()[-1])["resumed_from"] == 300

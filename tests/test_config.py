@@ -19,15 +19,30 @@ def test_defaults_match_the_seeds():
     reg = parse_config("regression")
     assert reg == RegressionConfig()
     assert (reg.points, reg.noise, reg.true_weight, reg.true_bias, reg.lr, reg.steps, reg.seed, reg.optimizer) == (
-        128, 0.5, 2.0, -1.0, 0.005, 1000, 42, "sgd")
+        128,
+        0.5,
+        2.0,
+        -1.0,
+        0.005,
+        1000,
+        42,
+        "sgd",
+    )
     mn = parse_config("mnist")
     assert (mn.hidden, mn.optimizer, mn.lr, mn.batch_size, mn.epochs) == ((128, 128), "adam", 1e-3, 32, 3)
     assert mn.train_size == 60_000
 
 
 def test_strings_from_cli_or_form_are_coerced():
-    raw = {"hidden": "256, 64", "lr": "3e-4", "batch_size": "64", "train_limit": "1_000", "test_limit": "all",
-           "dataset": " fashion_mnist ", "eval_every": "200.0"}
+    raw = {
+        "hidden": "256, 64",
+        "lr": "3e-4",
+        "batch_size": "64",
+        "train_limit": "1_000",
+        "test_limit": "all",
+        "dataset": " fashion_mnist ",
+        "eval_every": "200.0",
+    }
     cfg = parse_config("mnist", raw)
     assert cfg.hidden == (256, 64) and cfg.lr == 3e-4 and cfg.batch_size == 64
     assert cfg.train_limit == 1000 and cfg.test_limit is None and cfg.dataset == "fashion_mnist"
@@ -83,8 +98,10 @@ def test_unknown_task_names_the_known_ones():
 
 
 def test_round_trips_through_json():
-    for task, cfg in (("regression", RegressionConfig(points=500, optimizer="adam")),
-                      ("mnist", MnistConfig(hidden=(64,), train_limit=2000))):
+    for task, cfg in (
+        ("regression", RegressionConfig(points=500, optimizer="adam")),
+        ("mnist", MnistConfig(hidden=(64,), train_limit=2000)),
+    ):
         d = json.loads(json.dumps(config_to_dict(cfg)))
         assert parse_config(task, d) == cfg
 

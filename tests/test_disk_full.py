@@ -60,4 +60,7 @@ def test_read_only_runs_root_is_one_line_naming_the_folder(mount_tmpfs):
     fs = mount_tmpfs("1m", readonly=True)
     out = train("--runs-root", str(fs / "runs"), "--steps", "10")
     assert out.returncode != 0 and "Traceback" not in out.stderr, out.stderr[-3000:]
-    assert out.stderr.strip().splitlines()[-1] == f"error: Read-only file system writing {fs / 'runs'}. Pick a writable --runs-root."
+    assert (
+        out.stderr.strip().splitlines()[-1]
+        == f"error: Read-only file system writing {fs / 'runs'}. Pick a writable --runs-root."
+    )

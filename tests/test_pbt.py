@@ -37,6 +37,7 @@ def test_plan_copies_the_bottom_from_the_top_with_the_configured_factors():
     assert plan(losses, lrs, 100, cfg, False) == copies  # deterministic for a seed and step
     accs = [-x for x in losses]
     assert sorted(c["member"] for c in plan(accs, lrs, 100, cfg, higher_is_better=True)) == [2, 7]
+    assert plan([0.2] * 8, lrs, 100, cfg, False) == []  # converged members: no copy between equals
     forced = plan(losses, lrs, 100, cfg, False, forced=[0])  # a diverged member is replaced whatever its rank
     assert sorted(c["member"] for c in forced) == [0, 2, 7] and forced[0]["reason"] == "diverged"
 
@@ -46,11 +47,13 @@ def test_apply_copies_arrays_exactly_and_sets_the_new_learning_rates():
     state = population_state(lrs)
     copies = [{"member": 3, "source": 0, "new_lr": 0.0125}, {"member": 1, "source": 2, "new_lr": 0.024}]
     new_state, new_lrs = apply(state, copies, lrs)
+
     def copied_part(s):  # everything but the learning rate itself
         return [s["params"], s["opt_state"].inner_state, s["opt_state"].count]
 
-    for leaf_before, leaf_after in zip(jax.tree.leaves(copied_part(state)), jax.tree.leaves(copied_part(new_state)),
-                                       strict=True):
+    for leaf_before, leaf_after in zip(
+        jax.tree.leaves(copied_part(state)), jax.tree.leaves(copied_part(new_state)), strict=True
+    ):
         before, after = np.asarray(leaf_before), np.asarray(leaf_after)
         np.testing.assert_array_equal(after[3], before[0])  # a copy, bit for bit ...
         np.testing.assert_array_equal(after[1], before[2])
@@ -60,8 +63,22 @@ def test_apply_copies_arrays_exactly_and_sets_the_new_learning_rates():
 
 
 def pbt_argv(root: Path, *extra: str) -> list[str]:
-    return ["regression", "--population", "lr=0.0001,0.001,0.3,2.0", "--pbt-interval", "50", "--steps", "400",
-            "--runs-root", str(root), "--wandb", "disabled", "--no-tensorboard", "--quiet", *extra]
+    return [
+        "regression",
+        "--population",
+        "lr=0.0001,0.001,0.3,2.0",
+        "--pbt-interval",
+        "50",
+        "--steps",
+        "400",
+        "--runs-root",
+        str(root),
+        "--wandb",
+        "disabled",
+        "--no-tensorboard",
+        "--quiet",
+        *extra,
+    ]
 
 
 def members(root: Path) -> list[Path]:

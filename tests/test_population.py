@@ -51,8 +51,22 @@ def assert_same_run(member: list[tuple[int, dict]], single: list[tuple[int, dict
 
 
 def test_cli_population_writes_one_run_per_member(runs_root, capsys):
-    argv = ["regression", "--population", "lr=0.001,0.02", "--population", "seed=0,1", "--steps", "100",
-            "--optimizer", "adam", "--runs-root", str(runs_root), "--wandb", "offline", "--quiet"]
+    argv = [
+        "regression",
+        "--population",
+        "lr=0.001,0.02",
+        "--population",
+        "seed=0,1",
+        "--steps",
+        "100",
+        "--optimizer",
+        "adam",
+        "--runs-root",
+        str(runs_root),
+        "--wandb",
+        "offline",
+        "--quiet",
+    ]
     assert main(argv) == 0
     lines = [json.loads(ln) for ln in capsys.readouterr().out.splitlines()]
     assert [ln["member"] for ln in lines] == [0, 1, 2, 3] and {ln["state"] for ln in lines} == {"finished"}
@@ -67,9 +81,13 @@ def test_cli_population_writes_one_run_per_member(runs_root, capsys):
         assert (status["state"], status["group"], status["member"], status["step"]) == ("finished", group, i, 100)
         assert (run_dir / "tb").is_dir() and run_store.read_json(run_dir / "artifacts" / "tables" / "fit__data.json")
         single = MemoryWriter()
-        result = train_regression(RegressionConfig(steps=100, optimizer="adam", lr=doc["config"]["lr"], seed=doc["config"]["seed"]), single)
-        logged = [(r["step"], {k: r[k] for k in ("train/loss", "regression/weight", "regression/bias") if k in r})
-                  for r in run_store.read_metrics(run_dir)[0]]
+        result = train_regression(
+            RegressionConfig(steps=100, optimizer="adam", lr=doc["config"]["lr"], seed=doc["config"]["seed"]), single
+        )
+        logged = [
+            (r["step"], {k: r[k] for k in ("train/loss", "regression/weight", "regression/bias") if k in r})
+            for r in run_store.read_metrics(run_dir)[0]
+        ]
         assert_same_run(logged, values(single), rtol=1e-6)
         assert lines[i]["final"] == pytest.approx(result.final, rel=1e-6)
     # Each member is its own W&B run, all in the population's group.
@@ -129,8 +147,21 @@ def test_stop_file_in_one_member_stops_the_group_and_the_population_resumes_as_a
         return real(d)
 
     monkeypatch.setattr(run_store, "stop_requested", stop_requested)
-    argv = ["regression", "--population", "lr=0.005,0.01,0.02", "--steps", "200", "--ckpt-every", "30",
-            "--runs-root", str(runs_root), "--wandb", "disabled", "--no-tensorboard", "--quiet"]
+    argv = [
+        "regression",
+        "--population",
+        "lr=0.005,0.01,0.02",
+        "--steps",
+        "200",
+        "--ckpt-every",
+        "30",
+        "--runs-root",
+        str(runs_root),
+        "--wandb",
+        "disabled",
+        "--no-tensorboard",
+        "--quiet",
+    ]
     assert main(argv) == 0
     dirs = sorted(runs_root.iterdir(), key=lambda d: run_store.read_json(d / "config.json")["member"])
     assert [run_store.read_status(d)["state"] for d in dirs] == ["stopped"] * 3
@@ -147,10 +178,17 @@ def test_stop_file_in_one_member_stops_the_group_and_the_population_resumes_as_a
 
 def test_population_arguments_are_validated():
     assert parse_axes(["lr=0.1, 0.2", "seed=3"]) == {"lr": ["0.1", "0.2"], "seed": ["3"]}
-    for bad, fix in ((["hidden=64,32"], "lr and seed only"), (["lr"], "FIELD=V1,V2"), (["lr=1", "lr=2"], "given twice")):
+    for bad, fix in (
+        (["hidden=64,32"], "lr and seed only"),
+        (["lr"], "FIELD=V1,V2"),
+        (["lr=1", "lr=2"], "given twice"),
+    ):
         with pytest.raises(ConfigError, match=fix):
             parse_axes(bad)
     with pytest.raises(ConfigError) as err:
         execute("regression", member_raws({}, {"lr": ["0.1", "-1"]}), axes=["lr"])
     assert "lr" in err.value.errors and "Learning rate must be > 0" in err.value.errors["lr"]
-    assert member_raws({"epochs": "1"}, {"seed": ["4", "5"]}) == [{"epochs": "1", "seed": "4"}, {"epochs": "1", "seed": "5"}]
+    assert member_raws({"epochs": "1"}, {"seed": ["4", "5"]}) == [
+        {"epochs": "1", "seed": "4"},
+        {"epochs": "1", "seed": "5"},
+    ]

@@ -34,8 +34,11 @@ class FlushCounter(MemoryWriter):
 
 def curves(writer: MemoryWriter) -> list[tuple[int, dict]]:
     """(step, {"x", "y", "y_true"}) of every fitted-curve table written."""
-    return [(s, {c: t[tags.FIT_CURVE].column(c) for c in t[tags.FIT_CURVE].columns})
-            for s, t in writer.tables if tags.FIT_CURVE in t]
+    return [
+        (s, {c: t[tags.FIT_CURVE].column(c) for c in t[tags.FIT_CURVE].columns})
+        for s, t in writer.tables
+        if tags.FIT_CURVE in t
+    ]
 
 
 def test_defaults_fit_the_true_line_and_match_the_jax_docs():
@@ -65,8 +68,9 @@ def test_logs_tags_progress_and_snapshots():
     (result,) = train(RegressionTask, cfg, writer)
     steps = [s for s, _ in writer.scalars]
     assert steps == [0, *range(10, 201, 10), 205]  # step 0: the initial loss; the 5-step remainder still runs
-    assert writer.scalars[0][1] == {"train/loss": pytest.approx(float(loss(init_params(jax.random.key(42)),
-                                                                         *make_data(cfg))))}
+    assert writer.scalars[0][1] == {
+        "train/loss": pytest.approx(float(loss(init_params(jax.random.key(42)), *make_data(cfg))))
+    }
     assert all(set(d) == TAGS for _, d in writer.scalars[1:])
     assert set(result.final) == {"train/loss", "regression/weight", "regression/bias"}
     p = writer.progress[-1]
@@ -118,7 +122,10 @@ def test_same_config_same_metrics():
     cfg = RegressionConfig(steps=100, optimizer="adam", lr=0.02)
     a, b = MemoryWriter(), MemoryWriter()
     ra, rb = train(RegressionTask, cfg, a)[0], train(RegressionTask, cfg, b)[0]
-    strip = lambda w: [(s, {k: v for k, v in d.items() if k.split("/")[0] not in ("perf", "sys")}) for s, d in w.scalars]  # noqa: E731
+
+    def strip(w):
+        return [(s, {k: v for k, v in d.items() if k.split("/")[0] not in ("perf", "sys")}) for s, d in w.scalars]
+
     assert strip(a) == strip(b) and ra.final == rb.final
     c = MemoryWriter()
     train(RegressionTask, RegressionConfig(steps=100, optimizer="adam", lr=0.02, seed=7), c)
@@ -128,8 +135,9 @@ def test_same_config_same_metrics():
 def test_stop_request_ends_after_the_current_chunk():
     calls = []
     writer = MemoryWriter()
-    (result,) = train(RegressionTask, RegressionConfig(steps=1000, log_every=50), writer,
-                      lambda: calls.append(1) or len(calls) >= 3)
+    (result,) = train(
+        RegressionTask, RegressionConfig(steps=1000, log_every=50), writer, lambda: calls.append(1) or len(calls) >= 3
+    )
     assert result.state == "stopped" and result.steps == 150
     assert [s for s, _ in writer.scalars] == [0, 50, 100, 150] and curves(writer)[-1][0] == 150
 

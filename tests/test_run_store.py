@@ -189,12 +189,18 @@ def test_store_writer_keeps_the_latest_table_image_and_text_of_each_tag(tmp_path
     w = RunStoreWriter(tmp_path)
     x = np.linspace(-1, 1, 5)
     for step, weight in ((0, 0.0), (10, 1.5)):
-        write_summaries(w, step, [FitSummary(x, 2 * x, x[[0, -1]], weight * x[[0, -1]] + 0.1, 2 * x[[0, -1]])], step == 0)
+        write_summaries(
+            w, step, [FitSummary(x, 2 * x, x[[0, -1]], weight * x[[0, -1]] + 0.1, 2 * x[[0, -1]])], step == 0
+        )
     data = json.loads((tmp_path / "artifacts" / "tables" / "fit__data.json").read_text())
     assert data["columns"] == ["x", "y"] and [r[0] for r in data["rows"]] == x.tolist() and data["step"] == 0
     curve = json.loads((tmp_path / "artifacts" / "tables" / "fit__curve.json").read_text())
-    assert curve == {"tag": "fit/curve", "step": 10, "columns": ["x", "y", "y_true"],
-                     "rows": [[-1.0, -1.4, -2.0], [1.0, 1.6, 2.0]]}
+    assert curve == {
+        "tag": "fit/curve",
+        "step": 10,
+        "columns": ["x", "y", "y_true"],
+        "rows": [[-1.0, -1.4, -2.0], [1.0, 1.6, 2.0]],
+    }
     assert (tmp_path / "artifacts" / "images" / "fit__plot.png").exists()
 
     w.write_tables(30, {"test/confusion": Table(["true", "a", "b"], [["a", 5, 1], ["b", 0, 4]])})

@@ -43,7 +43,12 @@ print("RESULT " + json.dumps(out))
 def test_eight_devices_match_one_device(tmp_path):
     env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=8", "JAX_PLATFORMS": "cpu"}
     proc = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(tmp_path / "idx")], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+        [sys.executable, "-c", SCRIPT, str(tmp_path / "idx")],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     (line,) = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]

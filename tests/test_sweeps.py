@@ -94,7 +94,9 @@ def test_wandb_keeps_the_agents_run_id(tmp_path):
         "w.wait_ready(60); print(json.dumps(w.info)); w.close('finished')"
     )
     env = {**os.environ, "WANDB_SWEEP_ID": "abc123", "WANDB_RUN_ID": "agentrun7", "WANDB_MODE": "offline"}
-    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     info = json.loads(out.stdout.strip().splitlines()[-1])
     assert info["mode"] == "offline" and info["id"] == "agentrun7", info

@@ -21,8 +21,12 @@ def _resume(argv: list[str]) -> int:
 
     args = cli.resume_parser().parse_args(argv)
     try:
-        outcomes = resume(args.run_dir, wandb_mode=args.wandb, tensorboard=False if args.no_tensorboard else None,
-                          console=not args.quiet)
+        outcomes = resume(
+            args.run_dir,
+            wandb_mode=args.wandb,
+            tensorboard=False if args.no_tensorboard else None,
+            console=not args.quiet,
+        )
     except (CannotResume, ConfigError) as exc:
         return _fail(str(exc))
     for run_dir, state, result in outcomes:
@@ -54,10 +58,19 @@ def _train(task: str, argv: list[str]) -> int:
     try:
         axes = parse_axes(args.population)
         raws = member_raws(raw, axes) if axes else [raw]
-        outcomes = execute(task, raws, axes=list(axes), run_dir=args.run_dir, root=args.runs_root, name=args.name,
-                           wandb_mode=cli.wandb_mode(args.wandb), tensorboard=not args.no_tensorboard,
-                           console=not args.quiet, command=["python", "-m", "training", task, *argv],
-                           pbt=cli.pbt_config(args, int(raw.get("seed") or 0)))
+        outcomes = execute(
+            task,
+            raws,
+            axes=list(axes),
+            run_dir=args.run_dir,
+            root=args.runs_root,
+            name=args.name,
+            wandb_mode=cli.wandb_mode(args.wandb),
+            tensorboard=not args.no_tensorboard,
+            console=not args.quiet,
+            command=["python", "-m", "training", task, *argv],
+            pbt=cli.pbt_config(args, int(raw.get("seed") or 0)),
+        )
     except ConfigError as exc:
         return _fail(str(exc))
     except OSError as exc:

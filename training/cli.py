@@ -50,26 +50,58 @@ def task_parser(task: str, task_cls: type) -> argparse.ArgumentParser:
     for f in fields(task_cls.Config):
         flags = dict.fromkeys([f"--{f.name.replace('_', '-')}", f"--{f.name}"])
         choices = [str(c) for c in f.choices] if f.choices else None
-        settings.add_argument(*flags, dest=f.name, default=None, choices=choices, metavar=f.name.upper() if not choices else None,
-                              help=_field_help(f))
+        settings.add_argument(
+            *flags,
+            dest=f.name,
+            default=None,
+            choices=choices,
+            metavar=f.name.upper() if not choices else None,
+            help=_field_help(f),
+        )
     p.add_argument("--run-dir", type=Path, default=None, help="write the run here (a new or empty folder)")
-    p.add_argument("--runs-root", type=Path, default=None, help="root of run directories (default: $JAXDASH_RUNS or ./runs)")
+    p.add_argument(
+        "--runs-root", type=Path, default=None, help="root of run directories (default: $JAXDASH_RUNS or ./runs)"
+    )
     p.add_argument("--name", default=None, help="display name of the run")
-    p.add_argument("--wandb", choices=WANDB_MODES, default=None,
-                   help="W&B mode (default: $WANDB_MODE, else auto = online when logged in, else offline)")
+    p.add_argument(
+        "--wandb",
+        choices=WANDB_MODES,
+        default=None,
+        help="W&B mode (default: $WANDB_MODE, else auto = online when logged in, else offline)",
+    )
     p.add_argument("--no-tensorboard", action="store_true", help="do not write TensorBoard event files")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.add_argument("--population", action="append", default=[], metavar="FIELD=V1,V2",
-                   help="train one run per combination of the listed lr/seed values, all in one vmapped program "
-                        "(repeatable; cartesian product); each member gets its own run dir")
+    p.add_argument(
+        "--population",
+        action="append",
+        default=[],
+        metavar="FIELD=V1,V2",
+        help="train one run per combination of the listed lr/seed values, all in one vmapped program "
+        "(repeatable; cartesian product); each member gets its own run dir",
+    )
     pbt = p.add_argument_group("population-based training (with --population lr=...)")
-    pbt.add_argument("--pbt-interval", type=int, default=None, metavar="STEPS",
-                     help="every STEPS steps the worst members copy the best ones' weights and perturb their lr")
-    pbt.add_argument("--pbt-metric", default="", metavar="TAG",
-                     help="tag to rank members by (default: test/loss when the task evaluates, else train/loss)")
-    pbt.add_argument("--pbt-fraction", type=float, default=0.25, help="share of members copied / copied from (default 0.25)")
-    pbt.add_argument("--pbt-resample", type=float, default=0.0,
-                     help="probability of drawing a fresh lr instead of perturbing (default 0)")
+    pbt.add_argument(
+        "--pbt-interval",
+        type=int,
+        default=None,
+        metavar="STEPS",
+        help="every STEPS steps the worst members copy the best ones' weights and perturb their lr",
+    )
+    pbt.add_argument(
+        "--pbt-metric",
+        default="",
+        metavar="TAG",
+        help="tag to rank members by (default: test/loss when the task evaluates, else train/loss)",
+    )
+    pbt.add_argument(
+        "--pbt-fraction", type=float, default=0.25, help="share of members copied / copied from (default 0.25)"
+    )
+    pbt.add_argument(
+        "--pbt-resample",
+        type=float,
+        default=0.0,
+        help="probability of drawing a fresh lr instead of perturbing (default 0)",
+    )
     return p
 
 
@@ -79,21 +111,30 @@ def pbt_config(args: argparse.Namespace, seed: int) -> Any:
         return None
     from training.pbt import PbtConfig
 
-    return PbtConfig(interval=args.pbt_interval, metric=args.pbt_metric, fraction=args.pbt_fraction,
-                     resample=args.pbt_resample, seed=seed)
+    return PbtConfig(
+        interval=args.pbt_interval,
+        metric=args.pbt_metric,
+        fraction=args.pbt_fraction,
+        resample=args.pbt_resample,
+        seed=seed,
+    )
 
 
 def top_help() -> str:
     """`python -m training --help`: the commands and the tasks this install knows."""
     tasks = "\n".join(f"  {name:<14s} {spec}" for name, spec in available().items())
-    return (f"usage: python -m training TASK [--FIELD VALUE ...]   (TASK --help lists its settings)\n"
-            f"       python -m training resume RUN_DIR [--wandb MODE] [--no-tensorboard] [--quiet]\n\n"
-            f"tasks (a name, or package.module:Class, or path/to/file.py:Class):\n{tasks}\n")
+    return (
+        f"usage: python -m training TASK [--FIELD VALUE ...]   (TASK --help lists its settings)\n"
+        f"       python -m training resume RUN_DIR [--wandb MODE] [--no-tensorboard] [--quiet]\n\n"
+        f"tasks (a name, or package.module:Class, or path/to/file.py:Class):\n{tasks}\n"
+    )
 
 
 def resume_parser() -> argparse.ArgumentParser:
-    r = argparse.ArgumentParser(prog="python -m training resume",
-                                description="continue a stopped or crashed run (its whole population) from its checkpoint")
+    r = argparse.ArgumentParser(
+        prog="python -m training resume",
+        description="continue a stopped or crashed run (its whole population) from its checkpoint",
+    )
     r.add_argument("run_dir", type=Path, help="the run directory (runs/<id>)")
     r.add_argument("--wandb", choices=WANDB_MODES, default=None, help="W&B mode (default: the run's own)")
     r.add_argument("--no-tensorboard", action="store_true", help="do not write TensorBoard event files")

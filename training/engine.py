@@ -47,8 +47,14 @@ class Engine:
       should_stop: polled between chunks; True stops every member after the chunk.
     """
 
-    def __init__(self, task_cls: type[Task], cfgs: Sequence[Any], members: Members, should_stop: Any,
-                 pbt: PbtConfig | None = None):
+    def __init__(
+        self,
+        task_cls: type[Task],
+        cfgs: Sequence[Any],
+        members: Members,
+        should_stop: Any,
+        pbt: PbtConfig | None = None,
+    ):
         self.pbt = pbt
         self.tasks = [task_cls(c) for c in cfgs]
         self.task, self.cfg, self.k = self.tasks[0], cfgs[0], len(cfgs)
@@ -186,12 +192,15 @@ class Engine:
                 scalars[i][tags.PBT_LR] = float(self.lrs[i])
             if epoch_end and self.plan.batched:
                 scalars[i].update(pos.epoch_means(i))
-        diverged = self.members.report(pos.step, scalars, self._progress(pos), metrics.get("loss"), first,
-                                       rescue=self.pbt is not None)
+        diverged = self.members.report(
+            pos.step, scalars, self._progress(pos), metrics.get("loss"), first, rescue=self.pbt is not None
+        )
         pos.last = scalars
         if self.pbt is not None and (pbt_due or diverged):
             writers = [m.writer for m in self.members.members]
-            self.state, self.lrs = self.exploiter(self.state, self.lrs, pos.step, scalars, diverged, pos.lineage, writers)
+            self.state, self.lrs = self.exploiter(
+                self.state, self.lrs, pos.step, scalars, diverged, pos.lineage, writers
+            )
         if epoch_end and self.plan.batched:
             self._histograms(pos.step)
         done = pos.step >= self.plan.total_steps
@@ -202,9 +211,12 @@ class Engine:
         elif not done and "fit" in self.task.panels and self.live_fits(pos.step):
             self._snapshot(pos.step, final=False, images=False)
         if self.checkpoints(pos.step, force=stopped or done or epoch_end):
-            self.members.checkpoint(pos.step, {"state": self.state, "shuffle_key": self.shuffle},
-                                    lambda i: {"position": pos.meta(i), "wall_seconds": self.clock.elapsed()},
-                                    self.stacked)
+            self.members.checkpoint(
+                pos.step,
+                {"state": self.state, "shuffle_key": self.shuffle},
+                lambda i: {"position": pos.meta(i), "wall_seconds": self.clock.elapsed()},
+                self.stacked,
+            )
         return stopped
 
     def _log_step_zero(self, metrics: Any, wall: float) -> None:
@@ -229,11 +241,16 @@ class Engine:
         self.lrs = learning_rates(self.state)
 
     def _progress(self, pos: Position) -> Progress:
-        return Progress(step=pos.step, total_steps=self.plan.total_steps,
-                        epoch=pos.epoch if self.plan.batched else 0,
-                        total_epochs=self.plan.epochs if self.plan.batched else 0,
-                        wall_seconds=self.clock.elapsed(), compile_seconds=self.compiler.compile_seconds,
-                        steps_per_sec=self.clock.steps_per_sec, phase="training")
+        return Progress(
+            step=pos.step,
+            total_steps=self.plan.total_steps,
+            epoch=pos.epoch if self.plan.batched else 0,
+            total_epochs=self.plan.epochs if self.plan.batched else 0,
+            wall_seconds=self.clock.elapsed(),
+            compile_seconds=self.compiler.compile_seconds,
+            steps_per_sec=self.clock.steps_per_sec,
+            phase="training",
+        )
 
     def _evaluate(self) -> list[dict[str, float]]:
         out = jax.device_get(self.eval_fn(self.state, self.test))  # sync point: a few scalars per evaluation
@@ -260,17 +277,29 @@ class Engine:
         if self.test is not None and pos.evaluated_at != pos.step and self.members.alive():
             pos.test = self._evaluate()  # stopped between evaluations: test the final params
         self._snapshot(pos.step, final=True)
-        extra = {"compile_seconds": self.compiler.compile_seconds, "steps_per_sec": self.clock.steps_per_sec,
-                 "traces": dict(self.traces.counts), "wall_seconds": self.clock.elapsed(), "members": self.k,
-                 "devices": self.dp.count}
+        extra = {
+            "compile_seconds": self.compiler.compile_seconds,
+            "steps_per_sec": self.clock.steps_per_sec,
+            "traces": dict(self.traces.counts),
+            "wall_seconds": self.clock.elapsed(),
+            "members": self.k,
+            "devices": self.dp.count,
+        }
         ended = "stopped" if stopped else "finished"
         states = [m.state if m.state != "running" else ended for m in self.members.members]
-        return [TrainResult(states[i], pos.final(i, self.plan.batched), pos.step, {**extra, "message": m.message})
-                for i, m in enumerate(self.members.members)]
+        return [
+            TrainResult(states[i], pos.final(i, self.plan.batched), pos.step, {**extra, "message": m.message})
+            for i, m in enumerate(self.members.members)
+        ]
 
 
-def train(task: type[Task] | str, cfgs: Any, writers: Any = None, should_stop: Any = lambda: False,
-          pbt: PbtConfig | None = None) -> list[TrainResult]:
+def train(
+    task: type[Task] | str,
+    cfgs: Any,
+    writers: Any = None,
+    should_stop: Any = lambda: False,
+    pbt: PbtConfig | None = None,
+) -> list[TrainResult]:
     """Train in this process with no run directory (tests, notebooks): one config or a list (a population).
 
     Args:

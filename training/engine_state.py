@@ -86,24 +86,40 @@ class Position:
 
     def meta(self, i: int) -> dict[str, Any]:
         """Member i's position as JSON for its checkpoint."""
-        return {"step": self.step, "epoch": self.epoch, "pos": self.pos, "evaluated_at": self.evaluated_at,
-                "sums": {n: float(v[i]) for n, v in self.sums.items()}, "test": self.test[i], "last": self.last[i],
-                "lineage": self.lineage[i]}
+        return {
+            "step": self.step,
+            "epoch": self.epoch,
+            "pos": self.pos,
+            "evaluated_at": self.evaluated_at,
+            "sums": {n: float(v[i]) for n, v in self.sums.items()},
+            "test": self.test[i],
+            "last": self.last[i],
+            "lineage": self.lineage[i],
+        }
 
     @classmethod
     def from_meta(cls, metas: Sequence[Mapping[str, Any]]) -> Position:
         """The position of K members restored from their checkpoints (same step, epoch and place)."""
         m0 = metas[0]
         sums = {n: np.array([m["sums"][n] for m in metas]) for n in m0["sums"]}
-        return cls(len(metas), m0["step"], m0["epoch"], m0["pos"], sums, [dict(m["test"]) for m in metas],
-                   [dict(m["last"]) for m in metas], m0.get("evaluated_at", -1),
-                   [list(m.get("lineage", [])) for m in metas])
+        return cls(
+            len(metas),
+            m0["step"],
+            m0["epoch"],
+            m0["pos"],
+            sums,
+            [dict(m["test"]) for m in metas],
+            [dict(m["last"]) for m in metas],
+            m0.get("evaluated_at", -1),
+            [list(m.get("lineage", [])) for m in metas],
+        )
 
 
 def reduce_chunk(metrics: Mapping[str, np.ndarray], i: int, last_value: Sequence[str]) -> dict[str, float]:
     """Member i's scalars of one chunk: each metric's mean over the chunk, or its last value."""
-    return {tags.metric_tag(tags.TRAIN, n): float(v[i][-1] if n in last_value else v[i].mean())
-            for n, v in metrics.items()}
+    return {
+        tags.metric_tag(tags.TRAIN, n): float(v[i][-1] if n in last_value else v[i].mean()) for n, v in metrics.items()
+    }
 
 
 def data_for(datas: Sequence[Data], i: int) -> Data:

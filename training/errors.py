@@ -17,8 +17,7 @@ class Diverged(TrainingError):
     def __init__(self, step: int, value: float, lr: float):
         self.step = step
         super().__init__(
-            f"Loss became {value} at step {step}: training diverged. "
-            f"Try a lower learning rate (e.g. --lr {lr / 10:g})."
+            f"Loss became {value} at step {step}: training diverged. Try a lower learning rate (e.g. --lr {lr / 10:g})."
         )
 
 

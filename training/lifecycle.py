@@ -50,8 +50,11 @@ def describe_os_error(exc: OSError) -> str:
     """One line naming the path and the cause, e.g. "No space left on device writing runs/x/metrics.jsonl"."""
     cause = exc.strerror or type(exc).__name__
     where = f" writing {exc.filename}" if exc.filename else ""
-    hint = {errno.ENOSPC: " Free some space, then resume the run.",
-            errno.EACCES: " Check the folder's permissions.", errno.EROFS: " Pick a writable --runs-root."}
+    hint = {
+        errno.ENOSPC: " Free some space, then resume the run.",
+        errno.EACCES: " Check the folder's permissions.",
+        errno.EROFS: " Pick a writable --runs-root.",
+    }
     return f"{cause}{where}.{hint.get(exc.errno or 0, '')}"
 
 
@@ -76,8 +79,9 @@ def failure(exc: BaseException, run_dir: Path) -> tuple[str, str]:
     if isinstance(exc, OSError):
         return "failed", describe_os_error(exc)
     if isinstance(exc, MemoryError) or "RESOURCE_EXHAUSTED" in str(exc):
-        return "failed", ("Out of memory: the model or data do not fit. Use fewer points, smaller layers "
-                          "or a smaller batch.")
+        return "failed", (
+            "Out of memory: the model or data do not fit. Use fewer points, smaller layers or a smaller batch."
+        )
     message = f"{type(exc).__name__}: {exc}"
     try:
         (run_dir / "error.log").write_text("".join(traceback.format_exception(exc)))

@@ -72,8 +72,15 @@ class Members:
             if self.members[i].run_dir is not None:
                 run_store.write_status(self.members[i].run_dir, phase=phase)
 
-    def report(self, step: int, scalars: Sequence[Mapping[str, float]], progress: Progress, losses: np.ndarray,
-               first_step: int, rescue: bool = False) -> list[int]:
+    def report(
+        self,
+        step: int,
+        scalars: Sequence[Mapping[str, float]],
+        progress: Progress,
+        losses: np.ndarray,
+        first_step: int,
+        rescue: bool = False,
+    ) -> list[int]:
         """Write and flush each live member's chunk; a member whose loss went non-finite ends as diverged.
 
         Args:

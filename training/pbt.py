@@ -57,8 +57,12 @@ def learning_rates(state: Any) -> np.ndarray:
     """The members' learning rates [K], read from the `inject_hyperparams` optimizer state."""
     found = [n.hyperparams["learning_rate"] for n in jax.tree.leaves(state, is_leaf=_is_hyper) if _is_hyper(n)]
     if not found:
-        raise ConfigError({"pbt_interval": "PBT needs the learning rate in the optimizer state "
-                                           "(optax.inject_hyperparams, as Task.optimizer() builds it)."})
+        raise ConfigError(
+            {
+                "pbt_interval": "PBT needs the learning rate in the optimizer state "
+                "(optax.inject_hyperparams, as Task.optimizer() builds it)."
+            }
+        )
     return np.asarray(jax.device_get(found[0]), np.float64)  # sync point: K scalars, at PBT steps only
 
 
@@ -84,8 +88,14 @@ def _ranking(scores: np.ndarray, higher_is_better: bool) -> np.ndarray:
     return np.argsort(keyed, kind="stable")
 
 
-def plan(scores: Sequence[float], lrs: np.ndarray, step: int, cfg: PbtConfig, higher_is_better: bool,
-         forced: Sequence[int] = ()) -> list[Copy]:
+def plan(
+    scores: Sequence[float],
+    lrs: np.ndarray,
+    step: int,
+    cfg: PbtConfig,
+    higher_is_better: bool,
+    forced: Sequence[int] = (),
+) -> list[Copy]:
     """Which members copy which, and their new learning rates (no device work).
 
     Args:
@@ -104,16 +114,27 @@ def plan(scores: Sequence[float], lrs: np.ndarray, step: int, cfg: PbtConfig, hi
         return []
     rng = np.random.default_rng([cfg.seed, step])
     copies = []
+    score = np.asarray(scores, np.float64)
     for member in losers:
         source = int(rng.choice(top))
+        if member not in forced and score[member] == score[source]:
+            continue  # no better than what it would copy (e.g. every member converged): nothing to gain
         factor = float(rng.choice(cfg.factors))
         new_lr = float(lrs[source]) * factor
         if cfg.resample > 0 and rng.random() < cfg.resample and cfg.lr_range[1] > 0:
             lo, hi = np.log(cfg.lr_range[0]), np.log(cfg.lr_range[1])
             new_lr = float(np.exp(rng.uniform(lo, hi)))
         new_lr = float(np.float32(new_lr))  # the device holds float32: the host copy and lineage say the same
-        copies.append({"step": step, "member": member, "source": source, "old_lr": float(lrs[member]),
-                       "new_lr": new_lr, "reason": "diverged" if member in forced else "ranked low"})
+        copies.append(
+            {
+                "step": step,
+                "member": member,
+                "source": source,
+                "old_lr": float(lrs[member]),
+                "new_lr": new_lr,
+                "reason": "diverged" if member in forced else "ranked low",
+            }
+        )
     return copies
 
 
@@ -139,8 +160,16 @@ class Exploiter:
         self.cfg, self.metric = cfg, metric
         self.higher_is_better = metric.endswith("acc")
 
-    def __call__(self, state: Any, lrs: np.ndarray, step: int, scalars: Sequence[dict[str, float]],
-                 forced: Sequence[int], lineage: list[list[Copy]], writers: Sequence[Any]) -> tuple[Any, np.ndarray]:
+    def __call__(
+        self,
+        state: Any,
+        lrs: np.ndarray,
+        step: int,
+        scalars: Sequence[dict[str, float]],
+        forced: Sequence[int],
+        lineage: list[list[Copy]],
+        writers: Sequence[Any],
+    ) -> tuple[Any, np.ndarray]:
         """The state and learning rates after this step's copies; each copied member's writer gets its lineage."""
         scores = [s.get(self.metric, math.nan) for s in scalars]
         copies = plan(scores, lrs, step, self.cfg, self.higher_is_better, forced)
@@ -153,8 +182,13 @@ class Exploiter:
             writer = writers[c["member"]]
             table = {"pbt/lineage": _table(["step", "source", "old_lr", "new_lr", "reason"], rows)}
             writer.write_tables(step, table)
-            writer.write_texts(step, {"pbt/copies": f"step {step}: copied member {c['source']} ({c['reason']}), "
-                                                    f"lr {c['old_lr']:.3g} -> {c['new_lr']:.3g}"})
+            writer.write_texts(
+                step,
+                {
+                    "pbt/copies": f"step {step}: copied member {c['source']} ({c['reason']}), "
+                    f"lr {c['old_lr']:.3g} -> {c['new_lr']:.3g}"
+                },
+            )
         return state, lrs
 
 

@@ -36,12 +36,20 @@ def parse_axes(specs: Sequence[str]) -> dict[str, list[str]]:
         name = name.strip().replace("-", "_")
         listed = split_values(values)
         if not sep or not listed:
-            raise ConfigError({"population": f"expects FIELD=V1,V2,... (got {spec!r}), e.g. --population lr=0.001,0.01."})
+            raise ConfigError(
+                {"population": f"expects FIELD=V1,V2,... (got {spec!r}), e.g. --population lr=0.001,0.01."}
+            )
         if name not in VARIED:
-            raise ConfigError({"population": f"can vary {' and '.join(VARIED)} only (got {name!r}); other settings "
-                                             "change array shapes or data, so train them as separate runs."})
+            raise ConfigError(
+                {
+                    "population": f"can vary {' and '.join(VARIED)} only (got {name!r}); other settings "
+                    "change array shapes or data, so train them as separate runs."
+                }
+            )
         if name in axes:
-            raise ConfigError({"population": f"{name} is given twice; list all its values in one --population {name}=..."})
+            raise ConfigError(
+                {"population": f"{name} is given twice; list all its values in one --population {name}=..."}
+            )
         axes[name] = listed
     return axes
 

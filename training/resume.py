@@ -62,8 +62,9 @@ def _check(run_dir: Path) -> int:
     return step
 
 
-def resume(run_dir: str | Path, wandb_mode: str | None = None, tensorboard: bool | None = None,
-           console: bool = True) -> list[Outcome]:
+def resume(
+    run_dir: str | Path, wandb_mode: str | None = None, tensorboard: bool | None = None, console: bool = True
+) -> list[Outcome]:
     """Continue `run_dir` (and the rest of its population) from the latest common checkpoint.
 
     Args:
@@ -91,16 +92,38 @@ def resume(run_dir: str | Path, wandb_mode: str | None = None, tensorboard: bool
     cfgs = [parse_config(task_cls.Config, dd["config"], task_cls.name) for dd in docs]
     previous = run_store.read_status(run_dir).get("wandb") or {}
     if wandb_mode is None:
-        wandb_mode = "disabled" if previous.get("mode", "disabled") == "disabled" else previous.get("requested_mode", "auto")
+        wandb_mode = (
+            "disabled" if previous.get("mode", "disabled") == "disabled" else previous.get("requested_mode", "auto")
+        )
     if tensorboard is None:
         tensorboard = (run_dir / "tb").is_dir()
     for d in dirs:
         truncate_metrics(d, step)
-        run_store.write_status(d, state="running", pid=os.getpid(), host=socket.gethostname(), ended=None,
-                               message=None, step=step, resumed_from=step, resumed_at=time.time(), final=None)
+        run_store.write_status(
+            d,
+            state="running",
+            pid=os.getpid(),
+            host=socket.gethostname(),
+            ended=None,
+            message=None,
+            step=step,
+            resumed_from=step,
+            resumed_at=time.time(),
+            final=None,
+        )
     names = [dd.get("name") or d.name for dd, d in zip(docs, dirs, strict=True)]
-    return train_members(task_cls, cfgs, dirs, names, doc.get("group"), wandb_mode, tensorboard, console,
-                         resume_step=step, pbt=pbt_of(doc))
+    return train_members(
+        task_cls,
+        cfgs,
+        dirs,
+        names,
+        doc.get("group"),
+        wandb_mode,
+        tensorboard,
+        console,
+        resume_step=step,
+        pbt=pbt_of(doc),
+    )
 
 
 def pbt_of(doc: dict[str, Any]) -> PbtConfig | None:

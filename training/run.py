@@ -27,14 +27,31 @@ from training.writers.base import MetricWriter
 Outcome = tuple[Path, str, TrainResult | None]  # (run dir, final state, result or None)
 
 
-def open_writer(run_dir: Path, cfg: Any, name: str, wandb_mode: str, tensorboard: bool, console: bool,
-                resume_step: int | None, group: str | None, job_type: str) -> MetricWriter:
+def open_writer(
+    run_dir: Path,
+    cfg: Any,
+    name: str,
+    wandb_mode: str,
+    tensorboard: bool,
+    console: bool,
+    resume_step: int | None,
+    group: str | None,
+    job_type: str,
+) -> MetricWriter:
     """Build a run's writers and publish their info (W&B mode/url, TB logdir) in status.json."""
     from training.writers.build import build_writer
 
-    writer, info = build_writer(run_dir, config_to_dict(cfg), name=name, wandb_mode=wandb_mode,
-                                tensorboard=tensorboard, console=console, resume_step=resume_step, group=group,
-                                job_type=job_type)
+    writer, info = build_writer(
+        run_dir,
+        config_to_dict(cfg),
+        name=name,
+        wandb_mode=wandb_mode,
+        tensorboard=tensorboard,
+        console=console,
+        resume_step=resume_step,
+        group=group,
+        job_type=job_type,
+    )
     run_store.write_status(run_dir, **info)
     if resume_step is None:
         writer.write_hparams(config_to_dict(cfg))
@@ -46,9 +63,17 @@ def _member_name(name: str | None, group: str, i: int, cfg: Any, axes: Sequence[
     return f"{name or group} #{i} ({label})"
 
 
-def create_runs(task_spec: str, task_cls: type[Task], cfgs: Sequence[Any], axes: Sequence[str], root: Any,
-                run_dir: Path | None, name: str | None, command: list[str] | None,
-                pbt: PbtConfig | None = None) -> tuple[list[Path], list[str], str | None]:
+def create_runs(
+    task_spec: str,
+    task_cls: type[Task],
+    cfgs: Sequence[Any],
+    axes: Sequence[str],
+    root: Any,
+    run_dir: Path | None,
+    name: str | None,
+    command: list[str] | None,
+    pbt: PbtConfig | None = None,
+) -> tuple[list[Path], list[str], str | None]:
     """The members' new run directories with config.json and a "running" status.json; (dirs, names, group)."""
     task = task_cls.name
     group = None
@@ -65,18 +90,38 @@ def create_runs(task_spec: str, task_cls: type[Task], cfgs: Sequence[Any], axes:
             d = run_store.new_run_dir(root, task, f"{name or task}-m{i}")
             extra = {"group": group, "member": i, **({"pbt": dataclasses.asdict(pbt)} if pbt else {})}
             names.append(_member_name(name, group, i, cfg, axes))
-        total = getattr(cfg, "steps", 0) or getattr(cfg, "epochs", 0) * (getattr(cfg, "train_size", 0) // getattr(cfg, "batch_size", 1))
-        run_store.write_config(d, task, config_to_dict(cfg), name=names[-1], command=command, task_spec=task_spec,
-                               panels=list(task_cls.panels), **extra)
-        run_store.start_status(d, total_steps=total, epoch=0, total_epochs=getattr(cfg, "epochs", 0), phase="starting",
-                               **extra)
+        total = getattr(cfg, "steps", 0) or getattr(cfg, "epochs", 0) * (
+            getattr(cfg, "train_size", 0) // getattr(cfg, "batch_size", 1)
+        )
+        run_store.write_config(
+            d,
+            task,
+            config_to_dict(cfg),
+            name=names[-1],
+            command=command,
+            task_spec=task_spec,
+            panels=list(task_cls.panels),
+            **extra,
+        )
+        run_store.start_status(
+            d, total_steps=total, epoch=0, total_epochs=getattr(cfg, "epochs", 0), phase="starting", **extra
+        )
         dirs.append(d)
     return dirs, names, group
 
 
-def train_members(task_cls: type[Task], cfgs: Sequence[Any], dirs: Sequence[Path], names: Sequence[str],
-                  group: str | None, wandb_mode: str, tensorboard: bool, console: bool,
-                  resume_step: int | None = None, pbt: PbtConfig | None = None) -> list[Outcome]:
+def train_members(
+    task_cls: type[Task],
+    cfgs: Sequence[Any],
+    dirs: Sequence[Path],
+    names: Sequence[str],
+    group: str | None,
+    wandb_mode: str,
+    tensorboard: bool,
+    console: bool,
+    resume_step: int | None = None,
+    pbt: PbtConfig | None = None,
+) -> list[Outcome]:
     """Writers, stop flag and checkpoints around one engine run; each member's end recorded."""
     from training.checkpoint import Checkpointer
     from training.engine import Engine
@@ -89,8 +134,9 @@ def train_members(task_cls: type[Task], cfgs: Sequence[Any], dirs: Sequence[Path
     results: list[TrainResult | None] = [None] * len(cfgs)
     try:
         for i, (cfg, d, n) in enumerate(zip(cfgs, dirs, names, strict=True)):
-            writer = open_writer(d, cfg, n, wandb_mode, tensorboard, console and i == 0, resume_step, group,
-                                 task_cls.name)
+            writer = open_writer(
+                d, cfg, n, wandb_mode, tensorboard, console and i == 0, resume_step, group, task_cls.name
+            )
             members.members.append(Member(d, writer, cfg.lr))
             members.members[-1].ckpt = Checkpointer(d, 0, resume_step=resume_step)
         trained = Engine(task_cls, cfgs, members, stop, pbt=pbt).run(resume_step)
@@ -102,16 +148,26 @@ def train_members(task_cls: type[Task], cfgs: Sequence[Any], dirs: Sequence[Path
         state, message = failure(exc, dirs[0])
         for i in members.alive():
             members.end(i, state, message)
-        for d in dirs[len(members):]:  # writers never opened: record the failure all the same
+        for d in dirs[len(members) :]:  # writers never opened: record the failure all the same
             run_store.write_status(d, state=state, message=message, ended=time.time())
     states = [m.state for m in members.members] + ["failed"] * (len(dirs) - len(members))
     return list(zip(dirs, states, results, strict=True))
 
 
-def execute(task: str, raw_cfgs: Sequence[dict[str, Any]] | Sequence[Any], *, axes: Sequence[str] = (),
-            run_dir: Path | None = None, root: Any = None, name: str | None = None, wandb_mode: str = "auto",
-            tensorboard: bool = True, console: bool = True, command: list[str] | None = None,
-            pbt: PbtConfig | None = None) -> list[Outcome]:
+def execute(
+    task: str,
+    raw_cfgs: Sequence[dict[str, Any]] | Sequence[Any],
+    *,
+    axes: Sequence[str] = (),
+    run_dir: Path | None = None,
+    root: Any = None,
+    name: str | None = None,
+    wandb_mode: str = "auto",
+    tensorboard: bool = True,
+    console: bool = True,
+    command: list[str] | None = None,
+    pbt: PbtConfig | None = None,
+) -> list[Outcome]:
     """Train a task into new run directories: one run, or a population when `axes` names the varied fields.
 
     Args:

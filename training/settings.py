@@ -49,8 +49,15 @@ def setting(
       choices: the allowed values; the form shows a select box.
       advanced: shown folded away on the form.
     """
-    meta = {"label": label, "help": help, "min": min, "max": max, "min_exclusive": min_exclusive,
-            "choices": tuple(choices) if choices else None, "advanced": advanced}
+    meta = {
+        "label": label,
+        "help": help,
+        "min": min,
+        "max": max,
+        "min_exclusive": min_exclusive,
+        "choices": tuple(choices) if choices else None,
+        "advanced": advanced,
+    }
     return dataclasses.field(default=default, metadata=meta)
 
 
@@ -87,10 +94,21 @@ def fields(cls: type) -> list[FieldInfo]:
     for f in dataclasses.fields(cls):
         kind, optional = _kind(hints[f.name])
         m = f.metadata
-        out.append(FieldInfo(
-            f.name, kind, optional, f.default, m.get("label", f.name.replace("_", " ").capitalize()), m.get("help", ""),
-            m.get("min"), m.get("max"), bool(m.get("min_exclusive")), m.get("choices"), bool(m.get("advanced")),
-        ))
+        out.append(
+            FieldInfo(
+                f.name,
+                kind,
+                optional,
+                f.default,
+                m.get("label", f.name.replace("_", " ").capitalize()),
+                m.get("help", ""),
+                m.get("min"),
+                m.get("max"),
+                bool(m.get("min_exclusive")),
+                m.get("choices"),
+                bool(m.get("advanced")),
+            )
+        )
     return out
 
 
@@ -127,8 +145,13 @@ def coerce(info: FieldInfo, value: Any) -> Any:
 
 
 def _type_words(kind: str) -> str:
-    return {"int": "a whole number", "float": "a number", "ints": "whole numbers separated by commas",
-            "floats": "numbers separated by commas", "bool": "true or false"}.get(kind, "text")
+    return {
+        "int": "a whole number",
+        "float": "a number",
+        "ints": "whole numbers separated by commas",
+        "floats": "numbers separated by commas",
+        "bool": "true or false",
+    }.get(kind, "text")
 
 
 def check_bounds(info: FieldInfo, value: Any) -> str | None:

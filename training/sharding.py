@@ -34,13 +34,19 @@ def resolve_devices(requested: int, batch_size: int) -> list[jax.Device]:
     n = requested or len(available)
     if n > len(available):
         kind = available[0].platform.upper()
-        raise ConfigError({"devices": f"asks for {n} devices but this host has {len(available)} {kind} device(s); use --devices 0 for all."})
+        raise ConfigError(
+            {
+                "devices": f"asks for {n} devices but this host has {len(available)} {kind} device(s); use --devices 0 for all."
+            }
+        )
     if batch_size % n:
         lower = n * (batch_size // n)
         fits = " or ".join(str(b) for b in (lower, lower + n) if b > 0)
         raise ConfigError(
-            {"batch_size": f"must be a multiple of the {n} devices it is split over (got {batch_size}); "
-             f"use --batch-size {fits}, or fewer --devices."}
+            {
+                "batch_size": f"must be a multiple of the {n} devices it is split over (got {batch_size}); "
+                f"use --batch-size {fits}, or fewer --devices."
+            }
         )
     return available[:n]
 

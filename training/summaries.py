@@ -71,22 +71,30 @@ def _write_fit(writer: MetricWriter, step: int, fit: FitSummary, first: bool, im
         curve["y_true"] = fit.truth_y
     writer.write_tables(step, {tags.FIT_CURVE: Table.from_columns(**curve)})
     if images:
-        writer.write_images(step, {tags.FIT_IMAGE: render.render_fit(fit.x, fit.y, fit.curve_x, fit.curve_y, fit.truth_y)})
+        writer.write_images(
+            step, {tags.FIT_IMAGE: render.render_fit(fit.x, fit.y, fit.curve_x, fit.curve_y, fit.truth_y)}
+        )
 
 
 def _write_classification(writer: MetricWriter, step: int, report: ClassificationSummary) -> None:
     names = [str(c) for c in report.class_names]
     confusion = Table(["true", *names], [[names[i], *map(int, row)] for i, row in enumerate(report.confusion)])
     images = np.asarray(report.images, np.uint8)
-    sample = Table(["image", "label", "pred"], [
-        [img.tolist(), names[int(lab)], names[int(pred)]]
-        for img, lab, pred in zip(images, report.image_labels, report.image_preds, strict=True)
-    ])
+    sample = Table(
+        ["image", "label", "pred"],
+        [
+            [img.tolist(), names[int(lab)], names[int(pred)]]
+            for img, lab, pred in zip(images, report.image_labels, report.image_preds, strict=True)
+        ],
+    )
     writer.write_tables(step, {tags.CONFUSION: confusion, tags.PREDICTIONS: sample})
-    writer.write_images(step, {
-        tags.CONFUSION_IMAGE: render.render_confusion(report.confusion),
-        tags.PREDICTIONS_IMAGE: render.render_prediction_grid(images, report.image_labels, report.image_preds),
-    })
+    writer.write_images(
+        step,
+        {
+            tags.CONFUSION_IMAGE: render.render_confusion(report.confusion),
+            tags.PREDICTIONS_IMAGE: render.render_prediction_grid(images, report.image_labels, report.image_preds),
+        },
+    )
     if report.probs is not None:
         writer.write_pr_curves(step, pr_curves(report.labels, report.probs, names))
 
@@ -97,8 +105,9 @@ def pr_curves(labels: np.ndarray, probs: np.ndarray, names: Sequence[str]) -> di
     return {f"{tags.PR_CURVES}/{name}": (labels == c, probs[:, c]) for c, name in enumerate(names)}
 
 
-def write_summaries(writer: MetricWriter, step: int, summaries: Sequence[object], first: bool,
-                    images: bool = True) -> None:
+def write_summaries(
+    writer: MetricWriter, step: int, summaries: Sequence[object], first: bool, images: bool = True
+) -> None:
     """Write each summary as tables and images.
 
     Args:

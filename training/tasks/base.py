@@ -39,10 +39,21 @@ class BaseConfig:
     seed: int = setting(0, "Seed", "PRNG seed of the initial parameters and the data order.", min=0, max=2**32 - 1)
     optimizer: str = setting("adam", "Optimizer", "Optax optimizer.", choices=("sgd", "adam"))
     lr: float = setting(1e-3, "Learning rate", "Step size of the optimizer, e.g. 0.001.", min=0, min_exclusive=True)
-    log_every: int = setting(100, "Steps per chunk", "Steps run in one compiled chunk; metrics leave the device "
-                             "once per chunk.", min=1, max=100_000, advanced=True)
-    ckpt_every: int = setting(1000, "Checkpoint every (steps)", "Orbax checkpoint cadence; 0 = only when stopped, "
-                              "at epoch ends and at the end (also every 30 s).", min=0, advanced=True)
+    log_every: int = setting(
+        100,
+        "Steps per chunk",
+        "Steps run in one compiled chunk; metrics leave the device once per chunk.",
+        min=1,
+        max=100_000,
+        advanced=True,
+    )
+    ckpt_every: int = setting(
+        1000,
+        "Checkpoint every (steps)",
+        "Orbax checkpoint cadence; 0 = only when stopped, at epoch ends and at the end (also every 30 s).",
+        min=0,
+        advanced=True,
+    )
 
 
 @dataclass(frozen=True)
@@ -58,10 +69,16 @@ class EpochsConfig(BaseConfig):
 
     batch_size: int = setting(32, "Batch size", "Examples per step.", min=1, max=1_000_000)
     epochs: int = setting(3, "Epochs", "Passes over the training set.", min=1, max=100_000)
-    eval_every: int = setting(0, "Evaluate every (steps)", "Test-set evaluation cadence; 0 = once per epoch.",
-                              min=0, advanced=True)
-    devices: int = setting(0, "Devices", "Local devices each batch is split over; 0 = all (the batch size must "
-                           "divide evenly).", min=0, advanced=True)
+    eval_every: int = setting(
+        0, "Evaluate every (steps)", "Test-set evaluation cadence; 0 = once per epoch.", min=0, advanced=True
+    )
+    devices: int = setting(
+        0,
+        "Devices",
+        "Local devices each batch is split over; 0 = all (the batch size must divide evenly).",
+        min=0,
+        advanced=True,
+    )
 
 
 @dataclass
@@ -136,5 +153,5 @@ class Task:
 
     @classmethod
     def spec(cls) -> str:
-        """"module:Class", the way config.json and `--task` name this task."""
+        """ "module:Class", the way config.json and `--task` name this task."""
         return f"{cls.__module__}:{cls.__qualname__}"

@@ -32,12 +32,18 @@ class MnistConfig(EpochsConfig):
 
     ckpt_every: int = with_default(EpochsConfig, "ckpt_every", 0)  # epoch ends + every 30 s: cheap and enough
     dataset: str = setting("mnist", "Dataset", "MNIST digits or Fashion-MNIST clothes.", choices=tuple(DATASET_SIZES))
-    data_dir: str | None = setting(None, "Data directory", "Folder with the dataset's IDX files; empty = the default "
-                                   "locations, then a download.", advanced=True)
-    hidden: tuple[int, ...] = setting((128, 128), "Hidden layers", "Comma-separated layer sizes, e.g. 128,128.",
-                                      min=1, max=65_536)
-    train_limit: int | None = setting(None, "Train examples", "Use only the first N; empty = all.", min=1,
-                                      advanced=True)
+    data_dir: str | None = setting(
+        None,
+        "Data directory",
+        "Folder with the dataset's IDX files; empty = the default locations, then a download.",
+        advanced=True,
+    )
+    hidden: tuple[int, ...] = setting(
+        (128, 128), "Hidden layers", "Comma-separated layer sizes, e.g. 128,128.", min=1, max=65_536
+    )
+    train_limit: int | None = setting(
+        None, "Train examples", "Use only the first N; empty = all.", min=1, advanced=True
+    )
     test_limit: int | None = setting(None, "Test examples", "Use only the first N; empty = all.", min=1, advanced=True)
 
     def validate(self) -> dict[str, str]:
@@ -46,14 +52,20 @@ class MnistConfig(EpochsConfig):
         if not self.hidden:
             errors["hidden"] = "Hidden layers must list one or more layer sizes, e.g. 128,128."
         elif (need := training_bytes(self)) > (have := available_memory()):
-            errors["hidden"] = (f"Hidden layers {','.join(map(str, self.hidden))} need about {need / 2**30:.1f} GiB "
-                                f"for params, gradients and Adam's moments, more than the {have / 2**30:.1f} GiB "
-                                "free; use smaller layers.")
+            errors["hidden"] = (
+                f"Hidden layers {','.join(map(str, self.hidden))} need about {need / 2**30:.1f} GiB "
+                f"for params, gradients and Adam's moments, more than the {have / 2**30:.1f} GiB "
+                "free; use smaller layers."
+            )
         if self.batch_size > self.train_size:
-            errors["batch_size"] = f"Batch size must not exceed the {self.train_size} training examples (got {self.batch_size})."
+            errors["batch_size"] = (
+                f"Batch size must not exceed the {self.train_size} training examples (got {self.batch_size})."
+            )
         elif self.devices > 0 and self.batch_size % self.devices:
-            errors["batch_size"] = (f"Batch size must be a multiple of Devices ({self.devices}) so every device gets "
-                                    f"an equal share (got {self.batch_size}).")
+            errors["batch_size"] = (
+                f"Batch size must be a multiple of Devices ({self.devices}) so every device gets "
+                f"an equal share (got {self.batch_size})."
+            )
         return errors
 
     @property
@@ -117,7 +129,9 @@ class MnistTask(Task):
         train_x, train_y = train_x[: cfg.train_limit], train_y[: cfg.train_limit]
         test_x, test_y = test_x[: cfg.test_limit], test_y[: cfg.test_limit]
         if len(train_x) < cfg.batch_size:
-            raise TrainingError(f"The training set has {len(train_x)} examples, fewer than Batch size {cfg.batch_size}; lower it.")
+            raise TrainingError(
+                f"The training set has {len(train_x)} examples, fewer than Batch size {cfg.batch_size}; lower it."
+            )
         return Data(
             train={"image": train_x.reshape(len(train_x), -1).astype(np.float32) / 255.0, "label": train_y},
             test={"image": test_x.reshape(len(test_x), -1).astype(np.float32) / 255.0, "label": test_y},
@@ -156,4 +170,8 @@ class MnistTask(Task):
         labels, preds = np.asarray(data.host["test_labels"]), probs.argmax(-1)
         pick = np.concatenate([np.flatnonzero(preds != labels), np.flatnonzero(preds == labels)])[:SAMPLE_IMAGES]
         images = np.asarray(data.host["test_images"])[pick]
-        return [ClassificationSummary(CLASS_NAMES[self.cfg.dataset], labels, preds, images, labels[pick], preds[pick], probs)]
+        return [
+            ClassificationSummary(
+                CLASS_NAMES[self.cfg.dataset], labels, preds, images, labels[pick], preds[pick], probs
+            )
+        ]
