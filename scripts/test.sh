@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Set up (first time) and run the whole test suite, slow and browser tests included.
+# Set up (first time), lint (ruff), and run the whole test suite, slow and browser tests included.
 # Extra arguments go to pytest, e.g. ./scripts/test.sh -m "not slow and not browser".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
+echo "lint: ruff check and ruff format --check"
+.venv/bin/ruff check .
+.venv/bin/ruff format --check .
 export WANDB_MODE=offline WANDB_SILENT=true
 exec .venv/bin/python -m pytest "$@"
