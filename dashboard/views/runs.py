@@ -170,11 +170,13 @@ def delete(runs: list[run_store.RunInfo]) -> None:
 
 def body() -> None:
     """Filters and table, then actions, notes and the comparison of the selection."""
-    runs = state.list_runs()
+    runs = st.session_state.pop("_runs_listed", None) or state.list_runs()  # listed once per full page run
     if not runs:
         st.info(f"No runs under `{state.runs_root()}` yet.")
         return
     df = runs_frame(runs)
+    if st.query_params.get("compare"):  # a shared link: ?compare=<id>,<id>,... selects those runs once
+        st.session_state["selected_ids"] = st.query_params.pop("compare").split(",")
     shown = runs_index.apply(df, filters(df))
     ids = list(shown["run_id"])
     if len(shown) < len(df):
@@ -197,5 +199,6 @@ def body() -> None:
 
 
 st.title("Runs & compare")
-any_active = any(state.is_active(r.status) for r in state.list_runs())
+st.session_state["_runs_listed"] = listed = state.list_runs()
+any_active = any(state.is_active(r.status) for r in listed)
 st.fragment(panels.guarded(body), run_every=2.0 if any_active else None)()
