@@ -23,7 +23,7 @@ def tail(run_dir: Path, lines: int = 200, max_bytes: int = 64 << 10) -> str | No
         return None
     if len(data) == max_bytes and b"\n" in data:
         data = data[data.index(b"\n") + 1 :]  # the first line is cut: drop it
-    text = data.decode(errors="replace").replace("\r\n", "\n")
+    text = data.decode(errors="replace").replace("\r\n", "\n").rstrip("\n")
     # A progress bar rewrites its line with \r: keep what the terminal would show.
     shown = [ln.rsplit("\r", 1)[-1] for ln in text.split("\n")]
-    return "\n".join(shown[-lines:]).rstrip("\n")
+    return "\n".join(shown[-lines:])

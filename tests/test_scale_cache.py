@@ -1,0 +1,97 @@
+"""The columnar metrics cache: built once, extended incrementally, thrown away when the file is replaced."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+
+from dashboard import metric_cache
+from dashboard.metric_table import MetricTable, write_csv
+from training import run_store
+
+
+def write(run_dir: Path, start: int, stop: int) -> None:
+    with open(run_dir / "metrics.jsonl", "a") as f:
+        for i in range(start, stop):
+            rec = {"step": i, "wall": i * 0.01, "ts": 1.7e9 + i, "train/loss": 1.0 / i}
+            if i % 1000 == 0:
+                rec["test/acc"] = 0.5
+            f.write(json.dumps(rec) + "\n")
+
+
+def test_cache_covers_the_file_in_parts_and_a_fresh_table_reads_it_instead_of_json(tmp_path: Path) -> None:
+    write(tmp_path, 1, 120_001)
+    parts = metric_cache.sync(tmp_path, force=True)
+    assert len(parts) >= 2 and parts[0].start == 0 and parts[-1].end == (tmp_path / "metrics.jsonl").stat().st_size
+    assert all(a.end == b.start for a, b in zip(parts, parts[1:], strict=False))
+    assert sum(p.rows for p in parts) == 120_000
+    table = MetricTable().update(tmp_path)
+    assert table.records == 120_000 and table.last("train/loss") == 1.0 / 120_000
+    assert table.tags() == {"train/loss", "test/acc"}
+    assert list(table.series("test/acc")[0]) == list(range(1000, 120_001, 1000))
+
+
+def test_only_the_last_part_is_rewritten_as_the_file_grows(tmp_path: Path) -> None:
+    write(tmp_path, 1, 50_001)
+    first = metric_cache.sync(tmp_path, force=True)
+    write(tmp_path, 50_001, 60_001)
+    again = metric_cache.sync(tmp_path, force=True)
+    assert again[:-1] == first[:-1] and again[-1].end > first[-1].end
+    names = {p.name for p in again} | {"index.json"}
+    assert {p.name for p in (tmp_path / metric_cache.CACHE_DIR).iterdir()} == names  # the old last part is gone
+
+
+def test_non_finite_values_bad_lines_and_strings_read_as_the_file_says(tmp_path: Path) -> None:
+    run_store.append_metrics(tmp_path, [{"step": 1, "train/loss": math.nan}, {"step": 2, "train/loss": math.inf}])
+    with open(tmp_path / "metrics.jsonl", "a") as f:
+        f.write('not json\n{"step": 3, "train/loss": -1.5, "note": "text"}\n')
+    run_store.append_metrics(tmp_path, [{"step": 4, "train/loss": -math.inf}])
+    table = metric_cache.parse((tmp_path / "metrics.jsonl").read_bytes())
+    loss = table.column("train/loss").to_numpy(zero_copy_only=False)
+    assert np.isnan(loss[0]) and loss[1] == math.inf and loss[2] == -1.5 and loss[3] == -math.inf
+    assert table.num_rows == 4 and "ts" not in table.column_names
+
+
+def test_a_replaced_file_throws_the_cache_away(tmp_path: Path) -> None:
+    write(tmp_path, 1, 20_001)
+    metric_cache.sync(tmp_path, force=True)
+    new = tmp_path / "new.jsonl"
+    new.write_text('{"step": 1, "train/loss": 9.0}\n')
+    os.replace(new, tmp_path / "metrics.jsonl")
+    (part,) = metric_cache.sync(tmp_path, force=True)
+    assert part.rows == 1
+    assert MetricTable().update(tmp_path).last("train/loss") == 9.0
+
+
+def test_zoom_reads_the_range_at_full_resolution(tmp_path: Path) -> None:
+    write(tmp_path, 1, 200_001)
+    table = MetricTable(max_rows=20_000).update(tmp_path)
+    assert len(table) < 20_000  # thinned overview
+    x, y = table.window(tmp_path, "train/loss", "step", 50_000, 52_000)
+    assert list(x) == list(range(50_000, 52_001)) and y[0] == 1.0 / 50_000
+    wall, _ = table.window(tmp_path, "train/loss", "wall", 50_000, 50_010)
+    assert wall[0] == 500.0 and wall.size == 11
+
+
+def test_a_read_only_run_folder_is_read_without_a_cache(tmp_path: Path) -> None:
+    write(tmp_path, 1, 120_001)
+    tmp_path.chmod(0o555)
+    try:
+        if os.access(tmp_path, os.W_OK):  # root ignores the mode
+            return
+        table = MetricTable().update(tmp_path)
+        assert table.records == 120_000 and not (tmp_path / metric_cache.CACHE_DIR).exists()
+    finally:
+        tmp_path.chmod(0o755)
+
+
+def test_csv_is_written_to_a_file_with_every_record(tmp_path: Path) -> None:
+    write(tmp_path, 1, 5_001)
+    out = tmp_path / "out.csv"
+    assert write_csv(tmp_path, out) == 5_000
+    lines = out.read_text().splitlines()
+    assert lines[0] == "step,wall,ts,train/loss,test/acc" and len(lines) == 5_001
