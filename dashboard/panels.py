@@ -6,10 +6,12 @@ and draws; nothing here writes to the run directory.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from components import figures
 from dashboard import launcher, state
+from dashboard.inplace_chart import inplace_chart
 from dashboard.metric_table import MetricTable
 from training import run_store
 from training.config import ConfigError, config_fields
@@ -97,9 +100,22 @@ def chart(fig: Any, key: str) -> None:
 
 # st.plotly_chart's element id follows the figure's JSON, and the browser remounts a chart whose id
 # changed: redrawn from scratch, which on a busy machine costs the page hundreds of milliseconds.
-# So a live chart is rebuilt only when what it shows changed, and during the page's own refreshes
-# at most every CHART_EVERY_S; otherwise the same figure is sent again (same id: no remount).
+# So a live chart is rebuilt only when what it shows changed, and (as an st.plotly_chart) during
+# the page's timed refreshes at most every CHART_EVERY_S; otherwise the same figure is sent again
+# (same id: no remount). Inside `in_place()` (the Live page) charts update in place instead
+# (dashboard/inplace_chart.py): no remount at all, so no throttle either.
 CHART_EVERY_S = 1.0
+_IN_PLACE: contextvars.ContextVar[bool] = contextvars.ContextVar("in_place_charts", default=False)
+
+
+@contextlib.contextmanager
+def in_place() -> Iterator[None]:
+    """Live charts drawn in this block update in place (a keyed component calling Plotly.react)."""
+    token = _IN_PLACE.set(True)
+    try:
+        yield
+    finally:
+        _IN_PLACE.reset(token)
 
 
 def _auto_refresh() -> bool:
@@ -109,20 +125,24 @@ def _auto_refresh() -> bool:
 
 
 def live_chart(key: str, version: Any, build: Callable[[], Any]) -> None:
-    """`chart(build(), key)`, with `build` called only when `version` (what the figure depends on) changed.
+    """Draw `build()` under `key`, calling `build` only when `version` (what the figure depends on) changed.
 
-    In a timed refresh a chart that already shows data is rebuilt at most every CHART_EVERY_S;
-    a chart without data is rebuilt at once, so the first point shows on the next refresh.
+    As an st.plotly_chart, in a timed refresh a chart that already shows data is rebuilt at most
+    every CHART_EVERY_S; a chart without data is rebuilt at once, so the first point shows at once.
     """
+    inplace = _IN_PLACE.get()
     cache = st.session_state.setdefault("_live_charts", {})
     old = cache.get(key)
     now = time.monotonic()
-    due = old is None or not old[3] or not _auto_refresh() or now - old[2] >= CHART_EVERY_S
+    due = old is None or inplace or not old[3] or not _auto_refresh() or now - old[2] >= CHART_EVERY_S
     if old is None or (old[0] != version and due):
         fig = build()
         has_data = any(getattr(t, "x", None) is not None and len(t.x) for t in fig.data)
         cache[key] = old = (version, fig, now, has_data)
-    chart(old[1], key)
+    if inplace:
+        inplace_chart(old[1], key, PLOT_CONFIG)
+    else:
+        chart(old[1], key)
 
 
 def last_value(records: MetricTable, tag: str) -> float | None:

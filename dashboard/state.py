@@ -16,7 +16,7 @@ from typing import Any
 
 import streamlit as st
 
-from dashboard import launcher, metric_table
+from dashboard import launcher, metric_table, run_watch
 from dashboard.metric_table import MetricTable
 from training import run_store
 
@@ -132,27 +132,20 @@ def list_runs() -> list[run_store.RunInfo]:
 WATCH_S = 1.0  # how often every page checks the list of runs (new, ended or deleted runs show within 2 s)
 
 
-@st.cache_data(ttl=WATCH_S / 2, show_spinner=False, max_entries=8)
-def _runs_signature(root: str) -> tuple[tuple[str, bool], ...]:
-    """(run id, active?) of every run under `root`: what changes when a run appears, ends or is deleted.
-
-    Not the exact state: starting -> running is drawn by the pages' own refresh, without a page rerun.
-    """
-    return tuple((r.run_id, is_active(r.status)) for r in list_runs())
-
-
 def watch_runs() -> None:
     """Rerun the whole page when the list of runs changed, whoever changed it (a CLI run, another tab).
 
-    Call once per full page run: it notes the runs this run saw, and a fragment that draws nothing
-    compares them every WATCH_S. Every list of runs (pickers, tables, "Training now") and every
-    page's refresh timer then follow a run that appeared, finished or was deleted.
+    Call once per full page run: it notes the runs as this run saw them, and a fragment that draws
+    nothing compares them every WATCH_S with dashboard/run_watch.py's signature (run folders and
+    whether each is active; a background thread keeps it current). Every list of runs (pickers,
+    tables, "Training now") and every page's refresh timer then follow a run that appeared,
+    started, ended or was deleted. starting -> running is no change: the pages' own refresh draws it.
     """
-    root = str(runs_root())
-    st.session_state["_runs_seen"] = _runs_signature(root)
+    watch = run_watch.watcher(runs_root())
+    st.session_state["_runs_seen"] = watch.current
 
     def check() -> None:
-        if _runs_signature(root) != st.session_state.get("_runs_seen"):
+        if watch.current != st.session_state.get("_runs_seen"):
             st.rerun(scope="app")
 
     st.fragment(check, run_every=WATCH_S)()

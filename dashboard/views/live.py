@@ -121,12 +121,12 @@ def page() -> None:
         st.caption(f"Population `{group}` · {len(members)} members · varying {', '.join(fields) or 'nothing'}")
         active = any(state.is_active(m.status) for m in members)
         interval = state.LIVE_REFRESH_S if active else None
-        st.fragment(panels.guarded(group_panel), run_every=interval)(members, run.run_id, active)
+        st.fragment(panels.guarded(panels.in_place()(group_panel)), run_every=interval)(members, run.run_id, active)
         return
     st.caption(" · ".join(x for x in (run.task, panels.key_config(run.task, run.config)) if x))
     active = state.is_active(run.status)
     interval = state.LIVE_REFRESH_S if active else None
-    st.fragment(panels.guarded(live_panel), run_every=interval)(run.path, run.task, active)
+    st.fragment(panels.guarded(panels.in_place()(live_panel)), run_every=interval)(run.path, run.task, active)
 
 
 page()

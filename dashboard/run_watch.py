@@ -1,0 +1,69 @@
+"""Which runs exist and which are active, kept current by one background thread per server.
+
+Every page compares this signature every second (state.watch_runs) and reruns itself when it
+changed, so lists of runs follow runs started, ended or deleted anywhere (a CLI run, another tab).
+The thread, not the page, reads the run directories: a page's check costs a dict lookup, and never
+delays the Live page's chart refreshes on a busy machine. No Streamlit here.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+from training import run_store
+
+POLL_S = 0.5
+
+
+def _state(d: Path) -> bool:
+    """Whether the run in `d` is active: running, or launched (or resumed) from the page and still alive."""
+    status = run_store.read_status(d)
+    launch = run_store.read_json(d / "launch.json", {})
+    launch = launch if isinstance(launch, dict) else {}
+    resume = launch.get("resume") if isinstance(launch.get("resume"), dict) else {}
+    if status.get("state") == "running":
+        return True
+    if status.get("state"):  # ended; active again while a resume's process is starting
+        return (resume.get("launched") or 0) > (status.get("updated") or 0) and run_store.pid_alive(resume.get("pid"))
+    return not launch.get("group") and run_store.pid_alive(launch.get("pid"))
+
+
+def signature(root: Path) -> tuple[tuple[str, bool], ...]:
+    """(folder name, active?) of every run folder under `root`, sorted by name."""
+    try:
+        names = sorted(e.name for e in os.scandir(root) if e.is_dir() and not e.name.startswith("."))
+    except OSError:
+        return ()
+    return tuple((n, _state(root / n)) for n in names)
+
+
+class Watcher:
+    """Recomputes `signature(root)` every POLL_S in a daemon thread; `current` is the latest."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.current = signature(root)
+        threading.Thread(target=self._loop, name=f"run-watch-{root.name}", daemon=True).start()
+
+    def _loop(self) -> None:
+        while True:
+            time.sleep(POLL_S)
+            try:
+                self.current = signature(self.root)
+            except Exception:  # noqa: BLE001 - a damaged folder must not stop the watcher
+                continue
+
+
+_WATCHERS: dict[Path, Watcher] = {}
+_LOCK = threading.Lock()
+
+
+def watcher(root: Path) -> Watcher:
+    """The watcher of `root` (started on first use)."""
+    with _LOCK:
+        if root not in _WATCHERS:
+            _WATCHERS[root] = Watcher(root)
+        return _WATCHERS[root]
