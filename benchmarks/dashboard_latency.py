@@ -1,18 +1,21 @@
-"""Dashboard latency, measured in a real browser.
+"""Dashboard latency and steadiness, measured in a real browser.
 
-  .venv/bin/python benchmarks/dashboard_latency.py [--starts 3] [--writes 20] [--wandb disabled]
+  .venv/bin/python benchmarks/dashboard_latency.py [--starts 3] [--writes 20] [--blink-epochs 10]
 
-(a) start-to-first-point: press Start on the New run page (regression, defaults) until the
-    loss chart of the Live page holds its first point. Broken down with the run directory's
-    own timestamps: page launch (launch.json), training process up (status.json started),
-    first metrics record written (metrics.jsonl ts), drawn (browser); "via" says whether the
-    dashboard's warm worker took the run or a fresh process started (launch.json). Starts
-    follow each other as soon as the previous run ended, unless --gap adds a pause.
+(a) start-to-first-point on a warm server: press Start on the New run page (regression, defaults)
+    until the loss chart of the Live page holds its first point. Broken down with the run
+    directory's own timestamps: page launch (launch.json), training process up (status.json
+    started), first metrics record written (metrics.jsonl ts), drawn (browser); "via" says whether
+    the dashboard's warm worker took the run or a fresh process started (launch.json).
 (b) write-to-draw: append a record with a known step to metrics.jsonl of a fake running run
     and time until the Live page's loss chart holds that step.
+(c) first point on a fresh server (regression), and for Fashion-MNIST (warm server), with the
+    phases the progress line showed before it ("loading data…", "compiling…").
+(d) blink: a multi-epoch Fashion-MNIST run started from the CLI, its Live page open; every 100 ms
+    every chart's effective opacity, size and drawn state (benchmarks/browser_probes.py).
 
 Times on both sides are wall clock (Date.now() in the page, time.time() here): same host.
-Goals: (a) <= 3 s, (b) <= 1 s.
+Goals: (a) <= 1 s median, (b) <= 1 s, (c) <= 3 s, (d) <= 1% of samples faded, missing or jumped.
 """
 
 from __future__ import annotations
@@ -30,24 +33,33 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from playwright.sync_api import Page, sync_playwright  # noqa: E402
 
+from benchmarks import browser_probes  # noqa: E402
 from dashboard.serve import CHROMIUM, CHROMIUM_ARGS, start_server  # noqa: E402
 from training import run_store  # noqa: E402
 from training.config import config_to_dict, parse_config  # noqa: E402
 
 # In the page: every 5 ms, note the wall-clock time at which each step first appears in the "train" loss trace.
-WATCH_JS = """() => {
+WATCH_JS = (
+    """() => {
   window.__seen = {}; window.__firstDrawn = null;
   setInterval(() => {
-    for (const g of document.querySelectorAll('.js-plotly-plot')) {
+    for (const g of """
+    + browser_probes.PLOTS_JS
+    + """) {
       for (const t of (g._fullData || [])) {
-        if (t.name !== 'train' || !t._length) continue;
+        if (t.name !== 'train/loss' || !t._length) continue;
         if (window.__firstDrawn === null) window.__firstDrawn = Date.now();
         const xs = t.x; const n = t._length;
         for (let i = Math.max(0, n - 5); i < n; i++) { const s = xs[i]; if (!(s in window.__seen)) window.__seen[s] = Date.now(); }
       }
     }
+    if (window.__firstDrawn === null) {  // the phases the page said before the first point
+      for (const m of document.body.innerText.matchAll(/(starting|loading data|compiling)…/g)) window.__phases.add(m[1]);
+    }
   }, 5);
+  window.__phases = new Set();
 }"""
+)
 
 
 def stats(xs: list[float]) -> str:
@@ -57,9 +69,16 @@ def stats(xs: list[float]) -> str:
     return f"median {statistics.median(xs):.2f} s · p90 {p90:.2f} s · max {xs[-1]:.2f} s (n={len(xs)})"
 
 
-def start_to_first_point(page: Page, url: str, runs: Path, wandb: str, gap: float = 0.0) -> dict[str, float | str]:
-    """One Start press on the New run page (`gap` s after it loaded); returns the phases in seconds after the click."""
-    page.goto(url)
+def start_to_first_point(
+    page: Page, url: str, runs: Path, wandb: str, gap: float = 0.0, task: str | None = None
+) -> dict[str, float | str]:
+    """One Start press on the New run page (`gap` s after it loaded); returns the phases in seconds after the click.
+
+    `task`: the title of the task to pick first (default: the page's default task, regression).
+    """
+    page.goto(f"{url}/new")
+    if task:
+        page.get_by_role("button", name=task).click()
     start = page.get_by_role("button", name="Start run")
     start.wait_for(timeout=60_000)
     time.sleep(gap)
@@ -82,6 +101,7 @@ def start_to_first_point(page: Page, url: str, runs: Path, wandb: str, gap: floa
         "first record": first_ts - t_click,
         "drawn": drawn - t_click,
         "via": info.get("via", "?"),  # "worker": the warm worker took the run; "cold": a fresh process
+        "shown": "/".join(page.evaluate("Array.from(window.__phases)")) or "-",
         "compile": run_store.read_status(run_dir).get("compile_seconds") or float("nan"),
         "load": os.getloadavg()[0],
     }
@@ -122,17 +142,58 @@ def write_to_draw(page: Page, url: str, runs: Path, writes: int) -> list[float]:
     return [seen[str(i)] / 1000 - written[i] for i in range(1, writes + 1)]
 
 
+def first_point_fresh(tmp: Path, wandb: str, task: str | None = None) -> dict[str, float | str]:
+    """Start -> first point on a server started just now (its warm worker still importing)."""
+    runs = tmp / f"fresh-{time.time_ns()}"
+    srv = start_server(runs, tmp / "fresh.log", env={"WANDB_MODE": "offline"})
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": 1400, "height": 950})
+            result = start_to_first_point(page, srv.url, runs, wandb, task=task)
+            browser.close()
+    finally:
+        srv.stop()
+    return result
+
+
+def blink(tmp: Path, epochs: int) -> browser_probes.BlinkReport:
+    """(d): a Fashion-MNIST run started from the CLI, its Live page sampled until it ends."""
+    runs = tmp / "blink"
+    runs.mkdir()
+    srv = start_server(runs, tmp / "blink.log", env={"WANDB_MODE": "offline"})
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": 1400, "height": 950})
+            argv = ["mnist", "--dataset", "fashion_mnist", "--epochs", str(epochs)]
+            proc, run_dir = browser_probes.cli_run(runs, argv)
+            while not (run_dir / "status.json").exists() and proc.poll() is None:
+                time.sleep(0.1)
+            report = browser_probes.watch_blinks(page, srv.url, run_dir, proc)
+            page.screenshot(path=str(tmp / "blink.png"), full_page=True)
+            browser.close()
+    finally:
+        srv.stop()
+    return report
+
+
+def show(label: str, phases: list[dict[str, float | str]], goal: float) -> None:
+    """One line per start, then the median of "drawn"."""
+    print(label)
+    for i, ph in enumerate(phases, 1):
+        print(f"    #{i}: " + " · ".join(f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}" for k, v in ph.items()))
+    print(f"    drawn: {stats([float(ph['drawn']) for ph in phases])}   goal <= {goal:g} s")
+
+
 def main() -> None:
-    """Start the app and Chromium, run both measurements, print them."""
+    """Start the app and Chromium, run the measurements, print them."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--starts", type=int, default=3, help="Start presses for (a)")
+    ap.add_argument("--starts", type=int, default=3, help="Start presses for (a) and (c)")
     ap.add_argument("--writes", type=int, default=20, help="appended records for (b)")
-    ap.add_argument(
-        "--gap", type=float, default=0.0, help="seconds on the New run page before each Start (a user filling the form)"
-    )
-    ap.add_argument(
-        "--wandb", default="disabled", choices=("auto", "offline", "disabled"), help="W&B mode of the (a) runs"
-    )
+    ap.add_argument("--gap", type=float, default=5.0, help="seconds on the New run page before each Start")
+    ap.add_argument("--wandb", default="disabled", choices=("auto", "offline", "disabled"), help="W&B mode of runs")
+    ap.add_argument("--blink-epochs", type=int, default=10, help="epochs of the (d) run; 0 skips (d)")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="jaxdash-bench-"))
     runs = tmp / "runs"
@@ -142,18 +203,26 @@ def main() -> None:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             page = browser.new_page(viewport={"width": 1400, "height": 950})
             phases = [start_to_first_point(page, srv.url, runs, args.wandb, args.gap) for _ in range(args.starts)]
+            fashion = [
+                start_to_first_point(page, srv.url, runs, args.wandb, args.gap, task="MNIST / Fashion-MNIST")
+                for _ in range(args.starts)
+            ]
             delays = write_to_draw(page, srv.url, runs, args.writes)
             browser.close()
     finally:
         srv.stop()
-    print(f"(a) Start -> first point drawn (W&B {args.wandb}), seconds after the click:")
-    for i, ph in enumerate(phases, 1):
-        print(f"    #{i}: " + " · ".join(f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}" for k, v in ph.items()))
-    print(f"    drawn: {stats([ph['drawn'] for ph in phases])}   goal <= 3 s")
-    warm = [ph["drawn"] for ph in phases if ph["via"] == "worker"]
-    if warm and len(warm) < len(phases):
-        print(f"    drawn, warm worker only: {stats(warm)}")
+    fresh = [first_point_fresh(tmp, args.wandb) for _ in range(args.starts)]
+    report = blink(tmp, args.blink_epochs) if args.blink_epochs else None
+    show(f"(a) Start -> first point drawn, regression, warm server (W&B {args.wandb}):", phases, 3.0)
+    warm = [float(ph["drawn"]) for ph in phases if ph["via"] == "worker"]
+    if warm:
+        print(f"    drawn, warm worker only: {stats(warm)}   goal <= 1 s")
     print(f"(b) metrics.jsonl write -> drawn: {stats(delays)}   goal <= 1 s")
+    show("(c) Start -> first point drawn, regression, fresh server:", fresh, 3.0)
+    show("(c) Start -> first point drawn, Fashion-MNIST, warm server:", fashion, 3.0)
+    if report is not None:
+        print(f"(d) blink, {args.blink_epochs}-epoch Fashion-MNIST CLI run: {report}   goal <= 1%")
+        print(f"    load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; screenshot {tmp / 'blink.png'}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,164 @@
+"""What a user sees, measured in the page: chart blink sampling and first-point timing (Playwright).
+
+Shared by `benchmarks/dashboard_latency.py` and the browser tests, so both report the same numbers.
+
+Blink: every 100 ms the page notes, for every plotly chart, its effective opacity (the product of
+the computed opacity of the chart and all its ancestors: Streamlit fades a stale element's
+container to 0.33), its size and position, and whether plotly has drawn it. `blink_report` turns
+those samples into the fraction of (sample, chart) pairs in which a chart was faded, missing,
+blank or had jumped.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+
+FADED_BELOW = 0.9  # effective opacity under this is a visible fade (Streamlit's stale fade ends at 0.33)
+JUMP_PX = 8  # a chart whose top or height moved more than this between two samples jumped
+
+# Every chart of the page: [element that Streamlit fades, plotly graph div or null]. Live charts are
+# plotly graphs in keyed component iframes (dashboard/inplace_chart.py); others are st.plotly_chart.
+CHARTS_JS = """() => {
+  const out = [];
+  for (const c of document.querySelectorAll('[data-testid="stPlotlyChart"]')) out.push([c, c.querySelector('.js-plotly-plot')]);
+  for (const f of document.querySelectorAll('iframe[src*="inplace_plotly_chart"]')) {
+    let g = null;
+    try { g = f.contentDocument && f.contentDocument.querySelector('.js-plotly-plot'); } catch (e) {}
+    out.push([f, g]);
+  }
+  return out;
+}"""
+# Every plotly graph div of the page (iframes included), for the point-count probes.
+PLOTS_JS = f"(() => ({CHARTS_JS})().map(([c, g]) => g).filter(g => g))()"
+
+# Every 100 ms: one row per chart [opacity, width, height, top, drawn, points].
+SAMPLE_JS = (
+    """() => {
+  if (window.__blink) clearInterval(window.__blink.timer);
+  const charts = """
+    + CHARTS_JS
+    + """;
+  const sample = () => charts().map(([c, g]) => {
+    let op = 1;
+    for (let e = c; e; e = e.parentElement) op *= parseFloat(getComputedStyle(e).opacity);
+    const r = c.getBoundingClientRect();
+    const drawn = !!(g && g._fullLayout && g.querySelector('.main-svg .trace'));  // traces drawn, not just axes
+    const points = drawn ? (g._fullData || []).reduce((a, t) => a + (t._length || 0), 0) : 0;
+    return [op, Math.round(r.width), Math.round(r.height), Math.round(r.top + window.scrollY), drawn, points];
+  });
+  window.__blink = {samples: [], timer: setInterval(() => window.__blink.samples.push([Date.now(), sample()]), 100)};
+}"""
+)
+STOP_JS = "() => { clearInterval(window.__blink.timer); return window.__blink.samples; }"
+
+# The time at which the first chart trace named `name` first held a point (window.__firstDrawn).
+FIRST_POINT_JS = (
+    """(name) => {
+  window.__firstDrawn = null;
+  const t = setInterval(() => {
+    for (const g of """
+    + PLOTS_JS
+    + """) {
+      for (const tr of (g._fullData || [])) {
+        if (tr.name === name && tr._length) { window.__firstDrawn = Date.now(); clearInterval(t); return; }
+      }
+    }
+  }, 5);
+}"""
+)
+
+
+@dataclass
+class BlinkReport:
+    """Blink statistics over the samples in which the page showed its full set of charts."""
+
+    samples: int
+    charts: int
+    faded: int
+    missing: int
+    jumped: int
+    min_opacity: float
+    span_s: float = 0.0  # seconds the scored samples cover
+
+    @property
+    def bad(self) -> int:
+        return self.faded + self.missing + self.jumped
+
+    @property
+    def fraction(self) -> float:
+        """Bad (sample, chart) pairs over all pairs."""
+        return self.bad / max(1, self.samples * self.charts)
+
+    def __str__(self) -> str:
+        return (
+            f"{self.fraction:.2%} of {self.samples} samples x {self.charts} charts faded/missing/jumped "
+            f"(faded {self.faded}, missing or blank {self.missing}, jumped {self.jumped}; "
+            f"lowest opacity {self.min_opacity:.2f}; over {self.span_s:.1f} s)"
+        )
+
+
+def blink_report(samples: list[list[Any]]) -> BlinkReport:
+    """Score samples from SAMPLE_JS, from the first in which every chart is drawn with data.
+
+    Only charts with a height count as shown (Streamlit keeps a replaced element, collapsed to
+    zero height, until the rerun ends). The expected charts are the most common number shown once
+    one holds a point; a sample showing fewer is missing the rest, an undrawn chart is blank, a
+    chart under FADED_BELOW opacity is faded, and one whose height or top moved more than JUMP_PX
+    since the previous sample jumped.
+    """
+    shown = [(t, [r for r in rows if r[2] > 0]) for t, rows in samples]
+    counts = [len(rows) for _, rows in shown if rows and any(r[5] for r in rows)]
+    if not counts:
+        return BlinkReport(0, 0, 0, 0, 0, 1.0)
+    expected = statistics.mode(counts)
+    start = next(i for i, (_, rows) in enumerate(shown) if len(rows) == expected and all(r[4] for r in rows))
+    faded = missing = jumped = 0
+    lowest, prev = 1.0, None
+    for _, rows in shown[start:]:
+        missing += max(0, expected - len(rows))
+        for i, (op, _w, h, top, drawn, _pts) in enumerate(rows[:expected]):
+            lowest = min(lowest, op)
+            moved = prev is not None and i < len(prev) and max(abs(prev[i][2] - h), abs(prev[i][3] - top)) > JUMP_PX
+            if op < FADED_BELOW:
+                faded += 1
+            elif not drawn:
+                missing += 1
+            elif moved:
+                jumped += 1
+        prev = rows
+    span = (shown[-1][0] - shown[start][0]) / 1000
+    return BlinkReport(len(shown) - start, expected, faded, missing, jumped, lowest, span)
+
+
+def median_s(xs: list[float]) -> str:
+    """median / max of seconds, for the reports."""
+    return f"median {statistics.median(xs):.2f} s · max {max(xs):.2f} s (n={len(xs)})"
+
+
+def cli_run(runs: Path, argv: list[str], env: dict[str, str] | None = None) -> tuple[subprocess.Popen, Path]:
+    """Start `python -m training ARGV --run-dir <new dir>` as a user would from a shell; (process, run dir)."""
+    run_dir = runs / f"cli-{time.strftime('%H%M%S')}-{os.getpid()}-{len(list(runs.glob('cli-*')))}"
+    cmd = [sys.executable, "-m", "training", *argv, "--run-dir", str(run_dir), "--wandb", "disabled", "--quiet"]
+    proc = subprocess.Popen(cmd, cwd=REPO, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL)
+    return proc, run_dir
+
+
+def watch_blinks(page: Any, url: str, run_dir: Path, proc: subprocess.Popen, timeout: float = 600) -> BlinkReport:
+    """Open the run's Live page, sample its charts every 100 ms until the run ends; the report."""
+    page.goto(f"{url}/live?run={run_dir.name}")
+    page.wait_for_function(f"({CHARTS_JS})().length > 0", timeout=60_000, polling=100)
+    page.evaluate(SAMPLE_JS)
+    try:
+        proc.wait(timeout)
+    finally:
+        samples = page.evaluate(STOP_JS)
+    return blink_report(samples)
