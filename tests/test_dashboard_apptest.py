@@ -14,6 +14,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -207,6 +208,12 @@ def trace_lengths(chart: object) -> list[int]:
     return out
 
 
+def live_charts(at: AppTest) -> list[object]:
+    """The Live page's charts (in-place components, dashboard/inplace_chart.py), each with `.proto.spec`."""
+    specs = [json.loads(el.proto.json_args)["spec"] for el in at.get("component_instance")]
+    return [SimpleNamespace(proto=SimpleNamespace(spec=spec)) for spec in specs]
+
+
 def test_tensorboard_starts_and_answers(tmp_path: Path) -> None:
     tb = launcher.start_tensorboard(tmp_path, wait_s=60)
     try:
@@ -323,8 +330,8 @@ def test_launch_real_regression_run_finishes_and_shows_up(root: Path) -> None:
     tiles = {m.label: m.value for m in live.metric}
     assert {"regression/weight", "regression/bias", "train/loss"} <= set(tiles)
     assert abs(float(tiles["regression/weight"]) - 2.0) < 0.5  # the fit converged towards the true weight
-    fit = json.loads(live.get("plotly_chart")[0].proto.spec)["data"]
-    assert [t["name"] for t in fit] == ["data", "true", "model"] and trace_lengths(live.get("plotly_chart")[0])[
+    fit = json.loads(live_charts(live)[0].proto.spec)["data"]
+    assert [t["name"] for t in fit] == ["data", "true", "model"] and trace_lengths(live_charts(live)[0])[
         0
     ] == 128
 
@@ -414,7 +421,7 @@ def test_a_users_task_appears_in_the_form_starts_from_the_page_and_is_drawn(
         24,
     )
     live = app("views/live.py", run=run_dir.name)
-    fit, loss = live.get("plotly_chart")
+    fit, loss = live_charts(live)
     traces = json.loads(fit.proto.spec)["data"]
     assert [t["name"] for t in traces] == ["data", "true", "model"] and trace_lengths(fit) == [64, 64, 64]
     assert trace_lengths(loss) == [400 // 20 + 1]  # the step-0 loss, then one train/loss point per chunk
@@ -507,11 +514,11 @@ def test_detail_shows_sync_command_confusion_matrix_and_mistakes(root: Path) -> 
 def test_live_page_reads_metrics_incrementally(root: Path) -> None:
     d = fake_run(root, "regression", "running", n=10, pid=os.getpid())
     at = app("views/live.py", run=d.name)
-    assert trace_lengths(at.get("plotly_chart")[1]) == [10]
+    assert trace_lengths(live_charts(at)[1]) == [10]
     first_offset = at.session_state["_metrics_cache"][str(d)]["offset"]
     run_store.append_metrics(d, [{"step": 999, "wall": 9.0, "ts": time.time(), "train/loss": 0.01}])
     at.run()
-    assert trace_lengths(at.get("plotly_chart")[1]) == [11]
+    assert trace_lengths(live_charts(at)[1]) == [11]
     assert at.session_state["_metrics_cache"][str(d)]["offset"] > first_offset
 
 
@@ -645,7 +652,7 @@ def test_start_population_from_the_page_and_watch_every_member(root: Path) -> No
         assert wait_status(d, ("finished", "failed", "crashed", "diverged"))["state"] == "finished"
     live = app("views/live.py", run=launch_dir.name)  # the launch id now stands for the population
     assert any(c.value.startswith("Population `") and "6 members" in c.value for c in live.caption)
-    fit, loss = live.get("plotly_chart")
+    fit, loss = live_charts(live)
     names = [t["name"] for t in json.loads(fit.proto.spec)["data"]]
     assert len(names) == 2 + 6 and "lr=0.02 seed=1" in names
     assert len(trace_lengths(loss)) == 6 and min(trace_lengths(loss)) == 31  # step 0, then 300 steps / 10 per chunk
@@ -657,15 +664,15 @@ def test_start_population_from_the_page_and_watch_every_member(root: Path) -> No
 def test_live_shows_every_member_of_a_population(root: Path) -> None:
     reg = fake_population(root, "regression", state="running", pid=os.getpid())
     at = app("views/live.py", run=reg[3].name)
-    fit, loss = at.get("plotly_chart")
+    fit, loss = live_charts(at)
     assert len(trace_lengths(fit)) == 2 + 6 and len(trace_lengths(loss)) == 6
     assert [b.label for b in at.button] == ["Stop all"]
     mnist = fake_population(root, "mnist", lrs=(0.001, 0.003), seeds=(0,), state="stopped")
     at = app("views/live.py", run=mnist[1].name)
-    loss, acc = at.get("plotly_chart")
+    loss, acc = live_charts(at)
     assert [t["name"] for t in json.loads(acc.proto.spec)["data"]] == ["lr=0.001", "lr=0.003"]
     at.segmented_control(key="group_acc_split").set_value("test").run()
-    assert trace_lengths(at.get("plotly_chart")[1]) == [5, 5]  # test accuracy: one point per evaluation
+    assert trace_lengths(live_charts(at)[1]) == [5, 5]  # test accuracy: one point per evaluation
     assert list(at.dataframe[0].value["member"]) == ["lr=0.001", "lr=0.003"]
 
 
