@@ -44,9 +44,17 @@ def compare(title: str, task, cfgs, pbt: PbtConfig, metric: str, better: str) ->
     train(task, dataclasses.replace(cfgs[0]), NullWriter())  # warm-up: imports, compile cache, allocator
     fixed_s, fixed = run(task, cfgs, None)
     pbt_s, tuned = run(task, cfgs, pbt)
-    print(f"{title}: K={len(cfgs)}, lrs {cfgs[0].lr:g}..{cfgs[-1].lr:g}, PBT every {pbt.interval} steps by {pbt.metric}")
-    print(summary("fixed", fixed_s, [r.final.get(metric, np.nan) if r.state != "diverged" else np.nan for r in fixed], better))
-    print(summary("pbt", pbt_s, [r.final.get(metric, np.nan) if r.state != "diverged" else np.nan for r in tuned], better))
+    print(
+        f"{title}: K={len(cfgs)}, lrs {cfgs[0].lr:g}..{cfgs[-1].lr:g}, PBT every {pbt.interval} steps by {pbt.metric}"
+    )
+    print(
+        summary(
+            "fixed", fixed_s, [r.final.get(metric, np.nan) if r.state != "diverged" else np.nan for r in fixed], better
+        )
+    )
+    print(
+        summary("pbt", pbt_s, [r.final.get(metric, np.nan) if r.state != "diverged" else np.nan for r in tuned], better)
+    )
     print(f"  {title}_pbt_wall_vs_fixed={pbt_s / fixed_s:.2f}")
 
 
@@ -60,15 +68,27 @@ def main() -> None:
     args = ap.parse_args()
     reg_lrs = np.geomspace(1e-4, 1.0, args.k)
     reg = [RegressionConfig(lr=float(lr), steps=1000) for lr in reg_lrs]
-    compare("regression", RegressionTask, reg, PbtConfig(interval=100, metric="train/loss", seed=0,
-                                                           lr_range=(1e-4, 1.0)), "train/loss", "min")
+    compare(
+        "regression",
+        RegressionTask,
+        reg,
+        PbtConfig(interval=100, metric="train/loss", seed=0, lr_range=(1e-4, 1.0)),
+        "train/loss",
+        "min",
+    )
     if args.skip_mnist:
         return
     mn_lrs = np.geomspace(1e-4, 3e-2, args.k)
     base = MnistConfig(dataset="fashion_mnist", epochs=args.epochs, train_limit=args.train_limit, devices=1)
     mn = [dataclasses.replace(base, lr=float(lr)) for lr in mn_lrs]
-    compare("mnist", MnistTask, mn, PbtConfig(interval=args.interval, metric="test/loss", seed=0,
-                                              lr_range=(1e-4, 3e-2)), "test/acc", "max")
+    compare(
+        "mnist",
+        MnistTask,
+        mn,
+        PbtConfig(interval=args.interval, metric="test/loss", seed=0, lr_range=(1e-4, 3e-2)),
+        "test/acc",
+        "max",
+    )
 
 
 if __name__ == "__main__":

@@ -52,10 +52,14 @@ def compare(name: str, cfgs: list[Any], task: Any) -> tuple[float, float, float]
     pop_rate = k * steps / pop_s
     one_rate = steps / one_s
     print(f"{name}: K={k}, {steps} steps each")
-    print(f"  population      {pop_s:7.2f} s  ({pop_rate:,.0f} member-steps/s end to end, "
-          f"steady {k * (results[0].extra['steps_per_sec'] or 0):,.0f})")
-    print(f"  one run         {one_s:7.2f} s  ({one_rate:,.0f} steps/s end to end, "
-          f"steady {statistics.median(r.extra['steps_per_sec'] or 0 for _, r in singles):,.0f})")
+    print(
+        f"  population      {pop_s:7.2f} s  ({pop_rate:,.0f} member-steps/s end to end, "
+        f"steady {k * (results[0].extra['steps_per_sec'] or 0):,.0f})"
+    )
+    print(
+        f"  one run         {one_s:7.2f} s  ({one_rate:,.0f} steps/s end to end, "
+        f"steady {statistics.median(r.extra['steps_per_sec'] or 0 for _, r in singles):,.0f})"
+    )
     print(f"  {k} sequential   {seq_s:7.2f} s")
     print(f"  {name}_population_vs_one_run={pop_s / one_s:.2f} {name}_population_vs_sequential={pop_s / seq_s:.2f}")
     return pop_s, one_s, seq_s
