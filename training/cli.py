@@ -165,8 +165,12 @@ def check_run_dir(run_dir: Path | None, population: bool) -> str | None:
         return None
     if population:
         return "--run-dir names one run; a population creates one run dir per member under --runs-root."
-    # The dashboard writes launch.json and process.log (this process's output) before starting it.
-    if run_dir.exists() and (not run_dir.is_dir() or any(p.name not in PAGE_FILES for p in run_dir.iterdir())):
+    # The dashboard writes launch.json and process.log (this process's output) before starting it;
+    # a warm worker may start while launch.json's atomic write still has its temp file there.
+    def page_file(name: str) -> bool:
+        return name in PAGE_FILES or name.startswith(".launch.json.")
+
+    if run_dir.exists() and (not run_dir.is_dir() or any(not page_file(p.name) for p in run_dir.iterdir())):
         return f"--run-dir {run_dir} is not empty (it may hold another run); pick a new directory."
     return None
 
