@@ -33,9 +33,9 @@ from dashboard.serve import CHROMIUM, CHROMIUM_ARGS, start_server  # noqa: E402
 from training import run_store  # noqa: E402
 
 CONFIG = {"lr": 0.005, "steps": 1000, "points": 128, "seed": 42}
-# Every chart on the page holds points (and there are at least `n` charts).
-CHARTS_DRAWN = """n => { const g = Array.from(document.querySelectorAll('.js-plotly-plot'));
-  return g.length >= n && g.every(p => (p._fullData || []).some(t => (t._length || 0) > 0)); }"""
+# Plotly charts holding points in one frame (Live's in-place charts are components: frames of their own).
+CHARTS_WITH_DATA = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
+  .filter(p => (p._fullData || []).some(t => (t._length || (t.x && t.x.length) || 0) > 0)).length"""
 TABLE_DRAWN = "() => !!document.querySelector('[data-testid=stDataFrame] canvas')"
 
 
@@ -70,15 +70,29 @@ def make_run(root: Path, name: str, metrics: Path | None, lr: float, group: str 
     return d
 
 
-def timed(page: Page, url: str, check: str, arg: object, timeout_s: float = 120) -> float:
+def charts_drawn(page: Page, n: int) -> bool:
+    """At least `n` charts with points, over the page and its component frames."""
+    total = 0
+    for frame in page.frames:
+        try:
+            total += frame.evaluate(CHARTS_WITH_DATA)
+        except Exception:  # noqa: BLE001 - a frame navigating or gone: counted at the next poll
+            continue
+    return total >= n
+
+
+def timed(page: Page, url: str, n_charts: int | None = None, timeout_s: float = 120) -> float:
+    """Seconds from navigation to `n_charts` drawn charts (None: the runs table drawn)."""
     t0 = time.perf_counter()
     page.goto(url)
-    try:
-        page.wait_for_function(check, arg=arg, timeout=timeout_s * 1000, polling=50)
-    except Exception:
-        page.screenshot(path="/tmp/scale_timeout.png", full_page=True)
-        raise
-    return time.perf_counter() - t0
+    deadline = t0 + timeout_s
+    while time.perf_counter() < deadline:
+        done = page.evaluate(TABLE_DRAWN) if n_charts is None else charts_drawn(page, n_charts)
+        if done:
+            return time.perf_counter() - t0
+        time.sleep(0.05)
+    page.screenshot(path="/tmp/scale_timeout.png", full_page=True)
+    raise TimeoutError(f"{url}: not drawn within {timeout_s:.0f} s (screenshot: /tmp/scale_timeout.png)")
 
 
 class PeakRss(threading.Thread):
@@ -130,21 +144,21 @@ def main() -> None:
             for label, path, charts in (("Live", "live", 1), ("Run detail", "detail", 3)):
                 if label == "Run detail":
                     one = big[1].name  # its own first open, with no cache yet
-                first = timed(page, f"{server.url}/{path}?run={one}", CHARTS_DRAWN, charts)
+                first = timed(page, f"{server.url}/{path}?run={one}", charts)
                 page = browser.new_page(viewport={"width": 1400, "height": 1000})
-                second = timed(page, f"{server.url}/{path}?run={one}", CHARTS_DRAWN, charts)
+                second = timed(page, f"{server.url}/{path}?run={one}", charts)
                 print(
                     f"{label} of a {args.records:,}-record run: first open {first:.2f} s, again (new tab) {second:.2f} s"
                 )
             ids = ",".join(d.name for d in big)
-            cold = timed(page, f"{server.url}/runs?compare={ids}", CHARTS_DRAWN, 1, timeout_s=600)
+            cold = timed(page, f"{server.url}/runs?compare={ids}", 1, timeout_s=600)
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            warm = timed(page, f"{server.url}/runs?compare={ids}", CHARTS_DRAWN, 1)
+            warm = timed(page, f"{server.url}/runs?compare={ids}", 1)
             print(f"Compare {args.big} runs: first {cold:.2f} s (builds the caches it lacks), again {warm:.2f} s")
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            listing = timed(page, f"{server.url}/runs", TABLE_DRAWN, None)
+            listing = timed(page, f"{server.url}/runs")
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            again = timed(page, f"{server.url}/runs", TABLE_DRAWN, None)
+            again = timed(page, f"{server.url}/runs")
             print(f"Runs page with {args.big + args.small} runs: {listing:.2f} s, again {again:.2f} s")
             page.screenshot(path=str(tmp / "runs.png"))
             browser.close()
