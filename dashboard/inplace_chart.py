@@ -38,6 +38,7 @@ window.addEventListener("message", (event) => {
   const msg = event.data;
   if (!msg || msg.type !== "streamlit:render") return;
   const args = msg.args || {};
+  if (args.warmup) { send("streamlit:setFrameHeight", {height: 0}); return; }  // plotly.js loaded: done
   if (args.spec === lastSpec && args.config === lastConfig) return;  // the same figure: nothing to do
   lastSpec = args.spec; lastConfig = args.config;
   const fig = JSON.parse(args.spec);
@@ -67,3 +68,12 @@ def inplace_chart(fig: Any, key: str, config: dict[str, Any] | None = None) -> N
     """Draw `fig` (a plotly figure) under `key`; later calls with the same key update it in place."""
     spec = plotly.io.to_json(fig, validate=False)
     _chart(spec=spec, config=json.dumps(config or {}), key=key, default=None)
+
+
+def warm_up() -> None:
+    """An invisible chart frame, so the browser has plotly.js loaded and compiled before the Live page needs it.
+
+    The New run page draws one: the Live page a Start switches to then mounts its charts from
+    the browser's caches instead of parsing plotly.js anew while the run's first point waits.
+    """
+    _chart(warmup=True, key="inplace_chart_warmup", default=None)

@@ -10,6 +10,7 @@ import contextlib
 import contextvars
 import functools
 import logging
+import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -110,8 +111,11 @@ _IN_PLACE: contextvars.ContextVar[bool] = contextvars.ContextVar("in_place_chart
 
 @contextlib.contextmanager
 def in_place() -> Iterator[None]:
-    """Live charts drawn in this block update in place (a keyed component calling Plotly.react)."""
-    token = _IN_PLACE.set(True)
+    """Live charts drawn in this block update in place (a keyed component calling Plotly.react).
+
+    $JAXDASH_INPLACE_CHARTS=0 keeps st.plotly_chart (to compare, or where components are unwanted).
+    """
+    token = _IN_PLACE.set(os.environ.get("JAXDASH_INPLACE_CHARTS", "1") != "0")
     try:
         yield
     finally:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from training import run_store
 
-POLL_S = 0.5
+POLL_S = 0.25
 
 
 def _state(d: Path) -> bool:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.browser_probes import PLOTS_JS
 from dashboard.serve import CHROMIUM, CHROMIUM_ARGS, Server, start_server
 from tests.test_dashboard_apptest import fake_run
 from training import run_store
@@ -22,9 +23,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.skipif(not Path(CHROMIUM).exists(
 REPO = Path(__file__).resolve().parent.parent
 ARTIFACTS = REPO / "test-artifacts"
 # Point counts of every trace of every plotly chart on the page (plotly's own parsed data).
-PLOT_POINTS_JS = (
-    "Array.from(document.querySelectorAll('.js-plotly-plot')).map(g => (g._fullData || []).map(t => t._length || 0))"
-)
+PLOT_POINTS_JS = f"{PLOTS_JS}.map(g => (g._fullData || []).map(t => t._length || 0))"  # in-place charts too
 
 
 @pytest.fixture

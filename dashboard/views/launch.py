@@ -7,7 +7,7 @@ from typing import Any
 import streamlit as st
 
 from components.widgets import config_form, dataset_title, field_error, population_input
-from dashboard import groups, launcher, pbt_panels, pbt_settings, state
+from dashboard import groups, inplace_chart, launcher, pbt_panels, pbt_settings, state
 from training import data
 from training.config import ConfigError, FieldInfo, config_fields, parse_config
 from training.population import VARIED
@@ -140,6 +140,7 @@ def page() -> None:
         active_runs()
         return
     active_runs()
+    inplace_chart.warm_up()  # the Live page's charts then draw without loading plotly.js first
     if not values.submitted:
         return
     try:
