@@ -15,7 +15,7 @@ from pathlib import Path
 
 from training import run_store
 
-POLL_S = 0.25
+POLL_S = 0.5
 
 
 def _state(d: Path) -> bool:
@@ -31,13 +31,38 @@ def _state(d: Path) -> bool:
     return not launch.get("group") and run_store.pid_alive(launch.get("pid"))
 
 
+def _mtimes(d: Path) -> tuple[int, int]:
+    out = []
+    for name in ("status.json", "launch.json"):
+        try:
+            out.append(os.stat(d / name).st_mtime_ns)
+        except OSError:
+            out.append(0)
+    return out[0], out[1]
+
+
+# folder -> ((status.json, launch.json) mtimes, active?): an ended run whose files did not change stays
+# ended, so a poll of 1,000 runs costs 2,000 stats, not 2,000 JSON reads (only active runs are re-read).
+_KNOWN: dict[Path, tuple[tuple[int, int], bool]] = {}
+
+
+def _state_cached(d: Path) -> bool:
+    key = _mtimes(d)
+    known = _KNOWN.get(d)
+    if known is not None and known[0] == key and not known[1]:
+        return False
+    active = _state(d)
+    _KNOWN[d] = (key, active)
+    return active
+
+
 def signature(root: Path) -> tuple[tuple[str, bool], ...]:
     """(folder name, active?) of every run folder under `root`, sorted by name."""
     try:
         names = sorted(e.name for e in os.scandir(root) if e.is_dir() and not e.name.startswith("."))
     except OSError:
         return ()
-    return tuple((n, _state(root / n)) for n in names)
+    return tuple((n, _state_cached(root / n)) for n in names)
 
 
 class Watcher:
