@@ -1,0 +1,34 @@
+"""The run-list watcher: new, ended and deleted runs change the signature; unchanged ended runs are not re-read."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+from dashboard import run_watch
+from training import run_store
+
+
+def make_run(root, name, state):
+    d = root / name
+    d.mkdir()
+    run_store.write_config(d, "regression", {"lr": 0.1})
+    run_store.write_status(d, state=state, pid=os.getpid(), host=os.uname().nodename)
+    return d
+
+
+def test_signature_follows_new_ended_and_deleted_runs(tmp_path, monkeypatch):
+    a = make_run(tmp_path, "a", "running")
+    assert run_watch.signature(tmp_path) == (("a", True),)
+    make_run(tmp_path, "b", "finished")
+    assert run_watch.signature(tmp_path) == (("a", True), ("b", False))
+    run_store.write_status(a, state="finished")
+    assert run_watch.signature(tmp_path) == (("a", False), ("b", False))
+    reads = []
+    real = run_watch._state
+    monkeypatch.setattr(run_watch, "_state", lambda d: reads.append(d.name) or real(d))
+    assert run_watch.signature(tmp_path) == (("a", False), ("b", False)) and reads == []  # nothing changed: no reads
+    run_store.write_status(a, state="running", pid=os.getpid())  # resumed in place
+    assert run_watch.signature(tmp_path) == (("a", True), ("b", False)) and reads == ["a"]
+    shutil.rmtree(tmp_path / "b")
+    assert run_watch.signature(tmp_path) == (("a", True),)
