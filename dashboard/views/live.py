@@ -34,11 +34,15 @@ def head(
                     st.toast(launcher.STOP_FILE_ONLY, icon=":material/info:")
         else:
             panels.resume_control(resume_dir, resume_status, "resume_run", resume_label)
+
+
+def stopping_note(active: bool, stop_dir: Path | None) -> None:
+    """A line while a stop was asked for and the run finishes its chunk (inside the messages container)."""
     if active and stop_dir is not None and run_store.stop_requested(stop_dir):
         st.caption("Stopping after the current chunk…")
 
 
-def live_panel(run_dir: Path, task: str, was_active: bool) -> None:
+def live_panel(run_dir: Path, task: str) -> None:
     """Everything that changes while a run trains: read incrementally, then drawn.
 
     A run that ends here is drawn ended (no Stop); the page's run watcher (state.watch_runs) then
@@ -57,6 +61,7 @@ def live_panel(run_dir: Path, task: str, was_active: bool) -> None:
     # Messages come and go; one container that is always there keeps the charts below at the same
     # place in the page, so a refresh updates them in place instead of mounting them anew (a blink).
     with st.container():
+        stopping_note(active, run_dir)
         if status.get("state") == "starting":
             what = f"a population of {info['members']} runs" if info.get("population") else "the training process"
             doing = "resuming from the latest checkpoint" if status.get("resuming") else "importing JAX, loading data"
@@ -67,7 +72,7 @@ def live_panel(run_dir: Path, task: str, was_active: bool) -> None:
     panel_kinds.draw(run_dir, kinds, records, status, f"live_{run_dir.name}", run_color(run_dir.name))
 
 
-def group_panel(members: list[run_store.RunInfo], selected: str, was_active: bool) -> None:
+def group_panel(members: list[run_store.RunInfo], selected: str) -> None:
     """Every member of a population: K fitted lines, K loss and accuracy curves, one row each."""
     statuses = [state.run_status(m.path) for m in members]
     records = [state.poll_metrics(m.path) for m in members]
@@ -89,11 +94,13 @@ def group_panel(members: list[run_store.RunInfo], selected: str, was_active: boo
         counts[s.get("state", "?")] = counts.get(s.get("state", "?"), 0) + 1
     st.caption(" · ".join(f"{n} {k}" for k, n in counts.items()))
     bad = [(n, s) for n, s in zip(names, statuses, strict=True) if s.get("state") in panels.PROBLEM_STATES]
-    if len(bad) == len(members) and len({s.get("message") for _, s in bad}) == 1:
-        panels.problem_message(bad[0][1])  # one failure for all (e.g. no dataset): say it once
-    else:
-        for n, s in bad:
-            st.error(f"{n}: {s.get('message') or 'the run ' + s['state'] + '.'}", icon=":material/error:")
+    with st.container():  # always there: messages that come and go never move the charts below
+        stopping_note(active, live)
+        if len(bad) == len(members) and len({s.get("message") for _, s in bad}) == 1:
+            panels.problem_message(bad[0][1])  # one failure for all (e.g. no dataset): say it once
+        else:
+            for n, s in bad:
+                st.error(f"{n}: {s.get('message') or 'the run ' + s['state'] + '.'}", icon=":material/error:")
     key = members[0].status.get("group", "group")
     kinds = artifacts.run_panels(members[0].path, None, records[0].tags())
     seeds_vary = "seed" in groups.varied([m.config for m in members])
@@ -121,12 +128,12 @@ def page() -> None:
         st.caption(f"Population `{group}` · {len(members)} members · varying {', '.join(fields) or 'nothing'}")
         active = any(state.is_active(m.status) for m in members)
         interval = state.LIVE_REFRESH_S if active else None
-        st.fragment(panels.guarded(panels.in_place()(group_panel)), run_every=interval)(members, run.run_id, active)
+        st.fragment(panels.guarded(panels.in_place()(group_panel)), run_every=interval)(members, run.run_id)
         return
     st.caption(" · ".join(x for x in (run.task, panels.key_config(run.task, run.config)) if x))
     active = state.is_active(run.status)
     interval = state.LIVE_REFRESH_S if active else None
-    st.fragment(panels.guarded(panels.in_place()(live_panel)), run_every=interval)(run.path, run.task, active)
+    st.fragment(panels.guarded(panels.in_place()(live_panel)), run_every=interval)(run.path, run.task)
 
 
 page()

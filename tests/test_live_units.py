@@ -1,0 +1,89 @@
+"""Fast checks behind the Live page: the run watcher, numbers that agree, zoomed accuracy, one colour per run."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.browser_probes import blink_report
+from components import figures
+from components.colors import run_color
+from components.series import progress_text
+from dashboard import run_watch, worker
+from training import run_store
+
+
+def _run(root: Path, name: str, state: str, pid: int | None = None) -> Path:
+    d = root / name
+    d.mkdir()
+    run_store.write_status(d, state=state, pid=pid or os.getpid(), started=time.time())
+    return d
+
+
+def test_run_watch_signature_follows_new_ended_and_deleted_runs(tmp_path: Path) -> None:
+    assert run_watch.signature(tmp_path) == ()
+    d = _run(tmp_path, "a", "running")
+    assert run_watch.signature(tmp_path) == (("a", True),)
+    run_store.write_status(d, state="finished", ended=time.time())
+    assert run_watch.signature(tmp_path) == (("a", False),)
+    _run(tmp_path, "b", "running", pid=2**22 + 12345)  # no such process: crashed, not active
+    assert run_watch.signature(tmp_path) == (("a", False), ("b", False))
+    (tmp_path / ".hidden").mkdir()
+    for f in d.iterdir():
+        f.unlink()
+    d.rmdir()
+    assert run_watch.signature(tmp_path) == (("b", False),)
+
+
+def test_steps_per_second_eta_and_took_agree() -> None:
+    # 2,000 of 10,000 steps after 4 s, 1 s of it compiling: 2,000 / 3 s = 667 steps/s end to end,
+    # so 8,000 steps take 12 s more and the run takes about 16 s in all.
+    running = {"state": "running", "step": 2000, "total_steps": 10_000, "wall_seconds": 4.0, "compile_seconds": 1.0}
+    text = progress_text({**running, "steps_per_sec": 20_000})
+    assert "667 steps/s (compute 20,000/s)" in text and "ETA 12 s" in text
+    done = progress_text({**running, "state": "finished", "step": 10_000, "wall_seconds": 16.0})
+    assert "took 16 s" in done and "ETA" not in done
+
+
+def test_accuracy_axis_zooms_past_the_untrained_start() -> None:
+    x = np.arange(100.0)
+    y = np.r_[0.1, np.linspace(0.83, 0.88, 99)]  # step 0 at chance, then 83-88%
+    lo, hi = figures.zoom_range({"train/acc": (x, y)})
+    assert 0.8 < lo < 0.83 and 0.88 < hi < 0.9
+
+
+def test_one_run_one_colour_train_solid_test_dashed() -> None:
+    color = run_color("20261123-run-a")
+    curves = {"train/loss": (np.arange(3.0), np.ones(3)), "test/loss": (np.arange(3.0), np.ones(3))}
+    fig = figures.curves_figure(
+        curves,
+        "Loss",
+        "loss",
+        colors=dict.fromkeys(curves, color),
+        dashes={"test/loss": "dash"},
+        full_names={"train/loss": "my run: train/loss"},
+    )
+    assert {t.line.color for t in fig.data} == {color}
+    assert [t.line.dash for t in fig.data] == [None, "dash"]
+    assert "my run: train/loss" in fig.data[0].hovertemplate
+
+
+def test_page_started_training_runs_below_the_page(monkeypatch: object) -> None:
+    monkeypatch.delenv("JAXDASH_NICE", raising=False)  # type: ignore[attr-defined]
+    assert worker.job_env()["JAXDASH_NICE"] == "10" and worker.child_env()["JAXDASH_NICE"] == "10"
+    monkeypatch.setenv("JAXDASH_NICE", "0")  # type: ignore[attr-defined]
+    assert worker.child_env()["JAXDASH_NICE"] == "0"
+
+
+def test_blink_report_counts_faded_blank_and_missing_charts() -> None:
+    ok = [1.0, 600, 360, 500, True, 10]
+    samples = [[t, [ok, ok]] for t in range(0, 1000, 100)]
+    samples[5] = [500, [ok, [0.33, 600, 360, 500, True, 10]]]  # one chart faded
+    samples[6] = [600, [ok]]  # one chart gone
+    samples[7] = [700, [ok, [1.0, 600, 360, 500, False, 0]]]  # one chart blank
+    report = blink_report(samples)
+    assert (report.charts, report.samples, report.faded, report.missing) == (2, 10, 1, 2)
+    assert report.fraction == 3 / 20
