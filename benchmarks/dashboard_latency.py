@@ -54,11 +54,13 @@ WATCH_JS = (
         for (let i = Math.max(0, n - 5); i < n; i++) { const s = xs[i]; if (!(s in window.__seen)) window.__seen[s] = Date.now(); }
       }
     }
-    if (window.__firstDrawn === null) {  // the phases the page said before the first point
-      for (const m of document.body.innerText.matchAll(/(starting|loading data|compiling)…/g)) window.__phases.add(m[1]);
+    if (window.__firstDrawn === null && ++window.__ticks % 20 === 0) {  // every 100 ms: the phase the progress line says
+      const bar = document.querySelector('[data-testid="stProgress"]');
+      const m = bar && bar.textContent.match(/(starting|loading data|compiling)…/);
+      if (m) window.__phases.add(m[1]);
     }
   }, 5);
-  window.__phases = new Set();
+  window.__phases = new Set(); window.__ticks = 0;
 }"""
 )
 
