@@ -72,7 +72,7 @@ FIRST_POINT_JS = (
         if (tr.name === name && tr._length) { window.__firstDrawn = Date.now(); clearInterval(t); return; }
       }
     }
-  }, 5);
+  }, 20);
 }"""
 )
 

@@ -39,7 +39,7 @@ from dashboard.serve import CHROMIUM, CHROMIUM_ARGS, start_server  # noqa: E402
 from training import run_store  # noqa: E402
 from training.config import config_to_dict, parse_config  # noqa: E402
 
-# In the page: every 5 ms, note the wall-clock time at which each step first appears in the "train" loss trace.
+# In the page: every 20 ms, note the wall-clock time at which each step first appears in the "train" loss trace.
 WATCH_JS = (
     """() => {
   window.__seen = {}; window.__firstDrawn = null;
@@ -54,12 +54,12 @@ WATCH_JS = (
         for (let i = Math.max(0, n - 5); i < n; i++) { const s = xs[i]; if (!(s in window.__seen)) window.__seen[s] = Date.now(); }
       }
     }
-    if (window.__firstDrawn === null && ++window.__ticks % 20 === 0) {  // every 100 ms: the phase the progress line says
+    if (window.__firstDrawn === null && ++window.__ticks % 5 === 0) {  // every 100 ms: the phase the progress line says
       const bar = document.querySelector('[data-testid="stProgress"]');
       const m = bar && bar.textContent.match(/(starting|loading data|compiling)…/);
       if (m) window.__phases.add(m[1]);
     }
-  }, 5);
+  }, 20);
   window.__phases = new Set(); window.__ticks = 0;
 }"""
 )

@@ -151,6 +151,7 @@ def page() -> None:
     if run_id is None:
         st.rerun()  # redraw the form with each message under its field
     state.remember_run(run_id)
+    state.quiet_watch()  # the new run changes the list of runs: no watcher rerun of this page mid-switch
     st.switch_page("views/live.py", query_params={"run": run_id})
 
 
