@@ -27,6 +27,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -182,11 +183,17 @@ def blink(tmp: Path, epochs: int) -> browser_probes.BlinkReport:
 
 
 def show(label: str, phases: list[dict[str, float | str]], goal: float) -> None:
-    """One line per start, then the median of "drawn"."""
+    """One line per start, then the median of "drawn" (and of the warm worker's starts alone)."""
     print(label)
+    if not phases:
+        print("    no start drew a point")
+        return
     for i, ph in enumerate(phases, 1):
         print(f"    #{i}: " + " · ".join(f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}" for k, v in ph.items()))
-    print(f"    drawn: {stats([float(ph['drawn']) for ph in phases])}   goal <= {goal:g} s")
+    print(f"    drawn: {stats([float(ph['drawn']) for ph in phases])}   goal <= {goal:g} s", flush=True)
+    warm = [float(ph["drawn"]) for ph in phases if ph["via"] == "worker"]
+    if warm and len(warm) < len(phases):
+        print(f"    drawn, warm worker only: {stats(warm)}")
 
 
 def main() -> None:
@@ -198,39 +205,48 @@ def main() -> None:
     ap.add_argument("--wandb", default="disabled", choices=("auto", "offline", "disabled"), help="W&B mode of runs")
     ap.add_argument("--blink-epochs", type=int, default=10, help="epochs of the (d) run; 0 skips (d)")
     args = ap.parse_args()
+    sys.stdout.reconfigure(line_buffering=True)  # each result as soon as it is measured
     tmp = Path(tempfile.mkdtemp(prefix="jaxdash-bench-"))
+    if args.blink_epochs:  # first: the measurement most sensitive to what else the machine does
+        report = blink(tmp, args.blink_epochs)
+        print(f"(d) blink, {args.blink_epochs}-epoch Fashion-MNIST CLI run: {report}   goal <= 1%")
+        print(f"    load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; screenshot {tmp / 'blink.png'}")
     runs = tmp / "runs"
     srv = start_server(runs, tmp / "streamlit.log", env={"WANDB_MODE": "offline"})
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             page = browser.new_page(viewport={"width": 1400, "height": 950})
-            phases = [start_to_first_point(page, srv.url, runs, args.wandb, args.gap) for _ in range(args.starts)]
-            fashion = []
-            for _ in range(args.starts):
-                try:
-                    fashion.append(
-                        start_to_first_point(page, srv.url, runs, args.wandb, args.gap, "MNIST / Fashion-MNIST")
-                    )
-                except PlaywrightTimeout as exc:  # reported, the other measurements still run
-                    print(f"(c) Fashion-MNIST start: no first point seen: {str(exc).splitlines()[0]}")
-            delays = write_to_draw(page, srv.url, runs, args.writes)
+            warm = measured(lambda: start_to_first_point(page, srv.url, runs, args.wandb, args.gap), args.starts)
+            show(f"(a) Start -> first point drawn, regression, warm server (W&B {args.wandb}):", warm, 1.0)
+            fashion = "MNIST / Fashion-MNIST"
+            show(
+                "(c) Start -> first point drawn, Fashion-MNIST, warm server:",
+                measured(lambda: start_to_first_point(page, srv.url, runs, args.wandb, args.gap, fashion), args.starts),
+                3.0,
+            )
+            print(
+                f"(b) metrics.jsonl write -> drawn: {stats(write_to_draw(page, srv.url, runs, args.writes))}   goal <= 1 s"
+            )
             browser.close()
     finally:
         srv.stop()
-    fresh = [first_point_fresh(tmp, args.wandb) for _ in range(args.starts)]
-    report = blink(tmp, args.blink_epochs) if args.blink_epochs else None
-    show(f"(a) Start -> first point drawn, regression, warm server (W&B {args.wandb}):", phases, 3.0)
-    warm = [float(ph["drawn"]) for ph in phases if ph["via"] == "worker"]
-    if warm:
-        print(f"    drawn, warm worker only: {stats(warm)}   goal <= 1 s")
-    print(f"(b) metrics.jsonl write -> drawn: {stats(delays)}   goal <= 1 s")
-    show("(c) Start -> first point drawn, regression, fresh server:", fresh, 3.0)
-    if fashion:
-        show("(c) Start -> first point drawn, Fashion-MNIST, warm server:", fashion, 3.0)
-    if report is not None:
-        print(f"(d) blink, {args.blink_epochs}-epoch Fashion-MNIST CLI run: {report}   goal <= 1%")
-        print(f"    load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; screenshot {tmp / 'blink.png'}")
+    show(
+        "(c) Start -> first point drawn, regression, fresh server:",
+        measured(lambda: first_point_fresh(tmp, args.wandb), args.starts),
+        3.0,
+    )
+
+
+def measured(start: Callable[[], dict[str, float | str]], n: int) -> list[dict[str, float | str]]:
+    """`n` results of `start`; a start whose first point never showed is reported and left out."""
+    out = []
+    for _ in range(n):
+        try:
+            out.append(start())
+        except PlaywrightTimeout as exc:
+            print(f"    a start whose first point never showed: {str(exc).splitlines()[0]}")
+    return out
 
 
 if __name__ == "__main__":
