@@ -28,6 +28,8 @@ DEFAULT_PROJECT = "jax-dashboard"
 
 def wandb_host() -> str:
     """The W&B server wandb is configured for (`WANDB_BASE_URL`, `wandb login --host`, or its default)."""
+    if os.environ.get("WANDB_BASE_URL"):  # read now: wandb's process-wide settings keep their first value
+        return os.environ["WANDB_BASE_URL"].rstrip("/")
     try:
         from wandb.sdk import wandb_setup
 
