@@ -325,7 +325,7 @@ def test_launch_real_regression_run_finishes_and_shows_up(root: Path) -> None:
     runs = app("views/runs.py")
     df = runs.dataframe[0].value
     row = df[df["name"] == "apptest-reg"].iloc[0]
-    assert row["status"] == "finished" and row["final loss"] < 1.0
+    assert row["status"] == "finished" and row["final train/loss"] < 1.0
     live = app("views/live.py", run=run_dirs[0].name)
     tiles = {m.label: m.value for m in live.metric}
     assert {"regression/weight", "regression/bias", "train/loss"} <= set(tiles)
@@ -427,7 +427,8 @@ def test_a_users_task_appears_in_the_form_starts_from_the_page_and_is_drawn(
     assert trace_lengths(loss) == [400 // 20 + 1]  # the step-0 loss, then one train/loss point per chunk
     assert "train/loss" in [m.label for m in live.metric]
     detail = app("views/detail.py", run=run_dir.name)
-    assert len(detail.get("plotly_chart")) == 2 and not detail.error
+    keys = [c.key for c in detail.get("plotly_chart")]  # its panels, then the all-metrics and system grids
+    assert [k.rsplit("_", 1)[-1] for k in keys] == ["fit", "loss", "metrics", "system"] and not detail.error
 
 
 def test_cli_run_appears_in_the_table(root: Path) -> None:
