@@ -331,9 +331,7 @@ def test_launch_real_regression_run_finishes_and_shows_up(root: Path) -> None:
     assert {"regression/weight", "regression/bias", "train/loss"} <= set(tiles)
     assert abs(float(tiles["regression/weight"]) - 2.0) < 0.5  # the fit converged towards the true weight
     fit = json.loads(live_charts(live)[0].proto.spec)["data"]
-    assert [t["name"] for t in fit] == ["data", "true", "model"] and trace_lengths(live_charts(live)[0])[
-        0
-    ] == 128
+    assert [t["name"] for t in fit] == ["data", "true", "model"] and trace_lengths(live_charts(live)[0])[0] == 128
 
 
 USER_TASK = """

@@ -165,6 +165,7 @@ def check_run_dir(run_dir: Path | None, population: bool) -> str | None:
         return None
     if population:
         return "--run-dir names one run; a population creates one run dir per member under --runs-root."
+
     # The dashboard writes launch.json and process.log (this process's output) before starting it;
     # a warm worker may start while launch.json's atomic write still has its temp file there.
     def page_file(name: str) -> bool:
