@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from training.engine import train
+from training.in_memory import train
 from training.pbt import PbtConfig
 from training.tasks.mnist import MnistConfig, MnistTask
 from training.tasks.regression import RegressionConfig, RegressionTask

@@ -29,7 +29,7 @@ os.environ.setdefault("WANDB_DISABLE_GIT", "true")
 from training import data as data_mod  # noqa: E402
 from training import run_store  # noqa: E402
 from training.config import config_to_dict, parse_config  # noqa: E402
-from training.engine import train  # noqa: E402
+from training.in_memory import train  # noqa: E402
 from training.tasks import mnist  # noqa: E402
 from training.writers.base import MetricWriter, NullWriter  # noqa: E402
 from training.writers.build import build_writer  # noqa: E402

@@ -162,7 +162,7 @@ def test_killed_run_resumes_from_its_last_checkpoint(runs_root):
     assert steps == list(range(0, 80_001, 100))  # records past the checkpoint were dropped, then logged once
     assert tb_steps(run_dir) == steps  # TensorBoard purged the killed process's events past the checkpoint
 
-    from training.engine import train
+    from training.in_memory import train
     from training.tasks.regression import RegressionConfig, RegressionTask
 
     cfg = RegressionConfig(points=100_000, steps=80_000, log_every=100, optimizer="adam", lr=0.01)

@@ -13,8 +13,8 @@ import pytest
 
 from tests.test_data import write_idx_dataset
 from training import data, tags
-from training.engine import train
 from training.errors import DataUnavailable
+from training.in_memory import train
 from training.tasks.mnist import MnistConfig, MnistTask
 from training.writers.base import MemoryWriter
 

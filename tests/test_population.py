@@ -20,7 +20,7 @@ from tests.test_data import write_idx_dataset
 from training import run_store
 from training.__main__ import main
 from training.config import ConfigError
-from training.engine import train
+from training.in_memory import train
 from training.population import member_raws, parse_axes
 from training.resume import resume
 from training.run import execute

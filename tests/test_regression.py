@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from training import tags
-from training.engine import train
+from training.in_memory import train
 from training.tasks.regression import Params, RegressionConfig, RegressionTask, init_params, loss, make_data
 from training.writers.base import MemoryWriter
 

@@ -25,7 +25,7 @@ import json, sys
 import jax
 from tests.test_data import write_idx_dataset
 from pathlib import Path
-from training.engine import train
+from training.in_memory import train
 from training.tasks.mnist import MnistConfig, MnistTask
 from training.writers.base import MemoryWriter
 
