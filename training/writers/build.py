@@ -63,17 +63,7 @@ def build_writer(
     info: dict[str, Any] = {}
 
     if tensorboard:
-        try:
-            from training.writers.tensorboard import TensorBoardWriter
-
-            # TensorBoard lists the run as <run id>/tb/<name>: its given name, a member's varied values, or the task.
-            given = name if name and name != run_dir.name else None
-            tb = TensorBoardWriter(run_dir / "tb", run_name=given or job_type or "run", resume_step=resume_step)
-            writers.append(tb)
-            info["tensorboard"] = {"logdir": str(tb.logdir)}
-        except Exception as exc:  # noqa: BLE001 - tracking must never stop training
-            log.warning("TensorBoard writer unavailable (%s: %s); continuing without it.", type(exc).__name__, exc)
-            info["tensorboard"] = {"error": f"{type(exc).__name__}: {exc}"}
+        _add_tensorboard(writers, info, run_dir, name, job_type, resume_step)
 
     if console:
         try:
@@ -103,3 +93,25 @@ def build_writer(
         writers.append(wb)
 
     return MultiWriter(writers), info
+
+
+def _add_tensorboard(
+    writers: list[MetricWriter],
+    info: dict[str, Any],
+    run_dir: Path,
+    name: str | None,
+    job_type: str | None,
+    resume_step: int | None,
+) -> None:
+    """Append the TensorBoard writer (listed as <run id>/tb/<name>); on failure, say why in `info` instead."""
+    try:
+        from training.writers.tensorboard import TensorBoardWriter
+
+        # Its given name, a member's varied values, or the task.
+        given = name if name and name != run_dir.name else None
+        tb = TensorBoardWriter(run_dir / "tb", run_name=given or job_type or "run", resume_step=resume_step)
+        writers.append(tb)
+        info["tensorboard"] = {"logdir": str(tb.logdir)}
+    except Exception as exc:  # noqa: BLE001 - tracking must never stop training
+        log.warning("TensorBoard writer unavailable (%s: %s); continuing without it.", type(exc).__name__, exc)
+        info["tensorboard"] = {"error": f"{type(exc).__name__}: {exc}"}
