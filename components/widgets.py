@@ -10,7 +10,6 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import pandas as pd
 import streamlit as st
 
 from training.settings import FieldInfo
@@ -254,30 +253,3 @@ def status_badge(state: str | None) -> None:
     state = state or "unknown"
     color, icon = STATE_STYLE.get(state, ("gray", ":material/help:"))
     st.badge(state, color=color, icon=icon)
-
-
-def runs_table(
-    df: pd.DataFrame, key: str = "runs_table", default: list[int] | None = None, hidden: tuple[str, ...] = ("run_id",)
-) -> list[int]:
-    """The runs table with multi-row selection; returns the selected row positions.
-
-    `default` rows are selected when a table with this key is first drawn.
-    """
-    columns = [c for c in df.columns if c not in hidden]
-    event = st.dataframe(
-        df,
-        key=key,
-        hide_index=True,
-        on_select="rerun",
-        selection_mode="multi-row",
-        column_order=columns,
-        selection_default={"selection": {"rows": list(default or [])}},
-        placeholder="—",
-        column_config={
-            "started": st.column_config.DatetimeColumn("started", format="YYYY-MM-DD HH:mm:ss"),
-            "duration": st.column_config.NumberColumn("duration (s)", format="%.1f"),
-            "final loss": st.column_config.NumberColumn("final loss", format="%.4g"),
-            "test acc": st.column_config.NumberColumn("test acc", format="percent"),
-        },
-    )
-    return list(event.selection.rows) if event is not None else []
