@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from dashboard.launcher import REPO_ROOT, free_port
+from dashboard.launcher import REPO_ROOT
+from dashboard.tensorboard_server import free_port
 
 APP = REPO_ROOT / "dashboard" / "app.py"
 CHROMIUM = "/usr/bin/chromium"

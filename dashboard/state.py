@@ -17,7 +17,7 @@ from typing import Any
 
 import streamlit as st
 
-from dashboard import launcher, metric_table, run_watch
+from dashboard import launcher, metric_table, run_watch, tensorboard_server
 from dashboard.metric_table import MetricTable
 from training import run_store
 
@@ -275,12 +275,12 @@ def server_address() -> str:
 
 def is_shared() -> bool:
     """True when others can reach this server (its address is not loopback)."""
-    return not launcher.is_loopback(server_address())
+    return not tensorboard_server.is_loopback(server_address())
 
 
 @st.cache_resource(show_spinner=False)
-def _tensorboard(logdir: str, host: str) -> launcher.TensorBoard:
-    return launcher.start_tensorboard(Path(logdir), host=host)
+def _tensorboard(logdir: str, host: str) -> tensorboard_server.TensorBoard:
+    return tensorboard_server.start_tensorboard(Path(logdir), host=host)
 
 
 def tensorboard_url() -> str:

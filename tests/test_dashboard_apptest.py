@@ -22,7 +22,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.element_tree import Error
 
-from dashboard import launcher, worker
+from dashboard import launcher, tensorboard_server, worker
 from dashboard import state as dashboard_state
 from training import cli, run_store, tags
 from training.config import parse_config
@@ -215,7 +215,7 @@ def live_charts(at: AppTest) -> list[object]:
 
 
 def test_tensorboard_starts_and_answers(tmp_path: Path) -> None:
-    tb = launcher.start_tensorboard(tmp_path, wait_s=60)
+    tb = tensorboard_server.start_tensorboard(tmp_path, wait_s=60)
     try:
         with urllib.request.urlopen(tb.url, timeout=10) as r:
             assert r.status == 200
@@ -744,7 +744,7 @@ def test_tensorboard_button_starts_tensorboard_and_links_to_it(root: Path) -> No
         with urllib.request.urlopen(url, timeout=10) as r:
             assert r.status == 200
     finally:
-        launcher.close_tensorboards()
+        tensorboard_server.close_tensorboards()
     with pytest.raises(OSError):
         urllib.request.urlopen(url, timeout=5)
 

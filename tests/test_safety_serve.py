@@ -15,7 +15,7 @@ import pytest
 from streamlit import config as st_config
 from streamlit.testing.v1 import AppTest
 
-from dashboard import launcher
+from dashboard import tensorboard_server
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "dashboard" / "app.py")
@@ -51,7 +51,7 @@ def test_start_script_binds_loopback_unless_told_and_warns_when_told() -> None:
 
 def test_a_real_server_started_from_the_repository_listens_on_loopback_only(tmp_path: Path) -> None:
     """`streamlit run` from the repository root with no address flag: the project config decides."""
-    port = launcher.free_port()
+    port = tensorboard_server.free_port()
     cmd = [sys.executable, "-m", "streamlit", "run", APP, "--server.headless", "true", "--server.port", str(port)]
     env = {**os.environ, "JAXDASH_RUNS": str(tmp_path / "runs"), "JAXDASH_WARM_WORKER": "0"}
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -89,14 +89,14 @@ def test_page_warns_when_the_server_is_not_loopback(
 
 
 def test_tensorboard_binds_the_given_host_and_never_writes_a_predictable_tmp_log(tmp_path: Path) -> None:
-    port = launcher.free_port()
+    port = tensorboard_server.free_port()
     target = tmp_path / "victim.txt"
     target.write_text("precious")
     old_log = Path("/tmp") / f"jaxdash-tensorboard-{port}.log"  # the old predictable name, planted as a link
     old_log.unlink(missing_ok=True)
     old_log.symlink_to(target)
     try:
-        tb = launcher.start_tensorboard(tmp_path / "runs", port=port, host="127.0.0.1")
+        tb = tensorboard_server.start_tensorboard(tmp_path / "runs", port=port, host="127.0.0.1")
         try:
             assert tb.proc.args[tb.proc.args.index("--host") + 1] == "127.0.0.1"
             assert tb.log is not None and tb.log.stat().st_mode & 0o077 == 0  # private to this user
@@ -105,7 +105,7 @@ def test_tensorboard_binds_the_given_host_and_never_writes_a_predictable_tmp_log
             }
             assert listening == {"127.0.0.1"}
         finally:
-            launcher.close_tensorboards()
+            tensorboard_server.close_tensorboards()
         assert not tb.log.exists()
         assert target.read_text() == "precious"
     finally:

@@ -1,0 +1,109 @@
+"""Serve TensorBoard over the runs root from the dashboard process.
+
+No Streamlit here: `state.tensorboard_url` caches the server this module starts. A server
+lives as long as the dashboard (closed at exit) and is only as reachable as the page.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class TensorBoard:
+    """A TensorBoard server process over the runs root."""
+
+    proc: subprocess.Popen
+    url: str
+    logdir: Path
+    log: Path | None = None
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def close(self) -> None:
+        if self.alive():
+            self.proc.terminate()
+        if self.log is not None:
+            self.log.unlink(missing_ok=True)
+
+
+_TENSORBOARDS: list[TensorBoard] = []
+
+
+def close_tensorboards() -> None:
+    """Terminate every TensorBoard this process started (at exit, and in tests)."""
+    while _TENSORBOARDS:
+        tb = _TENSORBOARDS.pop()
+        tb.close()
+        try:
+            tb.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            tb.proc.kill()
+
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def is_loopback(address: str | None) -> bool:
+    """True if a server bound to `address` is reachable from this machine only (unset = every interface)."""
+    return bool(address) and (address in LOOPBACK or address.startswith("127."))
+
+
+def start_tensorboard(
+    logdir: Path, port: int | None = None, wait_s: float = 30.0, host: str = "127.0.0.1"
+) -> TensorBoard:
+    """Start `tensorboard --logdir logdir --host host` and wait until it answers.
+
+    `host` follows the dashboard's own address, so TensorBoard is only as reachable as the page.
+    Its output goes to a private temp file (mkstemp: mode 0600, never an existing file or link).
+
+    Raises:
+      RuntimeError: if it exits or does not answer within `wait_s` (message from its log).
+    """
+    port = port or free_port()
+    exe = Path(sys.executable).with_name("tensorboard")
+    cmd = [str(exe) if exe.exists() else "tensorboard", "--logdir", str(logdir), "--host", host, "--port", str(port)]
+    Path(logdir).mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix="jaxdash-tensorboard-", suffix=".log")
+    log_path = Path(name)
+    with os.fdopen(fd, "wb") as log:
+        proc = subprocess.Popen(
+            cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+        )
+    local = "127.0.0.1" if host in ("", "0.0.0.0", "::", "localhost") else host  # where this process can reach it
+    url = f"http://{'[' + local + ']' if ':' in local else local}:{port}/"
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            last = log_path.read_text(errors="replace").strip().splitlines()[-1:] or ["no output"]
+            log_path.unlink(missing_ok=True)
+            raise RuntimeError(f"TensorBoard exited ({last[0]}).")
+        try:
+            with urllib.request.urlopen(url, timeout=1):
+                tb = TensorBoard(proc, url, Path(logdir), log_path)
+                if not _TENSORBOARDS:
+                    atexit.register(close_tensorboards)  # TensorBoard lives as long as the dashboard server
+                _TENSORBOARDS.append(tb)
+                return tb
+        except OSError:
+            time.sleep(0.3)
+    proc.terminate()
+    log_path.unlink(missing_ok=True)
+    raise RuntimeError(f"TensorBoard did not answer on {url} within {wait_s:.0f} s.")
