@@ -3,9 +3,9 @@
 * The mode, run id and `wandb.init` arguments follow W&B's own conventions (`wandb_mode`):
   `--wandb` > `$WANDB_MODE` > online when wandb finds credentials, else offline; `WANDB_PROJECT`,
   `WANDB_ENTITY`, `WANDB_DIR`, `WANDB_TAGS`, `WANDB_NOTES`, `WANDB_RUN_GROUP`, `WANDB_JOB_TYPE`.
-* `wandb.init` runs in a background thread, so training starts without waiting for the wandb
-  service (or the network); rows logged meanwhile are buffered. An online failure falls back to
-  offline; any other failure warns once, records the error in `info` and leaves the writer inactive.
+* `wandb.init` runs in a background thread (`wandb_run`), so training starts without waiting for
+  the wandb service (or the network); rows logged meanwhile are buffered. An online failure falls back
+  to offline; any other failure warns once, records the error in `info` and leaves the writer inactive.
 * History rows are the optimizer steps (`_step == global_step`), buffered and aligned in
   `wandb_rows`; tables and PR curves (W&B's PR chart, `wandb_media`) are logged at close, at the
   last row: the latest of each describes the final model. A kill -9 loses that open row and whatever wandb-core had not yet written; `resume` replays
@@ -14,14 +14,12 @@
 * Conventions: `epoch` is a step metric for `epoch/*`, losses keep their minimum and accuracies
   their maximum as summary, final metrics go to `summary["final"]`, the process's console output is
   captured (`console="wrap"`), the job type is the task and it is also a tag.
-* `finish` runs in a thread with a timeout, so a slow upload cannot hang the run.
+* `finish` runs in a thread with a timeout (`wandb_run`), so a slow upload cannot hang the run.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import logging
-import os
 import threading
 import time
 from collections.abc import Mapping
@@ -30,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from training.writers import wandb_media, wandb_mode
+from training.writers import wandb_media, wandb_mode, wandb_run
 from training.writers.base import MetricWriter, Progress, Table
 from training.writers.wandb_mode import resolve_mode
 from training.writers.wandb_rows import StepRows
@@ -39,26 +37,6 @@ __all__ = ["WandbWriter", "resolve_mode"]
 
 log = logging.getLogger(__name__)
 FLUSH_SECS = 0.5  # W&B log calls at most this often (rows stay buffered in between)
-
-EXIT_CODES = {"finished": 0, "stopped": 0, "failed": 1, "diverged": 3}
-_FLUSH_SETTING = "x_transaction_log_flush_interval"
-
-
-def _timeout(var: str, default: float) -> float:
-    """Seconds from $var (read per run, so a test or the page can shorten it), else `default`."""
-    try:
-        return float(os.environ.get(var, default))
-    except ValueError:
-        return default
-
-
-def _teardown() -> None:
-    try:  # best effort before retrying offline
-        import wandb
-
-        wandb.teardown()
-    except Exception:  # noqa: BLE001, S110 - nothing left to clean up
-        pass
 
 
 class WandbWriter(MetricWriter):
@@ -90,7 +68,7 @@ class WandbWriter(MetricWriter):
         self.run_dir = Path(run_dir)
         self.run = None
         self.active = False
-        self.finish_timeout = _timeout("JAXDASH_WANDB_FINISH_TIMEOUT", 30.0)
+        self.finish_timeout = wandb_run.env_timeout("JAXDASH_WANDB_FINISH_TIMEOUT", 30.0)
         self._rows = StepRows()
         self._tables: dict[str, tuple[int, Table]] = {}
         self._pr_curves: dict[str, tuple[int, tuple[np.ndarray, np.ndarray]]] = {}
@@ -127,17 +105,16 @@ class WandbWriter(MetricWriter):
                 log.warning("W&B online init failed (%s); logging offline instead.", error)
                 self.info["error"] = error
                 self.info["mode"] = mode = "offline"
-                _teardown()  # the service still holds the failed run's id; a fresh one accepts it offline
+                wandb_run.teardown()  # the service still holds the failed run's id; a fresh one accepts it offline
                 error = self._init(mode, cfg_dict)
             if error:
                 log.warning("W&B disabled for this run: %s", error)
                 self.info.update(mode="disabled", error=error)
                 self.active = False
                 return
-            # wandb imports pandas (if installed) at the first media/histogram, ~0.3 s: now, not mid-run.
-            if importlib.util.find_spec("pandas") is not None:
-                import pandas  # noqa: F401
-            self._publish(mode)
+            wandb_run.preload_pandas()
+            # One update: the trainer may be writing this dict to status.json meanwhile.
+            self.info.update(wandb_run.run_info(self.run, self.run_dir, mode))
             self._write_status()  # the sync command is known now; a refill may take a while
             if self._resume_step is not None:
                 self._refill(earlier)
@@ -150,20 +127,6 @@ class WandbWriter(MetricWriter):
 
         if (self.run_dir / "status.json").exists():
             run_store.write_status(self.run_dir, wandb=self.info)
-
-    def _publish(self, mode: str) -> None:
-        sync_dir = str(getattr(self.run.settings, "sync_dir", "") or "")
-        new = {"dir": sync_dir, "project": self.run.project, "id": self.run.id, "url": None}
-        if mode == "online":
-            new["url"] = self.run.url
-        else:
-            # A resumed run has one offline folder per process, all with the same id; `wandb sync`
-            # uploads them in start-time order into one run.
-            folders = [
-                str(p) for p in wandb_mode.run_folders(self.run_dir, self.run.id) if p.name.startswith("offline-")
-            ] or [sync_dir]
-            new["sync_command"] = "wandb sync " + " ".join(folders)
-        self.info.update(new)  # one update: the trainer may be writing this dict to status.json meanwhile
 
     def _refill(self, earlier: list[Path]) -> None:
         """Log the checkpointed steps the earlier processes' W&B folders lack (a kill lost them)."""
@@ -185,27 +148,10 @@ class WandbWriter(MetricWriter):
 
     def _init(self, mode: str, cfg_dict: Mapping[str, Any]) -> str | None:
         """Start the run; returns an error string instead of raising."""
-        try:
-            import wandb
-
-            settings = wandb.Settings(
-                init_timeout=_timeout("JAXDASH_WANDB_INIT_TIMEOUT", 15.0),
-                console=os.environ.get("WANDB_CONSOLE") or "wrap",  # the Logs tab shows the process's output
-                silent=True,
-                finish_timeout=self.finish_timeout,
-                # wandb-core flushes the .wandb file every 15 s and not when the trainer is killed: that buffer
-                # is what a kill -9 loses. 0.1 s instead (an x_ setting: passed only if this version has it).
-                **({_FLUSH_SETTING: 0.1} if _FLUSH_SETTING in wandb.Settings.model_fields else {}),
-            )
-            kwargs = {k: v for k, v in self._kwargs.items() if v is not None}
-            self.run = wandb.init(config=dict(cfg_dict), mode=mode, reinit="create_new", settings=settings, **kwargs)
+        self.run, error = wandb_run.init_run(mode, cfg_dict, self._kwargs, self.finish_timeout)
+        if self.run is not None:
             self._rows.run = self.run
-            self.run.define_metric("global_step", hidden=True)
-            self.run.define_metric("epoch", step_metric="global_step")
-            return None
-        except Exception as exc:  # noqa: BLE001 - any init failure disables W&B, never the run
-            self.run = None
-            return f"{type(exc).__name__}: {exc}"
+        return error
 
     def write_hparams(self, hparams: Mapping[str, Any]) -> None:
         """Config was given at init; later values (e.g. resolved settings) are merged in."""
@@ -281,7 +227,7 @@ class WandbWriter(MetricWriter):
         if not self.active or self._closed:
             return
         self._closed = True
-        if not self.wait_ready(_timeout("JAXDASH_WANDB_INIT_TIMEOUT", 15.0) * 2 + 5):
+        if not self.wait_ready(wandb_run.env_timeout("JAXDASH_WANDB_INIT_TIMEOUT", 15.0) * 2 + 5):
             if self.active:
                 log.warning("W&B init did not finish; this run's W&B log is incomplete.")
             return
@@ -297,13 +243,4 @@ class WandbWriter(MetricWriter):
             self._finish(state)
 
     def _finish(self, state: str) -> None:
-        run = self.run
-        t = threading.Thread(target=run.finish, kwargs={"exit_code": EXIT_CODES.get(state, 1)}, daemon=True)
-        t.start()
-        t.join(self.finish_timeout + 5)
-        if t.is_alive():
-            log.warning(
-                "W&B finish still running after %.0fs; not waiting (run: %s).",
-                self.finish_timeout + 5,
-                self.info.get("dir"),
-            )
+        wandb_run.finish_run(self.run, state, self.finish_timeout, self.info.get("dir"))
