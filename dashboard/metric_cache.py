@@ -101,15 +101,20 @@ def _python_table(data: bytes) -> pa.Table:
     return pa.table({k: pa.array(v, pa.float64()) for k, v in cols.items()}) if n else pa.table({})
 
 
-def parse(data: bytes) -> pa.Table:
-    """Whole JSON lines as a table of float64 columns (null = key absent, NaN = not a finite number)."""
+def parse(data: bytes, threads: bool = True) -> pa.Table:
+    """Whole JSON lines as a table of float64 columns (null = key absent, NaN = not a finite number).
+
+    `threads=False` parses in the calling thread only (Arrow's shared pool is left to the pages).
+    """
     if not data.strip():
         return pa.table({})
     try:
         fixed = data
         for text, (sentinel, _) in SENTINELS.items():
             fixed = fixed.replace(b": " + text, b": " + repr(sentinel).encode())
-        table = pj.read_json(io.BytesIO(fixed), read_options=pj.ReadOptions(block_size=PART_BYTES + (1 << 20)))
+        table = pj.read_json(
+            io.BytesIO(fixed), read_options=pj.ReadOptions(use_threads=threads, block_size=PART_BYTES + (1 << 20))
+        )
         table = table.drop_columns([c for c in SKIPPED if c in table.column_names])
         numeric = all(
             pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_null(t) for t in table.schema.types
@@ -164,8 +169,8 @@ def _load_index(cache: Path, ident: dict) -> list[Part]:
     return [p for p in parts if (cache / p.name).exists()] if all((cache / p.name).exists() for p in parts) else []
 
 
-def _write_part(cache: Path, start: int, data: bytes, end: int) -> Part:
-    table = parse(data)
+def _write_part(cache: Path, start: int, data: bytes, end: int, threads: bool) -> Part:
+    table = parse(data, threads)
     name = f"{start:012d}-{end:012d}.arrow"
     tmp = cache / f".{name}.{os.getpid()}.{threading.get_ident()}.tmp"
     with pa.OSFile(str(tmp), "wb") as sink, ipc.new_file(sink, table.schema) as writer:
@@ -177,10 +182,12 @@ def _write_part(cache: Path, start: int, data: bytes, end: int) -> Part:
     return Part(name, start, end, table.num_rows, lo, hi)
 
 
-def sync(run_dir: Path, force: bool = False) -> list[Part]:
+def sync(run_dir: Path, force: bool = False, max_parts: int | None = None, threads: bool = True) -> list[Part]:
     """Extend the cache over what metrics.jsonl gained; returns its parts ([] when it cannot be kept).
 
     Without `force`, a tail shorter than MIN_GROWTH is left for later (the page reads it itself).
+    `max_parts` bounds the parts written in this call (a background build lets go of the run's lock
+    between parts, so a page opening the run finishes the rest itself); `threads` as in `parse`.
     """
     run_dir = Path(run_dir)
     path, cache = run_dir / "metrics.jsonl", run_dir / CACHE_DIR
@@ -197,12 +204,13 @@ def sync(run_dir: Path, force: bool = False) -> list[Part]:
             old = {p.name for p in parts}
             if parts and parts[-1].end - parts[-1].start < PART_BYTES:
                 end = parts.pop().start  # a short last part grows into a full one
-            while True:
+            written = 0
+            while max_parts is None or written < max_parts:
                 data, new_end = read_piece(path, end, PART_BYTES)
                 if new_end == end:
                     break
-                parts.append(_write_part(cache, end, data, new_end))
-                end = new_end
+                parts.append(_write_part(cache, end, data, new_end, threads))
+                end, written = new_end, written + 1
             doc = {"version": VERSION, **{k: ident[k] for k in ("dev", "ino", "head")}}
             doc["parts"] = [asdict(p) for p in parts]
             run_store.atomic_write_json(cache / "index.json", doc)

@@ -3,7 +3,9 @@
 Every page compares this signature every second (state.watch_runs) and reruns itself when it
 changed, so lists of runs follow runs started, ended or deleted anywhere (a CLI run, another tab).
 The thread, not the page, reads the run directories: a page's check costs a dict lookup, and never
-delays the Live page's chart refreshes on a busy machine. No Streamlit here.
+delays the Live page's chart refreshes on a busy machine. It also hands every run it sees first, and
+every run that changed state, to dashboard/cache_builder.py, which caches big runs' metrics ahead of
+a page opening them. No Streamlit here.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import threading
 import time
 from pathlib import Path
 
+from dashboard import cache_builder
 from training import run_store
 
 POLL_S = 0.5
@@ -71,13 +74,16 @@ class Watcher:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.current = signature(root)
+        self.builder = cache_builder.builder()
+        self.builder.notice(root, (), self.current)
         threading.Thread(target=self._loop, name=f"run-watch-{root.name}", daemon=True).start()
 
     def _loop(self) -> None:
         while True:
             time.sleep(POLL_S)
             try:
-                self.current = signature(self.root)
+                previous, self.current = self.current, signature(self.root)
+                self.builder.notice(self.root, previous, self.current)
             except Exception:  # noqa: BLE001 - a damaged folder must not stop the watcher
                 continue
 
