@@ -62,6 +62,36 @@ def _check(run_dir: Path) -> int:
     return step
 
 
+def _common_step(dirs: list[Path]) -> int:
+    """The latest checkpoint step every run of `dirs` can resume from; CannotResume when one lacks it."""
+    from training.checkpoint import checkpoint_steps
+
+    step = min(_check(d) for d in dirs)
+    lacking = [d.name for d in dirs if step not in checkpoint_steps(d)]
+    if lacking:
+        raise CannotResume(f"Cannot resume the population: {', '.join(lacking)} lack a checkpoint at step {step}.")
+    return step
+
+
+def _restart_at(run_dir: Path, step: int) -> None:
+    """Drop the run's metrics past `step` and mark it running again in this process, resumed from `step`."""
+    from training.checkpoint import truncate_metrics
+
+    truncate_metrics(run_dir, step)
+    run_store.write_status(
+        run_dir,
+        state="running",
+        pid=os.getpid(),
+        host=socket.gethostname(),
+        ended=None,
+        message=None,
+        step=step,
+        resumed_from=step,
+        resumed_at=time.time(),
+        final=None,
+    )
+
+
 def resume(
     run_dir: str | Path, wandb_mode: str | None = None, tensorboard: bool | None = None, console: bool = True
 ) -> list[Outcome]:
@@ -76,17 +106,11 @@ def resume(
     Raises:
       CannotResume: not a run, still running, finished, diverged, or without a checkpoint.
     """
-    from training.checkpoint import checkpoint_steps, truncate_metrics
-
     run_dir = Path(run_dir)
     doc = _read_config(run_dir)
     _check(run_dir)
     dirs = population_dirs(run_dir, doc)
-    steps = {d: _check(d) for d in dirs}
-    step = min(steps.values())
-    lacking = [d.name for d in dirs if step not in checkpoint_steps(d)]
-    if lacking:
-        raise CannotResume(f"Cannot resume the population: {', '.join(lacking)} lack a checkpoint at step {step}.")
+    step = _common_step(dirs)
     task_cls = load_task(doc.get("task_spec") or doc["task"])
     docs = [_read_config(d) for d in dirs]
     cfgs = [parse_config(task_cls.Config, dd["config"], task_cls.name) for dd in docs]
@@ -98,19 +122,7 @@ def resume(
     if tensorboard is None:
         tensorboard = (run_dir / "tb").is_dir()
     for d in dirs:
-        truncate_metrics(d, step)
-        run_store.write_status(
-            d,
-            state="running",
-            pid=os.getpid(),
-            host=socket.gethostname(),
-            ended=None,
-            message=None,
-            step=step,
-            resumed_from=step,
-            resumed_at=time.time(),
-            final=None,
-        )
+        _restart_at(d, step)
     names = [dd.get("name") or d.name for dd, d in zip(docs, dirs, strict=True)]
     return train_members(
         task_cls,

@@ -38,7 +38,7 @@ def build_writer(
     group: str | None = None,
     job_type: str | None = None,
 ) -> tuple[MultiWriter, dict[str, Any]]:
-    """Writers for one run: run store, then TensorBoard, W&B and console as asked.
+    """Writers for one run: run store, then TensorBoard, console and W&B as asked.
 
     Args:
       run_dir: the run directory (existing).
@@ -61,37 +61,13 @@ def build_writer(
     cfg_dict = _cfg_dict(cfg)
     writers: list[MetricWriter] = [RunStoreWriter(run_dir)]
     info: dict[str, Any] = {}
-
     if tensorboard:
         _add_tensorboard(writers, info, run_dir, name, job_type, resume_step)
-
     if console:
-        try:
-            from training.writers.console import ConsoleWriter
-
-            writers.append(ConsoleWriter(initial_step=int(resume_step or 0)))
-        except Exception as exc:  # noqa: BLE001 - a missing tqdm must not stop a run
-            log.warning("console writer unavailable (%s: %s).", type(exc).__name__, exc)
-
+        _add_console(writers, resume_step)
     # W&B after the console: its close prints the outcome (a failed run's error) while W&B still captures
-    # the process's output for its Logs tab. WandbWriter never raises from __init__; a failed init
-    # disables it and says why in .info. resolve_mode: --wandb > $WANDB_MODE > credentials.
-    from training.writers.wandb_writer import WandbWriter
-
-    wb = WandbWriter(
-        run_dir,
-        cfg_dict,
-        name=name or run_dir.name,
-        mode=wandb_mode,
-        resume=resume_step is not None,
-        group=group,
-        job_type=job_type,
-        resume_step=resume_step,
-    )
-    info["wandb"] = wb.info
-    if wb.active:
-        writers.append(wb)
-
+    # the process's output for its Logs tab.
+    info["wandb"] = _add_wandb(writers, run_dir, cfg_dict, name, wandb_mode, resume_step, group, job_type)
     return MultiWriter(writers), info
 
 
@@ -115,3 +91,45 @@ def _add_tensorboard(
     except Exception as exc:  # noqa: BLE001 - tracking must never stop training
         log.warning("TensorBoard writer unavailable (%s: %s); continuing without it.", type(exc).__name__, exc)
         info["tensorboard"] = {"error": f"{type(exc).__name__}: {exc}"}
+
+
+def _add_console(writers: list[MetricWriter], resume_step: int | None) -> None:
+    """Append the tqdm progress bar (starting at `resume_step`); a missing tqdm only warns."""
+    try:
+        from training.writers.console import ConsoleWriter
+
+        writers.append(ConsoleWriter(initial_step=int(resume_step or 0)))
+    except Exception as exc:  # noqa: BLE001 - a missing tqdm must not stop a run
+        log.warning("console writer unavailable (%s: %s).", type(exc).__name__, exc)
+
+
+def _add_wandb(
+    writers: list[MetricWriter],
+    run_dir: Path,
+    cfg_dict: dict[str, Any],
+    name: str | None,
+    wandb_mode: str,
+    resume_step: int | None,
+    group: str | None,
+    job_type: str | None,
+) -> dict[str, Any]:
+    """Append the W&B writer if it is active; returns its info (mode, url, dir, sync command or error).
+
+    WandbWriter never raises from __init__; a failed init disables it and says why in .info.
+    resolve_mode: --wandb > $WANDB_MODE > credentials.
+    """
+    from training.writers.wandb_writer import WandbWriter
+
+    wb = WandbWriter(
+        run_dir,
+        cfg_dict,
+        name=name or run_dir.name,
+        mode=wandb_mode,
+        resume=resume_step is not None,
+        group=group,
+        job_type=job_type,
+        resume_step=resume_step,
+    )
+    if wb.active:
+        writers.append(wb)
+    return wb.info
