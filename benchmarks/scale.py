@@ -15,8 +15,6 @@ Goals: <= 2 s, <= 3 s, <= 1 s, < 1 GB.
 from __future__ import annotations
 
 import argparse
-import json
-import random
 import shutil
 import sys
 import tempfile
@@ -26,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import numpy as np  # noqa: E402
 import psutil  # noqa: E402
 from playwright.sync_api import Page, sync_playwright  # noqa: E402
 
@@ -40,20 +39,28 @@ TABLE_DRAWN = "() => !!document.querySelector('[data-testid=stDataFrame] canvas'
 
 
 def write_metrics(path: Path, n: int) -> None:
-    """n records like an MNIST run's: loss, accuracy, steps/s every step; sys/* every 100; test every 1000."""
-    rnd = random.Random(0)
+    """n records like an MNIST run's: loss, accuracy, steps/s every step; sys/* every 100; test every 1000.
+
+    Lines are formatted directly (a float's repr is its JSON), ~5x faster than json.dumps per record.
+    """
+    rng = np.random.default_rng(0)
+    i = np.arange(n)
+    loss = (2.3 / (1 + i / 1e4) + rng.random(n) * 0.05).tolist()
+    loss[n // 2] = 40.0  # a spike the overview must keep
+    acc = np.minimum(0.99, i / n + 0.1).tolist()
+    noise = rng.random(n).tolist()
     with open(path, "w") as f:
-        for i in range(n):
-            r = {"step": i + 1, "wall": round(i * 1e-3, 4), "ts": 1.7e9 + i * 1e-3}
-            r |= {"train/loss": 2.3 / (1 + i / 1e4) + rnd.random() * 0.05, "train/acc": min(0.99, i / n + 0.1)}
-            r["perf/steps_per_sec"] = 1000.0
-            if i % 100 == 0:
-                r |= {"sys/cpu_percent": 100.0 + rnd.random(), "sys/rss_mb": 800.0 + i / 1e4}
-            if i % 1000 == 999:
-                r |= {"test/loss": 2.0 / (1 + i / 1e4), "test/acc": min(0.99, i / n)}
-            if i == n // 2:
-                r["train/loss"] = 40.0  # a spike the overview must keep
-            f.write(json.dumps(r) + "\n")
+        for k in range(0, n, 100_000):
+            lines = []
+            for j in range(k, min(n, k + 100_000)):
+                line = f'{{"step": {j + 1}, "wall": {round(j * 1e-3, 4)!r}, "ts": {1.7e9 + j * 1e-3!r}, '
+                line += f'"train/loss": {loss[j]!r}, "train/acc": {acc[j]!r}, "perf/steps_per_sec": 1000.0'
+                if j % 100 == 0:
+                    line += f', "sys/cpu_percent": {100.0 + noise[j]!r}, "sys/rss_mb": {800.0 + j / 1e4!r}'
+                if j % 1000 == 999:
+                    line += f', "test/loss": {2.0 / (1 + j / 1e4)!r}, "test/acc": {min(0.99, j / n)!r}'
+                lines.append(line + "}\n")
+            f.writelines(lines)
 
 
 def make_run(root: Path, name: str, metrics: Path | None, lr: float, group: str | None = None) -> Path:

@@ -37,8 +37,8 @@ CACHE_DIR = "metrics.cache"
 PART_BYTES = 4 << 20  # one part: ~28,000 records
 MIN_GROWTH = 512 << 10  # the last part is rewritten after this much growth (or on `sync(force=True)`)
 MAX_TAGS = 256
-SKIPPED = ("ts",)  # unix time of each record: no chart plots it
-VERSION = 1
+SKIPPED: tuple[str, ...] = ()  # every key is kept: the CSV download is written from the cache ("ts" too)
+VERSION = 2  # 1 left out "ts"
 # JSON has no NaN: the run store writes "nan"/"inf"/"-inf"; pyarrow reads these sentinels instead.
 SENTINELS = {
     b'"nan"': (1.2345678e308, math.nan),

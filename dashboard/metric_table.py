@@ -5,17 +5,15 @@ gigabytes. Here every tag is a float column with a presence mask, the file is re
 of a few MB (or, for a big catch-up, from the columnar cache `dashboard.metric_cache` keeps next
 to it), and once more than `max_rows` rows are held they are thinned the way the charts
 downsample: per tag, the first, min, max and last point of each of equal-width step buckets, so
-spikes and the whole run's extent survive and memory stays bounded whatever the file's length. The CSV download reads the file itself, so it keeps every record. No Streamlit here.
+spikes and the whole run's extent survive and memory stays bounded whatever the file's length. The CSV
+download (dashboard/metric_csv.py) reads the cache itself, so it keeps every record. No Streamlit here.
 """
 
 from __future__ import annotations
 
-import csv
 import math
 import os
-import tempfile
 import threading
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from dashboard import metric_cache
-from training import run_store
+from dashboard.metric_csv import metrics_csv, write_csv  # noqa: F401 - the CSV download lives there
 
 X_KEYS = ("step", "wall")
 NOT_STORED = ("ts",)  # unix time of each record: no page plots it
@@ -194,40 +192,3 @@ def _bucket_extremes(x: np.ndarray, y: np.ndarray, n_buckets: int) -> np.ndarray
         first = np.r_[True, group[hits][1:] != group[hits][:-1]]
         picks.append(hits[first])
     return order[np.concatenate(picks)]
-
-
-def write_csv(run_dir: Path, out: Path) -> int:
-    """Every record of metrics.jsonl as CSV into the file `out`, piece by piece; returns the rows written.
-
-    Memory stays at one 1 MB piece whatever the file's length (two passes: the columns, then the rows).
-    """
-    columns: dict[str, None] = {}
-    for records in _pieces(Path(run_dir)):
-        for r in records:
-            columns.update(dict.fromkeys(r))
-    rows = 0
-    with open(out, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(columns), extrasaction="ignore")
-        writer.writeheader()
-        for records in _pieces(Path(run_dir)):
-            writer.writerows(records)
-            rows += len(records)
-    return rows
-
-
-def _pieces(run_dir: Path) -> Iterator[list[dict]]:
-    offset = 0
-    while True:
-        records, new = run_store.read_metrics(run_dir, offset, max_bytes=READ_BYTES)
-        if new == offset:
-            return
-        offset = new
-        yield records
-
-
-def metrics_csv(run_dir: Path) -> bytes:
-    """Every record as CSV bytes (for a download): written to a temporary file first, never built as a table."""
-    with tempfile.TemporaryDirectory(prefix="jaxdash-csv-") as tmp:
-        path = Path(tmp) / "metrics.csv"
-        write_csv(run_dir, path)
-        return path.read_bytes()

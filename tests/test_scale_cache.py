@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -95,3 +98,68 @@ def test_csv_is_written_to_a_file_with_every_record(tmp_path: Path) -> None:
     assert write_csv(tmp_path, out) == 5_000
     lines = out.read_text().splitlines()
     assert lines[0] == "step,wall,ts,train/loss,test/acc" and len(lines) == 5_001
+
+
+def test_csv_holds_every_record_as_written_including_non_finite_and_missing_keys(tmp_path: Path) -> None:
+    records = [{"step": i, "wall": i * 0.5, "ts": 1.7e9 + i * 1e-3, "train/loss": 1.0 / i} for i in range(1, 40_001)]
+    records[5]["train/loss"], records[6]["train/loss"] = math.nan, -math.inf
+    records[9]["test/acc"] = 0.25  # a key first seen in the tenth record
+    run_store.append_metrics(tmp_path, records)
+    out = tmp_path / "out.csv"
+    assert write_csv(tmp_path, out) == len(records)
+    with open(out, newline="") as f:
+        header, *rows = list(csv.reader(f))
+    assert header == ["step", "wall", "ts", "train/loss", "test/acc"] and len(rows) == len(records)
+    for rec, row in zip(records, rows, strict=True):
+        for key, cell in zip(header, row, strict=True):
+            want = rec.get(key)
+            if want is None:
+                assert cell == ""
+            elif math.isnan(want):
+                assert math.isnan(float(cell))
+            else:
+                assert float(cell) == want  # the shortest repr round-trips: no precision lost
+    assert rows[0][:3] == ["1", "0.5", "1700000000.001"]  # integers without a decimal point
+
+
+def test_csv_of_a_read_only_run_folder_is_parsed_without_a_cache(tmp_path: Path) -> None:
+    write(tmp_path, 1, 30_001)
+    tmp_path.chmod(0o555)
+    try:
+        if os.access(tmp_path, os.W_OK):  # root ignores the mode
+            return
+        out = tmp_path.parent / f"{tmp_path.name}.csv"
+        assert write_csv(tmp_path, out) == 30_000 and len(out.read_text().splitlines()) == 30_001
+        assert not (tmp_path / metric_cache.CACHE_DIR).exists()
+    finally:
+        tmp_path.chmod(0o755)
+
+
+MEASURE = """
+import json, sys
+from pathlib import Path
+from dashboard import metric_csv
+def mb(key):
+    with open("/proc/self/status") as f:
+        return next(int(l.split()[1]) for l in f if l.startswith(key + ":")) / 1024
+base = mb("VmRSS")
+rows = metric_csv.write_csv(Path(sys.argv[1]), Path(sys.argv[1]) / "out.csv")
+print(json.dumps({"rows": rows, "growth_mb": mb("VmHWM") - base}))
+"""
+
+
+def test_csv_of_a_big_cached_run_costs_a_fraction_of_its_file_in_memory(tmp_path: Path) -> None:
+    """400,000 records (57 MB of JSON; ~500 MB as the dicts the old download built): the CSV grows the
+    process by well under half the file (one cached part at a time; ~14 MB seen)."""
+    from benchmarks.scale import write_metrics
+
+    write_metrics(tmp_path / "metrics.jsonl", 400_000)
+    metric_cache.sync(tmp_path, force=True)  # as the dashboard's background builder leaves a finished run
+    size_mb = (tmp_path / "metrics.jsonl").stat().st_size / 2**20
+    repo = Path(__file__).resolve().parent.parent
+    done = subprocess.run(
+        [sys.executable, "-c", MEASURE, str(tmp_path)], cwd=repo, capture_output=True, text=True, check=True
+    )
+    got = json.loads(done.stdout)
+    assert got["rows"] == 400_000
+    assert got["growth_mb"] < 0.5 * size_mb, (got, size_mb)
