@@ -6,8 +6,10 @@ it sees for the first time and every run whose state changed (finished, failed, 
 thread extends those runs' caches (`metric_cache.sync`) one run and one ~4 MB part at a time, at
 the lowest CPU priority, parsing in its own thread only (Arrow's shared pool is left to the
 pages). Between parts it lets go of the run's lock: a page opening the run meanwhile finishes the
-rest itself, never waiting for more than one part. Active runs are revisited every
-`ACTIVE_EVERY_S`, so a long run's Live page also opens on a cache. No Streamlit here.
+rest itself, never waiting for more than one part. Once a run's parts are cached it saves the
+run's thinned columns (dashboard/metric_overview.py), so a server's first open of the run reads
+one small file instead of thinning every part. Active runs are revisited every `ACTIVE_EVERY_S`,
+so a long run's Live page also opens on a cache. No Streamlit here.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from dashboard import metric_cache
+from dashboard import metric_cache, metric_overview
+from dashboard.metric_table import MetricTable
 
 MIN_BYTES = metric_cache.MIN_GROWTH  # smaller files: a page parses them itself in a blink
 ACTIVE_EVERY_S = 30.0  # an active run's cache is brought up to date this often
@@ -40,7 +43,7 @@ def _size(run_dir: Path) -> int:
 
 
 def build(run_dir: Path, active: bool = False) -> int:
-    """Bring `run_dir`'s cache up to date, part by part; returns the bytes of metrics.jsonl it covers.
+    """Bring `run_dir`'s cache up to date, part by part, then its overview; returns the bytes cached.
 
     An active run's short tail is left for later (the file is still growing).
     """
@@ -49,8 +52,11 @@ def build(run_dir: Path, active: bool = False) -> int:
         parts = metric_cache.sync(run_dir, force=not active, max_parts=1, threads=False)
         end = parts[-1].end if parts else 0
         if end <= covered:  # nothing more to add (or the folder cannot hold a cache)
-            return end
+            break
         covered = end
+    if covered and metric_overview.covered(run_dir) < covered:
+        MetricTable().update(run_dir).save_overview(run_dir)  # starts from the old overview: reads only the new parts
+    return covered
 
 
 class Builder:

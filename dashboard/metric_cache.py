@@ -145,7 +145,8 @@ def read_piece(path: Path, start: int, max_bytes: int) -> tuple[bytes, int]:
     return data[:end], start + end
 
 
-def _identity(path: Path) -> dict | None:
+def identity(path: Path) -> dict | None:
+    """The file's device, inode, size and a checksum of its first 256 bytes (None if unreadable)."""
     try:
         st = os.stat(path)
         with open(path, "rb") as f:
@@ -192,7 +193,7 @@ def sync(run_dir: Path, force: bool = False, max_parts: int | None = None, threa
     run_dir = Path(run_dir)
     path, cache = run_dir / "metrics.jsonl", run_dir / CACHE_DIR
     with _lock(run_dir):
-        ident = _identity(path)
+        ident = identity(path)
         if ident is None:
             return []
         parts = _load_index(cache, ident) if cache.is_dir() else []

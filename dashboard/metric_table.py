@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from dashboard import metric_cache
+from dashboard import metric_cache, metric_overview
 from dashboard.metric_csv import metrics_csv, write_csv  # noqa: F401 - the CSV download lives there
 
 X_KEYS = ("step", "wall")
@@ -71,6 +71,8 @@ class MetricTable:
                 self._file, self.offset, self.records, self._cols, self._cache_end = ident, 0, 0, _Columns(), 0
             if st_ is None:
                 return self
+            if self.use_cache and self.offset == 0 and st_.st_size >= metric_cache.MIN_GROWTH:
+                self._start_from_overview(Path(run_dir))
             if self.use_cache and st_.st_size - max(self._cache_end, self.offset) >= metric_cache.MIN_GROWTH:
                 parts = metric_cache.sync(Path(run_dir))
                 self._cache_end = parts[-1].end if parts else self._cache_end
@@ -85,6 +87,20 @@ class MetricTable:
                 self.offset = offset
                 self._append(metric_cache.parse(data))
         return self
+
+    def _start_from_overview(self, run_dir: Path) -> None:
+        """Start from the thinned columns the cache builder saved (dashboard/metric_overview.py), if valid."""
+        found = metric_overview.load(run_dir, self.max_rows)
+        if found is not None:
+            values, present, self.offset, self.records = found
+            rows = len(next(iter(values.values()))) if values else 0
+            self._cols, self._cache_end = _Columns(values, present, rows), self.offset
+
+    def save_overview(self, run_dir: Path) -> bool:
+        """Save the held columns as run_dir's overview (what a fresh table then starts from)."""
+        with self._lock:
+            c = self._cols
+            return metric_overview.save(run_dir, c.values, c.present, self.offset, self.records, self.max_rows)
 
     def _append(self, table: pa.Table) -> None:
         n = table.num_rows

@@ -8,7 +8,9 @@ import threading
 import time
 from pathlib import Path
 
-from dashboard import cache_builder, metric_cache, run_watch
+import numpy as np
+
+from dashboard import cache_builder, metric_cache, metric_overview, run_watch
 from dashboard.metric_table import MetricTable
 from training import run_store
 
@@ -80,3 +82,31 @@ def test_builder_thread_runs_at_the_lowest_priority_and_lets_pages_in_between_pa
     append(d, 150_001, 250_001)
     one = metric_cache.sync(d, force=True, max_parts=1)
     assert parts[-1].end < one[-1].end < (d / "metrics.jsonl").stat().st_size
+
+
+def test_a_fresh_table_starts_from_the_saved_overview_and_reads_only_what_came_after(tmp_path: Path) -> None:
+    d = make_run(tmp_path, "big", "finished", 150_000)
+    size = (d / "metrics.jsonl").stat().st_size
+    assert cache_builder.build(d) == size and metric_overview.covered(d) == size
+    built = MetricTable().update(d)
+    for part in (d / metric_cache.CACHE_DIR).glob("0*.arrow"):
+        part.unlink()  # a table that still reads the run must be reading the overview
+    fresh = MetricTable().update(d)
+    assert fresh.records == 150_000 and len(fresh) == len(built) < 20_000
+    for tag in ("train/loss", "wall"):
+        assert np.array_equal(fresh.series(tag)[1], built.series(tag)[1])
+    assert fresh.step_range() == (1.0, 150_000.0)
+    append(d, 150_001, 150_101)  # the file grew after the overview: only the new lines are parsed
+    assert MetricTable().update(d).records == 150_100 and MetricTable().update(d).last("train/loss") == 1.0 / 150_100
+
+
+def test_an_overview_of_a_replaced_file_is_ignored(tmp_path: Path) -> None:
+    d = make_run(tmp_path, "big", "finished", 60_000)
+    cache_builder.build(d)
+    assert metric_overview.load(d, 20_000) is not None and metric_overview.load(d, 10_000) is None
+    new = d / "new.jsonl"
+    new.write_text('{"step": 1, "train/loss": 9.0}\n' * 10_000)
+    os.replace(new, d / "metrics.jsonl")
+    assert metric_overview.load(d, 20_000) is None
+    table = MetricTable().update(d)
+    assert table.records == 10_000 and table.last("train/loss") == 9.0
