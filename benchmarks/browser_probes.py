@@ -26,18 +26,15 @@ FADED_BELOW = 0.9  # effective opacity under this is a visible fade (Streamlit's
 JUMP_PX = 8  # a chart whose top or height moved more than this between two samples jumped
 
 # Every chart of the page: [element that Streamlit fades, plotly graph div or null]. Live charts are
-# plotly graphs in keyed component iframes (dashboard/inplace_chart.py); others are st.plotly_chart.
+# plotly graphs drawn in place by a component in the page (dashboard/inplace_chart.py, class
+# jaxdash-chart); others are st.plotly_chart.
 CHARTS_JS = """() => {
   const out = [];
   for (const c of document.querySelectorAll('[data-testid="stPlotlyChart"]')) out.push([c, c.querySelector('.js-plotly-plot')]);
-  for (const f of document.querySelectorAll('iframe[src*="inplace_plotly_chart"]')) {
-    let g = null;
-    try { g = f.contentDocument && f.contentDocument.querySelector('.js-plotly-plot'); } catch (e) {}
-    out.push([f, g]);
-  }
+  for (const g of document.querySelectorAll('.jaxdash-chart')) out.push([g, g.classList.contains('js-plotly-plot') ? g : null]);
   return out;
 }"""
-# Every plotly graph div of the page (iframes included), for the point-count probes.
+# Every plotly graph div of the page (in-place charts included), for the point-count probes.
 PLOTS_JS = f"(() => ({CHARTS_JS})().map(([c, g]) => g).filter(g => g))()"
 
 # Every 100 ms: one row per chart [opacity, width, height, top, drawn, points].

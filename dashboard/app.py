@@ -13,7 +13,7 @@ if str(ROOT) not in sys.path:
 
 import streamlit as st  # noqa: E402
 
-from dashboard import state, worker  # noqa: E402
+from dashboard import panels, state, worker  # noqa: E402
 
 # Not "pages/": on a fresh server a deep link would run such a folder's files directly, without this frame.
 PAGES_DIR = Path(__file__).parent / "views"
@@ -32,6 +32,7 @@ def run() -> None:
             "`./scripts/start.sh`) unless every machine that can reach it is trusted.",
             icon=":material/warning:",
         )
+    st.html(panels.LIVE_PANEL_CSS)  # style only: Streamlit adds it without taking room in the page
     worker.warm_up()  # a training process with JAX imported, waiting for the next Start (no-op when one is)
     new_run = st.Page(PAGES_DIR / "launch.py", title="New run", icon=":material/rocket_launch:", url_path="new")
 

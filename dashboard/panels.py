@@ -106,6 +106,16 @@ def chart(fig: Any, key: str) -> None:
 # (same id: no remount). Inside `in_place()` (the Live page) charts update in place instead
 # (dashboard/inplace_chart.py): no remount at all, so no throttle either.
 CHART_EVERY_S = 1.0
+LIVE_PANEL_KEY = "live_panel"  # the container of a Live page's refreshing panel (CSS class st-key-live_panel)
+# Streamlit fades an element to a third of its opacity while a rerun has not sent it again yet. The
+# Live panel reruns twice a second while its run trains, on a machine the run keeps busy: the fade
+# would blink its charts and numbers, which Plotly.react updates in place and are never stale by
+# more than a refresh. Everything else still fades.
+LIVE_PANEL_CSS = f"""<style>
+.st-key-{LIVE_PANEL_KEY} [data-stale="true"], .st-key-{LIVE_PANEL_KEY}[data-stale="true"] {{
+  opacity: 1 !important; transition: none !important;
+}}
+</style>"""
 _IN_PLACE: contextvars.ContextVar[bool] = contextvars.ContextVar("in_place_charts", default=False)
 
 

@@ -210,7 +210,8 @@ def trace_lengths(chart: object) -> list[int]:
 
 def live_charts(at: AppTest) -> list[object]:
     """The Live page's charts (in-place components, dashboard/inplace_chart.py), each with `.proto.spec`."""
-    specs = [json.loads(el.proto.json_args)["spec"] for el in at.get("component_instance")]
+    datas = [json.loads(el.proto.json) for el in at.get("bidi_component")]
+    specs = [d["spec"] for d in datas if "spec" in d]  # not the New run page's plotly.js warm-up
     return [SimpleNamespace(proto=SimpleNamespace(spec=spec)) for spec in specs]
 
 

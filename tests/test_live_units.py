@@ -87,3 +87,13 @@ def test_blink_report_counts_faded_blank_and_missing_charts() -> None:
     report = blink_report(samples)
     assert (report.charts, report.samples, report.faded, report.missing) == (2, 10, 1, 2)
     assert report.fraction == 3 / 20
+
+
+def test_live_charts_plotly_bundle_is_the_plotly_packages_version() -> None:
+    """The vendored basic bundle draws figures the plotly package writes: the same plotly.js version."""
+    from plotly.offline import get_plotlyjs_version
+
+    from dashboard import inplace_chart
+
+    header = (inplace_chart.VENDOR / "plotly-basic.min.js").read_text()[:200]
+    assert f"plotly.js (basic - minified) v{get_plotlyjs_version()}" in header

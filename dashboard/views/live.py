@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import streamlit as st
@@ -9,6 +10,7 @@ import streamlit as st
 from components.colors import run_color
 from components.widgets import status_badge
 from dashboard import artifacts, group_panels, groups, launcher, panel_kinds, panels, state
+from dashboard.metric_table import MetricTable
 from training import run_store
 
 
@@ -42,6 +44,25 @@ def stopping_note(active: bool, stop_dir: Path | None) -> None:
         st.caption("Stopping after the current chunk…")
 
 
+FIRST_POINT_WAIT_S = 0.45  # just under the refresh interval: the next refresh takes over
+FIRST_POINT_POLL_S = 0.03
+
+
+def first_records(run_dir: Path) -> MetricTable:
+    """A starting run's metrics, waiting up to FIRST_POINT_WAIT_S for its first record.
+
+    Refreshes come every LIVE_REFRESH_S; a first record written just after one would wait for the
+    next. Until a run has a point, each refresh instead looks every 30 ms (a file size check), so
+    its first point is drawn within ~0.1 s of being written. Sleeping costs the machine nothing.
+    """
+    deadline = time.monotonic() + FIRST_POINT_WAIT_S
+    records = state.poll_metrics(run_dir)
+    while not len(records) and time.monotonic() < deadline:
+        time.sleep(FIRST_POINT_POLL_S)
+        records = state.poll_metrics(run_dir)
+    return records
+
+
 def live_panel(run_dir: Path, task: str) -> None:
     """Everything that changes while a run trains: read incrementally, then drawn.
 
@@ -56,6 +77,9 @@ def live_panel(run_dir: Path, task: str) -> None:
             state.remember_run(first.run_id)
             st.rerun(scope="app")
     records = state.poll_metrics(run_dir)
+    if not len(records) and state.is_active(status):
+        records = first_records(run_dir)
+        status = state.run_status(run_dir)
     active = state.is_active(status)
     head(status, active, run_dir, run_dir, status, "Stop")
     # Messages come and go; one container that is always there keeps the charts below at the same
@@ -128,12 +152,14 @@ def page() -> None:
         st.caption(f"Population `{group}` · {len(members)} members · varying {', '.join(fields) or 'nothing'}")
         active = any(state.is_active(m.status) for m in members)
         interval = state.LIVE_REFRESH_S if active else None
-        st.fragment(panels.guarded(panels.in_place()(group_panel)), run_every=interval)(members, run.run_id)
+        with st.container(key=panels.LIVE_PANEL_KEY):
+            st.fragment(panels.guarded(panels.in_place()(group_panel)), run_every=interval)(members, run.run_id)
         return
     st.caption(" · ".join(x for x in (run.task, panels.key_config(run.task, run.config)) if x))
     active = state.is_active(run.status)
     interval = state.LIVE_REFRESH_S if active else None
-    st.fragment(panels.guarded(panels.in_place()(live_panel)), run_every=interval)(run.path, run.task)
+    with st.container(key=panels.LIVE_PANEL_KEY):
+        st.fragment(panels.guarded(panels.in_place()(live_panel)), run_every=interval)(run.path, run.task)
 
 
 page()
