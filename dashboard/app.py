@@ -49,10 +49,11 @@ def run() -> None:
         st.Page(PAGES_DIR / "detail.py", title="Run detail", icon=":material/insights:", url_path="detail"),
     ]
     page = st.navigation(pages, position="top")
+    st.session_state[state.PAGE_KEY] = page.url_path
     try:
-        # Every page follows new, ended and deleted runs without a reload, except New run: its watcher
-        # fragment running while Start switches to Live crashed the page ("Bad delta path index", a blank
-        # page in 2 of 3 tries in Chromium); without it, 0 of 6.
+        # Every page follows new, ended and deleted runs without a reload. Not New run's way: its
+        # watcher fragment rerunning the page while Start switches to Live crashed the page ("Bad
+        # delta path index", a blank page in 2 of 3 tries in Chromium); its list refreshes itself.
         if page.url_path != "new":
             state.watch_runs()
         page.run()

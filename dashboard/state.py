@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import time
 import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
@@ -146,20 +145,18 @@ def watch_runs() -> None:
     st.session_state["_runs_seen"] = watch.current
 
     def check() -> None:
-        if time.time() < st.session_state.get("_runs_quiet_until", 0.0):
-            st.session_state["_runs_seen"] = watch.current  # the page is switching anyway
-        elif watch.current != st.session_state.get("_runs_seen"):
+        if watch.current != st.session_state.get("_runs_seen"):
             st.rerun(scope="app")
 
     st.fragment(check, run_every=WATCH_S)()
 
 
-def quiet_watch(seconds: float = 2.0) -> None:
-    """No watcher rerun for `seconds`: call before st.switch_page after starting a run.
+PAGE_KEY = "_page"  # session state: the url_path of the page this session's last full run drew
 
-    A rerun the watcher asks for while the browser switches pages would run the page being left.
-    """
-    st.session_state["_runs_quiet_until"] = time.time() + seconds
+
+def leave_page(url_path: str) -> None:
+    """Note the page a st.switch_page goes to, before calling it (see PAGE_KEY)."""
+    st.session_state[PAGE_KEY] = url_path
 
 
 def _launch_damage(d: Path) -> str:

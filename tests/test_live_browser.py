@@ -41,11 +41,6 @@ def browser() -> Iterator[object]:
         b.close()
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="issue 9 open: on this 2-core machine a chart still fades in 0-18% of samples "
-    "(goal <= 1%); measured by benchmarks/dashboard_latency.py",
-)
 def test_live_charts_never_fade_or_blank_while_a_cli_run_trains(
     server: tuple[Server, Path], browser: object, fashion_dir: Path
 ) -> None:
@@ -74,25 +69,7 @@ HAS = "(t) => document.body.innerText.includes(t)"
 HAS_NOT = "(t) => !document.body.innerText.includes(t)"
 
 
-@pytest.mark.parametrize(
-    "path",
-    [
-        pytest.param(
-            "/new",
-            marks=pytest.mark.xfail(
-                strict=False, reason="issue 9 open: New run has no run-list watcher (it crashed the switch to Live)"
-            ),
-        ),
-        "/live",
-        pytest.param(
-            "/runs",
-            marks=pytest.mark.xfail(strict=False, reason="issue 9 open: at the 2 s limit on a loaded 2-core CI"),
-        ),
-        pytest.param(
-            "/detail", marks=pytest.mark.xfail(strict=False, reason="issue 9 open: 2.2-2.9 s under load (goal 2 s)")
-        ),
-    ],
-)
+@pytest.mark.parametrize("path", ["/new", "/live", "/runs", "/detail"])
 def test_a_cli_run_appears_ends_and_goes_without_a_reload(
     server: tuple[Server, Path], browser: object, path: str
 ) -> None:
@@ -126,16 +103,12 @@ def test_a_cli_run_appears_ends_and_goes_without_a_reload(
         proc.kill()
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="issue 9 open: Start -> first point median 2.4-4.2 s here (goal 1 s); "
-    "measured by benchmarks/dashboard_latency.py",
-)
 def test_first_point_within_a_second_of_start_on_a_warm_server(server: tuple[Server, Path], browser: object) -> None:
+    """Start -> first point: <= 3 s for the server's first Start, a median <= 1 s for the next three."""
     srv, runs = server
     page = browser.new_page(viewport={"width": 1400, "height": 950})  # type: ignore[attr-defined]
     times = []
-    for _ in range(3):
+    for _ in range(4):
         page.goto(srv.url + "/new")
         start = page.get_by_role("button", name="Start run")
         start.wait_for(timeout=60_000)
@@ -148,4 +121,5 @@ def test_first_point_within_a_second_of_start_on_a_warm_server(server: tuple[Ser
         for d in runs.iterdir():  # the next start on a quiet machine
             while run_store.read_status(d).get("state") in (None, "running"):
                 time.sleep(0.2)
-    assert statistics.median(times) <= 1.0, times
+    assert times[0] <= 3.0, times  # a fresh server: its warm worker may still be importing JAX
+    assert statistics.median(times[1:]) <= 1.0, times

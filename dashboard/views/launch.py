@@ -7,7 +7,7 @@ from typing import Any
 import streamlit as st
 
 from components.widgets import config_form, dataset_title, field_error, population_input
-from dashboard import groups, inplace_chart, launcher, pbt_panels, pbt_settings, state
+from dashboard import groups, inplace_chart, launcher, pbt_panels, pbt_settings, run_watch, state
 from training import data
 from training.config import ConfigError, FieldInfo, config_fields, parse_config
 from training.population import VARIED
@@ -81,18 +81,32 @@ def start(
     return launcher.launch_population(task, cfg, axes, name=name or None, wandb_mode=wandb_mode, pbt=pbt).name
 
 
+TRAINING_NOW_EVERY_S = 1.0  # with run_watch's 0.5 s poll: a run shows or goes within 2 s
+
+
 def active_runs() -> None:
-    """Links to the runs that are training now (from any tab, the CLI included)."""
-    active = [r for r in state.list_runs() if state.is_active(r.status)]
-    if active:
-        st.caption(f"Training now ({len(active)}):")
-        for r in active:
-            st.page_link(
-                "views/live.py",
-                label=f"{r.name} · {r.task}",
-                icon=":material/monitoring:",
-                query_params={"run": r.run_id},
-            )
+    """Links to the runs that are training now (from any tab, the CLI included), redrawn every second.
+
+    A fragment of its own, not the other pages' watcher: that one reruns the whole page, and a
+    rerun of this page while Start switches to Live crashed the browser's page ("Bad delta path
+    index"). This one only redraws its own list, from the run watcher's (folder, active) signature,
+    and draws nothing once the session has left this page (a refresh that comes late).
+    """
+    st.fragment(_training_now, run_every=TRAINING_NOW_EVERY_S)()
+
+
+def _training_now() -> None:
+    if st.session_state.get(state.PAGE_KEY) != "new":
+        return
+    signature = run_watch.watcher(state.runs_root()).current
+    cached = st.session_state.get("_training_now")
+    if cached is None or cached[0] != signature:
+        active = [(r.run_id, f"{r.name} · {r.task}") for r in state.list_runs() if state.is_active(r.status)]
+        cached = st.session_state["_training_now"] = (signature, active)
+    if cached[1]:
+        st.caption(f"Training now ({len(cached[1])}):")
+        for run_id, label in cached[1]:
+            st.page_link("views/live.py", label=label, icon=":material/monitoring:", query_params={"run": run_id})
 
 
 def population_lists(task: str, prefix: str, infos: list[FieldInfo], error: str | None) -> dict[str, str] | None:
@@ -151,7 +165,7 @@ def page() -> None:
     if run_id is None:
         st.rerun()  # redraw the form with each message under its field
     state.remember_run(run_id)
-    state.quiet_watch()  # the new run changes the list of runs: no watcher rerun of this page mid-switch
+    state.leave_page("live")  # no late "Training now" refresh of this page mid-switch
     st.switch_page("views/live.py", query_params={"run": run_id})
 
 
