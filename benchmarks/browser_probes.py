@@ -37,7 +37,8 @@ CHARTS_JS = """() => {
 # Every plotly graph div of the page (in-place charts included), for the point-count probes.
 PLOTS_JS = f"(() => ({CHARTS_JS})().map(([c, g]) => g).filter(g => g))()"
 
-# Every 100 ms: one row per chart [opacity, width, height, top, drawn, points].
+# Every 100 ms: one row per chart [opacity, width, height, top, drawn, points, stale]; stale: Streamlit
+# marks the chart as waiting for its rerun (data-stale), whether or not the page shows a fade for it.
 SAMPLE_JS = (
     """() => {
   if (window.__blink) clearInterval(window.__blink.timer);
@@ -50,7 +51,8 @@ SAMPLE_JS = (
     const r = c.getBoundingClientRect();
     const drawn = !!(g && g._fullLayout && g.querySelector('.main-svg .trace'));  // traces drawn, not just axes
     const points = drawn ? (g._fullData || []).reduce((a, t) => a + (t._length || 0), 0) : 0;
-    return [op, Math.round(r.width), Math.round(r.height), Math.round(r.top + window.scrollY), drawn, points];
+    const stale = !!c.closest('[data-stale="true"]');
+    return [op, Math.round(r.width), Math.round(r.height), Math.round(r.top + window.scrollY), drawn, points, stale];
   });
   window.__blink = {samples: [], timer: setInterval(() => window.__blink.samples.push([Date.now(), sample()]), 100)};
 }"""
@@ -85,6 +87,7 @@ class BlinkReport:
     jumped: int
     min_opacity: float
     span_s: float = 0.0  # seconds the scored samples cover
+    stale: int = 0  # (sample, chart) pairs Streamlit marked stale (a refresh still running), faded or not
 
     @property
     def bad(self) -> int:
@@ -99,7 +102,8 @@ class BlinkReport:
         return (
             f"{self.fraction:.2%} of {self.samples} samples x {self.charts} charts faded/missing/jumped "
             f"(faded {self.faded}, missing or blank {self.missing}, jumped {self.jumped}; "
-            f"lowest opacity {self.min_opacity:.2f}; over {self.span_s:.1f} s)"
+            f"lowest opacity {self.min_opacity:.2f}; over {self.span_s:.1f} s; "
+            f"marked stale by Streamlit, shown unfaded: {self.stale / max(1, self.samples * self.charts):.1%})"
         )
 
 
@@ -118,12 +122,13 @@ def blink_report(samples: list[list[Any]]) -> BlinkReport:
         return BlinkReport(0, 0, 0, 0, 0, 1.0)
     expected = statistics.mode(counts)
     start = next(i for i, (_, rows) in enumerate(shown) if len(rows) == expected and all(r[4] for r in rows))
-    faded = missing = jumped = 0
+    faded = missing = jumped = stale = 0
     lowest, prev = 1.0, None
     for _, rows in shown[start:]:
         missing += max(0, expected - len(rows))
-        for i, (op, _w, h, top, drawn, _pts) in enumerate(rows[:expected]):
+        for i, (op, _w, h, top, drawn, _pts, *marked) in enumerate(rows[:expected]):
             lowest = min(lowest, op)
+            stale += bool(marked and marked[0])
             moved = prev is not None and i < len(prev) and max(abs(prev[i][2] - h), abs(prev[i][3] - top)) > JUMP_PX
             if op < FADED_BELOW:
                 faded += 1
@@ -133,7 +138,7 @@ def blink_report(samples: list[list[Any]]) -> BlinkReport:
                 jumped += 1
         prev = rows
     span = (shown[-1][0] - shown[start][0]) / 1000
-    return BlinkReport(len(shown) - start, expected, faded, missing, jumped, lowest, span)
+    return BlinkReport(len(shown) - start, expected, faded, missing, jumped, lowest, span, stale)
 
 
 def median_s(xs: list[float]) -> str:
