@@ -53,10 +53,11 @@ def enable_compilation_cache() -> None:
 
 
 REHEARSAL = {"steps": 20}  # a tiny regression run: every code path of a run, in well under a second
+MNIST_REHEARSAL = {"train_limit": 256, "test_limit": 256, "epochs": 1}  # on a dataset found locally
 
 
 def rehearse() -> None:
-    """Train a tiny regression run into a temporary folder, once, before saying "ready".
+    """Train a tiny regression run (and MNIST on a local dataset) into a temporary folder, before "ready".
 
     Importing is not all of a cold start: a process's first run also traces and lowers its first
     programs, creates the data with op-by-op JAX calls, imports Orbax and opens its writers. Done
@@ -69,12 +70,16 @@ def rehearse() -> None:
     import shutil
     import tempfile
 
+    from training import data
     from training.run import execute
 
+    local = [name for name in data.DATASET_SIZES if data.find_local(name) is not None]
+    jobs = [("regression", REHEARSAL)] + [("mnist", {**MNIST_REHEARSAL, "dataset": name}) for name in local[:1]]
     folder = tempfile.mkdtemp(prefix="jaxdash-rehearsal-")
     logging.disable(logging.WARNING)  # the rehearsal's "not supported" notes are not the real run's
     try:
-        execute("regression", [REHEARSAL], root=folder, wandb_mode="disabled", console=False)
+        for task, cfg in jobs:
+            execute(task, [cfg], root=folder, wandb_mode="disabled", console=False)
     except Exception as exc:  # noqa: BLE001 - a rehearsal must never keep the worker from its job
         print(f"warm worker: rehearsal failed ({type(exc).__name__}: {exc}); going on without it", file=sys.stderr)
     finally:
