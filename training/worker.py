@@ -52,49 +52,15 @@ def enable_compilation_cache() -> None:
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
 
-REHEARSAL = {"steps": 20}  # a tiny regression run: every code path of a run, in well under a second
-MNIST_REHEARSAL = {"train_limit": 256, "test_limit": 256, "epochs": 1}  # on a dataset found locally
-
-
-def rehearse() -> None:
-    """Train a tiny regression run (and MNIST on a local dataset) into a temporary folder, before "ready".
-
-    Importing is not all of a cold start: a process's first run also traces and lowers its first
-    programs, creates the data with op-by-op JAX calls, imports Orbax and opens its writers. Done
-    here while the worker waits, a Start's first record comes in ~0.1 s instead of ~0.5 s (measured
-    in one process, 0.09-0.10 s vs 0.49-0.57 s). $JAXDASH_REHEARSE=0 skips it; a failure is only logged.
-    """
-    if os.environ.get("JAXDASH_REHEARSE", "1") == "0":
-        return
-    import logging
-    import shutil
-    import tempfile
-
-    from training import data
-    from training.run import execute
-
-    local = [name for name in data.DATASET_SIZES if data.find_local(name) is not None]
-    jobs = [("regression", REHEARSAL)] + [("mnist", {**MNIST_REHEARSAL, "dataset": name}) for name in local[:1]]
-    folder = tempfile.mkdtemp(prefix="jaxdash-rehearsal-")
-    logging.disable(logging.WARNING)  # the rehearsal's "not supported" notes are not the real run's
-    try:
-        for task, cfg in jobs:
-            execute(task, [cfg], root=folder, wandb_mode="disabled", console=False)
-    except Exception as exc:  # noqa: BLE001 - a rehearsal must never keep the worker from its job
-        print(f"warm worker: rehearsal failed ({type(exc).__name__}: {exc}); going on without it", file=sys.stderr)
-    finally:
-        logging.disable(logging.NOTSET)
-        shutil.rmtree(folder, ignore_errors=True)
-
-
 def warm_worker(main: Callable[[list[str]], int]) -> int:
-    """Import, say "ready", run one job from stdin with `main`; returns its exit code."""
+    """Import, say "ready", rehearse, run one job from stdin with `main`; returns its exit code."""
     import jax
 
     import training.engine  # noqa: F401 - warm import
     import training.tasks.mnist  # noqa: F401 - warm import
     import training.tasks.regression  # noqa: F401 - warm import
     import training.writers.build  # noqa: F401 - warm import
+    from training import rehearsal
 
     jax.devices()  # initialise the backend now, not on the first step
     try:
@@ -102,8 +68,8 @@ def warm_worker(main: Callable[[list[str]], int]) -> int:
         import wandb  # noqa: F401
     except ImportError:
         pass
-    rehearse()
     print("ready", flush=True)
+    rehearsal.rehearse()  # warms this process further; gives way as soon as a job comes
     line = sys.stdin.readline()
     if not line.strip():
         return 0  # the dashboard shut down without using this worker
