@@ -4,17 +4,21 @@
 
 Writes `--big` runs of `--records` metric records each (one file generated, then copied) and
 `--small` short runs under a temporary runs root, starts `streamlit run`, and prints:
-  * Live and Run detail of one big run: seconds from navigation until every chart holds its
-    points, first open (builds metrics.cache/) and second open (a new tab);
-  * compare of every big run (Runs & compare with ?compare=<ids>): until the grid is drawn;
-  * Runs page with all runs: until the table holds its rows;
+  * the Runs page's first opens (they start the server's run watcher), and how long its
+    background builder (dashboard/cache_builder.py) takes to cache every big run;
+  * Live and Run detail of one big run, once cached: seconds from navigation to the first chart
+    with points and to every chart (1 on Live, 3 on Run detail), in two fresh tabs in turn;
+  * compare of every big run (Runs & compare with ?compare=<ids>): until its first chart;
+  * Runs page with all runs: until the table is drawn;
   * the server process's peak resident memory (sampled every 0.2 s throughout).
+Each tab is closed after its measurement: an open tab's fragments keep the server busy.
 Goals: <= 2 s, <= 3 s, <= 1 s, < 1 GB.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import tempfile
@@ -26,8 +30,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np  # noqa: E402
 import psutil  # noqa: E402
-from playwright.sync_api import Page, sync_playwright  # noqa: E402
+from playwright.sync_api import Browser, Page, sync_playwright  # noqa: E402
 
+from dashboard import metric_cache  # noqa: E402
 from dashboard.serve import CHROMIUM, CHROMIUM_ARGS, start_server  # noqa: E402
 from training import run_store  # noqa: E402
 
@@ -77,29 +82,91 @@ def make_run(root: Path, name: str, metrics: Path | None, lr: float, group: str 
     return d
 
 
-def charts_drawn(page: Page, n: int) -> bool:
-    """At least `n` charts with points, over the page and its component frames."""
+def charts_drawn(page: Page) -> int:
+    """Charts with points, over the page and its component frames."""
     total = 0
     for frame in page.frames:
         try:
             total += frame.evaluate(CHARTS_WITH_DATA)
         except Exception:  # noqa: BLE001 - a frame navigating or gone: counted at the next poll
             continue
-    return total >= n
+    return total
 
 
-def timed(page: Page, url: str, n_charts: int | None = None, timeout_s: float = 120) -> float:
-    """Seconds from navigation to `n_charts` drawn charts (None: the runs table drawn)."""
+def timed(page: Page, url: str, n_charts: int | None = None, timeout_s: float = 120) -> tuple[float, float]:
+    """Seconds from navigation to the first drawn chart and to `n_charts` of them (None: the runs table)."""
     t0 = time.perf_counter()
     page.goto(url)
-    deadline = t0 + timeout_s
+    deadline, first = t0 + timeout_s, None
     while time.perf_counter() < deadline:
-        done = page.evaluate(TABLE_DRAWN) if n_charts is None else charts_drawn(page, n_charts)
-        if done:
-            return time.perf_counter() - t0
+        n = charts_drawn(page) if n_charts is not None else int(page.evaluate(TABLE_DRAWN))
+        first = first if first is not None or n < 1 else time.perf_counter() - t0
+        if n >= (n_charts or 1):
+            return first, time.perf_counter() - t0
         time.sleep(0.05)
     page.screenshot(path="/tmp/scale_timeout.png", full_page=True)
     raise TimeoutError(f"{url}: not drawn within {timeout_s:.0f} s (screenshot: /tmp/scale_timeout.png)")
+
+
+def costed(page: Page, url: str, n_charts: int | None, server: psutil.Process) -> dict[str, float]:
+    """`timed`, with the CPU time each side spent until then: the page's renderer process (Chromium's
+    ProcessTime; the Live page's chart frames share it) and the server process. Unlike wall time,
+    these barely move with other programs' load."""
+    page.goto(url.split("/", 3)[0] + "//" + url.split("/", 3)[2] + "/_stcore/health")  # the site's renderer
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("Performance.enable")
+
+    def cpu() -> float:
+        return next(m["value"] for m in cdp.send("Performance.getMetrics")["metrics"] if m["name"] == "ProcessTime")
+
+    page_cpu, server_cpu = cpu(), sum(server.cpu_times()[:2])
+    first, every = timed(page, url, n_charts)
+    return {
+        "first": first,
+        "all": every,
+        "page_cpu": cpu() - page_cpu,
+        "server_cpu": sum(server.cpu_times()[:2]) - server_cpu,
+    }
+
+
+def open_twice(browser: Browser, url: str, n_charts: int | None, server: psutil.Process, shot: Path | None = None):
+    """`costed` in two fresh tabs, one after the other, each closed after (an open tab's fragments keep
+    the server busy), the last one screenshot to `shot`; returns the two results as one line."""
+    out = []
+    for _ in range(2):
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        got = costed(page, url, n_charts, server)
+        out.append(
+            f"{got['first']:.2f} s to the first {'chart' if n_charts else 'table'}"
+            + (f", {got['all']:.2f} s to {n_charts}" if (n_charts or 1) > 1 else "")
+            + f" (CPU: page {got['page_cpu']:.2f} s, server {got['server_cpu']:.2f} s)"
+        )
+        if shot is not None:
+            page.screenshot(path=str(shot))
+        page.close()
+    return "; again ".join(out) + f"; load average {os.getloadavg()[0]:.1f}"
+
+
+def navigate(browser: Browser, url: str, server: psutil.Process) -> str:
+    """In-app switches, as a user moves between pages of an open dashboard (no reload, so no ~1 s of
+    Streamlit's own JavaScript start-up): from Live (of `url`'s run) to Runs & compare until its
+    table is drawn, then to Run detail until its first chart. Each twice; one line."""
+    out = []
+    for _ in range(2):
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        timed(page, url, 1)
+        for link, n_charts in (("Runs & compare", None), ("Run detail", 1)):
+            t0, cpu = time.perf_counter(), sum(server.cpu_times()[:2])
+            page.get_by_role("link", name=link).click()
+            while (page.evaluate(TABLE_DRAWN) if n_charts is None else charts_drawn(page)) < 1:
+                if time.perf_counter() - t0 > 60:
+                    raise TimeoutError(f"{link}: not drawn within 60 s")
+                time.sleep(0.05)
+            out.append(
+                f"{link} {time.perf_counter() - t0:.2f} s (server CPU {sum(server.cpu_times()[:2]) - cpu:.2f} s)"
+            )
+        page.close()
+    return ", ".join(out) + f"; load average {os.getloadavg()[0]:.1f}"
 
 
 class PeakRss(threading.Thread):
@@ -118,64 +185,78 @@ class PeakRss(threading.Thread):
             time.sleep(0.2)
 
 
+def cached(run_dir: Path) -> bool:
+    """Whether metrics.cache/ covers all of metrics.jsonl (read from its index; builds nothing)."""
+    doc = run_store.read_json(run_dir / metric_cache.CACHE_DIR / "index.json", {})
+    parts = doc.get("parts") if isinstance(doc, dict) else None
+    return bool(parts) and parts[-1]["end"] == (run_dir / "metrics.jsonl").stat().st_size
+
+
+def write_runs(tmp: Path, records: int, n_big: int, n_small: int) -> list[Path]:
+    """`n_big` runs of `records` records (one file written, then copied) and `n_small` short runs."""
+    root = tmp / "runs"
+    root.mkdir()
+    t = time.perf_counter()
+    write_metrics(tmp / "metrics.jsonl", records)
+    size = (tmp / "metrics.jsonl").stat().st_size
+    big = [make_run(root, f"big-{i}", tmp / "metrics.jsonl", 0.001 * (i + 1)) for i in range(n_big)]
+    for i in range(n_small):
+        make_run(root, f"small-{i}", None, 0.0001 * (i + 1))
+    print(
+        f"wrote {n_big} runs of {records:,} records ({size / 2**20:.0f} MB each) and {n_small} small runs"
+        f" in {time.perf_counter() - t:.0f} s under {root}",
+        flush=True,
+    )
+    return big
+
+
+def measure(browser: Browser, url: str, big: list[Path], records: int, shots: Path, server: psutil.Process) -> None:
+    """Runs page (starts the server's run watcher), the background cache build, then each page twice."""
+    first = open_twice(browser, f"{url}/runs", None, server)
+    t = time.perf_counter()
+    while not all(cached(d) for d in big):
+        time.sleep(0.5)
+    print(f"Runs page, first opens: {first}", flush=True)
+    print(f"Background cache build of {len(big)} runs: done {time.perf_counter() - t:.0f} s later", flush=True)
+    for label, path, run, charts in (("Live", "live", big[0], 1), ("Run detail", "detail", big[1], 3)):
+        got = open_twice(browser, f"{url}/{path}?run={run.name}", charts, server, shots / f"{path}.png")
+        print(f"{label} of a {records:,}-record run: {got}", flush=True)
+    ids = ",".join(d.name for d in big)
+    got = open_twice(browser, f"{url}/runs?compare={ids}", 1, server, shots / "compare.png")
+    print(f"Compare {len(big)} runs: {got}", flush=True)
+    got = open_twice(browser, f"{url}/runs", None, server, shots / "runs.png")
+    print(f"Runs page with {len(list(big[0].parent.iterdir()))} runs: {got}", flush=True)
+    print(f"In-app switches: {navigate(browser, f'{url}/live?run={big[0].name}', server)}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--records", type=int, default=1_000_000)
     ap.add_argument("--big", type=int, default=10)
     ap.add_argument("--small", type=int, default=1000)
-    ap.add_argument("--keep", action="store_true", help="keep the runs root (printed)")
+    ap.add_argument("--keep", action="store_true", help="keep the runs root and screenshots (printed)")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="jaxdash-scale-"))
-    root = tmp / "runs"
-    root.mkdir()
-    t = time.perf_counter()
-    write_metrics(tmp / "metrics.jsonl", args.records)
-    size = (tmp / "metrics.jsonl").stat().st_size
-    big = [make_run(root, f"big-{i}", tmp / "metrics.jsonl", 0.001 * (i + 1)) for i in range(args.big)]
-    for i in range(args.small):
-        make_run(root, f"small-{i}", None, 0.0001 * (i + 1))
-    print(
-        f"wrote {args.big} runs of {args.records:,} records ({size / 2**20:.0f} MB each) and {args.small} small runs"
-        f" in {time.perf_counter() - t:.0f} s under {root}"
+    big = write_runs(tmp, args.records, args.big, args.small)
+    server = start_server(
+        tmp / "runs", tmp / "streamlit.log", env={"WANDB_MODE": "disabled", "JAXDASH_WARM_WORKER": "0"}
     )
-    server = start_server(root, tmp / "streamlit.log", env={"WANDB_MODE": "disabled"})
     rss = PeakRss(server.proc.pid)
     rss.start()
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(server.url)
-            page.wait_for_selector("text=New run", timeout=60_000)
-            one = big[0].name
-            for label, path, charts in (("Live", "live", 1), ("Run detail", "detail", 3)):
-                if label == "Run detail":
-                    one = big[1].name  # its own first open, with no cache yet
-                first = timed(page, f"{server.url}/{path}?run={one}", charts)
-                page = browser.new_page(viewport={"width": 1400, "height": 1000})
-                second = timed(page, f"{server.url}/{path}?run={one}", charts)
-                print(
-                    f"{label} of a {args.records:,}-record run: first open {first:.2f} s, again (new tab) {second:.2f} s"
-                )
-            ids = ",".join(d.name for d in big)
-            cold = timed(page, f"{server.url}/runs?compare={ids}", 1, timeout_s=600)
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            warm = timed(page, f"{server.url}/runs?compare={ids}", 1)
-            print(f"Compare {args.big} runs: first {cold:.2f} s (builds the caches it lacks), again {warm:.2f} s")
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            listing = timed(page, f"{server.url}/runs")
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            again = timed(page, f"{server.url}/runs")
-            print(f"Runs page with {args.big + args.small} runs: {listing:.2f} s, again {again:.2f} s")
-            page.screenshot(path=str(tmp / "runs.png"))
+            measure(browser, server.url, big, args.records, tmp, psutil.Process(server.proc.pid))
             browser.close()
     finally:
         rss.stop.set()
         rss.join()
         server.stop()
-    print(f"Server peak resident memory: {rss.peak / 2**20:.0f} MB")
+    print(f"Server peak resident memory: {rss.peak / 2**20:.0f} MB; load average {os.getloadavg()}")
     if not args.keep:
         shutil.rmtree(tmp, ignore_errors=True)
+    else:
+        print(f"kept {tmp} (screenshots *.png there)")
 
 
 if __name__ == "__main__":
