@@ -23,15 +23,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from playwright.sync_api import Page, sync_playwright  # noqa: E402
 
+from benchmarks.browser_probes import CHARTS_JS, PLOTS_JS  # noqa: E402
 from dashboard.serve import CHROMIUM, CHROMIUM_ARGS, start_server  # noqa: E402
 from training import run_store  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 VIEWPORT = {"width": 1400, "height": 950}
-PLOTS_DRAWN_JS = (
-    "document.querySelectorAll('[data-testid=\"stPlotlyChart\"]').length === document.querySelectorAll('.js-plotly-plot')"
-    ".length && Array.from(document.querySelectorAll('.js-plotly-plot')).filter(g => (g._fullData || []).length).length"
-)
+# Every chart drawn (st.plotly_chart and the Live page's in-place charts): how many hold traces, else 0.
+PLOTS_DRAWN_JS = f"(({CHARTS_JS})().every(([c, g]) => g) ? {PLOTS_JS}.filter(g => (g._fullData || []).length).length : 0)"
 PLOT_POINTS_JS = (
     "Array.from(document.querySelectorAll('.js-plotly-plot')).map(g => (g._fullData || []).map(t => t._length || 0))"
 )
@@ -49,7 +48,7 @@ def new_run_form(page: Page, url: str, task: str) -> None:
     page.get_by_role("button", name="Start run").wait_for(timeout=60_000)
     if task == "mnist":
         page.get_by_text("MNIST / Fashion-MNIST", exact=True).click()
-        page.get_by_label("Train examples", exact=True).wait_for(timeout=30_000)
+        page.get_by_label("Batch size", exact=True).wait_for(timeout=30_000)
         page.wait_for_function(
             "document.querySelectorAll('input[aria-label=\"Run name\"]').length === 1", timeout=30_000
         )
