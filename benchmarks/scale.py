@@ -1,6 +1,6 @@
 """Scale: big runs and many runs, measured in a real browser against a real server.
 
-  .venv/bin/python benchmarks/scale.py [--records 1000000] [--big 10] [--small 1000]
+  .venv/bin/python benchmarks/scale.py [--records 1000000] [--big 10] [--small 1000] [--server-env NAME=VALUE]
 
 Writes `--big` runs of `--records` metric records each (one file generated, then copied) and
 `--small` short runs under a temporary runs root, starts `streamlit run`, and prints:
@@ -235,11 +235,20 @@ def main() -> None:
     ap.add_argument("--big", type=int, default=10)
     ap.add_argument("--small", type=int, default=1000)
     ap.add_argument("--keep", action="store_true", help="keep the runs root and screenshots (printed)")
+    ap.add_argument(
+        "--server-env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="extra environment of the server, e.g. STREAMLIT_RUNNER_POST_SCRIPT_GC=false (repeatable)",
+    )
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="jaxdash-scale-"))
     big = write_runs(tmp, args.records, args.big, args.small)
     server = start_server(
-        tmp / "runs", tmp / "streamlit.log", env={"WANDB_MODE": "disabled", "JAXDASH_WARM_WORKER": "0"}
+        tmp / "runs",
+        tmp / "streamlit.log",
+        env={"WANDB_MODE": "disabled", "JAXDASH_WARM_WORKER": "0", **dict(e.split("=", 1) for e in args.server_env)},
     )
     rss = PeakRss(server.proc.pid)
     rss.start()
