@@ -1,14 +1,12 @@
 """The warm worker's rehearsal: tiny runs that warm a fresh process while it waits for a Start.
 
 Importing is not all of a cold start: a process's first run also traces and lowers its first
-programs, creates data with op-by-op JAX calls, imports Orbax and opens its writers. The worker
-says "ready" once imported, then rehearses a tiny regression run (and MNIST on a dataset found
-locally) in a temporary folder. Measured in one process: a regression run's first record came
-0.09-0.10 s after its start instead of 0.49-0.57 s; Fashion-MNIST's 1.0-1.3 s instead of 2.0-2.8 s.
+programs and creates data with op-by-op JAX calls. The worker says "ready" once imported, then
+rehearses in memory: regression for a few steps and the MNIST model on 256 synthetic images.
 
-A Start never waits for the rehearsal: when a job arrives on stdin the rehearsing run is asked to
-stop (its stop file, honoured after the current chunk) and no further rehearsal starts.
-$JAXDASH_REHEARSE=0 turns it off; a rehearsal that fails is only noted on stderr.
+A Start never waits for the rehearsal: when a job arrives on stdin the rehearsal is abandoned where
+it is (SIGUSR1 raises in the main thread; in memory it leaves no files and no threads of its own)
+and the job runs. $JAXDASH_REHEARSE=0 turns it off; a rehearsal that fails is noted on stderr.
 """
 
 from __future__ import annotations
@@ -16,14 +14,11 @@ from __future__ import annotations
 import logging
 import os
 import select
-import shutil
+import signal
 import sys
-import tempfile
 import threading
-from pathlib import Path
+from collections.abc import Callable
 
-REGRESSION = {"steps": 20}
-MNIST = {"train_limit": 256, "test_limit": 256, "epochs": 1}
 POLL_S = 0.02
 
 
@@ -35,42 +30,77 @@ def job_waiting() -> bool:
         return False
 
 
-def _jobs() -> list[tuple[str, dict]]:
-    from training import data
+def _synthetic_mnist() -> type:
+    """The MNIST task on 256 random images: its model's programs without reading a dataset."""
+    import numpy as np
 
-    local = [name for name in data.DATASET_SIZES if data.find_local(name) is not None]
-    return [("regression", REGRESSION)] + [("mnist", {**MNIST, "dataset": name}) for name in local[:1]]
+    from training.tasks.base import Data
+    from training.tasks.mnist import MnistTask, scaled
+
+    class SyntheticMnist(MnistTask):
+        def load_data(self) -> Data:
+            rng = np.random.default_rng(0)
+            images = rng.integers(0, 256, (256, 28, 28), dtype=np.uint8)
+            labels = rng.integers(0, 10, 256).astype(np.int32)
+            batch = {"image": scaled(images), "label": labels}
+            return Data(train=batch, test=batch, host={"test_images": images, "test_labels": labels})
+
+    return SyntheticMnist
 
 
-def _stop_when_a_job_arrives(folder: Path, done: threading.Event, interrupted: threading.Event) -> None:
-    from training import run_store
+def _jobs() -> list[Callable[[], object]]:
+    """The rehearsal's runs, in memory."""
+    from training.in_memory import train
+    from training.tasks.mnist import MnistConfig
+    from training.tasks.regression import RegressionConfig
 
+    return [
+        lambda: train("regression", RegressionConfig(steps=20)),
+        lambda: train(_synthetic_mnist(), MnistConfig(epochs=1)),
+    ]
+
+
+class _Abandon(BaseException):
+    """Raised in the main thread to drop the rehearsal at once (not an Exception: nothing catches it)."""
+
+
+_lock = threading.Lock()
+_state = {"rehearsing": False}
+
+
+def _on_signal(signum: int, frame: object) -> None:
+    if _state["rehearsing"]:
+        raise _Abandon
+
+
+def _abandon_when_a_job_arrives(done: threading.Event) -> None:
     while not done.wait(POLL_S):
         if job_waiting():
-            interrupted.set()
-            for run_dir in folder.iterdir():
-                run_store.request_stop(run_dir)
+            with _lock:
+                if _state["rehearsing"]:
+                    os.kill(os.getpid(), signal.SIGUSR1)
             return
 
 
 def rehearse() -> None:
-    """Run the rehearsal in a temporary folder (removed after), giving way to a job at once."""
+    """Run the rehearsal in this (main) thread, giving way to a job on stdin at once."""
     if os.environ.get("JAXDASH_REHEARSE", "1") == "0":
         return
-    from training.run import execute
-
-    folder = Path(tempfile.mkdtemp(prefix="jaxdash-rehearsal-"))
-    done, interrupted = threading.Event(), threading.Event()
-    threading.Thread(target=_stop_when_a_job_arrives, args=(folder, done, interrupted), daemon=True).start()
-    logging.disable(logging.WARNING)  # the rehearsal's "not supported" notes are not the real run's
+    done = threading.Event()
+    previous = signal.signal(signal.SIGUSR1, _on_signal)
+    logging.disable(logging.WARNING)  # the rehearsal's notes are not the real run's
+    _state["rehearsing"] = True
+    threading.Thread(target=_abandon_when_a_job_arrives, args=(done,), daemon=True).start()
     try:
-        for task, cfg in _jobs():
-            if interrupted.is_set():
-                break
-            execute(task, [cfg], root=folder, wandb_mode="disabled", console=False)
+        for job in _jobs():
+            job()
+    except _Abandon:
+        pass
     except Exception as exc:  # noqa: BLE001 - a rehearsal must never keep the worker from its job
         print(f"warm worker: rehearsal failed ({type(exc).__name__}: {exc}); going on without it", file=sys.stderr)
     finally:
+        with _lock:
+            _state["rehearsing"] = False  # from here on a late signal raises nothing
         done.set()
+        signal.signal(signal.SIGUSR1, previous)
         logging.disable(logging.NOTSET)
-        shutil.rmtree(folder, ignore_errors=True)
