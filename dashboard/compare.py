@@ -141,6 +141,9 @@ def grid(
     panels.chart(fig, "compare_grid")
 
 
+PARCOORDS_AUTO_RUNS = 4  # parallel coordinates drawn without asking for up to this many runs
+
+
 def differs_and_parcoords(selected: list[run_store.RunInfo], labels: Mapping[str, str]) -> None:
     """The settings that differ between the selected runs, then settings against final metrics."""
     table = compare_data.differs(selected, labels)
@@ -158,5 +161,15 @@ def differs_and_parcoords(selected: list[run_store.RunInfo], labels: Mapping[str
         st.caption("Parallel coordinates need a setting that differs and final metrics (written when a run ends).")
         return
     st.subheader("Settings against final metrics", divider="gray")
+    # Plotly draws parallel coordinates with WebGL: in a browser without graphics acceleration (e.g.
+    # headless Chromium here) it blocked the page 2-6 s, so beyond a few runs it waits to be asked for.
+    show = st.toggle(
+        "Parallel coordinates",
+        value=len(selected) <= PARCOORDS_AUTO_RUNS,
+        key="cmp_pc_show",
+        help="Drawn with WebGL: can take seconds in a browser without graphics acceleration.",
+    )
+    if not show:
+        return
     color = st.selectbox("Colour by", metrics, index=len(metrics) - 1, key="cmp_pc_color")
     panels.chart(compare_figures.parallel_coordinates(rows, settings, metrics, color), "compare_parcoords")

@@ -85,6 +85,10 @@ def command(argv: list[str] | None = None) -> tuple[list[str], dict[str, str]]:
         "true",
         "--browser.gatherUsageStats",
         "false",
+        "--server.fileWatcherType",  # as the repository's .streamlit/config.toml: see there
+        "none",
+        "--runner.postScriptGC",
+        "false",
         *rest,
     ]
     return cmd, env
