@@ -131,12 +131,12 @@ def draw(
     kinds = [k for k in kinds if k in draw_one]
     if "fit" in kinds and len(kinds) > 1:
         left, right = st.columns([3, 2])
-        with left:
-            draw_one["fit"](f"{key}_fit")
-        with right:
+        with right:  # the small metric charts first: a starting run's first loss point is not held up by the fit
             for kind in kinds:
                 if kind != "fit":
                     draw_one[kind](f"{key}_{kind}")
+        with left:
+            draw_one["fit"](f"{key}_fit")
         return
     for col, kind in zip(st.columns(max(1, len(kinds))), kinds, strict=False):
         with col:

@@ -44,16 +44,17 @@ def stopping_note(active: bool, stop_dir: Path | None) -> None:
         st.caption("Stopping after the current chunk…")
 
 
-FIRST_POINT_WAIT_S = 0.45  # just under the refresh interval: the next refresh takes over
+FIRST_POINT_WAIT_S = 1.5  # at most, in one refresh (then the timed refreshes go on)
 FIRST_POINT_POLL_S = 0.03
 
 
 def first_records(run_dir: Path) -> MetricTable:
-    """A starting run's metrics, waiting up to FIRST_POINT_WAIT_S for its first record.
+    """A starting run's metrics, once its first record is written or FIRST_POINT_WAIT_S passed.
 
-    Refreshes come every LIVE_REFRESH_S; a first record written just after one would wait for the
-    next. Until a run has a point, each refresh instead looks every 30 ms (a file size check), so
-    its first point is drawn within ~0.1 s of being written. Sleeping costs the machine nothing.
+    Refreshes come every LIVE_REFRESH_S, with gaps between them: a first record written in a gap
+    would wait for the next refresh. So a refresh that finds none draws the run's head (its phase)
+    and then looks for it every 30 ms (a file size check) before drawing the charts: the first point
+    shows within ~0.1 s of being written.
     """
     deadline = time.monotonic() + FIRST_POINT_WAIT_S
     records = state.poll_metrics(run_dir)
@@ -77,9 +78,6 @@ def live_panel(run_dir: Path, task: str) -> None:
             state.remember_run(first.run_id)
             st.rerun(scope="app")
     records = state.poll_metrics(run_dir)
-    if not len(records) and state.is_active(status):
-        records = first_records(run_dir)
-        status = state.run_status(run_dir)
     active = state.is_active(status)
     head(status, active, run_dir, run_dir, status, "Stop")
     # Messages come and go; one container that is always there keeps the charts below at the same
@@ -91,6 +89,8 @@ def live_panel(run_dir: Path, task: str) -> None:
             doing = "resuming from the latest checkpoint" if status.get("resuming") else "importing JAX, loading data"
             st.info(f"Starting {what} ({doing})…", icon=":material/hourglass_top:")
         panels.problem_message(status)
+    if active and not len(records):
+        records = first_records(run_dir)  # the head above is already on its way to the browser
     kinds = artifacts.run_panels(run_dir, info, records.tags())  # config.json "panels": what the task asks for
     panel_kinds.metric_tiles(records, status)
     panel_kinds.draw(run_dir, kinds, records, status, f"live_{run_dir.name}", run_color(run_dir.name))
