@@ -129,7 +129,7 @@ def list_runs() -> list[run_store.RunInfo]:
     return sorted(runs, key=lambda r: (-first.get(r.status.get("group"), r.created), r.status.get("member") or 0))
 
 
-WATCH_S = 0.75  # how often every page checks the list of runs (new, ended or deleted runs show within 2 s)
+WATCH_S = 0.5  # how often every page checks the list of runs (new, ended or deleted runs show within 2 s)
 
 
 def watch_runs() -> None:
