@@ -175,13 +175,13 @@ def problem_message(status: dict[str, Any]) -> None:
         st.error(status.get("message") or f"The run {status['state']}.", icon=":material/error:")
 
 
-def progress(status: dict[str, Any]) -> None:
-    """Progress bar with epoch/step, steps/s, ETA and compile time in its caption."""
+def progress(status: dict[str, Any], slot: Any = None) -> None:
+    """Progress bar with epoch/step, steps/s, ETA and compile time in its caption (in `slot`, an st.empty, if given)."""
     step, total = status.get("step") or 0, status.get("total_steps") or 0
     frac = min(1.0, max(0.0, step / total)) if total else 0.0
     if status.get("state") == "finished":
         frac = 1.0
-    st.progress(frac, text=figures.progress_text(status))
+    (slot or st).progress(frac, text=figures.progress_text(status))
 
 
 def resume_control(run_dir: Path, status: dict[str, Any], key: str, label: str = "Resume") -> None:

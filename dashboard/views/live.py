@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import streamlit as st
 
@@ -22,13 +23,14 @@ def head(
     resume_status: dict,
     stop_label: str,
     resume_label: str = "Resume",
-) -> None:
-    """Badge, progress, and Stop (while active) or Resume (stopped/crashed with a checkpoint)."""
+) -> Any:
+    """Badge, progress, and Stop (while active) or Resume (stopped/crashed with a checkpoint); the progress slot."""
     cols = st.columns([1, 6, 2], vertical_alignment="center")
     with cols[0]:
         status_badge(status.get("state"))
     with cols[1]:
-        panels.progress(status)
+        slot = st.empty()
+        panels.progress(status, slot)
     with cols[2]:
         if active and stop_dir is not None:
             if st.button(stop_label, icon=":material/stop:", key="stop_run", type="secondary"):
@@ -36,6 +38,7 @@ def head(
                     st.toast(launcher.STOP_FILE_ONLY, icon=":material/info:")
         else:
             panels.resume_control(resume_dir, resume_status, "resume_run", resume_label)
+    return slot
 
 
 def stopping_note(active: bool, stop_dir: Path | None) -> None:
@@ -48,19 +51,27 @@ FIRST_POINT_WAIT_S = 1.5  # at most, in one refresh (then the timed refreshes go
 FIRST_POINT_POLL_S = 0.03
 
 
-def first_records(run_dir: Path) -> MetricTable:
-    """A starting run's metrics, once its first record is written or FIRST_POINT_WAIT_S passed.
+def first_records(run_dir: Path, status: dict, progress_slot: Any) -> MetricTable:
+    """A starting run's metrics, once its first record is written (or its state changed, or FIRST_POINT_WAIT_S passed).
 
     Refreshes come every LIVE_REFRESH_S, with gaps between them: a first record written in a gap
-    would wait for the next refresh. So a refresh that finds none draws the run's head (its phase)
-    and then looks for it every 30 ms (a file size check) before drawing the charts: the first point
-    shows within ~0.1 s of being written.
+    would wait for the next refresh. So a refresh that finds none draws the run's head and then
+    looks for it every 30 ms (a file size check; the status every 0.1 s) before drawing the charts: the first
+    point shows within ~0.1 s of being written. A new phase ("compiling…") is drawn meanwhile.
     """
     deadline = time.monotonic() + FIRST_POINT_WAIT_S
-    records = state.poll_metrics(run_dir)
+    records, polls = state.poll_metrics(run_dir), 0
     while not len(records) and time.monotonic() < deadline:
         time.sleep(FIRST_POINT_POLL_S)
-        records = state.poll_metrics(run_dir)
+        records, polls = state.poll_metrics(run_dir), polls + 1
+        if polls % 3:
+            continue  # the status every ~0.1 s
+        now = state.run_status(run_dir)
+        if now.get("state") != status.get("state"):
+            break
+        if now.get("phase") != status.get("phase"):
+            panels.progress(now, progress_slot)
+            status = now
     return records
 
 
@@ -79,7 +90,7 @@ def live_panel(run_dir: Path, task: str) -> None:
             st.rerun(scope="app")
     records = state.poll_metrics(run_dir)
     active = state.is_active(status)
-    head(status, active, run_dir, run_dir, status, "Stop")
+    progress_slot = head(status, active, run_dir, run_dir, status, "Stop")
     # Messages come and go; one container that is always there keeps the charts below at the same
     # place in the page, so a refresh updates them in place instead of mounting them anew (a blink).
     with st.container():
@@ -90,7 +101,7 @@ def live_panel(run_dir: Path, task: str) -> None:
             st.info(f"Starting {what} ({doing})…", icon=":material/hourglass_top:")
         panels.problem_message(status)
     if active and not len(records):
-        records = first_records(run_dir)  # the head above is already on its way to the browser
+        records = first_records(run_dir, status, progress_slot)  # the head above is already on its way to the browser
     kinds = artifacts.run_panels(run_dir, info, records.tags())  # config.json "panels": what the task asks for
     panel_kinds.metric_tiles(records, status)
     panel_kinds.draw(run_dir, kinds, records, status, f"live_{run_dir.name}", run_color(run_dir.name))
