@@ -30,7 +30,9 @@ from training import run_store  # noqa: E402
 REPO = Path(__file__).resolve().parent.parent
 VIEWPORT = {"width": 1400, "height": 950}
 # Every chart drawn (st.plotly_chart and the Live page's in-place charts): how many hold traces, else 0.
-PLOTS_DRAWN_JS = f"(({CHARTS_JS})().every(([c, g]) => g) ? {PLOTS_JS}.filter(g => (g._fullData || []).length).length : 0)"
+PLOTS_DRAWN_JS = (
+    f"(({CHARTS_JS})().every(([c, g]) => g) ? {PLOTS_JS}.filter(g => (g._fullData || []).length).length : 0)"
+)
 PLOT_POINTS_JS = (
     "Array.from(document.querySelectorAll('.js-plotly-plot')).map(g => (g._fullData || []).map(t => t._length || 0))"
 )
