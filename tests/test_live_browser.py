@@ -46,7 +46,8 @@ def test_live_charts_never_fade_or_blank_while_a_cli_run_trains(
 ) -> None:
     srv, runs = server
     page = browser.new_page(viewport={"width": 1400, "height": 950})  # type: ignore[attr-defined]
-    argv = ["mnist", "--dataset", "fashion_mnist", "--data-dir", str(fashion_dir), "--epochs", "4"]
+    epochs = "12"  # a run long enough for >= 50 scored samples on a fast machine too (4 epochs gave 37 in CI)
+    argv = ["mnist", "--dataset", "fashion_mnist", "--data-dir", str(fashion_dir), "--epochs", epochs]
     proc, run_dir = probes.cli_run(runs, argv)
     try:
         report = probes.watch_blinks(page, srv.url, run_dir, proc)
