@@ -52,7 +52,7 @@ FIRST_POINT_POLL_S = 0.03
 
 
 def first_records(run_dir: Path, status: dict, progress_slot: Any) -> MetricTable:
-    """A starting run's metrics, once its first record is written (or its state changed, or FIRST_POINT_WAIT_S passed).
+    """A starting run's metrics, once its first record is written (or it ended, or FIRST_POINT_WAIT_S passed).
 
     Refreshes come every LIVE_REFRESH_S, with gaps between them: a first record written in a gap
     would wait for the next refresh. So a refresh that finds none draws the run's head and then
@@ -67,9 +67,9 @@ def first_records(run_dir: Path, status: dict, progress_slot: Any) -> MetricTabl
         if polls % 3:
             continue  # the status every ~0.1 s
         now = state.run_status(run_dir)
-        if now.get("state") != status.get("state"):
+        if not state.is_active(now):  # failed or stopped before its first point: draw that now
             break
-        if now.get("phase") != status.get("phase"):
+        if (now.get("state"), now.get("phase")) != (status.get("state"), status.get("phase")):
             panels.progress(now, progress_slot)
             status = now
     return records
