@@ -132,7 +132,7 @@ def in_place() -> Iterator[None]:
         _IN_PLACE.reset(token)
 
 
-def in_fragment_rerun() -> bool:
+def _auto_refresh() -> bool:
     """True in a fragment's timed rerun (not a page run or a click)."""
     ctx = get_script_run_ctx()
     return bool(ctx is not None and ctx.fragment_ids_this_run)
@@ -148,7 +148,7 @@ def live_chart(key: str, version: Any, build: Callable[[], Any]) -> None:
     cache = st.session_state.setdefault("_live_charts", {})
     old = cache.get(key)
     now = time.monotonic()
-    due = old is None or inplace or not old[3] or not in_fragment_rerun() or now - old[2] >= CHART_EVERY_S
+    due = old is None or inplace or not old[3] or not _auto_refresh() or now - old[2] >= CHART_EVERY_S
     if old is None or (old[0] != version and due):
         fig = build()
         has_data = any(getattr(t, "x", None) is not None and len(t.x) for t in fig.data)

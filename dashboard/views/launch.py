@@ -81,7 +81,7 @@ def start(
     return launcher.launch_population(task, cfg, axes, name=name or None, wandb_mode=wandb_mode, pbt=pbt).name
 
 
-TRAINING_NOW_EVERY_S = 1.0  # with run_watch's 0.5 s poll: a run shows or goes within 2 s
+TRAINING_NOW_EVERY_S = 1.0  # with run_watch's 0.25 s poll: a run shows or goes within 2 s
 
 
 def active_runs() -> None:
