@@ -21,7 +21,6 @@ import numpy as np
 import pyarrow as pa
 
 from dashboard import metric_cache, metric_overview
-from dashboard.metric_csv import metrics_csv, write_csv  # noqa: F401 - the CSV download lives there
 
 X_KEYS = ("step", "wall")
 NOT_STORED = ("ts",)  # unix time of each record: no page plots it

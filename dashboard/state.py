@@ -16,7 +16,7 @@ from typing import Any
 
 import streamlit as st
 
-from dashboard import launcher, metric_table, run_watch, tensorboard_server
+from dashboard import launcher, metric_csv, run_watch, tensorboard_server
 from dashboard.metric_table import MetricTable
 from training import run_store
 
@@ -222,7 +222,7 @@ def all_metrics(run_dir: Path) -> MetricTable:
 
 def metrics_csv(run_dir: Path) -> Callable[[], bytes]:
     """A download button's data: the CSV of every record, built from the file only when clicked."""
-    return functools.partial(metric_table.metrics_csv, Path(run_dir))
+    return functools.partial(metric_csv.metrics_csv, Path(run_dir))
 
 
 def read_artifact(run_dir: Path, name: str) -> Any:

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from dashboard.metric_table import MetricTable, metrics_csv
+from dashboard.metric_csv import metrics_csv
+from dashboard.metric_table import MetricTable
 from training import run_store
 
 N = 100_000

@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 
 from dashboard import metric_cache
-from dashboard.metric_table import MetricTable, write_csv
+from dashboard.metric_csv import write_csv
+from dashboard.metric_table import MetricTable
 from training import run_store
 
 
