@@ -11,6 +11,7 @@ import numpy as np
 from components import compare_figures
 from components.colors import run_color
 from dashboard import compare_data
+from tests.chart_elements import charts
 from tests.test_dashboard_apptest import app, fake_population, fake_run
 from training import run_store
 
@@ -52,7 +53,7 @@ def test_page_compares_every_shared_metric_notes_missing_ones_and_lists_what_dif
     reg = fake_run(runs_root, "regression", "finished", name="reg")
     mn = fake_run(runs_root, "mnist", "finished", name="mn", config={"lr": 0.01})
     at = app("views/runs.py", selected_ids=[reg.name, mn.name])
-    (grid, parcoords) = at.get("plotly_chart")
+    (grid, parcoords) = charts(at)
     spec = json.loads(grid.proto.spec)
     assert {t["name"] for t in spec["data"]} == {"reg", "mn"}
     assert {t["line"]["color"] for t in spec["data"]} == {run_color(reg.name), run_color(mn.name)}
@@ -61,16 +62,16 @@ def test_page_compares_every_shared_metric_notes_missing_ones_and_lists_what_dif
     assert "task" in differs.index and list(differs.loc["task"]) == ["regression", "mnist"]
     assert json.loads(parcoords.proto.spec)["data"][0]["type"] == "parcoords"
     at.toggle(key="cmp_partial").set_value(True).run()
-    titles = [a["text"] for a in json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["annotations"]]
+    titles = [a["text"] for a in json.loads(charts(at)[0].proto.spec)["layout"]["annotations"]]
     assert any("not logged by reg" in t for t in titles)
 
 
 def test_population_shown_as_mean_with_band(runs_root: Path) -> None:
     pop = fake_population(runs_root, "regression")
     at = app("views/runs.py", selected_ids=[d.name for d in pop])
-    assert len(json.loads(at.get("plotly_chart")[0].proto.spec)["data"]) == 6 * 3
+    assert len(json.loads(charts(at)[0].proto.spec)["data"]) == 6 * 3
     at.segmented_control(key="cmp_pop").set_value("min-max").run()
-    data = json.loads(at.get("plotly_chart")[0].proto.spec)["data"]
+    data = json.loads(charts(at)[0].proto.spec)["data"]
     assert len(data) == 2 * 3 and any(t.get("fill") == "toself" for t in data)  # band + mean per metric
     assert any("(mean of 6)" in t["name"] for t in data)
 
@@ -82,7 +83,7 @@ def test_zoom_redraws_the_range_at_full_resolution(runs_root: Path) -> None:
     )
     at = app("views/runs.py", selected_ids=[d.name])
     at.slider(key="cmp_range").set_value((30_000, 30_100)).run()
-    data = json.loads(at.get("plotly_chart")[0].proto.spec)["data"]
+    data = json.loads(charts(at)[0].proto.spec)["data"]
     loss = next(t for t in data if t["xaxis"] == "x")
     x = np.frombuffer(base64.b64decode(loss["x"]["bdata"]), loss["x"]["dtype"])
     assert list(x) == list(range(30_000, 30_101))  # every step of the range, not the thinned overview

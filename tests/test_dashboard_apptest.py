@@ -6,7 +6,6 @@ the launch and stop tests start real training processes through the page.
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import subprocess
@@ -14,7 +13,6 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -24,6 +22,7 @@ from streamlit.testing.v1.element_tree import Error
 
 from dashboard import launcher, tensorboard_server, worker
 from dashboard import state as dashboard_state
+from tests.chart_elements import charts, trace_lengths
 from training import cli, run_store, tags
 from training.config import parse_config
 from training.tasks import load_task
@@ -197,24 +196,6 @@ def submit_mnist_form(at: AppTest, name: str, epochs: int, dataset: str | None =
     assert not at.exception and not at.error, [e.value for e in at.error]
 
 
-def trace_lengths(chart: object) -> list[int]:
-    """Number of points of each trace in an st.plotly_chart element (plotly may send typed arrays as base64)."""
-    spec = json.loads(chart.proto.spec)  # type: ignore[attr-defined]
-    sizes = {"f8": 8, "f4": 4, "i4": 4, "i2": 2, "i1": 1, "u1": 1, "u2": 2, "u4": 4, "i8": 8}
-    out = []
-    for trace in spec["data"]:
-        x = trace.get("x", [])
-        out.append(len(base64.b64decode(x["bdata"])) // sizes[x["dtype"]] if isinstance(x, dict) else len(x))
-    return out
-
-
-def live_charts(at: AppTest) -> list[object]:
-    """The Live page's charts (in-place components, dashboard/inplace_chart.py), each with `.proto.spec`."""
-    datas = [json.loads(el.proto.json) for el in at.get("bidi_component")]
-    specs = [d["spec"] for d in datas if "spec" in d]  # not the New run page's plotly.js warm-up
-    return [SimpleNamespace(proto=SimpleNamespace(spec=spec)) for spec in specs]
-
-
 def test_tensorboard_starts_and_answers(tmp_path: Path) -> None:
     tb = tensorboard_server.start_tensorboard(tmp_path, wait_s=60)
     try:
@@ -331,8 +312,8 @@ def test_launch_real_regression_run_finishes_and_shows_up(root: Path) -> None:
     tiles = {m.label: m.value for m in live.metric}
     assert {"regression/weight", "regression/bias", "train/loss"} <= set(tiles)
     assert abs(float(tiles["regression/weight"]) - 2.0) < 0.5  # the fit converged towards the true weight
-    fit = json.loads(live_charts(live)[0].proto.spec)["data"]
-    assert [t["name"] for t in fit] == ["data", "true", "model"] and trace_lengths(live_charts(live)[0])[0] == 128
+    fit = json.loads(charts(live)[0].proto.spec)["data"]
+    assert [t["name"] for t in fit] == ["data", "true", "model"] and trace_lengths(charts(live)[0])[0] == 128
 
 
 USER_TASK = """
@@ -420,13 +401,13 @@ def test_a_users_task_appears_in_the_form_starts_from_the_page_and_is_drawn(
         24,
     )
     live = app("views/live.py", run=run_dir.name)
-    fit, loss = live_charts(live)
+    fit, loss = charts(live)
     traces = json.loads(fit.proto.spec)["data"]
     assert [t["name"] for t in traces] == ["data", "true", "model"] and trace_lengths(fit) == [64, 64, 64]
     assert trace_lengths(loss) == [400 // 20 + 1]  # the step-0 loss, then one train/loss point per chunk
     assert "train/loss" in [m.label for m in live.metric]
     detail = app("views/detail.py", run=run_dir.name)
-    keys = [c.key for c in detail.get("plotly_chart")]  # its panels, then the all-metrics and system grids
+    keys = [c.key for c in charts(detail)]  # its panels, then the all-metrics and system grids
     assert [k.rsplit("_", 1)[-1] for k in keys] == ["fit", "loss", "metrics", "system"] and not detail.error
 
 
@@ -473,11 +454,11 @@ def test_compare_overlays_selected_runs_downsampled(root: Path) -> None:
     b = fake_run(root, "regression", "stopped", n=40, name="short")
     at = app("views/runs.py", selected_ids=[a.name, b.name])
     assert not at.exception
-    (chart,) = at.get("plotly_chart")  # the compare grid: train/loss, regression/bias, regression/weight
+    (chart,) = charts(at)  # the compare grid: train/loss, regression/bias, regression/weight
     lengths = trace_lengths(chart)
     assert len(lengths) == 2 * 3 and max(lengths) <= 2000 and min(lengths) == 40
     at.slider(key="cmp_smooth").set_value(0.9).run()
-    assert len(trace_lengths(at.get("plotly_chart")[0])) == 4 * 3  # raw (faint) + smoothed per run
+    assert len(trace_lengths(charts(at)[0])) == 4 * 3  # raw (faint) + smoothed per run
     assert at.get("download_button") == []  # the CSV is per run: offered for a single selection
 
 
@@ -506,7 +487,7 @@ def test_detail_shows_sync_command_confusion_matrix_and_mistakes(root: Path) -> 
     d = fake_run(root, "mnist", "finished")
     at = app("views/detail.py", run=d.name)
     assert any(c.value.startswith("wandb sync ") for c in at.code)
-    keys = [c.proto.id for c in at.get("plotly_chart")]
+    keys = [c.proto.id for c in charts(at)]
     assert len(keys) == 5  # loss, accuracy, confusion matrix, misclassified images, all metrics
     assert at.button(key="tb_start").label == "Start TensorBoard"
 
@@ -514,11 +495,11 @@ def test_detail_shows_sync_command_confusion_matrix_and_mistakes(root: Path) -> 
 def test_live_page_reads_metrics_incrementally(root: Path) -> None:
     d = fake_run(root, "regression", "running", n=10, pid=os.getpid())
     at = app("views/live.py", run=d.name)
-    assert trace_lengths(live_charts(at)[1]) == [10]
+    assert trace_lengths(charts(at)[1]) == [10]
     first_offset = at.session_state["_metrics_cache"][str(d)]["offset"]
     run_store.append_metrics(d, [{"step": 999, "wall": 9.0, "ts": time.time(), "train/loss": 0.01}])
     at.run()
-    assert trace_lengths(live_charts(at)[1]) == [11]
+    assert trace_lengths(charts(at)[1]) == [11]
     assert at.session_state["_metrics_cache"][str(d)]["offset"] > first_offset
 
 
@@ -652,7 +633,7 @@ def test_start_population_from_the_page_and_watch_every_member(root: Path) -> No
         assert wait_status(d, ("finished", "failed", "crashed", "diverged"))["state"] == "finished"
     live = app("views/live.py", run=launch_dir.name)  # the launch id now stands for the population
     assert any(c.value.startswith("Population `") and "6 members" in c.value for c in live.caption)
-    fit, loss = live_charts(live)
+    fit, loss = charts(live)
     names = [t["name"] for t in json.loads(fit.proto.spec)["data"]]
     assert len(names) == 2 + 6 and "lr=0.02 seed=1" in names
     assert len(trace_lengths(loss)) == 6 and min(trace_lengths(loss)) == 31  # step 0, then 300 steps / 10 per chunk
@@ -664,15 +645,15 @@ def test_start_population_from_the_page_and_watch_every_member(root: Path) -> No
 def test_live_shows_every_member_of_a_population(root: Path) -> None:
     reg = fake_population(root, "regression", state="running", pid=os.getpid())
     at = app("views/live.py", run=reg[3].name)
-    fit, loss = live_charts(at)
+    fit, loss = charts(at)
     assert len(trace_lengths(fit)) == 2 + 6 and len(trace_lengths(loss)) == 6
     assert [b.label for b in at.button] == ["Stop all"]
     mnist = fake_population(root, "mnist", lrs=(0.001, 0.003), seeds=(0,), state="stopped")
     at = app("views/live.py", run=mnist[1].name)
-    loss, acc = live_charts(at)
+    loss, acc = charts(at)
     assert [t["name"] for t in json.loads(acc.proto.spec)["data"]] == ["lr=0.001", "lr=0.003"]
     at.segmented_control(key="group_acc_split").set_value("test").run()
-    assert trace_lengths(live_charts(at)[1]) == [5, 5]  # test accuracy: one point per evaluation
+    assert trace_lengths(charts(at)[1]) == [5, 5]  # test accuracy: one point per evaluation
     assert list(at.dataframe[0].value["member"]) == ["lr=0.001", "lr=0.003"]
 
 
@@ -685,7 +666,7 @@ def test_runs_table_shows_groups_and_selects_a_whole_population(root: Path) -> N
     at.button(key=next(b.key for b in at.button if b.label == "Select whole population (6)")).click().run()
     assert not at.exception
     assert set(at.session_state["selected_ids"]) == {d.name for d in pop} | {single.name}
-    assert len(trace_lengths(at.get("plotly_chart")[0])) == 7 * 3  # compare grid: every member plus the single run
+    assert len(trace_lengths(charts(at)[0])) == 7 * 3  # compare grid: every member plus the single run
 
 
 # -- resume ------------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ import pytest
 from components import pbt_figures
 from components.colors import run_color
 from dashboard import launcher, pbt_settings
+from tests.chart_elements import charts, figure
 from tests.test_dashboard_apptest import app, errors_under, wait_status
 from training import cli, run_store
 from training.config import ConfigError, parse_config
@@ -172,11 +173,7 @@ def lineage_rows(run_dir: Path) -> list[list]:
 
 def chart_specs(at) -> dict[str, dict]:  # noqa: ANN001 - an AppTest
     """{title: plotly spec} of the page's charts."""
-    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
-    datas = [
-        json.loads(el.proto.json) for el in at.get("bidi_component")
-    ]  # in-place charts (dashboard/inplace_chart.py)
-    specs += [json.loads(d["spec"]) for d in datas if "spec" in d]
+    specs = [figure(c) for c in charts(at)]
     return {s["layout"].get("title", {}).get("text", ""): s for s in specs}
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from dashboard import run_log, run_notes
+from tests.chart_elements import charts
 from tests.test_dashboard_apptest import app, fake_run
 from training import run_store
 
@@ -93,8 +94,5 @@ def test_detail_shows_process_output_and_system_metrics(runs_root: Path) -> None
         [e.value for e in at.error],
         [c.value for c in at.code],
     )
-    titles = [
-        [a.get("text") for a in json.loads(c.proto.spec)["layout"].get("annotations", [])]
-        for c in at.get("plotly_chart")
-    ]
+    titles = [[a.get("text") for a in json.loads(c.proto.spec)["layout"].get("annotations", [])] for c in charts(at)]
     assert ["sys/cpu_percent", "sys/rss_mb"] in titles  # the system grid

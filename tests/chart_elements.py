@@ -1,0 +1,43 @@
+"""The plotly charts of an AppTest page, however they are drawn.
+
+The dashboard draws its charts as in-place components (dashboard/inplace_chart.py: an
+st.components.v2 element whose JSON data holds the figure under "spec"); with
+$JAXDASH_INPLACE_CHARTS=0 they are st.plotly_chart elements. Both come back here in page order as
+`Chart`s: the widget key, and `proto.spec` (the figure's JSON) like an st.plotly_chart's.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from types import SimpleNamespace
+from typing import Any
+
+from streamlit.testing.v1 import AppTest
+
+DTYPE_BYTES = {"f8": 8, "f4": 4, "i4": 4, "i2": 2, "i1": 1, "u1": 1, "u2": 2, "u4": 4, "i8": 8}
+
+
+def charts(at: AppTest) -> list[SimpleNamespace]:
+    """Every chart with a figure (not the New run page's plotly.js warm-up), in page order."""
+    out = []
+    for el in at.get("bidi_component") + at.get("plotly_chart"):
+        spec = json.loads(el.proto.json).get("spec") if el.type == "bidi_component" else el.proto.spec
+        if spec is not None:
+            key = el.proto.id.split("-", 2)[-1] if el.type == "bidi_component" else el.key
+            out.append(SimpleNamespace(key=key, proto=SimpleNamespace(spec=spec, id=el.proto.id)))
+    return out
+
+
+def figure(chart: SimpleNamespace) -> dict[str, Any]:
+    """The chart's figure as a dict (data, layout)."""
+    return json.loads(chart.proto.spec)
+
+
+def trace_lengths(chart: SimpleNamespace) -> list[int]:
+    """Number of points of each trace (plotly may send typed arrays as base64)."""
+    out = []
+    for trace in figure(chart)["data"]:
+        x = trace.get("x", [])
+        out.append(len(base64.b64decode(x["bdata"])) // DTYPE_BYTES[x["dtype"]] if isinstance(x, dict) else len(x))
+    return out
