@@ -16,7 +16,7 @@ from typing import Any
 
 import streamlit as st
 
-from dashboard import launcher, metric_csv, run_watch, tensorboard_server
+from dashboard import launcher, metric_csv, run_reads, run_watch, tensorboard_server
 from dashboard.metric_table import MetricTable
 from training import run_store
 
@@ -93,10 +93,7 @@ def list_runs() -> list[run_store.RunInfo]:
     A population launched from the page stands as one such run until its members appear.
     """
     root = runs_root()
-    runs = run_store.list_runs(root)
-    for r in runs:
-        if not r.damaged:  # a damaged run keeps the message that says which file is wrong
-            r.status = run_status(r.path)
+    runs = run_reads.read_runs(root, run_status)  # an ended run's files are re-read only when changed
     known = {r.run_id for r in runs}
     pending = []
     try:
