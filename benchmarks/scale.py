@@ -75,6 +75,10 @@ def make_run(root: Path, name: str, metrics: Path | None, lr: float, group: str 
     final = {"train/loss": 0.1 + lr, "test/acc": 0.9 - lr}
     run_store.write_status(d, state="finished", pid=2**22 + 1, started=time.time() - 60, ended=time.time(), **extra)
     run_store.write_status(d, final=final, step=1000, total_steps=1000, wall_seconds=60.0)
+    # Like a run started from the page with W&B offline (the default): its output and a sync command.
+    wandb = {"mode": "offline", "url": None, "sync_command": f"wandb sync {d}/wandb/offline-run-x"}
+    run_store.write_status(d, wandb=wandb)
+    (d / "process.log").write_text("".join(f"step {s} loss {1 / s:.4f}\n" for s in range(1, 201)))
     if metrics is not None:
         shutil.copyfile(metrics, d / "metrics.jsonl")
     else:

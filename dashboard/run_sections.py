@@ -66,8 +66,18 @@ def metric_grids(run: run_store.RunInfo, records: MetricTable, key: str) -> None
 
 def process_output(run_dir: Path, active: bool) -> None:
     """The tail of process.log: the run's own output, refreshed with the page while it runs."""
+    # Read and drawn only while open: st.code makes a fresh tab load a 1.5 MB syntax highlighter.
+    box = st.expander(
+        "Process output (process.log)",
+        icon=":material/terminal:",
+        expanded=active,
+        key="process_output",
+        on_change="rerun",
+    )
+    if not box.open:
+        return
     text = run_log.tail(run_dir, LOG_LINES)
-    with st.expander("Process output (process.log)", icon=":material/terminal:", expanded=active):
+    with box:
         if text is None:
             st.caption("No process.log: this run was started from the command line, so its output went there.")
         elif not text.strip():

@@ -96,3 +96,15 @@ def test_detail_shows_process_output_and_system_metrics(runs_root: Path) -> None
     )
     titles = [[a.get("text") for a in json.loads(c.proto.spec)["layout"].get("annotations", [])] for c in charts(at)]
     assert ["sys/cpu_percent", "sys/rss_mb"] in titles  # the system grid
+
+
+def test_detail_draws_an_ended_runs_output_and_config_only_when_opened(runs_root: Path) -> None:
+    d = fake_run(runs_root, "regression", "finished", name="ended")
+    (d / "process.log").write_text("Compiling…\nstep 100 loss 0.3\n")
+    at = app("views/detail.py", run=d.name)
+    assert not at.code and len(at.dataframe) == 0  # closed: nothing read or sent
+    at.session_state["process_output"] = True
+    at.session_state["detail_config"] = True
+    at.run()
+    assert any("step 100 loss 0.3" in c.value for c in at.code)
+    assert "lr" in list(at.dataframe[0].value["setting"]) and not at.exception
