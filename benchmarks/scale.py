@@ -1,16 +1,21 @@
 """Scale: big runs and many runs, measured in a real browser against a real server.
 
-  .venv/bin/python benchmarks/scale.py [--records 1000000] [--big 10] [--small 1000] [--server-env NAME=VALUE]
+  .venv/bin/python benchmarks/scale.py [--records 1000000] [--big 10] [--small 1000] [--tabs 3]
+      [--server-env NAME=VALUE]
 
 Writes `--big` runs of `--records` metric records each (one file generated, then copied) and
 `--small` short runs under a temporary runs root, starts `streamlit run`, and prints:
   * the Runs page's first opens (they start the server's run watcher), and how long its
     background builder (dashboard/cache_builder.py) takes to cache every big run;
   * Live and Run detail of one big run, once cached: seconds from navigation to the first chart
-    with points and to every chart (1 on Live, 3 on Run detail), in two fresh tabs in turn;
+    with points and to every chart (1 on Live, 3 on Run detail), in `--tabs` fresh tabs in turn;
   * compare of every big run (Runs & compare with ?compare=<ids>): until its first chart;
   * Runs page with all runs: until the table is drawn;
-  * the server process's peak resident memory (sampled every 0.2 s throughout).
+  * in-app switches (Live -> Runs & compare -> Run detail by the page links, no reload);
+  * the reference: the same browser opening a bare Streamlit page (benchmarks/scale_reference_app.py)
+    with one chart, or with the same runs table, in fresh tabs: what any Streamlit page costs here;
+  * a summary: each page's median, its goal, and its ratio to the bare page;
+  * the server process's peak resident memory (sampled every 0.2 s while the dashboard serves).
 Each tab is closed after its measurement: an open tab's fragments keep the server busy.
 Goals: <= 2 s, <= 3 s, <= 1 s, < 1 GB.
 """
@@ -32,10 +37,11 @@ import numpy as np  # noqa: E402
 import psutil  # noqa: E402
 from playwright.sync_api import Browser, Page, sync_playwright  # noqa: E402
 
-from dashboard import metric_cache  # noqa: E402
+from dashboard import groups, metric_cache, panels, runs_index  # noqa: E402
 from dashboard.serve import CHROMIUM, CHROMIUM_ARGS, start_server  # noqa: E402
 from training import run_store  # noqa: E402
 
+REFERENCE_APP = Path(__file__).resolve().parent / "scale_reference_app.py"
 CONFIG = {"lr": 0.005, "steps": 1000, "points": 128, "seed": 42}
 # Plotly charts holding points in one frame (Live's in-place charts are components: frames of their own).
 CHARTS_WITH_DATA = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
@@ -133,22 +139,27 @@ def costed(page: Page, url: str, n_charts: int | None, server: psutil.Process) -
     }
 
 
-def open_twice(browser: Browser, url: str, n_charts: int | None, server: psutil.Process, shot: Path | None = None):
-    """`costed` in two fresh tabs, one after the other, each closed after (an open tab's fragments keep
-    the server busy), the last one screenshot to `shot`; returns the two results as one line."""
-    out = []
-    for _ in range(2):
+def open_tabs(
+    browser: Browser, url: str, n_charts: int | None, server: psutil.Process, tabs: int, shot: Path | None = None
+) -> tuple[float, str]:
+    """`costed` in `tabs` fresh tabs, one after the other, each closed after (an open tab's fragments
+    keep the server busy), the last one screenshot to `shot`; returns the median seconds to every
+    chart (or the table) and a line with each tab's figures."""
+    out, times = [], []
+    for _ in range(tabs):
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         got = costed(page, url, n_charts, server)
+        times.append(got["all"])
         out.append(
-            f"{got['first']:.2f} s to the first {'chart' if n_charts else 'table'}"
-            + (f", {got['all']:.2f} s to {n_charts}" if (n_charts or 1) > 1 else "")
-            + f" (CPU: page {got['page_cpu']:.2f} s, server {got['server_cpu']:.2f} s)"
+            f"{got['first']:.2f}"
+            + (f"/{got['all']:.2f}" if (n_charts or 1) > 1 else "")
+            + f" s (CPU page {got['page_cpu']:.2f}, server {got['server_cpu']:.2f})"
         )
         if shot is not None:
             page.screenshot(path=str(shot))
         page.close()
-    return "; again ".join(out) + f"; load average {os.getloadavg()[0]:.1f}"
+    median = float(np.median(times))
+    return median, f"median {median:.2f} s; tabs: " + ", ".join(out) + f"; load average {os.getloadavg()[0]:.1f}"
 
 
 def navigate(browser: Browser, url: str, server: psutil.Process) -> str:
@@ -214,23 +225,64 @@ def write_runs(tmp: Path, records: int, n_big: int, n_small: int) -> list[Path]:
     return big
 
 
-def measure(browser: Browser, url: str, big: list[Path], records: int, shots: Path, server: psutil.Process) -> None:
-    """Runs page (starts the server's run watcher), the background cache build, then each page twice."""
-    first = open_twice(browser, f"{url}/runs", None, server)
+def measure(
+    browser: Browser, url: str, big: list[Path], records: int, shots: Path, server: psutil.Process, tabs: int
+) -> dict[str, float]:
+    """Runs page (starts the server's run watcher), the background cache build, then each page in
+    `tabs` fresh tabs; returns each page's median seconds."""
+    _, first = open_tabs(browser, f"{url}/runs", None, server, 2)
     t = time.perf_counter()
     while not all(cached(d) for d in big):
         time.sleep(0.5)
     print(f"Runs page, first opens: {first}", flush=True)
     print(f"Background cache build of {len(big)} runs: done {time.perf_counter() - t:.0f} s later", flush=True)
-    for label, path, run, charts in (("Live", "live", big[0], 1), ("Run detail", "detail", big[1], 3)):
-        got = open_twice(browser, f"{url}/{path}?run={run.name}", charts, server, shots / f"{path}.png")
-        print(f"{label} of a {records:,}-record run: {got}", flush=True)
+    medians = {}
     ids = ",".join(d.name for d in big)
-    got = open_twice(browser, f"{url}/runs?compare={ids}", 1, server, shots / "compare.png")
-    print(f"Compare {len(big)} runs: {got}", flush=True)
-    got = open_twice(browser, f"{url}/runs", None, server, shots / "runs.png")
-    print(f"Runs page with {len(list(big[0].parent.iterdir()))} runs: {got}", flush=True)
+    n_runs = len(list(big[0].parent.iterdir()))
+    for label, path, charts in (
+        (f"Live of a {records:,}-record run", f"live?run={big[0].name}", 1),
+        (f"Run detail of a {records:,}-record run (first chart/all 3)", f"detail?run={big[1].name}", 3),
+        (f"Compare {len(big)} runs", f"runs?compare={ids}", 1),
+        (f"Runs page with {n_runs} runs", "runs", None),
+    ):
+        shot = shots / f"{path.split('?')[0]}{'_compare' if 'compare' in path else ''}.png"
+        medians[label], got = open_tabs(browser, f"{url}/{path}", charts, server, tabs, shot)
+        print(f"{label}: {got}", flush=True)
     print(f"In-app switches: {navigate(browser, f'{url}/live?run={big[0].name}', server)}", flush=True)
+    return medians
+
+
+def reference(browser: Browser, tmp: Path, tabs: int) -> dict[str, float]:
+    """Median seconds of a fresh tab of a bare Streamlit page (benchmarks/scale_reference_app.py):
+    the runs table alone, and one chart alone."""
+    table = tmp / "runs_table.pkl"
+    runs = run_store.list_runs(tmp / "runs")
+    runs_index.frame(runs, panels.key_config, groups.short_id).drop(columns=["run_id", "search", "_group"]).to_pickle(
+        table
+    )
+    server = start_server(
+        tmp / "runs", tmp / "reference.log", env={"JAXDASH_REFERENCE_TABLE": str(table)}, app=REFERENCE_APP
+    )
+    try:
+        proc = psutil.Process(server.proc.pid)
+        open_tabs(browser, f"{server.url}/?show=table", None, proc, 1)  # the first open imports pandas etc.
+        out = {}
+        for what, charts in (("table", None), ("chart", 1)):
+            out[what], got = open_tabs(browser, f"{server.url}/?show={what}", charts, proc, tabs)
+            print(f"Reference, a bare Streamlit page with one {what}: {got}", flush=True)
+        return out
+    finally:
+        server.stop()
+
+
+def summary(ours: dict[str, float], ref: dict[str, float]) -> None:
+    """Each page's median against its goal and against the bare page it is built on."""
+    goals = {"Live": 2.0, "Run detail": 2.0, "Compare": 3.0, "Runs page": 1.0}
+    print("Summary (median of fresh tabs; reference: a bare Streamlit page with one chart or one table):")
+    for label, seconds in ours.items():
+        goal = next(v for k, v in goals.items() if label.startswith(k))
+        base = ref["table"] if label.startswith("Runs page") else ref["chart"]
+        print(f"  {label}: {seconds:.2f} s (goal {goal:.0f} s); {seconds / base:.2f}x the bare page's {base:.2f} s")
 
 
 def main() -> None:
@@ -238,6 +290,7 @@ def main() -> None:
     ap.add_argument("--records", type=int, default=1_000_000)
     ap.add_argument("--big", type=int, default=10)
     ap.add_argument("--small", type=int, default=1000)
+    ap.add_argument("--tabs", type=int, default=3, help="fresh tabs per page (the median is reported)")
     ap.add_argument("--keep", action="store_true", help="keep the runs root and screenshots (printed)")
     ap.add_argument(
         "--server-env",
@@ -259,7 +312,10 @@ def main() -> None:
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            measure(browser, server.url, big, args.records, tmp, psutil.Process(server.proc.pid))
+            ours = measure(browser, server.url, big, args.records, tmp, psutil.Process(server.proc.pid), args.tabs)
+            rss.stop.set()
+            server.stop()
+            summary(ours, reference(browser, tmp, args.tabs))
             browser.close()
     finally:
         rss.stop.set()

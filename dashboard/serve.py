@@ -44,8 +44,10 @@ class Server:
                 self.proc.kill()
 
 
-def start_server(runs_root: Path, log: Path, env: Mapping[str, str] | None = None, wait_s: float = 60.0) -> Server:
-    """`streamlit run dashboard/app.py` headless on a free port of 127.0.0.1, with JAXDASH_RUNS=runs_root.
+def start_server(
+    runs_root: Path, log: Path, env: Mapping[str, str] | None = None, wait_s: float = 60.0, app: Path = APP
+) -> Server:
+    """`streamlit run dashboard/app.py` (or `app`) headless on a free port of 127.0.0.1, with JAXDASH_RUNS=runs_root.
 
     Raises:
       RuntimeError: if the server exits or is not healthy within `wait_s`.
@@ -56,7 +58,7 @@ def start_server(runs_root: Path, log: Path, env: Mapping[str, str] | None = Non
         "-m",
         "streamlit",
         "run",
-        str(APP),
+        str(app),
         "--server.headless",
         "true",
         "--server.port",

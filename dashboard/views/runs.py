@@ -44,14 +44,13 @@ def table(df: pd.DataFrame, key: str, default: list[int]) -> list[int]:
         c: st.column_config.NumberColumn(c, format="percent" if c.endswith("acc") else "%.4g")
         for c in runs_index.metric_columns(df)
     }
-    hidden = ("run_id", "search", "_group")
+    hidden = ["run_id", "search", "_group"]  # dropped, not just hidden: 1,000 runs' search text is ~200 KB a page
     event = st.dataframe(
-        df,
+        df.drop(columns=hidden),
         key=key,
         hide_index=True,
         on_select="rerun",
         selection_mode="multi-row",
-        column_order=[c for c in df.columns if c not in hidden],
         selection_default={"selection": {"rows": default}},
         placeholder="—",
         column_config=COLUMN_CONFIG | metric_config,
