@@ -15,7 +15,7 @@ import streamlit as st
 
 from components import figures
 from components.widgets import status_badge
-from dashboard import artifacts, groups, panel_kinds, panels, pbt_panels, run_sections, state
+from dashboard import artifacts, groups, inplace_chart, panel_kinds, panels, pbt_panels, run_sections, state
 from dashboard.metric_table import MetricTable
 from training import run_store
 
@@ -144,6 +144,7 @@ def damaged(run: run_store.RunInfo) -> None:
 
 def page() -> None:
     """Pick a run, then show its summary, results, config and tracking links (refreshing while it trains)."""
+    inplace_chart.warm_up()  # first: plotly.js loads while the server runs the rest of the page
     st.title("Run detail")
     run = panels.pick_run(state.list_runs())
     if run is None:

@@ -10,7 +10,7 @@ import streamlit as st
 
 from components.colors import run_color
 from components.widgets import status_badge
-from dashboard import artifacts, group_panels, groups, launcher, panel_kinds, panels, state
+from dashboard import artifacts, group_panels, groups, inplace_chart, launcher, panel_kinds, panels, state
 from dashboard.metric_table import MetricTable
 from training import run_store
 
@@ -145,6 +145,7 @@ def group_panel(members: list[run_store.RunInfo], selected: str) -> None:
 
 def page() -> None:
     """Run picker, then the live panel of the run or its population (auto-refreshing only while active)."""
+    inplace_chart.warm_up()  # first: plotly.js loads while the server runs the rest of the page
     st.title("Live")
     runs = state.list_runs()
     run = panels.pick_run(runs)

@@ -7,7 +7,7 @@ import hashlib
 import pandas as pd
 import streamlit as st
 
-from dashboard import compare, groups, launcher, panels, run_notes, runs_index, state
+from dashboard import compare, groups, inplace_chart, launcher, panels, run_notes, runs_index, state
 from training import run_store
 
 COLUMN_CONFIG = {
@@ -197,6 +197,8 @@ def body() -> None:
     compare.draw(selected, display)
 
 
+if st.session_state.get("selected_ids") or st.query_params.get("compare"):
+    inplace_chart.warm_up()  # a comparison follows: plotly.js loads while the server runs the page
 st.title("Runs & compare")
 st.session_state["_runs_listed"] = listed = state.list_runs()
 any_active = any(state.is_active(r.status) for r in listed)
