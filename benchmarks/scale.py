@@ -37,6 +37,7 @@ import numpy as np  # noqa: E402
 import psutil  # noqa: E402
 from playwright.sync_api import Browser, Page, sync_playwright  # noqa: E402
 
+from benchmarks.scale_navigation import navigate  # noqa: E402
 from dashboard import groups, metric_cache, panels, runs_index  # noqa: E402
 from dashboard.serve import CHROMIUM, CHROMIUM_ARGS, start_server  # noqa: E402
 from training import run_store  # noqa: E402
@@ -162,28 +163,6 @@ def open_tabs(
     return median, f"median {median:.2f} s; tabs: " + ", ".join(out) + f"; load average {os.getloadavg()[0]:.1f}"
 
 
-def navigate(browser: Browser, url: str, server: psutil.Process) -> str:
-    """In-app switches, as a user moves between pages of an open dashboard (no reload, so no ~1 s of
-    Streamlit's own JavaScript start-up): from Live (of `url`'s run) to Runs & compare until its
-    table is drawn, then to Run detail until its first chart. Each twice; one line."""
-    out = []
-    for _ in range(2):
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        timed(page, url, 1)
-        for link, n_charts in (("Runs & compare", None), ("Run detail", 1)):
-            t0, cpu = time.perf_counter(), sum(server.cpu_times()[:2])
-            page.get_by_role("link", name=link).click()
-            while (page.evaluate(TABLE_DRAWN) if n_charts is None else charts_drawn(page)) < 1:
-                if time.perf_counter() - t0 > 60:
-                    raise TimeoutError(f"{link}: not drawn within 60 s")
-                time.sleep(0.05)
-            out.append(
-                f"{link} {time.perf_counter() - t0:.2f} s (server CPU {sum(server.cpu_times()[:2]) - cpu:.2f} s)"
-            )
-        page.close()
-    return ", ".join(out) + f"; load average {os.getloadavg()[0]:.1f}"
-
-
 class PeakRss(threading.Thread):
     """The peak resident memory of a process, sampled in the background."""
 
@@ -248,7 +227,7 @@ def measure(
         shot = shots / f"{path.split('?')[0]}{'_compare' if 'compare' in path else ''}.png"
         medians[label], got = open_tabs(browser, f"{url}/{path}", charts, server, tabs, shot)
         print(f"{label}: {got}", flush=True)
-    print(f"In-app switches: {navigate(browser, f'{url}/live?run={big[0].name}', server)}", flush=True)
+    print(f"In-app switches: {navigate(browser, url, big[0].name, ids, server, tabs)}", flush=True)
     return medians
 
 

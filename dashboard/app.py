@@ -1,4 +1,5 @@
-"""Entry point: `streamlit run dashboard/app.py`. Declares the pages and the shared frame."""
+"""The app script: declares the pages and the shared frame. Served by dashboard/server_app.py
+(`streamlit run dashboard/server_app.py`), which adds the streamed CSV route."""
 
 from __future__ import annotations
 

@@ -12,7 +12,8 @@ cell empty. Columns are in the order the file first names them.
 from __future__ import annotations
 
 import csv
-import tempfile
+import io
+from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
@@ -48,8 +49,8 @@ def _uncached(run_dir: Path) -> list[pa.Table]:
         offset = end
 
 
-def write_csv(run_dir: Path, out: Path) -> int:
-    """Every record of run_dir/metrics.jsonl as CSV into the file `out`; returns the rows written.
+def _chunks(run_dir: Path) -> Iterator[tuple[bytes, int]]:
+    """Every record of run_dir/metrics.jsonl as CSV: (the header, 0), then (one part's rows, their count).
 
     Memory: one cached part at a time. A folder without a usable cache is parsed into a list of
     per-piece Arrow tables instead (columnar, a tenth of the records' size as Python objects).
@@ -60,28 +61,39 @@ def write_csv(run_dir: Path, out: Path) -> int:
     cached = bool(parts) or size == 0
     tables = [] if cached else _uncached(run_dir)
     columns = _columns(run_dir, parts) if cached else list(dict.fromkeys(c for t in tables for c in t.column_names))
+    header = io.StringIO()
+    csv.writer(header).writerow(columns)  # the header as Python's csv writes it: quoted only where needed
+    yield header.getvalue().encode(), 0
+    if not columns:
+        return
+    options = pcsv.WriteOptions(include_header=False, quoting_style="needed")
+    for item in parts if cached else tables:
+        table = metric_cache.read_part(run_dir, item) if cached else item
+        chunk = pa.BufferOutputStream()
+        pcsv.write_csv(_conform(table, columns), chunk, write_options=options)
+        yield chunk.getvalue().to_pybytes(), table.num_rows
+
+
+def iter_csv(run_dir: Path) -> Iterator[bytes]:
+    """The CSV in chunks (the header, then one cached part's rows each): what the download route streams."""
+    return (chunk for chunk, _ in _chunks(Path(run_dir)))
+
+
+def write_csv(run_dir: Path, out: Path) -> int:
+    """Every record of run_dir/metrics.jsonl as CSV into the file `out`; returns the rows written."""
     rows = 0
-    with open(out, "w", newline="") as f:
-        csv.writer(f).writerow(columns)  # the header as Python's csv writes it: quoted only where needed
-        f.flush()
-        if not columns:
-            return 0
-        options = pcsv.WriteOptions(include_header=False, quoting_style="needed")
-        with pcsv.CSVWriter(f.buffer, pa.schema([(c, pa.float64()) for c in columns]), write_options=options) as w:
-            for item in parts if cached else tables:
-                table = metric_cache.read_part(run_dir, item) if cached else item
-                w.write_table(_conform(table, columns))
-                rows += table.num_rows
+    with open(out, "wb") as f:
+        for chunk, n in _chunks(Path(run_dir)):
+            f.write(chunk)
+            rows += n
     return rows
 
 
 def metrics_csv(run_dir: Path) -> bytes:
-    """Every record as CSV bytes, for a download button's deferred data.
+    """Every record as CSV bytes, for a download button's deferred data (when the app is served
+    without dashboard/server_app.py's streaming route).
 
     Streamlit (1.67) keeps what a download button serves in its in-memory media store, so the
     finished CSV is held once; the table it is made from never is.
     """
-    with tempfile.TemporaryDirectory(prefix="jaxdash-csv-") as tmp:
-        path = Path(tmp) / "metrics.csv"
-        write_csv(Path(run_dir), path)
-        return path.read_bytes()
+    return b"".join(iter_csv(Path(run_dir)))

@@ -20,7 +20,7 @@ import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from components import figures
-from dashboard import launcher, state
+from dashboard import csv_route, launcher, state
 from dashboard.inplace_chart import inplace_chart
 from dashboard.metric_table import MetricTable
 from training import run_store
@@ -190,6 +190,22 @@ def progress(status: dict[str, Any], slot: Any = None) -> None:
     if status.get("state") == "finished":
         frac = 1.0
     (slot or st).progress(frac, text=figures.progress_text(status))
+
+
+def csv_download(run: run_store.RunInfo, where: Any = None) -> None:
+    """The run's "Metrics CSV": a link to the streamed CSV route (dashboard/server_app.py) when it
+    is served, else a download button whose file is built when clicked."""
+    if csv_route.ROUTE_ON:
+        (where or st).link_button("Metrics CSV", csv_route.path(run.run_id), icon=":material/download:")
+        return
+    (where or st).download_button(
+        "Metrics CSV",
+        state.metrics_csv(run.path),
+        file_name=f"{run.run_id}.csv",
+        mime="text/csv",
+        icon=":material/download:",
+        on_click="ignore",
+    )
 
 
 def resume_control(run_dir: Path, status: dict[str, Any], key: str, label: str = "Resume") -> None:

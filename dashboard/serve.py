@@ -14,7 +14,7 @@ from pathlib import Path
 from dashboard.launcher import REPO_ROOT
 from dashboard.tensorboard_server import free_port
 
-APP = REPO_ROOT / "dashboard" / "app.py"
+APP = REPO_ROOT / "dashboard" / "server_app.py"  # the pages (app.py) and the streamed CSV route
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -47,7 +47,7 @@ class Server:
 def start_server(
     runs_root: Path, log: Path, env: Mapping[str, str] | None = None, wait_s: float = 60.0, app: Path = APP
 ) -> Server:
-    """`streamlit run dashboard/app.py` (or `app`) headless on a free port of 127.0.0.1, with JAXDASH_RUNS=runs_root.
+    """`streamlit run dashboard/server_app.py` (or `app`) headless on a free port of 127.0.0.1, with JAXDASH_RUNS=runs_root.
 
     Raises:
       RuntimeError: if the server exits or is not healthy within `wait_s`.

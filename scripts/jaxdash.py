@@ -3,7 +3,7 @@
     jaxdash --runs ./runs [--port 8501] [--address 127.0.0.1] [streamlit options ...]
     jaxdash-train regression --steps 50               # the same as `python -m training ...`
 
-`jaxdash` execs `streamlit run <installed dashboard/app.py>` with $JAXDASH_RUNS set to the runs
+`jaxdash` execs `streamlit run <installed dashboard/server_app.py>` (the pages and the CSV route) with $JAXDASH_RUNS set to the runs
 folder (made absolute: the page starts training processes from the installed package's folder).
 The current directory goes on PYTHONPATH and relative `path/file.py:Class` specs in $JAXDASH_TASKS
 are made absolute, so the page finds your tasks as `python -m training` does from here.
@@ -22,11 +22,11 @@ LOOPBACK = ("127.", "localhost", "::1")
 
 
 def app_path() -> Path:
-    """dashboard/app.py of the `dashboard` package Python imports (installed or the checkout)."""
+    """dashboard/server_app.py of the `dashboard` package Python imports (installed or the checkout)."""
     spec = importlib.util.find_spec("dashboard")  # finds it without importing Streamlit
     if spec is None or spec.origin is None:
         raise SystemExit("jaxdash: the dashboard package is not installed (pip install jax-dashboard)")
-    return Path(spec.origin).parent / "app.py"
+    return Path(spec.origin).parent / "server_app.py"
 
 
 def parser() -> argparse.ArgumentParser:

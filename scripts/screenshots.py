@@ -2,7 +2,7 @@
 
   .venv/bin/python scripts/screenshots.py [--out test-artifacts/screenshots] [--docs]
 
-Starts `streamlit run dashboard/app.py` on a fresh runs root, then in the browser: fills a
+Starts `streamlit run dashboard/server_app.py` on a fresh runs root, then in the browser: fills a
 population on New run, starts a regression population and two Fashion-MNIST runs, and
 captures Live (population, MNIST while it trains), Runs & compare (two runs overlaid) and Run
 detail (confusion matrix). With --docs the best ones also go to docs/ for the README.

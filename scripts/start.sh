@@ -32,7 +32,7 @@ EOF
   ;;
 esac
 
-cmd=(.venv/bin/streamlit run dashboard/app.py --server.headless "${HEADLESS:-false}"
+cmd=(.venv/bin/streamlit run dashboard/server_app.py --server.headless "${HEADLESS:-false}"
   --server.address "$address" --server.enableXsrfProtection true
   --browser.gatherUsageStats false ${args[@]+"${args[@]}"})
 if [ -n "${JAXDASH_START_DRY_RUN:-}" ]; then  # the tests: print the command instead of running it

@@ -197,7 +197,7 @@ def test_jaxdash_runs_streamlit_on_the_app_with_an_absolute_runs_root(tmp_path, 
     monkeypatch.setenv("JAXDASH_TASKS", "examples/sine.py:SineTask, mypkg.tasks:MyTask")
     monkeypatch.delenv("JAXDASH_ADDRESS", raising=False)
     cmd, env = _jaxdash_module().command(["--runs", "myruns", "--port", "8600", "--server.headless", "true"])
-    assert cmd[1:4] == ["-m", "streamlit", "run"] and Path(cmd[4]) == ROOT / "dashboard" / "app.py"
+    assert cmd[1:4] == ["-m", "streamlit", "run"] and Path(cmd[4]) == ROOT / "dashboard" / "server_app.py"
     assert cmd[cmd.index("--server.address") + 1] == "127.0.0.1", "loopback unless asked"
     assert cmd[cmd.index("--server.port") + 1] == "8600" and cmd[-2:] == ["--server.headless", "true"]
     assert env["JAXDASH_RUNS"] == str(tmp_path / "myruns"), "the page starts runs from the package's folder"
@@ -222,6 +222,7 @@ def test_wheel_installs_console_scripts_that_train_and_serve(tmp_path):
     assert {
         "jaxdash.py",
         "dashboard/app.py",
+        "dashboard/server_app.py",
         "dashboard/views/launch.py",
         "training/tasks/base.py",
         "training/writers/base.py",

@@ -19,6 +19,7 @@ from dashboard import tensorboard_server
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "dashboard" / "app.py")
+SERVED = str(ROOT / "dashboard" / "server_app.py")  # what scripts/start.sh serves: the pages plus the CSV route
 WARNING = "anyone who can reach it can start, stop and delete"
 
 
@@ -52,7 +53,7 @@ def test_start_script_binds_loopback_unless_told_and_warns_when_told() -> None:
 def test_a_real_server_started_from_the_repository_listens_on_loopback_only(tmp_path: Path) -> None:
     """`streamlit run` from the repository root with no address flag: the project config decides."""
     port = tensorboard_server.free_port()
-    cmd = [sys.executable, "-m", "streamlit", "run", APP, "--server.headless", "true", "--server.port", str(port)]
+    cmd = [sys.executable, "-m", "streamlit", "run", SERVED, "--server.headless", "true", "--server.port", str(port)]
     env = {**os.environ, "JAXDASH_RUNS": str(tmp_path / "runs"), "JAXDASH_WARM_WORKER": "0"}
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

@@ -114,14 +114,7 @@ def summary(run: run_store.RunInfo, was_active: bool) -> None:
     with head[1]:
         panels.progress(status)
     with head[2]:
-        st.download_button(
-            "Metrics CSV",
-            state.metrics_csv(run.path),
-            file_name=f"{run.run_id}.csv",
-            mime="text/csv",
-            icon=":material/download:",
-            on_click="ignore",
-        )
+        panels.csv_download(run)
     with head[3]:
         panels.resume_control(run.path, status, "detail_resume")
     panels.problem_message(status)

@@ -128,14 +128,7 @@ def actions(selected: list[run_store.RunInfo], runs: list[run_store.RunInfo], ta
         if row.button("Open live", icon=":material/monitoring:"):
             state.remember_run(run.run_id)
             st.switch_page("views/live.py", query_params={"run": run.run_id})
-        row.download_button(
-            "Metrics CSV",
-            state.metrics_csv(run.path),
-            file_name=f"{run.run_id}.csv",
-            mime="text/csv",
-            icon=":material/download:",
-            on_click="ignore",
-        )
+        panels.csv_download(run, row)
     active = [r for r in selected if state.is_active(r.status)]
     if active and row.button(f"Stop ({len(active)})", icon=":material/stop:"):
         signalled = sum(launcher.stop(r.path) for r in active)

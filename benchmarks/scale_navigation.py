@@ -1,0 +1,63 @@
+"""In-app page switches for benchmarks/scale.py: a user moving between the pages of an open dashboard.
+
+A click on a page link reruns the app in the same tab: no reload, so none of the ~1 s a fresh tab
+spends starting Streamlit's own JavaScript. Each switch is timed from the click until the new
+page's title and its charts (or table) are drawn, counting only elements of the new run: the old
+page's are marked stale (data-stale="true") until the new run replaces or removes them.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+import psutil
+from playwright.sync_api import Browser, Page
+
+FRESH = "!el.closest('[data-stale=\"true\"]')"
+CHARTS_JS = f"""() => Array.from(document.querySelectorAll('.js-plotly-plot')).filter(el => {FRESH})
+  .filter(p => (p._fullData || []).some(t => (t._length || (t.x && t.x.length) || 0) > 0)).length"""
+TABLE_JS = f"() => Array.from(document.querySelectorAll('[data-testid=stDataFrame] canvas')).some(el => {FRESH})"
+TITLE_JS = f"(t) => Array.from(document.querySelectorAll('h1')).some(el => el.innerText.trim() === t && {FRESH})"
+
+
+def drawn(page: Page, title: str, charts: int, table: bool) -> bool:
+    """Whether the page titled `title` shows `charts` charts with points (and its runs table)."""
+    return (
+        page.evaluate(TITLE_JS, title) and page.evaluate(CHARTS_JS) >= charts and (not table or page.evaluate(TABLE_JS))
+    )
+
+
+def switch(page: Page, link: str, charts: int, table: bool, timeout_s: float = 60) -> float:
+    """Click the page link `link`; seconds until that page is drawn."""
+    t0 = time.perf_counter()
+    page.get_by_role("link", name=link).click()
+    while not drawn(page, link, charts, table):
+        if time.perf_counter() - t0 > timeout_s:
+            raise TimeoutError(f"{link}: not drawn within {timeout_s:.0f} s")
+        time.sleep(0.02)
+    return time.perf_counter() - t0
+
+
+def navigate(browser: Browser, url: str, run: str, compare_ids: str, server: psutil.Process, rounds: int) -> str:
+    """`rounds` times: open Live of `run`, then switch to Runs & compare (table), Run detail (3 charts)
+    and Live (1 chart); open the comparison of `compare_ids`, switch to Live and back to Runs &
+    compare (the selection is kept: table and comparison). One line of medians, and server CPU."""
+    times: dict[str, list[float]] = {"Runs & compare": [], "Run detail": [], "Live": [], "compare": []}
+    cpu0 = sum(server.cpu_times()[:2])
+    for _ in range(rounds):
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(f"{url}/live?run={run}")
+        page.wait_for_function(CHARTS_JS, timeout=60_000)
+        for link, charts, table in (("Runs & compare", 0, True), ("Run detail", 3, False), ("Live", 1, False)):
+            times[link].append(switch(page, link, charts, table))
+        page.goto(f"{url}/runs?compare={compare_ids}")
+        page.wait_for_function(CHARTS_JS, timeout=60_000)
+        switch(page, "Live", 1, False)
+        times["compare"].append(switch(page, "Runs & compare", 1, True))
+        page.close()
+    cpu = (sum(server.cpu_times()[:2]) - cpu0) / rounds
+    names = {"compare": "back to the comparison"}
+    parts = [f"{names.get(k, k)} median {np.median(v):.2f} s (max {max(v):.2f})" for k, v in times.items()]
+    return ", ".join(parts) + (f"; server CPU {cpu:.2f} s a round; load average {os.getloadavg()[0]:.1f}")

@@ -1,0 +1,57 @@
+"""What `streamlit run` serves: the dashboard's pages (dashboard/app.py) plus an HTTP route that
+Streamlit has no element for, a run's metrics as a streamed CSV download.
+
+A download button holds its whole file in the server's memory (66 MB of CSV for a run of a
+million records). GET <base>/api/runs/<run id>/metrics.csv instead sends the CSV as it is written,
+one cached part (~4 MB of records) at a time (dashboard/metric_csv.py): the server never holds
+more than a part, however long the run. The pages link to it when this module is what is served
+(`ROUTE_ON`); served as plain dashboard/app.py (AppTest, an old start command), they offer the
+download button instead.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+# `streamlit run` puts dashboard/ on sys.path, not the repository root that holds the packages.
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import streamlit as st  # noqa: E402
+from starlette.requests import Request  # noqa: E402
+from starlette.responses import PlainTextResponse, Response, StreamingResponse  # noqa: E402
+from starlette.routing import Route  # noqa: E402
+
+from dashboard import csv_route, launcher, metric_csv  # noqa: E402
+
+RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # a run folder's name: never a path
+
+
+def run_folder(run_id: str) -> Path | None:
+    """The folder of run `run_id` directly under the runs root, or None (unknown, or not a plain name)."""
+    if not RUN_ID.fullmatch(run_id):
+        return None
+    folder = launcher.runs_root() / run_id
+    return folder if folder.is_dir() and not folder.is_symlink() else None
+
+
+def metrics_csv(request: Request) -> Response:
+    """Every record of the run's metrics.jsonl as CSV, streamed as it is written."""
+    run_id = request.path_params["run_id"]
+    folder = run_folder(run_id)
+    if folder is None:
+        return PlainTextResponse(f"No run {run_id!r} under {launcher.runs_root()}.", status_code=404)
+    if not (folder / "metrics.jsonl").exists():
+        return PlainTextResponse(f"Run {run_id!r} has logged no metrics yet (no metrics.jsonl).", status_code=404)
+    return StreamingResponse(
+        metric_csv.iter_csv(folder),  # a plain iterator: Starlette runs it in a worker thread
+        media_type="text/csv",
+        headers={"Content-Disposition": f'attachment; filename="{run_id}.csv"'},
+    )
+
+
+csv_route.ROUTE_ON = True
+app = st.App(Path(__file__).parent / "app.py", routes=[Route(csv_route.route(), metrics_csv)])
