@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import re
 import urllib.parse
+from pathlib import Path
 
 from streamlit import config
 
+from dashboard import launcher
+
 ROUTE_ON = False  # set by dashboard/server_app.py, the module `streamlit run` serves
+RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # a run folder's name: never a path
 
 
 def _base() -> str:
@@ -22,3 +27,11 @@ def route() -> str:
 def path(run_id: str) -> str:
     """The URL path of run `run_id`'s CSV."""
     return f"{_base()}/api/runs/{urllib.parse.quote(run_id, safe='')}/metrics.csv"
+
+
+def run_folder(run_id: str) -> Path | None:
+    """The folder of run `run_id` directly under the runs root, or None (unknown, or not a plain name)."""
+    if not RUN_ID.fullmatch(run_id):
+        return None
+    folder = launcher.runs_root() / run_id
+    return folder if folder.is_dir() and not folder.is_symlink() else None

@@ -11,7 +11,6 @@ download button instead.
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 
@@ -27,21 +26,11 @@ from starlette.routing import Route  # noqa: E402
 
 from dashboard import csv_route, launcher, metric_csv  # noqa: E402
 
-RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # a run folder's name: never a path
-
-
-def run_folder(run_id: str) -> Path | None:
-    """The folder of run `run_id` directly under the runs root, or None (unknown, or not a plain name)."""
-    if not RUN_ID.fullmatch(run_id):
-        return None
-    folder = launcher.runs_root() / run_id
-    return folder if folder.is_dir() and not folder.is_symlink() else None
-
 
 def metrics_csv(request: Request) -> Response:
     """Every record of the run's metrics.jsonl as CSV, streamed as it is written."""
     run_id = request.path_params["run_id"]
-    folder = run_folder(run_id)
+    folder = csv_route.run_folder(run_id)
     if folder is None:
         return PlainTextResponse(f"No run {run_id!r} under {launcher.runs_root()}.", status_code=404)
     if not (folder / "metrics.jsonl").exists():
