@@ -3,11 +3,12 @@
 One metrics file of 1,000,000 records (benchmarks/scale.py's, written in seconds) copied into a
 few finished runs. The server's background builder caches them with no page on them; then Live,
 Run detail and compare open in fresh tabs (the better of two). The issue's targets are 2 s (Live,
-Run detail, to the first chart), 3 s (compare) and 1 GB. Wall-time bounds here are 3x the target
-for Live and 5x for Run detail and compare, whose charts alone cost Chromium 2.5-3.5 s of CPU on
-this project's 2-core machines (benchmarks/scale.py prints it); each failure message carries the
-load average to judge it by. The server's CPU time per open is bounded too: it hardly moves with
-load, and a page that parsed the run instead of reading its cache would spend seconds more.
+Run detail, to the first chart), 3 s (compare) and 1 GB; benchmarks/scale.py measures them (fresh
+tabs and in-app switches, against a bare Streamlit page). Wall-time bounds here are 3x the target
+for Live and 5x for Run detail and compare: loose guards for a loaded CI machine, where a fresh tab
+of a bare Streamlit page with one chart already takes 2.1-2.6 s here; each failure message carries
+the load average to judge it by. The server's CPU time per open is bounded too: it hardly moves
+with load, and a page that parsed the run instead of reading its cache would spend seconds more.
 """
 
 from __future__ import annotations
