@@ -60,9 +60,19 @@ export default async function (component) {
   if (div.__spec === data.spec && div.__config === data.config) return;  // the same figure: nothing to do
   div.__spec = data.spec; div.__config = data.config;
   const fig = JSON.parse(data.spec);
-  if ((fig.data || []).some((t) => !BASIC.has(t.type || "scatter"))) await load(data.full);
   const layout = fig.layout || {};
-  div.style.height = (layout.height || 450) + "px";
+  div.style.height = (layout.height || 450) + "px";  // its room in the page, drawn or not yet
+  if (data.lazy && !div.__inView) {  // drawn once it is (nearly) in view
+    div.__inView = new Promise((ok) => {
+      const seen = new IntersectionObserver((entries) => {
+        if (entries.some((e) => e.isIntersecting)) { seen.disconnect(); ok(); }
+      }, {rootMargin: "200px 0px"});
+      seen.observe(div);
+    });
+  }
+  if (div.__inView) await div.__inView;
+  if (div.__spec !== data.spec) return;  // a newer figure came while this one waited: it draws
+  if ((fig.data || []).some((t) => !BASIC.has(t.type || "scatter"))) await load(data.full);
   Plotly.react(div, fig.data || [], layout, Object.assign({responsive: true}, JSON.parse(data.config)));
 }
 """
@@ -94,10 +104,14 @@ def _urls() -> dict[str, str]:
     return {"basic": _asset_url("plotly-basic.min.js"), "full": _asset_url("plotly.min.js")}
 
 
-def inplace_chart(fig: Any, key: str, config: dict[str, Any] | None = None) -> None:
-    """Draw `fig` (a plotly figure) under `key`; later calls with the same key update it in place."""
+def inplace_chart(fig: Any, key: str, config: dict[str, Any] | None = None, lazy: bool = False) -> None:
+    """Draw `fig` (a plotly figure) under `key`; later calls with the same key update it in place.
+
+    lazy: the browser draws it only once it scrolls into view (as W&B
+    draws its panels): a chart below the fold costs a fresh tab nothing until the user scrolls.
+    """
     spec = plotly.io.to_json(fig, validate=False)
-    _chart(key=key, data={"spec": spec, "config": json.dumps(config or {}), **_urls()})
+    _chart(key=key, data={"spec": spec, "config": json.dumps(config or {}), "lazy": lazy, **_urls()})
 
 
 def warm_up() -> None:

@@ -94,15 +94,15 @@ def _field_infos(task: str) -> dict[str, Any]:
     return {}
 
 
-def chart(fig: Any, key: str) -> None:
-    """A plotly chart with a stable key, so a refresh updates it in place.
+def chart(fig: Any, key: str, lazy: bool = False) -> None:
+    """A plotly chart with a stable key, so a refresh updates it in place (lazy: drawn when scrolled near).
 
     Drawn by dashboard/inplace_chart.py (plotly.js's basic bundle, loaded once per page): a page of
     charts starts ~0.75 s of browser CPU sooner than with st.plotly_chart's full-bundle chunk.
     $JAXDASH_INPLACE_CHARTS=0 draws st.plotly_chart instead (to compare).
     """
     if os.environ.get("JAXDASH_INPLACE_CHARTS", "1") != "0":
-        inplace_chart(fig, key, PLOT_CONFIG)
+        inplace_chart(fig, key, PLOT_CONFIG, lazy=lazy)
     else:
         st.plotly_chart(fig, key=key, config=PLOT_CONFIG, theme=None)
 

@@ -59,7 +59,7 @@ def metric_grids(run: run_store.RunInfo, records: MetricTable, key: str) -> None
         fig.update_layout(showlegend=False)
         if title == "system":
             st.caption("System: the training process's CPU (100 = one core), resident memory and accelerator memory.")
-        chart(fig, f"{key}_{title}")
+        chart(fig, f"{key}_{title}", lazy=True)  # below the run's own panels: drawn when scrolled near
     if not system:
         st.caption("No system metrics (sys/*) in this run: runs from before they were logged have none.")
 

@@ -96,10 +96,34 @@ def test_run_page_shows_its_output_and_system_metrics_while_running(server: tupl
             with open(d / "process.log", "a") as f:
                 f.write("a line written later\n")
             page.get_by_text("a line written later").wait_for(timeout=15_000)  # refreshed, no reload
+            page.locator(".jaxdash-chart").last.scroll_into_view_if_needed()  # the grids draw once in view
             page.wait_for_function(
                 f"{TRACES_JS}.some(c => c.length > 0) && document.body.innerText.includes('sys/rss_mb')", timeout=30_000
             )
             page.screenshot(path=str(ARTIFACTS / "detail_sys_log.png"), full_page=True)
             run_store.write_status(d, state="finished", ended=time.time())
+        finally:
+            browser.close()
+
+
+def test_run_detail_draws_its_metric_grids_when_they_scroll_into_view(server: tuple[Server, Path]) -> None:
+    """Below the run's own panels, the all-metrics grids cost a fresh tab nothing until scrolled to."""
+    srv, runs = server
+    d = fake_run(runs, "regression", "finished", name="lazy")
+    recs = [{"step": 600 + i, "wall": 60.0 + i, "ts": time.time(), "sys/rss_mb": 512.0 + i} for i in range(3)]
+    run_store.append_metrics(d, recs)
+    points = "Array.from(document.querySelectorAll('.jaxdash-chart')).map(g => (g._fullData || []).length)"
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 700})
+        try:
+            page.goto(f"{srv.url}/detail?run={d.name}")
+            page.wait_for_function(
+                f"(() => {{ const c = {points}; return c.length >= 3 && c[0] > 0; }})()", timeout=60_000
+            )
+            time.sleep(1.0)
+            assert page.evaluate(points)[-1] == 0, "the system grid, a screen below, was drawn without being seen"
+            page.locator(".jaxdash-chart").last.scroll_into_view_if_needed()
+            page.wait_for_function(f"{points}.every(n => n > 0)", timeout=15_000)
         finally:
             browser.close()
