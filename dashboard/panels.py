@@ -6,13 +6,11 @@ and draws; nothing here writes to the run directory.
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import functools
 import logging
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -94,14 +92,18 @@ def _field_infos(task: str) -> dict[str, Any]:
     return {}
 
 
+def _inplace() -> bool:
+    """Whether charts are in-place components ($JAXDASH_INPLACE_CHARTS=0: st.plotly_chart, to compare)."""
+    return os.environ.get("JAXDASH_INPLACE_CHARTS", "1") != "0"
+
+
 def chart(fig: Any, key: str, lazy: bool = False) -> None:
     """A plotly chart with a stable key, so a refresh updates it in place (lazy: drawn when scrolled near).
 
     Drawn by dashboard/inplace_chart.py (plotly.js's basic bundle, loaded once per page): a page of
     charts starts ~0.75 s of browser CPU sooner than with st.plotly_chart's full-bundle chunk.
-    $JAXDASH_INPLACE_CHARTS=0 draws st.plotly_chart instead (to compare).
     """
-    if os.environ.get("JAXDASH_INPLACE_CHARTS", "1") != "0":
+    if _inplace():
         inplace_chart(fig, key, PLOT_CONFIG, lazy=lazy)
     else:
         st.plotly_chart(fig, key=key, config=PLOT_CONFIG, theme=None)
@@ -111,8 +113,8 @@ def chart(fig: Any, key: str, lazy: bool = False) -> None:
 # changed: redrawn from scratch, which on a busy machine costs the page hundreds of milliseconds.
 # So a live chart is rebuilt only when what it shows changed, and (as an st.plotly_chart) during
 # the page's timed refreshes at most every CHART_EVERY_S; otherwise the same figure is sent again
-# (same id: no remount). Inside `in_place()` (the Live page) charts update in place instead
-# (dashboard/inplace_chart.py): no remount at all, so no throttle either.
+# (same id: no remount). In-place charts (dashboard/inplace_chart.py, the default) are never
+# remounted, so they have no throttle.
 CHART_EVERY_S = 1.0
 LIVE_PANEL_KEY = "live_panel"  # the container of a Live page's refreshing panel (CSS class st-key-live_panel)
 # Streamlit fades an element to a third of its opacity while a rerun has not sent it again yet. The
@@ -124,20 +126,6 @@ LIVE_PANEL_CSS = f"""<style>
   opacity: 1 !important; transition: none !important;
 }}
 </style>"""
-_IN_PLACE: contextvars.ContextVar[bool] = contextvars.ContextVar("in_place_charts", default=False)
-
-
-@contextlib.contextmanager
-def in_place() -> Iterator[None]:
-    """Live charts drawn in this block update in place (a keyed component calling Plotly.react).
-
-    $JAXDASH_INPLACE_CHARTS=0 keeps st.plotly_chart (to compare, or where components are unwanted).
-    """
-    token = _IN_PLACE.set(os.environ.get("JAXDASH_INPLACE_CHARTS", "1") != "0")
-    try:
-        yield
-    finally:
-        _IN_PLACE.reset(token)
 
 
 def _auto_refresh() -> bool:
@@ -152,7 +140,7 @@ def live_chart(key: str, version: Any, build: Callable[[], Any]) -> None:
     As an st.plotly_chart, in a timed refresh a chart that already shows data is rebuilt at most
     every CHART_EVERY_S; a chart without data is rebuilt at once, so the first point shows at once.
     """
-    inplace = _IN_PLACE.get()
+    inplace = _inplace()
     cache = st.session_state.setdefault("_live_charts", {})
     old = cache.get(key)
     now = time.monotonic()
@@ -161,10 +149,7 @@ def live_chart(key: str, version: Any, build: Callable[[], Any]) -> None:
         fig = build()
         has_data = any(getattr(t, "x", None) is not None and len(t.x) for t in fig.data)
         cache[key] = old = (version, fig, now, has_data)
-    if inplace:
-        inplace_chart(old[1], key, PLOT_CONFIG)
-    else:
-        chart(old[1], key)
+    chart(old[1], key)
 
 
 def last_value(records: MetricTable, tag: str) -> float | None:

@@ -165,13 +165,13 @@ def page() -> None:
         active = any(state.is_active(m.status) for m in members)
         interval = state.LIVE_REFRESH_S if active else None
         with st.container(key=panels.LIVE_PANEL_KEY):
-            st.fragment(panels.guarded(panels.in_place()(group_panel)), run_every=interval)(members, run.run_id)
+            st.fragment(panels.guarded(group_panel), run_every=interval)(members, run.run_id)
         return
     st.caption(" · ".join(x for x in (run.task, panels.key_config(run.task, run.config)) if x))
     active = state.is_active(run.status)
     interval = state.LIVE_REFRESH_S if active else None
     with st.container(key=panels.LIVE_PANEL_KEY):
-        st.fragment(panels.guarded(panels.in_place()(live_panel)), run_every=interval)(run.path, run.task)
+        st.fragment(panels.guarded(live_panel), run_every=interval)(run.path, run.task)
 
 
 page()
