@@ -6,27 +6,20 @@ import re
 import urllib.parse
 from pathlib import Path
 
-from streamlit import config
-
-from dashboard import launcher
+from dashboard import launcher, url_paths
 
 ROUTE_ON = False  # set by dashboard/server_app.py, the module `streamlit run` serves
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # a run folder's name: never a path
 
 
-def _base() -> str:
-    base = (config.get_option("server.baseUrlPath") or "").strip("/")
-    return f"/{base}" if base else ""
-
-
 def route() -> str:
     """The route's template (Starlette's), under the server's base URL path."""
-    return f"{_base()}/api/runs/{{run_id}}/metrics.csv"
+    return url_paths.under_base("api", "runs", "{run_id}", "metrics.csv")
 
 
 def path(run_id: str) -> str:
     """The URL path of run `run_id`'s CSV."""
-    return f"{_base()}/api/runs/{urllib.parse.quote(run_id, safe='')}/metrics.csv"
+    return url_paths.under_base("api", "runs", urllib.parse.quote(run_id, safe=""), "metrics.csv")
 
 
 def run_folder(run_id: str) -> Path | None:

@@ -31,7 +31,8 @@ import plotly
 import plotly.io
 import streamlit as st
 import streamlit.components.v1 as components
-from streamlit import config
+
+from dashboard import url_paths
 
 VENDOR = Path(__file__).resolve().parent / "vendor"
 
@@ -86,7 +87,7 @@ def _asset_dir() -> Path:
     shutil.copyfile(full, folder / "plotly.min.js")
     basic = VENDOR / "plotly-basic.min.js"
     shutil.copyfile(basic if basic.exists() else full, folder / "plotly-basic.min.js")
-    (folder / "index.html").write_text("<!doctype html><title>plotly.js for the Live page's charts</title>")
+    (folder / "index.html").write_text("<!doctype html><title>plotly.js for the dashboard's charts</title>")
     return folder
 
 
@@ -96,8 +97,7 @@ _chart = st.components.v2.component("jaxdash_inplace_chart", js=CHART_JS, isolat
 
 def _asset_url(name: str) -> str:
     """The page-relative URL of one of the asset folder's files (Streamlit's component route)."""
-    base = (config.get_option("server.baseUrlPath") or "").strip("/")
-    return "/" + "/".join([*([base] if base else []), "component", _assets.name, name])
+    return url_paths.under_base("component", _assets.name, name)
 
 
 def _urls() -> dict[str, str]:
