@@ -2,9 +2,9 @@
 
 Every page lists every run on each open (1,000 runs: ~0.25 s of JSON reads and validation a list,
 the bulk of the Runs page's server time). An ended run's listing depends only on its config.json,
-status.json and launch.json, so it is kept with their modification times and sizes and reused while
-they stay the same: three stats a run (inode, modification time and size: an atomic rewrite
-within the file system's clock tick still shows as a new inode). A run that is starting, running or damaged is always read
+status.json and launch.json, so it is kept with their inode, modification time and size and
+reused while they stay the same: three stats a run (an atomic rewrite within the file system's
+clock tick still shows as a new inode). A run that is starting, running or damaged is always read
 anew: its state also depends on whether its process is alive, or on which files it has.
 No Streamlit here.
 """
@@ -49,10 +49,7 @@ def read_runs(root: Path, status_of: Callable[[Path], dict[str, Any]]) -> list[r
     Folders without a run (a page launch whose process has not written config.json yet) are left
     out, as `run_store.list_runs` leaves them out.
     """
-    try:
-        entries = [Path(e.path) for e in os.scandir(root) if not e.name.startswith(".") and e.is_dir()]
-    except OSError:
-        return []
+    entries = run_store.run_folders(root)
     runs = []
     for d in entries:
         key = _file_key(d)

@@ -62,10 +62,7 @@ def _state_cached(d: Path) -> bool:
 
 def signature(root: Path) -> tuple[tuple[str, bool], ...]:
     """(folder name, active?) of every run folder under `root`, sorted by name."""
-    try:
-        names = sorted(e.name for e in os.scandir(root) if e.is_dir() and not e.name.startswith("."))
-    except OSError:
-        return ()
+    names = sorted(d.name for d in run_store.run_folders(root))
     return tuple((n, _state_cached(root / n)) for n in names)
 
 

@@ -242,14 +242,17 @@ def read_run(d: Path) -> RunInfo | None:
     return RunInfo(d.name, d, cfg.get("name") or d.name, cfg["task"], cfg["config"], status, cfg["created"])
 
 
-def list_runs(root: str | os.PathLike | None = None) -> list[RunInfo]:
-    """All runs under root, newest first; damaged ones included (state "damaged"), hidden folders skipped."""
-    base = runs_root(root)
+def run_folders(root: str | os.PathLike | None = None) -> list[Path]:
+    """The folders directly under the runs root, hidden ones left out ([] if it cannot be listed)."""
     try:
-        entries = [d for d in base.iterdir() if not d.name.startswith(".") and d.is_dir()]
+        return [Path(e.path) for e in os.scandir(runs_root(root)) if not e.name.startswith(".") and e.is_dir()]
     except OSError:
         return []
-    out = [run for run in map(read_run, entries) if run is not None]
+
+
+def list_runs(root: str | os.PathLike | None = None) -> list[RunInfo]:
+    """All runs under root, newest first; damaged ones included (state "damaged"), hidden folders skipped."""
+    out = [run for run in map(read_run, run_folders(root)) if run is not None]
     return sorted(out, key=lambda r: r.created, reverse=True)
 
 
