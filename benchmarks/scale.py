@@ -37,7 +37,7 @@ import numpy as np  # noqa: E402
 import psutil  # noqa: E402
 from playwright.sync_api import Browser, Page, sync_playwright  # noqa: E402
 
-from benchmarks.scale_navigation import navigate  # noqa: E402
+from benchmarks.scale_navigation import IN_VIEW_JS, navigate  # noqa: E402
 from dashboard import groups, metric_cache, panels, runs_index  # noqa: E402
 from dashboard.serve import CHROMIUM, CHROMIUM_ARGS, start_server  # noqa: E402
 from training import run_store  # noqa: E402
@@ -48,13 +48,6 @@ CONFIG = {"lr": 0.005, "steps": 1000, "points": 128, "seed": 42}
 CHARTS_WITH_DATA = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
   .filter(p => (p._fullData || []).some(t => (t._length || (t.x && t.x.length) || 0) > 0)).length"""
 TABLE_DRAWN = "() => !!document.querySelector('[data-testid=stDataFrame] canvas')"
-# [charts in the viewport with points, charts in the viewport]: Run detail draws its all-metrics
-# grids only once they scroll into view (dashboard/inplace_chart.py, lazy), as W&B draws its panels.
-IN_VIEW = """() => { const inView = Array.from(document.querySelectorAll('.jaxdash-chart, .js-plotly-plot'))
-  .filter((d, i, all) => !all.some(o => o !== d && o.contains(d)))
-  .filter(d => { const r = d.getBoundingClientRect(); return r.height > 0 && r.top < innerHeight && r.bottom > 0; });
-  const drawn = inView.filter(p => (p._fullData || []).some(t => (t._length || (t.x && t.x.length) || 0) > 0));
-  return [drawn.length, inView.length]; }"""
 IN_VIEW_CHARTS = 0  # `timed`'s n_charts for "every chart in view, at least one"
 
 
@@ -120,7 +113,7 @@ def timed(page: Page, url: str, n_charts: int | None = None, timeout_s: float = 
     deadline, first = t0 + timeout_s, None
     while time.perf_counter() < deadline:
         if n_charts == IN_VIEW_CHARTS:
-            n, in_view = page.evaluate(IN_VIEW)
+            n, in_view = page.evaluate(IN_VIEW_JS)
             done = n >= 1 and n == in_view
         else:
             n = charts_drawn(page) if n_charts is not None else int(page.evaluate(TABLE_DRAWN))

@@ -19,10 +19,21 @@ FRESH = "!el.closest('[data-stale=\"true\"]')"
 CHARTS_JS = f"""() => Array.from(document.querySelectorAll('.js-plotly-plot')).filter(el => {FRESH})
   .filter(p => (p._fullData || []).some(t => (t._length || (t.x && t.x.length) || 0) > 0)).length"""
 TABLE_JS = f"() => Array.from(document.querySelectorAll('[data-testid=stDataFrame] canvas')).some(el => {FRESH})"
-IN_VIEW_JS = f"""() => {{ const inView = Array.from(document.querySelectorAll('.js-plotly-plot')).filter(el => {FRESH})
+# [charts in the viewport with points, charts in the viewport], the old page's stale ones left out.
+# Run detail draws its all-metrics grids only once they scroll into view (dashboard/inplace_chart.py,
+# lazy), so an undrawn chart is its placeholder (.jaxdash-chart, no .js-plotly-plot yet).
+IN_VIEW_JS = f"""() => {{ const inView = Array.from(document.querySelectorAll('.jaxdash-chart, .js-plotly-plot'))
+  .filter(el => {FRESH})
   .filter(d => {{ const r = d.getBoundingClientRect(); return r.height > 0 && r.top < innerHeight && r.bottom > 0; }});
-  return inView.length > 0 && inView.every(p => (p._fullData || []).some(t => (t._length || 0) > 0)); }}"""
+  const drawn = inView.filter(p => (p._fullData || []).some(t => (t._length || (t.x && t.x.length) || 0) > 0));
+  return [drawn.length, inView.length]; }}"""
 TITLE_JS = f"(t) => Array.from(document.querySelectorAll('h1')).some(el => el.innerText.trim() === t && {FRESH})"
+
+
+def all_in_view_drawn(page: Page) -> bool:
+    """Whether every chart in the viewport (at least one) has points."""
+    drawn_, in_view = page.evaluate(IN_VIEW_JS)
+    return drawn_ >= 1 and drawn_ == in_view
 
 
 def drawn(page: Page, title: str, charts: int | None, table: bool) -> bool:
@@ -30,7 +41,7 @@ def drawn(page: Page, title: str, charts: int | None, table: bool) -> bool:
     viewport; Run detail draws its grids below the fold once they scroll into view), and its table."""
     return (
         page.evaluate(TITLE_JS, title)
-        and (page.evaluate(IN_VIEW_JS) if charts is None else page.evaluate(CHARTS_JS) >= charts)
+        and (all_in_view_drawn(page) if charts is None else page.evaluate(CHARTS_JS) >= charts)
         and (not table or page.evaluate(TABLE_JS))
     )
 
