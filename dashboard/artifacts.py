@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from training import run_store, tags
+from training import run_store, safe_files, tags
 
 PANELS = ("fit", "loss", "accuracy")  # the panel kinds the page draws (training.tasks.base.PANELS)
 
@@ -71,8 +71,10 @@ def _parse_table(path: str, mtime_ns: int, size: int) -> Table | None:
 def read_table(run_dir: Path, tag: str) -> Table | None:
     """The latest table of `tag`, or None (missing, being replaced, or not a table)."""
     path = table_path(run_dir, tag)
+    if not safe_files.inside(run_dir, path):
+        return None  # artifacts/ or tables/ is a link out of the run folder
     try:
-        st = path.stat()
+        st = path.lstat()
     except OSError:
         return None
     return _parse_table(str(path), st.st_mtime_ns, st.st_size)
@@ -174,7 +176,10 @@ def _predictions(run_dir: Path, names: list[str]) -> tuple[np.ndarray, np.ndarra
 
 def images(run_dir: Path) -> list[Path]:
     """The latest image of every tag (artifacts/images/*.png), by name."""
+    folder = Path(run_dir) / "artifacts" / "images"
+    if not safe_files.inside(run_dir, folder):
+        return []  # a link out of the run folder
     try:
-        return sorted((Path(run_dir) / "artifacts" / "images").glob("*.png"))
+        return sorted(p for p in folder.glob("*.png") if safe_files.is_regular(p))
     except OSError:
         return []

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from dashboard import worker
-from training import run_store
+from training import run_store, safe_files
 from training.settings import config_to_dict, fields
 from training.tasks import load_task
 from training.tasks.base import Task
@@ -286,7 +286,7 @@ def stop(run_dir: Path) -> bool:
 def log_tail(run_dir: Path, lines: int = 3) -> str:
     """Last non-empty lines of process.log (for a run that died before it could write status)."""
     try:
-        text = (Path(run_dir) / "process.log").read_text(errors="replace")
+        text = safe_files.read_regular(Path(run_dir) / "process.log").decode(errors="replace")
     except OSError:
         return ""
     return "\n".join([ln for ln in text.splitlines() if ln.strip()][-lines:])

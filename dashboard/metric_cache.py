@@ -21,8 +21,10 @@ import math
 import os
 import threading
 import zlib
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 import pandas  # noqa: F401 - pyarrow imports it lazily at its first conversion; the page has it loaded anyway
@@ -31,7 +33,7 @@ import pyarrow.compute  # noqa: F401 - imported now: a first cast would import i
 import pyarrow.ipc as ipc
 import pyarrow.json as pj
 
-from training import run_store
+from training import run_store, safe_files
 
 CACHE_DIR = "metrics.cache"
 PART_BYTES = 4 << 20  # one part: ~28,000 records
@@ -136,7 +138,7 @@ def parse(data: bytes, threads: bool = True) -> pa.Table:
 def read_piece(path: Path, start: int, max_bytes: int) -> tuple[bytes, int]:
     """About `max_bytes` of whole lines from byte `start`, and the offset after them."""
     try:
-        with open(path, "rb") as f:
+        with safe_files.open_regular(path) as f:  # never through a link, never a FIFO
             f.seek(start)
             data = f.read(max_bytes) + f.readline()
     except OSError:
@@ -148,12 +150,37 @@ def read_piece(path: Path, start: int, max_bytes: int) -> tuple[bytes, int]:
 def identity(path: Path) -> dict | None:
     """The file's device, inode, size and a checksum of its first 256 bytes (None if unreadable)."""
     try:
-        st = os.stat(path)
-        with open(path, "rb") as f:
+        with safe_files.open_regular(path) as f:
+            st = os.fstat(f.fileno())
             head = zlib.crc32(f.read(256))
     except OSError:
         return None
     return {"dev": st.st_dev, "ino": st.st_ino, "head": head, "size": st.st_size}
+
+
+def part_name(start: int, end: int) -> str:
+    """The file name of the part covering bytes [start, end)."""
+    return f"{start:012d}-{end:012d}.arrow"
+
+
+def _valid_parts(doc: dict) -> list[Part]:
+    """The index's parts if each is one we could have written: its own name, contiguous from byte 0.
+
+    The index is read back from a folder anyone may have crafted: a part named anything else (say
+    "../../outside/file") would be deleted or read by this module, so the whole index is refused.
+    """
+    try:
+        parts = [Part(**p) for p in doc.get("parts", [])]
+    except TypeError:
+        return []
+    end = 0
+    for p in parts:
+        if not (isinstance(p.start, int) and isinstance(p.end, int) and p.start == end < p.end):
+            return []
+        if p.name != part_name(p.start, p.end):
+            return []
+        end = p.end
+    return parts
 
 
 def _load_index(cache: Path, ident: dict) -> list[Part]:
@@ -161,26 +188,35 @@ def _load_index(cache: Path, ident: dict) -> list[Part]:
     if not isinstance(doc, dict) or doc.get("version") != VERSION:
         return []
     same = all(doc.get(k) == ident[k] for k in ("dev", "ino", "head"))
-    try:
-        parts = [Part(**p) for p in doc.get("parts", [])]
-    except TypeError:
-        return []
+    parts = _valid_parts(doc)
     if not same or (parts and parts[-1].end > ident["size"]):
         return []  # replaced or truncated: start again
-    return [p for p in parts if (cache / p.name).exists()] if all((cache / p.name).exists() for p in parts) else []
+    return parts if all(safe_files.is_regular(cache / p.name) for p in parts) else []
 
 
 def _write_part(cache: Path, start: int, data: bytes, end: int, threads: bool) -> Part:
     table = parse(data, threads)
-    name = f"{start:012d}-{end:012d}.arrow"
-    tmp = cache / f".{name}.{os.getpid()}.{threading.get_ident()}.tmp"
-    with pa.OSFile(str(tmp), "wb") as sink, ipc.new_file(sink, table.schema) as writer:
-        writer.write_table(table)
-    os.replace(tmp, cache / name)
+    name = part_name(start, end)
+    safe_files.replace_with(cache / name, ipc_writer(table))
     step = table.column("step").to_numpy(zero_copy_only=False) if "step" in table.column_names else np.empty(0)
     step = step[np.isfinite(step)]
     lo, hi = (float(step.min()), float(step.max())) if step.size else (math.nan, math.nan)
     return Part(name, start, end, table.num_rows, lo, hi)
+
+
+def ipc_writer(table: pa.Table) -> Callable[[BinaryIO], None]:
+    """A function writing `table` as an Arrow IPC file into an open file (for `safe_files.replace_with`)."""
+
+    def write(f: BinaryIO) -> None:
+        with ipc.new_file(pa.PythonFile(f, mode="w"), table.schema) as writer:
+            writer.write_table(table)
+
+    return write
+
+
+def usable_dir(cache: Path) -> bool:
+    """True if `cache` is missing or a real folder: one that is a link (maybe to anywhere) is never used."""
+    return not os.path.lexists(cache) or safe_files.is_real_dir(cache)
 
 
 def sync(run_dir: Path, force: bool = False, max_parts: int | None = None, threads: bool = True) -> list[Part]:
@@ -194,7 +230,7 @@ def sync(run_dir: Path, force: bool = False, max_parts: int | None = None, threa
     path, cache = run_dir / "metrics.jsonl", run_dir / CACHE_DIR
     with _lock(run_dir):
         ident = identity(path)
-        if ident is None:
+        if ident is None or not usable_dir(cache):
             return []
         parts = _load_index(cache, ident) if cache.is_dir() else []
         end = parts[-1].end if parts else 0
@@ -202,6 +238,8 @@ def sync(run_dir: Path, force: bool = False, max_parts: int | None = None, threa
             return parts
         try:
             cache.mkdir(exist_ok=True)
+            if not safe_files.is_real_dir(cache):
+                return []  # replaced by a link meanwhile
             old = {p.name for p in parts}
             if parts and parts[-1].end - parts[-1].start < PART_BYTES:
                 end = parts.pop().start  # a short last part grows into a full one
@@ -215,7 +253,7 @@ def sync(run_dir: Path, force: bool = False, max_parts: int | None = None, threa
             doc = {"version": VERSION, **{k: ident[k] for k in ("dev", "ino", "head")}}
             doc["parts"] = [asdict(p) for p in parts]
             run_store.atomic_write_json(cache / "index.json", doc)
-            for name in old - {p.name for p in parts}:
+            for name in old - {p.name for p in parts}:  # names checked by _valid_parts: inside `cache`
                 with contextlib.suppress(OSError):
                     (cache / name).unlink()
         except OSError:
@@ -225,8 +263,16 @@ def sync(run_dir: Path, force: bool = False, max_parts: int | None = None, threa
 
 def read_part(run_dir: Path, part: Part) -> pa.Table:
     """One cached part (memory-mapped: only the columns used are paged in)."""
-    with pa.memory_map(str(Path(run_dir) / CACHE_DIR / part.name)) as source:
+    with open_part(run_dir, part) as source:
         return ipc.open_file(source).read_all()
+
+
+def open_part(run_dir: Path, part: Part) -> pa.MemoryMappedFile:
+    """A cached part's file, memory-mapped; raises OSError if it is not a regular file of the cache."""
+    path = Path(run_dir) / CACHE_DIR / part.name
+    if not (safe_files.plain_name(part.name) and safe_files.is_regular(path)):
+        raise OSError(f"{path}: not a cache part")
+    return pa.memory_map(str(path))
 
 
 def read_range(run_dir: Path, tag: str, x: str, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:

@@ -27,7 +27,7 @@ def _columns(run_dir: Path, parts: list[metric_cache.Part]) -> list[str]:
     """Every column of every part, in first-seen order (only the parts' schemas are read)."""
     names: dict[str, None] = {}
     for part in parts:
-        with pa.memory_map(str(run_dir / metric_cache.CACHE_DIR / part.name)) as source:
+        with metric_cache.open_part(run_dir, part) as source:
             names.update(dict.fromkeys(ipc.open_file(source).schema.names))
     return list(names)
 

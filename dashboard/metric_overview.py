@@ -12,10 +12,7 @@ truncated metrics.jsonl, or another row bound, ignores it. No Streamlit here.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +20,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from dashboard import metric_cache
+from training import safe_files
 
 NAME = "overview.arrow"
 VERSION = 1
@@ -35,7 +33,7 @@ def save(
     run_dir = Path(run_dir)
     ident = metric_cache.identity(run_dir / "metrics.jsonl")
     cache = run_dir / metric_cache.CACHE_DIR
-    if ident is None or ident["size"] < end or not cache.is_dir():
+    if ident is None or ident["size"] < end or not safe_files.is_real_dir(cache):
         return False
     meta = {k: ident[k] for k in ("dev", "ino", "head")} | {
         "end": end,
@@ -45,14 +43,9 @@ def save(
     }
     table = pa.table({k: pa.array(v, pa.float64(), mask=~present[k]) for k, v in values.items()})
     table = table.replace_schema_metadata({"jaxdash": json.dumps(meta)})
-    tmp = cache / f".{NAME}.{os.getpid()}.{threading.get_ident()}.tmp"
     try:
-        with pa.OSFile(str(tmp), "wb") as sink, ipc.new_file(sink, table.schema) as writer:
-            writer.write_table(table)
-        os.replace(tmp, cache / NAME)
+        safe_files.replace_with(cache / NAME, metric_cache.ipc_writer(table))  # never through a link
     except OSError:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
         return False
     return True
 
@@ -79,7 +72,7 @@ def load(run_dir: Path, max_rows: int) -> tuple[dict[str, np.ndarray], dict[str,
 def _read(run_dir: Path, max_rows: int | None, schema_only: bool = False) -> tuple[pa.Table | None, dict] | None:
     path = run_dir / metric_cache.CACHE_DIR / NAME
     ident = metric_cache.identity(run_dir / "metrics.jsonl")
-    if ident is None or not path.exists():
+    if ident is None or not safe_files.is_regular(path):
         return None
     try:
         with pa.memory_map(str(path)) as source:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from training import safe_files
+
 LOG = "process.log"
 
 
@@ -15,7 +17,7 @@ def tail(run_dir: Path, lines: int = 200, max_bytes: int = 64 << 10) -> str | No
     """
     path = Path(run_dir) / LOG
     try:
-        with open(path, "rb") as f:
+        with safe_files.open_regular(path) as f:  # never through a link, never a FIFO
             size = f.seek(0, os.SEEK_END)
             f.seek(max(0, size - max_bytes))
             data = f.read()

@@ -70,4 +70,4 @@ def read_runs(root: Path, status_of: Callable[[Path], dict[str, Any]]) -> list[r
     for gone in set(_KNOWN) - set(entries):
         if gone.parent == root:
             _KNOWN.pop(gone, None)
-    return runs
+    return runs + run_store.linked_runs(root)  # links are shown as damaged, never read

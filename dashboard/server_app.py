@@ -20,11 +20,13 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import streamlit as st  # noqa: E402
+from starlette.middleware import Middleware  # noqa: E402
 from starlette.requests import Request  # noqa: E402
 from starlette.responses import PlainTextResponse, Response, StreamingResponse  # noqa: E402
 from starlette.routing import Route  # noqa: E402
 
-from dashboard import csv_route, launcher, metric_csv  # noqa: E402
+from dashboard import csv_route, host_check, launcher, metric_csv  # noqa: E402
+from training import safe_files  # noqa: E402
 
 
 def metrics_csv(request: Request) -> Response:
@@ -35,6 +37,9 @@ def metrics_csv(request: Request) -> Response:
         return PlainTextResponse(f"No run {run_id!r} under {launcher.runs_root()}.", status_code=404)
     if not (folder / "metrics.jsonl").exists():
         return PlainTextResponse(f"Run {run_id!r} has logged no metrics yet (no metrics.jsonl).", status_code=404)
+    if not safe_files.is_regular(folder / "metrics.jsonl"):
+        msg = f"Run {run_id!r}: metrics.jsonl is {safe_files.NOT_REGULAR}; replace it with the run's own file."
+        return PlainTextResponse(msg, status_code=404)
     return StreamingResponse(
         metric_csv.iter_csv(folder),  # a plain iterator: Starlette runs it in a worker thread
         media_type="text/csv",
@@ -43,4 +48,8 @@ def metrics_csv(request: Request) -> Response:
 
 
 csv_route.ROUTE_ON = True
-app = st.App(Path(__file__).parent / "app.py", routes=[Route(csv_route.route(), metrics_csv)])
+app = st.App(
+    Path(__file__).parent / "app.py",
+    routes=[Route(csv_route.route(), metrics_csv)],
+    middleware=[Middleware(host_check.HostCheck)],  # DNS rebinding: only our own Host and Origin, on every route
+)

@@ -18,7 +18,7 @@ import streamlit as st
 
 from dashboard import launcher, metric_csv, run_reads, run_watch, tensorboard_server
 from dashboard.metric_table import MetricTable
-from training import run_store
+from training import run_store, safe_files
 
 ACTIVE_STATES = ("starting", "running")
 LIVE_REFRESH_S = 0.5  # fragment interval while a run is active (>= 1 refresh/s with margin)
@@ -101,7 +101,7 @@ def list_runs() -> list[run_store.RunInfo]:
     except OSError:
         entries = []
     for d in entries:
-        info = launcher.launch_info(d) if d.is_dir() else None
+        info = launcher.launch_info(d) if safe_files.is_real_dir(d) else None
         if info == {} and (d / "launch.json").exists():
             pending.append(run_store.damaged_run(d, _launch_damage(d)))
             continue

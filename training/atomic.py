@@ -12,18 +12,19 @@ import errno
 import json
 import math
 import os
-import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from training.safe_files import create_new, open_regular, temp_name
+
 
 def atomic_write_json(path: Path, data: Any) -> None:
     """Write JSON so a reader sees the old or the new file, never half of one."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp = temp_name(Path(path))
     text = json.dumps(_jsonable(data), indent=1, allow_nan=False)
     try:
-        with open(tmp, "w") as f:
+        with os.fdopen(create_new(tmp), "w") as f:  # never written through a link planted in the folder
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
@@ -64,9 +65,9 @@ def _jsonable(x: Any) -> Any:
 def read_json(path: Path, default: Any = None) -> Any:
     """Parsed JSON, or `default` if missing or unreadable."""
     try:
-        with open(path) as f:
+        with open_regular(path) as f:  # never through a link, never a FIFO (training/safe_files.py)
             return json.load(f)
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return default
 
 

@@ -7,10 +7,13 @@ No JAX here: the dashboard imports this module.
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 from pathlib import Path
 from typing import Any
+
+from training.safe_files import NOT_REGULAR, read_regular
 
 MAX_JSON_BYTES = 16 << 20  # config.json and status.json are a few KB; anything this big is not ours
 _NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf, "Infinity": math.inf, "-Infinity": -math.inf}
@@ -39,12 +42,13 @@ def load_json_object(path: Path) -> dict[str, Any] | None:
     """
     path = Path(path)
     try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_JSON_BYTES + 1)
+        raw = read_regular(path, MAX_JSON_BYTES + 1)  # no link followed, no FIFO waited on
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise DamagedRunFile(f"{path.name}: cannot be read ({exc.strerror or type(exc).__name__})") from None
+        why = "a symbolic link; run files are never read through links" if exc.errno == errno.ELOOP else None
+        why = why or (NOT_REGULAR if exc.errno == errno.EINVAL else exc.strerror or type(exc).__name__)
+        raise DamagedRunFile(f"{path.name}: cannot be read ({why})") from None
     if len(raw) > MAX_JSON_BYTES:
         raise DamagedRunFile(f"{path.name}: larger than {MAX_JSON_BYTES >> 20} MB, not a run file")
     if not raw.strip():

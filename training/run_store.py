@@ -28,7 +28,7 @@ import shutil
 import socket
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,8 +41,8 @@ from training.run_checks import (  # noqa: F401 - part of this module's API
     validate_config,
     validate_status,
 )
+from training.safe_files import open_regular
 
-DEFAULT_ROOT = Path(os.environ.get("JAXDASH_RUNS", "runs"))
 TERMINAL_STATES = ("finished", "failed", "diverged", "stopped", "crashed")
 _STATUS_LOCK = threading.Lock()
 _SLUG = re.compile(r"[^a-z0-9_-]+")
@@ -165,7 +165,7 @@ def read_metrics(run_dir: Path, offset: int = 0, max_bytes: int | None = None) -
     """
     path = Path(run_dir) / "metrics.jsonl"
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:  # never through a link, never a FIFO
             f.seek(offset)
             data = f.read() if max_bytes is None else f.read(max_bytes) + f.readline()
     except OSError:
@@ -216,7 +216,7 @@ RUN_FILES = ("status.json", "metrics.jsonl", "final_metrics.json", "artifacts", 
 def damaged_run(d: Path, message: str, name: str | None = None, task: str = "?") -> RunInfo:
     """A listing entry for a run whose files are unusable: state "damaged" and a message naming the file."""
     try:
-        created = d.stat().st_mtime
+        created = d.lstat().st_mtime  # a link's own time: a link loop has no other
     except OSError:
         created = 0.0
     return RunInfo(d.name, d, name or d.name, task, {}, {"state": "damaged", "message": message}, created)
@@ -242,23 +242,41 @@ def read_run(d: Path) -> RunInfo | None:
     return RunInfo(d.name, d, cfg.get("name") or d.name, cfg["task"], cfg["config"], status, cfg["created"])
 
 
-def run_folders(root: str | os.PathLike | None = None) -> list[Path]:
-    """The folders directly under the runs root, hidden ones left out ([] if it cannot be listed)."""
+def _entries(root: str | os.PathLike | None) -> list[os.DirEntry]:
+    """The visible entries directly under the runs root ([] if it cannot be listed)."""
     try:
-        return [Path(e.path) for e in os.scandir(runs_root(root)) if not e.name.startswith(".") and e.is_dir()]
+        with os.scandir(runs_root(root)) as it:
+            return [e for e in it if not e.name.startswith(".")]
     except OSError:
         return []
 
 
+def _is_real_dir(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_dir(follow_symlinks=False)  # a link (a loop, or out of the root) is never a run folder
+    except OSError:
+        return False  # vanished or unreadable: this entry only, never the whole listing
+
+
+def run_folders(root: str | os.PathLike | None = None) -> list[Path]:
+    """The real folders directly under the runs root (no links, hidden ones left out)."""
+    return [Path(e.path) for e in _entries(root) if _is_real_dir(e)]
+
+
+def linked_runs(root: str | os.PathLike | None = None) -> list[RunInfo]:
+    """Symbolic links directly under the runs root, each listed as a damaged run saying why it is not read."""
+    out = []
+    for e in _entries(root):
+        if e.is_symlink():
+            msg = f"{e.name}: a symbolic link, not read (it may point outside the runs root); move the run folder here"
+            out.append(damaged_run(Path(e.path), msg))
+    return out
+
+
 def list_runs(root: str | os.PathLike | None = None) -> list[RunInfo]:
     """All runs under root, newest first; damaged ones included (state "damaged"), hidden folders skipped."""
-    out = [run for run in map(read_run, run_folders(root)) if run is not None]
+    out = [run for run in map(read_run, run_folders(root)) if run is not None] + linked_runs(root)
     return sorted(out, key=lambda r: r.created, reverse=True)
-
-
-def iter_run_dirs(root: str | os.PathLike | None = None) -> Iterator[Path]:
-    base = runs_root(root)
-    return (d for d in base.iterdir() if (d / "config.json").exists()) if base.is_dir() else iter(())
 
 
 def delete_run(run_dir: Path, root: str | os.PathLike | None = None) -> None:

@@ -1,0 +1,123 @@
+"""Reading a run folder that anyone may have crafted: regular files only, never through a link, never blocking.
+
+A run folder can come from anywhere (copied from another machine, unpacked from an archive), and
+the dashboard reads it as whatever user runs the server. So every file the page reads is opened
+with O_NOFOLLOW (a symlink is refused, not followed out of the runs root) and O_NONBLOCK (opening a
+FIFO for reading would otherwise wait for a writer forever), then checked with fstat to be a
+regular file; every name read back from a file's content (a cache part, an artifact) must be a
+plain name. No JAX here: the dashboard imports this module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import re
+import stat
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, BinaryIO
+
+# A file name written by us: no separators, no "..", no leading dot (hidden and temp files).
+PLAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._ =,+@-]*")
+NOT_REGULAR = "not a regular file (a link, FIFO, device or socket is never read)"
+
+
+def plain_name(name: object) -> bool:
+    """True for a single file name of ours: no '/', no '..', no leading dot, at most 255 bytes."""
+    return (
+        isinstance(name, str)
+        and PLAIN_NAME.fullmatch(name) is not None
+        and ".." not in name
+        and len(name.encode(errors="replace")) <= 255
+    )
+
+
+def open_regular(path: str | os.PathLike, mode: str = "rb") -> IO:
+    """`path` opened for reading if it is a regular file that is not a symlink; never blocks.
+
+    Raises:
+      OSError: missing (FileNotFoundError), a symlink (ELOOP), or not a regular file (EINVAL),
+        each naming the path.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, NOT_REGULAR, str(path))
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, mode)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular(path: str | os.PathLike, max_bytes: int = -1) -> bytes:
+    """The bytes of a regular, non-link file (at most `max_bytes`); raises OSError as `open_regular`."""
+    with open_regular(path) as f:
+        return f.read(max_bytes)
+
+
+def is_regular(path: str | os.PathLike) -> bool:
+    """True if `path` is a regular file and not a symlink (lstat: nothing is opened)."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def is_real_dir(path: str | os.PathLike) -> bool:
+    """True if `path` is a directory and not a symlink to one."""
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def inside(folder: str | os.PathLike, path: str | os.PathLike) -> bool:
+    """True if `path`, every link resolved, lies inside `folder` (also resolved)."""
+    try:
+        base = os.path.realpath(folder)
+        return os.path.commonpath([base, os.path.realpath(path)]) == base
+    except (OSError, ValueError):
+        return False
+
+
+def temp_name(path: Path) -> Path:
+    """The temp file a write of `path` goes through (hidden: listings and readers skip it)."""
+    return path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+
+
+def create_new(path: str | os.PathLike) -> int:
+    """A new file at `path`, opened for writing; whatever was there (a crash's leftover, a planted link) is removed first.
+
+    O_EXCL refuses to open through a link, and unlink removes a link itself, never its target.
+    """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        return os.open(path, flags, 0o644)
+    except FileExistsError:
+        os.unlink(path)
+        return os.open(path, flags, 0o644)
+
+
+def replace_with(path: str | os.PathLike, write: Callable[[BinaryIO], None]) -> None:
+    """Write `path` atomically with `write(file)` (a temp file, then a rename), never through a link.
+
+    The temp file is created exclusively (O_EXCL: a link planted under its name is removed, not
+    followed), and the rename replaces `path` itself, a link included, never the link's target.
+
+    Raises:
+      OSError: naming `path` (e.g. a full disk); no temp file is left behind.
+    """
+    path = Path(path)
+    tmp = temp_name(path)
+    try:
+        with os.fdopen(create_new(tmp), "wb") as f:
+            write(f)
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise OSError(exc.errno, exc.strerror, str(path)) from exc
