@@ -1,0 +1,100 @@
+"""DNS rebinding (#23, item 2): the server answers only its own Host and Origin, on every route and
+on the WebSocket, on a real server (raw HTTP, a raw WebSocket handshake) and in Chromium."""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import os
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dashboard import host_check
+from dashboard.serve import CHROMIUM, CHROMIUM_ARGS, Server, start_server
+from tests.test_safety_damaged import good_run
+
+EVIL = "rebind.attacker.example"
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, Path, int]]:
+    root = tmp_path_factory.mktemp("host") / "runs"
+    root.mkdir()
+    srv = start_server(root, root.parent / "streamlit.log", env={"WANDB_MODE": "disabled", "JAXDASH_WARM_WORKER": "0"})
+    yield srv, root, int(srv.url.rsplit(":", 1)[1])
+    srv.stop()
+
+
+def http_status(port: int, path: str, host: str, origin: str | None = None) -> tuple[int, bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.request("GET", path, headers={"Host": host, **({"Origin": origin} if origin else {})})
+    response = conn.getresponse()
+    return response.status, response.read()
+
+
+def handshake(port: int, host: str, origin: str) -> str:
+    """The status line the server answers a WebSocket upgrade of Streamlit's stream with."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        key = base64.b64encode(os.urandom(16)).decode()
+        s.sendall(
+            (
+                f"GET /_stcore/stream HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\nOrigin: {origin}\r\n\r\n"
+            ).encode()
+        )
+        return s.recv(256).split(b"\r\n")[0].decode()
+
+
+def test_a_foreign_host_is_refused_on_every_route(served) -> None:  # noqa: ANN001
+    srv, root, port = served
+    run = good_run(root, "host-check")
+    for path in ("/", "/_stcore/health", f"/api/runs/{run.name}/metrics.csv", "/static/../index.html"):
+        status, body = http_status(port, path, f"{EVIL}:{port}")
+        assert status == 403 and b"serves only its own host names" in body, path
+    assert http_status(port, "/", f"127.0.0.1:{port}")[0] == 200
+    assert http_status(port, "/_stcore/health", f"localhost:{port}")[0] == 200
+    assert http_status(port, f"/api/runs/{run.name}/metrics.csv", f"127.0.0.1:{port}")[0] == 200
+
+
+def test_the_websocket_takes_only_our_host_and_origin(served) -> None:  # noqa: ANN001
+    _, _, port = served
+    ours = f"127.0.0.1:{port}"
+    assert handshake(port, ours, f"http://{ours}").endswith("101 Switching Protocols")
+    assert handshake(port, f"localhost:{port}", f"http://localhost:{port}").endswith("101 Switching Protocols")
+    assert handshake(port, f"{EVIL}:{port}", f"http://{EVIL}:{port}").endswith("403 Forbidden")
+    assert handshake(port, ours, f"http://{EVIL}:{port}").endswith("403 Forbidden")  # our Host, their Origin
+    assert handshake(port, ours, f"http://localhost:{port + 1}").endswith("403 Forbidden")  # another local port
+    assert handshake(port, ours, "null").endswith("403 Forbidden")
+
+
+def test_allowed_hosts_follow_the_chosen_address() -> None:
+    assert host_check.allowed_hosts("127.0.0.1") == frozenset(host_check.LOOPBACK + ("127.0.0.1",))
+    assert "192.168.1.5" in host_check.allowed_hosts("192.168.1.5")
+    assert socket.gethostname().lower() in host_check.allowed_hosts("0.0.0.0")
+    assert "dash.example.org" in host_check.allowed_hosts("127.0.0.1", ["dash.example.org"])
+    assert EVIL not in host_check.allowed_hosts("0.0.0.0")
+    assert host_check.split_host("[::1]:8501") == ("::1", 8501)
+    assert host_check.split_host("localhost:notaport")[1] == -1
+
+
+@pytest.mark.browser
+def test_a_rebinding_page_cannot_load_the_dashboard_in_chromium(served) -> None:  # noqa: ANN001
+    from playwright.sync_api import sync_playwright
+
+    _, root, port = served
+    good_run(root, "rebind-target")
+    args = [*CHROMIUM_ARGS, f"--host-resolver-rules=MAP {EVIL} 127.0.0.1"]
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=args)
+        try:
+            page = browser.new_page()
+            response = page.goto(f"http://{EVIL}:{port}/runs", timeout=30_000)
+            assert response is not None and response.status == 403
+            assert "serves only its own host names" in page.content()
+            page.goto(f"http://127.0.0.1:{port}/runs", timeout=30_000)
+            page.get_by_text("rebind-target").first.wait_for(state="attached", timeout=30_000)  # ours still works
+        finally:
+            browser.close()
