@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -47,29 +48,56 @@ def population_dirs(run_dir: Path, doc: dict[str, Any]) -> list[Path]:
     return [d for _, d in sorted(found)]
 
 
-def _check(run_dir: Path) -> int:
-    """The checkpoint step `run_dir` resumes from; CannotResume when it cannot."""
-    from training.checkpoint import checkpoint_steps, resume_point
-
+def _check_state(run_dir: Path) -> None:
+    """CannotResume when the run's state forbids resuming (running, finished, diverged)."""
     state = run_store.read_status(run_dir).get("state")
     if state in _WHY_NOT:
         raise CannotResume(f"Cannot resume {run_dir.name}: {_WHY_NOT[state]}.")
-    step = resume_point(run_dir)
-    if step is None:
+
+
+def _check(run_dir: Path) -> int:
+    """The newest intact checkpoint step `run_dir` can resume from; CannotResume when it has none.
+
+    A damaged checkpoint (a file torn by a kill, an empty metadata file) is reported in one line and
+    the one before it is tried; nothing of the run is changed here.
+    """
+    from training.checkpoint import checkpoint_steps, resume_point
+    from training.checkpoint_check import first_intact
+
+    _check_state(run_dir)
+    newest = resume_point(run_dir)
+    if newest is None:
         steps = checkpoint_steps(run_dir)
         found = f"its checkpoints {steps} are all past its last logged step" if steps else "it has no checkpoint"
         raise CannotResume(f"Cannot resume {run_dir.name}: {found} (in {run_dir / 'ckpt'}).")
-    return step
+    step, damaged = first_intact(run_dir, sorted((s for s in checkpoint_steps(run_dir) if s <= newest), reverse=True))
+    damaged = [f"checkpoint {why}" for why in damaged]
+    if step is not None:
+        if damaged:
+            print(f"warning: {'; '.join(damaged)}: resuming from step {step} instead", file=sys.stderr)
+        return step
+    raise CannotResume(
+        f"Cannot resume {run_dir.name}: every checkpoint is damaged ({'; '.join(damaged)}). Nothing was changed; "
+        "start a new run with the same settings."
+    )
 
 
 def _common_step(dirs: list[Path]) -> int:
-    """The latest checkpoint step every run of `dirs` can resume from; CannotResume when one lacks it."""
+    """The latest intact checkpoint step every run of `dirs` can resume from; CannotResume when one lacks it."""
     from training.checkpoint import checkpoint_steps
+    from training.checkpoint_check import first_intact
 
-    step = min(_check(d) for d in dirs)
-    lacking = [d.name for d in dirs if step not in checkpoint_steps(d)]
+    own = {d: _check(d) for d in dirs}  # each member's newest intact checkpoint
+    step = min(own.values())
+    lacking = [
+        d.name
+        for d in dirs
+        if own[d] != step and (step not in checkpoint_steps(d) or first_intact(d, [step])[0] != step)
+    ]
     if lacking:
-        raise CannotResume(f"Cannot resume the population: {', '.join(lacking)} lack a checkpoint at step {step}.")
+        raise CannotResume(
+            f"Cannot resume the population: {', '.join(lacking)} lack an intact checkpoint at step {step}."
+        )
     return step
 
 
@@ -108,9 +136,9 @@ def resume(
     """
     run_dir = Path(run_dir)
     doc = _read_config(run_dir)
-    _check(run_dir)
+    _check_state(run_dir)
     dirs = population_dirs(run_dir, doc)
-    step = _common_step(dirs)
+    step = _common_step(dirs)  # every checkpoint it uses read back whole: nothing is cut before this
     task_cls = load_task(doc.get("task_spec") or doc["task"])
     docs = [_read_config(d) for d in dirs]
     cfgs = [parse_config(task_cls.Config, dd["config"], task_cls.name) for dd in docs]

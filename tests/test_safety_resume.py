@@ -1,0 +1,111 @@
+"""A failed resume destroys nothing (#23, item 3): a run killed with kill -9 whose newest checkpoint is
+torn resumes from the intact one before it, and a run whose every checkpoint is damaged refuses in
+one line with its files byte-identical. Real subprocesses of `python -m training`."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tensorboard.backend.event_processing import event_accumulator as ea
+
+from training import run_store
+from training.checkpoint import checkpoint_steps, latest_step, resume_point
+
+ROOT = Path(__file__).resolve().parents[1]
+ENV = {**os.environ, "PYTHONUNBUFFERED": "1", "WANDB_MODE": "disabled"}
+STEPS, LOG_EVERY = 60_000, 100
+
+
+@pytest.fixture(scope="module")
+def killed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A regression run killed with SIGKILL once it holds two periodic checkpoints."""
+    run_dir = tmp_path_factory.mktemp("killed") / "run"
+    args = ["--points", "100000", "--steps", str(STEPS), "--log-every", str(LOG_EVERY), "--ckpt-every", "4000"]
+    cmd = [sys.executable, "-m", "training", "regression", "--run-dir", str(run_dir), "--quiet", *args]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while len(checkpoint_steps(run_dir)) < 2 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.3)  # a few more records past the newest checkpoint: what a bad resume would lose
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert run_store.read_status(run_dir)["state"] == "crashed", proc.stderr.read().decode()[-2000:]
+    return run_dir
+
+
+def copy_of(run_dir: Path, name: str) -> Path:
+    """A copy of the run under the same folder name (its TensorBoard run is named after it)."""
+    dest = run_dir.parent.parent / name / run_dir.name
+    dest.parent.mkdir()
+    subprocess.run(["cp", "-a", str(run_dir), str(dest)], check=True)
+    return dest
+
+
+def tear(checkpoint: Path) -> None:
+    """Truncate every array file of a checkpoint to half its size, as a kill mid-write could."""
+    files = [f for f in (checkpoint / "arrays").rglob("*") if f.is_file() and f.parent.name == "d"]
+    assert files
+    for f in files:
+        os.truncate(f, f.stat().st_size // 2)
+
+
+def resume_cli(run_dir: Path) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "training", "resume", str(run_dir), "--quiet"]
+    return subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
+
+
+def tb_steps(run_dir: Path, original: Path, tag: str = "train/loss") -> list[int]:
+    """The steps of `tag` in the copy's own TensorBoard logdir (status.json names the original's)."""
+    logdir = Path(run_store.read_status(run_dir)["tensorboard"]["logdir"])
+    logdir = run_dir / logdir.relative_to(original) if logdir.is_relative_to(original) else logdir
+    acc = ea.EventAccumulator(str(logdir), size_guidance={ea.SCALARS: 0})
+    acc.Reload()
+    return [e.step for e in acc.Scalars(tag)]
+
+
+def fingerprint(run_dir: Path) -> dict[str, str]:
+    """Hashes of metrics.jsonl, status.json and every TensorBoard file."""
+    files = [run_dir / "metrics.jsonl", run_dir / "status.json", *sorted((run_dir / "tb").rglob("*events*"))]
+    return {str(f.relative_to(run_dir)): hashlib.sha256(f.read_bytes()).hexdigest() for f in files}
+
+
+@pytest.mark.parametrize("damage", ["torn arrays", "empty metadata"])
+def test_a_damaged_newest_checkpoint_resumes_from_the_one_before(killed: Path, damage: str) -> None:
+    run_dir = copy_of(killed, damage.replace(" ", "-"))
+    newest, before = resume_point(run_dir), sorted(checkpoint_steps(run_dir))[0]
+    assert newest == latest_step(run_dir) and before < newest
+    if damage == "torn arrays":
+        tear(run_dir / "ckpt" / str(newest))
+    else:
+        (run_dir / "ckpt" / str(newest) / "_CHECKPOINT_METADATA").write_text("")
+    out = resume_cli(run_dir)
+    assert out.returncode == 0, out.stderr[-3000:]
+    warning = [ln for ln in out.stderr.splitlines() if ln.startswith("warning: checkpoint")]
+    assert len(warning) == 1 and f"ckpt/{newest}" in warning[0] and f"resuming from step {before}" in warning[0]
+    assert len(warning[0]) < 500
+    status = run_store.read_status(run_dir)
+    assert status["state"] == "finished" and status["resumed_from"] == before
+    steps = [r["step"] for r in run_store.read_metrics(run_dir)[0]]
+    assert steps == list(range(0, STEPS + 1, LOG_EVERY))  # every step exactly once
+    assert tb_steps(run_dir, killed) == steps  # TensorBoard cut back once, after the restore
+
+
+def test_every_checkpoint_damaged_refuses_and_changes_nothing(killed: Path) -> None:
+    run_dir = copy_of(killed, "all-torn")
+    for step in checkpoint_steps(run_dir):
+        tear(run_dir / "ckpt" / str(step))
+    before = fingerprint(run_dir)
+    out = resume_cli(run_dir)
+    assert out.returncode != 0
+    errors = [ln for ln in out.stderr.splitlines() if "every checkpoint is damaged" in ln]
+    assert len(errors) == 1 and "Nothing was changed" in errors[0] and "Traceback" not in out.stderr
+    assert fingerprint(run_dir) == before
+    assert run_store.read_status(run_dir)["state"] == "crashed"
