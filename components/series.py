@@ -147,13 +147,26 @@ def _rate(r: float, unit: str = " steps/s") -> str:
     return f"{r:,.0f}{unit}" if r >= 100 else f"{r:.3g}{unit}"
 
 
-def progress_text(status: Mapping[str, Any]) -> str:
+STALL_S = 20.0  # a training run rewrites status.json every chunk (well under a second here)
+
+
+def progress_text(status: Mapping[str, Any], now: float | None = None) -> str:
     """One line of progress from status.json, e.g.
     "epoch 2/3 · step 2,345/5,625 · 1,234 steps/s · ETA 3.1 s · compile 1.2 s".
     Missing fields are left out; ETA only while running, total time once finished; a phase other
-    than "training" ("loading data", "compiling") comes first while the run is active.
+    than "training" ("loading data", "compiling") comes first while the run is active. Given `now`,
+    a training run whose status.json has not changed for STALL_S says so instead of a rate and ETA
+    (a process paused with SIGSTOP, swapped out, or hung in I/O).
     """
     parts: list[str] = []
+    updated = _num(status.get("updated"))
+    stalled = (
+        now is not None
+        and updated is not None
+        and status.get("state") == "running"
+        and status.get("phase") in (None, "training")
+        and now - updated > STALL_S
+    )
     phase = status.get("phase")
     if status.get("state") in ("starting", "running") and isinstance(phase, str) and phase != "training":
         parts.append(f"{phase}…")  # e.g. "loading data…", "compiling…" before the first point
@@ -171,9 +184,11 @@ def progress_text(status: Mapping[str, Any]) -> str:
     # chunks' compute rate follows in brackets when it is far higher.
     busy = (wall or 0.0) - (compile_s or 0.0)
     rate = step / busy if step and busy > 0 else sps
-    if rate is not None and rate > 0 and (running or not wall):
+    if stalled:
+        parts.append(f"no progress for {_fmt_duration(now - updated)} (paused, or stuck?)")
+    elif rate is not None and rate > 0 and (running or not wall):
         parts.append(_rate(rate) + (f" (compute {_rate(sps, '/s')})" if sps and sps > 1.5 * rate else ""))
-    if running and rate and step is not None and total and total > step:
+    if running and not stalled and rate and step is not None and total and total > step:
         parts.append(f"ETA {_fmt_duration((total - step) / rate)}")
     if not running and wall is not None:
         parts.append(f"took {_fmt_duration(wall)}")

@@ -13,7 +13,7 @@ import streamlit as st
 
 from components import compare_figures
 from components.colors import run_color
-from dashboard import compare_data, groups, panels, state
+from dashboard import compare_data, groups, panels, run_sections, state
 from dashboard.metric_table import MetricTable
 from training import run_store
 
@@ -57,7 +57,7 @@ def controls(pops: bool, bounds: tuple[int, int]) -> dict[str, Any]:
         out["pop"] = c[0].segmented_control(
             "Populations", list(POP_MODES), format_func=POP_MODES.get, default="curves", required=True, key="cmp_pop"
         )
-    if bounds[1] > bounds[0]:
+    if bounds[1] > bounds[0] and max(abs(bounds[0]), abs(bounds[1])) <= run_sections.MAX_SAFE_STEP:
         out["range"] = c[1].slider(
             "Step range (zoom in: the range is re-read at full resolution)",
             bounds[0],

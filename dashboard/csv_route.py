@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import re
 import urllib.parse
 from pathlib import Path
 
 from dashboard import launcher, url_paths
+from training import safe_files
 
 ROUTE_ON = False  # set by dashboard/server_app.py, the module `streamlit run` serves
-RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # a run folder's name: never a path
+MAX_NAME_BYTES = 255  # a longer name is no folder on any common file system (ENAMETOOLONG)
 
 
 def route() -> str:
@@ -23,8 +23,14 @@ def path(run_id: str) -> str:
 
 
 def run_folder(run_id: str) -> Path | None:
-    """The folder of run `run_id` directly under the runs root, or None (unknown, or not a plain name)."""
-    if not RUN_ID.fullmatch(run_id):
+    """The folder of run `run_id` directly under the runs root, or None (unknown, or not a plain name).
+
+    A plain name is any folder name (spaces, non-ASCII, even a newline) without "/" or NUL, not
+    starting with ".", at most 255 bytes: never a path, never hidden, never too long to look up.
+    """
+    if not run_id or run_id.startswith(".") or "/" in run_id or "\0" in run_id:
+        return None
+    if len(run_id.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES:
         return None
     folder = launcher.runs_root() / run_id
-    return folder if folder.is_dir() and not folder.is_symlink() else None
+    return folder if safe_files.is_real_dir(folder) else None

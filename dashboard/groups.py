@@ -15,13 +15,13 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from training import run_store
+from training import cli, run_store
 from training.config import ConfigError, parse_config
 from training.population import VARIED, member_raws
 from training.settings import field_label
 from training.tasks import load_task
 
-MAX_MEMBERS = 64  # all members train in one process; beyond this a typo is likelier than intent
+MAX_MEMBERS = cli.MAX_MEMBERS  # all members train in one process; beyond this a typo is likelier than intent
 
 
 def split_list(text: str) -> list[str]:

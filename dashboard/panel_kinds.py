@@ -41,6 +41,11 @@ def tile_tags(records: MetricTable) -> list[str]:
     return sorted(shown, key=lambda t: (rank.get(t.split("/")[0], 0), t))[:MAX_TILES]
 
 
+def percent(v: float) -> str:
+    """An accuracy as a percentage; a value that is no fraction (say 1e308) as itself, never "inf%"."""
+    return f"{v:.2%}" if 0.0 <= v <= 1.0 else f"{fmt(v)} (not a fraction)"
+
+
 def metric_tiles(records: MetricTable, status: dict[str, Any]) -> None:
     """The latest value of each headline metric (accuracies in percent) and the compile time."""
     names = tile_tags(records)
@@ -48,7 +53,7 @@ def metric_tiles(records: MetricTable, status: dict[str, Any]) -> None:
     cols = st.columns(max(1, len(names) + 1))
     for col, tag in zip(cols, names, strict=False):
         v = records.last(tag)
-        col.metric(tag, "—" if v is None else f"{v:.2%}" if tag.endswith("acc") else fmt(v))
+        col.metric(tag, "—" if v is None else percent(v) if tag.endswith("acc") else fmt(v))
     cols[-1].metric(
         "compile time", "—" if comp is None else f"{comp:.1f} s", help="First (compiling) chunk beyond a steady one."
     )

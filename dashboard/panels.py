@@ -174,7 +174,7 @@ def progress(status: dict[str, Any], slot: Any = None) -> None:
     frac = min(1.0, max(0.0, step / total)) if total else 0.0
     if status.get("state") == "finished":
         frac = 1.0
-    (slot or st).progress(frac, text=figures.progress_text(status))
+    (slot or st).progress(frac, text=figures.progress_text(status, now=time.time()))
 
 
 def csv_download(run: run_store.RunInfo, where: Any = None) -> None:
@@ -194,7 +194,7 @@ def csv_download(run: run_store.RunInfo, where: Any = None) -> None:
 
 
 def resume_control(run_dir: Path, status: dict[str, Any], key: str, label: str = "Resume") -> None:
-    """A Resume button for a stopped or crashed run with a checkpoint; says why when a resume failed."""
+    """A Resume button for a stopped, crashed or failed run with a checkpoint; says why when a resume failed."""
     if status.get("resume_error"):
         st.warning(f"Resume failed: {status['resume_error']}", icon=":material/warning:")
     if status.get("state") not in state.RESUMABLE_STATES or not launcher.has_checkpoint(run_dir):

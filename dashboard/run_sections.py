@@ -28,10 +28,16 @@ def notes_header(run: run_store.RunInfo) -> None:
         st.caption(n.notes)
 
 
+MAX_SAFE_STEP = 2**53 - 1  # the largest integer a browser's numbers hold exactly (Streamlit refuses more)
+
+
 def zoom(records: MetricTable, key: str) -> tuple[float, float] | None:
     """A step-range slider over the run; None when the run has fewer than two steps."""
     full = records.step_range()
     if full is None or full[1] <= full[0]:
+        return full
+    if max(abs(full[0]), abs(full[1])) > MAX_SAFE_STEP:
+        st.caption(f"Steps up to {full[1]:.3g}: beyond what the page can zoom into (2^53); showing the whole range.")
         return full
     lo, hi = int(full[0]), int(full[1])
     return st.slider(

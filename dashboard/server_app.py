@@ -12,6 +12,7 @@ download button instead.
 from __future__ import annotations
 
 import sys
+import urllib.parse
 from pathlib import Path
 
 # `streamlit run` puts dashboard/ on sys.path, not the repository root that holds the packages.
@@ -29,6 +30,12 @@ from dashboard import csv_route, host_check, launcher, metric_csv  # noqa: E402
 from training import safe_files  # noqa: E402
 
 
+def content_disposition(filename: str) -> str:
+    """An attachment header for any file name: an ASCII fallback, and the name itself per RFC 6266 / 5987."""
+    fallback = "".join(c if c.isascii() and c.isprintable() and c not in '"\\' else "_" for c in filename)
+    return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{urllib.parse.quote(filename, safe='')}"
+
+
 def metrics_csv(request: Request) -> Response:
     """Every record of the run's metrics.jsonl as CSV, streamed as it is written."""
     run_id = request.path_params["run_id"]
@@ -43,7 +50,7 @@ def metrics_csv(request: Request) -> Response:
     return StreamingResponse(
         metric_csv.iter_csv(folder),  # a plain iterator: Starlette runs it in a worker thread
         media_type="text/csv",
-        headers={"Content-Disposition": f'attachment; filename="{run_id}.csv"'},
+        headers={"Content-Disposition": content_disposition(f"{run_id}.csv")},
     )
 
 

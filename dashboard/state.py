@@ -29,7 +29,7 @@ def runs_root() -> Path:
     return launcher.runs_root()
 
 
-RESUMABLE_STATES = ("stopped", "crashed")
+RESUMABLE_STATES = ("stopped", "crashed", "failed")  # failed: e.g. a full disk ("free some space, then resume")
 
 
 def run_status(run_dir: Path) -> dict[str, Any]:

@@ -43,7 +43,7 @@ def test_the_route_sends_every_record_as_csv(served) -> None:  # noqa: ANN001
     run_store.append_metrics(d, records)
     status, headers, body = get(f"{srv.url}/api/runs/{d.name}/metrics.csv")
     assert status == 200 and headers["content-type"].startswith("text/csv")
-    assert headers["content-disposition"] == f'attachment; filename="{d.name}.csv"'
+    assert headers["content-disposition"].startswith(f'attachment; filename="{d.name}.csv"; filename*=UTF-8')
     rows = list(csv.DictReader(io.StringIO(body.decode())))
     assert len(rows) == 2000 and rows[0]["step"] == "1" and float(rows[9]["train/loss"]) == pytest.approx(0.1)
     assert rows[5]["test/acc"] == "0.5" and rows[6]["test/acc"] == ""

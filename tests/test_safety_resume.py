@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from tensorboard.backend.event_processing import event_accumulator as ea
 
 from training import run_store

@@ -171,8 +171,32 @@ def check_run_dir(run_dir: Path | None, population: bool) -> str | None:
     def page_file(name: str) -> bool:
         return name in PAGE_FILES or name.startswith(".launch.json.")
 
-    if run_dir.exists() and (not run_dir.is_dir() or any(not page_file(p.name) for p in run_dir.iterdir())):
+    if run_dir.exists() and not run_dir.is_dir():
+        return f"--run-dir {run_dir} is a file, not a folder; give the path of a new (or empty) folder."
+    if run_dir.exists() and any(not page_file(p.name) for p in run_dir.iterdir()):
         return f"--run-dir {run_dir} is not empty (it may hold another run); pick a new directory."
+    return None
+
+
+def check_runs_root(root: Path | None) -> str | None:
+    """Why the runs root (--runs-root, else $JAXDASH_RUNS, else ./runs) cannot hold runs, or None."""
+    where = root if root is not None else Path(os.environ.get("JAXDASH_RUNS", "runs"))
+    flag = "--runs-root" if root is not None else "$JAXDASH_RUNS" if os.environ.get("JAXDASH_RUNS") else "./runs"
+    for folder in (where, *where.parents):
+        if folder.exists():
+            if not folder.is_dir():
+                return f"{flag} {where}: {folder} is a file, not a folder; choose a folder for the runs."
+            return None
+    return None
+
+
+MAX_MEMBERS = 64  # one program trains every member; the page has the same cap (dashboard/groups.py)
+
+
+def check_members(count: int) -> str | None:
+    """Why a population of `count` members is refused, or None."""
+    if count > MAX_MEMBERS:
+        return f"--population makes {count:,} members; at most {MAX_MEMBERS} train as one program. Use fewer values."
     return None
 
 

@@ -16,8 +16,10 @@ class Diverged(TrainingError):
 
     def __init__(self, step: int, value: float, lr: float):
         self.step = step
+        # A tenth of a sane rate; for an absurd one (say 1e308) a tenth is still absurd: suggest a usual one.
+        hint = f"--lr {lr / 10:g}" if 0 < lr <= 10 else "--lr 0.001, a usual starting point"
         super().__init__(
-            f"Loss became {value} at step {step}: training diverged. Try a lower learning rate (e.g. --lr {lr / 10:g})."
+            f"Loss became {value} at step {step}: training diverged. Try a lower learning rate (e.g. {hint})."
         )
 
 
