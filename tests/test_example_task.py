@@ -186,7 +186,7 @@ def test_population_by_module_spec_gives_each_member_its_run(tmp_path):
 
 
 def _jaxdash_module():
-    spec = importlib.util.spec_from_file_location("jaxdash_under_test", ROOT / "scripts" / "jaxdash.py")
+    spec = importlib.util.spec_from_file_location("jaxdash_under_test", ROOT / "jaxdash" / "cli.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -220,7 +220,8 @@ def test_wheel_installs_console_scripts_that_train_and_serve(tmp_path):
         names = set(z.namelist())
         entry_points = next(z.read(n).decode() for n in names if n.endswith("entry_points.txt"))
     assert {
-        "jaxdash.py",
+        "jaxdash/__init__.py",
+        "jaxdash/client.py",
         "dashboard/app.py",
         "dashboard/server_app.py",
         "dashboard/views/launch.py",

@@ -7,7 +7,7 @@
 folder (made absolute: the page starts training processes from the installed package's folder).
 The current directory goes on PYTHONPATH and relative `path/file.py:Class` specs in $JAXDASH_TASKS
 are made absolute, so the page finds your tasks as `python -m training` does from here.
-Installed as a top-level module from scripts/ (see pyproject.toml).
+Part of the `jaxdash` package (see pyproject.toml).
 """
 
 from __future__ import annotations

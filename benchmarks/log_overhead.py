@@ -1,0 +1,134 @@
+"""What logging every step costs a per-step jitted JAX loop: none vs wandb vs tensorboardX vs jaxdash.
+
+    .venv/bin/python -m benchmarks.log_overhead [--epochs 2] [--limit 60000]
+
+The seed's Flax MNIST loop (MLP 784-128-128-10, Adam 1e-3, batch 32, the jitted `train_step`
+gathering its batch from device arrays) on Fashion-MNIST, run four times in one process with the
+same data and seed, each logging the step's loss a different way:
+  none        nothing logged (the reference);
+  wandb       `wandb.log({"loss": loss})` every step (offline): a device array, so W&B waits for it;
+  tensorboardX `writer.add_scalar("loss", float(loss), step)` every step (float() waits too);
+  jaxdash     `run.log({"loss": loss})` every step: queued, fetched off the loop's thread in batches.
+Prints steps/s of each (steady epochs: the first epoch compiles) and its ratio to none. Goal: jaxdash >= 0.95.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+import optax  # noqa: E402
+from flax.training import train_state  # noqa: E402
+
+from training.data import load_dataset  # noqa: E402
+from training.tasks.mnist import MLP  # noqa: E402
+
+BATCH = 32
+
+
+def make_step(x: np.ndarray, y: np.ndarray) -> tuple[Callable, Callable]:
+    """(a fresh train state maker, the seed's jitted train_step) over device copies of the data."""
+    images, labels = jnp.asarray(x), jnp.asarray(y)
+    model = MLP((128, 128))
+
+    def fresh() -> train_state.TrainState:
+        params = model.init(jax.random.key(0), jnp.ones((1, 784)))["params"]
+        return train_state.TrainState.create(apply_fn=model.apply, params=params, tx=optax.adam(1e-3))
+
+    @jax.jit
+    def train_step(state, idxs):  # noqa: ANN001, ANN202 - the tutorial's own step
+        def loss_fn(params):  # noqa: ANN001, ANN202
+            logits = state.apply_fn({"params": params}, images[idxs])
+            return optax.softmax_cross_entropy_with_integer_labels(logits, labels[idxs]).mean()
+
+        loss, grads = jax.value_and_grad(loss_fn)(state.params)
+        return state.apply_gradients(grads=grads), loss
+
+    return fresh, train_step
+
+
+def run_loop(
+    fresh: Callable, train_step: Callable, n: int, epochs: int, log: Callable[[int, jax.Array], None]
+) -> float:
+    """Steps/s over the steady epochs (all but the first) of the loop calling `log(step, loss)` every step."""
+    state, key, steps = fresh(), jax.random.key(1), n // BATCH
+    times = []
+    for _ in range(epochs):
+        key, sub = jax.random.split(key)
+        perms = jax.random.permutation(sub, n)[: steps * BATCH].reshape(steps, BATCH)
+        jax.block_until_ready(perms)
+        t0 = time.perf_counter()
+        for i in range(steps):
+            state, loss = train_step(state, perms[i])
+            log(len(times) * steps + i, loss)
+        jax.block_until_ready(state)  # sync point: the epoch's last step
+        times.append(time.perf_counter() - t0)
+    steady = times[1:] or times
+    return steps * len(steady) / sum(steady)
+
+
+def loggers(root: Path) -> dict[str, tuple[Callable[[], Callable], Callable[[], None]]]:
+    """name -> (start: returns the per-step log function, end)."""
+    import jaxdash
+
+    state: dict[str, object] = {}
+
+    def start_wandb() -> Callable:
+        import wandb
+
+        state["w"] = wandb.init(project="log-overhead", dir=str(root), mode="offline", settings={"silent": True})
+        return lambda step, loss: wandb.log({"loss": loss}, step=step)
+
+    def start_tbx() -> Callable:
+        from tensorboardX import SummaryWriter
+
+        state["tb"] = writer = SummaryWriter(str(root / "tbx"))
+        return lambda step, loss: writer.add_scalar("loss", float(loss), step)
+
+    def start_ours() -> Callable:
+        state["run"] = run = jaxdash.init(project="log-overhead", runs_root=root / "runs", wandb=os.environ.get("LOG_OVERHEAD_WANDB", "offline"), tensorboard=os.environ.get("LOG_OVERHEAD_TB", "1") == "1")
+        return lambda step, loss: run.log({"loss": loss}, step=step)
+
+    return {
+        "none": (lambda: lambda step, loss: None, lambda: None),
+        "wandb": (start_wandb, lambda: state["w"].finish()),
+        "tensorboardX": (start_tbx, lambda: state["tb"].close()),
+        "jaxdash": (start_ours, lambda: state["run"].finish()),
+    }
+
+
+def main() -> None:
+    """Run the four loops and print steps/s and ratios."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--epochs", type=int, default=2, help="epochs per loop (the first is not counted)")
+    p.add_argument("--limit", type=int, default=60_000, help="training examples used")
+    args = p.parse_args()
+    os.environ.setdefault("WANDB_SILENT", "true")
+    train_x, train_y, _, _ = load_dataset("fashion_mnist")
+    x, y = train_x[: args.limit], train_y[: args.limit]
+    fresh, train_step = make_step(x.reshape(len(x), -1).astype(np.float32) / 255.0, y)
+    rates = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, (start, end) in loggers(Path(tmp)).items():
+            log = start()
+            rates[name] = run_loop(fresh, train_step, len(x), args.epochs, log)
+            end()
+    print(
+        f"Fashion-MNIST {len(x):,} examples, batch {BATCH}, {args.epochs} epochs, steady epochs only; load {os.getloadavg()[0]:.2f}"
+    )
+    for name, rate in rates.items():
+        print(f"  {name:13s} {rate:8.1f} steps/s   {rate / rates['none']:.3f}x of none")
+
+
+if __name__ == "__main__":
+    main()

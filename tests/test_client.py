@@ -1,0 +1,161 @@
+"""The `jaxdash` client in a user's own loop, run as a real subprocess: every step reaches the run
+store, TensorBoard (its own reader) and W&B (`wandb leet inspect --json`); status follows the
+process (finished, failed with its message, crashed after kill -9, stopped by the page's stop
+request); bad values warn and never stop training; `import jaxdash as wandb` works."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from tensorboard.backend.event_processing import event_accumulator as ea
+
+from tests.test_writers_wandb import history, inspect_records
+from training import run_store
+
+ROOT = Path(__file__).resolve().parents[1]
+LOOP = """
+import sys, time
+import jax, jax.numpy as jnp
+import jaxdash
+
+@jax.jit
+def train_step(w, x):
+    loss, grad = jax.value_and_grad(lambda w: jnp.mean((w * x - 2.0 * x) ** 2))(w)
+    return w - 0.1 * grad, loss
+
+run = jaxdash.init(project="client-test", name="my-loop", config={"lr": 0.1}, total_steps=STEPS, **INIT)
+w, x = jnp.zeros(()), jnp.linspace(-1.0, 1.0, 64)
+for step in range(STEPS):
+    w, loss = train_step(w, x)
+    run.log({"train/loss": loss, "params": {"w": w}, **EXTRA})
+    if run.should_stop():
+        break
+    time.sleep(SLEEP)
+    AFTER
+run.finish()
+print("done", flush=True)
+"""
+
+
+def script(tmp_path: Path, steps: int, extra: str = "{}", sleep: float = 0.0, after: str = "", init: str = "{}") -> Path:
+    code = LOOP.replace("STEPS", str(steps)).replace("EXTRA", extra).replace("SLEEP", str(sleep))
+    code = code.replace("AFTER", after or "pass").replace("INIT", init)
+    path = tmp_path / "loop.py"
+    path.write_text(textwrap.dedent(code))
+    return path
+
+
+def start(path: Path, root: Path) -> subprocess.Popen:
+    env = {**os.environ, "JAXDASH_RUNS": str(root), "PYTHONPATH": str(ROOT), "WANDB_MODE": "offline"}
+    return subprocess.Popen(
+        [sys.executable, str(path)], cwd=path.parent, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+def the_run(root: Path) -> Path:
+    (run_dir,) = run_store.run_folders(root)
+    return run_dir
+
+
+def wait_for_records(run_dir_root: Path, count: int, proc: subprocess.Popen, timeout: float = 120) -> Path:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        dirs = run_store.run_folders(run_dir_root)
+        if dirs and len(run_store.read_metrics(dirs[0])[0]) >= count:
+            return dirs[0]
+        time.sleep(0.1)
+    raise AssertionError(f"no {count} records; stderr: {proc.stderr.read()[-2000:] if proc.poll() is not None else ''}")
+
+
+def test_every_step_reaches_the_store_tensorboard_and_wandb(tmp_path: Path, runs_root: Path) -> None:
+    proc = start(script(tmp_path, 10_000), runs_root)
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0 and "done" in out, err[-3000:]
+    run_dir = the_run(runs_root)
+    status = run_store.read_status(run_dir)
+    assert status["state"] == "finished" and status["step"] == 9_999
+    records = run_store.read_metrics(run_dir)[0]
+    assert [r["step"] for r in records] == list(range(10_000))
+    assert records[-1]["train/loss"] < records[0]["train/loss"] and "params/w" in records[-1]
+    acc = ea.EventAccumulator(status["tensorboard"]["logdir"], size_guidance={ea.SCALARS: 0})
+    acc.Reload()
+    assert [e.step for e in acc.Scalars("train/loss")] == list(range(10_000))
+    rows = [h for h in history(inspect_records(Path(status["wandb"]["dir"]))) if "train/loss" in h]
+    assert sorted(int(h["global_step"]) for h in rows) == list(range(10_000))
+    config = run_store.read_json(run_dir / "config.json")
+    assert config["task"] == "client-test" and config["name"] == "my-loop" and config["config"] == {"lr": 0.1}
+
+
+def test_kill_9_reads_crashed(tmp_path: Path, runs_root: Path) -> None:
+    proc = start(script(tmp_path, 100_000, sleep=0.001), runs_root)
+    run_dir = wait_for_records(runs_root, 50, proc)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(30)
+    assert run_store.read_status(run_dir)["state"] == "crashed"
+    steps = [r["step"] for r in run_store.read_metrics(run_dir)[0]]
+    assert steps == list(range(len(steps)))  # nothing logged before the kill is lost or torn
+
+
+def test_an_exception_reads_failed_with_its_message(tmp_path: Path, runs_root: Path) -> None:
+    after = "if step == 20: raise ValueError('the data ran out at step 20')"
+    proc = start(script(tmp_path, 1_000, after=after), runs_root)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 1 and "ValueError" in err  # the user's own traceback is still printed
+    status = run_store.read_status(the_run(runs_root))
+    assert status["state"] == "failed" and status["message"] == "ValueError: the data ran out at step 20"
+    assert len(run_store.read_metrics(the_run(runs_root))[0]) == 21
+
+
+def test_the_pages_stop_request_ends_the_loop(tmp_path: Path, runs_root: Path) -> None:
+    proc = start(script(tmp_path, 1_000_000, sleep=0.001), runs_root)
+    run_dir = wait_for_records(runs_root, 20, proc)
+    run_store.request_stop(run_dir)  # what the page's Stop button does
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0 and "done" in out, err[-2000:]
+    assert run_store.read_status(run_dir)["state"] == "stopped"
+
+
+def test_bad_values_warn_once_and_training_goes_on(tmp_path: Path, runs_root: Path) -> None:
+    extra = "{'note': 'text', 'nan': float('nan'), 'vec': jnp.ones(3), 'none': None}"
+    after = "run.log({'train/loss': 1.0}, step=0)"  # a step that goes backwards
+    proc = start(script(tmp_path, 50, extra=extra, after=after), runs_root)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0 and "done" in out, err[-2000:]
+    assert err.count("note: str is no metric") == 1 and err.count("none: NoneType is no metric") == 1
+    assert "before the last logged step" in err and "nan: nan logged" in err
+    records = run_store.read_metrics(the_run(runs_root))[0]
+    assert [r["step"] for r in records] == list(range(50)) and all(r["nan"] == "nan" for r in records)
+
+
+def test_a_wandb_script_switches_with_one_line(tmp_path: Path, runs_root: Path) -> None:
+    path = tmp_path / "wandb_style.py"
+    path.write_text(
+        "import jaxdash as wandb\n"
+        "wandb.init(project='switch', config={'lr': 0.01})\n"
+        "for i in range(30):\n"
+        "    wandb.log({'loss': 1.0 / (i + 1), 'lr': wandb.config['lr']})\n"
+        "wandb.finish()\n"
+    )
+    proc = start(path, runs_root)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err[-2000:]
+    records = run_store.read_metrics(the_run(runs_root))[0]
+    assert [r["step"] for r in records] == list(range(30)) and records[-1]["lr"] == pytest.approx(0.01)
+
+
+def test_resume_allow_continues_the_runs_steps(tmp_path: Path, runs_root: Path) -> None:
+    init = "{'id': 'my-run-1', 'resume': 'allow', 'wandb': 'disabled'}"
+    for _ in range(2):
+        proc = start(script(tmp_path, 25, init=init), runs_root)
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err[-2000:]
+    records = run_store.read_metrics(runs_root / "my-run-1")[0]
+    assert [r["step"] for r in records] == list(range(50))
+    assert run_store.read_status(runs_root / "my-run-1")["resumed_from"] == 24
