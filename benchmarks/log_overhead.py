@@ -96,7 +96,12 @@ def loggers(root: Path) -> dict[str, tuple[Callable[[], Callable], Callable[[], 
         return lambda step, loss: writer.add_scalar("loss", float(loss), step)
 
     def start_ours() -> Callable:
-        state["run"] = run = jaxdash.init(project="log-overhead", runs_root=root / "runs", wandb=os.environ.get("LOG_OVERHEAD_WANDB", "offline"), tensorboard=os.environ.get("LOG_OVERHEAD_TB", "1") == "1")
+        state["run"] = run = jaxdash.init(
+            project="log-overhead",
+            runs_root=root / "runs",
+            wandb=os.environ.get("LOG_OVERHEAD_WANDB", "offline"),
+            tensorboard=os.environ.get("LOG_OVERHEAD_TB", "1") == "1",
+        )
         return lambda step, loss: run.log({"loss": loss}, step=step)
 
     return {

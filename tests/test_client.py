@@ -44,7 +44,9 @@ print("done", flush=True)
 """
 
 
-def script(tmp_path: Path, steps: int, extra: str = "{}", sleep: float = 0.0, after: str = "", init: str = "{}") -> Path:
+def script(
+    tmp_path: Path, steps: int, extra: str = "{}", sleep: float = 0.0, after: str = "", init: str = "{}"
+) -> Path:
     code = LOOP.replace("STEPS", str(steps)).replace("EXTRA", extra).replace("SLEEP", str(sleep))
     code = code.replace("AFTER", after or "pass").replace("INIT", init)
     path = tmp_path / "loop.py"
