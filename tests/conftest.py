@@ -41,3 +41,16 @@ def fashion_dir() -> Path:
     if not (FASHION_DIR / "train-images-idx3-ubyte.gz").exists():
         pytest.fail("Fashion-MNIST missing: apt-get install -y dataset-fashion-mnist (scripts/setup.sh does this)")
     return FASHION_DIR
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201 - a generator fixture
+    """A real dashboard server (dashboard/server_app.py) on its own empty runs root, for one test module:
+    (server, runs root). Read-only pages: no W&B, no warm worker."""
+    from dashboard.serve import start_server
+
+    root = tmp_path_factory.mktemp("served") / "runs"
+    root.mkdir()
+    srv = start_server(root, root.parent / "streamlit.log", env={"WANDB_MODE": "disabled", "JAXDASH_WARM_WORKER": "0"})
+    yield srv, root
+    srv.stop()

@@ -8,23 +8,12 @@ import io
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from dashboard import csv_route
-from dashboard.serve import Server, start_server
 from training import run_store
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, Path]]:
-    root = tmp_path_factory.mktemp("csv") / "runs"
-    root.mkdir()
-    srv = start_server(root, root.parent / "streamlit.log", env={"WANDB_MODE": "disabled", "JAXDASH_WARM_WORKER": "0"})
-    yield srv, root
-    srv.stop()
 
 
 def get(url: str) -> tuple[int, dict[str, str], bytes]:

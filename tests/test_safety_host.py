@@ -7,25 +7,22 @@ import base64
 import http.client
 import os
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from dashboard import host_check
-from dashboard.serve import CHROMIUM, CHROMIUM_ARGS, Server, start_server
+from dashboard.serve import CHROMIUM, CHROMIUM_ARGS, Server
 from tests.test_safety_damaged import good_run
 
 EVIL = "rebind.attacker.example"
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, Path, int]]:
-    root = tmp_path_factory.mktemp("host") / "runs"
-    root.mkdir()
-    srv = start_server(root, root.parent / "streamlit.log", env={"WANDB_MODE": "disabled", "JAXDASH_WARM_WORKER": "0"})
-    yield srv, root, int(srv.url.rsplit(":", 1)[1])
-    srv.stop()
+def served_port(served: tuple[Server, Path]) -> tuple[Server, Path, int]:
+    """The module's server, its runs root and its port."""
+    srv, root = served
+    return srv, root, int(srv.url.rsplit(":", 1)[1])
 
 
 def http_status(port: int, path: str, host: str, origin: str | None = None) -> tuple[int, bytes]:
@@ -48,8 +45,8 @@ def handshake(port: int, host: str, origin: str) -> str:
         return s.recv(256).split(b"\r\n")[0].decode()
 
 
-def test_a_foreign_host_is_refused_on_every_route(served) -> None:  # noqa: ANN001
-    srv, root, port = served
+def test_a_foreign_host_is_refused_on_every_route(served_port) -> None:  # noqa: ANN001
+    srv, root, port = served_port
     run = good_run(root, "host-check")
     for path in ("/", "/_stcore/health", f"/api/runs/{run.name}/metrics.csv", "/static/../index.html"):
         status, body = http_status(port, path, f"{EVIL}:{port}")
@@ -59,8 +56,8 @@ def test_a_foreign_host_is_refused_on_every_route(served) -> None:  # noqa: ANN0
     assert http_status(port, f"/api/runs/{run.name}/metrics.csv", f"127.0.0.1:{port}")[0] == 200
 
 
-def test_the_websocket_takes_only_our_host_and_origin(served) -> None:  # noqa: ANN001
-    _, _, port = served
+def test_the_websocket_takes_only_our_host_and_origin(served_port) -> None:  # noqa: ANN001
+    _, _, port = served_port
     ours = f"127.0.0.1:{port}"
     assert handshake(port, ours, f"http://{ours}").endswith("101 Switching Protocols")
     assert handshake(port, f"localhost:{port}", f"http://localhost:{port}").endswith("101 Switching Protocols")
@@ -81,10 +78,10 @@ def test_allowed_hosts_follow_the_chosen_address() -> None:
 
 
 @pytest.mark.browser
-def test_a_rebinding_page_cannot_load_the_dashboard_in_chromium(served) -> None:  # noqa: ANN001
+def test_a_rebinding_page_cannot_load_the_dashboard_in_chromium(served_port) -> None:  # noqa: ANN001
     from playwright.sync_api import sync_playwright
 
-    _, root, port = served
+    _, root, port = served_port
     good_run(root, "rebind-target")
     args = [*CHROMIUM_ARGS, f"--host-resolver-rules=MAP {EVIL} 127.0.0.1"]
     with sync_playwright() as p:

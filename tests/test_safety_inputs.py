@@ -8,7 +8,6 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,6 @@ from streamlit.testing.v1 import AppTest
 
 from components.series import STALL_S, progress_text
 from dashboard import csv_route
-from dashboard.serve import Server, start_server
 from tests.test_safety_damaged import APP, BROKEN, good_run
 from training import run_store
 
@@ -63,15 +61,6 @@ def test_a_run_that_stopped_moving_says_so() -> None:
     assert "ETA" in progress_text(status, now=now + 1)
     stalled = progress_text(status, now=now + STALL_S + 10)
     assert "no progress for" in stalled and "ETA" not in stalled and "steps/s" not in stalled
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, Path]]:
-    root = tmp_path_factory.mktemp("names") / "runs"
-    root.mkdir()
-    srv = start_server(root, root.parent / "streamlit.log", env={"WANDB_MODE": "disabled", "JAXDASH_WARM_WORKER": "0"})
-    yield srv, root
-    srv.stop()
 
 
 def get(url: str) -> tuple[int, bytes]:

@@ -9,25 +9,14 @@ import os
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard import metric_cache, run_reads
-from dashboard.serve import Server, start_server
 from tests.test_safety_damaged import APP, BROKEN, good_run
 from training import run_store
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, Path]]:
-    root = tmp_path_factory.mktemp("paths") / "runs"
-    root.mkdir()
-    srv = start_server(root, root.parent / "streamlit.log", env={"WANDB_MODE": "disabled", "JAXDASH_WARM_WORKER": "0"})
-    yield srv, root
-    srv.stop()
 
 
 def get(url: str, timeout: float = 20) -> tuple[int, bytes]:
