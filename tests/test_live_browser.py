@@ -67,7 +67,9 @@ def _seconds_until(page: object, js: str, arg: str, timeout_s: float) -> float:
 
 
 HAS = "(t) => document.body.innerText.includes(t)"
-LIST_BOUND_S = 6.0  # goal 2 s, measured by benchmarks/dashboard_latency.py; a guard against a stalled list on a slow CI machine
+LIST_BOUND_S = (
+    6.0  # goal 2 s, measured by benchmarks/dashboard_latency.py; a guard against a stalled list on a slow CI machine
+)
 HAS_NOT = "(t) => !document.body.innerText.includes(t)"
 
 
