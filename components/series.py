@@ -1,4 +1,4 @@
-"""Metric series: pull tags out of run-store records, downsample and smooth them; progress text.
+"""Metric series: downsample and smooth them; progress text.
 
 Pure numpy: no JAX, no Streamlit, no plotly. A series is a pair of float arrays (x, y).
 """
@@ -6,50 +6,12 @@ Pure numpy: no JAX, no Streamlit, no plotly. A series is a pair of float arrays 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 Series = tuple[np.ndarray, np.ndarray]
-
-X_KEYS = ("step", "wall")
-
-
-def _to_float(v: Any) -> float:
-    """A metric value as float; the run store writes non-finite floats as "nan"/"inf"/"-inf"."""
-    if v is None:
-        return math.nan
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return math.nan
-
-
-def extract(records: Iterable[Mapping[str, Any]], tag: str, x: str = "step") -> Series:
-    """One tag as (x, y) float arrays, in record order.
-
-    Records without the tag (or without the x key) are skipped: each tag is logged at its own
-    cadence, e.g. "test/acc" only at evaluations. `x` is "step" or "wall" (seconds since start).
-    """
-    if x not in X_KEYS:
-        raise ValueError(f"x must be one of {X_KEYS}, got {x!r}")
-    xs: list[float] = []
-    ys: list[float] = []
-    for r in records:
-        if tag in r and r.get(x) is not None:
-            xs.append(_to_float(r[x]))
-            ys.append(_to_float(r[tag]))
-    return np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
-
-
-def relative_time(wall: np.ndarray) -> np.ndarray:
-    """Seconds relative to the first finite timestamp (works for unix "ts" too)."""
-    wall = np.asarray(wall, dtype=float)
-    finite = np.flatnonzero(np.isfinite(wall))
-    if finite.size == 0:
-        return wall.copy()
-    return wall - wall[finite[0]]
 
 
 def downsample_minmax(x: np.ndarray, y: np.ndarray, max_points: int = 2000) -> Series:

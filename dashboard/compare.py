@@ -82,7 +82,7 @@ def series(run: run_store.RunInfo, table: MetricTable, tag: str, opts: Mapping[s
 def draw(selected: list[run_store.RunInfo], display: Mapping[str, str]) -> None:
     """The whole compare section for the selected runs."""
     labels = compare_data.labels(selected, display)
-    tables = {r.run_id: state.all_metrics(r.path) for r in selected}
+    tables = {r.run_id: state.metrics(r.path) for r in selected}
     shared, missing = compare_data.metric_sets({labels[r.run_id]: tables[r.run_id].tags() for r in selected})
     if not shared and not missing:
         st.info("The selected runs have no metrics yet.", icon=":material/info:")

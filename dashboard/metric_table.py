@@ -158,7 +158,7 @@ class MetricTable:
         return c.values[x][rows], c.values[tag][rows]
 
     def last(self, tag: str) -> float | None:
-        """Latest value of `tag` (None if absent or not finite), as `panels.last_value` on records."""
+        """Latest value of `tag` (None if absent or not finite)."""
         c = self._cols
         if tag not in c.values:
             return None

@@ -20,7 +20,6 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 from components import figures
 from dashboard import csv_route, launcher, state
 from dashboard.inplace_chart import inplace_chart
-from dashboard.metric_table import MetricTable
 from training import run_store
 from training.config import ConfigError, config_fields
 from training.tasks import available, load_task
@@ -150,11 +149,6 @@ def live_chart(key: str, version: Any, build: Callable[[], Any]) -> None:
         has_data = any(getattr(t, "x", None) is not None and len(t.x) for t in fig.data)
         cache[key] = old = (version, fig, now, has_data)
     chart(old[1], key)
-
-
-def last_value(records: MetricTable, tag: str) -> float | None:
-    """Latest finite value of `tag`, or None."""
-    return records.last(tag)
 
 
 def fmt(v: float | None, spec: str = ".4g") -> str:

@@ -205,18 +205,6 @@ def metrics(run_dir: Path) -> MetricTable:
     return _metric_table(str(run_dir)).update(Path(run_dir))
 
 
-def poll_metrics(run_dir: Path) -> MetricTable:
-    """`metrics`, noting in this session how far the file was read (the Live page's refreshes)."""
-    table = metrics(run_dir)
-    st.session_state.setdefault("_metrics_cache", {})[str(run_dir)] = {"offset": table.offset}
-    return table
-
-
-def all_metrics(run_dir: Path) -> MetricTable:
-    """Every record's columns (thinned beyond `MetricTable.max_rows` rows, as the charts would)."""
-    return metrics(run_dir)
-
-
 def metrics_csv(run_dir: Path) -> Callable[[], bytes]:
     """A download button's data: the CSV of every record, built from the file only when clicked."""
     return functools.partial(metric_csv.metrics_csv, Path(run_dir))

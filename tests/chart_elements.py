@@ -13,6 +13,7 @@ import json
 from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
 from streamlit.testing.v1 import AppTest
 
 DTYPE_BYTES = {"f8": 8, "f4": 4, "i4": 4, "i2": 2, "i1": 1, "u1": 1, "u2": 2, "u4": 4, "i8": 8}
@@ -40,4 +41,13 @@ def trace_lengths(chart: SimpleNamespace) -> list[int]:
     for trace in figure(chart)["data"]:
         x = trace.get("x", [])
         out.append(len(base64.b64decode(x["bdata"])) // DTYPE_BYTES[x["dtype"]] if isinstance(x, dict) else len(x))
+    return out
+
+
+def trace_values(chart: SimpleNamespace, axis: str) -> list[list[float]]:
+    """Each trace's `axis` ("x" or "y") values (decoding plotly's base64 typed arrays)."""
+    out = []
+    for trace in figure(chart)["data"]:
+        v = trace.get(axis, [])
+        out.append(np.frombuffer(base64.b64decode(v["bdata"]), v["dtype"]).tolist() if isinstance(v, dict) else list(v))
     return out

@@ -20,14 +20,7 @@ from components.figures import (
     progress_text,
     zoom_range,
 )
-from components.series import downsample_minmax, ema_smooth, extract, relative_time
-
-RECORDS = [
-    {"step": 1, "wall": 0.5, "ts": 1e9, "train/loss": 2.0},
-    {"step": 2, "wall": 1.0, "ts": 1e9 + 1, "train/loss": "nan", "test/acc": 0.5},
-    {"step": 3, "wall": 1.5, "ts": 1e9 + 2, "train/loss": "inf"},
-    {"step": 4, "wall": 2.0, "ts": 1e9 + 3, "train/loss": "-inf", "test/acc": 0.75},
-]
+from components.series import downsample_minmax, ema_smooth
 
 
 def tb_ema(values: list[float], w: float) -> list[float]:
@@ -56,29 +49,6 @@ def decode_gray_png(uri: str) -> np.ndarray:
     rows = np.frombuffer(zlib.decompress(idat), np.uint8).reshape(h, w + 1)
     assert not rows[:, 0].any()
     return rows[:, 1:]
-
-
-# --- extract ---------------------------------------------------------------
-
-
-def test_extract_parses_nonfinite_strings_and_skips_missing() -> None:
-    x, y = extract(RECORDS, "train/loss")
-    assert x.tolist() == [1, 2, 3, 4]
-    assert y[0] == 2.0 and np.isnan(y[1]) and y[2] == np.inf and y[3] == -np.inf
-    x, y = extract(RECORDS, "test/acc", x="wall")
-    assert x.tolist() == [1.0, 2.0] and y.tolist() == [0.5, 0.75]
-    assert x.dtype == y.dtype == np.float64
-
-
-def test_extract_empty_and_bad_x() -> None:
-    x, y = extract([], "train/loss")
-    assert x.size == 0 and y.size == 0
-    with pytest.raises(ValueError):
-        extract(RECORDS, "train/loss", x="epoch")
-
-
-def test_relative_time() -> None:
-    assert relative_time(np.array([np.nan, 100.0, 102.5])).tolist()[1:] == [0.0, 2.5]
 
 
 # --- downsample_minmax -------------------------------------------------------

@@ -22,7 +22,7 @@ from streamlit.testing.v1.element_tree import Error
 
 from dashboard import launcher, tensorboard_server, worker
 from dashboard import state as dashboard_state
-from tests.chart_elements import charts, trace_lengths
+from tests.chart_elements import charts, trace_lengths, trace_values
 from training import cli, run_store, tags
 from training.config import parse_config
 from training.tasks import load_task
@@ -493,14 +493,21 @@ def test_detail_shows_sync_command_confusion_matrix_and_mistakes(root: Path) -> 
 
 
 def test_live_page_reads_metrics_incrementally(root: Path) -> None:
+    """A refresh reads only the appended bytes: a record changed in place (same inode, same length) after
+    the first read keeps its old value on the chart, while the appended record shows."""
     d = fake_run(root, "regression", "running", n=10, pid=os.getpid())
     at = app("views/live.py", run=d.name)
     assert trace_lengths(charts(at)[1]) == [10]
-    first_offset = at.session_state["_metrics_cache"][str(d)]["offset"]
+    path = d / "metrics.jsonl"
+    text = path.read_text()
+    old = json.dumps(json.loads(text.splitlines()[5])["train/loss"])
+    with path.open("r+") as f:  # rewrite step 60's loss in place: a full re-read would see 9.x
+        f.seek(text.index(old, text.index('"step": 60')))
+        f.write("9" + old[1:])
     run_store.append_metrics(d, [{"step": 999, "wall": 9.0, "ts": time.time(), "train/loss": 0.01}])
     at.run()
     assert trace_lengths(charts(at)[1]) == [11]
-    assert at.session_state["_metrics_cache"][str(d)]["offset"] > first_offset
+    assert max(trace_values(charts(at)[1], "y")[0]) <= 1.0
 
 
 # -- warm worker -----------------------------------------------------------------------------------

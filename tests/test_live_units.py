@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from benchmarks.browser_probes import blink_report
 from components import figures
@@ -71,11 +74,18 @@ def test_one_run_one_colour_train_solid_test_dashed() -> None:
     assert "my run: train/loss" in fig.data[0].hovertemplate
 
 
-def test_page_started_training_runs_below_the_page(monkeypatch: object) -> None:
-    monkeypatch.delenv("JAXDASH_NICE", raising=False)  # type: ignore[attr-defined]
-    assert worker.job_env()["JAXDASH_NICE"] == "10" and worker.child_env()["JAXDASH_NICE"] == "10"
-    monkeypatch.setenv("JAXDASH_NICE", "0")  # type: ignore[attr-defined]
-    assert worker.child_env()["JAXDASH_NICE"] == "0"
+def _child_niceness(env: dict[str, str]) -> int:
+    """The niceness a training child started with `env` ends up at, after its own start-up call."""
+    code = "import os; from training.worker import share_the_machine; share_the_machine(); print(os.nice(0))"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    return int(out.stdout.strip()) - os.nice(0)
+
+
+def test_page_started_training_runs_below_the_page(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("JAXDASH_NICE", raising=False)
+    assert _child_niceness(worker.child_env()) == int(worker.DEFAULT_NICE)
+    monkeypatch.setenv("JAXDASH_NICE", "0")
+    assert _child_niceness(worker.child_env()) == 0
 
 
 def test_blink_report_counts_faded_blank_and_missing_charts() -> None:

@@ -16,7 +16,6 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
-import numpy as np
 
 
 class TraceCounter:
@@ -64,12 +63,6 @@ def chunk_lengths(steps: int, k: int) -> list[int]:
     """Split `steps` into chunks of `k` plus one shorter remainder chunk (at most two distinct lengths)."""
     full, rest = divmod(steps, k)
     return [k] * full + ([rest] if rest else [])
-
-
-def first_nonfinite(values: np.ndarray) -> int | None:
-    """Index of the first NaN/inf in a 1-D host array, or None."""
-    bad = np.flatnonzero(~np.isfinite(values))
-    return int(bad[0]) if bad.size else None
 
 
 class Clock:

@@ -107,7 +107,7 @@ def summary(run: run_store.RunInfo, was_active: bool) -> None:
     """Badge, progress, CSV, Resume and results: re-read on every refresh while the run is active."""
     status = state.run_status(run.path)
     run = dataclasses.replace(run, status=status)
-    records = state.all_metrics(run.path)
+    records = state.metrics(run.path)
     head = st.columns([1, 6, 2, 2], vertical_alignment="center")
     with head[0]:
         status_badge(status.get("state"))

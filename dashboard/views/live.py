@@ -60,10 +60,10 @@ def first_records(run_dir: Path, status: dict, progress_slot: Any) -> MetricTabl
     point shows within ~0.1 s of being written. A new phase ("compiling…") is drawn meanwhile.
     """
     deadline = time.monotonic() + FIRST_POINT_WAIT_S
-    records, polls = state.poll_metrics(run_dir), 0
+    records, polls = state.metrics(run_dir), 0
     while not len(records) and time.monotonic() < deadline:
         time.sleep(FIRST_POINT_POLL_S)
-        records, polls = state.poll_metrics(run_dir), polls + 1
+        records, polls = state.metrics(run_dir), polls + 1
         if polls % 3:
             continue  # the status every ~0.1 s
         now = state.run_status(run_dir)
@@ -88,7 +88,7 @@ def live_panel(run_dir: Path, task: str) -> None:
         if first is not None:  # the population's members exist now: show them
             state.remember_run(first.run_id)
             st.rerun(scope="app")
-    records = state.poll_metrics(run_dir)
+    records = state.metrics(run_dir)
     active = state.is_active(status)
     progress_slot = head(status, active, run_dir, run_dir, status, "Stop")
     # Messages come and go; one container that is always there keeps the charts below at the same
@@ -110,7 +110,7 @@ def live_panel(run_dir: Path, task: str) -> None:
 def group_panel(members: list[run_store.RunInfo], selected: str) -> None:
     """Every member of a population: K fitted lines, K loss and accuracy curves, one row each."""
     statuses = [state.run_status(m.path) for m in members]
-    records = [state.poll_metrics(m.path) for m in members]
+    records = [state.metrics(m.path) for m in members]
     names = groups.labels(members)
     active = any(state.is_active(s) for s in statuses)
     sel = next(i for i, m in enumerate(members) if m.run_id == selected)
