@@ -38,7 +38,7 @@ import psutil  # noqa: E402
 from playwright.sync_api import Browser, Page, sync_playwright  # noqa: E402
 
 from benchmarks.scale_navigation import IN_VIEW_JS, navigate  # noqa: E402
-from dashboard import groups, metric_cache, panels, runs_index  # noqa: E402
+from dashboard import groups, metric_cache, panels, run_reads, runs_index  # noqa: E402
 from dashboard.serve import CHROMIUM, CHROMIUM_ARGS, start_server  # noqa: E402
 from training import run_store  # noqa: E402
 
@@ -246,7 +246,7 @@ def reference(browser: Browser, tmp: Path, tabs: int) -> dict[str, float]:
     """Median seconds of a fresh tab of a bare Streamlit page (benchmarks/scale_reference_app.py):
     the runs table alone, and one chart alone."""
     table = tmp / "runs_table.pkl"
-    runs = run_store.list_runs(tmp / "runs")
+    runs = run_reads.list_runs(tmp / "runs")
     runs_index.frame(runs, panels.key_config, groups.short_id).drop(columns=["run_id", "search", "_group"]).to_pickle(
         table
     )

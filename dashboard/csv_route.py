@@ -5,8 +5,8 @@ from __future__ import annotations
 import urllib.parse
 from pathlib import Path
 
-from dashboard import launcher, url_paths
-from training import safe_files
+from dashboard import url_paths
+from training import run_store, safe_files
 
 ROUTE_ON = False  # set by dashboard/server_app.py, the module `streamlit run` serves
 MAX_NAME_BYTES = 255  # a longer name is no folder on any common file system (ENAMETOOLONG)
@@ -32,5 +32,5 @@ def run_folder(run_id: str) -> Path | None:
         return None
     if len(run_id.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES:
         return None
-    folder = launcher.runs_root() / run_id
+    folder = run_store.runs_root() / run_id
     return folder if safe_files.is_real_dir(folder) else None

@@ -32,11 +32,6 @@ WANDB_MODES = ("auto", "offline", "online", "disabled")
 log = logging.getLogger(__name__)
 
 
-def runs_root() -> Path:
-    """Absolute runs root: $JAXDASH_RUNS, else ./runs (resolved against the current directory)."""
-    return run_store.runs_root().resolve()
-
-
 def cli_task(task: str) -> str:
     """The task argument of the CLI for `task` (a name or "module:Class" spec).
 
@@ -154,7 +149,7 @@ def launch(task: str, cfg: Any, name: str | None = None, wandb_mode: str = "auto
     """
     _check_wandb(wandb_mode)
     task_cls = load_task(task)
-    run_dir = run_store.new_run_dir(root or runs_root(), task_cls.name or "task", name)
+    run_dir = run_store.new_run_dir(root or run_store.runs_root(), task_cls.name or "task", name)
     cmd = build_command(task, cfg, run_dir, name, wandb_mode)
     launched = time.time()
     pid, via = spawn(cmd, run_dir / "process.log", run_dir / "metrics.jsonl")
@@ -181,7 +176,7 @@ def launch_population(
     _check_wandb(wandb_mode)
     task_cls = load_task(task)
     short = task_cls.name or "task"
-    root = root or runs_root()
+    root = root or run_store.runs_root()
     launch_dir = run_store.new_run_dir(root, short, f"{name or short}-launch")
     cmd = build_command(task, cfg, None, name, wandb_mode, population=axes, runs_root=root, pbt=pbt)
     launched = time.time()

@@ -121,7 +121,7 @@ def member_panel(run: run_store.RunInfo, records: MetricTable, key: str) -> None
     group = groups.group_of(run)
     if not isinstance(run.status.get("pbt"), dict) or not group:
         return
-    members = groups.members(state.list_runs(), group)
+    members = groups.members(state.all_runs(), group)
     names = dict(zip([m.run_id for m in members], groups.labels(members), strict=True))
     name = names.get(run.run_id, run.name)
     sources = source_names(members, list(names.values()))

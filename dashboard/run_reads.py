@@ -43,12 +43,16 @@ def _copy(run: run_store.RunInfo) -> run_store.RunInfo:
     return dataclasses.replace(run, status=dict(run.status), config=dict(run.config))
 
 
-def read_runs(root: Path, status_of: Callable[[Path], dict[str, Any]]) -> list[run_store.RunInfo]:
-    """Every run under `root` (as `run_store.read_run`, its status from `status_of`), in folder order.
+def list_runs(
+    root: str | os.PathLike | None = None, status_of: Callable[[Path], dict[str, Any]] = run_store.read_status
+) -> list[run_store.RunInfo]:
+    """Every run under `root` (as `run_store.read_run`, its status from `status_of`), newest first.
 
-    Folders without a run (a page launch whose process has not written config.json yet) are left
-    out, as `run_store.list_runs` leaves them out.
+    Damaged runs are included (state "damaged", with the file that is wrong), links directly under
+    the root too (listed as damaged, never read). Folders without a run (a page launch whose process
+    has not written config.json yet) are left out; the page adds those (dashboard/state.py).
     """
+    root = run_store.runs_root(root)
     entries = run_store.run_folders(root)
     runs = []
     for d in entries:
@@ -70,4 +74,5 @@ def read_runs(root: Path, status_of: Callable[[Path], dict[str, Any]]) -> list[r
     for gone in set(_KNOWN) - set(entries):
         if gone.parent == root:
             _KNOWN.pop(gone, None)
-    return runs + run_store.linked_runs(root)  # links are shown as damaged, never read
+    runs += run_store.linked_runs(root)  # links are shown as damaged, never read
+    return sorted(runs, key=lambda r: r.created, reverse=True)

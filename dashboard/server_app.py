@@ -26,8 +26,8 @@ from starlette.requests import Request  # noqa: E402
 from starlette.responses import PlainTextResponse, Response, StreamingResponse  # noqa: E402
 from starlette.routing import Route  # noqa: E402
 
-from dashboard import csv_route, host_check, launcher, metric_csv  # noqa: E402
-from training import safe_files  # noqa: E402
+from dashboard import csv_route, host_check, metric_csv  # noqa: E402
+from training import run_store, safe_files  # noqa: E402
 
 
 def content_disposition(filename: str) -> str:
@@ -41,7 +41,7 @@ def metrics_csv(request: Request) -> Response:
     run_id = request.path_params["run_id"]
     folder = csv_route.run_folder(run_id)
     if folder is None:
-        return PlainTextResponse(f"No run {run_id!r} under {launcher.runs_root()}.", status_code=404)
+        return PlainTextResponse(f"No run {run_id!r} under {run_store.runs_root()}.", status_code=404)
     if not (folder / "metrics.jsonl").exists():
         return PlainTextResponse(f"Run {run_id!r} has logged no metrics yet (no metrics.jsonl).", status_code=404)
     if not safe_files.is_regular(folder / "metrics.jsonl"):

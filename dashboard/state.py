@@ -24,11 +24,6 @@ ACTIVE_STATES = ("starting", "running")
 LIVE_REFRESH_S = 0.5  # fragment interval while a run is active (>= 1 refresh/s with margin)
 
 
-def runs_root() -> Path:
-    """The runs root of this dashboard (JAXDASH_RUNS or ./runs)."""
-    return launcher.runs_root()
-
-
 RESUMABLE_STATES = ("stopped", "crashed", "failed")  # failed: e.g. a full disk ("free some space, then resume")
 
 
@@ -72,7 +67,7 @@ def _population_outcome(info: dict[str, Any]) -> dict[str, Any] | None:
     """
     if not info.get("population"):
         return None
-    runs = run_store.list_runs(runs_root())
+    runs = run_reads.list_runs()
     group = info.get("group")
     found = [r for r in runs if group and r.status.get("group") == group] or population_members(info, runs)
     if not found:
@@ -87,13 +82,13 @@ def _population_outcome(info: dict[str, Any]) -> dict[str, Any] | None:
     }
 
 
-def list_runs() -> list[run_store.RunInfo]:
+def all_runs() -> list[run_store.RunInfo]:
     """All runs, newest first, including page-launched runs whose process has not written config.json yet.
 
     A population launched from the page stands as one such run until its members appear.
     """
-    root = runs_root()
-    runs = run_reads.read_runs(root, run_status)  # an ended run's files are re-read only when changed
+    root = run_store.runs_root()
+    runs = run_reads.list_runs(root, run_status)  # an ended run's files are re-read only when changed
     known = {r.run_id for r in runs}
     pending = []
     try:
@@ -138,7 +133,7 @@ def watch_runs() -> None:
     tables, "Training now") and every page's refresh timer then follow a run that appeared,
     started, ended or was deleted. starting -> running is no change: the pages' own refresh draws it.
     """
-    watch = run_watch.watcher(runs_root())
+    watch = run_watch.watcher(run_store.runs_root())
     st.session_state["_runs_seen"] = watch.current
 
     def check() -> None:
@@ -230,7 +225,9 @@ def select_run(runs: list[run_store.RunInfo]) -> run_store.RunInfo | None:
         if first is not None:
             return first
         if candidate and candidate == asked:  # never silently another run
-            st.warning(f"No run `{candidate}` under `{runs_root()}`; showing another run.", icon=":material/warning:")
+            st.warning(
+                f"No run `{candidate}` under `{run_store.runs_root()}`; showing another run.", icon=":material/warning:"
+            )
     active = [r for r in runs if is_active(r.status)]
     return (active or runs or [None])[0]
 
@@ -239,7 +236,7 @@ def launched_population(run_id: str | None, runs: list[run_store.RunInfo]) -> ru
     """Member 0 of the population launched as `run_id` (a launch directory), once it exists."""
     if not run_id or "/" in run_id or run_id.startswith("."):
         return None
-    info = launcher.launch_info(runs_root() / run_id)
+    info = launcher.launch_info(run_store.runs_root() / run_id)
     found = population_members(info, runs) if info.get("population") else []
     return found[0] if found else None
 
@@ -272,10 +269,10 @@ def tensorboard_url() -> str:
     host name this browser reached the dashboard by.
     """
     host = server_address() or "0.0.0.0"
-    tb = _tensorboard(str(runs_root()), host)
+    tb = _tensorboard(str(run_store.runs_root()), host)
     if not tb.alive():
         _tensorboard.clear()
-        tb = _tensorboard(str(runs_root()), host)
+        tb = _tensorboard(str(run_store.runs_root()), host)
     if not is_shared():
         return tb.url
     seen = urllib.parse.urlsplit(st.context.url or "").hostname

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from dashboard import run_reads
 from training import run_store
 
 APP = str(Path(__file__).resolve().parent.parent / "dashboard" / "app.py")
@@ -129,7 +130,7 @@ def page(path: str | None = None, run: str | None = None) -> AppTest:
 
 def test_run_store_lists_every_damaged_run_with_a_message_naming_the_file(runs) -> None:
     root, good, damaged = runs
-    listed = {r.run_id: r for r in run_store.list_runs(root)}
+    listed = {r.run_id: r for r in run_reads.list_runs(root)}
     assert listed[good.name].status["state"] == "finished"
     assert "not-a-run" not in listed
     for kind, (d, expected) in damaged.items():

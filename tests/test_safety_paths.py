@@ -93,10 +93,10 @@ def test_a_symlink_loop_hides_no_run(tmp_path: Path) -> None:
     root.mkdir()
     good = good_run(root, "next-to-a-loop")
     (root / "selfloop").symlink_to(root / "selfloop")
-    listed = {r.run_id: r for r in run_store.list_runs(root)}
+    listed = {r.run_id: r for r in run_reads.list_runs(root)}
     assert listed[good.name].status["state"] == "finished"
     assert listed["selfloop"].damaged and "a symbolic link" in listed["selfloop"].status["message"]
-    seen = {r.run_id for r in run_reads.read_runs(root, run_store.read_status)}
+    seen = {r.run_id for r in run_reads.list_runs(root, run_store.read_status)}
     assert {good.name, "selfloop"} <= seen
 
 
@@ -105,7 +105,7 @@ def test_a_run_folder_that_is_a_link_is_shown_damaged_never_read(tmp_path: Path)
     root.mkdir()
     elsewhere = good_run(tmp_path, "outside-run")
     (root / "linked-run").symlink_to(elsewhere)
-    listed = {r.run_id: r for r in run_store.list_runs(root)}
+    listed = {r.run_id: r for r in run_reads.list_runs(root)}
     assert listed["linked-run"].damaged and listed["linked-run"].config == {}
 
 
@@ -118,7 +118,7 @@ def test_a_fifo_status_or_metrics_file_hangs_nothing(served) -> None:  # noqa: A
         (d / name).unlink()
         os.mkfifo(d / name)
     t0 = time.monotonic()
-    listed = {r.run_id: r for r in run_store.list_runs(root)}
+    listed = {r.run_id: r for r in run_reads.list_runs(root)}
     assert time.monotonic() - t0 < 5
     message = listed[fifo["status.json"].name].status["message"]
     assert "status.json: cannot be read (not a regular file" in message

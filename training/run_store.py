@@ -49,8 +49,8 @@ _SLUG = re.compile(r"[^a-z0-9_-]+")
 
 
 def runs_root(root: str | os.PathLike | None = None) -> Path:
-    """The runs root: the argument, else $JAXDASH_RUNS, else ./runs."""
-    return Path(root) if root is not None else Path(os.environ.get("JAXDASH_RUNS", "runs"))
+    """The runs root, absolute: the argument, else $JAXDASH_RUNS, else ./runs (from the current directory)."""
+    return (Path(root) if root is not None else Path(os.environ.get("JAXDASH_RUNS", "runs"))).resolve()
 
 
 def slugify(name: str, max_len: int = 40) -> str:
@@ -271,12 +271,6 @@ def linked_runs(root: str | os.PathLike | None = None) -> list[RunInfo]:
             msg = f"{e.name}: a symbolic link, not read (it may point outside the runs root); move the run folder here"
             out.append(damaged_run(Path(e.path), msg))
     return out
-
-
-def list_runs(root: str | os.PathLike | None = None) -> list[RunInfo]:
-    """All runs under root, newest first; damaged ones included (state "damaged"), hidden folders skipped."""
-    out = [run for run in map(read_run, run_folders(root)) if run is not None] + linked_runs(root)
-    return sorted(out, key=lambda r: r.created, reverse=True)
 
 
 def delete_run(run_dir: Path, root: str | os.PathLike | None = None) -> None:

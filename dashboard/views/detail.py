@@ -139,7 +139,7 @@ def page() -> None:
     """Pick a run, then show its summary, results, config and tracking links (refreshing while it trains)."""
     inplace_chart.warm_up()  # first: plotly.js loads while the server runs the rest of the page
     st.title("Run detail")
-    run = panels.pick_run(state.list_runs())
+    run = panels.pick_run(state.all_runs())
     if run is None:
         st.info("No runs yet.")
         return

@@ -8,7 +8,7 @@ import streamlit as st
 
 from components.widgets import config_form, dataset_title, field_error, population_input
 from dashboard import groups, inplace_chart, launcher, pbt_panels, pbt_settings, run_watch, state
-from training import data
+from training import data, run_store
 from training.config import ConfigError, FieldInfo, config_fields, parse_config
 from training.population import VARIED
 from training.tasks import available, load_task
@@ -98,10 +98,10 @@ def active_runs() -> None:
 def _training_now() -> None:
     if st.session_state.get(state.PAGE_KEY) != "new":
         return
-    signature = run_watch.watcher(state.runs_root()).current
+    signature = run_watch.watcher(run_store.runs_root()).current
     cached = st.session_state.get("_training_now")
     if cached is None or cached[0] != signature:
-        active = [(r.run_id, f"{r.name} · {r.task}") for r in state.list_runs() if state.is_active(r.status)]
+        active = [(r.run_id, f"{r.name} · {r.task}") for r in state.all_runs() if state.is_active(r.status)]
         cached = st.session_state["_training_now"] = (signature, active)
     if cached[1]:
         st.caption(f"Training now ({len(cached[1])}):")
@@ -144,7 +144,9 @@ def task_form(task: str) -> tuple[Any, dict[str, str] | None, dict | None]:
 def page() -> None:
     """Draw the task picker, the population lists and the form of the chosen task."""
     st.title("New run")
-    st.caption(f"Each run is its own process writing to `{state.runs_root()}`; it keeps going if you close the page.")
+    st.caption(
+        f"Each run is its own process writing to `{run_store.runs_root()}`; it keeps going if you close the page."
+    )
     tasks = list(available())
     task = st.segmented_control("Task", tasks, format_func=task_title, default=tasks[0], required=True, key="task")
     try:

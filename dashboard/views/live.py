@@ -84,7 +84,7 @@ def live_panel(run_dir: Path, task: str) -> None:
     status = state.run_status(run_dir)
     info = launcher.launch_info(run_dir)
     if info.get("population") and not (run_dir / "config.json").exists():
-        first = state.launched_population(run_dir.name, state.list_runs())
+        first = state.launched_population(run_dir.name, state.all_runs())
         if first is not None:  # the population's members exist now: show them
             state.remember_run(first.run_id)
             st.rerun(scope="app")
@@ -147,7 +147,7 @@ def page() -> None:
     """Run picker, then the live panel of the run or its population (auto-refreshing only while active)."""
     inplace_chart.warm_up()  # first: plotly.js loads while the server runs the rest of the page
     st.title("Live")
-    runs = state.list_runs()
+    runs = state.all_runs()
     run = panels.pick_run(runs)
     if run is None:
         st.info("No runs yet.", icon=":material/info:")

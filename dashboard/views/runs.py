@@ -153,7 +153,7 @@ def delete(runs: list[run_store.RunInfo]) -> None:
     st.session_state.pop("confirm_delete", None)
     for r in runs:
         try:
-            run_store.delete_run(r.path, state.runs_root())
+            run_store.delete_run(r.path, run_store.runs_root())
         except (RuntimeError, ValueError, OSError) as exc:
             st.error(f"{r.name}: {exc}")
             return
@@ -162,9 +162,9 @@ def delete(runs: list[run_store.RunInfo]) -> None:
 
 def body() -> None:
     """Filters and table, then actions, notes and the comparison of the selection."""
-    runs = st.session_state.pop("_runs_listed", None) or state.list_runs()  # listed once per full page run
+    runs = st.session_state.pop("_runs_listed", None) or state.all_runs()  # listed once per full page run
     if not runs:
-        st.info(f"No runs under `{state.runs_root()}` yet.")
+        st.info(f"No runs under `{run_store.runs_root()}` yet.")
         return
     df = runs_frame(runs)
     if st.query_params.get("compare"):  # a shared link: ?compare=<id>,<id>,... selects those runs once
@@ -193,6 +193,6 @@ def body() -> None:
 if st.session_state.get("selected_ids") or st.query_params.get("compare"):
     inplace_chart.warm_up()  # a comparison follows: plotly.js loads while the server runs the page
 st.title("Runs & compare")
-st.session_state["_runs_listed"] = listed = state.list_runs()
+st.session_state["_runs_listed"] = listed = state.all_runs()
 any_active = any(state.is_active(r.status) for r in listed)
 st.fragment(panels.guarded(body), run_every=2.0 if any_active else None)()
