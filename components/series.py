@@ -11,14 +11,16 @@ from typing import Any
 
 import numpy as np
 
+from dashboard.downsample import bucket_extremes
+
 Series = tuple[np.ndarray, np.ndarray]
 
 
 def downsample_minmax(x: np.ndarray, y: np.ndarray, max_points: int = 2000) -> Series:
     """At most `max_points` points that keep the shape of the curve, spikes included.
 
-    Splits the series into max_points // 4 equal-count buckets and keeps each bucket's
-    first, min, max and last point, in x order. Deterministic and O(n); first and last
+    Splits x into max_points // 4 equal-width buckets and keeps each bucket's first, min, max and
+    last point (dashboard/downsample.py, the server's thinning too), in x order. Deterministic and O(n); first and last
     points always survive; NaN is ignored when choosing min/max (an all-NaN bucket keeps
     its first/last NaN, so divergence still shows as a gap). A series already short enough
     comes back unchanged, so applying it twice changes nothing.
@@ -32,32 +34,9 @@ def downsample_minmax(x: np.ndarray, y: np.ndarray, max_points: int = 2000) -> S
     n = x.size
     if n <= max_points:
         return x.copy(), y.copy()
-    if np.any(np.diff(x) < 0):  # e.g. a resumed run: buckets must be contiguous in x
-        order = np.argsort(x, kind="stable")
-        x, y = x[order], y[order]
-
-    n_buckets = max_points // 4
-    starts = np.linspace(0, n, n_buckets + 1).astype(np.int64)[:-1]
-    ends = np.append(starts[1:], n) - 1
-    sizes = ends - starts + 1
-    bucket = np.repeat(np.arange(n_buckets), sizes)
-
-    nan = np.isnan(y)
-    lo = np.where(nan, np.inf, y)  # NaN never wins a min...
-    hi = np.where(nan, -np.inf, y)  # ...nor a max
-    idx_min = _first_match(lo == np.minimum.reduceat(lo, starts)[bucket], bucket)
-    idx_max = _first_match(hi == np.maximum.reduceat(hi, starts)[bucket], bucket)
-    keep = np.unique(np.concatenate([starts, idx_min, idx_max, ends]))
+    keep = np.unique(bucket_extremes(x, y, max_points // 4))
+    keep = keep[np.argsort(x[keep], kind="stable")]  # x order (a resumed run's x may go back)
     return x[keep], y[keep]
-
-
-def _first_match(mask: np.ndarray, bucket: np.ndarray) -> np.ndarray:
-    """Per bucket, the first index where `mask` holds (bucket ids are sorted)."""
-    hits = np.flatnonzero(mask)
-    b = bucket[hits]
-    first = np.ones(hits.size, dtype=bool)
-    first[1:] = b[1:] != b[:-1]
-    return hits[first]
 
 
 def ema_smooth(y: np.ndarray, weight: float) -> np.ndarray:

@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from dashboard import metric_cache, metric_overview
+from dashboard.downsample import bucket_extremes
 
 X_KEYS = ("step", "wall")
 NOT_STORED = ("ts",)  # unix time of each record: no page plots it
@@ -180,30 +181,9 @@ def _thin(cols: _Columns, target: int) -> _Columns:
     for tag in tags:
         rows = np.flatnonzero(cols.present[tag])
         keep.append(
-            rows if rows.size <= 4 * n_buckets else rows[_bucket_extremes(x[rows], cols.values[tag][rows], n_buckets)]
+            rows if rows.size <= 4 * n_buckets else rows[bucket_extremes(x[rows], cols.values[tag][rows], n_buckets)]
         )
     kept = np.unique(np.concatenate(keep))
     return _Columns(
         {k: v[kept] for k, v in cols.values.items()}, {k: v[kept] for k, v in cols.present.items()}, kept.size
     )
-
-
-def _bucket_extremes(x: np.ndarray, y: np.ndarray, n_buckets: int) -> np.ndarray:
-    """Positions of the first, min, max and last point of each equal-width x bucket (NaN never wins)."""
-    lo, hi = float(x.min()), float(x.max())
-    scaled = (x - lo) / (hi - lo) * n_buckets if hi > lo else np.zeros(x.size)
-    bucket = np.minimum(scaled.astype(np.int64), n_buckets - 1)
-    order = np.lexsort((np.arange(x.size), bucket))  # by bucket, then file order
-    b = bucket[order]
-    starts = np.flatnonzero(np.r_[True, b[1:] != b[:-1]])
-    ends = np.r_[starts[1:], b.size] - 1
-    group = np.repeat(np.arange(starts.size), ends - starts + 1)
-    ys = y[order]
-    low = np.where(np.isnan(ys), np.inf, ys)
-    high = np.where(np.isnan(ys), -np.inf, ys)
-    picks = [starts, ends]
-    for vals, best in ((low, np.minimum.reduceat(low, starts)), (high, np.maximum.reduceat(high, starts))):
-        hits = np.flatnonzero(vals == best[group])
-        first = np.r_[True, group[hits][1:] != group[hits][:-1]]
-        picks.append(hits[first])
-    return order[np.concatenate(picks)]
