@@ -21,8 +21,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from dashboard import worker
-from training import run_store, safe_files
+from dashboard import launch_files, worker
+from training import run_store
 from training.settings import config_to_dict, fields
 from training.tasks import load_task
 from training.tasks.base import Task
@@ -152,9 +152,9 @@ def launch(task: str, cfg: Any, name: str | None = None, wandb_mode: str = "auto
     run_dir = run_store.new_run_dir(root or run_store.runs_root(), task_cls.name or "task", name)
     cmd = build_command(task, cfg, run_dir, name, wandb_mode)
     launched = time.time()
-    pid, via = spawn(cmd, run_dir / "process.log", run_dir / "metrics.jsonl")
+    pid, via = spawn(cmd, launch_files.process_log(run_dir), run_dir / "metrics.jsonl")
     record = _launch_record(task, task_cls, cmd, pid, via, launched)
-    run_store.atomic_write_json(run_dir / "launch.json", {**record, "name": name or run_dir.name})
+    launch_files.write_launch(run_dir, {**record, "name": name or run_dir.name})
     return run_dir
 
 
@@ -180,12 +180,12 @@ def launch_population(
     launch_dir = run_store.new_run_dir(root, short, f"{name or short}-launch")
     cmd = build_command(task, cfg, None, name, wandb_mode, population=axes, runs_root=root, pbt=pbt)
     launched = time.time()
-    pid, via = spawn(cmd, launch_dir / "process.log")
+    pid, via = spawn(cmd, launch_files.process_log(launch_dir))
     record = _launch_record(task, task_cls, cmd, pid, via, launched)
     population = {k: list(v) for k, v in axes.items()}
     members = math.prod(len(v) for v in axes.values())
-    run_store.atomic_write_json(
-        launch_dir / "launch.json",
+    launch_files.write_launch(
+        launch_dir,
         {**record, "name": name or f"{short} population", "population": population, "members": members},
     )
     return launch_dir
@@ -207,48 +207,11 @@ def resume(run_dir: Path) -> int:
     run_dir = Path(run_dir)
     cmd = [sys.executable, "-m", "training", "resume", str(run_dir), "--quiet"]
     launched = time.time()
-    pid, via = spawn(cmd, run_dir / "process.log", run_dir / "metrics.jsonl")
-    info = launch_info(run_dir)
+    pid, via = spawn(cmd, launch_files.process_log(run_dir), run_dir / "metrics.jsonl")
+    info = launch_files.launch_info(run_dir)
     info["resume"] = {"pid": pid, "command": cmd, "launched": launched, "via": via}
-    run_store.atomic_write_json(run_dir / "launch.json", info)
+    launch_files.write_launch(run_dir, info)
     return pid
-
-
-# launch.json fields and their types: a damaged or hand-edited file loses the fields it got wrong.
-LAUNCH_FIELDS = {
-    "pid": int,
-    "launched": (int, float),
-    "name": str,
-    "task": str,
-    "group": str,
-    "population": dict,
-    "members": int,
-    "resume": dict,
-    "command": list,
-    "via": str,
-}
-
-
-def launch_info(run_dir: Path) -> dict[str, Any]:
-    """launch.json of a run started from the page ({} for CLI runs), with wrongly typed fields dropped."""
-    info = _typed(run_store.read_json(Path(run_dir) / "launch.json", {}))
-    if "resume" in info:
-        info["resume"] = _typed(info["resume"])
-    return info
-
-
-def _typed(info: Any) -> dict[str, Any]:
-    """`info` without the LAUNCH_FIELDS of a wrong type (and with "launched" a plausible unix time)."""
-    if not isinstance(info, dict):
-        return {}
-    out = {}
-    for key, value in info.items():
-        kind = LAUNCH_FIELDS.get(key)
-        if kind is None or (isinstance(value, kind) and not isinstance(value, bool)):
-            out[key] = value
-    if "launched" in out and not 0 <= out["launched"] < 1e11:  # also rules out NaN and inf
-        del out["launched"]
-    return out
 
 
 STOP_FILE_ONLY = (
@@ -267,7 +230,7 @@ def stop(run_dir: Path) -> bool:
     """
     run_dir = Path(run_dir)
     run_store.request_stop(run_dir)
-    info = launch_info(run_dir)
+    info = launch_files.launch_info(run_dir)
     for claim in (run_store.read_status(run_dir), info.get("resume") or {}, info):
         if run_store.owns_process(claim, run_dir):
             try:
@@ -276,12 +239,3 @@ def stop(run_dir: Path) -> bool:
                 return False
             return True
     return False
-
-
-def log_tail(run_dir: Path, lines: int = 3) -> str:
-    """Last non-empty lines of process.log (for a run that died before it could write status)."""
-    try:
-        text = safe_files.read_regular(Path(run_dir) / "process.log").decode(errors="replace")
-    except OSError:
-        return ""
-    return "\n".join([ln for ln in text.splitlines() if ln.strip()][-lines:])

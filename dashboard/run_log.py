@@ -5,9 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from dashboard.launch_files import LOG
 from training import safe_files
-
-LOG = "process.log"
 
 
 def tail(run_dir: Path, lines: int = 200, max_bytes: int = 64 << 10) -> str | None:
@@ -29,3 +28,8 @@ def tail(run_dir: Path, lines: int = 200, max_bytes: int = 64 << 10) -> str | No
     # A progress bar rewrites its line with \r: keep what the terminal would show.
     shown = [ln.rsplit("\r", 1)[-1] for ln in text.split("\n")]
     return "\n".join(shown[-lines:])
+
+
+def last_lines(run_dir: Path, lines: int = 3) -> str:
+    """The last non-empty lines of process.log (a run that died before it could write its status)."""
+    return "\n".join([ln for ln in (tail(run_dir, 200) or "").splitlines() if ln.strip()][-lines:])

@@ -16,7 +16,7 @@ from typing import Any
 
 import streamlit as st
 
-from dashboard import launcher, metric_csv, run_reads, run_watch, tensorboard_server
+from dashboard import launch_files, metric_csv, run_log, run_reads, run_watch, tensorboard_server
 from dashboard.metric_table import MetricTable
 from training import run_store, safe_files
 
@@ -37,13 +37,13 @@ def run_status(run_dir: Path) -> dict[str, Any]:
     """
     run_dir = Path(run_dir)
     status = run_store.read_status(run_dir)
-    info = launcher.launch_info(run_dir)
+    info = launch_files.launch_info(run_dir)
     if status.get("state"):
         resume = info.get("resume") or {}
         if status["state"] in RESUMABLE_STATES and resume.get("launched", 0) > (status.get("updated") or 0):
             if run_store.pid_alive(resume.get("pid")):
                 return {**status, "state": "starting", "resuming": True}
-            status["resume_error"] = launcher.log_tail(run_dir, 1) or "the process exited without output"
+            status["resume_error"] = run_log.last_lines(run_dir, 1) or "the process exited without output"
         return status
     if run_store.pid_alive(info.get("pid")):
         return {"state": "starting", "pid": info.get("pid"), "started": info.get("launched")}
@@ -51,7 +51,7 @@ def run_status(run_dir: Path) -> dict[str, Any]:
     if ended is not None:
         return ended
     if (run_dir / "config.json").exists() or info:
-        last = launcher.log_tail(run_dir, 1) or "no output"
+        last = run_log.last_lines(run_dir, 1) or "no output"
         return {
             "state": "failed",
             "message": f"The training process exited before it started: {last}",
@@ -96,15 +96,15 @@ def all_runs() -> list[run_store.RunInfo]:
     except OSError:
         entries = []
     for d in entries:
-        info = launcher.launch_info(d) if safe_files.is_real_dir(d) else None
+        info = launch_files.launch_info(d) if safe_files.is_real_dir(d) else None
         if info == {} and (d / "launch.json").exists():
-            pending.append(run_store.damaged_run(d, _launch_damage(d)))
+            pending.append(run_store.damaged_run(d, launch_files.launch_damage(d)))
             continue
         if info and info.get("population") and not info.get("group"):
             found = population_members(info, runs)
             if found:  # remember it, so the launch stays hidden when its members are deleted later
                 with contextlib.suppress(OSError):  # another session may be writing the same note
-                    run_store.atomic_write_json(d / "launch.json", {**info, "group": found[0].status["group"]})
+                    launch_files.write_launch(d, {**info, "group": found[0].status["group"]})
                 continue
         if info and not info.get("group"):
             run = run_store.RunInfo(
@@ -149,15 +149,6 @@ PAGE_KEY = "_page"  # session state: the url_path of the page this session's las
 def leave_page(url_path: str) -> None:
     """Note the page a st.switch_page goes to, before calling it (see PAGE_KEY)."""
     st.session_state[PAGE_KEY] = url_path
-
-
-def _launch_damage(d: Path) -> str:
-    """What is wrong with a launch.json that gave no usable fields."""
-    try:
-        run_store.load_json_object(d / "launch.json")
-    except run_store.DamagedRunFile as exc:
-        return str(exc)
-    return "launch.json: holds no launch record (no pid, command or task)"
 
 
 def run_config(run_dir: Path) -> dict[str, Any]:
@@ -236,7 +227,7 @@ def launched_population(run_id: str | None, runs: list[run_store.RunInfo]) -> ru
     """Member 0 of the population launched as `run_id` (a launch directory), once it exists."""
     if not run_id or "/" in run_id or run_id.startswith("."):
         return None
-    info = launcher.launch_info(run_store.runs_root() / run_id)
+    info = launch_files.launch_info(run_store.runs_root() / run_id)
     found = population_members(info, runs) if info.get("population") else []
     return found[0] if found else None
 

@@ -20,7 +20,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.element_tree import Error
 
-from dashboard import launcher, tensorboard_server, worker
+from dashboard import launch_files, launcher, tensorboard_server, worker
 from dashboard import state as dashboard_state
 from tests.chart_elements import charts, trace_lengths, trace_values
 from training import cli, run_store, tags
@@ -390,7 +390,7 @@ def test_a_users_task_appears_in_the_form_starts_from_the_page_and_is_drawn(
     at.form_submit_button[0].click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     (run_dir,) = list(root.iterdir())
-    assert launcher.launch_info(run_dir)["command"][3] == spec  # the CLI got the task's spec
+    assert launch_files.launch_info(run_dir)["command"][3] == spec  # the CLI got the task's spec
     status = wait_status(run_dir, ("finished", "failed", "crashed", "diverged"))
     assert status["state"] == "finished", status
     doc = run_store.read_json(run_dir / "config.json")
@@ -548,7 +548,7 @@ def test_start_goes_to_the_warm_worker_with_the_current_environment(
     assert any("MNIST: found in" in c.value and str(tmp_path / "data") in c.value for c in at.caption)
     submit_mnist_form(at, "warm", epochs=1, train_limit="512", test_limit="256")
     (run_dir,) = list(root.iterdir())
-    info = launcher.launch_info(run_dir)
+    info = launch_files.launch_info(run_dir)
     assert info["via"] == "worker" and info["pid"] == ready_pid
     status = wait_status(run_dir, ("finished", "failed", "crashed"))
     assert status["state"] == "finished", status
@@ -568,14 +568,14 @@ def test_dead_or_mismatched_worker_falls_back_to_a_cold_start(
     dead.proc.kill()  # type: ignore[union-attr]
     dead.proc.wait(10)  # type: ignore[union-attr]
     cold = launcher.launch("regression", cfg, wandb_mode="disabled")
-    assert launcher.launch_info(cold)["via"] == "cold"
+    assert launch_files.launch_info(cold)["via"] == "cold"
     assert wait_status(cold, ("finished", "failed", "crashed"))["state"] == "finished"
     fresh = warm_pool.worker
     assert fresh is not None and fresh is not dead and fresh.wait_ready(180)
     # XLA_FLAGS is read when JAX starts, which the waiting worker already did: it cannot take this run.
     monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=2")
     other = launcher.launch("regression", cfg, wandb_mode="disabled")
-    assert launcher.launch_info(other)["via"] == "cold"
+    assert launch_files.launch_info(other)["via"] == "cold"
     assert wait_status(other, ("finished", "failed", "crashed"))["state"] == "finished"
     assert fresh.proc.wait(10) is not None  # replaced by a worker started with the new flags
     assert warm_pool.worker is not None and warm_pool.worker.env.get("XLA_FLAGS") == os.environ["XLA_FLAGS"]
@@ -629,7 +629,7 @@ def test_start_population_from_the_page_and_watch_every_member(root: Path) -> No
     at.form_submit_button[0].click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     (launch_dir,) = [d.parent for d in root.glob("*/launch.json")]  # members may already be there (warm worker)
-    assert launcher.launch_info(launch_dir)["members"] == 6
+    assert launch_files.launch_info(launch_dir)["members"] == 6
     deadline = time.monotonic() + 180
     while len(list(root.glob("*/config.json"))) < 6 and time.monotonic() < deadline:
         time.sleep(0.3)
@@ -696,7 +696,7 @@ def test_resume_button_only_for_stopped_or_crashed_runs_with_a_checkpoint(root: 
 def test_resume_button_continues_a_stopped_run_in_a_new_process(root: Path) -> None:
     cfg = parse_config("regression", {"steps": 20000, "log_every": 100})
     run_dir = launcher.launch("regression", cfg, name="to-resume", wandb_mode="disabled")
-    first_pid = launcher.launch_info(run_dir)["pid"]
+    first_pid = launch_files.launch_info(run_dir)["pid"]
     wait_status(run_dir, ("running",), min_step=1)
     launcher.stop(run_dir)
     stopped = wait_status(run_dir, ("stopped", "finished", "failed", "crashed"), timeout=60)
@@ -704,7 +704,7 @@ def test_resume_button_continues_a_stopped_run_in_a_new_process(root: Path) -> N
     at = app("views/live.py", run=run_dir.name)
     at.button(key="resume_run").click().run()
     assert not at.exception
-    resume = launcher.launch_info(run_dir)["resume"]
+    resume = launch_files.launch_info(run_dir)["resume"]
     assert resume["pid"] != first_pid and resume["command"][3:5] == ["resume", str(run_dir)]
     assert dashboard_state.run_status(run_dir)["state"] in ("starting", "running", "finished")  # no longer "stopped"
     deadline = time.monotonic() + 120

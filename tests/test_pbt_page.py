@@ -18,7 +18,7 @@ import pytest
 
 from components import pbt_figures
 from components.colors import run_color
-from dashboard import launcher, pbt_settings
+from dashboard import launch_files, launcher, pbt_settings
 from tests.chart_elements import charts, figure
 from tests.test_dashboard_apptest import app, errors_under, wait_status
 from training import cli, run_store
@@ -236,7 +236,9 @@ def test_stop_all_and_resume_a_pbt_population_from_the_page(runs_root: Path) -> 
     assert at.button(key="resume_run").label.startswith("Resume lr=")
     at.button(key="resume_run").click().run()
     assert not at.exception
-    (resumed,) = [launcher.launch_info(d)["resume"]["pid"] for d in members if "resume" in launcher.launch_info(d)]
+    (resumed,) = [
+        launch_files.launch_info(d)["resume"]["pid"] for d in members if "resume" in launch_files.launch_info(d)
+    ]
     deadline = time.monotonic() + 120
     while {run_store.read_status(d).get("pid") for d in members} != {resumed} and time.monotonic() < deadline:
         time.sleep(0.2)  # one process takes over every member

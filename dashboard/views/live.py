@@ -10,7 +10,7 @@ import streamlit as st
 
 from components.colors import run_color
 from components.widgets import status_badge
-from dashboard import artifacts, group_panels, groups, inplace_chart, launcher, panel_kinds, panels, state
+from dashboard import artifacts, group_panels, groups, inplace_chart, launch_files, launcher, panel_kinds, panels, state
 from dashboard.metric_table import MetricTable
 from training import run_store
 
@@ -82,7 +82,7 @@ def live_panel(run_dir: Path, task: str) -> None:
     reruns the whole page without the refresh timer.
     """
     status = state.run_status(run_dir)
-    info = launcher.launch_info(run_dir)
+    info = launch_files.launch_info(run_dir)
     if info.get("population") and not (run_dir / "config.json").exists():
         first = state.launched_population(run_dir.name, state.all_runs())
         if first is not None:  # the population's members exist now: show them
