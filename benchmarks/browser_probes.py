@@ -26,7 +26,7 @@ FADED_BELOW = 0.9  # effective opacity under this is a visible fade (Streamlit's
 JUMP_PX = 8  # a chart whose top or height moved more than this between two samples jumped
 
 # Every chart of the page: [element that Streamlit fades, plotly graph div or null]. Live charts are
-# plotly graphs drawn in place by a component in the page (dashboard/inplace_chart.py, class
+# plotly graphs drawn in place by a component in the page (dashboard/panels/inplace_chart.py, class
 # jaxdash-chart); others are st.plotly_chart.
 CHARTS_JS = """() => {
   const out = [];

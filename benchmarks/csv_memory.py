@@ -6,7 +6,7 @@ Writes one run of `--records` metric records (benchmarks/scale.py's records), th
 CSV in a fresh process per way and prints each process's peak resident memory, its resident
 memory once its imports were done, and the seconds it took:
   * old: every record as a dict (run_store.read_metrics), pandas.DataFrame(records).to_csv();
-  * ours, no cache yet: dashboard.metric_csv.write_csv, building metrics.cache/ on the way;
+  * ours, no cache yet: runstore.metrics.metric_csv.write_csv, building metrics.cache/ on the way;
   * ours, cache built (the dashboard's background builder has cached a finished run);
   * download button: the whole CSV as bytes (metric_csv.metrics_csv), as a download button holds
     it in Streamlit's media store (served without dashboard/server_app.py's route);
@@ -52,8 +52,8 @@ def produce(way: str, run_dir: Path, out: Path) -> dict:
     """Write the CSV of run_dir the given way: peak and post-import resident memory (MB), seconds."""
     import pandas as pd  # noqa: F401 - imported before the baseline by both ways
 
-    from dashboard import metric_csv
-    from training import run_store
+    from runstore import run_store
+    from runstore.metrics import metric_csv
 
     base = _rss_mb()
     t = time.perf_counter()

@@ -36,8 +36,8 @@ from playwright.sync_api import Page, sync_playwright  # noqa: E402
 from playwright.sync_api import TimeoutError as PlaywrightTimeout  # noqa: E402
 
 from benchmarks import browser_probes  # noqa: E402
-from dashboard.serve import CHROMIUM, CHROMIUM_ARGS, start_server  # noqa: E402
-from training import run_store  # noqa: E402
+from dashboard.server.serve import CHROMIUM, CHROMIUM_ARGS, start_server  # noqa: E402
+from runstore import run_store  # noqa: E402
 from training.config import config_to_dict, parse_config  # noqa: E402
 
 # In the page: every 20 ms, note the wall-clock time at which each step first appears in the "train" loss trace.

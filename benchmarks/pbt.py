@@ -18,8 +18,8 @@ import time
 
 import numpy as np
 
-from training.in_memory import train
-from training.pbt import PbtConfig
+from training.engine.pbt import PbtConfig
+from training.runs.in_memory import train
 from training.tasks.mnist import MnistConfig, MnistTask
 from training.tasks.regression import RegressionConfig, RegressionTask
 from training.writers.base import NullWriter

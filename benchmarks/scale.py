@@ -6,7 +6,7 @@
 Writes `--big` runs of `--records` metric records each (one file generated, then copied) and
 `--small` short runs under a temporary runs root, starts `streamlit run`, and prints:
   * the Runs page's first opens (they start the server's run watcher), and how long its
-    background builder (dashboard/cache_builder.py) takes to cache every big run;
+    background builder (runstore/metrics/cache_builder.py) takes to cache every big run;
   * Live and Run detail of one big run, once cached: seconds from navigation to the first chart
     with points and to every chart (1 on Live, 3 on Run detail), in `--tabs` fresh tabs in turn;
   * compare of every big run (Runs & compare with ?compare=<ids>): until its first chart;
@@ -38,9 +38,14 @@ import psutil  # noqa: E402
 from playwright.sync_api import Browser, Page, sync_playwright  # noqa: E402
 
 from benchmarks.scale_navigation import IN_VIEW_JS, navigate  # noqa: E402
-from dashboard import groups, metric_cache, panels, run_reads, runs_index  # noqa: E402
-from dashboard.serve import CHROMIUM, CHROMIUM_ARGS, start_server  # noqa: E402
-from training import run_store  # noqa: E402
+from dashboard.forms import groups  # noqa: E402
+from dashboard.panels import panels, runs_index  # noqa: E402
+from dashboard.server.serve import CHROMIUM, CHROMIUM_ARGS, start_server  # noqa: E402
+from runstore import (
+    run_reads,  # noqa: E402
+    run_store,  # noqa: E402
+)
+from runstore.metrics import metric_cache  # noqa: E402
 
 REFERENCE_APP = Path(__file__).resolve().parent / "scale_reference_app.py"
 CONFIG = {"lr": 0.005, "steps": 1000, "points": 128, "seed": 42}

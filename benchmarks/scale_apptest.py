@@ -4,7 +4,7 @@
 
 Seconds per page run in this process (no browser): the share of a page's latency the server owns,
 which stays meaningful on a loaded machine where a browser's timings do not. The big runs are
-first cached as the server's background builder caches them (dashboard/cache_builder.py; its
+first cached as the server's background builder caches them (runstore/metrics/cache_builder.py; its
 time is printed), so the pages are timed as a user meets them: a first open (a fresh table per
 run, read from the run's saved overview) and a rerun.
 """
@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from benchmarks.scale import make_run, write_metrics  # noqa: E402
-from dashboard import cache_builder  # noqa: E402
+from runstore.metrics import cache_builder  # noqa: E402
 
 APP = str(Path(__file__).resolve().parent.parent / "dashboard" / "app.py")
 

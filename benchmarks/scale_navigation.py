@@ -20,7 +20,7 @@ CHARTS_JS = f"""() => Array.from(document.querySelectorAll('.js-plotly-plot')).f
   .filter(p => (p._fullData || []).some(t => (t._length || (t.x && t.x.length) || 0) > 0)).length"""
 TABLE_JS = f"() => Array.from(document.querySelectorAll('[data-testid=stDataFrame] canvas')).some(el => {FRESH})"
 # [charts in the viewport with points, charts in the viewport], the old page's stale ones left out.
-# Run detail draws its all-metrics grids only once they scroll into view (dashboard/inplace_chart.py,
+# Run detail draws its all-metrics grids only once they scroll into view (dashboard/panels/inplace_chart.py,
 # lazy), so an undrawn chart is its placeholder (.jaxdash-chart, no .js-plotly-plot yet).
 IN_VIEW_JS = f"""() => {{ const inView = Array.from(document.querySelectorAll('.jaxdash-chart, .js-plotly-plot'))
   .filter(el => {FRESH})

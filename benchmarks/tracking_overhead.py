@@ -26,10 +26,10 @@ os.environ["WANDB_MODE"] = "offline"
 os.environ.setdefault("WANDB_SILENT", "true")
 os.environ.setdefault("WANDB_DISABLE_GIT", "true")
 
+from runstore import run_store  # noqa: E402
 from training import data as data_mod  # noqa: E402
-from training import run_store  # noqa: E402
 from training.config import config_to_dict, parse_config  # noqa: E402
-from training.in_memory import train  # noqa: E402
+from training.runs.in_memory import train  # noqa: E402
 from training.tasks import mnist  # noqa: E402
 from training.writers.base import MetricWriter, NullWriter  # noqa: E402
 from training.writers.build import build_writer  # noqa: E402

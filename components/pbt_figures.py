@@ -1,6 +1,6 @@
 """Figures of population-based training: learning-rate schedules and copy events. Pure: data in, figure out.
 
-A PBT member's lineage (artifacts/tables/pbt__lineage.json, written by training/pbt.py) lists every
+A PBT member's lineage (artifacts/tables/pbt__lineage.json, written by training/engine/pbt.py) lists every
 time it copied another member: the step, the source member's index, its learning rate before and
 after, and why ("ranked low" or "diverged"). The metric row of that step still holds the member's
 own values; its next row already trains on the copied weights with the new learning rate.

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from dashboard.downsample import bucket_extremes
+from runstore.metrics.downsample import bucket_extremes
 
 Series = tuple[np.ndarray, np.ndarray]
 
@@ -20,7 +20,7 @@ def downsample_minmax(x: np.ndarray, y: np.ndarray, max_points: int = 2000) -> S
     """At most `max_points` points that keep the shape of the curve, spikes included.
 
     Splits x into max_points // 4 equal-width buckets and keeps each bucket's first, min, max and
-    last point (dashboard/downsample.py, the server's thinning too), in x order. Deterministic and O(n); first and last
+    last point (runstore/metrics/downsample.py, the server's thinning too), in x order. Deterministic and O(n); first and last
     points always survive; NaN is ignored when choosing min/max (an all-NaN bucket keeps
     its first/last NaN, so divergence still shows as a gap). A series already short enough
     comes back unchanged, so applying it twice changes nothing.

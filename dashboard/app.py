@@ -14,7 +14,9 @@ if str(ROOT) not in sys.path:
 
 import streamlit as st  # noqa: E402
 
-from dashboard import panels, state, worker  # noqa: E402
+from dashboard import state  # noqa: E402
+from dashboard.panels import panels  # noqa: E402
+from dashboard.processes import warm_workers as worker  # noqa: E402
 
 # Not "pages/": on a fresh server a deep link would run such a folder's files directly, without this frame.
 PAGES_DIR = Path(__file__).parent / "views"

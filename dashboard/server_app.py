@@ -3,7 +3,7 @@ Streamlit has no element for, a run's metrics as a streamed CSV download.
 
 A download button holds its whole file in the server's memory (66 MB of CSV for a run of a
 million records). GET <base>/api/runs/<run id>/metrics.csv instead sends the CSV as it is written,
-one cached part (~4 MB of records) at a time (dashboard/metric_csv.py): the server never holds
+one cached part (~4 MB of records) at a time (runstore/metrics/metric_csv.py): the server never holds
 more than a part, however long the run. The pages link to it when this module is what is served
 (`ROUTE_ON`); served as plain dashboard/app.py (AppTest, an old start command), they offer the
 download button instead.
@@ -26,8 +26,9 @@ from starlette.requests import Request  # noqa: E402
 from starlette.responses import PlainTextResponse, Response, StreamingResponse  # noqa: E402
 from starlette.routing import Route  # noqa: E402
 
-from dashboard import csv_route, host_check, metric_csv  # noqa: E402
-from training import run_store, safe_files  # noqa: E402
+from dashboard.server import csv_route, host_check  # noqa: E402
+from runstore import run_store, safe_files  # noqa: E402
+from runstore.metrics import metric_csv  # noqa: E402
 
 
 def content_disposition(filename: str) -> str:

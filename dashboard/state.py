@@ -16,9 +16,10 @@ from typing import Any
 
 import streamlit as st
 
-from dashboard import launch_files, metric_csv, run_log, run_reads, run_watch, tensorboard_server
-from dashboard.metric_table import MetricTable
-from training import run_store, safe_files
+from dashboard.processes import tensorboard_server
+from runstore import launch_files, run_log, run_reads, run_store, run_watch, safe_files
+from runstore.metrics import metric_csv
+from runstore.metrics.metric_table import MetricTable
 
 ACTIVE_STATES = ("starting", "running")
 LIVE_REFRESH_S = 0.5  # fragment interval while a run is active (>= 1 refresh/s with margin)
@@ -128,7 +129,7 @@ def watch_runs() -> None:
     """Rerun the whole page when the list of runs changed, whoever changed it (a CLI run, another tab).
 
     Call once per full page run: it notes the runs as this run saw them, and a fragment that draws
-    nothing compares them every WATCH_S with dashboard/run_watch.py's signature (run folders and
+    nothing compares them every WATCH_S with runstore/run_watch.py's signature (run folders and
     whether each is active; a background thread keeps it current). Every list of runs (pickers,
     tables, "Training now") and every page's refresh timer then follow a run that appeared,
     started, ended or was deleted. starting -> running is no change: the pages' own refresh draws it.

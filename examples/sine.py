@@ -17,8 +17,8 @@ import numpy as np
 import optax
 
 from training.settings import setting, with_default
-from training.summaries import FitSummary, subsample
 from training.tasks.base import Data, StepsConfig, Task
+from training.tasks.summaries import FitSummary, subsample
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from jaxdash.fetcher import Fetcher
-from training import run_store, safe_files
+from runstore import run_store, safe_files
 from training.writers.base import Progress
 
 logger = logging.getLogger("jaxdash")
@@ -93,7 +93,7 @@ class Run:
             state, message = "failed", f"Logging failed: {_one_line(self._fetcher.error)}"
         if state == "failed" and not message:
             message = f"The script ended with exit code {exit_code}."
-        from training.lifecycle import close_run
+        from training.runs.lifecycle import close_run
 
         final = {k: float(v) for k, v in self.summary.items() if isinstance(v, (int, float))}
         close_run(self.dir, self._writer, state, message, final)

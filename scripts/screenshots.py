@@ -24,8 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from playwright.sync_api import Page, sync_playwright  # noqa: E402
 
 from benchmarks.browser_probes import CHARTS_JS, PLOTS_JS  # noqa: E402
-from dashboard.serve import CHROMIUM, CHROMIUM_ARGS, start_server  # noqa: E402
-from training import run_store  # noqa: E402
+from dashboard.server.serve import CHROMIUM, CHROMIUM_ARGS, start_server  # noqa: E402
+from runstore import run_store  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 VIEWPORT = {"width": 1400, "height": 950}

@@ -1,6 +1,6 @@
 """The plotly charts of an AppTest page, however they are drawn.
 
-The dashboard draws its charts as in-place components (dashboard/inplace_chart.py: an
+The dashboard draws its charts as in-place components (dashboard/panels/inplace_chart.py: an
 st.components.v2 element whose JSON data holds the figure under "spec"); with
 $JAXDASH_INPLACE_CHARTS=0 they are st.plotly_chart elements. Both come back here in page order as
 `Chart`s: the widget key, and `proto.spec` (the figure's JSON) like an st.plotly_chart's.

@@ -47,7 +47,7 @@ def fashion_dir() -> Path:
 def served(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201 - a generator fixture
     """A real dashboard server (dashboard/server_app.py) on its own empty runs root, for one test module:
     (server, runs root). Read-only pages: no W&B, no warm worker."""
-    from dashboard.serve import start_server
+    from dashboard.server.serve import start_server
 
     root = tmp_path_factory.mktemp("served") / "runs"
     root.mkdir()

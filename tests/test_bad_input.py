@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from training import run_store
+from runstore import run_store
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -71,6 +71,6 @@ def test_two_quick_sigterms_stop_cleanly_with_a_checkpoint(tmp_path):
     assert proc.returncode == 0 and "Traceback" not in err, err[-2000:]
     status = run_store.read_status(run_dir)
     assert status["state"] == "stopped"
-    from training.checkpoint import latest_step
+    from training.runs.checkpoint import latest_step
 
     assert latest_step(run_dir) == status["step"]  # it can be resumed exactly where it stopped

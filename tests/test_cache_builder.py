@@ -10,9 +10,9 @@ from pathlib import Path
 
 import numpy as np
 
-from dashboard import cache_builder, metric_cache, metric_overview, run_watch
-from dashboard.metric_table import MetricTable
-from training import run_store
+from runstore import run_store, run_watch
+from runstore.metrics import cache_builder, metric_cache, metric_overview
+from runstore.metrics.metric_table import MetricTable
 
 
 def make_run(root: Path, name: str, state: str, records: int) -> Path:

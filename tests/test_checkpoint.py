@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 from tensorboard.backend.event_processing import event_accumulator as ea
 
+from runstore import run_store
 from tests.test_data import write_idx_dataset
-from training import run_store
-from training.checkpoint import checkpoint_steps, latest_step, resume_point, truncate_metrics
 from training.errors import CannotResume
-from training.resume import resume
-from training.run import execute
+from training.runs.checkpoint import checkpoint_steps, latest_step, resume_point, truncate_metrics
+from training.runs.resume import resume
+from training.runs.run import execute
 
 ROOT = Path(__file__).resolve().parents[1]
 VOLATILE = ("wall", "ts", "perf/steps_per_sec", "sys/cpu_percent", "sys/rss_mb")  # differ between any two runs
@@ -162,7 +162,7 @@ def test_killed_run_resumes_from_its_last_checkpoint(runs_root):
     assert steps == list(range(0, 80_001, 100))  # records past the checkpoint were dropped, then logged once
     assert tb_steps(run_dir) == steps  # TensorBoard purged the killed process's events past the checkpoint
 
-    from training.in_memory import train
+    from training.runs.in_memory import train
     from training.tasks.regression import RegressionConfig, RegressionTask
 
     cfg = RegressionConfig(points=100_000, steps=80_000, log_every=100, optimizer="adam", lr=0.01)

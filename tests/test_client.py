@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from tensorboard.backend.event_processing import event_accumulator as ea
 
+from runstore import run_store
 from tests.test_writers_wandb import history, inspect_records
-from training import run_store
 
 ROOT = Path(__file__).resolve().parents[1]
 LOOP = """

@@ -10,10 +10,10 @@ import numpy as np
 
 from components import compare_figures
 from components.colors import run_color
-from dashboard import compare_data
+from dashboard.panels import compare_data
+from runstore import run_store
 from tests.chart_elements import charts
 from tests.test_dashboard_apptest import app, fake_population, fake_run
-from training import run_store
 
 
 def test_metric_sets_name_the_runs_lacking_a_metric() -> None:

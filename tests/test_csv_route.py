@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from dashboard import csv_route
-from training import run_store
+from dashboard.server import csv_route
+from runstore import run_store
 
 
 def get(url: str) -> tuple[int, dict[str, str], bytes]:

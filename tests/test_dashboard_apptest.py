@@ -20,10 +20,12 @@ import pytest
 from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.element_tree import Error
 
-from dashboard import launch_files, launcher, tensorboard_server, worker
 from dashboard import state as dashboard_state
+from dashboard.processes import launcher, tensorboard_server
+from dashboard.processes import warm_workers as worker
+from runstore import launch_files, run_store, tags
 from tests.chart_elements import charts, trace_lengths, trace_values
-from training import cli, run_store, tags
+from training import cli
 from training.config import parse_config
 from training.tasks import load_task
 from training.writers.base import Table
@@ -325,7 +327,7 @@ import numpy as np
 import optax
 
 from training.settings import setting, with_default
-from training.summaries import FitSummary
+from training.tasks.summaries import FitSummary
 from training.tasks.base import Data, StepsConfig, Task
 
 

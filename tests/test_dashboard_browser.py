@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from benchmarks.browser_probes import PLOTS_JS
-from dashboard.serve import CHROMIUM, CHROMIUM_ARGS, Server, start_server
+from dashboard.server.serve import CHROMIUM, CHROMIUM_ARGS, Server, start_server
+from runstore import run_store
 from tests.test_dashboard_apptest import fake_run
-from training import run_store
 
 playwright = pytest.importorskip("playwright.sync_api")
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from training import run_store
+from runstore import run_store
 
 ROOT = Path(__file__).resolve().parents[1]
 

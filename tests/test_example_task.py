@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from tensorboard.backend.event_processing import event_accumulator as ea
 
-from training import run_store
+from runstore import run_store
 from training.settings import ConfigError, parse_config
 from training.tasks import available, load_task
 

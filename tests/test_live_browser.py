@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from benchmarks import browser_probes as probes
-from dashboard.serve import CHROMIUM, CHROMIUM_ARGS, Server, start_server
-from training import run_store
+from dashboard.server.serve import CHROMIUM, CHROMIUM_ARGS, Server, start_server
+from runstore import run_store
 
 playwright = pytest.importorskip("playwright.sync_api")
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")]

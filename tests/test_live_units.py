@@ -15,8 +15,8 @@ from benchmarks.browser_probes import blink_report
 from components import figures
 from components.colors import run_color
 from components.series import progress_text
-from dashboard import run_watch, worker
-from training import run_store
+from dashboard.processes import warm_workers as worker
+from runstore import run_store, run_watch
 
 
 def _run(root: Path, name: str, state: str, pid: int | None = None) -> Path:
@@ -76,7 +76,7 @@ def test_one_run_one_colour_train_solid_test_dashed() -> None:
 
 def _child_niceness(env: dict[str, str]) -> int:
     """The niceness a training child started with `env` ends up at, after its own start-up call."""
-    code = "import os; from training.worker import share_the_machine; share_the_machine(); print(os.nice(0))"
+    code = "import os; from training.runs.warm_worker import share_the_machine; share_the_machine(); print(os.nice(0))"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     return int(out.stdout.strip()) - os.nice(0)
 
@@ -103,7 +103,7 @@ def test_live_charts_plotly_bundle_is_the_plotly_packages_version() -> None:
     """The vendored basic bundle draws figures the plotly package writes: the same plotly.js version."""
     from plotly.offline import get_plotlyjs_version
 
-    from dashboard import inplace_chart
+    from dashboard.panels import inplace_chart
 
     header = (inplace_chart.VENDOR / "plotly-basic.min.js").read_text()[:200]
     assert f"plotly.js (basic - minified) v{get_plotlyjs_version()}" in header

@@ -11,10 +11,11 @@ import jax
 import numpy as np
 import pytest
 
+from runstore import tags
 from tests.test_data import write_idx_dataset
-from training import data, tags
+from training import data
 from training.errors import DataUnavailable
-from training.in_memory import train
+from training.runs.in_memory import train
 from training.tasks.mnist import MnistConfig, MnistTask
 from training.writers.base import MemoryWriter
 

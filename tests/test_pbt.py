@@ -10,10 +10,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from training import run_store
+from runstore import run_store
 from training.__main__ import main
-from training.pbt import PbtConfig, apply, learning_rates, plan
-from training.resume import resume
+from training.engine.pbt import PbtConfig, apply, learning_rates, plan
+from training.runs.resume import resume
 from training.tasks.regression import RegressionConfig, RegressionTask
 
 VOLATILE = ("wall", "ts", "perf/steps_per_sec", "sys/cpu_percent", "sys/rss_mb")

@@ -18,10 +18,12 @@ import pytest
 
 from components import pbt_figures
 from components.colors import run_color
-from dashboard import launch_files, launcher, pbt_settings
+from dashboard.forms import pbt_settings
+from dashboard.processes import launcher
+from runstore import launch_files, run_store
 from tests.chart_elements import charts, figure
 from tests.test_dashboard_apptest import app, errors_under, wait_status
-from training import cli, run_store
+from training import cli
 from training.config import ConfigError, parse_config
 from training.tasks import load_task
 
@@ -261,7 +263,7 @@ def test_stop_all_and_resume_a_pbt_population_from_the_page(runs_root: Path) -> 
 @pytest.mark.browser
 def test_start_a_pbt_population_from_the_page_and_see_its_lr_chart(tmp_path: Path) -> None:
     sync_api = pytest.importorskip("playwright.sync_api")
-    from dashboard.serve import CHROMIUM, CHROMIUM_ARGS, start_server
+    from dashboard.server.serve import CHROMIUM, CHROMIUM_ARGS, start_server
 
     if not Path(CHROMIUM).exists():
         pytest.skip(f"no Chromium at {CHROMIUM}")

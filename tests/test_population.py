@@ -16,14 +16,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from runstore import run_store
 from tests.test_data import write_idx_dataset
-from training import run_store
 from training.__main__ import main
 from training.config import ConfigError
-from training.in_memory import train
-from training.population import member_raws, parse_axes
-from training.resume import resume
-from training.run import execute
+from training.runs.in_memory import train
+from training.runs.population import member_raws, parse_axes
+from training.runs.resume import resume
+from training.runs.run import execute
 from training.tasks.mnist import MnistConfig, MnistTask
 from training.tasks.regression import RegressionConfig, RegressionTask
 from training.writers.base import MemoryWriter

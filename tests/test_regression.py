@@ -9,8 +9,8 @@ import jax
 import numpy as np
 import pytest
 
-from training import tags
-from training.in_memory import train
+from runstore import tags
+from training.runs.in_memory import train
 from training.tasks.regression import Params, RegressionConfig, RegressionTask, init_params, loss, make_data
 from training.writers.base import MemoryWriter
 

@@ -1,4 +1,4 @@
-"""dashboard/run_reads.py: an ended run is read once, and again as soon as one of its files changes."""
+"""runstore/run_reads.py: an ended run is read once, and again as soon as one of its files changes."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import shutil
 import time
 from pathlib import Path
 
-from dashboard import run_reads, state
-from training import run_store
+from dashboard import state
+from runstore import run_reads, run_store
 
 
 def make(root: Path, name: str, state_: str, pid: int | None = None) -> Path:

@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from training import run_store
-from training.summaries import FitSummary, write_summaries
+from runstore import run_store
+from training.tasks.summaries import FitSummary, write_summaries
 from training.writers.base import Progress, Table
 from training.writers.store import RunStoreWriter
 
@@ -55,7 +55,7 @@ def test_write_status_merges_and_keeps_json_strict(tmp_path):
 
 def _start_running_process(run_dir: Path) -> subprocess.Popen:
     code = (
-        "import sys, time; from pathlib import Path; from training import run_store; "
+        "import sys, time; from pathlib import Path; from runstore import run_store; "
         "run_store.start_status(Path(sys.argv[1]), total_steps=10); print('ready', flush=True); time.sleep(60)"
     )
     proc = subprocess.Popen([sys.executable, "-c", code, str(run_dir)], cwd=ROOT, stdout=subprocess.PIPE, text=True)
@@ -180,7 +180,7 @@ def test_store_writer_buffers_until_flush_and_owns_only_progress_fields(tmp_path
     w.write_summary({"test/acc": 0.5})
     w.close("failed", "boom")
     status = run_store.read_status(tmp_path)
-    assert status["state"] == "running" and status["message"] is None, "lifecycle fields belong to training.run"
+    assert status["state"] == "running" and status["message"] is None, "lifecycle fields belong to training.runs.run"
     assert status["final"] == {"test/acc": 0.5}
     assert json.loads((tmp_path / "artifacts" / "final_metrics.json").read_text()) == {"test/acc": 0.5}
 

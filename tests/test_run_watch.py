@@ -5,8 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 
-from dashboard import run_watch
-from training import run_store
+from runstore import run_store, run_watch
 
 
 def make_run(root, name, state):

@@ -9,10 +9,9 @@ from pathlib import Path
 
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from dashboard import run_log, run_notes
+from runstore import run_log, run_notes, run_store
 from tests.chart_elements import charts
 from tests.test_dashboard_apptest import app, fake_run
-from training import run_store
 
 
 def test_notes_are_saved_atomically_and_shown_as_tensorboard_text(tmp_path: Path) -> None:

@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard import run_reads
-from training import run_store
+from runstore import run_reads, run_store
 
 APP = str(Path(__file__).resolve().parent.parent / "dashboard" / "app.py")
 GOOD_CFG = {"task": "regression", "points": 128, "noise": 0.5, "true_weight": 2.0, "true_bias": -1.0, "lr": 0.005}
@@ -204,7 +203,7 @@ def test_delete_removes_a_damaged_run_but_refuses_links_and_outside_folders(runs
 @pytest.mark.browser
 def test_every_page_in_chromium_with_damaged_runs(runs, tmp_path: Path) -> None:
     playwright = pytest.importorskip("playwright.sync_api")
-    from dashboard.serve import CHROMIUM, CHROMIUM_ARGS, start_server
+    from dashboard.server.serve import CHROMIUM, CHROMIUM_ARGS, start_server
 
     if not Path(CHROMIUM).exists():
         pytest.skip(f"no Chromium at {CHROMIUM}")

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from dashboard import host_check
-from dashboard.serve import CHROMIUM, CHROMIUM_ARGS, Server
+from dashboard.server import host_check
+from dashboard.server.serve import CHROMIUM, CHROMIUM_ARGS, Server
 from tests.test_safety_damaged import good_run
 
 EVIL = "rebind.attacker.example"

@@ -14,9 +14,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from components.series import STALL_S, progress_text
-from dashboard import csv_route
+from dashboard.server import csv_route
+from runstore import run_store
 from tests.test_safety_damaged import APP, BROKEN, good_run
-from training import run_store
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from dashboard.metric_csv import metrics_csv
-from dashboard.metric_table import MetricTable
-from training import run_store
+from runstore import run_store
+from runstore.metrics.metric_csv import metrics_csv
+from runstore.metrics.metric_table import MetricTable
 
 N = 100_000
 SPIKE_STEP = 61_234

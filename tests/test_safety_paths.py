@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard import metric_cache, run_reads
+from runstore import run_reads, run_store
+from runstore.metrics import metric_cache
 from tests.test_safety_damaged import APP, BROKEN, good_run
-from training import run_store
 
 
 def get(url: str, timeout: float = 20) -> tuple[int, bytes]:
@@ -68,7 +68,9 @@ def test_a_crafted_cache_index_never_deletes_outside_the_root_background_builder
     victim.write_text("keep me")
     d = big_run(root, "crafted-big")
     crafted_index(d, "../../../outside/victim.txt")
-    while metric_cache.sync(d, force=False, max_parts=1, threads=False):  # as dashboard/cache_builder.py calls it
+    while metric_cache.sync(
+        d, force=False, max_parts=1, threads=False
+    ):  # as runstore/metrics/cache_builder.py calls it
         if metric_cache.sync(d)[-1].end == (d / "metrics.jsonl").stat().st_size:
             break
     assert victim.read_text() == "keep me"

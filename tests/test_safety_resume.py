@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from tensorboard.backend.event_processing import event_accumulator as ea
 
-from training import run_store
-from training.checkpoint import checkpoint_steps, latest_step, resume_point
+from runstore import run_store
+from training.runs.checkpoint import checkpoint_steps, latest_step, resume_point
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONUNBUFFERED": "1", "WANDB_MODE": "disabled"}

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard import launcher
-from training import run_store
+from dashboard.processes import launcher
+from runstore import run_store
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "dashboard" / "app.py")
@@ -91,7 +91,7 @@ def test_owns_process_refuses_other_hosts_reused_pids_and_bad_values(runs_root: 
 def test_stop_signals_the_runs_own_training_process(runs_root: Path) -> None:
     d = run_store.new_run_dir(runs_root, "regression", "real")
     code = (
-        "import sys, time; from pathlib import Path; from training import run_store; "
+        "import sys, time, training; from pathlib import Path; from runstore import run_store; "
         "run_store.start_status(Path(sys.argv[1]), total_steps=10); print('ready', flush=True); time.sleep(60)"
     )
     proc = subprocess.Popen([sys.executable, "-c", code, str(d)], cwd=ROOT, stdout=subprocess.PIPE, text=True)

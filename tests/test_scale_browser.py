@@ -22,7 +22,7 @@ import psutil
 import pytest
 
 from benchmarks.scale import PeakRss, cached, costed, make_run, write_metrics
-from dashboard.serve import CHROMIUM, CHROMIUM_ARGS, Server, start_server
+from dashboard.server.serve import CHROMIUM, CHROMIUM_ARGS, Server, start_server
 
 playwright = pytest.importorskip("playwright.sync_api")
 pytestmark = [

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import numpy as np
 
-from dashboard import metric_cache
-from dashboard.metric_csv import write_csv
-from dashboard.metric_table import MetricTable
-from training import run_store
+from runstore import run_store
+from runstore.metrics import metric_cache
+from runstore.metrics.metric_csv import write_csv
+from runstore.metrics.metric_table import MetricTable
 
 
 def write(run_dir: Path, start: int, stop: int) -> None:
@@ -139,7 +139,7 @@ def test_csv_of_a_read_only_run_folder_is_parsed_without_a_cache(tmp_path: Path)
 MEASURE = """
 import json, sys
 from pathlib import Path
-from dashboard import metric_csv
+from runstore.metrics import metric_csv
 def mb(key):
     with open("/proc/self/status") as f:
         return next(int(l.split()[1]) for l in f if l.startswith(key + ":")) / 1024

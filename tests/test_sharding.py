@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from training.config import ConfigError, parse_config
-from training.sharding import resolve_devices
+from training.engine.sharding import resolve_devices
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -25,7 +25,7 @@ import json, sys
 import jax
 from tests.test_data import write_idx_dataset
 from pathlib import Path
-from training.in_memory import train
+from training.runs.in_memory import train
 from training.tasks.mnist import MnistConfig, MnistTask
 from training.writers.base import MemoryWriter
 

@@ -23,7 +23,7 @@ from tensorboard.backend.event_processing import event_accumulator as ea
 from tensorboard.plugins.hparams import metadata as hp_metadata
 
 from dashboard.views.detail import tensorboard_link
-from training import run_store
+from runstore import run_store
 from training.writers.tensorboard import extra_dir
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -7,8 +7,8 @@ import sys
 import threading
 import time
 
-from training import rehearsal
-from training.in_memory import train
+from training.runs import rehearsal
+from training.runs.in_memory import train
 from training.tasks.regression import RegressionConfig
 
 

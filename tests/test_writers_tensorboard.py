@@ -8,7 +8,7 @@ from tensorboard.backend.event_processing import event_accumulator as ea
 from tensorboard.backend.event_processing import plugin_event_multiplexer as pem
 from tensorboard.plugins.hparams import metadata as hp_metadata
 
-from training.summaries import ClassificationSummary, FitSummary, write_summaries
+from training.tasks.summaries import ClassificationSummary, FitSummary, write_summaries
 from training.writers import render
 from training.writers.base import Progress
 from training.writers.tensorboard import TensorBoardWriter, extra_dir, flatten_hparams, readable_name
@@ -50,7 +50,7 @@ def _fit(i: int) -> FitSummary:
 
 
 def _run_sequence(w: TensorBoardWriter, state: str = "finished", close: bool = True) -> None:
-    """The calls the engine makes (see training/engine.py): scalars + flush per chunk, snapshots, summary."""
+    """The calls the engine makes (see training/engine/loop.py): scalars + flush per chunk, snapshots, summary."""
     w.write_hparams(CONFIG)
     for i, step in enumerate(STEPS):
         scalars = {"train/loss": 1 / step, "train/acc": step / 200, "epoch/train_loss": 1 / step}

@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from training.summaries import ClassificationSummary, FitSummary, write_summaries
-from training.writers import wandb_writer
+from training.tasks.summaries import ClassificationSummary, FitSummary, write_summaries
 from training.writers.base import Progress
-from training.writers.wandb_mode import init_kwargs
-from training.writers.wandb_writer import WandbWriter, resolve_mode
+from training.writers.wandb import writer as wandb_writer
+from training.writers.wandb.mode import init_kwargs
+from training.writers.wandb.writer import WandbWriter, resolve_mode
 
 WANDB_CLI = str(Path(sys.executable).with_name("wandb"))
 CONFIG = {"task": "mnist", "dataset": "fashion_mnist", "hidden": [32], "lr": 0.001, "epochs": 1}
@@ -319,7 +319,7 @@ def test_wandb_environment_variables_are_honoured(tmp_path, monkeypatch):
 def test_console_output_and_a_failed_runs_error_reach_the_logs(tmp_path):
     """In a subprocess (wandb wraps the process's stdout/stderr): the Logs tab gets the error line."""
     code = (
-        "import sys; from training.writers.wandb_writer import WandbWriter; "
+        "import sys; from training.writers.wandb.writer import WandbWriter; "
         "w = WandbWriter(sys.argv[1], {'lr': 0.1}, mode='offline'); w.wait_ready(60); "
         "print('hello from training'); print('run failed: boom', file=sys.stderr); "
         "w.close('failed', 'boom'); print(w.info['dir'])"
@@ -364,7 +364,7 @@ def test_wandb_files_stay_in_the_run_directory_and_wandbs_own_dirs(tmp_path):
     for d in (home, cwd, run_dir):
         d.mkdir()
     code = (
-        "import sys; sys.path.insert(0, sys.argv[2]); from training.writers.wandb_writer import WandbWriter; "
+        "import sys; sys.path.insert(0, sys.argv[2]); from training.writers.wandb.writer import WandbWriter; "
         "w = WandbWriter(sys.argv[1], {'lr': 0.1}, mode='offline'); w.write_scalars(1, {'train/loss': 1.0}); w.close()"
     )
     env = {**os.environ, "HOME": str(home)}

@@ -17,7 +17,7 @@ def _fail(message: str, code: int = 2) -> int:
 
 def _resume(argv: list[str]) -> int:
     from training.errors import CannotResume
-    from training.resume import resume
+    from training.runs.resume import resume
 
     args = cli.resume_parser().parse_args(argv)
     try:
@@ -30,7 +30,7 @@ def _resume(argv: list[str]) -> int:
     except (CannotResume, ConfigError) as exc:
         return _fail(str(exc))
     for run_dir, state, result in outcomes:
-        from training import run_store
+        from runstore import run_store
 
         resumed_from = run_store.read_status(run_dir).get("resumed_from")
         cli.report(run_dir, state, result.final if result else {}, resumed_from=resumed_from)
@@ -38,7 +38,7 @@ def _resume(argv: list[str]) -> int:
 
 
 def _train(task: str, argv: list[str]) -> int:
-    from training.population import member_raws, parse_axes
+    from training.runs.population import member_raws, parse_axes
     from training.tasks import load_task
 
     try:
@@ -53,7 +53,7 @@ def _train(task: str, argv: list[str]) -> int:
     if args.population and os.environ.get("WANDB_SWEEP_ID") and args.wandb != "disabled":
         # The agent made one W&B run (WANDB_RUN_ID) for this trial; K members cannot all be it.
         return _fail("--population under a W&B sweep agent: let the sweep vary lr/seed instead.")
-    from training.run import execute
+    from training.runs.run import execute
 
     try:
         axes = parse_axes(args.population)
@@ -76,7 +76,7 @@ def _train(task: str, argv: list[str]) -> int:
     except ConfigError as exc:
         return _fail(str(exc))
     except OSError as exc:
-        from training.lifecycle import describe_os_error
+        from training.runs.lifecycle import describe_os_error
 
         return _fail(describe_os_error(exc), 1)
     for i, (run_dir, state, result) in enumerate(outcomes):
@@ -87,7 +87,7 @@ def _train(task: str, argv: list[str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Dispatch on the first word; returns the process exit code."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    from training.worker import share_the_machine
+    from training.runs.warm_worker import share_the_machine
 
     share_the_machine()  # before anything starts JAX's backend
     if argv[:1] == ["--task"]:
@@ -96,11 +96,11 @@ def main(argv: list[str] | None = None) -> int:
         print(cli.top_help())
         return 0 if argv else 2
     if argv[0] == "worker":
-        from training.worker import warm_worker
+        from training.runs.warm_worker import warm_worker
 
         return warm_worker(main)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    from training.worker import enable_compilation_cache
+    from training.runs.warm_worker import enable_compilation_cache
 
     enable_compilation_cache()
     if argv[0] == "resume":

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from training import run_store
+from runstore import run_store
 from training.settings import FieldInfo, fields
 from training.tasks import available
 
@@ -109,7 +109,7 @@ def pbt_config(args: argparse.Namespace, seed: int) -> Any:
     """The PBT settings of the command line, or None without --pbt-interval."""
     if args.pbt_interval is None:
         return None
-    from training.pbt import PbtConfig
+    from training.engine.pbt import PbtConfig
 
     return PbtConfig(
         interval=args.pbt_interval,
@@ -190,7 +190,7 @@ def check_runs_root(root: Path | None) -> str | None:
     return None
 
 
-MAX_MEMBERS = 64  # one program trains every member; the page has the same cap (dashboard/groups.py)
+MAX_MEMBERS = 64  # one program trains every member; the page has the same cap (dashboard/forms/groups.py)
 
 
 def check_members(count: int) -> str | None:

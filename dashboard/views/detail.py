@@ -14,10 +14,12 @@ import pandas as pd
 import streamlit as st
 
 from components import figures
-from components.widgets import status_badge
-from dashboard import artifacts, groups, inplace_chart, panel_kinds, panels, pbt_panels, run_sections, state
-from dashboard.metric_table import MetricTable
-from training import run_store
+from dashboard import state
+from dashboard.forms import groups
+from dashboard.forms.widgets import status_badge
+from dashboard.panels import inplace_chart, panel_kinds, panels, pbt_panels, run_sections
+from runstore import artifacts, run_store
+from runstore.metrics.metric_table import MetricTable
 
 DETAIL_REFRESH_S = 1.0  # slower than Live: this page also redraws the confusion matrix and images
 

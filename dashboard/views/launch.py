@@ -6,11 +6,15 @@ from typing import Any
 
 import streamlit as st
 
-from components.widgets import config_form, dataset_title, field_error, population_input
-from dashboard import groups, inplace_chart, launcher, pbt_panels, pbt_settings, run_watch, state
-from training import data, run_store
+from dashboard import state
+from dashboard.forms import groups, pbt_settings
+from dashboard.forms.widgets import config_form, dataset_title, field_error, population_input
+from dashboard.panels import inplace_chart, pbt_panels
+from dashboard.processes import launcher
+from runstore import run_store, run_watch
+from training import data
 from training.config import ConfigError, FieldInfo, config_fields, parse_config
-from training.population import VARIED
+from training.runs.population import VARIED
 from training.tasks import available, load_task
 
 

@@ -9,10 +9,13 @@ from typing import Any
 import streamlit as st
 
 from components.colors import run_color
-from components.widgets import status_badge
-from dashboard import artifacts, group_panels, groups, inplace_chart, launch_files, launcher, panel_kinds, panels, state
-from dashboard.metric_table import MetricTable
-from training import run_store
+from dashboard import state
+from dashboard.forms import groups
+from dashboard.forms.widgets import status_badge
+from dashboard.panels import group_panels, inplace_chart, panel_kinds, panels
+from dashboard.processes import launcher
+from runstore import artifacts, launch_files, run_store
+from runstore.metrics.metric_table import MetricTable
 
 
 def head(

@@ -7,8 +7,11 @@ import hashlib
 import pandas as pd
 import streamlit as st
 
-from dashboard import compare, groups, inplace_chart, launcher, panels, run_notes, runs_index, state
-from training import run_store
+from dashboard import state
+from dashboard.forms import groups
+from dashboard.panels import compare, inplace_chart, panels, runs_index
+from dashboard.processes import launcher
+from runstore import run_notes, run_store
 
 COLUMN_CONFIG = {
     "tags": st.column_config.ListColumn("tags"),

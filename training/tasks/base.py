@@ -1,4 +1,4 @@
-"""The Task interface: what a training task declares; the engine (training.engine) does the rest.
+"""The Task interface: what a training task declares; the engine (training.engine.loop) does the rest.
 
 A task is a class with a typed config and four pure pieces, after the JAX "stateful computations"
 pattern (state in, new state out):
@@ -137,7 +137,7 @@ class Task:
         return cls.evaluate is not Task.evaluate
 
     def summarize(self, state: Any, data: Data, final: bool) -> list[Any]:
-        """Host-side summaries of one member (see training.summaries); called ~10 times a run and at the end."""
+        """Host-side summaries of one member (see training.tasks.summaries); called ~10 times a run and at the end."""
         return []
 
     def optimizer(self) -> Any:

@@ -20,8 +20,8 @@ import optax
 from training.data import CLASS_NAMES, DATASET_SIZES, load_dataset
 from training.errors import TrainingError
 from training.settings import setting, with_default
-from training.summaries import ClassificationSummary
 from training.tasks.base import Data, EpochsConfig, Task
+from training.tasks.summaries import ClassificationSummary
 
 SAMPLE_IMAGES = 64  # test images in the final report, misclassified first
 

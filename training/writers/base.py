@@ -2,7 +2,7 @@
 
 Every method is general-purpose: scalars, images, texts, histograms, hparams and tables.
 Task-specific summaries (a fitted line, a confusion matrix) are turned into these calls in one
-place, `training.summaries`. Backends live next to this module, one per file, and override what
+place, `training.tasks.summaries`. Backends live next to this module, one per file, and override what
 they support; a call a backend lacks logs one warning and is dropped. `MultiWriter` is a loop:
 its first writer (the run store) is required, so its failures end the run; the others are
 best-effort and a failure warns once.
@@ -129,7 +129,7 @@ class MultiWriter(MetricWriter):
     def _each(self, method: str, *args: Any) -> None:
         for i, w in enumerate(self.writers):
             if i == 0:
-                getattr(w, method)(*args)  # the run store: a failure ends the run (training.run reports it)
+                getattr(w, method)(*args)  # the run store: a failure ends the run (training.runs.run reports it)
                 continue
             try:
                 getattr(w, method)(*args)

@@ -118,7 +118,7 @@ def _add_wandb(
     WandbWriter never raises from __init__; a failed init disables it and says why in .info.
     resolve_mode: --wandb > $WANDB_MODE > credentials.
     """
-    from training.writers.wandb_writer import WandbWriter
+    from training.writers.wandb.writer import WandbWriter
 
     wb = WandbWriter(
         run_dir,

@@ -9,7 +9,7 @@ for the previous chunk's writes, then hands over this chunk's and returns. The
 fsyncs took 1-10 ms per chunk on a busy shared disk, as much as 20% of a chunk;
 this way they overlap the next chunk's compute, and a killed process still
 loses at most the chunk in flight. `drain()` (and `close`) wait for the writes.
-Lifecycle fields of status.json (state, ended, message) belong to `training.run`;
+Lifecycle fields of status.json (state, ended, message) belong to `training.runs.run`;
 every status.json write of this writer happens before `close` returns, so it
 never races run.py's final one.
 """
@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from training import run_store
+from runstore import run_store
 from training.writers.base import MetricWriter, Progress, Table
 
 log = logging.getLogger(__name__)
@@ -52,7 +52,7 @@ class RunStoreWriter(MetricWriter):
     """Writes a run's metrics and artifacts into its run directory.
 
     Args:
-      run_dir: an existing run directory (see `training.run_store`).
+      run_dir: an existing run directory (see `runstore.run_store`).
     """
 
     def __init__(self, run_dir: str | Path):
@@ -158,7 +158,7 @@ class RunStoreWriter(MetricWriter):
         run_store.write_status(self.run_dir, final=final)
 
     def close(self, state: str = "finished", message: str | None = None) -> None:
-        """Write what is left and stop the writer thread; lifecycle fields are `training.run`'s."""
+        """Write what is left and stop the writer thread; lifecycle fields are `training.runs.run`'s."""
         try:
             self.flush()
             self.drain()

@@ -34,7 +34,7 @@ from tensorboardX.proto.summary_pb2 import Summary, SummaryMetadata
 from tensorboardX.summary import custom_scalars
 from tensorboardX.summary import hparams as hparams_summary
 
-from training import tags
+from runstore import tags
 from training.writers.base import MetricWriter, Progress, Table
 from training.writers.tb_files import SyncSummaryWriter, image_summary
 

@@ -1,0 +1,1 @@
+"""What the user fills in: widgets, population and PBT settings."""

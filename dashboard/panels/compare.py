@@ -1,0 +1,177 @@
+"""Compare the selected runs: every metric as small multiples, population bands, what differs, hyperparameters.
+
+Reads runs through `dashboard.state` (shared bounded tables), computes with `dashboard.panels.compare_data`
+and draws with `components.compare_figures`. One colour per run (`components.colors`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import streamlit as st
+
+from components import compare_figures
+from components.colors import run_color
+from dashboard import state
+from dashboard.forms import groups
+from dashboard.panels import compare_data, panels, run_sections
+from runstore import run_store
+from runstore.metrics.metric_table import MetricTable
+
+POP_MODES = {"curves": "every run", "min-max": "mean, min-max band", "std": "mean, ±1 std band"}
+
+
+def _populations(selected: list[run_store.RunInfo]) -> dict[str, list[run_store.RunInfo]]:
+    """Populations with at least two selected members."""
+    found: dict[str, list[run_store.RunInfo]] = {}
+    for r in selected:
+        if groups.group_of(r):
+            found.setdefault(groups.group_of(r), []).append(r)
+    return {g: rs for g, rs in found.items() if len(rs) >= 2}
+
+
+def _step_bounds(tables: Mapping[str, MetricTable]) -> tuple[int, int]:
+    ranges = [r for r in (t.step_range() for t in tables.values()) if r is not None]
+    return (int(min(r[0] for r in ranges)), int(max(r[1] for r in ranges))) if ranges else (0, 0)
+
+
+def controls(pops: bool, bounds: tuple[int, int]) -> dict[str, Any]:
+    """The shared x axis, smoothing, log scale, population view and step range."""
+    c = st.columns([2, 2, 1, 1], vertical_alignment="bottom")
+    out = {
+        "x": c[0].segmented_control(
+            "x axis",
+            list(compare_data.X_CHOICES),
+            format_func=compare_data.X_CHOICES.get,
+            default="step",
+            required=True,
+            key="cmp_x",
+        ),
+        "smoothing": c[1].slider("Smoothing (EMA)", 0.0, 0.99, 0.0, 0.01, key="cmp_smooth"),
+        "log_y": c[2].toggle("log y", value=False, key="cmp_log"),
+        "partial": c[3].toggle("metrics not all have", value=False, key="cmp_partial"),
+        "pop": "curves",
+        "range": bounds,
+    }
+    c = st.columns([2, 4])
+    if pops:
+        out["pop"] = c[0].segmented_control(
+            "Populations", list(POP_MODES), format_func=POP_MODES.get, default="curves", required=True, key="cmp_pop"
+        )
+    if bounds[1] > bounds[0] and max(abs(bounds[0]), abs(bounds[1])) <= run_sections.MAX_SAFE_STEP:
+        out["range"] = c[1].slider(
+            "Step range (zoom in: the range is re-read at full resolution)",
+            bounds[0],
+            bounds[1],
+            bounds,
+            key="cmp_range",
+        )
+    return out
+
+
+def series(run: run_store.RunInfo, table: MetricTable, tag: str, opts: Mapping[str, Any]) -> Any:
+    """(x, y) of one run's tag on the chosen x axis, within the chosen step range."""
+    x = "wall" if opts["x"] == "wall" else "step"
+    lo, hi = opts["range"]
+    xs, ys = table.window(run.path, tag, x, lo, hi)
+    if opts["x"] == "epoch":
+        scale = compare_data.epoch_scale(run.status)
+        xs = xs / scale if scale else xs
+    return xs, ys
+
+
+def draw(selected: list[run_store.RunInfo], display: Mapping[str, str]) -> None:
+    """The whole compare section for the selected runs."""
+    labels = compare_data.labels(selected, display)
+    tables = {r.run_id: state.metrics(r.path) for r in selected}
+    shared, missing = compare_data.metric_sets({labels[r.run_id]: tables[r.run_id].tags() for r in selected})
+    if not shared and not missing:
+        st.info("The selected runs have no metrics yet.", icon=":material/info:")
+        return
+    pops = _populations(selected)
+    opts = controls(bool(pops), _step_bounds(tables))
+    if opts["x"] == "epoch" and any(compare_data.epoch_scale(r.status) is None for r in selected):
+        st.caption("Runs without epochs (e.g. full-batch regression) are drawn against their step.")
+    if missing:
+        lines = [f"`{t}`: not logged by {', '.join(rs)}" for t, rs in missing.items()]
+        shown = "shown below with a note" if opts["partial"] else "turn on 'metrics not all have' to see them"
+        st.info(f"Not every selected run has these metrics ({shown}):  \n" + "  \n".join(lines), icon=":material/info:")
+    tags = shared + (compare_data.sort_tags(list(missing)) if opts["partial"] else [])
+    grid(selected, labels, tables, tags, missing, pops, opts)
+    differs_and_parcoords(selected, labels)
+
+
+def grid(
+    selected: list[run_store.RunInfo],
+    labels: Mapping[str, str],
+    tables: Mapping[str, MetricTable],
+    tags: list[str],
+    missing: Mapping[str, list[str]],
+    pops: Mapping[str, list[run_store.RunInfo]],
+    opts: Mapping[str, Any],
+) -> None:
+    """Small multiples of `tags`: a line per run, or a band per population when asked."""
+    banded = {r.run_id: g for g, rs in pops.items() for r in rs} if opts["pop"] != "curves" else {}
+    colors = {labels[r.run_id]: run_color(r.run_id) for r in selected}
+    colors |= {f"{groups.short_id(g)} (mean of {len(rs)})": run_color(g) for g, rs in pops.items()}
+    curves: dict[str, dict[str, Any]] = {}
+    bands: dict[str, dict[str, compare_figures.Band]] = {}
+    for tag in tags:
+        members: dict[str, list[Any]] = {}
+        for r in selected:
+            if tag not in tables[r.run_id].tags():
+                continue
+            xy = series(r, tables[r.run_id], tag, opts)
+            if r.run_id in banded:
+                members.setdefault(banded[r.run_id], []).append(xy)
+            else:
+                curves.setdefault(tag, {})[labels[r.run_id]] = xy
+        for g, xys in members.items():
+            label = f"{groups.short_id(g)} (mean of {len(pops[g])})"
+            bands.setdefault(tag, {})[label] = compare_data.band(xys, "std" if opts["pop"] == "std" else "min-max")
+    fig = compare_figures.metric_grid(
+        tags,
+        curves,
+        colors,
+        bands=bands,
+        missing=missing,
+        x_title=compare_data.X_CHOICES[opts["x"]],
+        smoothing=opts["smoothing"],
+        log_y=opts["log_y"],
+    )
+    panels.chart(fig, "compare_grid")
+
+
+PARCOORDS_AUTO_RUNS = 4  # parallel coordinates drawn without asking for up to this many runs
+
+
+def differs_and_parcoords(selected: list[run_store.RunInfo], labels: Mapping[str, str]) -> None:
+    """The settings that differ between the selected runs, then settings against final metrics."""
+    table = compare_data.differs(selected, labels)
+    st.subheader("What differs", divider="gray")
+    if len(selected) < 2:
+        st.caption("Select two or more runs to see which settings differ.")
+        return
+    if table.empty:
+        st.caption("Every setting is the same in the selected runs.")
+    else:
+        st.dataframe(table, key="cmp_differs")
+    settings = [s for s in table.index if s != "population"]
+    rows, metrics = compare_data.parcoords_rows(selected, settings)
+    if not settings or not metrics:
+        st.caption("Parallel coordinates need a setting that differs and final metrics (written when a run ends).")
+        return
+    st.subheader("Settings against final metrics", divider="gray")
+    # Plotly draws parallel coordinates with WebGL: in a browser without graphics acceleration (e.g.
+    # headless Chromium here) it blocked the page 2-6 s, so beyond a few runs it waits to be asked for.
+    show = st.toggle(
+        "Parallel coordinates",
+        value=len(selected) <= PARCOORDS_AUTO_RUNS,
+        key="cmp_pc_show",
+        help="Drawn with WebGL: can take seconds in a browser without graphics acceleration.",
+    )
+    if not show:
+        return
+    color = st.selectbox("Colour by", metrics, index=len(metrics) - 1, key="cmp_pc_color")
+    panels.chart(compare_figures.parallel_coordinates(rows, settings, metrics, color), "compare_parcoords")

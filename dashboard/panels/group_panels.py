@@ -1,0 +1,155 @@
+"""A population's panels: every member's curve in one chart, one color per member, one row each.
+
+The panel kinds are those of a single run (dashboard/panels/panel_kinds.py), from config.json "panels".
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import streamlit as st
+
+from components import figures
+from components.colors import run_color
+from dashboard.panels import pbt_panels
+from dashboard.panels.panel_kinds import fit_version, tile_tags
+from dashboard.panels.panels import live_chart
+from runstore import artifacts, run_store, tags
+from runstore.metrics.metric_table import MetricTable
+
+
+def side_legend(fig: Any) -> Any:
+    """Legend at the right, one entry per line: K members on top would wrap into rows over the title."""
+    fig.update_layout(
+        legend=dict(orientation="v", yanchor="top", y=1, xanchor="left", x=1.02, font=dict(size=11)),
+        margin=dict(t=50, r=10),
+    )
+    return fig
+
+
+def member_colors(run_dirs: list[Path], names: list[str]) -> dict[str, str]:
+    """Each member's own run colour (`components.colors.run_color`), the same on every page."""
+    return {n: run_color(d.name) for d, n in zip(run_dirs, names, strict=True)}
+
+
+def group_fit(run_dirs: list[Path], names: list[str], key: str, seeds_vary: bool, empty_text: str) -> None:
+    """Member 0's data, the true curve and every member's latest curve."""
+
+    def build() -> Any:
+        data, _, truth = artifacts.fit(run_dirs[0])
+        curves = {}
+        for d, n in zip(run_dirs, names, strict=True):
+            model = artifacts.fit(d)[1]
+            if model is not None:
+                curves[n] = model
+        title = f"Fits of {len(names)} members" + (" (data of the first seed)" if seeds_vary else "")
+        colors = member_colors(run_dirs, names)
+        fig = figures.fit_figure(data, curves, truth, title=title, uirevision=key, colors=colors, empty_text=empty_text)
+        return side_legend(fig)
+
+    live_chart(key, (tuple(fit_version(d) for d in run_dirs), tuple(names), empty_text), build)
+
+
+def group_curves(
+    records: list[MetricTable],
+    names: list[str],
+    tag: str,
+    key: str,
+    *,
+    title: str,
+    accuracy: bool = False,
+    marks: pbt_panels.Marks | None = None,
+    members: list[run_store.RunInfo] | None = None,
+) -> None:
+    """`tag` of every member overlaid, each in its run colour, the full run name in the hover."""
+    members = members or []
+
+    def build() -> Any:
+        curves = {n: r.series(tag) for n, r in zip(names, records, strict=True)}
+        style: dict[str, Any] = {}
+        if members:
+            style["colors"] = member_colors([m.path for m in members], names)
+            style["full_names"] = {n: m.name for m, n in zip(members, names, strict=True)}
+        if accuracy:
+            fig = figures.accuracy_figure(curves, title=title, uirevision=key, **style)
+        else:
+            fig = figures.curves_figure(curves, title, tag.split("/")[-1], uirevision=key, **style)
+        if marks is not None:  # PBT: a marker where a member copied another
+            fig = marks(fig, curves)
+        return side_legend(fig)
+
+    live_chart(key, (tuple(r.offset for r in records), tuple(names), tag), build)
+
+
+def members_table(
+    members: list[run_store.RunInfo], statuses: list[dict[str, Any]], records: list[MetricTable], names: list[str]
+) -> None:
+    """One row per member: its varied values, state, step and the latest value of each headline metric."""
+    columns = sorted(set().union(*(tile_tags(r) for r in records))) if records else []
+    rows = []
+    for s, r, n in zip(statuses, records, names, strict=True):
+        row = {"member": n, "state": s.get("state", "?"), "step": s.get("step")}
+        rows.append(row | {tag: r.last(tag) for tag in columns})
+    config = {
+        tag: st.column_config.NumberColumn(format="percent" if tag.endswith("acc") else "%.4g") for tag in columns
+    }
+    st.dataframe(rows, hide_index=True, column_config=config)
+
+
+def accuracy_choice(
+    records: list[MetricTable],
+    names: list[str],
+    key: str,
+    marks: pbt_panels.Marks | None = None,
+    members: list[run_store.RunInfo] | None = None,
+) -> None:
+    """Train or test accuracy of every member (a toggle between the two)."""
+    split = st.segmented_control(
+        "Accuracy",
+        ["train", "test"],
+        default="train",
+        required=True,
+        key="group_acc_split",
+        label_visibility="collapsed",
+    )
+    tag = tags.TRAIN_ACC if split == "train" else tags.TEST_ACC
+    title = f"{split.capitalize()} accuracy"
+    group_curves(records, names, tag, key, title=title, accuracy=True, marks=marks, members=members)
+
+
+def draw(
+    members: list[run_store.RunInfo],
+    statuses: list[dict[str, Any]],
+    records: list[MetricTable],
+    names: list[str],
+    kinds: list[str],
+    key: str,
+    seeds_vary: bool,
+    empty_text: str,
+) -> None:
+    """The population's panels: with a fit, the fit left and table and curves right; else table above curves."""
+    marks = pbt_panels.copy_marks(members, names)  # None unless the population trains with PBT
+    draw_one = {
+        "fit": lambda: group_fit([m.path for m in members], names, f"{key}_fit", seeds_vary, empty_text),
+        "loss": lambda: group_curves(
+            records, names, tags.TRAIN_LOSS, f"{key}_loss", title="Train loss", marks=marks, members=members
+        ),
+        "accuracy": lambda: accuracy_choice(records, names, f"{key}_acc", marks, members),
+        "pbt_lr": lambda: pbt_panels.lr_chart(members, records, names, f"{key}_pbt_lr"),
+    }
+    kinds = [k for k in kinds if k in draw_one] + (["pbt_lr"] if marks is not None else [])
+    if "fit" in kinds:
+        left, right = st.columns([3, 2])
+        with left:
+            draw_one["fit"]()
+        with right:
+            members_table(members, statuses, records, names)
+            for kind in kinds:
+                if kind != "fit":
+                    draw_one[kind]()
+        return
+    members_table(members, statuses, records, names)
+    for col, kind in zip(st.columns(max(1, len(kinds))), kinds, strict=False):
+        with col:
+            draw_one[kind]()

@@ -1,0 +1,147 @@
+"""The live panels a task can ask for (config.json "panels"), drawn for one run or a population.
+
+* "fit": the data points (fit/data table) and the model's curve (fit/curve: y, and y_true when
+  the task knows the true function), a line or any 1-D curve;
+* "loss": train/loss, and test/loss when the task evaluates;
+* "accuracy": train/acc, and test/acc, on an axis zoomed to the data.
+
+No task is named here: a user's task gets the same panels by listing them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import streamlit as st
+
+from components import figures
+from components.colors import run_color
+from dashboard.panels.panels import fmt, live_chart
+from runstore import artifacts, tags
+from runstore.metrics.metric_table import MetricTable
+
+HIDDEN_PREFIXES = ("perf/", "epoch/", "sys/")  # not headline numbers (steps/s is in the progress line)
+MAX_TILES = 6
+
+
+def waiting_text(status: dict[str, Any]) -> str:
+    """What an empty chart says: the run's phase ("loading data…", "compiling…") while it has no point yet."""
+    phase = status.get("phase")
+    if status.get("state") in ("starting", "running"):
+        return f"{phase}…" if isinstance(phase, str) and phase != "training" else "starting…"
+    return "no data"
+
+
+def tile_tags(records: MetricTable) -> list[str]:
+    """The metrics worth a number at the top: the task's own tags first, then train/*, then test/*."""
+    shown = [t for t in records.tags() if not t.startswith(HIDDEN_PREFIXES)]
+    rank = {tags.TRAIN: 1, tags.TEST: 2}
+    return sorted(shown, key=lambda t: (rank.get(t.split("/")[0], 0), t))[:MAX_TILES]
+
+
+def percent(v: float) -> str:
+    """An accuracy as a percentage; a value that is no fraction (say 1e308) as itself, never "inf%"."""
+    return f"{v:.2%}" if 0.0 <= v <= 1.0 else f"{fmt(v)} (not a fraction)"
+
+
+def metric_tiles(records: MetricTable, status: dict[str, Any]) -> None:
+    """The latest value of each headline metric (accuracies in percent) and the compile time."""
+    names = tile_tags(records)
+    comp = status.get("compile_seconds")
+    cols = st.columns(max(1, len(names) + 1))
+    for col, tag in zip(cols, names, strict=False):
+        v = records.last(tag)
+        col.metric(tag, "—" if v is None else percent(v) if tag.endswith("acc") else fmt(v))
+    cols[-1].metric(
+        "compile time", "—" if comp is None else f"{comp:.1f} s", help="First (compiling) chunk beyond a steady one."
+    )
+
+
+def fit_version(run_dir: Path) -> tuple[int, ...]:
+    """What a fit chart depends on: the modification times of its two tables (0 while missing)."""
+    out = []
+    for tag in (tags.FIT_DATA, tags.FIT_CURVE):
+        try:
+            out.append(artifacts.table_path(run_dir, tag).stat().st_mtime_ns)
+        except OSError:
+            out.append(0)
+    return tuple(out)
+
+
+def fit_panel(run_dir: Path, key: str, empty_text: str = "no data yet", color: str | None = None) -> None:
+    """Data scatter, true curve and the model's latest curve (in the run's colour)."""
+
+    def build() -> Any:
+        data, model, truth = artifacts.fit(run_dir)
+        curves = {"model": model} if model is not None else {}
+        colors = {"model": color} if color else None
+        return figures.fit_figure(data, curves, truth, uirevision=key, empty_text=empty_text, colors=colors)
+
+    live_chart(key, (fit_version(run_dir), empty_text), build)
+
+
+def _curves(records: MetricTable, tag_list: tuple[str, ...], x: str) -> dict[str, Any]:
+    curves = {t: records.series(t, x) for t in tag_list}
+    return {t: v for t, v in curves.items() if v[0].size}
+
+
+def _run_style(tag_list: tuple[str, ...], color: str | None) -> dict[str, Any]:
+    """One run, one colour: train solid, test dashed, both in the run's colour."""
+    if color is None:
+        return {}
+    return {"colors": dict.fromkeys(tag_list, color), "dashes": {t: "dash" for t in tag_list if t.startswith("test/")}}
+
+
+def loss_panel(
+    records: MetricTable, key: str, x: str = "step", empty_text: str = "no data yet", color: str | None = None
+) -> None:
+    """Train (and test) loss."""
+    tag_list = (tags.TRAIN_LOSS, tags.TEST_LOSS)
+
+    def build() -> Any:
+        curves = _curves(records, tag_list, x)
+        style = _run_style(tag_list, color)
+        return figures.curves_figure(curves, "Loss", "loss", x_title=x, uirevision=key, empty_text=empty_text, **style)
+
+    live_chart(key, (records.offset, x, empty_text), build)
+
+
+def accuracy_panel(
+    records: MetricTable, key: str, x: str = "step", empty_text: str = "no data yet", color: str | None = None
+) -> None:
+    """Train (and test) accuracy, the axis zoomed to the data."""
+    tag_list = (tags.TRAIN_ACC, tags.TEST_ACC)
+
+    def build() -> Any:
+        curves = _curves(records, tag_list, x)
+        style = _run_style(tag_list, color)
+        return figures.accuracy_figure(curves, x_title=x, uirevision=key, empty_text=empty_text, **style)
+
+    live_chart(key, (records.offset, x, empty_text), build)
+
+
+def draw(
+    run_dir: Path, kinds: list[str], records: MetricTable, status: dict[str, Any], key: str, color: str | None = None
+) -> None:
+    """A run's panels (in the run's colour): a fit large on the left with the others beside it, else side by side."""
+    empty = waiting_text(status)
+    color = color or run_color(run_dir.name)
+    draw_one = {
+        "fit": lambda k: fit_panel(run_dir, k, empty, color),
+        "loss": lambda k: loss_panel(records, k, empty_text=empty, color=color),
+        "accuracy": lambda k: accuracy_panel(records, k, empty_text=empty, color=color),
+    }
+    kinds = [k for k in kinds if k in draw_one]
+    if "fit" in kinds and len(kinds) > 1:
+        left, right = st.columns([3, 2])
+        with right:  # the small metric charts first: a starting run's first loss point is not held up by the fit
+            for kind in kinds:
+                if kind != "fit":
+                    draw_one[kind](f"{key}_{kind}")
+        with left:
+            draw_one["fit"](f"{key}_fit")
+        return
+    for col, kind in zip(st.columns(max(1, len(kinds))), kinds, strict=False):
+        with col:
+            draw_one[kind](f"{key}_{kind}")

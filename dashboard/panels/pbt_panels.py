@@ -1,0 +1,159 @@
+"""Population-based training on the page: the form's PBT settings, and a PBT population's rates and copies.
+
+Everything drawn comes from the members' run directories: `pbt/lr` in metrics.jsonl, the PBT
+settings in status.json / config.json "pbt", and each member's copies in
+artifacts/tables/pbt__lineage.json (training/engine/pbt.py). Figures: components/pbt_figures.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import streamlit as st
+
+from components import pbt_figures
+from components.colors import run_color
+from dashboard import state
+from dashboard.forms import groups, pbt_settings
+from dashboard.forms.widgets import pbt_input
+from dashboard.panels.panels import chart
+from runstore import artifacts, run_store, tags
+from runstore.metrics.metric_table import MetricTable
+
+LINEAGE_TAG = "pbt/lineage"
+Marks = Callable[[Any, Mapping[str, pbt_figures.Curve]], Any]
+
+
+def population_pbt(
+    task: str, prefix: str, population: Mapping[str, str] | None, errors: dict[str, str]
+) -> dict[str, Any] | None:
+    """The PBT toggle and settings under the population lists, offered once they list two learning rates.
+
+    Pops the "pbt_*" messages from `errors` (drawn under their settings). Returns the form's raw
+    settings (checked by `pbt_settings.check` on Start), or None without PBT.
+    """
+    lrs = groups.split_list((population or {}).get("lr", ""))
+    if population is None or len(lrs) < 2:
+        for name in pbt_settings.LABELS:
+            errors.pop(name, None)
+        if population is not None:
+            st.caption("List at least two learning rates to use population-based training.")
+        return None
+    metrics = pbt_settings.metric_choices(task)
+    pbt = pbt_input(prefix, pbt_settings.LABELS, metrics, errors)
+    if pbt is not None:
+        k = groups.population_size(population)
+        label = metrics.get(pbt["metric"], str(pbt["metric"]))
+        try:
+            text = pbt_settings.summary(k, float(pbt["fraction"]), int(pbt["interval"]), label)
+        except (TypeError, ValueError):
+            text = ""
+        if text:
+            st.caption(text)
+    return pbt
+
+
+def uses_pbt(members: Sequence[run_store.RunInfo]) -> bool:
+    """Whether this population trains with PBT (status.json "pbt" of any member)."""
+    return any(isinstance(m.status.get("pbt"), dict) for m in members)
+
+
+def copies_of(run_dir: Any) -> list[pbt_figures.CopyEvent]:
+    """A member's copies so far (none while its lineage table is missing or being replaced)."""
+    table = artifacts.read_table(run_dir, LINEAGE_TAG)
+    return pbt_figures.copy_events(table.columns, table.rows) if table is not None else []
+
+
+def source_names(members: Sequence[run_store.RunInfo], names: Sequence[str]) -> dict[int, str]:
+    """Member index -> its short name, to say whom a copy came from."""
+    out = {}
+    for m, n in zip(members, names, strict=True):
+        index = m.status.get("member")
+        if isinstance(index, int):
+            out[index] = n
+    return out
+
+
+def copy_marks(members: Sequence[run_store.RunInfo], names: Sequence[str]) -> Marks | None:
+    """A function that marks every member's copies on a figure of its curves; None for a population without PBT."""
+    if not uses_pbt(members):
+        return None
+    copies = {n: copies_of(m.path) for m, n in zip(members, names, strict=True)}
+    sources = source_names(members, names)
+    return lambda fig, curves: pbt_figures.log_axis_when_wide(
+        pbt_figures.mark_copies(fig, curves, copies, sources), curves
+    )
+
+
+def settings_text(pbt: Mapping[str, Any], copies: int) -> str:
+    """ "PBT: every 50 steps, ranked by train loss, the worst 25% copy the best · 9 copies so far"."""
+    metric = (
+        pbt_settings.METRIC_LABELS.get(pbt.get("metric") or "", pbt.get("metric"))
+        or "test loss (train loss without a test set)"
+    )
+    metric = metric.lower()
+    return (
+        f"PBT: every {pbt.get('interval')} steps, ranked by {metric}, the worst {pbt.get('fraction', 0.25):.0%} "
+        f"copy the best · {copies} cop{'y' if copies == 1 else 'ies'} so far (◆ on the curves)"
+    )
+
+
+def _right_legend(fig: Any) -> Any:
+    fig.update_layout(legend=dict(orientation="v", yanchor="top", y=1, xanchor="left", x=1.02, font=dict(size=11)))
+    return fig.update_layout(margin=dict(t=50, r=10))
+
+
+def lr_chart(
+    members: Sequence[run_store.RunInfo], records: Sequence[MetricTable], names: Sequence[str], key: str
+) -> None:
+    """Every member's learning rate over steps (log axis), each in its run's colour, its copies marked."""
+    series = {n: r.series(tags.PBT_LR) for n, r in zip(names, records, strict=True)}
+    copies = {n: copies_of(m.path) for m, n in zip(members, names, strict=True)}
+    colors = {n: run_color(m.run_id) for m, n in zip(members, names, strict=True)}
+    fig = pbt_figures.lr_figure(series, copies, source_names(members, names), colors=colors, uirevision=key)
+    chart(_right_legend(fig), key)
+    pbt = next((m.status["pbt"] for m in members if isinstance(m.status.get("pbt"), dict)), {})
+    st.caption(settings_text(pbt, sum(len(c) for c in copies.values())))
+
+
+def member_panel(run: run_store.RunInfo, records: MetricTable, key: str) -> None:
+    """A PBT member's own learning rate and copies (Run detail); nothing for other runs."""
+    group = groups.group_of(run)
+    if not isinstance(run.status.get("pbt"), dict) or not group:
+        return
+    members = groups.members(state.all_runs(), group)
+    names = dict(zip([m.run_id for m in members], groups.labels(members), strict=True))
+    name = names.get(run.run_id, run.name)
+    sources = source_names(members, list(names.values()))
+    st.subheader("Population-based training", divider="gray")
+    copies = copies_of(run.path)
+    fig = pbt_figures.lr_figure(
+        {name: records.series(tags.PBT_LR)},
+        {name: copies},
+        sources,
+        colors={name: run_color(run.run_id)},
+        uirevision=key,
+    )
+    chart(fig.update_layout(showlegend=False), key)
+    if not copies:
+        st.caption("This member has not copied another one.")
+        return
+    rows = [
+        {
+            "step": e.step,
+            "copied": sources.get(e.source, f"member {e.source}"),
+            "why": e.reason,
+            "lr before": e.old_lr,
+            "lr after": e.new_lr,
+        }
+        for e in copies
+    ]
+    st.dataframe(
+        rows,
+        hide_index=True,
+        column_config={
+            "lr before": st.column_config.NumberColumn(format="%.3g"),
+            "lr after": st.column_config.NumberColumn(format="%.3g"),
+        },
+    )

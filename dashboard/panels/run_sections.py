@@ -1,0 +1,93 @@
+"""Run detail sections: what the user wrote about the run, every metric (system ones too) with a
+full-resolution zoom, and the run's own process output."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from components import compare_figures
+from components.colors import run_color
+from dashboard.panels import compare_data
+from dashboard.panels.panels import chart
+from runstore import run_log, run_notes, run_store, tags
+from runstore.metrics.metric_table import MetricTable
+
+LOG_LINES = 200
+
+
+def notes_header(run: run_store.RunInfo) -> None:
+    """Display name, tags and notes (edited on Runs & compare), when there are any."""
+    n = run_notes.load(run.path)
+    if n.display_name:
+        st.subheader(n.display_name)
+    if n.tags:
+        st.markdown(" ".join(f":blue-badge[{t}]" for t in n.tags))
+    if n.notes:
+        st.caption(n.notes)
+
+
+MAX_SAFE_STEP = 2**53 - 1  # the largest integer a browser's numbers hold exactly (Streamlit refuses more)
+
+
+def zoom(records: MetricTable, key: str) -> tuple[float, float] | None:
+    """A step-range slider over the run; None when the run has fewer than two steps."""
+    full = records.step_range()
+    if full is None or full[1] <= full[0]:
+        return full
+    if max(abs(full[0]), abs(full[1])) > MAX_SAFE_STEP:
+        st.caption(f"Steps up to {full[1]:.3g}: beyond what the page can zoom into (2^53); showing the whole range.")
+        return full
+    lo, hi = int(full[0]), int(full[1])
+    return st.slider(
+        "Step range (zoom in: the range is re-read at full resolution)", lo, hi, (lo, hi), key=f"{key}_range"
+    )
+
+
+def metric_grids(run: run_store.RunInfo, records: MetricTable, key: str) -> None:
+    """Every metric of the run as small multiples, system metrics (sys/*) in a grid of their own."""
+    all_tags = compare_data.sort_tags(records.tags())
+    if not all_tags:
+        return
+    st.subheader("All metrics", divider="gray")
+    window = zoom(records, key)
+    if window is None:
+        return
+    label = run.name
+    colors = {label: run_color(run.run_id)}
+    system = [t for t in all_tags if t.startswith(f"{tags.SYS}/")]
+    for title, group in (("metrics", [t for t in all_tags if t not in system]), ("system", system)):
+        if not group:
+            continue
+        curves = {t: {label: records.window(run.path, t, "step", *window)} for t in group}
+        fig = compare_figures.metric_grid(group, curves, colors, uirevision=f"{key}_{title}")
+        fig.update_layout(showlegend=False)
+        if title == "system":
+            st.caption("System: the training process's CPU (100 = one core), resident memory and accelerator memory.")
+        chart(fig, f"{key}_{title}", lazy=True)  # below the run's own panels: drawn when scrolled near
+    if not system:
+        st.caption("No system metrics (sys/*) in this run: runs from before they were logged have none.")
+
+
+def process_output(run_dir: Path, active: bool) -> None:
+    """The tail of process.log: the run's own output, refreshed with the page while it runs."""
+    # Read and drawn only while open: st.code makes a fresh tab load a 1.5 MB syntax highlighter.
+    box = st.expander(
+        "Process output (process.log)",
+        icon=":material/terminal:",
+        expanded=active,
+        key="process_output",
+        on_change="rerun",
+    )
+    if not box.open:
+        return
+    text = run_log.tail(run_dir, LOG_LINES)
+    with box:
+        if text is None:
+            st.caption("No process.log: this run was started from the command line, so its output went there.")
+        elif not text.strip():
+            st.caption("The process has written no output yet.")
+        else:
+            st.code(text, language=None, height=320 if text.count("\n") > 15 else "content")
+            st.caption(f"Last {LOG_LINES} lines{' · refreshing while the run is active' if active else ''}.")

@@ -1,0 +1,111 @@
+"""The runs table as data: one row per run with its notes and final metrics, filters and free-text search.
+
+No Streamlit here (the page draws it); reading a run's notes is one small file per run.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import pandas as pd
+
+from dashboard.panels.compare_data import sort_tags
+from runstore import run_notes, run_store
+
+ACTIVE = ("starting", "running")
+PROBLEMS = ("failed", "diverged", "crashed", "damaged")
+BASE_COLUMNS = ["name", "tags", "group", "task", "status", "config"]
+TAIL_COLUMNS = ["duration", "started", "message", "run_id", "search"]
+
+
+@dataclass
+class Filters:
+    """What the user narrowed the table to (empty = everything)."""
+
+    states: list[str] = field(default_factory=list)
+    tasks: list[str] = field(default_factory=list)
+    groups: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+    text: str = ""
+
+
+def _duration(s: dict[str, Any], created: float) -> float | None:
+    started = s.get("started") or created
+    if s.get("ended") and s.get("wall_seconds"):
+        return s.get("wall_seconds")
+    end = s.get("ended") or (time.time() if s.get("state") in ACTIVE else None)
+    return end - started if end and started else None
+
+
+def frame(
+    runs: Sequence[run_store.RunInfo], key_config: Callable[[str, dict], str], short_group: Callable[[Any], Any]
+) -> pd.DataFrame:
+    """One row per run: display name, tags, group, task, state, settings, every final metric, times.
+
+    "search" holds the lower-cased text the free-text filter looks in (name, id, settings, tags, notes).
+    """
+    rows, finals = [], set()
+    for r in runs:
+        s, final = r.status, r.status.get("final") or {}
+        finals |= set(final)
+        notes = run_notes.load(r.path)
+        config = key_config(r.task, r.config)
+        started = s.get("started") or r.created
+        text = [notes.display_name, r.name, r.run_id, r.task, config, json.dumps(r.config), notes.notes, *notes.tags]
+        rows.append(
+            {
+                "name": notes.display_name or r.name,
+                "tags": notes.tags,
+                "group": short_group(s.get("group")),
+                "task": r.task,
+                "status": s.get("state", "?"),
+                "config": config,
+                **{f"final {m}": v for m, v in final.items() if isinstance(v, (int, float))},
+                "duration": _duration(s, r.created),
+                "started": datetime.fromtimestamp(started) if started else None,
+                "message": s.get("message") if s.get("state") in PROBLEMS else None,
+                "run_id": r.run_id,
+                "search": " ".join(text).lower(),
+                "_group": s.get("group"),
+            }
+        )
+    metrics = [f"final {m}" for m in sort_tags(finals)]
+    return pd.DataFrame(rows, columns=[*BASE_COLUMNS, *metrics, *TAIL_COLUMNS, "_group"])
+
+
+def metric_columns(df: pd.DataFrame) -> list[str]:
+    """The final-metric columns of a frame."""
+    return [c for c in df.columns if c.startswith("final ")]
+
+
+def choices(df: pd.DataFrame) -> dict[str, list[str]]:
+    """The values each filter can take, from the runs present."""
+    tags = sorted({t for ts in df["tags"] for t in ts}, key=str.lower) if len(df) else []
+    return {
+        "states": sorted(df["status"].dropna().unique()),
+        "tasks": sorted(df["task"].dropna().unique()),
+        "groups": sorted(df["group"].dropna().unique()),
+        "tags": tags,
+    }
+
+
+def apply(df: pd.DataFrame, f: Filters) -> pd.DataFrame:
+    """The rows that pass every filter; tags match when a run has any chosen tag; text: every word must occur."""
+    keep = pd.Series(True, index=df.index)
+    if f.states:
+        keep &= df["status"].isin(f.states)
+    if f.tasks:
+        keep &= df["task"].isin(f.tasks)
+    if f.groups:
+        keep &= df["group"].isin(f.groups)
+    if f.tags:
+        wanted = set(f.tags)
+        keep &= df["tags"].map(lambda ts: bool(wanted & set(ts)))
+    for word in f.text.lower().split():
+        keep &= df["search"].str.contains(word, regex=False)
+    return df[keep]

@@ -1,0 +1,1 @@
+"""What the page starts and stops: training runs, warm workers, TensorBoard."""

@@ -1,0 +1,241 @@
+"""Start and stop training runs as their own processes (TensorBoard: dashboard/processes/tensorboard_server.py).
+
+No Streamlit here: pages call these functions and cache what they return.
+A run started here is exactly a CLI run (`python -m training ...`), so the run
+directory is the only thing the page and the process share. Until the process
+has written its config.json, `launch.json` (pid, command) lets any page or tab
+see that the run is starting, or that it failed to start. Runs start in the
+warm worker when one is ready (dashboard/processes/warm_workers.py), else as a fresh process.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from dashboard.processes import warm_workers as worker
+from runstore import launch_files, run_store
+from training.settings import config_to_dict, fields
+from training.tasks import load_task
+from training.tasks.base import Task
+
+REPO_ROOT = worker.REPO_ROOT
+WANDB_MODES = ("auto", "offline", "online", "disabled")
+log = logging.getLogger(__name__)
+
+
+def cli_task(task: str) -> str:
+    """The task argument of the CLI for `task` (a name or "module:Class" spec).
+
+    A spec naming a Python file by a relative path is made absolute: the training process runs
+    from the repository root, which need not be where the page found the file.
+    """
+    module, sep, cls = task.partition(":")
+    if sep and (module.endswith(".py") or "/" in module):
+        return f"{Path(module).resolve()}:{cls}"
+    return task
+
+
+def config_flags(cfg: Any) -> list[str]:
+    """One `--field value` pair per config field (the CLI's own flags), lists comma-joined.
+
+    A None value is passed as "none" where the field's default is not None, else left out.
+    """
+    defaults = {f.name: f.default for f in fields(type(cfg))}
+    flags: list[str] = []
+    for key, value in config_to_dict(cfg).items():
+        if value is None:
+            if defaults.get(key) is None:
+                continue
+            value = "none"
+        elif isinstance(value, (list, tuple)):
+            value = ",".join(str(v) for v in value)
+        flags += [f"--{key.replace('_', '-')}", str(value)]
+    return flags
+
+
+def build_command(
+    task: str,
+    cfg: Any,
+    run_dir: Path | None,
+    name: str | None,
+    wandb_mode: str = "auto",
+    *,
+    population: Mapping[str, Sequence[str]] | None = None,
+    runs_root: Path | None = None,
+    pbt: Mapping[str, Any] | None = None,
+) -> list[str]:
+    """The exact CLI command that trains `cfg` of `task` (a name or "module:Class" spec) into `run_dir`.
+
+    With `population` ({"lr": [...], "seed": [...]}) it trains one run per combination, each in
+    its own new directory under `runs_root` (the CLI picks the names), so `run_dir` is not passed.
+    `pbt` ({"interval": 100, "metric": ..., "fraction": ..., "resample": ...}) adds the --pbt-* flags.
+    """
+    flags = config_flags(cfg)
+    for axis, values in (population or {}).items():
+        flags += ["--population", f"{axis}={','.join(str(v) for v in values)}"]
+    for key, value in (pbt or {}).items():
+        flags += [f"--pbt-{key}", f"{value:g}" if isinstance(value, float) else str(value)]
+    where = ["--runs-root", str(runs_root)] if population else ["--run-dir", str(run_dir)]
+    cmd = [sys.executable, "-m", "training", cli_task(task), *flags, *where, "--wandb", wandb_mode, "--quiet"]
+    if name:
+        cmd += ["--name", name]
+    return cmd
+
+
+def spawn(cmd: list[str], log_path: Path, metrics: Path | None = None) -> tuple[int, str]:
+    """Run `cmd` (a `python -m training ...` command) as its own process, output appended to `log_path`.
+
+    The warm worker takes it when one is ready and fits the current environment; else a
+    fresh process starts. Either way it outlives the page (own session) and runs from the
+    repository root. The next worker starts once `metrics` (the run's metrics.jsonl) changed,
+    so its imports do not slow down the run's first steps. Returns (pid, "worker" or "cold").
+    """
+    env = worker.job_env()
+    since = time.time()
+
+    def settled() -> bool:
+        return metrics is not None and metrics.exists() and metrics.stat().st_mtime > since
+
+    w = worker.pool().take(env, settled) if worker.enabled() else None
+    if w is not None:
+        try:
+            return w.submit(cmd[3:], log_path, env, REPO_ROOT), "worker"
+        except OSError:
+            log.warning("warm worker %s died before its job; starting the run cold", w.proc.pid)
+    with open(log_path, "ab") as out:
+        proc = subprocess.Popen(
+            cmd,
+            cwd=REPO_ROOT,
+            env=worker.child_env(),  # $JAXDASH_NICE: below the page's priority
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    return proc.pid, "cold"
+
+
+def _check_wandb(wandb_mode: str) -> None:
+    if wandb_mode not in WANDB_MODES:
+        raise ValueError(f"W&B mode must be one of {', '.join(WANDB_MODES)} (got {wandb_mode!r}).")
+
+
+def _launch_record(task: str, task_cls: type[Task], cmd: list[str], pid: int, via: str, launched: float) -> dict:
+    """launch.json's common fields: enough for the pages to show the run before its config.json exists."""
+    return {
+        "pid": pid,
+        "command": cmd,
+        "launched": launched,
+        "task": task_cls.name or task,
+        "task_spec": task,
+        "panels": list(task_cls.panels),
+        "via": via,
+    }
+
+
+def launch(task: str, cfg: Any, name: str | None = None, wandb_mode: str = "auto", root: Path | None = None) -> Path:
+    """Start `cfg` of `task` (a name or spec, see training.tasks) as a detached training process.
+
+    Returns its run directory; the process writes stdout/stderr to process.log there.
+    """
+    _check_wandb(wandb_mode)
+    task_cls = load_task(task)
+    run_dir = run_store.new_run_dir(root or run_store.runs_root(), task_cls.name or "task", name)
+    cmd = build_command(task, cfg, run_dir, name, wandb_mode)
+    launched = time.time()
+    pid, via = spawn(cmd, launch_files.process_log(run_dir), run_dir / "metrics.jsonl")
+    record = _launch_record(task, task_cls, cmd, pid, via, launched)
+    launch_files.write_launch(run_dir, {**record, "name": name or run_dir.name})
+    return run_dir
+
+
+def launch_population(
+    task: str,
+    cfg: Any,
+    axes: Mapping[str, Sequence[str]],
+    name: str | None = None,
+    wandb_mode: str = "auto",
+    root: Path | None = None,
+    pbt: Mapping[str, Any] | None = None,
+) -> Path:
+    """Start a population of `task` (one process training every combination of `axes`); returns its launch directory.
+
+    The CLI creates the members' run directories itself, so the page gets a launch directory
+    (launch.json with "population", process.log) that stands for the population until its
+    members appear; `state.population_members` finds them by pid.
+    """
+    _check_wandb(wandb_mode)
+    task_cls = load_task(task)
+    short = task_cls.name or "task"
+    root = root or run_store.runs_root()
+    launch_dir = run_store.new_run_dir(root, short, f"{name or short}-launch")
+    cmd = build_command(task, cfg, None, name, wandb_mode, population=axes, runs_root=root, pbt=pbt)
+    launched = time.time()
+    pid, via = spawn(cmd, launch_files.process_log(launch_dir))
+    record = _launch_record(task, task_cls, cmd, pid, via, launched)
+    population = {k: list(v) for k, v in axes.items()}
+    members = math.prod(len(v) for v in axes.values())
+    launch_files.write_launch(
+        launch_dir,
+        {**record, "name": name or f"{short} population", "population": population, "members": members},
+    )
+    return launch_dir
+
+
+def has_checkpoint(run_dir: Path) -> bool:
+    """Whether the run has a complete checkpoint (Orbax renames a finished save to its step number)."""
+    ckpt = Path(run_dir) / "ckpt"
+    return ckpt.is_dir() and any(p.name.isdigit() for p in ckpt.iterdir())
+
+
+def resume(run_dir: Path) -> int:
+    """Continue a stopped or crashed run from its latest checkpoint in a new process; returns its pid.
+
+    `python -m training resume <run_dir>` keeps the run's W&B mode and TensorBoard choice. Its
+    output is appended to process.log; launch.json records the launch under "resume" so the page
+    shows the run as starting until the process takes over status.json.
+    """
+    run_dir = Path(run_dir)
+    cmd = [sys.executable, "-m", "training", "resume", str(run_dir), "--quiet"]
+    launched = time.time()
+    pid, via = spawn(cmd, launch_files.process_log(run_dir), run_dir / "metrics.jsonl")
+    info = launch_files.launch_info(run_dir)
+    info["resume"] = {"pid": pid, "command": cmd, "launched": launched, "via": via}
+    launch_files.write_launch(run_dir, info)
+    return pid
+
+
+STOP_FILE_ONLY = (
+    "Asked the run to stop (its stop file). No process was signalled: none could be verified as this "
+    "run's own training process here, so it stops at its next check, if it is running at all."
+)
+
+
+def stop(run_dir: Path) -> bool:
+    """Ask a run to stop cleanly: the stop file, plus SIGTERM to its process if that is verifiably its own.
+
+    The run finishes its chunk and ends "stopped" either way (it checks the stop file between
+    chunks); a population member stops its whole population (one process). A pid is signalled
+    only if `run_store.owns_process` verifies it (alive, this host, this run's training process,
+    not a reused pid). Returns True if a process was signalled, False if only the stop file was written.
+    """
+    run_dir = Path(run_dir)
+    run_store.request_stop(run_dir)
+    info = launch_files.launch_info(run_dir)
+    for claim in (run_store.read_status(run_dir), info.get("resume") or {}, info):
+        if run_store.owns_process(claim, run_dir):
+            try:
+                os.kill(int(claim["pid"]), signal.SIGTERM)
+            except (ProcessLookupError, PermissionError):
+                return False
+            return True
+    return False

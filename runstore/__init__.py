@@ -1,0 +1,4 @@
+"""The run store: the run folder, the only contract between training processes and the page.
+
+Layout, atomic writes, checks, reading (listing, status, metrics with its columnar cache), processes.
+Imports neither JAX, Streamlit, `training` nor `dashboard`."""

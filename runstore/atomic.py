@@ -1,0 +1,96 @@
+"""Files that readers poll while a process writes them: atomic JSON replaces and fsync'd appends.
+
+A reader sees the old or the new file, never half of one; a failed write leaves no temp file and
+no half-written line, and its OSError names the file (for messages like "No space left on device
+writing runs/<id>/metrics.jsonl"). No JAX here: the dashboard imports this module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import math
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from runstore.safe_files import create_new, open_regular, temp_name
+
+
+def atomic_write_json(path: Path, data: Any) -> None:
+    """Write JSON so a reader sees the old or the new file, never half of one."""
+    tmp = temp_name(Path(path))
+    text = json.dumps(_jsonable(data), indent=1, allow_nan=False)
+    try:
+        with os.fdopen(create_new(tmp), "w") as f:  # never written through a link planted in the folder
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)  # never leave temp files behind
+        if exc.errno == errno.ENOSPC and path.exists():
+            _rewrite_in_place(path, text)  # a full disk: the old file's own blocks still fit the new text
+            return
+        raise OSError(exc.errno, exc.strerror, str(path)) from exc
+
+
+def _rewrite_in_place(path: Path, text: str) -> None:
+    """Overwrite a small file in place (not atomic; the fallback when a full disk refuses a temp file)."""
+    try:
+        with open(path, "r+") as f:
+            f.write(text)
+            f.truncate()
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(path)) from exc
+
+
+def _jsonable(x: Any) -> Any:
+    """NaN/inf become strings so the files stay strict JSON."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return str(x)
+    if isinstance(x, Mapping):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if hasattr(x, "item") and callable(x.item):  # numpy scalars
+        return _jsonable(x.item())
+    return x
+
+
+def read_json(path: Path, default: Any = None) -> Any:
+    """Parsed JSON, or `default` if missing or unreadable."""
+    try:
+        with open_regular(path) as f:  # never through a link, never a FIFO (runstore/safe_files.py)
+            return json.load(f)
+    except (OSError, ValueError, RecursionError):
+        return default
+
+
+def append_metrics(run_dir: Path, records: list[Mapping[str, Any]]) -> None:
+    """Append records to metrics.jsonl and fsync, so a kill loses at most this chunk."""
+    if not records:
+        return
+    lines = "".join(json.dumps(_jsonable(r), allow_nan=False) + "\n" for r in records)
+    path = Path(run_dir) / "metrics.jsonl"
+    data = lines.encode()
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(path)) from exc
+    size = os.fstat(fd).st_size
+    try:
+        view = memoryview(data)
+        while view:  # unbuffered: nothing is left in a buffer to land after a failure
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, size)  # never keep a half-written line
+        raise OSError(exc.errno, exc.strerror, str(path)) from exc
+    finally:
+        os.close(fd)

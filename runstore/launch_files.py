@@ -1,0 +1,72 @@
+"""What the page writes into a run folder when it starts a process there: launch.json and process.log.
+
+Written by the page's launcher only, read by every page: launch.json lets any page or tab show
+a run before its process has written config.json (pid, command, task, a population's axes), and
+process.log holds the process's output. A damaged or hand-edited launch.json loses the fields it
+got wrong, never the page. No Streamlit here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from runstore import run_store
+
+LAUNCH = "launch.json"
+LOG = "process.log"
+
+# launch.json fields and their types: a damaged or hand-edited file loses the fields it got wrong.
+LAUNCH_FIELDS = {
+    "pid": int,
+    "launched": (int, float),
+    "name": str,
+    "task": str,
+    "group": str,
+    "population": dict,
+    "members": int,
+    "resume": dict,
+    "command": list,
+    "via": str,
+}
+
+
+def process_log(run_dir: Path) -> Path:
+    """Where the process started in `run_dir` writes its stdout and stderr."""
+    return Path(run_dir) / LOG
+
+
+def write_launch(run_dir: Path, record: dict[str, Any]) -> None:
+    """Replace `run_dir`'s launch.json atomically (readers see the old or the new record, never half)."""
+    run_store.atomic_write_json(Path(run_dir) / LAUNCH, record)
+
+
+def launch_info(run_dir: Path) -> dict[str, Any]:
+    """launch.json of a run started from the page ({} for CLI runs), with wrongly typed fields dropped."""
+    info = _typed(run_store.read_json(Path(run_dir) / LAUNCH, {}))
+    if "resume" in info:
+        info["resume"] = _typed(info["resume"])
+    return info
+
+
+def launch_damage(run_dir: Path) -> str:
+    """What is wrong with a launch.json that gave no usable fields."""
+    try:
+        run_store.load_json_object(Path(run_dir) / LAUNCH)
+    except run_store.DamagedRunFile as exc:
+        return str(exc)
+    return f"{LAUNCH}: holds no launch record (no pid, command or task)"
+
+
+def _typed(info: Any) -> dict[str, Any]:
+    """`info` without the LAUNCH_FIELDS of a wrong type (and with "launched" a plausible unix time)."""
+    if not isinstance(info, dict):
+        return {}
+    out = {}
+    for key, value in info.items():
+        kind = LAUNCH_FIELDS.get(key)
+        if kind is None or (isinstance(value, kind) and not isinstance(value, bool)):
+            out[key] = value
+    if "launched" in out and not 0 <= out["launched"] < 1e11:  # also rules out NaN and inf
+        del out["launched"]
+    return out

@@ -1,0 +1,142 @@
+"""A run's display name, tags and notes, edited on the page: run_dir/notes.json, TensorBoard text, W&B.
+
+notes.json is the page's own file (config.json belongs to the training process) and is replaced
+atomically, so a reload or a second tab always reads the last save. Each save is also
+written as TensorBoard text (tag "notes", a small event file `*.notes` in the run's logdir from
+status.json "tensorboard"."logdir") and, for a run logged to W&B online, sent to it as the
+run's tags and notes (wandb.Api). An offline W&B run cannot be changed from here: W&B's offline
+files are written by the training process only, so the page says so. No Streamlit here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from runstore import run_store
+
+FILE = "notes.json"
+MAX_TAGS, MAX_TAG_LEN, MAX_NOTES = 32, 40, 20_000
+WANDB_URL = re.compile(r"https?://[^/]+/(?P<entity>[^/]+)/(?P<project>[^/]+)/runs/(?P<id>[^/?#]+)")
+
+
+@dataclass
+class RunNotes:
+    """What a user wrote about a run."""
+
+    display_name: str = ""
+    tags: list[str] = field(default_factory=list)
+    notes: str = ""
+    updated: float | None = None
+    sent: dict[str, str] = field(default_factory=dict)  # sink -> what happened at the last save
+
+
+def clean_tags(tags: list[str]) -> list[str]:
+    """Trimmed, de-duplicated (first spelling kept), bounded tags; commas split one entry into several."""
+    out: list[str] = []
+    for t in tags:
+        for part in str(t).split(","):
+            part = part.strip()[:MAX_TAG_LEN]
+            if part and part.lower() not in (o.lower() for o in out):
+                out.append(part)
+    return out[:MAX_TAGS]
+
+
+def load(run_dir: Path) -> RunNotes:
+    """notes.json of a run (empty notes when missing or damaged: it is never needed to show a run)."""
+    doc = run_store.read_json(Path(run_dir) / FILE, {})
+    if not isinstance(doc, dict):
+        return RunNotes()
+    tags = doc.get("tags") if isinstance(doc.get("tags"), list) else []
+    sent = doc.get("sent") if isinstance(doc.get("sent"), dict) else {}
+    return RunNotes(
+        display_name=str(doc.get("display_name") or "")[:200],
+        tags=clean_tags([t for t in tags if isinstance(t, str)]),
+        notes=str(doc.get("notes") or "")[:MAX_NOTES],
+        updated=doc.get("updated") if isinstance(doc.get("updated"), (int, float)) else None,
+        sent={str(k): str(v) for k, v in sent.items()},
+    )
+
+
+def save(run_dir: Path, display_name: str, tags: list[str], notes: str, status: dict[str, Any]) -> RunNotes:
+    """Write notes.json atomically, then TensorBoard text and W&B (each outcome in `sent`).
+
+    W&B online is sent in a background thread (the page never waits on the network); its outcome
+    lands in notes.json when it is known.
+    """
+    run_dir = Path(run_dir)
+    new = RunNotes(display_name.strip()[:200], clean_tags(tags), notes[:MAX_NOTES], time.time())
+    new.sent["tensorboard"] = write_tensorboard(run_dir, new, status)
+    new.sent["wandb"] = wandb_plan(status)
+    run_store.atomic_write_json(run_dir / FILE, asdict(new))
+    if new.sent["wandb"].startswith("sending"):
+        threading.Thread(target=_send_wandb, args=(run_dir, new, status), daemon=True).start()
+    return new
+
+
+def markdown(n: RunNotes) -> str:
+    """The notes as one markdown text (what TensorBoard shows)."""
+    parts = [f"**{n.display_name}**" if n.display_name else "", "tags: " + ", ".join(n.tags) if n.tags else ""]
+    return "\n\n".join(p for p in [*parts, n.notes] if p) or "(no notes)"
+
+
+def write_tensorboard(run_dir: Path, n: RunNotes, status: dict[str, Any]) -> str:
+    """The notes as TensorBoard text "notes" in the run's logdir; returns what happened, in words."""
+    logdir = ((status.get("tensorboard") or {}) if isinstance(status.get("tensorboard"), dict) else {}).get("logdir")
+    if not logdir:
+        return "not written: this run has no TensorBoard logdir in status.json"
+    path = Path(logdir) if Path(logdir).is_absolute() else run_dir / logdir
+    if not path.is_dir():
+        return f"not written: {path} does not exist"
+    try:
+        from tensorboardX import SummaryWriter
+
+        for old in path.glob("*.notes"):  # one notes file: the latest save
+            with contextlib.suppress(OSError):
+                old.unlink()
+        writer = SummaryWriter(str(path), filename_suffix=".notes")
+        writer.add_text("notes", markdown(n), global_step=int(n.updated or time.time()))
+        writer.close()
+    except Exception as exc:  # noqa: BLE001 - a note that TensorBoard misses never loses the save
+        return f"not written: {type(exc).__name__}: {exc}"
+    return f"written to {path}"
+
+
+def wandb_plan(status: dict[str, Any]) -> str:
+    """What a save does on W&B, in words, from status.json "wandb"."""
+    info = status.get("wandb") if isinstance(status.get("wandb"), dict) else {}
+    mode = info.get("mode")
+    if mode == "online" and info.get("url") and WANDB_URL.match(info["url"]):
+        return "sending to W&B…"
+    if mode == "offline":
+        return "not sent: the run was logged offline; set tags and notes in W&B after `wandb sync`"
+    if mode == "online":
+        return "not sent: W&B gave this run no URL"
+    return "not sent: W&B was not used for this run"
+
+
+def _send_wandb(run_dir: Path, n: RunNotes, status: dict[str, Any]) -> None:
+    """Set the online W&B run's tags, notes and display name; record the outcome in notes.json."""
+    m = WANDB_URL.match(status["wandb"]["url"])
+    try:
+        import wandb
+
+        run = wandb.Api(timeout=20).run(f"{m['entity']}/{m['project']}/{m['id']}")
+        run.tags = list(n.tags)
+        run.notes = n.notes
+        if n.display_name:
+            run.name = n.display_name
+        run.update()
+        outcome = f"sent to W&B ({m['entity']}/{m['project']}/{m['id']})"
+    except Exception as exc:  # noqa: BLE001 - the network or W&B said no: say so on the page
+        outcome = f"not sent: {type(exc).__name__}: {exc}"[:300]
+    current = load(run_dir)
+    if current.updated == n.updated:  # a newer save has its own outcome
+        current.sent["wandb"] = outcome
+        with contextlib.suppress(OSError):
+            run_store.atomic_write_json(Path(run_dir) / FILE, asdict(current))

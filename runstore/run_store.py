@@ -1,0 +1,286 @@
+"""The run directory: the only contract between a training process and the page.
+
+Layout of `<root>/<run_id>/`:
+
+    config.json      {"run_id", "name", "task", "task_spec", "panels", "config": {...}, "created", "command"}
+                     (+ "group", "member", "pbt" for a member of a population)
+    status.json      lifecycle + progress, replaced atomically (see `write_status`)
+    metrics.jsonl    one JSON object per logged step: {"step", "wall", "ts", "<tag>": value, ...}
+    artifacts/       tables/<tag>.json (e.g. fit__curve.json, test__confusion.json: latest table of a tag),
+                     images/<tag>.png, texts.json, final_metrics.json
+    tb/<name>/       tensorboardX event files
+    wandb/           wandb run files
+    ckpt/            checkpoints
+    stop             its presence asks the training process to stop after the current chunk
+
+States: running -> finished | failed | diverged | stopped. A reader that finds
+"running" while the process is gone reports "crashed" (see `read_status`).
+No JAX here: the dashboard imports this module.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from runstore.atomic import append_metrics, atomic_write_json, read_json  # noqa: F401 - API
+from runstore.processes import owns_process, pid_alive  # noqa: F401 - part of this module's API
+from runstore.run_checks import (  # noqa: F401 - part of this module's API
+    DamagedRunFile,
+    load_json_object,
+    validate_config,
+    validate_status,
+)
+from runstore.safe_files import open_regular
+
+TERMINAL_STATES = ("finished", "failed", "diverged", "stopped", "crashed")
+_STATUS_LOCK = threading.Lock()
+_SLUG = re.compile(r"[^a-z0-9_-]+")
+
+
+def runs_root(root: str | os.PathLike | None = None) -> Path:
+    """The runs root, absolute: the argument, else $JAXDASH_RUNS, else ./runs (from the current directory)."""
+    return (Path(root) if root is not None else Path(os.environ.get("JAXDASH_RUNS", "runs"))).resolve()
+
+
+def slugify(name: str, max_len: int = 40) -> str:
+    """A run name reduced to [a-z0-9_-]: it can never contain '/' or '..'."""
+    s = _SLUG.sub("-", name.strip().lower()).strip("-_")
+    return s[:max_len].strip("-_")
+
+
+def new_run_dir(root: str | os.PathLike | None, task: str, name: str | None = None) -> Path:
+    """Create a fresh, uniquely named run directory inside `root` and return it."""
+    base = runs_root(root).resolve()
+    base.mkdir(parents=True, exist_ok=True)
+    slug = slugify(name or "") or task
+    for _ in range(100):
+        run_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{slug}-{secrets.token_hex(2)}"
+        path = (base / run_id).resolve()
+        if path.parent != base:  # defence in depth; slugify already forbids separators
+            raise ValueError(f"run name {name!r} would leave the runs root")
+        try:
+            path.mkdir()
+        except FileExistsError:
+            continue
+        return path
+    raise RuntimeError("could not allocate a unique run id")
+
+
+def write_config(
+    run_dir: Path,
+    task: str,
+    config: Mapping[str, Any],
+    name: str | None = None,
+    command: list[str] | None = None,
+    **extra: Any,
+) -> None:
+    """Write config.json once, at the start of the run.
+
+    `extra` adds top-level fields, e.g. a population member's {"group": <group id>, "member": <index>}.
+    """
+    atomic_write_json(
+        run_dir / "config.json",
+        {
+            "run_id": run_dir.name,
+            "name": name or run_dir.name,
+            "task": task,
+            "config": dict(config),
+            "created": time.time(),
+            "command": command,
+            **extra,
+        },
+    )
+
+
+def write_status(run_dir: Path, **fields: Any) -> dict[str, Any]:
+    """Merge `fields` into status.json (atomic replace) and return the new status.
+
+    Fields used: state, pid, host, started, ended, message, step, total_steps, epoch,
+    total_epochs, wall_seconds, compile_seconds, steps_per_sec, final (dict), wandb
+    (dict: mode, url, sync_command, dir), updated.
+    """
+    path = run_dir / "status.json"
+    with _STATUS_LOCK:  # writers' background threads update it too: no lost read-modify-write
+        status = read_json(path, {})
+        status = status if isinstance(status, dict) else {}  # a damaged status.json is replaced, not merged
+        status.update(fields)
+        status["updated"] = time.time()
+        atomic_write_json(path, status)
+    return status
+
+
+def start_status(run_dir: Path, total_steps: int, **extra: Any) -> dict[str, Any]:
+    """Mark the run as running in this process."""
+    return write_status(
+        run_dir,
+        state="running",
+        pid=os.getpid(),
+        host=socket.gethostname(),
+        started=time.time(),
+        ended=None,
+        message=None,
+        step=0,
+        total_steps=total_steps,
+        **extra,
+    )
+
+
+def read_status(run_dir: Path) -> dict[str, Any]:
+    """status.json, validated; a "running" run whose process is gone is reported as "crashed".
+
+    Missing: {}. Unreadable, truncated or of the wrong shape: {"state": "damaged", "message": <file: what>}.
+    """
+    try:
+        status = load_json_object(Path(run_dir) / "status.json")
+        status = validate_status(status) if status is not None else {}
+    except DamagedRunFile as exc:
+        return {"state": "damaged", "message": str(exc)}
+    if status.get("state") == "running" and status.get("host", socket.gethostname()) == socket.gethostname():
+        if not pid_alive(status.get("pid")):
+            status["state"] = "crashed"
+            status.setdefault("message", None)
+            status["message"] = (
+                status["message"] or "The training process exited without finishing (killed or crashed)."
+            )
+    return status
+
+
+def read_metrics(run_dir: Path, offset: int = 0, max_bytes: int | None = None) -> tuple[list[dict[str, Any]], int]:
+    """Records from byte `offset` on, and the new offset (for incremental polling).
+
+    A trailing partial line (a write in progress, or left by a crash) is left for the next call;
+    lines that are not JSON objects are skipped. With `max_bytes`, reads about that much (whole
+    lines), so a huge file can be consumed in bounded pieces.
+    """
+    path = Path(run_dir) / "metrics.jsonl"
+    try:
+        with open_regular(path) as f:  # never through a link, never a FIFO
+            f.seek(offset)
+            data = f.read() if max_bytes is None else f.read(max_bytes) + f.readline()
+    except OSError:
+        return [], offset
+    end = data.rfind(b"\n") + 1
+    records = []
+    for line in data[:end].splitlines():
+        try:
+            rec = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(rec, dict):
+            records.append(rec)
+    return records, offset + end
+
+
+def request_stop(run_dir: Path) -> None:
+    """Ask the run to stop cleanly after its current chunk."""
+    (Path(run_dir) / "stop").touch()
+
+
+def stop_requested(run_dir: Path) -> bool:
+    return (Path(run_dir) / "stop").exists()
+
+
+@dataclass
+class RunInfo:
+    """A run as listed by the dashboard. A damaged run has status {"state": "damaged", "message": ...}."""
+
+    run_id: str
+    path: Path
+    name: str
+    task: str
+    config: dict[str, Any]
+    status: dict[str, Any]
+    created: float
+
+    @property
+    def damaged(self) -> bool:
+        """True when the run's files could not be used (the status message says which and why)."""
+        return self.status.get("state") == "damaged"
+
+
+# Files only a training process writes: a folder holding one of them but no config.json is a damaged run.
+RUN_FILES = ("status.json", "metrics.jsonl", "final_metrics.json", "artifacts", "ckpt", "tb", "wandb", "stop")
+
+
+def damaged_run(d: Path, message: str, name: str | None = None, task: str = "?") -> RunInfo:
+    """A listing entry for a run whose files are unusable: state "damaged" and a message naming the file."""
+    try:
+        created = d.lstat().st_mtime  # a link's own time: a link loop has no other
+    except OSError:
+        created = 0.0
+    return RunInfo(d.name, d, name or d.name, task, {}, {"state": "damaged", "message": message}, created)
+
+
+def read_run(d: Path) -> RunInfo | None:
+    """The run in folder `d`, validated; None if `d` holds no run (or only a page launch, see dashboard.state)."""
+    try:
+        cfg = load_json_object(d / "config.json")
+    except DamagedRunFile as exc:
+        return damaged_run(d, str(exc))
+    if cfg is None:
+        if (d / "launch.json").exists():
+            return None  # launched from the page, its process has not written config.json yet
+        found = [f for f in RUN_FILES if (d / f).exists()]
+        return damaged_run(d, f"config.json: missing (the folder has {', '.join(found)})") if found else None
+    try:
+        validate_config(cfg)
+    except DamagedRunFile as exc:
+        name = cfg.get("name") if isinstance(cfg.get("name"), str) else None
+        return damaged_run(d, str(exc), name, cfg["task"] if isinstance(cfg.get("task"), str) else "?")
+    status = read_status(d)
+    return RunInfo(d.name, d, cfg.get("name") or d.name, cfg["task"], cfg["config"], status, cfg["created"])
+
+
+def _entries(root: str | os.PathLike | None) -> list[os.DirEntry]:
+    """The visible entries directly under the runs root ([] if it cannot be listed)."""
+    try:
+        with os.scandir(runs_root(root)) as it:
+            return [e for e in it if not e.name.startswith(".")]
+    except OSError:
+        return []
+
+
+def _is_real_dir(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_dir(follow_symlinks=False)  # a link (a loop, or out of the root) is never a run folder
+    except OSError:
+        return False  # vanished or unreadable: this entry only, never the whole listing
+
+
+def run_folders(root: str | os.PathLike | None = None) -> list[Path]:
+    """The real folders directly under the runs root (no links, hidden ones left out)."""
+    return [Path(e.path) for e in _entries(root) if _is_real_dir(e)]
+
+
+def linked_runs(root: str | os.PathLike | None = None) -> list[RunInfo]:
+    """Symbolic links directly under the runs root, each listed as a damaged run saying why it is not read."""
+    out = []
+    for e in _entries(root):
+        if e.is_symlink():
+            msg = f"{e.name}: a symbolic link, not read (it may point outside the runs root); move the run folder here"
+            out.append(damaged_run(Path(e.path), msg))
+    return out
+
+
+def delete_run(run_dir: Path, root: str | os.PathLike | None = None) -> None:
+    """Remove a run directory; refuses a symlink, anything not directly inside the runs root, or a running run."""
+    base = runs_root(root).resolve()
+    path = Path(run_dir)
+    if path.is_symlink() or not path.is_dir():
+        raise ValueError(f"{path} is not a run directory (a link or not a folder); not deleted")
+    if path.resolve().parent != base or path.name in ("", ".", ".."):
+        raise ValueError(f"{path} is not a run inside {base}")
+    if read_status(path).get("state") == "running":
+        raise RuntimeError("stop the run before deleting it")
+    shutil.rmtree(path.resolve())

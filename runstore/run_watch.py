@@ -1,0 +1,102 @@
+"""Which runs exist and which are active, kept current by one background thread per server.
+
+Every page compares this signature every state.WATCH_S (state.watch_runs) and reruns itself when it
+changed, so lists of runs follow runs started, ended or deleted anywhere (a CLI run, another tab).
+The thread, not the page, reads the run directories: a page's check costs a dict lookup, and never
+delays the Live page's chart refreshes on a busy machine. It also hands every run it sees first, and
+every run that changed state, to runstore/metrics/cache_builder.py, which caches big runs' metrics ahead of
+a page opening them. No Streamlit here.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+from runstore import run_store
+from runstore.metrics import cache_builder
+
+POLL_S = 0.25  # between polls; at least COST_FACTOR x a poll's own time (1,000 runs: ~0.04 s a poll)
+COST_FACTOR = 10  # so the watcher never takes more than a tenth of a core
+
+
+def _state(d: Path) -> bool:
+    """Whether the run in `d` is active: running, or launched (or resumed) from the page and still alive."""
+    status = run_store.read_status(d)
+    launch = run_store.read_json(d / "launch.json", {})
+    launch = launch if isinstance(launch, dict) else {}
+    resume = launch.get("resume") if isinstance(launch.get("resume"), dict) else {}
+    if status.get("state") == "running":
+        return True
+    if status.get("state"):  # ended; active again while a resume's process is starting
+        return (resume.get("launched") or 0) > (status.get("updated") or 0) and run_store.pid_alive(resume.get("pid"))
+    return not launch.get("group") and run_store.pid_alive(launch.get("pid"))
+
+
+def _mtimes(d: Path) -> tuple[int, int]:
+    out = []
+    for name in ("status.json", "launch.json"):
+        try:
+            out.append(os.stat(d / name).st_mtime_ns)
+        except OSError:
+            out.append(0)
+    return out[0], out[1]
+
+
+# folder -> ((status.json, launch.json) mtimes, active?): an ended run whose files did not change stays
+# ended, so a poll of 1,000 runs costs 2,000 stats, not 2,000 JSON reads (only active runs are re-read).
+_KNOWN: dict[Path, tuple[tuple[int, int], bool]] = {}
+
+
+def _state_cached(d: Path) -> bool:
+    key = _mtimes(d)
+    known = _KNOWN.get(d)
+    if known is not None and known[0] == key and not known[1]:
+        return False
+    active = _state(d)
+    _KNOWN[d] = (key, active)
+    return active
+
+
+def signature(root: Path) -> tuple[tuple[str, bool], ...]:
+    """(folder name, active?) of every run folder under `root`, sorted by name."""
+    names = sorted(d.name for d in run_store.run_folders(root))
+    return tuple((n, _state_cached(root / n)) for n in names)
+
+
+class Watcher:
+    """Recomputes `signature(root)` every POLL_S (or longer, see COST_FACTOR) in a daemon thread; `current` is the latest."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.current = signature(root)
+        self.builder = cache_builder.builder()
+        self.builder.notice(root, (), self.current)
+        threading.Thread(target=self._loop, name=f"run-watch-{root.name}", daemon=True).start()
+
+    def _loop(self) -> None:
+        took = 0.0
+        while True:
+            time.sleep(max(POLL_S, COST_FACTOR * took))
+            t0 = time.monotonic()
+            try:
+                previous, self.current = self.current, signature(self.root)
+                self.builder.notice(self.root, previous, self.current)
+            except Exception:  # noqa: BLE001 - a damaged folder must not stop the watcher
+                continue
+            finally:
+                took = time.monotonic() - t0
+
+
+_WATCHERS: dict[Path, Watcher] = {}
+_LOCK = threading.Lock()
+
+
+def watcher(root: Path) -> Watcher:
+    """The watcher of `root` (started on first use)."""
+    with _LOCK:
+        if root not in _WATCHERS:
+            _WATCHERS[root] = Watcher(root)
+        return _WATCHERS[root]

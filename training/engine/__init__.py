@@ -1,0 +1,1 @@
+"""The one training loop and its parts: position, chunks, members, schedule, sharding, PBT."""

@@ -1,0 +1,1 @@
+"""A run around the loop: start, resume, checkpoints, populations, the warm worker."""

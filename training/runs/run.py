@@ -1,0 +1,195 @@
+"""Run a task into run directories: one run, or a population of K members trained by one program.
+
+`execute` creates the run directories (config.json, status.json), opens each member's writers,
+runs the engine and records each member's end. `resume` continues a stopped or crashed run from
+its latest checkpoint; a population member resumes with its whole population.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import secrets
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from runstore import run_store
+from training.engine.members import Member, Members
+from training.engine.pbt import PbtConfig
+from training.engine.result import TrainResult
+from training.runs.lifecycle import StopFlag, failure
+from training.settings import config_to_dict, parse_config
+from training.tasks import canonical_spec, load_task
+from training.tasks.base import Task
+from training.writers.base import MetricWriter
+
+Outcome = tuple[Path, str, TrainResult | None]  # (run dir, final state, result or None)
+
+
+def open_writer(
+    run_dir: Path,
+    cfg: Any,
+    name: str,
+    wandb_mode: str,
+    tensorboard: bool,
+    console: bool,
+    resume_step: int | None,
+    group: str | None,
+    job_type: str,
+) -> MetricWriter:
+    """Build a run's writers and publish their info (W&B mode/url, TB logdir) in status.json."""
+    from training.writers.build import build_writer
+
+    writer, info = build_writer(
+        run_dir,
+        config_to_dict(cfg),
+        name=name,
+        wandb_mode=wandb_mode,
+        tensorboard=tensorboard,
+        console=console,
+        resume_step=resume_step,
+        group=group,
+        job_type=job_type,
+    )
+    run_store.write_status(run_dir, **info)
+    if resume_step is None:
+        writer.write_hparams(config_to_dict(cfg))
+    return writer
+
+
+def _member_name(name: str | None, group: str, i: int, cfg: Any, axes: Sequence[str]) -> str:
+    label = " ".join(f"{a}={getattr(cfg, a):g}" for a in axes)
+    return f"{name or group} #{i} ({label})"
+
+
+def create_runs(
+    task_spec: str,
+    task_cls: type[Task],
+    cfgs: Sequence[Any],
+    axes: Sequence[str],
+    root: Any,
+    run_dir: Path | None,
+    name: str | None,
+    command: list[str] | None,
+    pbt: PbtConfig | None = None,
+) -> tuple[list[Path], list[str], str | None]:
+    """The members' new run directories with config.json and a "running" status.json; (dirs, names, group)."""
+    task = task_cls.name
+    group = None
+    if axes:
+        group = f"{time.strftime('%Y%m%d-%H%M%S')}-{run_store.slugify(name or task)}-pop-{secrets.token_hex(2)}"
+    dirs, names = [], []
+    for i, cfg in enumerate(cfgs):
+        if group is None:
+            d = Path(run_dir) if run_dir is not None else run_store.new_run_dir(root, task, name)
+            d.mkdir(parents=True, exist_ok=True)
+            extra: dict[str, Any] = {}
+            names.append(name or d.name)
+        else:
+            d = run_store.new_run_dir(root, task, f"{name or task}-m{i}")
+            extra = {"group": group, "member": i, **({"pbt": dataclasses.asdict(pbt)} if pbt else {})}
+            names.append(_member_name(name, group, i, cfg, axes))
+        total = getattr(cfg, "steps", 0) or getattr(cfg, "epochs", 0) * (
+            getattr(cfg, "train_size", 0) // getattr(cfg, "batch_size", 1)
+        )
+        run_store.write_config(
+            d,
+            task,
+            config_to_dict(cfg),
+            name=names[-1],
+            command=command,
+            task_spec=task_spec,
+            panels=list(task_cls.panels),
+            **extra,
+        )
+        run_store.start_status(
+            d, total_steps=total, epoch=0, total_epochs=getattr(cfg, "epochs", 0), phase="starting", **extra
+        )
+        dirs.append(d)
+    return dirs, names, group
+
+
+def train_members(
+    task_cls: type[Task],
+    cfgs: Sequence[Any],
+    dirs: Sequence[Path],
+    names: Sequence[str],
+    group: str | None,
+    wandb_mode: str,
+    tensorboard: bool,
+    console: bool,
+    resume_step: int | None = None,
+    pbt: PbtConfig | None = None,
+) -> list[Outcome]:
+    """Writers, stop flag and checkpoints around one engine run; each member's end recorded."""
+    from training.engine.loop import Engine
+    from training.runs.checkpoint import Checkpointer
+
+    for d in dirs:
+        (d / "stop").unlink(missing_ok=True)
+    stop = StopFlag(dirs)
+    stop.install()
+    members = Members([])
+    results: list[TrainResult | None] = [None] * len(cfgs)
+    try:
+        for i, (cfg, d, n) in enumerate(zip(cfgs, dirs, names, strict=True)):
+            writer = open_writer(
+                d, cfg, n, wandb_mode, tensorboard, console and i == 0, resume_step, group, task_cls.name
+            )
+            members.members.append(Member(d, writer, cfg.lr))
+            members.members[-1].ckpt = Checkpointer(d, 0, resume_step=resume_step)
+        trained = Engine(task_cls, cfgs, members, stop, pbt=pbt).run(resume_step)
+        for i in members.alive():
+            results[i] = trained[i]
+            members.writer(i).write_summary(trained[i].final)
+            members.end(i, trained[i].state, None, trained[i].final)
+    except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - every live member records the failure
+        state, message = failure(exc, dirs[0])
+        for i in members.alive():
+            members.end(i, state, message)
+        for d in dirs[len(members) :]:  # writers never opened: record the failure all the same
+            run_store.write_status(d, state=state, message=message, ended=time.time())
+    states = [m.state for m in members.members] + ["failed"] * (len(dirs) - len(members))
+    return list(zip(dirs, states, results, strict=True))
+
+
+def execute(
+    task: str,
+    raw_cfgs: Sequence[dict[str, Any]] | Sequence[Any],
+    *,
+    axes: Sequence[str] = (),
+    run_dir: Path | None = None,
+    root: Any = None,
+    name: str | None = None,
+    wandb_mode: str = "auto",
+    tensorboard: bool = True,
+    console: bool = True,
+    command: list[str] | None = None,
+    pbt: PbtConfig | None = None,
+) -> list[Outcome]:
+    """Train a task into new run directories: one run, or a population when `axes` names the varied fields.
+
+    Args:
+      task: a task name or "module:Class" spec (see training.tasks).
+      raw_cfgs: one config per member, as raw dicts (validated here) or configs.
+      axes: the fields a population varies (for member names); empty for a single run.
+      run_dir: a single run's directory (default: a new one under `root`).
+      root: the runs root (default $JAXDASH_RUNS or ./runs).
+      name: display name (a population's members get "<name> #i (lr=...)").
+      wandb_mode: "auto", "online", "offline" or "disabled".
+      tensorboard, console: write TensorBoard event files; show a progress bar (member 0).
+      command: the command line, saved in config.json.
+      pbt: population-based training settings (a population varying lr only).
+
+    Returns:
+      [(run_dir, final state, result or None)] per member.
+    """
+    task_cls = load_task(task)
+    cfgs = [c if isinstance(c, task_cls.Config) else parse_config(task_cls.Config, c, task_cls.name) for c in raw_cfgs]
+    if pbt is not None:
+        pbt.validate(len(cfgs) if axes else 1)
+        lrs = [c.lr for c in cfgs]
+        pbt = dataclasses.replace(pbt, lr_range=(min(lrs), max(lrs)))
+    dirs, names, group = create_runs(canonical_spec(task), task_cls, cfgs, axes, root, run_dir, name, command, pbt)
+    return train_members(task_cls, cfgs, dirs, names, group, wandb_mode, tensorboard, console, pbt=pbt)

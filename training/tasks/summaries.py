@@ -1,0 +1,123 @@
+"""Task summaries (a fitted curve, a classifier's test report) and the one place they become writer calls.
+
+A task's `summarize` returns these plain host-side records; `write_summaries` turns each into the
+general writer calls (tables for the page, images for TensorBoard and W&B), so no backend knows
+about any task.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from runstore import tags
+from training.writers import render
+from training.writers.base import MetricWriter, Table
+
+MAX_POINTS = 2000  # data points kept for a fit plot; more only paints the same pixels
+
+
+@dataclass
+class FitSummary:
+    """A model's curve over its data, e.g. the fitted line of a regression.
+
+    x, y: the data points (subsampled to MAX_POINTS); curve_x, curve_y: the model's predictions at
+    sorted inputs; truth_y: the true function at curve_x, when the task knows it.
+    """
+
+    x: np.ndarray
+    y: np.ndarray
+    curve_x: np.ndarray
+    curve_y: np.ndarray
+    truth_y: np.ndarray | None = None
+
+
+@dataclass
+class ClassificationSummary:
+    """A classifier on its test set: every label and prediction, and a sample of images.
+
+    probs: predicted class probabilities [N, C] (for PR curves), optional.
+    """
+
+    class_names: Sequence[str]
+    labels: np.ndarray
+    preds: np.ndarray
+    images: np.ndarray  # [M, H, W] uint8 sample, misclassified first
+    image_labels: np.ndarray
+    image_preds: np.ndarray
+    probs: np.ndarray | None = None
+
+    @property
+    def confusion(self) -> np.ndarray:
+        """[C, C] counts, rows = true class."""
+        n = len(self.class_names)
+        out = np.zeros((n, n), np.int64)
+        np.add.at(out, (np.asarray(self.labels, int), np.asarray(self.preds, int)), 1)
+        return out
+
+
+def subsample(n: int, limit: int = MAX_POINTS) -> np.ndarray:
+    """Evenly strided indices of at most `limit` of `n` items (deterministic)."""
+    return np.linspace(0, n - 1, min(n, limit)).round().astype(np.int64)
+
+
+def _write_fit(writer: MetricWriter, step: int, fit: FitSummary, first: bool, images: bool) -> None:
+    if first:
+        writer.write_tables(step, {tags.FIT_DATA: Table.from_columns(x=fit.x, y=fit.y)})
+    curve = {"x": fit.curve_x, "y": fit.curve_y}
+    if fit.truth_y is not None:
+        curve["y_true"] = fit.truth_y
+    writer.write_tables(step, {tags.FIT_CURVE: Table.from_columns(**curve)})
+    if images:
+        writer.write_images(
+            step, {tags.FIT_IMAGE: render.render_fit(fit.x, fit.y, fit.curve_x, fit.curve_y, fit.truth_y)}
+        )
+
+
+def _write_classification(writer: MetricWriter, step: int, report: ClassificationSummary) -> None:
+    names = [str(c) for c in report.class_names]
+    confusion = Table(["true", *names], [[names[i], *map(int, row)] for i, row in enumerate(report.confusion)])
+    images = np.asarray(report.images, np.uint8)
+    sample = Table(
+        ["image", "label", "pred"],
+        [
+            [img.tolist(), names[int(lab)], names[int(pred)]]
+            for img, lab, pred in zip(images, report.image_labels, report.image_preds, strict=True)
+        ],
+    )
+    writer.write_tables(step, {tags.CONFUSION: confusion, tags.PREDICTIONS: sample})
+    writer.write_images(
+        step,
+        {
+            tags.CONFUSION_IMAGE: render.render_confusion(report.confusion),
+            tags.PREDICTIONS_IMAGE: render.render_prediction_grid(images, report.image_labels, report.image_preds),
+        },
+    )
+    if report.probs is not None:
+        writer.write_pr_curves(step, pr_curves(report.labels, report.probs, names))
+
+
+def pr_curves(labels: np.ndarray, probs: np.ndarray, names: Sequence[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """One-vs-rest curves: for each class, (is this class, its predicted probability), under "test/pr/<class>"."""
+    labels, probs = np.asarray(labels, np.int64), np.asarray(probs, np.float64)
+    return {f"{tags.PR_CURVES}/{name}": (labels == c, probs[:, c]) for c, name in enumerate(names)}
+
+
+def write_summaries(
+    writer: MetricWriter, step: int, summaries: Sequence[object], first: bool, images: bool = True
+) -> None:
+    """Write each summary as tables and images.
+
+    Args:
+      first: the run's first snapshot (data tables are written once).
+      images: also render images (TensorBoard and W&B keep every one); False for the page's live updates.
+    """
+    for summary in summaries:
+        if isinstance(summary, FitSummary):
+            _write_fit(writer, step, summary, first, images)
+        elif isinstance(summary, ClassificationSummary):
+            _write_classification(writer, step, summary)
+        else:
+            raise TypeError(f"unknown summary {type(summary).__name__}; use FitSummary or ClassificationSummary")

@@ -1,0 +1,1 @@
+"""The Weights & Biases backend: mode, run, rows, history and media."""

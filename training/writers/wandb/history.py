@@ -1,0 +1,67 @@
+"""What a W&B run already holds, read back from its local transaction logs, and what to refill.
+
+A kill -9 loses the rows a trainer had not yet handed to wandb (logged before `wandb.init`
+finished, or the newest step still open) and the ~0.1 s the wandb-core service had buffered.
+`resume` replays every step after the checkpoint, but not the steps before it; those are refilled
+from metrics.jsonl (the run store, written before any other backend) when the W&B folders of the
+earlier processes lack them. The folders are read with wandb's own reader (`wandb leet inspect`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+_SKIP = ("step", "wall", "ts")  # run-store bookkeeping, not metrics
+
+
+def _wandb_cli() -> str:
+    return str(Path(sys.executable).with_name("wandb"))
+
+
+def history_steps(folder: Path, timeout: float = 60) -> set[int]:
+    """`global_step` of every history row in one W&B run folder (empty if it cannot be read)."""
+    try:
+        out = subprocess.run(
+            [_wandb_cli(), "leet", "inspect", "--json", str(folder)],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        log.warning("Could not read %s (%s); refilling W&B from metrics.jsonl.", folder, exc)
+        return set()
+    steps = set()
+    for line in out.stdout.splitlines():
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        item = (rec.get("history") or {}).get("item") if isinstance(rec, dict) else None
+        if isinstance(item, dict) and "global_step" in item:
+            steps.add(int(item["global_step"]))
+    return steps
+
+
+def missing_rows(run_dir: Path, folders: Iterable[Path], upto: int) -> list[tuple[int, dict[str, Any]]]:
+    """metrics.jsonl rows up to step `upto` that none of `folders` holds, as (step, scalars), by step."""
+    from runstore import run_store
+
+    have: set[int] = set()
+    for folder in folders:
+        have |= history_steps(folder)
+    rows: dict[int, dict[str, Any]] = {}
+    for rec in run_store.read_metrics(Path(run_dir))[0]:
+        step = rec.get("step")
+        if isinstance(step, int) and step <= upto and step not in have:
+            scalars = {k: v for k, v in rec.items() if k not in _SKIP and isinstance(v, (int, float))}
+            rows.setdefault(step, {}).update(scalars)
+    return sorted(rows.items())

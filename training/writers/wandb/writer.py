@@ -1,0 +1,248 @@
+"""Weights & Biases backend, imported lazily and never allowed to stop or stall training.
+
+* The mode, run id and `wandb.init` arguments follow W&B's own conventions (`wandb_mode`):
+  `--wandb` > `$WANDB_MODE` > online when wandb finds credentials, else offline; `WANDB_PROJECT`,
+  `WANDB_ENTITY`, `WANDB_DIR`, `WANDB_TAGS`, `WANDB_NOTES`, `WANDB_RUN_GROUP`, `WANDB_JOB_TYPE`.
+* `wandb.init` runs in a background thread (`wandb_run`), so training starts without waiting for
+  the wandb service (or the network); rows logged meanwhile are buffered. An online failure falls back
+  to offline; any other failure warns once, records the error in `info` and leaves the writer inactive.
+* History rows are the optimizer steps (`_step == global_step`), buffered and aligned in
+  `wandb_rows`; tables and PR curves (W&B's PR chart, `wandb_media`) are logged at close, at the
+  last row: the latest of each describes the final model. A kill -9 loses that open row and whatever wandb-core had not yet written; `resume` replays
+  the steps after its checkpoint and this writer refills the earlier ones from metrics.jsonl
+  (`wandb_history`), so the run's folders together hold every step metrics.jsonl holds.
+* Conventions: `epoch` is a step metric for `epoch/*`, losses keep their minimum and accuracies
+  their maximum as summary, final metrics go to `summary["final"]`, the process's console output is
+  captured (`console="wrap"`), the job type is the task and it is also a tag.
+* `finish` runs in a thread with a timeout (`wandb_run`), so a slow upload cannot hang the run.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from training.writers.base import MetricWriter, Progress, Table
+from training.writers.wandb import media as wandb_media
+from training.writers.wandb import mode as wandb_mode
+from training.writers.wandb import run as wandb_run
+from training.writers.wandb.mode import resolve_mode
+from training.writers.wandb.rows import StepRows
+
+__all__ = ["WandbWriter", "resolve_mode"]
+
+log = logging.getLogger(__name__)
+FLUSH_SECS = 0.5  # W&B log calls at most this often (rows stay buffered in between)
+
+
+class WandbWriter(MetricWriter):
+    """Logs one run to W&B; `active` is False (and `info["error"]` set) if init failed.
+
+    Args:
+      run_dir: the run directory; W&B files go under `run_dir/wandb` (or `$WANDB_DIR/wandb`).
+      cfg_dict: the run config (shown in W&B's config panel).
+      name: display name of the run.
+      mode: "auto", "online", "offline" or "disabled" (see `wandb_mode.resolve_mode`).
+      resume: continue the run with this run directory's id (after a checkpoint).
+      group: W&B group, e.g. a population's id.
+      job_type: the task's name (also a tag).
+      resume_step: the checkpoint step a resumed run continues from; earlier steps the W&B run
+        lacks are refilled from metrics.jsonl.
+    """
+
+    def __init__(
+        self,
+        run_dir: str | Path,
+        cfg_dict: Mapping[str, Any],
+        name: str | None = None,
+        mode: str = "auto",
+        resume: bool = False,
+        group: str | None = None,
+        job_type: str | None = None,
+        resume_step: int | None = None,
+    ):
+        self.run_dir = Path(run_dir)
+        self.run = None
+        self.active = False
+        self.finish_timeout = wandb_run.env_timeout("JAXDASH_WANDB_FINISH_TIMEOUT", 30.0)
+        self._rows = StepRows()
+        self._tables: dict[str, tuple[int, Table]] = {}
+        self._pr_curves: dict[str, tuple[int, tuple[np.ndarray, np.ndarray]]] = {}
+        self._closed = False
+        self._flushed_at = -float("inf")  # monotonic time of the last W&B log call
+        self._resume_step = resume_step if resume_step is not None else (0 if resume else None)
+        requested = mode
+        try:
+            mode = resolve_mode(mode)
+        except ValueError as exc:
+            self.info: dict[str, Any] = {"mode": "disabled", "error": str(exc)}
+            log.warning("W&B disabled: %s", exc)
+            return
+        self.info = {"mode": mode, "requested_mode": requested}
+        if mode == "disabled":
+            return
+        self._kwargs = wandb_mode.init_kwargs(self.run_dir, name, group, job_type, [job_type] if job_type else [])
+        self._kwargs["resume"] = "allow" if self._resume_step is not None else None
+        self.active = True
+        self._ready = threading.Event()
+        self._pending_hparams: dict[str, Any] = {}
+        self._pending_summary: dict[str, float] = {}
+        self._final: dict[str, float] = {}
+        self._thread = threading.Thread(target=self._start, args=(mode, dict(cfg_dict)), name="wandb-init", daemon=True)
+        self._thread.start()
+
+    # -- start (background thread) -----------------------------------------------------------
+    def _start(self, mode: str, cfg_dict: dict[str, Any]) -> None:
+        """Init (falling back from online to offline), publish the info, then refill a resumed run."""
+        try:
+            earlier = wandb_mode.run_folders(self.run_dir, self._kwargs["id"])
+            error = self._init(mode, cfg_dict)
+            if error and mode == "online":
+                log.warning("W&B online init failed (%s); logging offline instead.", error)
+                self.info["error"] = error
+                self.info["mode"] = mode = "offline"
+                wandb_run.teardown()  # the service still holds the failed run's id; a fresh one accepts it offline
+                error = self._init(mode, cfg_dict)
+            if error:
+                log.warning("W&B disabled for this run: %s", error)
+                self.info.update(mode="disabled", error=error)
+                self.active = False
+                return
+            wandb_run.preload_pandas()
+            # One update: the trainer may be writing this dict to status.json meanwhile.
+            self.info.update(wandb_run.run_info(self.run, self.run_dir, mode))
+            self._write_status()  # the sync command is known now; a refill may take a while
+            if self._resume_step is not None:
+                self._refill(earlier)
+            self._ready.set()
+        finally:
+            self._write_status()
+
+    def _write_status(self) -> None:
+        from runstore import run_store
+
+        if (self.run_dir / "status.json").exists():
+            run_store.write_status(self.run_dir, wandb=self.info)
+
+    def _refill(self, earlier: list[Path]) -> None:
+        """Log the checkpointed steps the earlier processes' W&B folders lack (a kill lost them)."""
+        from training.writers.wandb.history import missing_rows
+
+        rows = missing_rows(self.run_dir, earlier, int(self._resume_step or 0))
+        if rows:
+            log.info("W&B: refilling %d steps from metrics.jsonl that the interrupted process lost.", len(rows))
+        with self._rows.lock:
+            for step, scalars in rows:
+                self._rows.log(step, scalars)
+
+    def wait_ready(self, timeout: float | None = None) -> bool:
+        """Block until the run exists (True) or init failed / timed out (False)."""
+        if not self.active:
+            return False
+        self._thread.join(timeout)
+        return self._ready.is_set()
+
+    def _init(self, mode: str, cfg_dict: Mapping[str, Any]) -> str | None:
+        """Start the run; returns an error string instead of raising."""
+        self.run, error = wandb_run.init_run(mode, cfg_dict, self._kwargs, self.finish_timeout)
+        if self.run is not None:
+            self._rows.run = self.run
+        return error
+
+    def write_hparams(self, hparams: Mapping[str, Any]) -> None:
+        """Config was given at init; later values (e.g. resolved settings) are merged in."""
+        if self.active:
+            self._pending_hparams.update(hparams)
+            if self._ready.is_set():
+                self.run.config.update(self._pending_hparams, allow_val_change=True)
+                self._pending_hparams = {}
+
+    def write_scalars(self, step: int, scalars: Mapping[str, float], progress: Progress | None = None) -> None:
+        """Buffer scalars (and the epoch in progress) for `step`; they are logged at the next `flush`."""
+        if self.active:
+            row = self._rows.row(step)
+            row.update({k: float(np.asarray(v)) for k, v in scalars.items()})
+            if progress is not None and progress.total_epochs:
+                row["epoch"] = int(progress.epoch)
+
+    def write_images(self, step: int, images: Mapping[str, np.ndarray]) -> None:
+        """HWC uint8 images as wandb.Image."""
+        if self.active:
+            import wandb
+
+            self._rows.row(step).update({k: wandb.Image(np.asarray(v)) for k, v in images.items()})
+
+    def write_histograms(self, step: int, arrays: Mapping[str, np.ndarray]) -> None:
+        """Arrays as wandb.Histogram."""
+        if self.active:
+            import wandb
+
+            self._rows.row(step).update({k: wandb.Histogram(np.asarray(v).ravel()) for k, v in arrays.items()})
+
+    def write_tables(self, step: int, tables: Mapping[str, Table]) -> None:
+        """Kept until close: the latest table of each tag describes the final model (one W&B table each)."""
+        if self.active:
+            for tag, table in tables.items():
+                self._tables[tag] = (int(step), table)
+
+    def write_pr_curves(self, step: int, curves: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> None:
+        """Kept until close, then one W&B PR chart per group ("test/pr/<class>" -> chart "test/pr")."""
+        if self.active:
+            for tag, (labels, scores) in curves.items():
+                self._pr_curves[tag] = (int(step), (np.asarray(labels, bool), np.asarray(scores, np.float64)))
+
+    def write_summary(self, metrics: Mapping[str, float]) -> None:
+        """Final metrics under `summary["final"]` (the metric's own key keeps its best-so-far value)."""
+        if self.active:
+            self._pending_summary.update({k: float(np.asarray(v)) for k, v in metrics.items()})
+            if self._ready.is_set() and self._pending_summary:
+                self._final.update(self._pending_summary)
+                self.run.summary["final"] = dict(self._final)
+                self._pending_summary = {}
+
+    def flush(self) -> None:
+        """Log buffered rows in step order, at most every FLUSH_SECS (each W&B log call costs ~5 ms of the
+        training loop); until the run exists (init in progress) they stay buffered. A kill loses at most
+        those seconds here, and `resume` refills them from metrics.jsonl."""
+        now = time.monotonic()
+        if self.active and self._rows and self._ready.is_set() and now - self._flushed_at >= FLUSH_SECS:
+            self._rows.flush()
+            self._flushed_at = now
+
+    def _log_media(self) -> None:
+        """The latest table of each tag and the PR charts, in the last row: they describe the final model."""
+        for tag, (step, table) in self._tables.items():
+            self._rows.row(max(step, self._rows.open_step or 0))[tag] = wandb_media.wandb_table(table)
+        self._tables = {}
+        for step, key, chart in wandb_media.pr_charts(self._pr_curves):
+            self._rows.row(max(step, self._rows.open_step or 0))[key] = chart
+        self._pr_curves = {}
+
+    def close(self, state: str = "finished", message: str | None = None) -> None:
+        """Log end-of-run media, then finish with an exit code, waiting at most `finish_timeout` (+5 s)."""
+        if not self.active or self._closed:
+            return
+        self._closed = True
+        if not self.wait_ready(wandb_run.env_timeout("JAXDASH_WANDB_INIT_TIMEOUT", 15.0) * 2 + 5):
+            if self.active:
+                log.warning("W&B init did not finish; this run's W&B log is incomplete.")
+            return
+        try:
+            self._log_media()
+            self._rows.flush()
+            self.write_hparams({})
+            self.write_summary({})
+            self.run.summary["run/state"] = state
+            if message:
+                self.run.summary["run/message"] = message
+        finally:
+            self._finish(state)
+
+    def _finish(self, state: str) -> None:
+        wandb_run.finish_run(self.run, state, self.finish_timeout, self.info.get("dir"))
