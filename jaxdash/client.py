@@ -228,6 +228,7 @@ def _run_dir(root: Path, project: str, name: str | None, run_id: str | None, res
 
 def _writers(run_dir, cfg, name, wandb, tensorboard, start_step, group, project, tags, notes) -> Any:  # noqa: ANN001
     """The run's writers (run store, TensorBoard, W&B), their info published in status.json."""
+    from training.writers.base import Tracking
     from training.writers.build import build_writer
 
     if project:
@@ -240,12 +241,8 @@ def _writers(run_dir, cfg, name, wandb, tensorboard, start_step, group, project,
         run_dir,
         cfg,
         name=name,
-        wandb_mode=wandb,
-        tensorboard=tensorboard,
-        console=False,
+        tracking=Tracking(wandb, tensorboard, console=False, group=group, job_type=project),
         resume_step=start_step if start_step >= 0 else None,
-        group=group,
-        job_type=project,
     )
     run_store.write_status(run_dir, **info)
     if start_step < 0:

@@ -24,6 +24,7 @@ from training.errors import CannotResume
 from training.runs.checkpoint import checkpoint_steps, latest_step, resume_point, truncate_metrics
 from training.runs.resume import resume
 from training.runs.run import execute
+from training.writers.base import Tracking
 
 ROOT = Path(__file__).resolve().parents[1]
 VOLATILE = ("wall", "ts", "perf/steps_per_sec", "sys/cpu_percent", "sys/rss_mb")  # differ between any two runs
@@ -34,9 +35,10 @@ def records(run_dir: Path) -> list[dict]:
     return [{k: v for k, v in r.items() if k not in VOLATILE} for r in run_store.read_metrics(run_dir)[0]]
 
 
-def run(task: str, cfg: dict, run_dir: Path, **kw) -> tuple[str, object]:
+def run(task: str, cfg: dict, run_dir: Path, wandb_mode: str = "auto", tensorboard: bool = True) -> tuple[str, object]:
     """Train one run into `run_dir`; (final state, result)."""
-    ((_, state, result),) = execute(task, [cfg], run_dir=run_dir, console=False, **kw)
+    tracking = Tracking(wandb_mode, tensorboard, console=False)
+    ((_, state, result),) = execute(task, [cfg], run_dir=run_dir, tracking=tracking)
     return state, result
 
 

@@ -54,6 +54,7 @@ def _train(task: str, argv: list[str]) -> int:
         # The agent made one W&B run (WANDB_RUN_ID) for this trial; K members cannot all be it.
         return _fail("--population under a W&B sweep agent: let the sweep vary lr/seed instead.")
     from training.runs.run import execute
+    from training.writers.base import Tracking
 
     try:
         axes = parse_axes(args.population)
@@ -67,9 +68,7 @@ def _train(task: str, argv: list[str]) -> int:
             run_dir=args.run_dir,
             root=args.runs_root,
             name=args.name,
-            wandb_mode=cli.wandb_mode(args.wandb),
-            tensorboard=not args.no_tensorboard,
-            console=not args.quiet,
+            tracking=Tracking(cli.wandb_mode(args.wandb), not args.no_tensorboard, not args.quiet),
             command=["python", "-m", "training", task, *argv],
             pbt=cli.pbt_config(args, int(raw.get("seed") or 0)),
         )

@@ -24,7 +24,7 @@ from training.engine.members import Members, stack, take
 from training.engine.pbt import Exploiter, PbtConfig, learning_rates
 from training.engine.position import Plan, Position, data_for, param_arrays, reduce_chunk
 from training.engine.result import TrainResult
-from training.engine.schedule import Periodic
+from training.engine.schedule import Schedules
 from training.engine.sharding import AXIS, DataParallel, resolve_devices
 from training.engine.system import SystemMetrics
 from training.errors import TrainingError
@@ -144,14 +144,20 @@ class Engine:
         pos = self._restore(resume_step) if resume_step is not None else Position.start(self.k)
         self._compile()
         self.members.set_phase("compiling")
-        total, cfg = self.plan.total_steps, self.cfg
-        self.snapshots = Periodic(every_steps=max(1, total // SNAPSHOTS), last_step=pos.step)
-        self.live_fits = Periodic(every_secs=LIVE_FIT_SECS)  # the page's fitted curve slides between snapshots
-        self.checkpoints = Periodic(getattr(cfg, "ckpt_every", 0), CKPT_SECS, last_step=pos.step)
-        self.evals = Periodic(getattr(cfg, "eval_every", 0), last_step=pos.step)
+        cfg = self.cfg
+        self._setup_pbt()
+        self.schedules = Schedules(
+            self.plan.total_steps,
+            pos.step,
+            getattr(cfg, "eval_every", 0),
+            getattr(cfg, "ckpt_every", 0),
+            self.pbt.interval if self.pbt is not None else None,
+            SNAPSHOTS,
+            CKPT_SECS,
+            LIVE_FIT_SECS,
+        )
         if pos.step == 0:
             self._snapshot(0, final=False, first=True)
-        self._setup_pbt(pos)
         lengths = chunk_lengths(self.plan.steps_per_epoch, cfg.log_every)
         stopped = False
         for epoch in range(pos.epoch + (pos.pos == self.plan.steps_per_epoch), self.plan.epochs + 1):
@@ -178,8 +184,10 @@ class Engine:
         pos.advance(length, metrics)
         epoch_end = pos.pos == self.plan.steps_per_epoch
         scalars = [reduce_chunk(metrics, i, self.task.last_value) for i in range(self.k)]
-        pbt_due = self.pbt is not None and self.pbt_schedule(pos.step)
-        if self.test is not None and self.evals(pos.step, force=epoch_end and self.plan.batched or pbt_due):
+        due = self.schedules.after_chunk(
+            pos.step, epoch_end, self.plan.batched, self.should_stop, self.test is not None, "fit" in self.task.panels
+        )
+        if due.evaluate:
             pos.test = self._evaluate()
             pos.evaluated_at = pos.step
             for i in range(self.k):
@@ -196,28 +204,23 @@ class Engine:
             pos.step, scalars, self._progress(pos), metrics.get("loss"), first, rescue=self.pbt is not None
         )
         pos.last = scalars
-        if self.pbt is not None and (pbt_due or diverged):
+        if self.pbt is not None and (due.pbt or diverged):
             writers = [m.writer for m in self.members.members]
             self.state, self.lrs = self.exploiter(
                 self.state, self.lrs, pos.step, scalars, diverged, pos.lineage, writers
             )
         if epoch_end and self.plan.batched:
             self._histograms(pos.step)
-        done = pos.step >= self.plan.total_steps
-        stopped = not done and self.should_stop()
-        if not done and self.snapshots(pos.step, force=stopped):
-            self._snapshot(pos.step, final=False)
-            self.live_fits.fire(pos.step)
-        elif not done and "fit" in self.task.panels and self.live_fits(pos.step):
-            self._snapshot(pos.step, final=False, images=False)
-        if self.checkpoints(pos.step, force=stopped or done or epoch_end):
+        if due.snapshot or due.live_fit:
+            self._snapshot(pos.step, final=False, images=due.snapshot)
+        if due.checkpoint:
             self.members.checkpoint(
                 pos.step,
                 {"state": self.state, "shuffle_key": self.shuffle},
                 lambda i: {"position": pos.meta(i), "wall_seconds": self.clock.elapsed()},
                 self.stacked,
             )
-        return stopped
+        return due.stopped
 
     def _log_step_zero(self, metrics: Any, wall: float) -> None:
         """A record at step 0: the loss (and accuracy) of the initial params, which the first step saw.
@@ -230,14 +233,13 @@ class Engine:
             progress = Progress(step=0, total_steps=self.plan.total_steps, wall_seconds=wall, phase="training")
             self.members.writer(i).write_scalars(0, initial, progress)
 
-    def _setup_pbt(self, pos: Position) -> None:
-        """PBT's schedule, ranking metric and the members' current learning rates (from the state)."""
+    def _setup_pbt(self) -> None:
+        """PBT's ranking metric and the members' current learning rates (from the state)."""
         if self.pbt is None:
             return
         self.pbt.validate(self.k)
         metric = self.pbt.metric or (tags.TEST_LOSS if self.test is not None else tags.TRAIN_LOSS)
         self.exploiter = Exploiter(self.pbt, metric)
-        self.pbt_schedule = Periodic(self.pbt.interval, last_step=pos.step)
         self.lrs = learning_rates(self.state)
 
     def _progress(self, pos: Position) -> Progress:

@@ -1,13 +1,15 @@
 """One helper for every "every N steps / every N seconds" decision (after CLU's PeriodicAction).
 
-The engine decides logging, evaluation, snapshots, histograms and checkpoints between chunks,
-so a schedule is asked at chunk boundaries: it fires at the first boundary at or past each
+The engine decides evaluation, PBT, snapshots and checkpoints between chunks, all at once
+(`Schedules.after_chunk` returns a `Due`), so a schedule is asked at chunk boundaries: it fires at the first boundary at or past each
 multiple of `every_steps`, or once `every_secs` have passed since it last fired.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
+from collections.abc import Callable
 
 
 class Periodic:
@@ -41,3 +43,57 @@ class Periodic:
             self.fire(step)
             return True
         return False
+
+
+@dataclasses.dataclass(frozen=True)
+class Due:
+    """What runs after a chunk, decided in one place (`Schedules.after_chunk`)."""
+
+    stopped: bool  # a stop was requested: snapshot and checkpoint now, then end
+    pbt: bool  # exploit/explore the population
+    evaluate: bool  # the test split
+    snapshot: bool  # task summaries with images
+    live_fit: bool  # the fitted curve only (a table, no images), between snapshots
+    checkpoint: bool
+
+
+class Schedules:
+    """Every periodic decision of a run, asked once per chunk.
+
+    Args:
+      total_steps: the run's length (snapshots are spread over it).
+      last_step: where the run starts (a resumed run's checkpoint step).
+      eval_every / ckpt_every: the config's periods (0: never by steps).
+      pbt_interval: PBT's period in steps, None without PBT.
+      snapshots / ckpt_secs / live_fit_secs: the engine's own periods.
+    """
+
+    def __init__(self, total_steps: int, last_step: int, eval_every: int, ckpt_every: int, pbt_interval: int | None,
+                 snapshots: int, ckpt_secs: float, live_fit_secs: float) -> None:  # fmt: skip
+        self.snapshots = Periodic(every_steps=max(1, total_steps // snapshots), last_step=last_step)
+        self.live_fits = Periodic(every_secs=live_fit_secs)  # the page's fitted curve slides between snapshots
+        self.checkpoints = Periodic(ckpt_every, ckpt_secs, last_step=last_step)
+        self.evals = Periodic(eval_every, last_step=last_step)
+        self.pbt = Periodic(pbt_interval, last_step=last_step) if pbt_interval else None
+        self.total_steps = total_steps
+
+    def after_chunk(
+        self,
+        step: int,
+        epoch_end: bool,
+        batched: bool,
+        stop_requested: Callable[[], bool],
+        can_evaluate: bool,
+        fit_panel: bool,
+    ) -> Due:
+        """What is due at `step`; `epoch_end`: the chunk ended an epoch (of a `batched` task: an evaluation)."""
+        done = step >= self.total_steps
+        stopped = not done and stop_requested()
+        pbt = self.pbt is not None and self.pbt(step)
+        evaluate = can_evaluate and self.evals(step, force=epoch_end and batched or pbt)
+        snapshot = not done and self.snapshots(step, force=stopped)
+        if snapshot:
+            self.live_fits.fire(step)
+        live_fit = not done and not snapshot and fit_panel and self.live_fits(step)
+        checkpoint = self.checkpoints(step, force=stopped or done or epoch_end)
+        return Due(stopped, pbt, evaluate, snapshot, live_fit, checkpoint)

@@ -20,6 +20,7 @@ from training.errors import CannotResume
 from training.runs.run import Outcome, train_members
 from training.settings import parse_config
 from training.tasks import load_task
+from training.writers.base import Tracking
 
 _WHY_NOT = {
     "running": "it is still running; stop it first",
@@ -152,18 +153,8 @@ def resume(
     for d in dirs:
         _restart_at(d, step)
     names = [dd.get("name") or d.name for dd, d in zip(docs, dirs, strict=True)]
-    return train_members(
-        task_cls,
-        cfgs,
-        dirs,
-        names,
-        doc.get("group"),
-        wandb_mode,
-        tensorboard,
-        console,
-        resume_step=step,
-        pbt=pbt_of(doc),
-    )
+    tracking = Tracking(wandb_mode, tensorboard, console, group=doc.get("group"))
+    return train_members(task_cls, cfgs, dirs, names, tracking, resume_step=step, pbt=pbt_of(doc))
 
 
 def pbt_of(doc: dict[str, Any]) -> PbtConfig | None:

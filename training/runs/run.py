@@ -22,36 +22,16 @@ from training.runs.lifecycle import StopFlag, failure
 from training.settings import config_to_dict, parse_config
 from training.tasks import canonical_spec, load_task
 from training.tasks.base import Task
-from training.writers.base import MetricWriter
+from training.writers.base import DEFAULT_TRACKING, MetricWriter, Tracking
 
 Outcome = tuple[Path, str, TrainResult | None]  # (run dir, final state, result or None)
 
 
-def open_writer(
-    run_dir: Path,
-    cfg: Any,
-    name: str,
-    wandb_mode: str,
-    tensorboard: bool,
-    console: bool,
-    resume_step: int | None,
-    group: str | None,
-    job_type: str,
-) -> MetricWriter:
+def open_writer(run_dir: Path, cfg: Any, name: str, tracking: Tracking, resume_step: int | None) -> MetricWriter:
     """Build a run's writers and publish their info (W&B mode/url, TB logdir) in status.json."""
     from training.writers.build import build_writer
 
-    writer, info = build_writer(
-        run_dir,
-        config_to_dict(cfg),
-        name=name,
-        wandb_mode=wandb_mode,
-        tensorboard=tensorboard,
-        console=console,
-        resume_step=resume_step,
-        group=group,
-        job_type=job_type,
-    )
+    writer, info = build_writer(run_dir, config_to_dict(cfg), name=name, tracking=tracking, resume_step=resume_step)
     run_store.write_status(run_dir, **info)
     if resume_step is None:
         writer.write_hparams(config_to_dict(cfg))
@@ -115,10 +95,7 @@ def train_members(
     cfgs: Sequence[Any],
     dirs: Sequence[Path],
     names: Sequence[str],
-    group: str | None,
-    wandb_mode: str,
-    tensorboard: bool,
-    console: bool,
+    tracking: Tracking,
     resume_step: int | None = None,
     pbt: PbtConfig | None = None,
 ) -> list[Outcome]:
@@ -134,9 +111,10 @@ def train_members(
     results: list[TrainResult | None] = [None] * len(cfgs)
     try:
         for i, (cfg, d, n) in enumerate(zip(cfgs, dirs, names, strict=True)):
-            writer = open_writer(
-                d, cfg, n, wandb_mode, tensorboard, console and i == 0, resume_step, group, task_cls.name
+            member_tracking = dataclasses.replace(  # one progress bar: member 0's
+                tracking, console=tracking.console and i == 0, job_type=task_cls.name
             )
+            writer = open_writer(d, cfg, n, member_tracking, resume_step)
             members.members.append(Member(d, writer, cfg.lr))
             members.members[-1].ckpt = Checkpointer(d, 0, resume_step=resume_step)
         trained = Engine(task_cls, cfgs, members, stop, pbt=pbt).run(resume_step)
@@ -162,9 +140,7 @@ def execute(
     run_dir: Path | None = None,
     root: Any = None,
     name: str | None = None,
-    wandb_mode: str = "auto",
-    tensorboard: bool = True,
-    console: bool = True,
+    tracking: Tracking = DEFAULT_TRACKING,
     command: list[str] | None = None,
     pbt: PbtConfig | None = None,
 ) -> list[Outcome]:
@@ -192,4 +168,4 @@ def execute(
         lrs = [c.lr for c in cfgs]
         pbt = dataclasses.replace(pbt, lr_range=(min(lrs), max(lrs)))
     dirs, names, group = create_runs(canonical_spec(task), task_cls, cfgs, axes, root, run_dir, name, command, pbt)
-    return train_members(task_cls, cfgs, dirs, names, group, wandb_mode, tensorboard, console, pbt=pbt)
+    return train_members(task_cls, cfgs, dirs, names, dataclasses.replace(tracking, group=group), pbt=pbt)

@@ -10,6 +10,7 @@ best-effort and a failure warns once.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -234,3 +235,23 @@ class NullWriter(MetricWriter):
 
     def _lacks(self, method: str) -> None:
         pass
+
+
+@dataclasses.dataclass(frozen=True)
+class Tracking:
+    """Where a run logs besides the run store: one object from the CLI, the page or the client to the writers.
+
+    wandb_mode: "online", "offline" or "disabled"; "auto": $WANDB_MODE, else online when wandb finds
+      credentials for its configured host, else offline.
+    tensorboard: write event files under run_dir/tb. console: a tqdm progress bar on stderr.
+    group: W&B group (a population's id). job_type: W&B job type (the task's name).
+    """
+
+    wandb_mode: str = "auto"
+    tensorboard: bool = True
+    console: bool = True
+    group: str | None = None
+    job_type: str | None = None
+
+
+DEFAULT_TRACKING = Tracking()  # frozen: safe as a default argument

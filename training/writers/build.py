@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from training.writers.base import MetricWriter, MultiWriter
+from training.writers.base import DEFAULT_TRACKING, MetricWriter, MultiWriter, Tracking
 from training.writers.store import RunStoreWriter
 
 log = logging.getLogger(__name__)
@@ -31,12 +31,8 @@ def build_writer(
     run_dir: str | Path,
     cfg: Any,
     name: str | None = None,
-    wandb_mode: str = "auto",
-    tensorboard: bool = True,
-    console: bool = True,
+    tracking: Tracking = DEFAULT_TRACKING,
     resume_step: int | None = None,
-    group: str | None = None,
-    job_type: str | None = None,
 ) -> tuple[MultiWriter, dict[str, Any]]:
     """Writers for one run: run store, then TensorBoard, console and W&B as asked.
 
@@ -44,14 +40,9 @@ def build_writer(
       run_dir: the run directory (existing).
       cfg: the run's Config (or its dict form).
       name: display name for W&B (defaults to the run directory name).
-      wandb_mode: "online", "offline" or "disabled"; "auto": $WANDB_MODE, else online when wandb finds
-        credentials for its configured host, else offline.
-      tensorboard: write event files under run_dir/tb.
-      console: show a tqdm progress bar on stderr.
+      tracking: TensorBoard, console and W&B settings (`Tracking`).
       resume_step: the run continues after its checkpoint at this step: TensorBoard purges later
         events of the interrupted process, W&B resumes the same run id, the bar starts there.
-      group: W&B group (a population's id).
-      job_type: W&B job type (the task's name).
 
     Returns:
       (writer, info) where info holds extra status.json fields, e.g.
@@ -61,13 +52,14 @@ def build_writer(
     cfg_dict = _cfg_dict(cfg)
     writers: list[MetricWriter] = [RunStoreWriter(run_dir)]
     info: dict[str, Any] = {}
-    if tensorboard:
+    group, job_type = tracking.group, tracking.job_type
+    if tracking.tensorboard:
         _add_tensorboard(writers, info, run_dir, name, job_type, resume_step)
-    if console:
+    if tracking.console:
         _add_console(writers, resume_step)
     # W&B after the console: its close prints the outcome (a failed run's error) while W&B still captures
     # the process's output for its Logs tab.
-    info["wandb"] = _add_wandb(writers, run_dir, cfg_dict, name, wandb_mode, resume_step, group, job_type)
+    info["wandb"] = _add_wandb(writers, run_dir, cfg_dict, name, tracking.wandb_mode, resume_step, group, job_type)
     return MultiWriter(writers), info
 
 
