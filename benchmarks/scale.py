@@ -287,13 +287,8 @@ def main() -> None:
     ap.add_argument("--small", type=int, default=1000)
     ap.add_argument("--tabs", type=int, default=3, help="fresh tabs per page (the median is reported)")
     ap.add_argument("--keep", action="store_true", help="keep the runs root and screenshots (printed)")
-    ap.add_argument(
-        "--server-env",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="extra environment of the server, e.g. STREAMLIT_RUNNER_POST_SCRIPT_GC=false (repeatable)",
-    )
+    server_env_help = "extra environment of the server, e.g. STREAMLIT_RUNNER_POST_SCRIPT_GC=false (repeatable)"
+    ap.add_argument("--server-env", action="append", default=[], metavar="NAME=VALUE", help=server_env_help)
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="jaxdash-scale-"))
     big = write_runs(tmp, args.records, args.big, args.small)

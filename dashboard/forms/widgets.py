@@ -222,21 +222,14 @@ def pbt_input(
             key=key,
             help="Lower loss or higher accuracy ranks higher.",
         ),
-        "fraction": lambda label, key: st.number_input(
-            label,
-            value=0.25,
-            step=0.05,
-            format="%g",
-            key=key,
-            help="The worst this share of members copy from the best this share; at least one each time.",
+        "fraction": lambda label, key: _share_input(
+            label, key, 0.25, "The worst this share of members copy from the best this share; at least one each time."
         ),
-        "resample": lambda label, key: st.number_input(
+        "resample": lambda label, key: _share_input(
             label,
-            value=0.0,
-            step=0.05,
-            format="%g",
-            key=key,
-            help="Instead of ×0.8 or ×1.25, draw a fresh learning rate (log-uniform over the listed ones) this often.",
+            key,
+            0.0,
+            "Instead of ×0.8 or ×1.25, draw a fresh learning rate (log-uniform over the listed ones) this often.",
         ),
     }
     values: dict[str, Any] = {}
@@ -253,3 +246,8 @@ def status_badge(state: str | None) -> None:
     state = state or "unknown"
     color, icon = STATE_STYLE.get(state, ("gray", ":material/help:"))
     st.badge(state, color=color, icon=icon)
+
+
+def _share_input(label: str, key: str, value: float, help_text: str) -> float:
+    """A fraction of the population (PBT's settings), in steps of 5%."""
+    return st.number_input(label, value=value, step=0.05, format="%g", key=key, help=help_text)

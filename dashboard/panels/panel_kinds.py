@@ -93,30 +93,24 @@ def _run_style(tag_list: tuple[str, ...], color: str | None) -> dict[str, Any]:
     return {"colors": dict.fromkeys(tag_list, color), "dashes": {t: "dash" for t in tag_list if t.startswith("test/")}}
 
 
-def loss_panel(
-    records: MetricTable, key: str, x: str = "step", empty_text: str = "no data yet", color: str | None = None
+def curves_panel(
+    kind: str,
+    records: MetricTable,
+    key: str,
+    x: str = "step",
+    empty_text: str = "no data yet",
+    color: str | None = None,
 ) -> None:
-    """Train (and test) loss."""
-    tag_list = (tags.TRAIN_LOSS, tags.TEST_LOSS)
+    """Train (and test) loss, or accuracy ("accuracy": the axis zoomed to the data)."""
+    accuracy = kind == "accuracy"
+    tag_list = (tags.TRAIN_ACC, tags.TEST_ACC) if accuracy else (tags.TRAIN_LOSS, tags.TEST_LOSS)
 
     def build() -> Any:
         curves = _curves(records, tag_list, x)
-        style = _run_style(tag_list, color)
-        return figures.curves_figure(curves, "Loss", "loss", x_title=x, uirevision=key, empty_text=empty_text, **style)
-
-    live_chart(key, (records.offset, x, empty_text), build)
-
-
-def accuracy_panel(
-    records: MetricTable, key: str, x: str = "step", empty_text: str = "no data yet", color: str | None = None
-) -> None:
-    """Train (and test) accuracy, the axis zoomed to the data."""
-    tag_list = (tags.TRAIN_ACC, tags.TEST_ACC)
-
-    def build() -> Any:
-        curves = _curves(records, tag_list, x)
-        style = _run_style(tag_list, color)
-        return figures.accuracy_figure(curves, x_title=x, uirevision=key, empty_text=empty_text, **style)
+        style = {"x_title": x, "uirevision": key, "empty_text": empty_text, **_run_style(tag_list, color)}
+        if accuracy:
+            return figures.accuracy_figure(curves, **style)
+        return figures.curves_figure(curves, "Loss", "loss", **style)
 
     live_chart(key, (records.offset, x, empty_text), build)
 
@@ -129,8 +123,8 @@ def draw(
     color = color or run_color(run_dir.name)
     draw_one = {
         "fit": lambda k: fit_panel(run_dir, k, empty, color),
-        "loss": lambda k: loss_panel(records, k, empty_text=empty, color=color),
-        "accuracy": lambda k: accuracy_panel(records, k, empty_text=empty, color=color),
+        "loss": lambda k: curves_panel("loss", records, k, empty_text=empty, color=color),
+        "accuracy": lambda k: curves_panel("accuracy", records, k, empty_text=empty, color=color),
     }
     kinds = [k for k in kinds if k in draw_one]
     if "fit" in kinds and len(kinds) > 1:

@@ -121,14 +121,12 @@ class Builder:
                 continue
 
 
-_BUILDER: Builder | None = None
+_SHARED: list[Builder] = []  # at most one: this process's builder
 _LOCK = threading.Lock()
 
 
 def builder() -> Builder:
     """This process's builder (its thread started on first use)."""
-    global _BUILDER
     with _LOCK:
-        if _BUILDER is None:
-            _BUILDER = Builder()
-        return _BUILDER
+        _SHARED[:] = _SHARED or [Builder()]
+    return _SHARED[0]
