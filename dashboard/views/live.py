@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -78,72 +79,66 @@ def first_records(run_dir: Path, status: dict, progress_slot: Any) -> MetricTabl
     return records
 
 
-def live_panel(run_dir: Path, task: str) -> None:
-    """Everything that changes while a run trains: read incrementally, then drawn.
+def live_panel(members: list[run_store.RunInfo], selected: str) -> None:
+    """Everything that changes while a run or its population trains: read incrementally, then drawn.
 
+    One path for one run and K members (a run is a population of one, as in the engine); only the
+    charts differ: one run's train and test curves in its colour, or every member's curve overlaid.
     A run that ends here is drawn ended (no Stop); the page's run watcher (state.watch_runs) then
     reruns the whole page without the refresh timer.
     """
-    status = state.run_status(run_dir)
-    info = launch_files.launch_info(run_dir)
+    single = len(members) == 1
+    sel = next(i for i, m in enumerate(members) if m.run_id == selected)
+    run_dir = members[sel].path
+    info = launch_files.launch_info(run_dir) if single else {}
     if info.get("population") and not (run_dir / "config.json").exists():
         first = state.launched_population(run_dir.name, state.all_runs())
         if first is not None:  # the population's members exist now: show them
             state.remember_run(first.run_id)
             st.rerun(scope="app")
-    records = state.metrics(run_dir)
-    active = state.is_active(status)
-    progress_slot = head(status, active, run_dir, run_dir, status, "Stop")
+    statuses = [state.run_status(m.path) for m in members]
+    records = [state.metrics(m.path) for m in members]
+    names = [members[0].name] if single else groups.labels(members)
+    active = any(state.is_active(s) for s in statuses)
+    live = next((m.path for m, s in zip(members, statuses, strict=True) if state.is_active(s)), None)
+    if single:
+        progress_slot = head(statuses[0], active, run_dir, run_dir, statuses[0], "Stop")
+    else:
+        shown = {**statuses[sel], "state": groups.group_state(statuses)}
+        progress_slot = head(shown, active, live, run_dir, statuses[sel], "Stop all", f"Resume {names[sel]}")
+        st.caption(" · ".join(f"{n} {k}" for k, n in Counter(s.get("state", "?") for s in statuses).items()))
     # Messages come and go; one container that is always there keeps the charts below at the same
     # place in the page, so a refresh updates them in place instead of mounting them anew (a blink).
     with st.container():
-        stopping_note(active, run_dir)
-        if status.get("state") == "starting":
-            what = f"a population of {info['members']} runs" if info.get("population") else "the training process"
-            doing = "resuming from the latest checkpoint" if status.get("resuming") else "importing JAX, loading data"
-            st.info(f"Starting {what} ({doing})…", icon=":material/hourglass_top:")
-        panels.problem_message(status)
-    if active and not len(records):
-        records = first_records(run_dir, status, progress_slot)  # the head above is already on its way to the browser
-    kinds = artifacts.run_panels(run_dir, info, records.tags())  # config.json "panels": what the task asks for
-    panel_kinds.metric_tiles(records, status)
-    panel_kinds.draw(run_dir, kinds, records, status, f"live_{run_dir.name}", run_color(run_dir.name))
-
-
-def group_panel(members: list[run_store.RunInfo], selected: str) -> None:
-    """Every member of a population: K fitted lines, K loss and accuracy curves, one row each."""
-    statuses = [state.run_status(m.path) for m in members]
-    records = [state.metrics(m.path) for m in members]
-    names = groups.labels(members)
-    active = any(state.is_active(s) for s in statuses)
-    sel = next(i for i, m in enumerate(members) if m.run_id == selected)
-    live = next((m.path for m, s in zip(members, statuses, strict=True) if state.is_active(s)), None)
-    head(
-        {**statuses[sel], "state": groups.group_state(statuses)},
-        active,
-        live,
-        members[sel].path,
-        statuses[sel],
-        "Stop all",
-        f"Resume {names[sel]}",
-    )
-    counts: dict[str, int] = {}
-    for s in statuses:
-        counts[s.get("state", "?")] = counts.get(s.get("state", "?"), 0) + 1
-    st.caption(" · ".join(f"{n} {k}" for k, n in counts.items()))
-    bad = [(n, s) for n, s in zip(names, statuses, strict=True) if s.get("state") in panels.PROBLEM_STATES]
-    with st.container():  # always there: messages that come and go never move the charts below
         stopping_note(active, live)
-        if len(bad) == len(members) and len({s.get("message") for _, s in bad}) == 1:
-            panels.problem_message(bad[0][1])  # one failure for all (e.g. no dataset): say it once
-        else:
-            for n, s in bad:
-                st.error(f"{n}: {s.get('message') or 'the run ' + s['state'] + '.'}", icon=":material/error:")
+        if statuses[0].get("state") == "starting" and single:
+            what = f"a population of {info['members']} runs" if info.get("population") else "the training process"
+            doing = (
+                "resuming from the latest checkpoint" if statuses[0].get("resuming") else "importing JAX, loading data"
+            )
+            st.info(f"Starting {what} ({doing})…", icon=":material/hourglass_top:")
+        problems(names, statuses)
+    if single and active and not len(records[0]):
+        records[0] = first_records(run_dir, statuses[0], progress_slot)  # the head is already on its way
+    kinds = artifacts.run_panels(members[0].path, info if single else None, records[0].tags())  # config.json "panels"
+    if single:
+        panel_kinds.metric_tiles(records[0], statuses[0])
+        panel_kinds.draw(run_dir, kinds, records[0], statuses[0], f"live_{run_dir.name}", run_color(run_dir.name))
+        return
     key = members[0].status.get("group", "group")
-    kinds = artifacts.run_panels(members[0].path, None, records[0].tags())
     seeds_vary = "seed" in groups.varied([m.config for m in members])
     empty = panel_kinds.waiting_text(statuses[sel])
     group_panels.draw(members, statuses, records, names, kinds, f"group_{key}", seeds_vary, empty)
+
+
+def problems(names: list[str], statuses: list[dict[str, Any]]) -> None:
+    """Failed, diverged or crashed members: one message when all share it (e.g. no dataset), else one each."""
+    bad = [(n, s) for n, s in zip(names, statuses, strict=True) if s.get("state") in panels.PROBLEM_STATES]
+    if len(bad) == len(statuses) and len({s.get("message") for _, s in bad}) == 1:
+        panels.problem_message(bad[0][1])
+        return
+    for n, s in bad:
+        st.error(f"{n}: {s.get('message') or 'the run ' + s['state'] + '.'}", icon=":material/error:")
 
 
 def page() -> None:
@@ -161,20 +156,15 @@ def page() -> None:
         st.caption("Nothing to watch. Run detail lists the folder; Runs & compare can delete it.")
         return
     group = groups.group_of(run)
+    members = groups.members(runs, group) if group else [run]
     if group:
-        members = groups.members(runs, group)
         fields = groups.varied([m.config for m in members])
         st.caption(f"Population `{group}` · {len(members)} members · varying {', '.join(fields) or 'nothing'}")
-        active = any(state.is_active(m.status) for m in members)
-        interval = state.LIVE_REFRESH_S if active else None
-        with st.container(key=panels.LIVE_PANEL_KEY):
-            st.fragment(panels.guarded(group_panel), run_every=interval)(members, run.run_id)
-        return
-    st.caption(" · ".join(x for x in (run.task, panels.key_config(run.task, run.config)) if x))
-    active = state.is_active(run.status)
-    interval = state.LIVE_REFRESH_S if active else None
+    else:
+        st.caption(" · ".join(x for x in (run.task, panels.key_config(run.task, run.config)) if x))
+    active = any(state.is_active(m.status) for m in members)
     with st.container(key=panels.LIVE_PANEL_KEY):
-        st.fragment(panels.guarded(live_panel), run_every=interval)(run.path, run.task)
+        st.fragment(panels.guarded(live_panel), run_every=state.LIVE_REFRESH_S if active else None)(members, run.run_id)
 
 
 page()
