@@ -98,8 +98,8 @@ def _sweep_or_queue(task: str, task_cls: type, raw: dict, args: object, argv: li
         from training.queue.command import run_queued
 
         return run_queued(task, argv, args.runs_root)
-    except ConfigError as exc:
-        return _fail(str(exc))
+    except ConfigError as exc:  # one line naming the flag: the space is checked before anything starts
+        return _fail("; ".join(f"--{k.replace('_', '-')} {v}" for k, v in exc.errors.items()))
 
 
 def main(argv: list[str] | None = None) -> int:

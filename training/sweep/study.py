@@ -7,6 +7,7 @@ nothing else. Default storage: SQLite next to the runs, `<runs root>/sweeps.db`.
 
 from __future__ import annotations
 
+import os
 import warnings
 from pathlib import Path
 from typing import Any
@@ -17,8 +18,10 @@ from training.settings import ConfigError
 from training.sweep.flags import METHODS
 from training.sweep.space import Param, from_specs, grid_size, to_specs
 
-HEARTBEAT_S = 5  # a worker records a heartbeat this often for each trial it runs
-GRACE_S = 20  # a RUNNING trial without a heartbeat for this long is failed and re-queued
+# A worker beats each trial's heartbeat this often; a RUNNING trial silent for GRACE_S is failed and
+# re-queued. $JAXDASH_SWEEP_GRACE_S shortens it (tests; fast networks).
+GRACE_S = int(os.environ.get("JAXDASH_SWEEP_GRACE_S", "20"))
+HEARTBEAT_S = max(1, GRACE_S // 4)
 MAX_RETRY = 2  # a trial whose worker died is re-queued at most this many times
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)  # one JSON line per run on stdout, not Optuna's chatter
