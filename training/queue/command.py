@@ -10,7 +10,7 @@ from training.queue.store import Queue
 
 
 def run_queued(task: str, argv: list[str], root: Path | None) -> int:
-    """Submit the same command without --queue, wait for it, and print its output; 0 when it ended."""
+    """Submit the same command without --queue, wait for it, print its output; its exit code."""
     queue = Queue(run_store.runs_root(root))
     job = queue.submit([task, *(a for a in argv if a != "--queue")], label=task)
     queued = next((j for j in queue.jobs() if j["id"] == job), {})
@@ -20,4 +20,5 @@ def run_queued(task: str, argv: list[str], root: Path | None) -> int:
     state = queue.wait(job)
     if queue.log_path(job).exists():
         sys.stdout.write(queue.log_path(job).read_text(errors="replace"))
-    return 0 if state == "ended" else 1
+    rc = next((j["rc"] for j in queue.jobs() if j["id"] == job), None)
+    return (rc if rc is not None else 0) if state == "ended" else 1
