@@ -10,7 +10,7 @@ def _rows() -> list[dict]:
     return [
         {"trial": i, "state": "COMPLETE", "value": v, "end": 100.0 + i, "params": {"lr": lr, "opt": o, "points": p}}
         for i, (lr, v, o, p) in enumerate(
-            zip(lrs, [3.0, 1.0, 2.0, 0.5], ["sgd", "adam", "sgd", "adam"], [9, 10, 100, 64])
+            zip(lrs, [3.0, 1.0, 2.0, 0.5], ["sgd", "adam", "sgd", "adam"], [9, 10, 100, 64], strict=True)
         )
     ] + [{"trial": 9, "state": "PRUNED", "value": None, "end": 120.0, "params": {"lr": 5.0}}]
 
