@@ -41,7 +41,10 @@ def sweep_argv(task: str, specs: str, fixed: str, method: str, trials: int, para
 
 def sweep_form(task: str) -> str | None:
     """Draw the form; on Start, queue the sweep and return its study name (None otherwise)."""
-    with st.expander("Sweep: many runs over a search space (Optuna)", expanded=False):
+    # A toggle, not an expander: its state survives the reruns that Enter in a field causes.
+    if not st.toggle("Sweep: many runs over a search space (Optuna)", key=f"sweep_on_{task}"):
+        return None
+    with st.container(border=True):
         st.caption(
             "One setting per line: `lr=0.001,0.01`, `lr=log:1e-4:1e-1:4`, `points=64:256:3`, "
             "`lr=loguniform(1e-4,1e-1)`, `optimizer=choice(sgd,adam)`. Trials that vary only lr and seed "

@@ -35,7 +35,7 @@ def test_sweep_from_the_page_shows_its_trials_live(server: tuple[Server, Path]) 
         page = browser.new_page(viewport={"width": 1400, "height": 1200})
         try:
             page.goto(srv.url)
-            page.get_by_text("Sweep: many runs").click(timeout=90_000)
+            page.get_by_text("Sweep: many runs").click(timeout=90_000)  # the toggle
             page.get_by_role("textbox", name="Swept settings").fill("lr=0.01,0.03,0.1")
             fixed = page.get_by_role("textbox", name="Fixed settings")
             fixed.fill("steps=300 log_every=10")

@@ -75,3 +75,24 @@ def test_grid_of_lr_and_seed_trains_as_one_population(tmp_path: Path, capsys) ->
         assert t.value == pytest.approx(
             json.loads((root / t.user_attrs["run_id"] / "final_metrics.json").read_text())["train/loss"]
         )
+
+
+def test_grid_over_a_shape_setting_trains_one_population_per_shape(tmp_path: Path, capsys) -> None:
+    root = tmp_path / "runs"
+    argv = [*TINY, "--runs-root", str(root), "--study", "shapes", "--max-parallel", "2"]
+    assert main([*argv, "--sweep", "points=16,32", "--sweep", "lr=0.01,0.02"]) == 0
+    trials = studies.load("shapes", studies.default_url(root)).get_trials()
+    assert len(trials) == 4 and all(t.state == optuna.trial.TrialState.COMPLETE for t in trials)
+    by_program: dict[str, set] = {}
+    for t in trials:
+        by_program.setdefault(t.user_attrs["program"], set()).add((t.params["points"], t.params["lr"]))
+    # points changes array shapes: one program per points value, its lrs vmapped together
+    assert sorted(map(sorted, by_program.values())) == [[(16, 0.01), (16, 0.02)], [(32, 0.01), (32, 0.02)]]
+
+
+def test_list_valued_setting_is_swept_with_semicolons() -> None:
+    from training.sweep.space import parse_space
+    from training.tasks import load_task
+
+    space = parse_space(["hidden=16;32,32"], load_task("mnist").Config)
+    assert space["hidden"].values == ("16", "32,32")

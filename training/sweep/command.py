@@ -28,7 +28,7 @@ def _worker_argv(name: str, url: str, root: Path, args: argparse.Namespace) -> l
 
 
 def run_sweep(task: str, task_cls: type, raw: dict[str, Any], args: argparse.Namespace, wandb_mode: str) -> int:
-    """Create the study, then train it: in this process, plus `--max-parallel - 1` workers beside it."""
+    """Create the study, then train it: in this process, plus `--workers - 1` queued workers beside it."""
     from training.settings import parse_config
     from training.sweep.trials import shares_program
     from training.sweep.worker import run_worker
@@ -47,12 +47,13 @@ def run_sweep(task: str, task_cls: type, raw: dict[str, Any], args: argparse.Nam
     studies.create(name, url, task, base, space, args.sweep_method, args.trials, args.sweep_metric)
     print(json.dumps({"study": name, "storage": url}), flush=True)
     helpers = []
-    if not shares_program(space) and args.max_parallel > 1:
+    workers = args.workers or (args.max_parallel if not shares_program(space) and args.sweep_method != "grid" else 1)
+    if workers > 1:
         from training.queue import store as queue
 
         db = queue.Queue(root)
         helpers = [
-            db.submit(_worker_argv(name, url, root, args), label=f"{name} worker") for _ in range(args.max_parallel - 1)
+            db.submit(_worker_argv(name, url, root, args), label=f"{name} worker") for _ in range(workers - 1)
         ]
         db.dispatch()
     states = run_worker(name, url, root, args.max_parallel, wandb_mode, console=not args.quiet)

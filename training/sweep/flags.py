@@ -26,6 +26,12 @@ def add_flags(p: argparse.ArgumentParser) -> None:
         default=1,
         help="trials at once: lr/seed-only trials train as one vmapped population, others as parallel workers",
     )
+    g.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="worker processes, through the run queue (default: --max-parallel when trials change shapes, else 1)",
+    )
     g.add_argument("--study", default=None, help="study name (default: <task>-<time>)")
     g.add_argument("--storage", default=None, help="Optuna storage URL (default sqlite:///<runs root>/sweeps.db)")
     g.add_argument(

@@ -4,6 +4,7 @@
     lr=log:1e-4:1e-1:4         4 log-spaced values      steps=100:400:4   4 evenly spaced values
     lr=loguniform(1e-4,1e-1)   a distribution (random / tpe)
     lr=uniform(0,1)  steps=int(100,400)  optimizer=choice(sgd,adam)
+    hidden=64;128;64,64        a list-valued setting: its values are separated by ";"
 
 Every problem is a ConfigError naming the field, in one line. No JAX here: the page uses it too.
 """
@@ -118,6 +119,12 @@ def parse_param(spec: str, infos: dict[str, FieldInfo]) -> Param:
     match = _DIST.match(text)
     if match:
         return Param(name, distribution=_distribution(name, match[1], match[2], info))
+    if info.kind in ("ints", "floats"):  # a value is itself a list (hidden=64,64): values split on ";"
+        listed = [_check(name, info, v.strip()) for v in text.split(";") if v.strip()]
+        values = tuple(dict.fromkeys(",".join(map(str, v)) for v in listed))
+        if not values:
+            raise _fail(name, "no values given; e.g. hidden=64;128,128")
+        return Param(name, values=values)
     if ":" in text and info.kind in ("int", "float"):
         values = _range(name, text, info)
     else:

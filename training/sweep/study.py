@@ -7,6 +7,7 @@ nothing else. Default storage: SQLite next to the runs, `<runs root>/sweeps.db`.
 
 from __future__ import annotations
 
+import itertools
 import os
 import warnings
 from pathlib import Path
@@ -102,7 +103,23 @@ def create(
     attrs = {"task": task, "base": base, "space": to_specs(space), "method": method, "trials": n, "metric": metric}
     for key, value in attrs.items():
         study.set_user_attr(key, value)
+    if method == "grid":
+        enqueue_grid(study, space)
     return load(name, url, st)
+
+
+def enqueue_grid(study: optuna.Study, space: dict[str, Param]) -> None:
+    """Queue every grid point, those that share a program (differ only in lr/seed) next to each other.
+
+    Workers ask trials in this order, so a worker claiming K trials gets one program's K members.
+    """
+    from training.population import VARIED
+
+    names = list(space)
+    points = itertools.product(*(space[n].values or () for n in names))
+    order = sorted(points, key=lambda p: [str(v) for n, v in zip(names, p, strict=True) if n not in VARIED])
+    for point in order:
+        study.enqueue_trial(dict(zip(names, point, strict=True)))
 
 
 def load(name: str, url: str, st: optuna.storages.BaseStorage | None = None) -> optuna.Study:

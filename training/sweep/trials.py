@@ -3,7 +3,7 @@
 Each trial is an ordinary run folder whose config.json has a top-level "sweep" entry
 ({"study", "trial", "program"}); trials that differ only in lr and seed share one program
 (a population, `training/population.py`). While they train, a thread reports each chunk's
-metric to Optuna (trial.report) and beats the trial's heartbeat; a lone trial the pruner
+metric to Optuna (trial.report); a lone trial the pruner
 cuts is stopped through its stop file and told PRUNED.
 """
 
@@ -31,6 +31,15 @@ def shares_program(space: Sequence[str]) -> bool:
     return set(space) <= set(VARIED)
 
 
+def programs(trials: Sequence[optuna.Trial]) -> list[list[optuna.Trial]]:
+    """The trials grouped by their settings other than lr/seed: each group can train as one program."""
+    groups: dict[str, list[optuna.Trial]] = {}
+    for t in trials:
+        key = repr(sorted((k, str(v)) for k, v in t.params.items() if k not in VARIED))
+        groups.setdefault(key, []).append(t)
+    return list(groups.values())
+
+
 def _mark(d: Path, study: str, trial: optuna.Trial, program: str) -> None:
     """config.json records the study and trial number (read by the sweep page)."""
     cfg = read_json(d / "config.json", {})
@@ -41,7 +50,7 @@ def _mark(d: Path, study: str, trial: optuna.Trial, program: str) -> None:
 
 
 class Watch(threading.Thread):
-    """Reports each run's chunk metric to its trial, beats heartbeats, and stops a pruned lone trial."""
+    """Reports each run's chunk metric to its trial and stops a pruned lone trial (the worker beats heartbeats)."""
 
     def __init__(self, study: optuna.Study, trials: list[optuna.Trial], dirs: list[Path], metric: str):
         super().__init__(daemon=True)
@@ -51,11 +60,8 @@ class Watch(threading.Thread):
         self.done = threading.Event()
 
     def run(self) -> None:
-        beat = isinstance(self.study._storage, optuna.storages._heartbeat.BaseHeartbeat)
         while not self.done.wait(POLL_S):
             for i, (trial, d) in enumerate(zip(self.trials, self.dirs, strict=True)):
-                if beat:
-                    self.study._storage.record_heartbeat(trial._trial_id)
                 self._report(i, trial, d)
 
     def _report(self, i: int, trial: optuna.Trial, d: Path) -> None:
@@ -85,7 +91,7 @@ def run_batch(study: optuna.Study, trials: list[optuna.Trial], root: Path, wandb
     space = list(attrs["space"])
     raws = [{**attrs["base"], **t.params} for t in trials]
     cfgs = [parse_config(task_cls.Config, r, task_cls.name) for r in raws]
-    axes = space if len(trials) > 1 else []
+    axes = [n for n in space if n in VARIED] if len(trials) > 1 else []
     name = f"{study.study_name}-t{trials[0].number}"
     command = ["python", "-m", "training", "worker", "--sweep", study.study_name]
     dirs, names, group = create_runs(canonical_spec(attrs["task"]), task_cls, cfgs, axes, root, None, name, command)

@@ -11,6 +11,7 @@ looks fails that trial and RetryHeartbeatStaleTrialCallback re-queues a copy (sy
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from optuna.trial import TrialState
 
 from training.cli import MAX_MEMBERS
 from training.sweep import study as studies
-from training.sweep.trials import run_batch, shares_program
+from training.sweep.trials import programs, run_batch, shares_program
 
 IDLE_S = 2.0  # while other workers' trials run, look again this often (one of them may die)
 
@@ -32,7 +33,11 @@ def _counts(study: optuna.Study) -> dict[TrialState, int]:
 
 
 def _claim(study: optuna.Study, k: int) -> list[optuna.Trial]:
-    """Up to `k` new trials within the budget; a trial asked past it (a race between workers) is failed."""
+    """Up to `k` new trials within the budget; a trial asked past it (a race between workers) is failed.
+
+    A grid's points wait in program order (study.enqueue_grid); the claim ends before a point of
+    another program, so K claimed trials are one program's members.
+    """
     budget = study.user_attrs["trials"]
     claimed = []
     space = studies.space_of(study)
@@ -45,7 +50,41 @@ def _claim(study: optuna.Study, k: int) -> list[optuna.Trial]:
             study.tell(trial, state=TrialState.FAIL)
             break
         claimed.append(trial)
+        if not _next_joins(study, claimed[0]):
+            break
     return claimed
+
+
+def _next_joins(study: optuna.Study, first: optuna.Trial) -> bool:
+    """Whether the next waiting grid point differs from `first` only in lr/seed (random/tpe: always)."""
+    waiting = study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
+    if not waiting:
+        return study.user_attrs["method"] != "grid"
+    nxt = min(waiting, key=lambda t: t.number)
+    return _same_program(first.params, nxt.system_attrs.get("fixed_params", nxt.params))
+
+
+def _same_program(a: dict, b: dict) -> bool:
+    from training.population import VARIED
+
+    return {k: str(v) for k, v in a.items() if k not in VARIED} == {k: str(v) for k, v in b.items() if k not in VARIED}
+
+
+class Heartbeat(threading.Thread):
+    """Records a heartbeat for every trial this worker claimed and has not told yet."""
+
+    def __init__(self, study: optuna.Study):
+        super().__init__(daemon=True)  # dies with the worker: its trials then go stale, as they should
+        self.study, self.pending = study, set()
+
+    def run(self) -> None:
+        storage = self.study._storage
+        if not isinstance(storage, optuna.storages._heartbeat.BaseHeartbeat):
+            return
+        while True:
+            for trial_id in list(self.pending):
+                storage.record_heartbeat(trial_id)
+            time.sleep(studies.HEARTBEAT_S)
 
 
 def _stale(study: optuna.Study) -> None:
@@ -59,7 +98,11 @@ def run_worker(
     """Train trials of study `name` until its budget is finished; the states of the trials this worker ran."""
     study = studies.load(name, url)
     budget = study.user_attrs["trials"]
-    batch = min(max_parallel, MAX_MEMBERS) if shares_program(study.user_attrs["space"]) else 1
+    space = study.user_attrs["space"]
+    # Random/TPE trials that change shapes each need their own program: claim one at a time.
+    batch = min(max_parallel, MAX_MEMBERS) if shares_program(space) or study.user_attrs["method"] == "grid" else 1
+    beat = Heartbeat(study)
+    beat.start()
     ran: list[str] = []
     while True:
         _stale(study)
@@ -71,6 +114,8 @@ def run_worker(
         if open_ <= 0 and not counts[TrialState.WAITING]:
             time.sleep(IDLE_S)  # others are training the rest; stay to re-run any of theirs that dies
             continue
-        trials = _claim(study, max(1, min(batch, open_)))
-        if trials:
-            ran += run_batch(study, trials, root, wandb_mode, console)
+        claimed = _claim(study, max(1, min(batch, open_)))
+        beat.pending.update(t._trial_id for t in claimed)  # a claimed trial beats until it is told
+        for group in programs(claimed):
+            ran += run_batch(study, group, root, wandb_mode, console)
+            beat.pending.difference_update(t._trial_id for t in group)
