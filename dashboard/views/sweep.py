@@ -14,7 +14,7 @@ from training.settings import ConfigError
 
 REFRESH_S = 2.0
 STATE_MARKS = {"COMPLETE": "✅ finished", "RUNNING": "▶ running", "PRUNED": "✂ pruned", "FAIL": "❌ failed"}
-STATE_MARKS["WAITING"] = "⏳ queued (retry)"
+STATE_MARKS["WAITING"] = "⏳ queued"  # a grid point not yet claimed, or a dead worker's trial re-queued
 
 
 def queue_panel() -> None:
