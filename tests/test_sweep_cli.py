@@ -96,3 +96,12 @@ def test_list_valued_setting_is_swept_with_semicolons() -> None:
 
     space = parse_space(["hidden=16;32,32"], load_task("mnist").Config)
     assert space["hidden"].values == ("16", "32,32")
+
+
+@pytest.mark.parametrize("storage", [None, "sqlite:////nonexistent-dir/x.db", "not-a-url"])
+def test_worker_with_a_bad_storage_is_one_line(storage, tmp_path: Path, capsys) -> None:
+    argv = ["worker", "--sweep", "nope", "--runs-root", str(tmp_path / "runs")]
+    assert main(argv + (["--storage", storage] if storage else [])) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: --storage ") and "\n" not in err, err
+    assert not (tmp_path / "runs").exists()

@@ -52,9 +52,7 @@ def run_sweep(task: str, task_cls: type, raw: dict[str, Any], args: argparse.Nam
         from training.queue import store as queue
 
         db = queue.Queue(root)
-        helpers = [
-            db.submit(_worker_argv(name, url, root, args), label=f"{name} worker") for _ in range(workers - 1)
-        ]
+        helpers = [db.submit(_worker_argv(name, url, root, args), label=f"{name} worker") for _ in range(workers - 1)]
         db.dispatch()
     states = run_worker(name, url, root, args.max_parallel, wandb_mode, console=not args.quiet)
     for job in helpers:
@@ -91,7 +89,7 @@ def worker_main(argv: list[str]) -> int:
             args.sweep, args.storage or studies.default_url(root), root, args.max_parallel, wandb_mode(args.wandb)
         )
     except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print("error: " + "; ".join(f"--{k.replace('_', '-')} {v}" for k, v in exc.errors.items()), file=sys.stderr)
         return 2
     print(json.dumps({"study": args.sweep, "trials": states}), flush=True)
     return 0

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import optuna
+import sqlalchemy.exc
 
 from training.settings import ConfigError
 from training.sweep.flags import METHODS
@@ -52,13 +53,27 @@ def storage(url: str) -> optuna.storages.BaseStorage:
         raise ConfigError({"storage": f"{url!r} is not a storage URL; use sqlite:///path.db or journal:/path/file"})
     # SQLite serialises writers; a patient connection keeps two workers from failing on "database is locked".
     kwargs = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {}
-    return optuna.storages.RDBStorage(
-        url,
-        engine_kwargs=kwargs,
-        heartbeat_interval=HEARTBEAT_S,
-        grace_period=GRACE_S,
-        heartbeat_stale_trial_callback=optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRY),
-    )
+    try:
+        return optuna.storages.RDBStorage(
+            url,
+            engine_kwargs=kwargs,
+            heartbeat_interval=HEARTBEAT_S,
+            grace_period=GRACE_S,
+            heartbeat_stale_trial_callback=optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRY),
+        )
+    except (sqlalchemy.exc.SQLAlchemyError, ImportError, ValueError, RuntimeError) as exc:
+        reason = str(getattr(exc, "orig", None) or exc).splitlines()[0]
+        raise ConfigError(
+            {"storage": f"cannot open {url} ({reason}); check the URL and that its folder exists"}
+        ) from None
+
+
+def existing(url: str) -> None:
+    """A worker reads a sweep's storage: a SQLite file that is not there is a typo, not a new database."""
+    if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).is_file():
+        raise ConfigError(
+            {"storage": f"no sweeps database at {url.removeprefix('sqlite:///')}; give the sweep's --storage"}
+        )
 
 
 class AskGridSampler(optuna.samplers.GridSampler):

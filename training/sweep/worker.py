@@ -96,6 +96,7 @@ def run_worker(
     name: str, url: str, root: Path, max_parallel: int = 1, wandb_mode: str = "disabled", console: bool = False
 ) -> list[str]:
     """Train trials of study `name` until its budget is finished; the states of the trials this worker ran."""
+    studies.existing(url)
     study = studies.load(name, url)
     budget = study.user_attrs["trials"]
     space = study.user_attrs["space"]
