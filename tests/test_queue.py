@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -66,3 +67,29 @@ def test_cli_queue_runs_the_run_through_the_queue(tmp_path: Path) -> None:
     assert '"state": "finished"' in proc.stdout  # the run's own report line, relayed
     (job,) = Queue(tmp_path).jobs()
     assert job["state"] == "ended" and job["rc"] == 0 and "--queue" not in job["argv"]
+
+
+def test_a_recorded_page_run_holds_its_slot(tmp_path: Path) -> None:
+    q = Queue(tmp_path)
+    q.set_limit(1)
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3)"])
+    q.record(["regression"], sleeper.pid, label="page: regression")
+    job = q.submit(["tasks"])
+    assert q.dispatch() == [] and q.state(job) == "queued"  # the page's run holds the only slot
+    sleeper.wait()
+    assert q.wait(job, timeout=120) == "ended"
+
+
+def test_page_start_is_counted_in_the_queue(tmp_path: Path, monkeypatch) -> None:
+    from dashboard import launcher
+    from training.settings import parse_config
+    from training.tasks import load_task
+
+    monkeypatch.setenv("JAXDASH_RUNS", str(tmp_path))
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    cfg = parse_config(load_task("regression").Config, {"steps": 20, "log_every": 10})
+    run_dir = launcher.launch("regression", cfg, wandb_mode="disabled")
+    pid = json.loads((run_dir / "launch.json").read_text())["pid"]
+    (job,) = Queue(tmp_path).jobs()
+    assert job["pid"] == pid and job["label"] == "page: regression" and "--run-dir" in job["argv"]
+    assert Queue(tmp_path).wait(job["id"], timeout=180) == "ended"

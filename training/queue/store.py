@@ -88,6 +88,16 @@ class Queue:
             )
             return int(cur.lastrowid)
 
+    def record(self, argv: list[str], pid: int, label: str = "") -> int:
+        """A process started elsewhere (the page's Start) counted as a running job, so queued jobs wait for it."""
+        with self._db() as db:
+            now = time.time()
+            cur = db.execute(
+                "insert into jobs (argv, label, state, pid, created, started) values (?, ?, 'running', ?, ?, ?)",
+                (json.dumps(argv), label or " ".join(argv[:1]), pid, now, now),
+            )
+            return int(cur.lastrowid)
+
     def cancel(self, job: int) -> bool:
         """Cancel a queued job (True), or False when it already started or ended."""
         with self._db() as db:
