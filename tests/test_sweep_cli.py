@@ -105,3 +105,13 @@ def test_worker_with_a_bad_storage_is_one_line(storage, tmp_path: Path, capsys) 
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: --storage ") and "\n" not in err, err
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_diverged_trial_is_failed_once_not_retried(tmp_path: Path, capsys) -> None:
+    root = tmp_path / "runs"
+    argv = [*TINY, "--runs-root", str(root), "--study", "div", "--sweep", "lr=0.01,1e30", "--sweep", "points=16,32"]
+    assert main(argv) == 1  # not every trial finished
+    trials = studies.load("div", studies.default_url(root)).get_trials()
+    states = sorted((t.params["lr"], t.params["points"], t.state.name) for t in trials)
+    assert states == [(0.01, 16, "COMPLETE"), (0.01, 32, "COMPLETE"), (1e30, 16, "FAIL"), (1e30, 32, "FAIL")]
+    assert {t.user_attrs.get("run_state") for t in trials if t.state.name == "FAIL"} == {"diverged"}

@@ -25,10 +25,22 @@ from training.sweep.trials import programs, run_batch, shares_program
 IDLE_S = 2.0  # while other workers' trials run, look again this often (one of them may die)
 
 
+def _spent(t: optuna.trial.FrozenTrial) -> bool:
+    """A trial that used up a slot of the budget: any but one failed by a dead worker or asked past it.
+
+    A trial that trained and failed (e.g. diverged) counts, so a bad setting is not retried forever;
+    a dead worker's trial does not: its re-queued copy takes its slot.
+    """
+    return t.state != TrialState.FAIL or "run_state" in t.user_attrs
+
+
 def _counts(study: optuna.Study) -> dict[TrialState, int]:
     counts = dict.fromkeys(TrialState, 0)
     for t in study.get_trials(deepcopy=False):
         counts[t.state] += 1
+    counts[TrialState.COMPLETE] += sum(  # trained and failed: done, as far as the budget goes
+        1 for t in study.get_trials(deepcopy=False, states=(TrialState.FAIL,)) if _spent(t)
+    )
     return counts
 
 
@@ -43,7 +55,7 @@ def _claim(study: optuna.Study, k: int) -> list[optuna.Trial]:
     space = studies.space_of(study)
     for _ in range(k):
         trial = study.ask(space)  # a re-queued trial keeps its own params; a new one samples the space
-        live = [t for t in study.get_trials(deepcopy=False) if t.state != TrialState.FAIL]
+        live = [t for t in study.get_trials(deepcopy=False) if _spent(t)]
         rank = sorted(t.number for t in live).index(trial.number)
         if rank >= budget:
             trial.set_user_attr("surplus", True)  # another worker claimed the last slot first
