@@ -47,8 +47,8 @@ def test_sweep_from_the_page_shows_its_trials_live(server: tuple[Server, Path]) 
             page.get_by_role("button", name="Start sweep").click()
             page.wait_for_url("**/sweeps?study=browser-sweep", timeout=30_000)
             # 3 lr values, 2 at once: one trial waits while a population of two trains
-            page.get_by_text("⏳ queued", exact=False).first.wait_for(timeout=120_000)
-            page.get_by_text("▶ running", exact=False).first.wait_for(timeout=120_000)
+            page.get_by_text("queued 1", exact=False).first.wait_for(timeout=120_000)
+            page.get_by_text("running 2", exact=False).first.wait_for(timeout=120_000)
             page.get_by_text("finished 3 of 3 trials", exact=False).wait_for(timeout=240_000)
             assert page.locator(".js-plotly-plot .parcoords").count() >= 1
         finally:

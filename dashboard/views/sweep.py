@@ -13,8 +13,9 @@ from dashboard import state
 from training.settings import ConfigError
 
 REFRESH_S = 2.0
-STATE_MARKS = {"COMPLETE": "✅ finished", "RUNNING": "▶ running", "PRUNED": "✂ pruned", "FAIL": "❌ failed"}
-STATE_MARKS["WAITING"] = "⏳ queued"  # a grid point not yet claimed, or a dead worker's trial re-queued
+# Words, not emoji: headless browsers and some desktops have no emoji font (they drew empty boxes).
+STATE_MARKS = {"COMPLETE": "finished", "RUNNING": "running", "PRUNED": "PRUNED", "FAIL": "FAILED"}
+STATE_MARKS["WAITING"] = "queued"  # a grid point not yet claimed, or a dead worker's trial re-queued
 
 
 def queue_panel() -> None:
@@ -84,6 +85,9 @@ def study_view(name: str, url: str) -> None:
     c[0].plotly_chart(parallel_coordinates(rows), key="sweep_parcoords")
     c[1].plotly_chart(best_so_far(rows), key="sweep_best")
     imp = report.importances(study)
+    st.caption(
+        "Param importances (optuna.importance, fANOVA): how much of the objective's spread each setting explains."
+    )
     if isinstance(imp, str):
         st.caption(imp)
     else:
