@@ -50,6 +50,7 @@ def run() -> None:
         st.Page(PAGES_DIR / "live.py", title="Live", icon=":material/monitoring:", url_path="live"),
         st.Page(PAGES_DIR / "runs.py", title="Runs & compare", icon=":material/table_chart:", url_path="runs"),
         st.Page(PAGES_DIR / "detail.py", title="Run detail", icon=":material/insights:", url_path="detail"),
+        st.Page(PAGES_DIR / "sweep.py", title="Sweeps", icon=":material/tune:", url_path="sweeps"),
     ]
     page = st.navigation(pages, position="top")
     st.session_state[state.PAGE_KEY] = page.url_path

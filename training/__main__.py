@@ -53,6 +53,8 @@ def _train(task: str, argv: list[str]) -> int:
     if args.population and os.environ.get("WANDB_SWEEP_ID") and args.wandb != "disabled":
         # The agent made one W&B run (WANDB_RUN_ID) for this trial; K members cannot all be it.
         return _fail("--population under a W&B sweep agent: let the sweep vary lr/seed instead.")
+    if args.sweep or args.queue:
+        return _sweep_or_queue(task, task_cls, raw, args, argv)
     from training.runs.run import execute
     from training.writers.base import Tracking
 
@@ -83,6 +85,22 @@ def _train(task: str, argv: list[str]) -> int:
     return cli.exit_code([s for _, s, _ in outcomes])
 
 
+def _sweep_or_queue(task: str, task_cls: type, raw: dict, args: object, argv: list[str]) -> int:
+    """`--sweep`: an Optuna study trained by workers; `--queue` (no sweep): this run waits its turn."""
+    if args.sweep and args.population:
+        return _fail("--sweep and --population: list the population's values in --sweep instead.")
+    try:
+        if args.sweep:
+            from training.sweep.command import run_sweep
+
+            return run_sweep(task, task_cls, raw, args, cli.wandb_mode(args.wandb))
+        from training.queue.command import run_queued
+
+        return run_queued(task, argv, args.runs_root)
+    except ConfigError as exc:  # one line naming the flag: the space is checked before anything starts
+        return _fail("; ".join(f"--{k.replace('_', '-')} {v}" for k, v in exc.errors.items()))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Dispatch on the first word; returns the process exit code."""
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -94,6 +112,11 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] in ("-h", "--help", "tasks"):
         print(cli.top_help())
         return 0 if argv else 2
+    if argv[0] == "worker" and any(a == "--sweep" or a.startswith("--sweep=") for a in argv[1:]):
+        from training.sweep.command import worker_main
+
+        logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+        return worker_main(argv[1:])
     if argv[0] == "worker":
         from training.runs.warm_worker import warm_worker
 

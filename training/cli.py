@@ -79,6 +79,9 @@ def task_parser(task: str, task_cls: type) -> argparse.ArgumentParser:
         help="train one run per combination of the listed lr/seed values, all in one vmapped program "
         "(repeatable; cartesian product); each member gets its own run dir",
     )
+    from training.sweep.flags import add_flags
+
+    add_flags(p)  # --sweep ..., --queue
     pbt = p.add_argument_group("population-based training (with --population lr=...)")
     pbt.add_argument(
         "--pbt-interval",
@@ -125,7 +128,9 @@ def top_help() -> str:
     tasks = "\n".join(f"  {name:<14s} {spec}" for name, spec in available().items())
     return (
         f"usage: python -m training TASK [--FIELD VALUE ...]   (TASK --help lists its settings)\n"
-        f"       python -m training resume RUN_DIR [--wandb MODE] [--no-tensorboard] [--quiet]\n\n"
+        f"       python -m training resume RUN_DIR [--wandb MODE] [--no-tensorboard] [--quiet]\n"
+        f"       python -m training TASK --sweep FIELD=V1,V2 [--sweep-method grid|random|tpe] [--trials N]\n"
+        f"       python -m training worker --sweep STUDY --storage URL [--runs-root DIR]\n\n"
         f"tasks (a name, or package.module:Class, or path/to/file.py:Class):\n{tasks}\n"
     )
 

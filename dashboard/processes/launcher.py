@@ -14,6 +14,7 @@ import logging
 import math
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -108,7 +109,7 @@ def spawn(cmd: list[str], log_path: Path, metrics: Path | None = None) -> tuple[
     w = worker.pool().take(env, settled) if worker.enabled() else None
     if w is not None:
         try:
-            return w.submit(cmd[3:], log_path, env, REPO_ROOT), "worker"
+            return _queued(cmd, w.submit(cmd[3:], log_path, env, REPO_ROOT)), "worker"
         except OSError:
             log.warning("warm worker %s died before its job; starting the run cold", w.proc.pid)
     with open(log_path, "ab") as out:
@@ -121,7 +122,18 @@ def spawn(cmd: list[str], log_path: Path, metrics: Path | None = None) -> tuple[
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-    return proc.pid, "cold"
+    return _queued(cmd, proc.pid), "cold"
+
+
+def _queued(cmd: list[str], pid: int) -> int:
+    """Count a page-started run in the run queue (training/queue), so queued CLI runs and sweeps wait for it."""
+    from training.queue.store import Queue
+
+    try:
+        Queue(run_store.runs_root()).record(cmd[3:], pid, label=f"page: {' '.join(cmd[3:4])}")
+    except (OSError, sqlite3.Error) as exc:  # the run is started either way; the queue only counts it
+        log.warning("could not record the run in the queue: %s", exc)
+    return pid
 
 
 def _check_wandb(wandb_mode: str) -> None:

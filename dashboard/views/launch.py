@@ -160,6 +160,12 @@ def page() -> None:
         active_runs()
         return
     active_runs()
+    from dashboard.forms.sweep_form import sweep_form
+
+    study = sweep_form(task)  # a click on "Start sweep" queues it; Enter in its fields starts nothing
+    if study is not None:
+        state.leave_page("sweeps")
+        st.switch_page("views/sweep.py", query_params={"study": study})
     inplace_chart.warm_up()  # the Live page's charts then draw without loading plotly.js first
     if not values.submitted:
         return

@@ -1,0 +1,73 @@
+"""The New run page's sweep form: one text line per swept setting, started through the run queue.
+
+No st.form: Enter in a field only keeps its value; the sweep starts on a click of "Start sweep".
+The space is checked (training.sweep.space) before anything is queued, and a problem shows as
+one line naming the field.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+
+import streamlit as st
+
+from dashboard import state
+from training.settings import ConfigError
+from training.sweep.flags import METHODS
+
+
+def sweep_argv(task: str, specs: str, fixed: str, method: str, trials: int, parallel: int, study: str) -> list[str]:
+    """The `python -m training` arguments of a sweep; ConfigError (one line per field) when the input is bad."""
+    from training.sweep.space import parse_space
+    from training.tasks import load_task
+
+    lines = [s.strip() for s in specs.splitlines() if s.strip()]
+    task_cls = load_task(task)
+    parse_space(lines, task_cls.Config, method)  # raises, naming the field, before anything starts
+    argv = [task, "--study", study, "--sweep-method", method, "--max-parallel", str(parallel), "--quiet"]
+    argv += ["--runs-root", str(state.runs_root())]
+    if method != "grid":
+        argv += ["--trials", str(trials)]
+    for line in lines:
+        argv += ["--sweep", line]
+    for item in shlex.split(fixed):
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise ConfigError({"fixed": f"{item!r}: write FIELD=VALUE, e.g. steps=200"})
+        argv += [f"--{name.strip().replace('_', '-')}", value]
+    return argv
+
+
+def sweep_form(task: str) -> str | None:
+    """Draw the form; on Start, queue the sweep and return its study name (None otherwise)."""
+    # A toggle, not an expander: its state survives the reruns that Enter in a field causes.
+    if not st.toggle("Sweep: many runs over a search space (Optuna)", key=f"sweep_on_{task}"):
+        return None
+    with st.container(border=True):
+        st.caption(
+            "One setting per line: `lr=0.001,0.01`, `lr=log:1e-4:1e-1:4`, `points=64:256:3`, "
+            "`lr=loguniform(1e-4,1e-1)`, `optimizer=choice(sgd,adam)`. Trials that vary only lr and seed "
+            "train together as one program."
+        )
+        specs = st.text_area("Swept settings", key=f"sweep_specs_{task}", placeholder="lr=0.001,0.01,0.1")
+        fixed = st.text_input("Fixed settings", key=f"sweep_fixed_{task}", placeholder="steps=200 points=64")
+        c = st.columns(4)
+        method = c[0].selectbox("Method", METHODS, key=f"sweep_method_{task}")
+        trials = c[1].number_input("Trials (random/tpe)", 1, 1000, 12, key=f"sweep_trials_{task}")
+        parallel = c[2].number_input("At once", 1, 64, 2, key=f"sweep_parallel_{task}")
+        study = c[3].text_input("Study name", key=f"sweep_study_{task}", placeholder="auto")
+        if not st.button("Start sweep", key=f"sweep_start_{task}", type="primary"):
+            return None
+        name = study.strip() or f"{task}-{time.strftime('%Y%m%d-%H%M%S')}"
+        try:
+            argv = sweep_argv(task, specs, fixed, method, int(trials), int(parallel), name)
+        except ConfigError as exc:
+            st.error("; ".join(f"{k}: {v}" for k, v in exc.errors.items()), icon=":material/error:")
+            return None
+        from training.queue.store import Queue
+
+        queue = Queue(state.runs_root())
+        queue.submit(argv, label=f"sweep {name}")
+        queue.dispatch()
+        return name

@@ -1,0 +1,128 @@
+"""Sweeps: the run queue, and one study's trials, parallel coordinates, best so far and param importances.
+
+Redrawn every 2 s by a fragment, so queued, running and finished trials show without a reload.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from components.sweep_figures import best_so_far, parallel_coordinates
+from dashboard import state
+from training.settings import ConfigError
+
+REFRESH_S = 2.0
+# Words, not emoji: headless browsers and some desktops have no emoji font (they drew empty boxes).
+STATE_MARKS = {"COMPLETE": "finished", "RUNNING": "running", "PRUNED": "PRUNED", "FAIL": "FAILED"}
+STATE_MARKS["WAITING"] = "queued"  # a grid point not yet claimed, or a dead worker's trial re-queued
+
+
+def queue_panel() -> None:
+    """The run queue: running and queued jobs with their position; queued ones can be cancelled."""
+    from training.queue.store import Queue
+
+    queue = Queue(state.runs_root())
+    queue.dispatch()  # the page is one of the queue's dispatchers: a slot that freed up starts the next job
+    jobs = [j for j in queue.jobs() if j["state"] in ("queued", "running")]
+    st.caption(f"Run queue: {len(jobs)} job(s); at most {queue.limit()} training processes at once.")
+    for j in jobs:
+        c = st.columns([1, 5, 1])
+        where = f"#{j['position']} in line" if j["state"] == "queued" else "running"
+        c[0].write(where)
+        c[1].write(f"`{j['label']}`")
+        if j["state"] == "queued" and c[2].button("Cancel", key=f"cancel_{j['id']}"):
+            queue.cancel(j["id"])
+            st.rerun(scope="fragment")
+
+
+def trials_table(rows: list[dict]) -> None:
+    """One row per trial: state mark, value, settings, shared program, a link to its run page."""
+    programs: dict[str, int] = {}
+    for r in rows:
+        if r["program"]:
+            programs[r["program"]] = programs.get(r["program"], 0) + 1
+    table = pd.DataFrame(
+        [
+            {
+                "trial": r["trial"],
+                "state": STATE_MARKS.get(r["state"], r["state"]),
+                "value": r["value"],
+                **{f"{k}": v for k, v in r["params"].items()},
+                "program": (f"shared by {programs[r['program']]}" if programs.get(r["program"], 0) > 1 else "own")
+                if r["program"]
+                else "",
+                "retry of": r["retry_of"],
+                "run": f"/detail?run={r['run_id']}" if r["run_id"] else None,
+            }
+            for r in rows
+        ]
+    )
+    st.dataframe(
+        table,
+        hide_index=True,
+        column_config={"run": st.column_config.LinkColumn("run page", display_text="open")},
+        key="sweep_trials",
+    )
+
+
+def study_view(name: str, url: str) -> None:
+    """The chosen study: counts, table, figures and importances."""
+    from training.sweep import report
+    from training.sweep import study as studies
+
+    study = studies.load(name, url)
+    rows = report.trial_rows(study)
+    budget = study.user_attrs.get("trials")
+    counts = pd.Series([r["state"] for r in rows]).value_counts().to_dict() if rows else {}
+    st.caption(
+        f"{study.user_attrs.get('method')} sweep of {study.user_attrs.get('task')}: "
+        + ", ".join(f"{STATE_MARKS.get(k, k)} {v}" for k, v in counts.items())
+        + f" of {budget} trials"
+    )
+    trials_table(rows)
+    c = st.columns(2)
+    c[0].plotly_chart(parallel_coordinates(rows), key="sweep_parcoords")
+    c[1].plotly_chart(best_so_far(rows), key="sweep_best")
+    imp = report.importances(study)
+    st.caption(
+        "Param importances (optuna.importance, fANOVA): how much of the objective's spread each setting explains."
+    )
+    if isinstance(imp, str):
+        st.caption(imp)
+    else:
+        st.bar_chart(pd.Series(imp, name="importance"), horizontal=True)
+
+
+def live() -> None:
+    """Everything that changes: the queue and the chosen study."""
+    queue_panel()
+    from training.sweep import report
+
+    url = report.default_storage(state.runs_root())
+    if url is None:
+        st.info("No sweeps yet: start one from New run (Sweep) or `python -m training TASK --sweep FIELD=...`.")
+        return
+    try:
+        names = [s["name"] for s in report.list_studies(url)]
+    except Exception as exc:  # noqa: BLE001 - a damaged sweeps.db: say so in one line, keep the page
+        st.error(f"{url}: cannot read the sweeps ({type(exc).__name__}: {exc}); move the file away to start over.")
+        return
+    if not names:
+        st.info("No sweeps yet.")
+        return
+    wanted = st.query_params.get("study")
+    name = st.selectbox("Study", names, index=names.index(wanted) if wanted in names else 0, key="sweep_study")
+    try:
+        study_view(name, url)
+    except ConfigError as exc:
+        st.error("; ".join(exc.errors.values()))
+
+
+def page() -> None:
+    """Title, then the live part."""
+    st.title("Sweeps")
+    st.fragment(live, run_every=REFRESH_S)()
+
+
+page()

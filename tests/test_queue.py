@@ -1,0 +1,95 @@
+"""The run queue: at most N processes at once, positions, cancelling, and `--queue` on the CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from training.queue.store import Queue, default_limit
+
+
+def test_limit_positions_and_cancel(tmp_path: Path) -> None:
+    q = Queue(tmp_path)
+    q.set_limit(1)
+    jobs = [q.submit(["tasks"], label=f"job {i}") for i in range(3)]
+    assert q.dispatch() == [jobs[0]]  # one slot: only the oldest starts
+    listed = {j["id"]: j for j in q.jobs()}
+    assert listed[jobs[0]]["state"] == "running"
+    assert (listed[jobs[1]]["position"], listed[jobs[2]]["position"]) == (1, 2)
+    assert q.cancel(jobs[2]) and not q.cancel(jobs[0])  # a running job is not cancelled from the queue
+    assert q.wait(jobs[1], timeout=120) == "ended"
+    listed = {j["id"]: j for j in q.jobs()}
+    assert [listed[j]["state"] for j in jobs] == ["ended", "ended", "cancelled"]
+    assert listed[jobs[0]]["started"] and listed[jobs[1]]["started"] >= listed[jobs[0]]["ended"] - 1
+    assert "usage: python -m training" in q.log_path(jobs[1]).read_text()
+    assert not q.log_path(jobs[2]).exists()  # the cancelled job never ran
+    assert listed[jobs[1]]["rc"] == 0
+
+
+def test_never_more_than_the_limit_run(tmp_path: Path) -> None:
+    q = Queue(tmp_path)
+    q.set_limit(2)
+    jobs = [q.submit(["tasks"]) for _ in range(5)]
+    peak = 0
+    deadline = time.monotonic() + 180
+    while any(q.state(j) != "ended" for j in jobs) and time.monotonic() < deadline:
+        q.dispatch()
+        peak = max(peak, sum(j["state"] == "running" for j in q.jobs()))
+        time.sleep(0.05)
+    assert all(q.state(j) == "ended" for j in jobs) and peak == 2
+
+
+def test_default_limit_and_bad_limit(tmp_path: Path) -> None:
+    assert 1 <= default_limit() <= 1024
+    q = Queue(tmp_path)
+    assert q.limit() == default_limit()
+    try:
+        q.set_limit(0)
+    except ValueError as exc:
+        assert "limit must be >= 1" in str(exc)
+    else:
+        raise AssertionError("a limit of 0 was accepted")
+
+
+def test_cli_queue_runs_the_run_through_the_queue(tmp_path: Path) -> None:
+    argv = ["regression", "--steps", "20", "--log-every", "10", "--quiet", "--wandb", "disabled"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "training", *argv, "--no-tensorboard", "--runs-root", str(tmp_path), "--queue"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "queued as job 1 (position 1)" in proc.stderr
+    assert '"state": "finished"' in proc.stdout  # the run's own report line, relayed
+    (job,) = Queue(tmp_path).jobs()
+    assert job["state"] == "ended" and job["rc"] == 0 and "--queue" not in job["argv"]
+
+
+def test_a_recorded_page_run_holds_its_slot(tmp_path: Path) -> None:
+    q = Queue(tmp_path)
+    q.set_limit(1)
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3)"])
+    q.record(["regression"], sleeper.pid, label="page: regression")
+    job = q.submit(["tasks"])
+    assert q.dispatch() == [] and q.state(job) == "queued"  # the page's run holds the only slot
+    sleeper.wait()
+    assert q.wait(job, timeout=120) == "ended"
+
+
+def test_page_start_is_counted_in_the_queue(tmp_path: Path, monkeypatch) -> None:
+    from dashboard.processes import launcher
+    from training.settings import parse_config
+    from training.tasks import load_task
+
+    monkeypatch.setenv("JAXDASH_RUNS", str(tmp_path))
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    cfg = parse_config(load_task("regression").Config, {"steps": 20, "log_every": 10})
+    run_dir = launcher.launch("regression", cfg, wandb_mode="disabled")
+    pid = json.loads((run_dir / "launch.json").read_text())["pid"]
+    (job,) = Queue(tmp_path).jobs()
+    assert job["pid"] == pid and job["label"] == "page: regression" and "--run-dir" in job["argv"]
+    assert Queue(tmp_path).wait(job["id"], timeout=180) == "ended"

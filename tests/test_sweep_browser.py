@@ -1,0 +1,58 @@
+"""A sweep started from the New run page, in headless Chromium: Enter starts nothing; a click on
+Start sweep queues it, and the Sweeps page shows its trials running and finished without a reload,
+with the parallel-coordinates view."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dashboard.server.serve import CHROMIUM, CHROMIUM_ARGS, Server, start_server
+from training.queue.store import Queue
+
+playwright = pytest.importorskip("playwright.sync_api")
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.slow,
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}"),
+]
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[tuple[Server, Path]]:
+    runs = tmp_path / "runs"
+    srv = start_server(runs, tmp_path / "streamlit.log", env={"WANDB_MODE": "disabled"})
+    yield srv, runs
+    srv.stop()
+
+
+def test_sweep_from_the_page_shows_its_trials_live(server: tuple[Server, Path]) -> None:
+    srv, runs = server
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1200})
+        try:
+            page.goto(srv.url)
+            page.get_by_text("Sweep: many runs").click(timeout=90_000)  # the toggle
+            page.get_by_role("textbox", name="Swept settings").fill("lr=0.01,0.03,0.1")
+            fixed = page.get_by_role("textbox", name="Fixed settings")
+            fixed.fill("steps=300 log_every=10")
+            fixed.press("Enter")  # Enter keeps the value; it must not start anything
+            page.get_by_role("textbox", name="Study name").fill("browser-sweep")
+            page.get_by_role("textbox", name="Study name").press("Enter")
+            page.wait_for_timeout(3000)
+            assert not (runs / "queue.db").exists() or not Queue(runs).jobs()
+            page.get_by_role("button", name="Start sweep").click()
+            page.wait_for_url("**/sweeps?study=browser-sweep", timeout=30_000)
+            # 3 lr values, 2 at once: one trial waits while a population of two trains
+            page.get_by_text("queued 1", exact=False).first.wait_for(timeout=120_000)
+            page.get_by_text("running 2", exact=False).first.wait_for(timeout=120_000)
+            page.get_by_text("finished 3 of 3 trials", exact=False).wait_for(timeout=240_000)
+            assert page.locator(".js-plotly-plot .parcoords").count() >= 1
+        finally:
+            page.screenshot(path=str(runs.parent / "sweep.png"))
+            browser.close()
+    (job,) = Queue(runs).jobs()
+    assert job["label"] == "sweep browser-sweep"

@@ -1,0 +1,92 @@
+"""Workers on other machines: separate processes pull trials of one study from one storage.
+
+Two workers finish a 12-trial random sweep; a worker killed with SIGKILL mid-trial loses no
+finished trial, its trial is failed by the heartbeat and re-run once as a new trial, and no
+trial runs twice.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import optuna
+import pytest
+from optuna.trial import TrialState
+
+from runstore import run_store
+from training.sweep import study as studies
+from training.sweep.space import parse_space
+from training.tasks import load_task
+
+pytestmark = pytest.mark.slow  # real processes, each compiling JAX: tens of seconds
+ENV = {**os.environ, "JAXDASH_SWEEP_GRACE_S": "4", "WANDB_MODE": "disabled"}
+
+
+def _study(root: Path, name: str, steps: int, trials: int) -> str:
+    url = studies.default_url(root)
+    cfg = load_task("regression").Config
+    space = parse_space(["lr=loguniform(0.001,0.1)"], cfg, "random")
+    base = {"steps": steps, "log_every": 10, "points": 32}
+    studies.create(name, url, "regression", base, space, "random", trials)
+    return url
+
+
+def _worker(root: Path, name: str, url: str) -> subprocess.Popen:
+    argv = ["worker", "--sweep", name, "--storage", url, "--runs-root", str(root), "--wandb", "disabled"]
+    return subprocess.Popen(
+        [sys.executable, "-m", "training", *argv], env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+def test_two_workers_finish_a_12_trial_random_sweep(tmp_path: Path) -> None:
+    url = _study(tmp_path, "two", steps=20, trials=12)
+    workers = [_worker(tmp_path, "two", url) for _ in range(2)]
+    outs = [w.communicate(timeout=400) for w in workers]
+    assert [w.returncode for w in workers] == [0, 0], [o[1][-2000:] for o in outs]
+    ran = [json.loads(o[0].strip().splitlines()[-1])["trials"] for o in outs]
+    assert all(ran), ran  # both workers trained trials
+    trials = optuna.load_study(study_name="two", storage=url).get_trials()
+    done = [t for t in trials if t.state in (TrialState.COMPLETE, TrialState.PRUNED)]
+    assert len(done) == 12 and sum(map(len, ran)) == len([t for t in trials if "run_id" in t.user_attrs])
+    run_ids = [t.user_attrs["run_id"] for t in done]
+    assert len(set(run_ids)) == 12
+    for t in done:
+        cfg = json.loads((tmp_path / t.user_attrs["run_id"] / "config.json").read_text())
+        assert cfg["sweep"] == {"study": "two", "trial": t.number, "program": t.user_attrs["run_id"]}
+        assert cfg["config"]["lr"] == pytest.approx(t.params["lr"])
+
+
+def test_killed_worker_loses_nothing_and_runs_no_trial_twice(tmp_path: Path) -> None:
+    url = _study(tmp_path, "kill", steps=4000, trials=3)
+    a = _worker(tmp_path, "kill", url)
+    deadline = time.monotonic() + 180
+    # kill -9 once worker A's first trial is training (metrics written), mid-trial
+    while time.monotonic() < deadline:
+        dirs = run_store.run_folders(tmp_path)
+        if dirs and (dirs[0] / "metrics.jsonl").exists() and (dirs[0] / "metrics.jsonl").stat().st_size > 500:
+            break
+        time.sleep(0.2)
+    assert dirs, a.stderr.read() if a.poll() is not None else "worker A never started a trial"
+    a.send_signal(signal.SIGKILL)
+    a.wait()
+    killed_dir = dirs[0]
+    b = _worker(tmp_path, "kill", url)
+    out, err = b.communicate(timeout=500)
+    assert b.returncode == 0, err[-2000:]
+    trials = optuna.load_study(study_name="kill", storage=url).get_trials()
+    complete = [t for t in trials if t.state in (TrialState.COMPLETE, TrialState.PRUNED)]
+    failed = [t for t in trials if t.state == TrialState.FAIL]
+    assert len(complete) == 3 and len(failed) == 1
+    dead = failed[0]
+    assert dead.user_attrs["run_id"] == killed_dir.name
+    retry = [t for t in complete if t.system_attrs.get("failed_trial") == dead.number]
+    assert len(retry) == 1 and retry[0].params == dead.params  # re-queued once, same settings
+    assert len({t.user_attrs["run_id"] for t in complete} | {killed_dir.name}) == 4  # no run twice
+    states = {d.name: run_store.read_status(d).get("state") for d in run_store.run_folders(tmp_path)}
+    assert len(states) == 4 and states[killed_dir.name] == "crashed"  # its process died: the run reads as crashed

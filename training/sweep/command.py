@@ -1,0 +1,95 @@
+"""The command-line side of sweeps: `TASK --sweep FIELD=...` and `worker --sweep NAME`.
+
+    python -m training regression --steps 200 --sweep lr=log:1e-3:1e-1:4 --sweep seed=0,1
+    python -m training regression --sweep lr=loguniform(1e-4,1e-1) --sweep points=64,128 \
+        --sweep-method tpe --trials 20 --max-parallel 2
+    python -m training worker --sweep NAME --storage sqlite:////shared/runs/sweeps.db
+
+Every problem with the space is reported in one line before anything starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from runstore import run_store
+from training.sweep import study as studies
+from training.sweep.space import parse_space
+
+
+def _worker_argv(name: str, url: str, root: Path, args: argparse.Namespace) -> list[str]:
+    argv = ["worker", "--sweep", name, "--storage", url, "--runs-root", str(root)]
+    return argv + (["--wandb", args.wandb] if args.wandb else [])
+
+
+def run_sweep(task: str, task_cls: type, raw: dict[str, Any], args: argparse.Namespace, wandb_mode: str) -> int:
+    """Create the study, then train it: in this process, plus `--workers - 1` queued workers beside it."""
+    from training.settings import parse_config
+    from training.sweep.trials import shares_program
+    from training.sweep.worker import run_worker
+
+    space = parse_space(args.sweep, task_cls.Config, args.sweep_method)
+    base = {k: v for k, v in raw.items() if k not in space}
+    parse_config(task_cls.Config, {**base, **{n: _first(p) for n, p in space.items()}}, task_cls.name)
+    if args.trials is not None and args.trials < 1:
+        from training.settings import ConfigError
+
+        raise ConfigError({"trials": f"must be >= 1 (got {args.trials})"})
+    root = run_store.runs_root(args.runs_root)
+    root.mkdir(parents=True, exist_ok=True)
+    url = args.storage or studies.default_url(root)
+    name = args.study or f"{task_cls.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    studies.create(name, url, task, base, space, args.sweep_method, args.trials, args.sweep_metric)
+    print(json.dumps({"study": name, "storage": url}), flush=True)
+    helpers = []
+    workers = args.workers or (args.max_parallel if not shares_program(space) and args.sweep_method != "grid" else 1)
+    if workers > 1:
+        from training.queue import store as queue
+
+        db = queue.Queue(root)
+        helpers = [db.submit(_worker_argv(name, url, root, args), label=f"{name} worker") for _ in range(workers - 1)]
+        db.dispatch()
+    states = run_worker(name, url, root, args.max_parallel, wandb_mode, console=not args.quiet)
+    for job in helpers:
+        db.wait(job)
+    print(json.dumps({"study": name, "trials": states}), flush=True)
+    return 0 if states and all(s in ("finished", "pruned") for s in states) else 1
+
+
+def _first(p: Any) -> Any:
+    """A value of the param to check the fixed settings with (the distribution's low end)."""
+    if p.values:
+        return p.values[0]
+    d = p.distribution
+    return d.choices[0] if hasattr(d, "choices") else d.low
+
+
+def worker_main(argv: list[str]) -> int:
+    """`python -m training worker --sweep NAME --storage URL [--runs-root DIR] [--max-parallel K]`."""
+    from training.settings import ConfigError
+    from training.sweep.worker import run_worker
+
+    p = argparse.ArgumentParser(prog="python -m training worker", description="train trials of a sweep's study")
+    p.add_argument("--sweep", required=True, metavar="STUDY", help="the study's name")
+    p.add_argument("--storage", default=None, help="Optuna storage URL (default sqlite:///<runs root>/sweeps.db)")
+    p.add_argument("--runs-root", type=Path, default=None, help="where the trials' run folders go (shared)")
+    p.add_argument("--max-parallel", type=int, default=1, help="lr/seed trials trained together as a population")
+    p.add_argument("--wandb", default=None, choices=("auto", "online", "offline", "disabled"))
+    args = p.parse_args(argv)
+    from training.cli import wandb_mode
+
+    root = run_store.runs_root(args.runs_root)
+    try:
+        states = run_worker(
+            args.sweep, args.storage or studies.default_url(root), root, args.max_parallel, wandb_mode(args.wandb)
+        )
+    except ConfigError as exc:
+        print("error: " + "; ".join(f"--{k.replace('_', '-')} {v}" for k, v in exc.errors.items()), file=sys.stderr)
+        return 2
+    print(json.dumps({"study": args.sweep, "trials": states}), flush=True)
+    return 0

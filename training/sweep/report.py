@@ -1,0 +1,72 @@
+"""What the sweep page shows, read from a storage: studies, their trials as rows, param importances.
+
+No Streamlit here. A study whose storage cannot be read gives a one-line message, never a traceback.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import optuna
+from optuna.trial import TrialState
+
+from training.sweep import study as studies
+
+
+def list_studies(url: str) -> list[dict[str, Any]]:
+    """[{"name", "trials", "task", "method"}] of the jaxdash sweeps in `url`, newest first."""
+    st = studies.storage(url)
+    rows = []
+    for s in optuna.get_all_study_summaries(st, include_best_trial=False):
+        if "space" in s.user_attrs:
+            rows.append(
+                {
+                    "name": s.study_name,
+                    "trials": s.n_trials,
+                    "task": s.user_attrs.get("task"),
+                    "method": s.user_attrs.get("method"),
+                    "started": s.datetime_start,
+                }
+            )
+    return sorted(rows, key=lambda r: r["started"] or 0, reverse=True)
+
+
+def trial_rows(study: optuna.Study) -> list[dict[str, Any]]:
+    """One row per trial: number, state, value, params, run id, program, retry of, end time (epoch s)."""
+    rows = []
+    for t in study.get_trials(deepcopy=False):
+        if t.user_attrs.get("surplus"):
+            continue  # asked past the budget by a racing worker, never trained
+        end = t.datetime_complete.timestamp() if t.datetime_complete else None
+        rows.append(
+            {
+                "trial": t.number,
+                "state": t.state.name,
+                "value": t.value if t.state == TrialState.COMPLETE else None,
+                "params": dict(t.params),
+                "run_id": t.user_attrs.get("run_id"),
+                "program": t.user_attrs.get("program"),
+                "retry_of": t.system_attrs.get("failed_trial"),
+                "last_step": max(t.intermediate_values, default=None),
+                "end": end,
+            }
+        )
+    return rows
+
+
+def importances(study: optuna.Study) -> dict[str, float] | str:
+    """optuna.importance's param importances, or why there are none yet (one line)."""
+    complete = [t for t in study.get_trials(deepcopy=False) if t.state == TrialState.COMPLETE]
+    varied = {k for t in complete for k in t.params if len({str(u.params.get(k)) for u in complete}) > 1}
+    if len(complete) < 2 or not varied:
+        return "Importances need at least two finished trials that differ in a setting."
+    try:
+        return optuna.importance.get_param_importances(study)
+    except (ValueError, RuntimeError) as exc:
+        return f"Importances are not available: {exc}"
+
+
+def default_storage(root: Path) -> str | None:
+    """The runs root's `sweeps.db` URL when it exists."""
+    return studies.default_url(root) if (Path(root) / "sweeps.db").is_file() else None

@@ -1,0 +1,160 @@
+"""A sweep is an Optuna study: its storage, sampler, pruner, and the settings every worker reads back.
+
+The study keeps, as user attributes, the task, the fixed settings, the space, the method, the
+metric and the trial budget, so `python -m training worker --sweep NAME --storage URL` needs
+nothing else. Default storage: SQLite next to the runs, `<runs root>/sweeps.db`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import warnings
+from pathlib import Path
+from typing import Any
+
+import optuna
+import sqlalchemy.exc
+
+from training.settings import ConfigError
+from training.sweep.flags import METHODS
+from training.sweep.space import Param, from_specs, grid_size, to_specs
+
+# A worker beats each trial's heartbeat this often; a RUNNING trial silent for GRACE_S is failed and
+# re-queued. $JAXDASH_SWEEP_GRACE_S shortens it (tests; fast networks).
+GRACE_S = int(os.environ.get("JAXDASH_SWEEP_GRACE_S", "20"))
+HEARTBEAT_S = max(1, GRACE_S // 4)
+MAX_RETRY = 2  # a trial whose worker died is re-queued at most this many times
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)  # one JSON line per run on stdout, not Optuna's chatter
+# Heartbeats with ask/tell are what we need for populations; Optuna flags both as experimental.
+warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+warnings.filterwarnings("ignore", message="Heartbeat of storage is supposed to be used with Study.optimize")
+
+
+def default_url(root: Path) -> str:
+    """`sqlite:///<runs root>/sweeps.db`."""
+    return f"sqlite:///{Path(root).resolve() / 'sweeps.db'}"
+
+
+def storage(url: str) -> optuna.storages.BaseStorage:
+    """An RDB storage (sqlite:///, postgresql://, mysql://) with heartbeats, or `journal:PATH`.
+
+    RDB storages fail a trial whose worker stopped beating and re-queue it (RetryHeartbeatStaleTrialCallback);
+    Optuna's journal storage has no heartbeat, so a dead worker's trial stays RUNNING there.
+    """
+    if url.startswith("journal:"):
+        path = url.removeprefix("journal:")
+        backend = optuna.storages.journal.JournalFileBackend(
+            path, lock_obj=optuna.storages.journal.JournalFileOpenLock(path)
+        )
+        return optuna.storages.JournalStorage(backend)
+    if "://" not in url:
+        raise ConfigError({"storage": f"{url!r} is not a storage URL; use sqlite:///path.db or journal:/path/file"})
+    # SQLite serialises writers; a patient connection keeps two workers from failing on "database is locked".
+    kwargs = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {}
+    try:
+        return optuna.storages.RDBStorage(
+            url,
+            engine_kwargs=kwargs,
+            heartbeat_interval=HEARTBEAT_S,
+            grace_period=GRACE_S,
+            heartbeat_stale_trial_callback=optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRY),
+        )
+    except (sqlalchemy.exc.SQLAlchemyError, ImportError, ValueError, RuntimeError) as exc:
+        reason = str(getattr(exc, "orig", None) or exc).splitlines()[0]
+        raise ConfigError(
+            {"storage": f"cannot open {url} ({reason}); check the URL and that its folder exists"}
+        ) from None
+
+
+def existing(url: str) -> None:
+    """A worker reads a sweep's storage: a SQLite file that is not there is a typo, not a new database."""
+    if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).is_file():
+        raise ConfigError(
+            {"storage": f"no sweeps database at {url.removeprefix('sqlite:///')}; give the sweep's --storage"}
+        )
+
+
+class AskGridSampler(optuna.samplers.GridSampler):
+    """GridSampler for ask/tell workers: the grid's end is the worker's budget, not `study.stop()`.
+
+    Optuna's GridSampler stops the study from `after_trial`, which only works inside `optimize`.
+    """
+
+    def after_trial(self, study: optuna.Study, trial: Any, state: Any, values: Any) -> None:
+        """Nothing: the worker loop ends at the trial budget (the grid's size)."""
+
+
+def sampler(method: str, space: dict[str, Any], seed: int | None = None) -> optuna.samplers.BaseSampler:
+    """GridSampler over the listed values, RandomSampler, or TPESampler."""
+    if method == "grid":
+        grid = {n: list(d.choices) for n, d in space.items()}
+        return AskGridSampler(grid, seed=seed)
+    if method == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    return optuna.samplers.TPESampler(seed=seed)
+
+
+def create(
+    name: str,
+    url: str,
+    task: str,
+    base: dict[str, Any],
+    space: dict[str, Param],
+    method: str,
+    trials: int | None,
+    metric: str = "auto",
+) -> optuna.Study:
+    """A new study holding everything a worker needs; its name must be new in this storage."""
+    if method not in METHODS:
+        raise ConfigError({"sweep_method": f"is one of {', '.join(METHODS)} (got {method!r})"})
+    n = grid_size(space) if method == "grid" and trials is None else (trials or 20)
+    st = storage(url)
+    try:
+        study = optuna.create_study(study_name=name, storage=st, direction="minimize", load_if_exists=False)
+    except optuna.exceptions.DuplicatedStudyError:
+        raise ConfigError({"sweep": f"a study named {name!r} already exists in {url}; pick another name"}) from None
+    attrs = {"task": task, "base": base, "space": to_specs(space), "method": method, "trials": n, "metric": metric}
+    for key, value in attrs.items():
+        study.set_user_attr(key, value)
+    if method == "grid":
+        enqueue_grid(study, space)
+    return load(name, url, st)
+
+
+def enqueue_grid(study: optuna.Study, space: dict[str, Param]) -> None:
+    """Queue every grid point, those that share a program (differ only in lr/seed) next to each other.
+
+    Workers ask trials in this order, so a worker claiming K trials gets one program's K members.
+    """
+    from training.runs.population import VARIED
+
+    names = list(space)
+    points = itertools.product(*(space[n].values or () for n in names))
+    order = sorted(points, key=lambda p: [str(v) for n, v in zip(names, p, strict=True) if n not in VARIED])
+    for point in order:
+        study.enqueue_trial(dict(zip(names, point, strict=True)))
+
+
+def load(name: str, url: str, st: optuna.storages.BaseStorage | None = None) -> optuna.Study:
+    """The study `name` with its own sampler and a MedianPruner."""
+    st = st or storage(url)
+    try:
+        plain = optuna.load_study(study_name=name, storage=st)
+    except KeyError:
+        raise ConfigError({"sweep": f"no study named {name!r} in {url}"}) from None
+    attrs = plain.user_attrs
+    if "space" not in attrs:
+        raise ConfigError({"sweep": f"study {name!r} in {url} was not made by a jaxdash sweep (no space)"})
+    return optuna.load_study(
+        study_name=name,
+        storage=st,
+        sampler=sampler(attrs["method"], from_specs(attrs["space"])),
+        pruner=optuna.pruners.MedianPruner(n_startup_trials=3, n_warmup_steps=0),
+    )
+
+
+def space_of(study: optuna.Study) -> dict[str, Any]:
+    """The study's distributions by field."""
+    return from_specs(study.user_attrs["space"])
