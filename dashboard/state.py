@@ -18,7 +18,7 @@ import streamlit as st
 
 from dashboard import launcher, metric_csv, run_reads, run_watch, tensorboard_server
 from dashboard.metric_table import MetricTable
-from training import run_store, safe_files
+from training import run_store, safe_files, tb_logdir
 
 ACTIVE_STATES = ("starting", "running")
 LIVE_REFRESH_S = 0.5  # fragment interval while a run is active (>= 1 refresh/s with margin)
@@ -41,6 +41,8 @@ def run_status(run_dir: Path) -> dict[str, Any]:
     that process died first, "resume_error" holds the last line of its log.
     """
     run_dir = Path(run_dir)
+    if tb_logdir.is_mirror(run_dir):  # a TensorBoard log's run: no process of ours to check
+        return tb_logdir.status(run_dir)
     status = run_store.read_status(run_dir)
     info = launcher.launch_info(run_dir)
     if status.get("state"):
@@ -117,13 +119,25 @@ def list_runs() -> list[run_store.RunInfo]:
             )
             run.status = run_status(d)
             pending.append(run)
-    runs += pending
+    runs += pending + _logdir_runs(root)
     # Newest first; a population's members stay together, in member order.
     first: dict[str, float] = {}
     for r in runs:
         if r.status.get("group"):
             first[r.status["group"]] = min(first.get(r.status["group"], r.created), r.created)
     return sorted(runs, key=lambda r: (-first.get(r.status.get("group"), r.created), r.status.get("member") or 0))
+
+
+def _logdir_runs(root: Path) -> list[run_store.RunInfo]:
+    """The runs of the TensorBoard logdir this dashboard reads (--logdir), brought up to date first."""
+    logdir = tb_logdir.logdir()
+    if logdir is None:
+        return []
+    try:
+        tb_logdir.sync_if_due(logdir, root)
+    except OSError as exc:  # an unreadable logdir never breaks the page; its runs so far stay listed
+        st.warning(f"TensorBoard logdir `{logdir}`: {exc}", icon=":material/warning:")
+    return run_reads.read_runs(tb_logdir.mirror_root(root), run_status)
 
 
 WATCH_S = 0.5  # how often every page checks the list of runs (new, ended or deleted runs show within 2 s)
@@ -202,6 +216,10 @@ def _metric_table(run_dir: str) -> MetricTable:
 
 def metrics(run_dir: Path) -> MetricTable:
     """A run's metrics as bounded columns, shared by every session and read only where the file grew."""
+    logdir = tb_logdir.logdir()
+    if logdir is not None and tb_logdir.is_mirror(run_dir):  # new events of a TensorBoard log first
+        with contextlib.suppress(OSError):
+            tb_logdir.sync_if_due(logdir, runs_root())
     return _metric_table(str(run_dir)).update(Path(run_dir))
 
 
