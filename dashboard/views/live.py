@@ -10,7 +10,17 @@ import streamlit as st
 
 from components.colors import run_color
 from components.widgets import status_badge
-from dashboard import artifacts, group_panels, groups, inplace_chart, launcher, panel_kinds, panels, state
+from dashboard import (
+    artifacts,
+    group_panels,
+    groups,
+    inplace_chart,
+    launcher,
+    media_panels,
+    panel_kinds,
+    panels,
+    state,
+)
 from dashboard.metric_table import MetricTable
 from training import run_store
 
@@ -105,6 +115,7 @@ def live_panel(run_dir: Path, task: str) -> None:
     kinds = artifacts.run_panels(run_dir, info, records.tags())  # config.json "panels": what the task asks for
     panel_kinds.metric_tiles(records, status)
     panel_kinds.draw(run_dir, kinds, records, status, f"live_{run_dir.name}", run_color(run_dir.name))
+    media_panels.media_section(run_dir, records, f"live_media_{run_dir.name}")  # the run's own figures, images, tables
 
 
 def group_panel(members: list[run_store.RunInfo], selected: str) -> None:
