@@ -119,7 +119,11 @@ def list_runs() -> list[run_store.RunInfo]:
             )
             run.status = run_status(d)
             pending.append(run)
-    runs += pending + _logdir_runs(root)
+    logged = _logdir_runs(root)
+    if logged:  # the logdir may be the runs root: its TensorBoard folders are those runs, not damaged ones
+        foreign = tb_logdir.covered(tb_logdir.logdir() or root, tb_logdir.find_runs(tb_logdir.logdir() or root))
+        runs = [r for r in runs if not (r.damaged and r.path in foreign)]
+    runs += pending + logged
     # Newest first; a population's members stay together, in member order.
     first: dict[str, float] = {}
     for r in runs:

@@ -93,6 +93,12 @@ def find_runs(root: Path) -> dict[str, list[tuple[Path, str]]]:
     return found
 
 
+def covered(root: Path, found: dict[str, list[tuple[Path, str]]]) -> set[Path]:
+    """The folders directly under `root` that hold a found TensorBoard run (where root is also a runs root,
+    these are shown as their TensorBoard runs, not as run folders missing config.json)."""
+    return {Path(root) / name.split("/")[0] for name in found if name != "."}
+
+
 def _scalars(event: Any) -> list[tuple[str, float]]:
     """The scalar values of one event: simple_value (tensorboardX, TF1) or a one-element tensor (TF2, CLU)."""
     from tensorboard.util import tensor_util
