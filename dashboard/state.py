@@ -17,7 +17,7 @@ from typing import Any
 import streamlit as st
 
 from dashboard.processes import tensorboard_server
-from runstore import launch_files, run_log, run_reads, run_store, run_watch, safe_files
+from runstore import launch_files, run_log, run_reads, run_store, run_watch, safe_files, tb_logdir
 from runstore.metrics import metric_csv
 from runstore.metrics.metric_table import MetricTable
 
@@ -37,6 +37,8 @@ def run_status(run_dir: Path) -> dict[str, Any]:
     that process died first, "resume_error" holds the last line of its log.
     """
     run_dir = Path(run_dir)
+    if tb_logdir.is_mirror(run_dir):  # a TensorBoard log's run: no process of ours to check
+        return tb_logdir.status(run_dir)
     status = run_store.read_status(run_dir)
     info = launch_files.launch_info(run_dir)
     if status.get("state"):
@@ -113,13 +115,29 @@ def all_runs() -> list[run_store.RunInfo]:
             )
             run.status = run_status(d)
             pending.append(run)
-    runs += pending
+    logged = _logdir_runs(root)
+    if logged:  # the logdir may be the runs root: its TensorBoard folders are those runs, not damaged ones
+        foreign = tb_logdir.covered(tb_logdir.logdir() or root, tb_logdir.find_runs(tb_logdir.logdir() or root))
+        runs = [r for r in runs if not (r.damaged and r.path in foreign)]
+    runs += pending + logged
     # Newest first; a population's members stay together, in member order.
     first: dict[str, float] = {}
     for r in runs:
         if r.status.get("group"):
             first[r.status["group"]] = min(first.get(r.status["group"], r.created), r.created)
     return sorted(runs, key=lambda r: (-first.get(r.status.get("group"), r.created), r.status.get("member") or 0))
+
+
+def _logdir_runs(root: Path) -> list[run_store.RunInfo]:
+    """The runs of the TensorBoard logdir this dashboard reads (--logdir), brought up to date first."""
+    logdir = tb_logdir.logdir()
+    if logdir is None:
+        return []
+    try:
+        tb_logdir.sync_if_due(logdir, root)
+    except OSError as exc:  # an unreadable logdir never breaks the page; its runs so far stay listed
+        st.warning(f"TensorBoard logdir `{logdir}`: {exc}", icon=":material/warning:")
+    return run_reads.list_runs(tb_logdir.mirror_root(root), run_status)
 
 
 WATCH_S = 0.5  # how often every page checks the list of runs (new, ended or deleted runs show within 2 s)
@@ -189,6 +207,10 @@ def _metric_table(run_dir: str) -> MetricTable:
 
 def metrics(run_dir: Path) -> MetricTable:
     """A run's metrics as bounded columns, shared by every session and read only where the file grew."""
+    logdir = tb_logdir.logdir()
+    if logdir is not None and tb_logdir.is_mirror(run_dir):  # new events of a TensorBoard log first
+        with contextlib.suppress(OSError):
+            tb_logdir.sync_if_due(logdir, run_store.runs_root())
     return _metric_table(str(run_dir)).update(Path(run_dir))
 
 

@@ -42,6 +42,13 @@ def parser() -> argparse.ArgumentParser:
         default=Path(os.environ.get("JAXDASH_RUNS") or "runs"),
         help="folder of run directories to show and write (default: $JAXDASH_RUNS or ./runs)",
     )
+    p.add_argument(
+        "--logdir",
+        type=Path,
+        default=Path(os.environ["JAXDASH_LOGDIR"]) if os.environ.get("JAXDASH_LOGDIR") else None,
+        help="also show every TensorBoard run under this folder (tensorboardX, TF, Flax/CLU), read live "
+        "(default: $JAXDASH_LOGDIR)",
+    )
     p.add_argument("--port", type=int, default=8501, help="port to listen on (default: 8501)")
     p.add_argument(
         "--address",
@@ -68,6 +75,10 @@ def command(argv: list[str] | None = None) -> tuple[list[str], dict[str, str]]:
     args, rest = parser().parse_known_args(argv)
     runs = args.runs.expanduser().resolve()
     env = dict(os.environ, JAXDASH_RUNS=str(runs))
+    if args.logdir is not None:
+        if not args.logdir.expanduser().is_dir():
+            raise SystemExit(f"jaxdash: --logdir {args.logdir}: not a folder; give the folder TensorBoard reads")
+        env["JAXDASH_LOGDIR"] = str(args.logdir.expanduser().resolve())
     env["PYTHONPATH"] = os.pathsep.join(filter(None, (os.getcwd(), env.get("PYTHONPATH"))))
     if env.get("JAXDASH_TASKS"):
         env["JAXDASH_TASKS"] = _absolute_specs(env["JAXDASH_TASKS"])

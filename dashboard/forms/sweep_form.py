@@ -12,7 +12,7 @@ import time
 
 import streamlit as st
 
-from dashboard import state
+from runstore import run_store
 from training.settings import ConfigError
 from training.sweep.flags import METHODS
 
@@ -26,7 +26,7 @@ def sweep_argv(task: str, specs: str, fixed: str, method: str, trials: int, para
     task_cls = load_task(task)
     parse_space(lines, task_cls.Config, method)  # raises, naming the field, before anything starts
     argv = [task, "--study", study, "--sweep-method", method, "--max-parallel", str(parallel), "--quiet"]
-    argv += ["--runs-root", str(state.runs_root())]
+    argv += ["--runs-root", str(run_store.runs_root())]
     if method != "grid":
         argv += ["--trials", str(trials)]
     for line in lines:
@@ -67,7 +67,7 @@ def sweep_form(task: str) -> str | None:
             return None
         from training.queue.store import Queue
 
-        queue = Queue(state.runs_root())
+        queue = Queue(run_store.runs_root())
         queue.submit(argv, label=f"sweep {name}")
         queue.dispatch()
         return name

@@ -17,7 +17,7 @@ from components import figures
 from dashboard import state
 from dashboard.forms import groups
 from dashboard.forms.widgets import status_badge
-from dashboard.panels import inplace_chart, panel_kinds, panels, pbt_panels, run_sections
+from dashboard.panels import inplace_chart, media_panels, panel_kinds, panels, pbt_panels, run_sections
 from runstore import artifacts, run_store
 from runstore.metrics.metric_table import MetricTable
 
@@ -34,6 +34,7 @@ def results(run: run_store.RunInfo, records: MetricTable) -> None:
     kinds = artifacts.run_panels(run.path, None, records.tags())
     panel_kinds.draw(run.path, kinds, records, run.status, f"detail_{run.run_id}")
     pbt_panels.member_panel(run, records, f"detail_pbt_{run.run_id}")  # PBT: its lr and copies
+    media_panels.media_section(run.path, records, f"detail_media_{run.run_id}")  # the run's own figures, images, tables
     report, problem = artifacts.classification(run.path)
     if problem:
         st.warning(f"artifacts/tables/{problem}; not shown.")

@@ -13,7 +13,7 @@ from components.colors import run_color
 from dashboard import state
 from dashboard.forms import groups
 from dashboard.forms.widgets import status_badge
-from dashboard.panels import group_panels, inplace_chart, panel_kinds, panels
+from dashboard.panels import group_panels, inplace_chart, media_panels, panel_kinds, panels
 from dashboard.processes import launcher
 from runstore import artifacts, launch_files, run_store
 from runstore.metrics.metric_table import MetricTable
@@ -124,6 +124,7 @@ def live_panel(members: list[run_store.RunInfo], selected: str) -> None:
     if single:
         panel_kinds.metric_tiles(records[0], statuses[0])
         panel_kinds.draw(run_dir, kinds, records[0], statuses[0], f"live_{run_dir.name}", run_color(run_dir.name))
+        media_panels.media_section(run_dir, records[0], f"live_media_{run_dir.name}")  # its own figures, images, tables
         return
     key = members[0].status.get("group", "group")
     seeds_vary = "seed" in groups.varied([m.config for m in members])

@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from components.sweep_figures import best_so_far, parallel_coordinates
-from dashboard import state
+from runstore import run_store
 from training.settings import ConfigError
 
 REFRESH_S = 2.0
@@ -22,7 +22,7 @@ def queue_panel() -> None:
     """The run queue: running and queued jobs with their position; queued ones can be cancelled."""
     from training.queue.store import Queue
 
-    queue = Queue(state.runs_root())
+    queue = Queue(run_store.runs_root())
     queue.dispatch()  # the page is one of the queue's dispatchers: a slot that freed up starts the next job
     jobs = [j for j in queue.jobs() if j["state"] in ("queued", "running")]
     st.caption(f"Run queue: {len(jobs)} job(s); at most {queue.limit()} training processes at once.")
@@ -99,7 +99,7 @@ def live() -> None:
     queue_panel()
     from training.sweep import report
 
-    url = report.default_storage(state.runs_root())
+    url = report.default_storage(run_store.runs_root())
     if url is None:
         st.info("No sweeps yet: start one from New run (Sweep) or `python -m training TASK --sweep FIELD=...`.")
         return

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -56,6 +57,22 @@ class ClassificationSummary:
         out = np.zeros((n, n), np.int64)
         np.add.at(out, (np.asarray(self.labels, int), np.asarray(self.preds, int)), 1)
         return out
+
+
+@dataclass
+class FigureSummary:
+    """A task's own panel: a plotly figure (or its `to_plotly_json()` dict), shown on the page by step under `tag`."""
+
+    tag: str
+    figure: Any
+
+
+@dataclass
+class ImageSummary:
+    """A task's own image: [H, W] or [H, W, 3] uint8, shown on the page and written to TensorBoard and W&B."""
+
+    tag: str
+    image: np.ndarray
 
 
 def subsample(n: int, limit: int = MAX_POINTS) -> np.ndarray:
@@ -119,5 +136,20 @@ def write_summaries(
             _write_fit(writer, step, summary, first, images)
         elif isinstance(summary, ClassificationSummary):
             _write_classification(writer, step, summary)
+        elif isinstance(summary, FigureSummary):
+            fig = summary.figure.to_plotly_json() if hasattr(summary.figure, "to_plotly_json") else summary.figure
+            if not isinstance(fig, dict):
+                raise TypeError(
+                    f"FigureSummary {summary.tag!r}: figure is a {type(fig).__name__}; give a plotly figure"
+                )
+            writer.write_figures(step, {summary.tag: fig})
+        elif isinstance(summary, ImageSummary):
+            image = np.asarray(summary.image)
+            if image.ndim == 2:
+                image = np.repeat(image[:, :, None], 3, axis=2)  # the writers take HWC RGB
+            writer.write_images(step, {summary.tag: image.astype(np.uint8)})
         else:
-            raise TypeError(f"unknown summary {type(summary).__name__}; use FitSummary or ClassificationSummary")
+            raise TypeError(
+                f"unknown summary {type(summary).__name__}; use FitSummary, ClassificationSummary, "
+                "FigureSummary or ImageSummary"
+            )

@@ -92,6 +92,10 @@ class MetricWriter:
         """Tables keyed by tag; a later table of the same tag supersedes the earlier one."""
         self._lacks("write_tables")
 
+    def write_figures(self, step: int, figures: Mapping[str, dict[str, Any]]) -> None:
+        """Plotly figures (as `fig.to_plotly_json()` dicts) keyed by tag; the page shows them by step."""
+        self._lacks("write_figures")
+
     def write_summary(self, metrics: Mapping[str, float]) -> None:
         """Final metrics, once at the end (before close)."""
 
@@ -110,6 +114,7 @@ _METHODS = (
     "write_texts",
     "write_pr_curves",
     "write_tables",
+    "write_figures",
     "write_summary",
     "flush",
     "close",

@@ -17,6 +17,7 @@ never races run.py's final one.
 from __future__ import annotations
 
 import io
+import json
 import logging
 import time
 from collections.abc import Mapping
@@ -30,6 +31,8 @@ from runstore import run_store
 from training.writers.base import MetricWriter, Progress, Table
 
 log = logging.getLogger(__name__)
+
+KEEP_FIGURES = 50  # steps of each figure tag kept for the page's step slider
 
 _PROGRESS_FIELDS = (
     "step",
@@ -136,6 +139,18 @@ class RunStoreWriter(MetricWriter):
             buf = io.BytesIO()
             Image.fromarray(np.asarray(img, dtype=np.uint8)).save(buf, format="PNG", compress_level=1)
             _atomic_write_bytes(out / f"{table_file(tag)}.png", buf.getvalue())
+
+    def write_figures(self, step: int, figures: Mapping[str, dict[str, Any]]) -> None:
+        """Each figure as artifacts/figures/<tag>/<step>.json (plotly JSON); the newest KEEP_FIGURES steps are kept."""
+        import plotly.utils  # plotly's encoder turns NumPy arrays inside a figure into lists
+
+        for tag, fig in figures.items():
+            out = self.artifacts / "figures" / table_file(tag)
+            out.mkdir(parents=True, exist_ok=True)
+            data = json.dumps({"tag": tag, "step": int(step), "figure": fig}, cls=plotly.utils.PlotlyJSONEncoder)
+            _atomic_write_bytes(out / f"{int(step):010d}.json", data.encode())
+            for old in sorted(out.glob("*.json"))[:-KEEP_FIGURES]:  # bounded: a long run keeps its recent steps
+                old.unlink(missing_ok=True)
 
     def write_texts(self, step: int, texts: Mapping[str, str]) -> None:
         """The latest text of each tag in artifacts/texts.json."""

@@ -1,0 +1,104 @@
+"""The media section of Live and Run detail: every figure, image, table and extra scalar a run logged.
+
+A plotly figure is an in-place chart (dashboard/panels/inplace_chart.py), so a live run's refresh redraws
+only what changed; where a figure was logged at several steps a slider picks one, the newest by
+default, and it keeps following the newest step until the user moves it. A task draws its own panel
+this way with no change to dashboard/ (training.tasks.summaries.FigureSummary / ImageSummary).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from dashboard.panels import media
+from dashboard.panels.inplace_chart import inplace_chart
+from runstore import tb_logdir
+from runstore.metrics.metric_table import MetricTable
+
+
+def _step_choice(key: str, steps: tuple[int, ...]) -> int:
+    """The step to show: a slider where there are several, following the newest unless the user moved it."""
+    if len(steps) == 1:
+        return steps[0]
+    newest_key, slider_key = f"{key}_newest", f"{key}_step"
+    chosen = st.session_state.get(slider_key)
+    if chosen is None or chosen == st.session_state.get(newest_key) or chosen not in steps:
+        st.session_state[slider_key] = steps[-1]  # follow the newest step as the run logs more
+    st.session_state[newest_key] = steps[-1]
+    return int(st.select_slider("Step", options=list(steps), key=slider_key))
+
+
+def figure_panels(run_dir: Path, key: str) -> int:
+    """Each logged figure at its chosen step; returns how many tags were drawn."""
+    found = media.figures(run_dir)
+    for item in found:
+        with st.container(border=True):
+            st.markdown(f"**{item.tag}**")
+            step = _step_choice(f"{key}_{item.tag}", item.steps)
+            fig = media.read_figure(item.paths[item.steps.index(step)])
+            if fig is None:
+                st.caption(f"step {step}: the file is not a plotly figure (being written or damaged); not shown.")
+                continue
+            st.caption(f"step {step:,}")
+            inplace_chart(fig, key=f"{key}_fig_{item.tag}")
+    return len(found)
+
+
+def image_panels(run_dir: Path) -> int:
+    """Each tag's latest image with when it was written; returns how many."""
+    found = media.images(run_dir)
+    cols = st.columns(min(3, len(found))) if found else []
+    for i, path in enumerate(found):
+        try:
+            when = datetime.fromtimestamp(path.stat().st_mtime).strftime("%H:%M:%S")
+            data = path.read_bytes()
+        except OSError:
+            continue  # replaced while listed: the next refresh shows the new one
+        cols[i % len(cols)].image(data, caption=f"{path.stem.replace('__', '/')} (written {when})")
+    return len(found)
+
+
+def table_panels(run_dir: Path) -> int:
+    """Each tag's latest table with its step; returns how many."""
+    found = media.tables(run_dir)
+    for tag, table in found:
+        st.markdown(f"**{tag}** · step {table.step:,}")
+        st.dataframe(pd.DataFrame(list(table.rows), columns=list(table.columns)), hide_index=True)
+    return len(found)
+
+
+def scalar_panels(records: MetricTable, key: str) -> int:
+    """A chart for each scalar no loss / accuracy panel draws (a TensorBoard log's own tags); returns how many."""
+    names = media.other_scalars(records.tags())
+    cols = st.columns(2) if names else []
+    for i, tag in enumerate(names):
+        x, y = records.series(tag)
+        fig = go.Figure(go.Scatter(x=x, y=y, mode="lines", name=tag))
+        fig.update_layout(title=tag, height=260, margin={"l": 40, "r": 10, "t": 40, "b": 30}, uirevision=key)
+        fig.update_xaxes(title="step")
+        with cols[i % 2]:
+            inplace_chart(fig, key=f"{key}_scalar_{tag}")
+    return len(names)
+
+
+def media_section(run_dir: Path, records: MetricTable, key: str) -> None:
+    """Everything a run logged beyond the task's panels: figures, images, tables (nothing if none).
+
+    A TensorBoard log's run also gets a chart per scalar tag: its names are its writer's, not ours,
+    so the loss / accuracy panels would be empty. (Our runs' other scalars are the metric tiles.)
+    """
+    run_dir = Path(run_dir)
+    scalars = tb_logdir.is_mirror(run_dir) and bool(media.other_scalars(records.tags()))
+    if not (scalars or media.figures(run_dir) or media.images(run_dir) or media.tables(run_dir)):
+        return
+    st.subheader("Media" if not scalars else "Logged scalars and media", divider="gray")
+    if scalars:
+        scalar_panels(records, key)
+    figure_panels(run_dir, key)
+    image_panels(run_dir)
+    table_panels(run_dir)

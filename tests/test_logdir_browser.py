@@ -1,0 +1,76 @@
+"""A tensorboardX script writing into the --logdir while the Live page is open: its new points show live.
+
+A real server (dashboard/server/serve.py) with JAXDASH_LOGDIR, headless Chromium, and tensorboardX writing
+in this process; the chart's points are read from the plotly graph in the page. Marked `browser`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from tensorboardX import SummaryWriter
+
+from dashboard.server.serve import CHROMIUM, CHROMIUM_ARGS, Server, start_server
+
+playwright = pytest.importorskip("playwright.sync_api")
+pytestmark = [pytest.mark.browser, pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")]
+SHOTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+LIVE_BOUND_S = 10.0  # a guard against a stalled page on a busy 2-core machine; a refresh is every 0.5 s
+
+# How many points the chart of `tag` holds now (-1 while it is not drawn).
+POINTS = """(tag) => {
+  for (const d of document.querySelectorAll('.jaxdash-chart')) {
+    const title = d.layout && d.layout.title && (d.layout.title.text || d.layout.title);
+    if (title === tag && d.calcdata && d.calcdata[0]) return d.calcdata[0].length;  // x may be typed-array data
+  }
+  return -1;
+}"""
+
+
+@pytest.fixture
+def logdir_server(tmp_path: Path) -> Iterator[tuple[Server, Path]]:
+    """The dashboard on an empty runs root, reading the TensorBoard logdir tmp_path/logs."""
+    runs, logs = tmp_path / "runs", tmp_path / "logs"
+    runs.mkdir()
+    logs.mkdir()
+    env = {"WANDB_MODE": "disabled", "JAXDASH_WARM_WORKER": "0", "JAXDASH_LOGDIR": str(logs)}
+    srv = start_server(runs, tmp_path / "streamlit.log", env=env)
+    yield srv, logs
+    srv.stop()
+
+
+def _wait_points(page: object, tag: str, at_least: int) -> float:
+    """Seconds until the chart of `tag` shows `at_least` points, without a reload."""
+    t0 = time.monotonic()
+    js = f"(tag) => ({POINTS})(tag) >= {at_least}"
+    page.wait_for_function(js, arg=tag, timeout=LIVE_BOUND_S * 1000, polling=100)  # type: ignore[attr-defined]
+    return time.monotonic() - t0
+
+
+def test_tensorboardx_points_written_while_the_page_is_open_show_live(logdir_server: tuple[Server, Path]) -> None:
+    srv, logs = logdir_server
+    writer = SummaryWriter(str(logs / "tbx_live"), flush_secs=0.1)
+    for step in range(3):
+        writer.add_scalar("train_loss", 1.0 / (step + 1), step)
+    writer.flush()
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 950})
+            page.goto(f"{srv.url}/live?run=tbx_live")
+            _wait_points(page, "train_loss", 3)
+            for step in range(3, 10):  # the script goes on while the page is open
+                writer.add_scalar("train_loss", 1.0 / (step + 1), step)
+            writer.flush()
+            seconds = _wait_points(page, "train_loss", 10)
+            assert page.evaluate(POINTS, "train_loss") == 10
+            assert "TensorBoard log" in page.inner_text("body") or "running" in page.inner_text("body")
+            SHOTS.mkdir(exist_ok=True)
+            page.screenshot(path=str(SHOTS / "logdir_live.png"), full_page=True)
+            print(f"new tensorboardX points on the open Live page after {seconds:.2f} s")
+        finally:
+            browser.close()
+            writer.close()
