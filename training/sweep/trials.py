@@ -22,6 +22,7 @@ from training.runs.population import VARIED
 from training.runs.run import create_runs, train_members
 from training.settings import parse_config
 from training.tasks import canonical_spec, load_task
+from training.writers.base import Tracking
 
 POLL_S = 0.5
 
@@ -100,7 +101,8 @@ def run_batch(study: optuna.Study, trials: list[optuna.Trial], root: Path, wandb
     watch = Watch(study, trials, dirs, attrs.get("metric", "auto"))
     watch.start()
     try:
-        outcomes = train_members(task_cls, cfgs, dirs, names, group, wandb_mode, tensorboard=True, console=console)
+        tracking = Tracking(wandb_mode, tensorboard=True, console=console, group=group)
+        outcomes = train_members(task_cls, cfgs, dirs, names, tracking)
     finally:
         watch.done.set()
         watch.join()
