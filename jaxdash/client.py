@@ -227,24 +227,28 @@ def _run_dir(root: Path, project: str, name: str | None, run_id: str | None, res
 
 
 def _writers(run_dir, cfg, name, wandb, tensorboard, start_step, group, project, tags, notes) -> Any:  # noqa: ANN001
-    """The run's writers (run store, TensorBoard, W&B), their info published in status.json."""
-    from training.writers.base import Tracking
+    """The run's writers: the run store here; TensorBoard and W&B in a niced writer process (jaxdash/sink.py).
+
+    Their info (TensorBoard logdir, W&B mode, url and sync command) is published in status.json.
+    """
+    from jaxdash.sink import SinkWriter
+    from training.writers.base import MultiWriter, Tracking
     from training.writers.build import build_writer
 
     if project:
-        os.environ.setdefault("WANDB_PROJECT", project)  # what the W&B writer reads
+        os.environ.setdefault("WANDB_PROJECT", project)  # what the W&B writer reads (the sink inherits it)
     if tags:
         os.environ.setdefault("WANDB_TAGS", ",".join(tags))
     if notes:
         os.environ.setdefault("WANDB_NOTES", notes)
-    writer, info = build_writer(
-        run_dir,
-        cfg,
-        name=name,
-        tracking=Tracking(wandb, tensorboard, console=False, group=group, job_type=project),
-        resume_step=start_step if start_step >= 0 else None,
-    )
+    resume_step = start_step if start_step >= 0 else None
+    here = Tracking("disabled", tensorboard=False, console=False, group=group, job_type=project)
+    writer, info = build_writer(run_dir, cfg, name=name, tracking=here, resume_step=resume_step)
     run_store.write_status(run_dir, **info)
+    if tensorboard or wandb != "disabled":
+        there = Tracking(wandb, tensorboard, console=False, group=group, job_type=project, run_store=False)
+        publish = lambda found: run_store.write_status(run_dir, **found)  # noqa: E731
+        writer = MultiWriter([*writer.writers, SinkWriter(run_dir, cfg, name, there, resume_step, publish)])
     if start_step < 0:
         writer.write_hparams(cfg)
     return writer

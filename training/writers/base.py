@@ -250,6 +250,7 @@ class Tracking:
       credentials for its configured host, else offline.
     tensorboard: write event files under run_dir/tb. console: a tqdm progress bar on stderr.
     group: W&B group (a population's id). job_type: W&B job type (the task's name).
+    run_store: False in a process that writes only TensorBoard and W&B (the client's writer process).
     """
 
     wandb_mode: str = "auto"
@@ -257,6 +258,7 @@ class Tracking:
     console: bool = True
     group: str | None = None
     job_type: str | None = None
+    run_store: bool = True
 
 
 DEFAULT_TRACKING = Tracking()  # frozen: safe as a default argument

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from training.writers.base import DEFAULT_TRACKING, MetricWriter, MultiWriter, Tracking
+from training.writers.base import DEFAULT_TRACKING, MetricWriter, MultiWriter, NullWriter, Tracking
 from training.writers.store import RunStoreWriter
 
 log = logging.getLogger(__name__)
@@ -50,7 +50,8 @@ def build_writer(
     """
     run_dir = Path(run_dir)
     cfg_dict = _cfg_dict(cfg)
-    writers: list[MetricWriter] = [RunStoreWriter(run_dir)]
+    # The first writer is required (its failures end the run): the run store, or nothing to require.
+    writers: list[MetricWriter] = [RunStoreWriter(run_dir) if tracking.run_store else NullWriter()]
     info: dict[str, Any] = {}
     group, job_type = tracking.group, tracking.job_type
     if tracking.tensorboard:

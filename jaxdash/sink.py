@@ -1,0 +1,142 @@
+"""TensorBoard and W&B written by a niced child process, so a tracked loop never pays for them.
+
+`wandb.log` and tensorboardX's `add_scalar` cost a per-step Python loop 57-64% of its speed here
+(benchmarks/log_overhead.py), and even on jaxdash's fetch thread they held the GIL and a core the
+loop wanted (0.66x with both, 0.99x with the run store alone). So the training process keeps only
+the run store (what the dashboard reads, required) and hands every other call, batched once per
+flush, to `python -m jaxdash.sink` over a pipe: a process at nice 19 that owns the TensorBoard and
+W&B writers. Its failures never reach training (a warning, then the run store alone); if the
+training process dies (kill -9), the sink sees the pipe close, closes its writers as "crashed"
+and exits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import pickle
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from training.writers.base import MetricWriter, Tracking
+
+log = logging.getLogger("jaxdash")
+NICE = 19
+CLOSE_TIMEOUT_S = 60.0  # W&B's offline finish writes its summary and history; rarely more than a few s
+
+
+class SinkWriter(MetricWriter):
+    """A MetricWriter whose calls run in the sink process: buffered, sent as one message per flush."""
+
+    def __init__(self, run_dir: Path, cfg: dict[str, Any], name: str | None, tracking: Tracking, resume_step: int | None,
+                 on_info: Callable[[dict[str, Any]], None]) -> None:  # fmt: skip
+        self._calls: list[tuple[str, tuple]] = []
+        self._lock = threading.Lock()
+        self._dead = False
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "jaxdash.sink"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            cwd=os.getcwd(),
+        )
+        self._send([("open", (str(run_dir), cfg, name, tracking, resume_step))])
+        self._info_thread = threading.Thread(target=self._read_info, args=(on_info,), daemon=True)
+        self._info_thread.start()
+
+    def _read_info(self, on_info: Callable[[dict[str, Any]], None]) -> None:
+        line = self._proc.stdout.readline() if self._proc.stdout else b""
+        with contextlib.suppress(ValueError, OSError):
+            on_info(json.loads(line))
+
+    def _send(self, calls: list[tuple[str, tuple]]) -> None:
+        if self._dead or self._proc.stdin is None:
+            return
+        try:
+            pickle.dump(calls, self._proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+            self._proc.stdin.flush()
+        except (OSError, ValueError) as exc:  # the sink died: the run store still has every step
+            self._dead = True
+            log.warning("jaxdash: the TensorBoard/W&B writer process ended (%s); the run store goes on alone", exc)
+
+    def _queue(self, method: str, *args: Any) -> None:
+        with self._lock:
+            self._calls.append((method, args))
+
+    def write_hparams(self, hparams):  # noqa: D102, ANN001
+        self._queue("write_hparams", dict(hparams))
+
+    def write_scalars(self, step, scalars, progress=None):  # noqa: D102, ANN001
+        self._queue("write_scalars", step, dict(scalars), progress)
+
+    def write_histograms(self, step, arrays):  # noqa: D102, ANN001
+        self._queue("write_histograms", step, dict(arrays))
+
+    def write_images(self, step, images):  # noqa: D102, ANN001
+        self._queue("write_images", step, dict(images))
+
+    def write_texts(self, step, texts):  # noqa: D102, ANN001
+        self._queue("write_texts", step, dict(texts))
+
+    def write_tables(self, step, tables):  # noqa: D102, ANN001
+        self._queue("write_tables", step, dict(tables))
+
+    def write_summary(self, metrics):  # noqa: D102, ANN001
+        self._queue("write_summary", dict(metrics))
+
+    def flush(self) -> None:
+        """Send what was written since the last flush, as one message."""
+        with self._lock:
+            calls, self._calls = self._calls, []
+            self._send([*calls, ("flush", ())])
+
+    def close(self, state: str = "finished", message: str | None = None) -> None:
+        """Send the rest and the end; wait for the sink to close its writers (at most CLOSE_TIMEOUT_S)."""
+        with self._lock:
+            calls, self._calls = self._calls, []
+            self._send([*calls, ("close", (state, message))])
+        with contextlib.suppress(OSError):
+            if self._proc.stdin is not None:
+                self._proc.stdin.close()
+        try:
+            self._proc.wait(CLOSE_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            log.warning("jaxdash: the TensorBoard/W&B writer process did not end in %.0f s; stopped", CLOSE_TIMEOUT_S)
+            self._proc.kill()
+
+
+def serve(stdin: Any = None, stdout: Any = None) -> int:
+    """The sink process: build the writers from the first message, then replay every call until the end."""
+    from training.writers.build import build_writer
+
+    stdin, stdout = stdin or sys.stdin.buffer, stdout or sys.stdout
+    with contextlib.suppress(OSError):
+        os.nice(NICE)
+    writer = None
+    closed = False
+    while not closed:
+        try:
+            calls = pickle.load(stdin)
+        except (EOFError, pickle.UnpicklingError, OSError):
+            break  # the training process is gone (kill -9) or closed the pipe
+        for method, args in calls:
+            if method == "open":
+                run_dir, cfg, name, tracking, resume_step = args
+                writer, info = build_writer(run_dir, cfg, name=name, tracking=tracking, resume_step=resume_step)
+                print(json.dumps(info, default=str), file=stdout, flush=True)
+            elif writer is not None:
+                getattr(writer, method)(*args)
+                closed = method == "close"
+    if writer is not None and not closed:
+        writer.close("crashed", "The training process ended without finishing the run.")
+    return 0
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    sys.exit(serve())
