@@ -87,6 +87,7 @@ def test_page_start_is_counted_in_the_queue(tmp_path: Path, monkeypatch) -> None
 
     monkeypatch.setenv("JAXDASH_RUNS", str(tmp_path))
     monkeypatch.setenv("WANDB_MODE", "disabled")
+    Queue(tmp_path)  # a queue in use here (a sweep or --queue made it)
     cfg = parse_config(load_task("regression").Config, {"steps": 20, "log_every": 10})
     run_dir = launcher.launch("regression", cfg, wandb_mode="disabled")
     pid = json.loads((run_dir / "launch.json").read_text())["pid"]

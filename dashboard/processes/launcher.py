@@ -126,9 +126,14 @@ def spawn(cmd: list[str], log_path: Path, metrics: Path | None = None) -> tuple[
 
 
 def _queued(cmd: list[str], pid: int) -> int:
-    """Count a page-started run in the run queue (training/queue), so queued CLI runs and sweeps wait for it."""
+    """Count a page-started run in the run queue (training/queue), so queued CLI runs and sweeps wait for it.
+
+    Only where a queue exists: the page alone does not create `queue.db` among the run folders.
+    """
     from training.queue.store import Queue
 
+    if not (runs_root() / "queue.db").is_file():
+        return pid  # no queue in use here (no --queue run or sweep yet): nothing waits on this run
     try:
         Queue(run_store.runs_root()).record(cmd[3:], pid, label=f"page: {' '.join(cmd[3:4])}")
     except (OSError, sqlite3.Error) as exc:  # the run is started either way; the queue only counts it
