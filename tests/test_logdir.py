@@ -111,3 +111,12 @@ def test_mirror_folder_is_hidden_from_the_runs_root_listing(tmp_path: Path) -> N
     assert tb_logdir.find_runs(runs).keys() == {"tbx"}
     assert [d.name for d in run_store.run_folders(runs)] == ["tbx"]
     assert (tb_logdir.mirror_root(runs) / "tbx" / "config.json").exists()
+
+
+def test_jaxdash_logdir_flag_sets_the_env_and_names_a_bad_folder(tmp_path: Path) -> None:
+    from jaxdash import cli
+
+    _, env = cli.command(["--logdir", str(tmp_path), "--runs", str(tmp_path / "runs")])
+    assert env["JAXDASH_LOGDIR"] == str(tmp_path.resolve())
+    with pytest.raises(SystemExit, match="--logdir .*nope: not a folder"):
+        cli.command(["--logdir", str(tmp_path / "nope")])
