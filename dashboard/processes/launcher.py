@@ -132,7 +132,7 @@ def _queued(cmd: list[str], pid: int) -> int:
     """
     from training.queue.store import Queue
 
-    if not (runs_root() / "queue.db").is_file():
+    if not (run_store.runs_root() / "queue.db").is_file():
         return pid  # no queue in use here (no --queue run or sweep yet): nothing waits on this run
     try:
         Queue(run_store.runs_root()).record(cmd[3:], pid, label=f"page: {' '.join(cmd[3:4])}")
