@@ -9,10 +9,7 @@ uncaught exception, its last line as the message) or, after a kill -9, crashed (
 
 from __future__ import annotations
 
-import atexit
 import logging
-import os
-import sys
 import threading
 import time
 from collections.abc import Mapping
@@ -22,12 +19,12 @@ from typing import Any
 import numpy as np
 
 from jaxdash.fetcher import Fetcher
-from runstore import run_store, safe_files
+from jaxdash.media import is_media, write_media
+from runstore import run_store
 from training.writers.base import Progress
 
 logger = logging.getLogger("jaxdash")
 FLUSH_S = 0.25  # writers flush at most this often (each flush appends metrics.jsonl and rewrites status.json)
-_CURRENT: Run | None = None
 
 
 class Run:
@@ -43,6 +40,8 @@ class Run:
         self._stopped = self._finished = False
         self._open: tuple[int, dict[str, Any]] | None = None  # the step being logged, queued once the next begins
         self._lock = threading.Lock()
+        self._summaries: dict[str, str] = {}  # define_metric(name, summary=...): "min", "max", "mean" or "last"
+        self._stats: dict[str, list[float]] = {}  # name -> [last, min, max, sum, count] of the logged values
         self._fetcher = Fetcher(self._write_rows)
 
     # -- the training thread's side: cheap, never waits for the device ------------------------------
@@ -63,7 +62,11 @@ class Run:
         elif step < self._step:
             logger.warning("jaxdash: step %s is before the last logged step %s; not logged", step, self._step)
             return
-        values = _flatten(metrics)
+        media = {k: v for k, v in metrics.items() if is_media(v)}
+        if media:
+            with self._lock:  # the fetch thread writes too
+                write_media(self._writer, int(step), media)
+        values = _flatten({k: v for k, v in metrics.items() if k not in media})
         if not values:
             return
         if self._open is not None and self._open[0] == step:  # the same step again: one record, as in W&B
@@ -73,6 +76,36 @@ class Run:
             self._fetcher.put(*self._open)
         self._step, self._open = int(step), (int(step), values)
 
+    def log_chunk(self, metrics: Mapping[str, Any], first_step: int | None = None) -> None:
+        """Queue a chunk's metrics as returned by `lax.scan`: arrays with one row per step.
+
+        The in-jit way to log: scan `steps` steps in one jitted call, return their metrics, log them
+        once; they are fetched and split into one record per step off this thread.
+        """
+        values = _flatten(metrics)
+        lengths = {int(np.shape(v)[0]) for v in values.values() if np.ndim(v) >= 1}
+        if not values or len(lengths) != 1:
+            logger.warning("jaxdash: log_chunk() takes arrays with one shared leading (step) axis; not logged")
+            return
+        steps, first = lengths.pop(), self._step + 1 if first_step is None else int(first_step)
+        if first <= self._step:
+            logger.warning(
+                "jaxdash: chunk from step %s is not after the last logged step %s; not logged", first, self._step
+            )
+            return
+        if self._open is not None:
+            self._fetcher.put(*self._open)
+            self._open = None
+        self._fetcher.put(first, values, steps)
+        self._step = first + steps - 1
+
+    def define_metric(self, name: str, step_metric: str | None = None, summary: str | None = None) -> None:
+        """As wandb's: `summary` ("min", "max", "mean" or "last") picks the value the run's summary keeps."""
+        if summary is not None:
+            if summary not in ("min", "max", "mean", "last"):
+                raise ValueError(f"jaxdash.define_metric({name!r}): summary must be min, max, mean or last")
+            self._summaries[name] = summary
+
     def should_stop(self) -> bool:
         """True once the dashboard's Stop button (or `python -m training`'s stop file) asked this run to stop."""
         if not self._stopped and run_store.stop_requested(self.dir):
@@ -81,7 +114,6 @@ class Run:
 
     def finish(self, exit_code: int = 0, message: str | None = None) -> None:
         """Write what is queued, close the writers and record the end: finished, stopped or failed."""
-        global _CURRENT
         if self._finished:
             return
         self._finished = True
@@ -95,10 +127,14 @@ class Run:
             message = f"The script ended with exit code {exit_code}."
         from training.runs.lifecycle import close_run
 
-        final = {k: float(v) for k, v in self.summary.items() if isinstance(v, (int, float))}
+        final = {**self._summary_values(), **self.summary}
+        final = {k: float(v) for k, v in final.items() if isinstance(v, (int, float))}
         close_run(self.dir, self._writer, state, message, final)
-        if _CURRENT is self:
-            _CURRENT = None
+
+    @property
+    def finished(self) -> bool:
+        """True once `finish` ran."""
+        return self._finished
 
     def __enter__(self) -> Run:
         return self
@@ -108,6 +144,15 @@ class Run:
             self._stopped = True
         failed = exc is not None and not isinstance(exc, KeyboardInterrupt)
         self.finish(1 if failed else 0, _one_line(exc) if failed else None)
+
+    def _summary_values(self) -> dict[str, float]:
+        """Each logged metric's summary: its last value, or what define_metric asked for."""
+        out = {}
+        with self._lock:
+            for name, (last, low, high, total, count) in self._stats.items():
+                pick = self._summaries.get(name, "last")
+                out[name] = {"last": last, "min": low, "max": high, "mean": total / max(count, 1)}[pick]
+        return out
 
     # -- the fetcher thread's side -------------------------------------------------------------------
     def _write_rows(self, rows: list[tuple[int, dict[str, float], dict[str, np.ndarray]]]) -> None:
@@ -122,11 +167,20 @@ class Run:
                 progress = Progress(step=step, total_steps=self._total, wall_seconds=wall, steps_per_sec=rate)
                 if scalars:
                     self._writer.write_scalars(step, scalars, progress)
+                    self._note(scalars)
                 if histograms:
                     self._writer.write_histograms(step, histograms)
             if time.monotonic() - self._last_flush >= FLUSH_S or self._finished:
                 self._writer.flush()
                 self._last_flush = time.monotonic()
+
+    def _note(self, scalars: Mapping[str, float]) -> None:
+        for name, v in scalars.items():
+            st = self._stats.get(name)
+            if st is None:
+                self._stats[name] = [v, v, v, v, 1]
+            else:
+                st[0], st[1], st[2], st[3], st[4] = v, min(st[1], v), max(st[2], v), st[3] + v, st[4] + 1
 
 
 _WARNED: set[str] = set()
@@ -159,133 +213,3 @@ def _numeric(value: Any) -> bool:
 def _one_line(exc: BaseException | None) -> str:
     text = f"{type(exc).__name__}: {exc}" if exc is not None else ""
     return (text.strip().splitlines() or [""])[-1][:500]
-
-
-def current() -> Run | None:
-    """The run `init` made last and that has not finished."""
-    return _CURRENT
-
-
-def init(
-    project: str | None = None,
-    name: str | None = None,
-    config: Mapping[str, Any] | None = None,
-    group: str | None = None,
-    tags: tuple[str, ...] | list[str] = (),
-    notes: str | None = None,
-    runs_root: str | os.PathLike | None = None,
-    tensorboard: bool = True,
-    wandb: str = "auto",
-    resume: str | None = None,
-    id: str | None = None,  # noqa: A002 - wandb's name for it
-    total_steps: int | None = None,
-) -> Run:
-    """Start (or with `resume="allow"` and `id`, continue) a run in `<runs_root>/<id>/` and return it.
-
-    runs_root: default $JAXDASH_RUNS, else ./runs (where the dashboard looks). wandb: "auto"
-    (online when logged in, else offline), "online", "offline" or "disabled". total_steps: for the
-    page's progress bar and ETA. Raises ValueError for an id that is not a plain folder name, an
-    existing id without `resume`, or `resume="must"` of a run that does not exist.
-    """
-    global _CURRENT
-    if _CURRENT is not None:
-        _CURRENT.finish()
-    run_dir, start_step = _run_dir(run_store.runs_root(runs_root), project or "script", name, id, resume)
-    cfg = dict(config or {})
-    if start_step < 0:
-        extra = {"group": group} if group else {}
-        run_store.write_config(run_dir, project or "script", cfg, name=name, command=list(sys.argv), **extra)
-    else:
-        cfg = {**(run_store.read_json(run_dir / "config.json", {}) or {}).get("config", {}), **cfg}
-    run_store.start_status(run_dir, total_steps or 0, **({"group": group} if group else {}))
-    if start_step >= 0:
-        run_store.write_status(run_dir, resumed_from=start_step, resumed_at=time.time())
-    writer = _writers(run_dir, cfg, name, wandb, tensorboard, start_step, group, project, tags, notes)
-    _CURRENT = Run(run_dir, name or run_dir.name, cfg, writer, start_step, total_steps or 0)
-    _install_hooks()
-    return _CURRENT
-
-
-def _run_dir(root: Path, project: str, name: str | None, run_id: str | None, resume: str | None) -> tuple[Path, int]:
-    """(the run folder, the last step it logged: -1 for a new run)."""
-    if run_id is None:
-        if resume == "must":
-            raise ValueError("jaxdash.init(resume='must') needs the id of the run to continue")
-        return run_store.new_run_dir(root, project, name), -1
-    if not safe_files.plain_name(run_id):
-        raise ValueError(f"jaxdash.init: id {run_id!r} must be a plain folder name (letters, digits, . _ -)")
-    run_dir = root / run_id
-    if (run_dir / "config.json").exists():
-        if resume not in ("allow", "must", True):
-            raise ValueError(f"jaxdash.init: run {run_id} exists in {root}; pass resume='allow' to continue it")
-        steps = [int(r.get("step", 0)) for r in run_store.read_metrics(run_dir)[0]]
-        return run_dir, max(steps, default=0)
-    if resume == "must":
-        raise ValueError(f"jaxdash.init(resume='must'): no run {run_id} in {root}")
-    run_dir.mkdir(parents=True, exist_ok=True)
-    return run_dir, -1
-
-
-def _writers(run_dir, cfg, name, wandb, tensorboard, start_step, group, project, tags, notes) -> Any:  # noqa: ANN001
-    """The run's writers: the run store here; TensorBoard and W&B in a niced writer process (jaxdash/sink.py).
-
-    Their info (TensorBoard logdir, W&B mode, url and sync command) is published in status.json.
-    """
-    from jaxdash.sink import SinkWriter
-    from training.writers.base import MultiWriter, Tracking
-    from training.writers.build import build_writer
-
-    if project:
-        os.environ.setdefault("WANDB_PROJECT", project)  # what the W&B writer reads (the sink inherits it)
-    if tags:
-        os.environ.setdefault("WANDB_TAGS", ",".join(tags))
-    if notes:
-        os.environ.setdefault("WANDB_NOTES", notes)
-    resume_step = start_step if start_step >= 0 else None
-    here = Tracking("disabled", tensorboard=False, console=False, group=group, job_type=project)
-    writer, info = build_writer(run_dir, cfg, name=name, tracking=here, resume_step=resume_step)
-    run_store.write_status(run_dir, **info)
-    if tensorboard or wandb != "disabled":
-        there = Tracking(wandb, tensorboard, console=False, group=group, job_type=project, run_store=False)
-        publish = lambda found: run_store.write_status(run_dir, **found)  # noqa: E731
-        writer = MultiWriter([*writer.writers, SinkWriter(run_dir, cfg, name, there, resume_step, publish)])
-    if start_step < 0:
-        writer.write_hparams(cfg)
-    return writer
-
-
-_HOOKED = False
-
-
-def _install_hooks() -> None:
-    """Record the end of the run however the script ends: normally (atexit) or by an uncaught exception."""
-    global _HOOKED
-    if _HOOKED:
-        return
-    _HOOKED = True
-    previous = sys.excepthook
-
-    def on_uncaught(kind: type[BaseException], exc: BaseException, tb: Any) -> None:
-        if _CURRENT is not None:
-            if isinstance(exc, KeyboardInterrupt):
-                _CURRENT._stopped = True
-                _CURRENT.finish(0)
-            else:
-                _CURRENT.finish(1, _one_line(exc))
-        previous(kind, exc, tb)
-
-    sys.excepthook = on_uncaught
-    atexit.register(lambda: _CURRENT.finish() if _CURRENT is not None else None)
-
-
-def log(metrics: Mapping[str, Any], step: int | None = None, commit: bool = True) -> None:
-    """`run.log` of the current run (as `wandb.log`)."""
-    if _CURRENT is None:
-        raise RuntimeError("jaxdash.log() before jaxdash.init()")
-    _CURRENT.log(metrics, step=step, commit=commit)
-
-
-def finish(exit_code: int = 0) -> None:
-    """`run.finish` of the current run, if any (as `wandb.finish`)."""
-    if _CURRENT is not None:
-        _CURRENT.finish(exit_code)

@@ -29,7 +29,7 @@ BATCH_S = 0.1  # how long values wait at most before they are fetched (the page 
 MAX_PENDING = 100_000  # steps queued before `log` waits for this thread (backpressure, not unbounded memory)
 HISTOGRAM_MAX = 1_000_000  # elements: bigger arrays are skipped with a warning, not copied to the host
 
-Entry = tuple[int, dict[str, Any]]
+Entry = tuple[int, dict[str, Any], int]  # (first step, values, steps: 0 for one step's values)
 _STOP = object()
 
 
@@ -78,9 +78,12 @@ class Fetcher:
             self.warned.add(key)
             log.warning(message)
 
-    def put(self, step: int, values: dict[str, Any]) -> None:
-        """Queue one step's values (device arrays untouched); blocks only when MAX_PENDING steps wait."""
-        self.pending.put((step, values))
+    def put(self, step: int, values: dict[str, Any], steps: int = 0) -> None:
+        """Queue one step's values, or with `steps` a chunk's (arrays with a leading axis of `steps`).
+
+        Device arrays stay untouched here; blocks only when MAX_PENDING entries wait.
+        """
+        self.pending.put((step, values, steps))
 
     def close(self, timeout: float | None = None) -> None:
         """Fetch and write everything queued, then end the thread."""
@@ -109,8 +112,14 @@ class Fetcher:
 
     def _write_batch(self, entries: list[Entry]) -> None:
         try:
-            fetched = _fetch([values for _, values in entries])
-            rows = [(step, *self.split(values)) for (step, _), values in zip(entries, fetched, strict=True)]
+            fetched = _fetch([values for _, values, _ in entries])
+            rows = []
+            for (step, _, steps), values in zip(entries, fetched, strict=True):
+                if not steps:
+                    rows.append((step, *self.split(values)))
+                    continue
+                for i in range(steps):  # a chunk from lax.scan: one row per step, on the host
+                    rows.append((step + i, *self.split({k: np.asarray(v)[i] for k, v in values.items()})))
             self.write(rows)
         except Exception as exc:  # noqa: BLE001 - the training loop must never die of logging
             self.error = exc

@@ -86,6 +86,9 @@ class SinkWriter(MetricWriter):
     def write_tables(self, step, tables):  # noqa: D102, ANN001
         self._queue("write_tables", step, dict(tables))
 
+    def write_figures(self, step, figures):  # noqa: D102, ANN001
+        pass  # plotly figures go to the run store only (TensorBoard and W&B take images)
+
     def write_summary(self, metrics):  # noqa: D102, ANN001
         self._queue("write_summary", dict(metrics))
 
