@@ -46,3 +46,7 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check -r requirements.txt
   echo "$want" > "$stamp"
 fi
+# `import jaxdash` (and training, dashboard, ...) from this checkout in any script run with the venv's
+# Python, wherever it lives: what an editable install does, without building anything.
+site=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+echo "$PWD" > "$site/jax-dashboard-checkout.pth"

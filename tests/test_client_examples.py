@@ -1,0 +1,87 @@
+"""examples/flax_mnist_loop.py as a user runs it: a real subprocess on the offline Fashion-MNIST, its run
+folder written like a launched run's; and, with the Live page open in Chromium, it shows up and draws
+its loss without a reload. Skipped where the dataset is not installed (dataset-fashion-mnist)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from tensorboard.backend.event_processing import event_accumulator as ea
+
+from dashboard.server.serve import CHROMIUM, CHROMIUM_ARGS, start_server
+from runstore import run_store
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "flax_mnist_loop.py"
+DATA = Path("/usr/share/datasets/fashion-mnist")
+pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason="no Fashion-MNIST at /usr/share/datasets/fashion-mnist")
+SHOW_BOUND_S = 10.0  # a guard against a stalled page on a busy 2-core machine; the figure is printed
+
+# Points of the Live page's loss chart (-1 while it is not drawn).
+LOSS_POINTS = """() => {
+  for (const d of document.querySelectorAll('.jaxdash-chart')) {
+    const title = d.layout && d.layout.title && (d.layout.title.text || d.layout.title);
+    if (title === 'Loss' && d.calcdata && d.calcdata[0]) return d.calcdata[0].length;
+  }
+  return -1;
+}"""
+
+
+def start_example(root: Path, *args: str) -> subprocess.Popen:
+    env = {**os.environ, "JAXDASH_RUNS": str(root), "PYTHONPATH": str(ROOT), "WANDB_MODE": "offline"}
+    cmd = [sys.executable, str(EXAMPLE), *args]
+    return subprocess.Popen(cmd, cwd=root.parent, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_the_flax_loop_example_writes_a_run_like_a_launched_one(tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    proc = start_example(root, "--limit", "1600", "--epochs", "2")
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err[-2000:]
+    (run_dir,) = run_store.run_folders(root)
+    status = run_store.read_status(run_dir)
+    assert status["state"] == "finished" and status["step"] == status["total_steps"] == 100
+    records = run_store.read_metrics(run_dir)[0]
+    assert [r["step"] for r in records] == list(range(1, 101))  # the test metrics share the epoch's last step
+    assert [r["step"] for r in records if "test/acc" in r] == [50, 100]
+    acc = ea.EventAccumulator(status["tensorboard"]["logdir"], size_guidance={ea.SCALARS: 0}).Reload()
+    assert [e.step for e in acc.Scalars("test/acc")] == [50, 100]
+    assert "epoch 2: test accuracy" in out
+
+
+@pytest.mark.browser
+def test_the_flax_loop_example_shows_up_live_on_an_open_page(tmp_path: Path) -> None:
+    playwright = pytest.importorskip("playwright.sync_api")
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no Chromium at {CHROMIUM}")
+    root = tmp_path / "runs"
+    root.mkdir()
+    srv = start_server(root, tmp_path / "streamlit.log", env={"WANDB_MODE": "disabled", "JAXDASH_WARM_WORKER": "0"})
+    proc = None
+    try:
+        with playwright.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": 1400, "height": 950})
+            page.goto(f"{srv.url}/live")
+            page.get_by_text("No runs yet").wait_for(timeout=60_000)
+            proc = start_example(root, "--limit", "32000", "--epochs", "3")
+            while not list(root.glob("*/metrics.jsonl")) and proc.poll() is None:
+                time.sleep(0.02)
+            first_record = time.monotonic()
+            page.wait_for_function(f"({LOSS_POINTS})() >= 1", timeout=SHOW_BOUND_S * 1000, polling=50)
+            shown = time.monotonic() - first_record
+            earlier = page.evaluate(LOSS_POINTS)
+            page.wait_for_function(f"({LOSS_POINTS})() > {earlier}", timeout=SHOW_BOUND_S * 1000, polling=100)
+            print(f"flax example: first record -> drawn on the open Live page {shown:.2f} s")
+            browser.close()
+        assert shown <= SHOW_BOUND_S
+    finally:
+        if proc is not None:
+            proc.kill()
+            proc.wait()
+        srv.stop()
