@@ -112,7 +112,10 @@ def train_members(
     try:
         for i, (cfg, d, n) in enumerate(zip(cfgs, dirs, names, strict=True)):
             member_tracking = dataclasses.replace(  # one progress bar: member 0's
-                tracking, console=tracking.console and i == 0, job_type=task_cls.name
+                tracking,
+                console=tracking.console and i == 0,
+                job_type=task_cls.name,
+                member=i if tracking.group is not None else None,
             )
             writer = open_writer(d, cfg, n, member_tracking, resume_step)
             members.members.append(Member(d, writer, cfg.lr))

@@ -251,6 +251,7 @@ class Tracking:
     tensorboard: write event files under run_dir/tb. console: a tqdm progress bar on stderr.
     group: W&B group (a population's id). job_type: W&B job type (the task's name).
     run_store: False in a process that writes only TensorBoard and W&B (the client's writer process).
+    member: a population member's index (its own W&B run id under `$WANDB_RUN_ID`).
     """
 
     wandb_mode: str = "auto"
@@ -259,6 +260,7 @@ class Tracking:
     group: str | None = None
     job_type: str | None = None
     run_store: bool = True
+    member: int | None = None
 
 
 DEFAULT_TRACKING = Tracking()  # frozen: safe as a default argument

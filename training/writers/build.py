@@ -53,14 +53,14 @@ def build_writer(
     # The first writer is required (its failures end the run): the run store, or nothing to require.
     writers: list[MetricWriter] = [RunStoreWriter(run_dir) if tracking.run_store else NullWriter()]
     info: dict[str, Any] = {}
-    group, job_type = tracking.group, tracking.job_type
+    job_type = tracking.job_type
     if tracking.tensorboard:
         _add_tensorboard(writers, info, run_dir, name, job_type, resume_step)
     if tracking.console:
         _add_console(writers, resume_step)
     # W&B after the console: its close prints the outcome (a failed run's error) while W&B still captures
     # the process's output for its Logs tab.
-    info["wandb"] = _add_wandb(writers, run_dir, cfg_dict, name, tracking.wandb_mode, resume_step, group, job_type)
+    info["wandb"] = _add_wandb(writers, run_dir, cfg_dict, name, tracking, resume_step)
     return MultiWriter(writers), info
 
 
@@ -101,10 +101,8 @@ def _add_wandb(
     run_dir: Path,
     cfg_dict: dict[str, Any],
     name: str | None,
-    wandb_mode: str,
+    tracking: Tracking,
     resume_step: int | None,
-    group: str | None,
-    job_type: str | None,
 ) -> dict[str, Any]:
     """Append the W&B writer if it is active; returns its info (mode, url, dir, sync command or error).
 
@@ -117,11 +115,12 @@ def _add_wandb(
         run_dir,
         cfg_dict,
         name=name or run_dir.name,
-        mode=wandb_mode,
+        mode=tracking.wandb_mode,
         resume=resume_step is not None,
-        group=group,
-        job_type=job_type,
+        group=tracking.group,
+        job_type=tracking.job_type,
         resume_step=resume_step,
+        member=tracking.member,
     )
     if wb.active:
         writers.append(wb)

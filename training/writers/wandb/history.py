@@ -51,13 +51,18 @@ def history_steps(folder: Path, timeout: float = 60) -> set[int]:
     return steps
 
 
-def missing_rows(run_dir: Path, folders: Iterable[Path], upto: int) -> list[tuple[int, dict[str, Any]]]:
-    """metrics.jsonl rows up to step `upto` that none of `folders` holds, as (step, scalars), by step."""
-    from runstore import run_store
-
+def held_steps(folders: Iterable[Path]) -> set[int]:
+    """The steps any of the run's earlier W&B folders holds."""
     have: set[int] = set()
     for folder in folders:
         have |= history_steps(folder)
+    return have
+
+
+def missing_rows(run_dir: Path, have: set[int], upto: int) -> list[tuple[int, dict[str, Any]]]:
+    """metrics.jsonl rows up to step `upto` that are not in `have` (steps held), as (step, scalars), by step."""
+    from runstore import run_store
+
     rows: dict[int, dict[str, Any]] = {}
     for rec in run_store.read_metrics(Path(run_dir))[0]:
         step = rec.get("step")

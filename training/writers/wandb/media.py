@@ -72,11 +72,20 @@ def pr_chart(curves: Mapping[str, tuple[np.ndarray, np.ndarray]], title: str) ->
     )
 
 
+def split_pr_tag(tag: str) -> tuple[str, str]:
+    """("test/pr", "T-shirt/top") from "test/pr/T-shirt/top": a class name keeps its own "/"."""
+    head, sep, name = tag.partition("/pr/")
+    if sep and name:
+        return head + "/pr", name
+    key, _, name = tag.rpartition("/")
+    return key or tag, name
+
+
 def pr_charts(curves: Mapping[str, tuple[int, tuple[np.ndarray, np.ndarray]]]) -> list[tuple[int, str, Any]]:
     """{"<key>/<class>": (step, curve)} as (latest step, key, chart): one chart per key ("test/pr")."""
     groups: dict[str, dict[str, tuple[int, tuple[np.ndarray, np.ndarray]]]] = {}
     for tag, item in curves.items():
-        key, _, name = tag.rpartition("/")
+        key, name = split_pr_tag(tag)
         groups.setdefault(key or tag, {})[name] = item
     charts = []
     for key, items in groups.items():

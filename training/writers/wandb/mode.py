@@ -6,8 +6,9 @@ Precedence, as W&B users expect it: an explicit `--wandb online|offline|disabled
 wandb's settings file), offline otherwise. Nothing here touches the network.
 
 The W&B run id is random and kept in `<run_dir>/wandb_id`, so two runs in folders of the same name
-never share a W&B run, and `resume` continues the same one. Under a sweep agent the agent's
-`WANDB_RUN_ID` wins.
+never share a W&B run, and `resume` continues the same one, in the project, group and folder the
+run started with (`wandb_settings.json`). A `WANDB_RUN_ID` names a new run (a population member
+gets `<id>-m<k>`).
 """
 
 from __future__ import annotations
@@ -18,11 +19,15 @@ import secrets
 from pathlib import Path
 from typing import Any
 
+from runstore import atomic
+
 log = logging.getLogger(__name__)
 
 MODES = ("auto", "online", "offline", "disabled")
 _ALIASES = {"dryrun": "offline", "run": "online"}  # older values wandb still accepts for WANDB_MODE
 ID_FILE = "wandb_id"
+SETTINGS_FILE = "wandb_settings.json"  # the wandb.init settings a run started with, for its resume
+_KEPT = ("dir", "project", "entity", "notes", "group", "job_type", "tags", "name")
 DEFAULT_PROJECT = "jax-dashboard"
 
 
@@ -82,19 +87,23 @@ def resolve_mode(mode: str | None) -> str:
     return "online" if credentials_found() else "offline"
 
 
-def run_id(run_dir: Path) -> str:
-    """The run's W&B id: the sweep agent's, else the one kept in `run_dir/wandb_id`, else a new random one."""
-    agent = os.environ.get("WANDB_RUN_ID", "").strip()
+def run_id(run_dir: Path, member: int | None = None, resume: bool = True) -> str:
+    """The run's W&B id: a sweep agent's for a new run, else the one kept in `run_dir/wandb_id`, else a new one.
+
+    Under `$WANDB_RUN_ID` a population member gets `<id>-m<k>`: K members are K W&B runs, never one.
+    A resume keeps its own id whatever the environment says.
+    """
     path = Path(run_dir) / ID_FILE
+    agent = os.environ.get("WANDB_RUN_ID", "").strip()
+    try:
+        kept = "" if agent and not resume else path.read_text().strip()
+    except OSError:
+        kept = ""
+    if kept:
+        return kept
     if agent:
-        new = agent
+        new = agent if member is None else f"{agent}-m{member}"
     else:
-        try:
-            kept = path.read_text().strip()
-        except OSError:
-            kept = ""
-        if kept:
-            return kept
         new = secrets.token_hex(4)  # 8 characters like wandb's own ids; 2^32 per project is plenty
     try:
         path.write_text(new + "\n")
@@ -108,15 +117,28 @@ def _env_list(var: str) -> list[str]:
 
 
 def init_kwargs(
-    run_dir: Path, name: str | None, group: str | None, job_type: str | None, tags: list[str]
+    run_dir: Path,
+    name: str | None,
+    group: str | None,
+    job_type: str | None,
+    tags: list[str],
+    member: int | None = None,
+    resume: bool = False,
 ) -> dict[str, Any]:
     """`wandb.init` keywords: W&B's variables win over our defaults (project, dir, group, job type).
 
-    `WANDB_TAGS` adds to our tags; `WANDB_ENTITY` and `WANDB_NOTES` are passed on as set.
+    `WANDB_TAGS` adds to our tags; `WANDB_ENTITY` and `WANDB_NOTES` are passed on as set. The
+    settings a run started with are kept in `run_dir/wandb_settings.json`; a resume uses them
+    whatever the environment says then, so both parts land in one W&B run.
     """
+    if resume:
+        kept = kept_settings(run_dir)
+        if kept:
+            _warn_if_environment_differs(kept)
+            return {**kept, "id": run_id(run_dir, member)}
     env = os.environ.get
-    return {
-        "dir": env("WANDB_DIR") or str(run_dir),
+    kwargs = {
+        "dir": str(Path(env("WANDB_DIR") or run_dir).resolve()),
         "project": env("WANDB_PROJECT") or DEFAULT_PROJECT,
         "entity": env("WANDB_ENTITY") or None,
         "notes": env("WANDB_NOTES") or None,
@@ -124,13 +146,31 @@ def init_kwargs(
         "job_type": env("WANDB_JOB_TYPE") or job_type,
         "tags": list(dict.fromkeys([*tags, *_env_list("WANDB_TAGS")])),
         "name": name or Path(run_dir).name,
-        "id": run_id(run_dir),
     }
+    try:
+        atomic.atomic_write_json(Path(run_dir) / SETTINGS_FILE, kwargs)
+    except OSError as exc:
+        log.warning("Could not keep the W&B settings in %s (%s); a resume reads the environment.", run_dir, exc)
+    return {**kwargs, "id": run_id(run_dir, member, resume)}
+
+
+def kept_settings(run_dir: Path) -> dict[str, Any]:
+    """The `wandb.init` settings the run started with (empty for a run started before they were kept)."""
+    kept = atomic.read_json(Path(run_dir) / SETTINGS_FILE)
+    return {k: kept.get(k) for k in _KEPT} if isinstance(kept, dict) and kept.get("project") else {}
+
+
+def _warn_if_environment_differs(kept: dict[str, Any]) -> None:
+    for var, key in (("WANDB_PROJECT", "project"), ("WANDB_RUN_GROUP", "group"), ("WANDB_ENTITY", "entity")):
+        value = os.environ.get(var)
+        if value and value != kept.get(key):
+            log.warning("%s=%s ignored: this run continues in its own W&B %s %r.", var, value, key, kept.get(key))
 
 
 def wandb_root(run_dir: Path) -> Path:
-    """The folder wandb writes its `wandb/` folder into for this run."""
-    return Path(os.environ.get("WANDB_DIR") or run_dir) / "wandb"
+    """The folder wandb writes this run's `wandb/` folder into: the kept `dir`, else `$WANDB_DIR` or the run."""
+    kept = kept_settings(run_dir).get("dir")
+    return Path(kept or os.environ.get("WANDB_DIR") or run_dir) / "wandb"
 
 
 def run_folders(run_dir: Path, wandb_id: str) -> list[Path]:

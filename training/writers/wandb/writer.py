@@ -53,7 +53,8 @@ class WandbWriter(MetricWriter):
       group: W&B group, e.g. a population's id.
       job_type: the task's name (also a tag).
       resume_step: the checkpoint step a resumed run continues from; earlier steps the W&B run
-        lacks are refilled from metrics.jsonl.
+        lacks are refilled from metrics.jsonl, later steps it already holds are not logged again.
+      member: a population member's index (its own W&B id under `$WANDB_RUN_ID`).
     """
 
     def __init__(
@@ -66,6 +67,7 @@ class WandbWriter(MetricWriter):
         group: str | None = None,
         job_type: str | None = None,
         resume_step: int | None = None,
+        member: int | None = None,
     ):
         self.run_dir = Path(run_dir)
         self.run = None
@@ -87,7 +89,9 @@ class WandbWriter(MetricWriter):
         self.info = {"mode": mode, "requested_mode": requested}
         if mode == "disabled":
             return
-        self._kwargs = wandb_mode.init_kwargs(self.run_dir, name, group, job_type, [job_type] if job_type else [])
+        tags = [job_type] if job_type else []
+        resuming = self._resume_step is not None
+        self._kwargs = wandb_mode.init_kwargs(self.run_dir, name, group, job_type, tags, member, resuming)
         self._kwargs["resume"] = "allow" if self._resume_step is not None else None
         self.active = True
         self._ready = threading.Event()
@@ -131,13 +135,16 @@ class WandbWriter(MetricWriter):
             run_store.write_status(self.run_dir, wandb=self.info)
 
     def _refill(self, earlier: list[Path]) -> None:
-        """Log the checkpointed steps the earlier processes' W&B folders lack (a kill lost them)."""
-        from training.writers.wandb.history import missing_rows
+        """Log the checkpointed steps the earlier processes' W&B folders lack (a kill lost them), and skip
+        the replayed steps after the checkpoint that they already hold: no step is in two folders."""
+        from training.writers.wandb.history import held_steps, missing_rows
 
-        rows = missing_rows(self.run_dir, earlier, int(self._resume_step or 0))
+        held = held_steps(earlier)
+        rows = missing_rows(self.run_dir, held, int(self._resume_step or 0))
         if rows:
             log.info("W&B: refilling %d steps from metrics.jsonl that the interrupted process lost.", len(rows))
         with self._rows.lock:
+            self._rows.skip_upto = max(held, default=None)
             for step, scalars in rows:
                 self._rows.log(step, scalars)
 

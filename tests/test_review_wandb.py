@@ -1,0 +1,133 @@
+"""W&B runs as a reviewer reads them back (#21), with `wandb leet inspect --json` on real processes:
+one W&B run per run after kill -9 and a resume without the starting environment (one project,
+one group, one id, no step in two folders), population members never sharing an id under
+`$WANDB_RUN_ID`, and class names with "/" kept whole in the PR chart."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from runstore import run_store
+from training.runs.checkpoint import checkpoint_steps
+from training.writers.wandb.writer import WandbWriter
+
+ROOT = Path(__file__).resolve().parents[1]
+WANDB_CLI = str(Path(sys.executable).with_name("wandb"))
+
+
+def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """W&B offline, isolated in tmp, never reaching a network; no WANDB_* but what `extra` sets."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WANDB_")}
+    return {
+        **env,
+        "PYTHONUNBUFFERED": "1",
+        "WANDB_MODE": "offline",
+        "WANDB_SILENT": "true",
+        "WANDB_BASE_URL": "http://127.0.0.1:9",
+        "WANDB_DISABLE_GIT": "true",
+        "WANDB_CONFIG_DIR": str(tmp_path / "wandb-config"),
+        "WANDB_CACHE_DIR": str(tmp_path / "wandb-cache"),
+        "WANDB_DATA_DIR": str(tmp_path / "wandb-data"),
+        **extra,
+    }
+
+
+def inspect(folder: Path) -> list[dict]:
+    out = subprocess.run([WANDB_CLI, "leet", "inspect", "--json", str(folder)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+
+
+def run_record(records: list[dict]) -> dict:
+    (run,) = [r["run"] for r in records if r.get("type") == "run"]
+    return run
+
+
+def history_steps(records: list[dict]) -> list[int]:
+    return [int(r["history"]["item"]["global_step"]) for r in records if r.get("type") == "history"]
+
+
+def test_kill_and_resume_without_the_environment_stay_one_wandb_run(tmp_path: Path) -> None:
+    """Started under WANDB_PROJECT/GROUP/DIR, killed -9 past a checkpoint, resumed with none of them set."""
+    run_dir, wandb_dir = tmp_path / "run", tmp_path / "wandb-elsewhere"
+    wandb_dir.mkdir()
+    started = _env(tmp_path, WANDB_PROJECT="proj-a", WANDB_RUN_GROUP="grp-a", WANDB_DIR=str(wandb_dir))
+    args = ["--points", "1000000", "--steps", "60000", "--log-every", "100", "--ckpt-every", "2000", "--quiet"]
+    cmd = [sys.executable, "-m", "training", "regression", "--run-dir", str(run_dir), *args]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=started, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 180
+    while proc.poll() is None and time.monotonic() < deadline:  # until W&B holds steps past a checkpoint
+        folder = (run_store.read_status(run_dir).get("wandb") or {}).get("dir")
+        saved = checkpoint_steps(run_dir)
+        if folder and len(saved) >= 2 and max(history_steps(inspect(Path(folder))), default=0) > max(saved) + 200:
+            break
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert run_store.read_status(run_dir)["state"] == "crashed", proc.stderr.read().decode()[-2000:]
+    newest_checkpoint = max(checkpoint_steps(run_dir))
+
+    resume = [sys.executable, "-m", "training", "resume", str(run_dir), "--quiet"]
+    out = subprocess.run(resume, cwd=ROOT, env=_env(tmp_path), capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+
+    folders = sorted((wandb_dir / "wandb").glob("offline-run-*"))
+    assert len(folders) == 2 and not (run_dir / "wandb").exists(), "both parts under the starting WANDB_DIR"
+    records = [inspect(f) for f in folders]
+    runs = [run_record(r) for r in records]
+    assert {r["run_id"] for r in runs} == {(run_dir / "wandb_id").read_text().strip()}
+    assert [r["project"] for r in runs] == ["proj-a", "proj-a"]
+    assert [r["run_group"] for r in runs] == ["grp-a", "grp-a"]
+    first, second = (history_steps(r) for r in records)
+    assert max(first) > newest_checkpoint, "the killed process logged past a checkpoint"
+    assert not set(first) & set(second), "no step in both folders"
+    logged = sorted({rec["step"] for rec in run_store.read_metrics(run_dir)[0]})
+    assert sorted(first + second) == logged, "together every step of metrics.jsonl, once"
+    sync = run_store.read_status(run_dir)["wandb"]["sync_command"]
+    assert sync == "wandb sync " + " ".join(map(str, folders))
+
+
+def test_population_members_get_their_own_ids_under_wandb_run_id(tmp_path: Path, runs_root: Path) -> None:
+    env = _env(tmp_path, WANDB_RUN_ID="fixedid7", JAXDASH_RUNS=str(runs_root))
+    cmd = [sys.executable, "-m", "training", "regression", "--population", "lr=0.01,0.02", "--steps", "50", "--quiet"]
+    out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    members = sorted(
+        run_store.run_folders(runs_root), key=lambda d: json.loads((d / "config.json").read_text())["member"]
+    )
+    ids = []
+    for member in members:
+        (folder,) = (member / "wandb").glob("offline-run-*")
+        ids.append(run_record(inspect(folder))["run_id"])
+    assert ids == ["fixedid7-m0", "fixedid7-m1"]
+
+
+def test_a_class_name_with_a_slash_stays_whole_in_the_pr_chart(tmp_path: Path, monkeypatch) -> None:
+    for key, value in _env(tmp_path).items():
+        monkeypatch.setenv(key, value)
+    labels = np.array([0, 1, 1, 0])
+    writer = WandbWriter(tmp_path, {"lr": 0.1}, mode="offline")
+    writer.write_scalars(10, {"train/loss": 1.0})
+    writer.write_pr_curves(
+        10,
+        {
+            "test/pr/T-shirt/top": (labels == 0, [0.9, 0.1, 0.2, 0.8]),
+            "test/pr/Trouser": (labels == 1, [0.1, 0.9, 0.7, 0.2]),
+        },
+    )
+    writer.close()
+    records = inspect(Path(writer.info["dir"]))
+    updates = [r["config"].get("update", {}) for r in records if r.get("type") == "config"]
+    charts = sorted(k for u in updates for k in u if "/pr" in k)
+    assert len(charts) == 1 and charts[0].endswith("test/pr"), charts
+    (path,) = Path(writer.info["dir"], "files", "media", "table", "test").glob("pr_table_*.table.json")
+    classes = {row[0] for row in json.loads(path.read_text())["data"]}
+    assert classes == {"T-shirt/top", "Trouser"}
