@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from runstore import run_store
 from training.runs.checkpoint import checkpoint_steps
@@ -106,7 +107,10 @@ def test_population_members_get_their_own_ids_under_wandb_run_id(tmp_path: Path,
     ids = []
     for member in members:
         (folder,) = (member / "wandb").glob("offline-run-*")
-        ids.append(run_record(inspect(folder))["run_id"])
+        records = inspect(folder)
+        ids.append(run_record(records)["run_id"])
+        config = run_record(records)["config"]["update"]
+        assert config["task"] == "regression" and config["member"] == len(ids) - 1 and config["group"]
     assert ids == ["fixedid7-m0", "fixedid7-m1"]
 
 
@@ -131,3 +135,33 @@ def test_a_class_name_with_a_slash_stays_whole_in_the_pr_chart(tmp_path: Path, m
     (path,) = Path(writer.info["dir"], "files", "media", "table", "test").glob("pr_table_*.table.json")
     classes = {row[0] for row in json.loads(path.read_text())["data"]}
     assert classes == {"T-shirt/top", "Trouser"}
+
+
+def test_one_final_number_everywhere_and_no_writer_warnings(tmp_path: Path, fashion_dir: Path) -> None:
+    """The final train/loss (mean over the last epoch) is the same in final_metrics.json, W&B's
+    summary.final and TensorBoard's `final/*` (read with its own event reader), while the chunk means
+    differ; W&B's config carries the task; the output has no 'does not support' warnings."""
+    from tensorboard.backend.event_processing import event_accumulator as ea
+
+    run_dir = tmp_path / "run"
+    args = ["--dataset", "fashion_mnist", "--data-dir", str(fashion_dir), "--train-limit", "3000"]
+    args += ["--test-limit", "500", "--epochs", "1", "--log-every", "20", "--wandb", "offline"]
+    cmd = [sys.executable, "-m", "training", "mnist", "--run-dir", str(run_dir), *args]
+    out = subprocess.run(cmd, cwd=ROOT, env=_env(tmp_path), capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "does not support" not in out.stderr + out.stdout
+    final = json.loads((run_dir / "artifacts" / "final_metrics.json").read_text())
+    chunk_means = [r["train/loss"] for r in run_store.read_metrics(run_dir)[0] if "train/loss" in r]
+    assert final["train/loss"] != pytest.approx(chunk_means[-1]), "the epoch mean, not the last chunk's"
+
+    folder = Path(run_store.read_status(run_dir)["wandb"]["dir"])
+    summary = json.loads(
+        subprocess.run([WANDB_CLI, "leet", "inspect", "--summary", "--json", str(folder)], capture_output=True).stdout
+    )
+    assert summary["summary"]["final"] == pytest.approx(final)
+    assert summary["config"]["task"] == "mnist"
+
+    acc = ea.EventAccumulator(run_store.read_status(run_dir)["tensorboard"]["logdir"])
+    acc.Reload()
+    tb_final = {t[len("final/") :]: acc.Scalars(t)[-1].value for t in acc.Tags()["scalars"] if t.startswith("final/")}
+    assert tb_final == pytest.approx(final, rel=1e-6)

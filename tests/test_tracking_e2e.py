@@ -368,7 +368,8 @@ def test_tensorboard_server_shows_runs_as_users_expect(tmp_path, env, fashion_di
         for tags in scalars.values():
             assert not [t for t in tags if t.startswith(("hparam/", "epoch/"))], "nothing written twice"
         mnist = next(r for r in runs if r.endswith("/fm"))
-        assert set(scalars[mnist]) == {"train/loss", "train/acc", "test/loss", "test/acc"}
+        key = {"train/loss", "train/acc", "test/loss", "test/acc"}
+        assert set(scalars[mnist]) == key | {"final/" + t for t in key}, "curves, and the final numbers"
         assert {"perf/steps_per_sec", "sys/rss_mb"} <= set(scalars[mnist + " (extra)"])
         layout = _get(f"{base}/plugin/custom_scalars/layout")
         charts = {c["title"]: c["multiline"]["tag"] for c in layout["category"][0]["chart"]}
@@ -392,7 +393,8 @@ def _check_hparams(base: str, root: Path, mnist: str) -> None:
     assert {"batch_size", "points", "dataset"} <= set(infos), "the settings of both tasks"
     assert infos["batch_size"]["type"] == "DATA_TYPE_FLOAT64", "numbers (the protocol has no integer type)"
     metrics = [(m["name"]["group"], m["name"]["tag"]) for m in exp["metricInfos"]]
-    assert sorted(metrics) == [("", "test/acc"), ("", "test/loss"), ("", "train/acc"), ("", "train/loss")]
+    curves = {("", t) for t in ("test/acc", "test/loss", "train/acc", "train/loss")}
+    assert curves <= set(metrics) and all(t.startswith("final/") for _, t in set(metrics) - curves)
     groups = _get(
         f"{base}/plugin/hparams/session_groups",
         {
@@ -408,9 +410,12 @@ def _check_hparams(base: str, root: Path, mnist: str) -> None:
     fm = by_run[mnist]
     assert fm["hparams"]["batch_size"] == 32 and fm["hparams"]["lr"] == pytest.approx(1e-3)
     values = {m["name"]["tag"]: m["value"] for m in fm["metricValues"]}
-    final = run_store.read_status(root / mnist.split("/tb/")[0])["final"]
-    assert values == pytest.approx({k: final[k] for k in ("train/loss", "train/acc", "test/loss", "test/acc")})
+    final = run_store.read_status(root / mnist.split("/tb/")[0])["final"]  # also final_metrics.json
+    assert {k[6:]: v for k, v in values.items() if k.startswith("final/")} == pytest.approx(final)
     for name, group in by_run.items():
         if name != mnist:  # regression: a loss only
-            assert [m["name"]["tag"] for m in group["metricValues"]] == ["train/loss"]
+            final = run_store.read_status(root / name.split("/tb/")[0])["final"]
+            assert sorted(m["name"]["tag"] for m in group["metricValues"]) == sorted(
+                ["train/loss", *map("final/".__add__, final)]
+            )
     print(f"\nHParams metrics {[t for _, t in metrics]}; fm: {values}")

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from runstore import run_store
+from runstore import atomic, run_store
 from training.engine.members import Member, Members
 from training.engine.pbt import PbtConfig
 from training.engine.result import TrainResult
@@ -27,14 +27,24 @@ from training.writers.base import DEFAULT_TRACKING, MetricWriter, Tracking
 Outcome = tuple[Path, str, TrainResult | None]  # (run dir, final state, result or None)
 
 
+RUN_FACTS = ("task", "group", "member", "pbt")  # config.json fields W&B config and HParams show too
+
+
 def open_writer(run_dir: Path, cfg: Any, name: str, tracking: Tracking, resume_step: int | None) -> MetricWriter:
-    """Build a run's writers and publish their info (W&B mode/url, TB logdir) in status.json."""
+    """Build a run's writers and publish their info (W&B mode/url, TB logdir) in status.json.
+
+    W&B's config and TensorBoard's HParams get the settings and the run's facts: its task, and a
+    population member's group, index and PBT settings.
+    """
     from training.writers.build import build_writer
 
-    writer, info = build_writer(run_dir, config_to_dict(cfg), name=name, tracking=tracking, resume_step=resume_step)
+    doc = atomic.read_json(Path(run_dir) / "config.json", {})
+    facts = {k: doc[k] for k in RUN_FACTS if isinstance(doc, dict) and doc.get(k) is not None}
+    settings = {**config_to_dict(cfg), **facts}
+    writer, info = build_writer(run_dir, settings, name=name, tracking=tracking, resume_step=resume_step)
     run_store.write_status(run_dir, **info)
     if resume_step is None:
-        writer.write_hparams(config_to_dict(cfg))
+        writer.write_hparams(settings)
     return writer
 
 

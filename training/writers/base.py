@@ -3,7 +3,8 @@
 Every method is general-purpose: scalars, images, texts, histograms, hparams and tables.
 Task-specific summaries (a fitted line, a confusion matrix) are turned into these calls in one
 place, `training.tasks.summaries`. Backends live next to this module, one per file, and override what
-they support; a call a backend lacks logs one warning and is dropped. `MultiWriter` is a loop:
+they support; a call a backend lacks is dropped (a progress bar has no images: nothing to warn
+about; one debug line per method). `MultiWriter` is a loop:
 its first writer (the run store) is required, so its failures end the run; the others are
 best-effort and a failure warns once.
 """
@@ -56,13 +57,13 @@ class Table:
 
 
 class MetricWriter:
-    """Base writer. A backend overrides the calls it supports; any other call warns once and is dropped."""
+    """Base writer. A backend overrides the calls it supports; any other call is dropped (one debug line)."""
 
     def _lacks(self, method: str) -> None:
         warned = self.__dict__.setdefault("_lacking_warned", set())
         if method not in warned:
             warned.add(method)
-            log.warning("%s does not support %s; those calls are skipped.", type(self).__name__, method)
+            log.debug("%s does not support %s; those calls are skipped.", type(self).__name__, method)
 
     def write_hparams(self, hparams: Mapping[str, Any]) -> None:
         """The run's config (and any other settings), once at start."""

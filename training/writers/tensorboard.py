@@ -5,7 +5,8 @@ What a TensorBoard user sees with `tensorboard --logdir runs`:
 * Each run under a readable name: events go to `<run_dir>/tb/<name>` (a population member's name
   is its varied settings, e.g. `lr=0.003,seed=1`), so the run list reads `<run id>/tb/<name>`.
 * Scalars written once: the engine's `epoch/*` means repeat `train/*` at epoch granularity and are
-  left to the run store and W&B; final metrics are not re-written as `hparam/*` points.
+  left to the run store and W&B. The final metrics (what the CLI prints, `final_metrics.json`, W&B's
+  `summary.final`) are `final/<tag>` points at the last step, so HParams shows those same numbers.
 * `train/*` and `test/*` scalars in the run itself; every other scalar (`perf/*`, `sys/*`, a task's
   own such as `regression/*`, `pbt/lr`) in a sibling run `<name> (extra)`, created when first used.
   TensorBoard's HParams plugin takes as metric columns every scalar tag of the session's run and of
@@ -202,7 +203,10 @@ class TensorBoardWriter(MetricWriter):
                 self.sw.add_text(tag, f"{head}\n{body}", int(step))
 
     def write_summary(self, metrics: Mapping[str, float]) -> None:
-        """Nothing to add: the HParams metrics are the last `train/*` and `test/*` values, already written."""
+        """Final metrics as `final/<tag>` at the last step: HParams columns holding exactly the numbers of
+        `final_metrics.json`, the CLI and W&B's `summary.final` (a `train/*` column is the last chunk's mean)."""
+        for tag, value in metrics.items():
+            self.sw.add_scalar(f"final/{tag}", float(np.asarray(value)), self._step)
 
     def flush(self) -> None:
         """Push the chunk's events to the file (and the Custom Scalars layout once its tags exist)."""
