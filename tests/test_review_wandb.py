@@ -165,3 +165,24 @@ def test_one_final_number_everywhere_and_no_writer_warnings(tmp_path: Path, fash
     acc.Reload()
     tb_final = {t[len("final/") :]: acc.Scalars(t)[-1].value for t in acc.Tags()["scalars"] if t.startswith("final/")}
     assert tb_final == pytest.approx(final, rel=1e-6)
+
+
+def test_a_non_scalar_metric_is_named_in_one_line(tmp_path: Path) -> None:
+    """A step returning an array as a metric fails with the metric's name and the fix, not a TypeError."""
+    (tmp_path / "vector_metric.py").write_text(
+        "import jax.numpy as jnp\n"
+        "from examples.sine import SineTask\n\n\n"
+        "class VectorMetric(SineTask):\n"
+        "    name = 'vector_metric'\n\n"
+        "    def step(self, state, batch):\n"
+        "        state, metrics = super().step(state, batch)\n"
+        "        return state, {**metrics, 'errors': jnp.abs(batch['y'][:3])}\n"
+    )
+    env = _env(tmp_path, PYTHONPATH=f"{tmp_path}{os.pathsep}{ROOT}")
+    cmd = [sys.executable, "-m", "training", "vector_metric:VectorMetric", "--steps", "20", "--quiet"]
+    cmd += ["--run-dir", str(tmp_path / "run"), "--wandb", "disabled"]
+    out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode != 0 and "Traceback" not in out.stderr, out.stderr[-2000:]
+    assert "metric 'errors' is an array of shape (3,) per step" in out.stderr + out.stdout
+    status = run_store.read_status(tmp_path / "run")
+    assert status["state"] == "failed" and "'errors'" in status["message"]

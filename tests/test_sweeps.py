@@ -47,7 +47,8 @@ def sample(spec: dict[str, Any], rng: random.Random) -> Any:
 def agent_argv(sweep: dict[str, Any], values: dict[str, Any]) -> list[str]:
     """The command's argv after `python -m training`, with `${args}` expanded like the agent does."""
     command = sweep["command"]
-    assert command[:4] == ["${env}", "${interpreter}", "-m", "training"] and command[-1] == "${args}"
+    assert command[:4] == ["${env}", ".venv/bin/python", "-m", "training"] and command[-1] == "${args}"
+    assert (ROOT / sweep["program"]).is_file(), "wandb sweep checks that the program exists"
     return [*command[4:-1], *(f"--{name}={value}" for name, value in values.items())]
 
 
@@ -76,6 +77,14 @@ def test_agent_argv_is_accepted(path):
     for name, spec in params.items():  # and every listed value at least once (grid)
         for value in spec.get("values", []):
             parse_like_main(agent_argv(sweep, {name: value}))
+
+
+@pytest.mark.parametrize("path", SWEEPS, ids=[p.stem for p in SWEEPS])
+def test_the_agent_command_runs_as_written(path):
+    """The command's interpreter is the checkout's, from the checkout (where `wandb agent` is started)."""
+    command = yaml.safe_load(path.read_text())["command"]
+    out = subprocess.run([*command[1:5], "--help"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "--lr" in out.stdout, out.stderr[-2000:]
 
 
 def test_sweep_tasks_cover_both_cli_tasks():

@@ -79,7 +79,13 @@ def test_scalars_images_histograms_text_pr_curves_and_hparams_read_back(tmp_path
     assert acc.Scalars("train/loss")[-1].value == pytest.approx(1 / 200)
     assert [e.step for e in acc.Scalars("test/acc")] == [200], "final metrics never add points to the logged curves"
     assert not [t for t in tags["scalars"] if t.startswith(("hparam/", "epoch/"))], "nothing written twice"
-    assert set(tags["scalars"]) == {"train/loss", "train/acc", "test/acc", "test/loss"}, "the HParams metrics"
+    curves = {"train/loss", "train/acc", "test/acc", "test/loss"}
+    finals = {"final/train/loss", "final/test/acc", "final/extra"}
+    assert set(tags["scalars"]) == curves | finals, "the HParams metrics: the last points and the final numbers"
+    assert {t: acc.Scalars(t)[-1].value for t in finals} == pytest.approx(
+        {"final/train/loss": 1 / 200, "final/test/acc": 0.8, "final/extra": 3.0}
+    )
+    assert {e.step for t in finals for e in acc.Scalars(t)} == {200}, "at the last step"
     extra = _load(extra_dir(w.logdir))
     assert extra_dir(w.logdir) == tmp_path / "tb" / "my run (extra)", "a sibling run: not an HParams metric group"
     assert set(extra.Tags()["scalars"]) == {"perf/steps_per_sec", "sys/rss_mb"}

@@ -12,10 +12,11 @@ from __future__ import annotations
 import math
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import jax
+import numpy as np
 
 
 class TraceCounter:
@@ -98,3 +99,19 @@ class Clock:
             self.steps_per_sec += self.SMOOTHING * (rate - self.steps_per_sec)
         self._ran.add(id(fn))
         return state, metrics
+
+
+def check_scalar_metrics(metrics: Mapping[str, Any]) -> None:
+    """Every metric a step returns must be one number: (members, steps) here after the chunk's scan.
+
+    Raises:
+      ValueError: naming the metric, its shape per step and the fix.
+    """
+    for name, values in metrics.items():
+        shape = np.shape(values)
+        if len(shape) != 2:
+            per_step = tuple(shape[2:]) if len(shape) > 2 else ()
+            raise ValueError(
+                f"metric {name!r} is an array of shape {per_step} per step; a step's metrics must be scalars "
+                f"(reduce it, e.g. jnp.mean(...), or return it from summarize as an image or table)"
+            )

@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from runstore import tags
-from training.engine.chunks import ChunkCompiler, Clock, TraceCounter, chunk_lengths
+from training.engine.chunks import ChunkCompiler, Clock, TraceCounter, check_scalar_metrics, chunk_lengths
 from training.engine.members import Members, stack, take
 from training.engine.pbt import Exploiter, PbtConfig, learning_rates
 from training.engine.position import Plan, Position, data_for, param_arrays, reduce_chunk
@@ -178,6 +178,7 @@ class Engine:
         self.state, metrics = self.clock.run_chunk(self.compiler.get(length, *args), length, *args)
         if not self.stacked:
             metrics = jax.tree.map(lambda a: np.asarray(a)[None], metrics)
+        check_scalar_metrics(metrics)
         first = pos.step + 1
         if first == 1:
             self._log_step_zero(metrics, started)
@@ -230,7 +231,14 @@ class Engine:
         """
         for i in self.members.alive():
             initial = {tags.metric_tag(tags.TRAIN, n): float(v[i][0]) for n, v in metrics.items() if "/" not in n}
-            progress = Progress(step=0, total_steps=self.plan.total_steps, wall_seconds=wall, phase="training")
+            progress = Progress(
+                step=0,
+                total_steps=self.plan.total_steps,
+                epoch=0,  # before the first epoch: W&B's `epoch` axis starts at 0 on this row
+                total_epochs=self.plan.epochs if self.plan.batched else 0,
+                wall_seconds=wall,
+                phase="training",
+            )
             self.members.writer(i).write_scalars(0, initial, progress)
 
     def _setup_pbt(self) -> None:

@@ -110,6 +110,11 @@ def flatten_hparams(config: Mapping[str, Any], prefix: str = "") -> dict[str, bo
     return out
 
 
+def _cell(value: Any) -> str:
+    """A table cell as text: floats to 6 significant digits (no float32 noise like 0.0002300000051036477)."""
+    return format(value, ".6g") if isinstance(value, (float, np.floating)) else str(value)
+
+
 def _markdown_table(hp: Mapping[str, Any]) -> str:
     rows = "\n".join(f"| {k} | {v} |" for k, v in hp.items())
     return "| setting | value |\n| --- | --- |\n" + rows
@@ -199,14 +204,15 @@ class TensorBoardWriter(MetricWriter):
         for tag, (step, table) in self._tables.items():
             if len(table.rows) <= 100 and not any(isinstance(c, list) for row in table.rows for c in row):
                 head = "| " + " | ".join(table.columns) + " |\n|" + " --- |" * len(table.columns)
-                body = "\n".join("| " + " | ".join(map(str, row)) + " |" for row in table.rows)
+                body = "\n".join("| " + " | ".join(map(_cell, row)) + " |" for row in table.rows)
                 self.sw.add_text(tag, f"{head}\n{body}", int(step))
 
     def write_summary(self, metrics: Mapping[str, float]) -> None:
         """Final metrics as `final/<tag>` at the last step: HParams columns holding exactly the numbers of
         `final_metrics.json`, the CLI and W&B's `summary.final` (a `train/*` column is the last chunk's mean)."""
         for tag, value in metrics.items():
-            self.sw.add_scalar(f"final/{tag}", float(np.asarray(value)), self._step)
+            final_tag = tag if tag.startswith("final/") else f"final/{tag}"
+            self.sw.add_scalar(final_tag, float(np.asarray(value)), self._step)
 
     def flush(self) -> None:
         """Push the chunk's events to the file (and the Custom Scalars layout once its tags exist)."""

@@ -39,6 +39,7 @@ __all__ = ["WandbWriter", "resolve_mode"]
 
 log = logging.getLogger(__name__)
 FLUSH_SECS = 0.5  # W&B log calls at most this often (rows stay buffered in between)
+OWN_SYSTEM_METRICS = {"sys/rss_mb"}  # W&B's system panel already charts the process's memory
 
 
 class WandbWriter(MetricWriter):
@@ -174,7 +175,7 @@ class WandbWriter(MetricWriter):
         """Buffer scalars (and the epoch in progress) for `step`; they are logged at the next `flush`."""
         if self.active:
             row = self._rows.row(step)
-            row.update({k: float(np.asarray(v)) for k, v in scalars.items()})
+            row.update({k: float(np.asarray(v)) for k, v in scalars.items() if k not in OWN_SYSTEM_METRICS})
             if progress is not None and progress.total_epochs:
                 row["epoch"] = int(progress.epoch)
 
