@@ -53,7 +53,7 @@ def test_learns_and_logs_every_tag(idx_dir):
     assert last["test/acc"] == result.final["test/acc"]
     assert result.final["train/loss"] == last["epoch/train_loss"]
     p = writer.progress
-    assert [(q.epoch, q.total_epochs, q.total_steps) for q in p] == [(0, 0, 42)] + [(1, 2, 42)] * 3 + [(2, 2, 42)] * 3
+    assert [(q.epoch, q.total_epochs, q.total_steps) for q in p] == [(0, 2, 42)] + [(1, 2, 42)] * 3 + [(2, 2, 42)] * 3
     assert p[-1].compile_seconds > 0 and p[-1].steps_per_sec > 0 and p[-1].wall_seconds > p[-1].compile_seconds
     assert [s for s, _ in writer.histograms] == [21, 42] and set(writer.histograms[0][1]) == HISTOGRAMS
     assert writer.histograms[0][1]["params/Dense_0/kernel"].shape == (784, 128)

@@ -101,3 +101,19 @@ def test_stop_signals_the_runs_own_training_process(runs_root: Path) -> None:
         assert proc.wait(10) == -15  # SIGTERM
     finally:
         proc.kill()
+
+
+def test_sigterm_as_soon_as_status_json_appears_ends_the_run_stopped(tmp_path: Path) -> None:
+    """The handler is in place before status.json says "running": no run is left "running" by a SIGTERM."""
+    d = tmp_path / "run"
+    cmd = [sys.executable, "-m", "training", "regression", "--steps", "100000", "--run-dir", str(d)]
+    proc = subprocess.Popen([*cmd, "--wandb", "disabled", "--quiet"], cwd=ROOT, stdout=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not (d / "status.json").exists() and time.monotonic() < deadline:
+            time.sleep(0.005)
+        proc.terminate()
+        assert proc.wait(60) == 0
+    finally:
+        proc.kill()
+    assert json.loads((d / "status.json").read_text())["state"] == "stopped"

@@ -108,15 +108,22 @@ def train_members(
     tracking: Tracking,
     resume_step: int | None = None,
     pbt: PbtConfig | None = None,
+    stop: StopFlag | None = None,
 ) -> list[Outcome]:
-    """Writers, stop flag and checkpoints around one engine run; each member's end recorded."""
+    """Writers, stop flag and checkpoints around one engine run; each member's end recorded.
+
+    `stop`: a flag installed before the run folders were made (a SIGTERM in between then stops the
+    run cleanly instead of killing it with a "running" status.json).
+    """
     from training.engine.loop import Engine
     from training.runs.checkpoint import Checkpointer
 
     for d in dirs:
         (d / "stop").unlink(missing_ok=True)
-    stop = StopFlag(dirs)
-    stop.install()
+    if stop is None:
+        stop = StopFlag(dirs)
+        stop.install()
+    stop.run_dirs = [Path(d) for d in dirs]
     members = Members([])
     results: list[TrainResult | None] = [None] * len(cfgs)
     try:
@@ -180,5 +187,7 @@ def execute(
         pbt.validate(len(cfgs) if axes else 1)
         lrs = [c.lr for c in cfgs]
         pbt = dataclasses.replace(pbt, lr_range=(min(lrs), max(lrs)))
+    stop = StopFlag([])
+    stop.install()  # before status.json says "running" with this pid
     dirs, names, group = create_runs(canonical_spec(task), task_cls, cfgs, axes, root, run_dir, name, command, pbt)
-    return train_members(task_cls, cfgs, dirs, names, dataclasses.replace(tracking, group=group), pbt=pbt)
+    return train_members(task_cls, cfgs, dirs, names, dataclasses.replace(tracking, group=group), pbt=pbt, stop=stop)
