@@ -32,6 +32,7 @@ from training.tasks.base import Data, Task
 from training.tasks.summaries import write_summaries
 from training.writers.base import Progress
 
+EVALS_PER_RUN = 20  # a full-batch task with `evaluate` (no epochs to evaluate at): a test curve while it trains
 SNAPSHOTS = 10  # task summaries spread over a run, besides the first and the last
 CKPT_SECS = 30.0  # a checkpoint at least this often, whatever --ckpt-every says
 LIVE_FIT_SECS = 0.5  # the page's fitted curve (a table only, no images) at least this often
@@ -149,7 +150,7 @@ class Engine:
         self.schedules = Schedules(
             self.plan.total_steps,
             pos.step,
-            getattr(cfg, "eval_every", 0),
+            getattr(cfg, "eval_every", 0) or (0 if self.plan.batched else self.plan.total_steps // EVALS_PER_RUN),
             getattr(cfg, "ckpt_every", 0),
             self.pbt.interval if self.pbt is not None else None,
             SNAPSHOTS,
