@@ -20,6 +20,7 @@ import numpy as np
 
 from runstore import tags
 from training.engine.chunks import ChunkCompiler, Clock, TraceCounter, check_scalar_metrics, chunk_lengths
+from training.engine.data_reads import load_members_data
 from training.engine.members import Members, stack, take
 from training.engine.pbt import Exploiter, PbtConfig, learning_rates
 from training.engine.position import Plan, Position, data_for, param_arrays, reduce_chunk
@@ -28,7 +29,7 @@ from training.engine.schedule import Schedules
 from training.engine.sharding import AXIS, DataParallel, resolve_devices
 from training.engine.system import SystemMetrics
 from training.errors import TrainingError
-from training.tasks.base import Data, Task
+from training.tasks.base import Task
 from training.tasks.summaries import write_summaries
 from training.writers.base import Progress
 
@@ -69,8 +70,8 @@ class Engine:
         self.members.set_phase("loading data")
         batch = getattr(self.cfg, "batch_size", None)
         self.dp = DataParallel(resolve_devices(getattr(self.cfg, "devices", 1), batch or 1))
-        per_member = self.task.per_member_data and self.stacked
-        self.data: list[Data] = [t.load_data() for t in (self.tasks if per_member else self.tasks[:1])]
+        self.data, per_member = load_members_data(self.tasks, self.stacked)
+        self.per_member = per_member
         place = (lambda trees: stack(trees)) if per_member else (lambda trees: jax.tree.map(jnp.asarray, trees[0]))
         self.train = self.dp.replicate(place([d.train for d in self.data]))  # host->device copy, once
         has_test = self.data[0].test is not None and self.task.has_evaluate()
@@ -119,7 +120,7 @@ class Engine:
 
             if not self.stacked:
                 return chunk
-            data_axis = 0 if self.task.per_member_data else None
+            data_axis = 0 if self.per_member else None
             return jax.vmap(chunk, in_axes=(0, data_axis, 0 if batched else None, None))
 
         self.compiler = ChunkCompiler(make_chunk, self.traces)
@@ -135,7 +136,7 @@ class Engine:
         if self.test is not None:
             evaluate = self.task.evaluate
             if self.stacked:
-                evaluate = jax.vmap(evaluate, in_axes=(0, 0 if self.task.per_member_data else None))
+                evaluate = jax.vmap(evaluate, in_axes=(0, 0 if self.per_member else None))
             self.eval_fn = jax.jit(self.traces.wrap("evaluate", evaluate))
 
     # ---- the loop ------------------------------------------------------------------------------------

@@ -101,7 +101,8 @@ class Task:
       title: words for the form.
       Config: the config dataclass.
       panels: live panels, a subset of PANELS in order.
-      per_member_data: the data depends on the seed, so a population loads it once per member.
+      per_member_data: a population loads the data once per member. Not needed where `load_data` reads
+        the setting the members vary from `self.cfg` (training/engine/data_reads.py sees that).
       last_value: step metrics logged as their chunk's last value instead of its mean.
     """
 
@@ -116,7 +117,7 @@ class Task:
         self.cfg = cfg
 
     def load_data(self) -> Data:
-        """The data, loaded once per run (once per member with `per_member_data`)."""
+        """The data, loaded once per run (once per member where the members' data differ)."""
         raise NotImplementedError
 
     def init(self, key: Any) -> Any:

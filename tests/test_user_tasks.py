@@ -1,4 +1,5 @@
-"""A full-batch task (StepsConfig) with `evaluate` gets a test curve while it trains, not only a final number."""
+"""What a user's task gets right by construction: a test curve for a full-batch task with `evaluate`,
+and each population member's own data when `load_data` reads a setting the members vary."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import optax
+import pytest
 
 from training.runs.in_memory import train
 from training.settings import with_default
@@ -59,3 +61,30 @@ def test_a_full_batch_task_logs_test_loss_while_it_trains() -> None:
     losses = [scalars["test/loss"] for _, scalars in writer.scalars if "test/loss" in scalars]
     assert losses[-1] < losses[0] / 10  # it learns, and the curve shows it
     assert result.final["test/loss"] == losses[-1]
+
+
+class SeededLine(HeldOutLine):
+    """Its points are drawn from cfg.seed, and it does not declare per_member_data."""
+
+    name = "seeded_line"
+
+    def load_data(self) -> Data:
+        x_key, noise_key = jax.random.split(jax.random.key(self.cfg.seed))
+        x = jax.random.uniform(x_key, (64,), minval=-1, maxval=1)
+        return Data(train={"x": x, "y": 3 * x + 0.5 * jax.random.normal(noise_key, x.shape)})
+
+
+def test_members_whose_seed_load_data_reads_train_on_their_own_data() -> None:
+    assert not SeededLine.per_member_data
+    alone = [train(SeededLine, LineConfig(seed=s))[0].final["train/loss"] for s in (0, 1)]
+    together = [r.final["train/loss"] for r in train(SeededLine, [LineConfig(seed=0), LineConfig(seed=1)])]
+    assert alone[0] != pytest.approx(alone[1], rel=1e-3)  # two data sets, two losses
+    assert together == pytest.approx(alone, rel=1e-4)  # member 1 trained on seed 1's points, not member 0's
+
+
+def test_members_that_vary_only_lr_share_one_copy_of_the_data() -> None:
+    from training.engine.data_reads import load_members_data
+
+    tasks = [SeededLine(LineConfig(lr=lr)) for lr in (0.1, 0.2)]
+    datas, per_member = load_members_data(tasks, stacked=True)
+    assert len(datas) == 1 and not per_member  # load_data read seed, which both share
