@@ -7,6 +7,8 @@ import sys
 import threading
 import time
 
+import pytest
+
 from training.runs import rehearsal
 from training.runs.in_memory import train
 from training.tasks.regression import RegressionConfig
@@ -44,3 +46,25 @@ def test_no_rehearsal_when_turned_off(monkeypatch: object) -> None:
     monkeypatch.setenv("JAXDASH_REHEARSE", "0")  # type: ignore[attr-defined]
     monkeypatch.setattr(rehearsal, "_jobs", lambda: 1 / 0)  # type: ignore[attr-defined]
     rehearsal.rehearse()  # returns before looking for jobs
+
+
+def test_an_abandon_during_an_import_waits_until_the_import_is_done(tmp_path, monkeypatch) -> None:
+    """Raised inside an import, the abandon would leave jaxlib's dialects registered but not imported."""
+    import importlib
+    import signal
+
+    resent = threading.Event()
+    previous = signal.signal(signal.SIGUSR1, lambda *_: resent.set())
+    (tmp_path / "slow_module.py").write_text(
+        "import sys\nfrom training.runs import rehearsal\n"
+        "rehearsal._on_signal(10, sys._getframe())  # the signal arrives while this module runs\nDONE = True\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(rehearsal._state, "rehearsing", True)
+    try:
+        assert importlib.import_module("slow_module").DONE  # not interrupted
+        assert resent.wait(5)  # sent again, to abandon once out of the import
+        with pytest.raises(rehearsal._Abandon):
+            rehearsal._on_signal(signal.SIGUSR1, sys._getframe())  # outside an import: at once
+    finally:
+        signal.signal(signal.SIGUSR1, previous)

@@ -18,6 +18,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
+from typing import Any
 
 POLL_S = 0.02
 
@@ -68,9 +69,31 @@ _lock = threading.Lock()
 _state = {"rehearsing": False}
 
 
-def _on_signal(signum: int, frame: object) -> None:
-    if _state["rehearsing"]:
-        raise _Abandon
+RETRY_S = 0.01  # an abandon that came during an import is tried again this much later
+
+
+def _importing(frame: Any) -> bool:
+    """True while the interrupted code runs inside an import (a module's top level, or importlib's own)."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _on_signal(signum: int, frame: Any) -> None:
+    """Abandon the rehearsal, but never in the middle of an import.
+
+    An exception raised inside an import leaves the module out of sys.modules while what it
+    registered stays registered: jaxlib's MLIR dialects then fail the real run's first compile
+    with "Dialect namespace 'mhlo' is already registered". So the signal is sent again shortly.
+    """
+    if not _state["rehearsing"]:
+        return
+    if _importing(frame):
+        threading.Timer(RETRY_S, os.kill, (os.getpid(), signal.SIGUSR1)).start()
+        return
+    raise _Abandon
 
 
 def _abandon_when_a_job_arrives(done: threading.Event) -> None:
