@@ -23,7 +23,7 @@ def charts(at: AppTest) -> list[SimpleNamespace]:
     """Every chart with a figure (not the New run page's plotly.js warm-up), in page order."""
     out = []
     for el in at.get("bidi_component") + at.get("plotly_chart"):
-        spec = json.loads(el.proto.json).get("spec") if el.type == "bidi_component" else el.proto.spec
+        spec = json.loads(el.proto.json or "{}").get("spec") if el.type == "bidi_component" else el.proto.spec
         if spec is not None:
             key = el.proto.id.split("-", 2)[-1] if el.type == "bidi_component" else el.key
             out.append(SimpleNamespace(key=key, proto=SimpleNamespace(spec=spec, id=el.proto.id)))

@@ -139,3 +139,33 @@ def test_first_point_within_a_second_of_start_on_a_warm_server(server: tuple[Ser
     print("Start -> first point:", ", ".join(f"{t:.2f}" for t in times), "s")  # pytest -s: the figures for the note
     assert times[0] <= 6.0, times  # a fresh server: its warm worker may still be importing JAX
     assert statistics.median(times[1:]) <= 3.0, times
+
+
+SHOW_JS = """() => {
+  Object.defineProperty(document, "visibilityState", {get: () => "visible", configurable: true});
+  Object.defineProperty(document, "hidden", {get: () => false, configurable: true});
+  document.dispatchEvent(new Event("visibilitychange"));
+}"""
+
+
+def test_a_hidden_live_tab_stops_refreshing_and_catches_up_when_shown(
+    server: tuple[Server, Path], browser: object
+) -> None:
+    from benchmarks.dashboard_latency import fake_running_run
+    from benchmarks.page_cost import HIDE_JS
+
+    srv, runs = server
+    run_dir = fake_running_run(runs)
+    page = browser.new_page(viewport={"width": 1400, "height": 950})  # type: ignore[attr-defined]
+    page.goto(f"{srv.url}/live?run={run_dir.name}")
+    page.get_by_role("button", name="Stop").wait_for(timeout=60_000)
+    run_store.append_metrics(run_dir, [{"step": 1, "wall": 1.0, "ts": time.time(), "train/loss": 0.4321}])
+    assert _seconds_until(page, HAS, "0.4321", 10) <= LIST_BOUND_S  # visible: the tile follows the run
+    page.evaluate(HIDE_JS)
+    time.sleep(2)  # the page reruns once with its timer off
+    run_store.append_metrics(run_dir, [{"step": 2, "wall": 2.0, "ts": time.time(), "train/loss": 0.1234}])
+    time.sleep(3)  # six refreshes' worth
+    assert "0.1234" not in page.evaluate("document.body.innerText")  # hidden: no refresh at all
+    page.evaluate(SHOW_JS)
+    assert _seconds_until(page, HAS, "0.1234", 10) <= LIST_BOUND_S  # shown: the newest values at once
+    run_store.write_status(run_dir, state="stopped", ended=time.time())

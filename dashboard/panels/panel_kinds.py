@@ -23,6 +23,9 @@ from runstore.metrics.metric_table import MetricTable
 
 HIDDEN_PREFIXES = ("perf/", "epoch/", "sys/")  # not headline numbers (steps/s is in the progress line)
 MAX_TILES = 6
+# Points per curve on a live chart (min/max buckets: spikes kept): ~1 per pixel of a half-page chart.
+# Each refresh sends and redraws them all (the page_cost benchmark measures what that costs training).
+LIVE_POINTS = 800
 
 
 def waiting_text(status: dict[str, Any]) -> str:
@@ -109,8 +112,8 @@ def curves_panel(
         curves = _curves(records, tag_list, x)
         style = {"x_title": x, "uirevision": key, "empty_text": empty_text, **_run_style(tag_list, color)}
         if accuracy:
-            return figures.accuracy_figure(curves, **style)
-        return figures.curves_figure(curves, "Loss", "loss", **style)
+            return figures.accuracy_figure(curves, max_points=LIVE_POINTS, **style)
+        return figures.curves_figure(curves, "Loss", "loss", max_points=LIVE_POINTS, **style)
 
     live_chart(key, (records.offset, x, empty_text), build)
 

@@ -19,7 +19,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from components import figures
 from dashboard import state
-from dashboard.panels.inplace_chart import inplace_chart
+from dashboard.panels.inplace_chart import figure_spec, inplace_chart
 from dashboard.processes import launcher
 from dashboard.server import csv_route
 from runstore import run_store
@@ -98,14 +98,14 @@ def _inplace() -> bool:
     return os.environ.get("JAXDASH_INPLACE_CHARTS", "1") != "0"
 
 
-def chart(fig: Any, key: str, lazy: bool = False) -> None:
+def chart(fig: Any, key: str, lazy: bool = False, spec: str | None = None) -> None:
     """A plotly chart with a stable key, so a refresh updates it in place (lazy: drawn when scrolled near).
 
     Drawn by dashboard/panels/inplace_chart.py (plotly.js's basic bundle, loaded once per page): a page of
     charts starts ~0.75 s of browser CPU sooner than with st.plotly_chart's full-bundle chunk.
     """
     if _inplace():
-        inplace_chart(fig, key, PLOT_CONFIG, lazy=lazy)
+        inplace_chart(fig, key, PLOT_CONFIG, lazy=lazy, spec=spec)
     else:
         st.plotly_chart(fig, key=key, config=PLOT_CONFIG, theme=None)
 
@@ -149,8 +149,8 @@ def live_chart(key: str, version: Any, build: Callable[[], Any]) -> None:
     if old is None or (old[0] != version and due):
         fig = build()
         has_data = any(getattr(t, "x", None) is not None and len(t.x) for t in fig.data)
-        cache[key] = old = (version, fig, now, has_data)
-    chart(old[1], key)
+        cache[key] = old = (version, fig, now, has_data, figure_spec(fig) if inplace else None)
+    chart(old[1], key, spec=old[4])  # unchanged: the same JSON again, not serialized again
 
 
 def fmt(v: float | None, spec: str = ".4g") -> str:

@@ -13,7 +13,7 @@ from components.colors import run_color
 from dashboard import state
 from dashboard.forms import groups
 from dashboard.forms.widgets import status_badge
-from dashboard.panels import group_panels, inplace_chart, media_panels, panel_kinds, panels
+from dashboard.panels import group_panels, inplace_chart, media_panels, panel_kinds, panels, tab_visibility
 from dashboard.processes import launcher
 from runstore import artifacts, launch_files, run_store
 from runstore.metrics.metric_table import MetricTable
@@ -164,8 +164,9 @@ def page() -> None:
     else:
         st.caption(" · ".join(x for x in (run.task, panels.key_config(run.task, run.config)) if x))
     active = any(state.is_active(m.status) for m in members)
+    refresh = state.LIVE_REFRESH_S if active and tab_visibility.tab_visible() else None  # hidden tab: none
     with st.container(key=panels.LIVE_PANEL_KEY):
-        st.fragment(panels.guarded(live_panel), run_every=state.LIVE_REFRESH_S if active else None)(members, run.run_id)
+        st.fragment(panels.guarded(live_panel), run_every=refresh)(members, run.run_id)
 
 
 page()
