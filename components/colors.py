@@ -22,3 +22,15 @@ def run_color(run_id: str) -> str:
 def run_colors(run_ids: list[str]) -> dict[str, str]:
     """{run id: colour} for several runs (each its own `run_color`)."""
     return {r: run_color(r) for r in run_ids}
+
+
+def distinct_colors(run_ids: list[str]) -> dict[str, str]:
+    """{run id: colour} where no two runs share one (a population's members): each run's own colour,
+    unless an earlier run in the list has it, then the next free colour of the palette."""
+    out: dict[str, str] = {}
+    for run_id in run_ids:
+        start = PALETTE.index(run_color(run_id))
+        free = [PALETTE[(start + k) % len(PALETTE)] for k in range(len(PALETTE))]
+        free = [c for c in free if c not in out.values()] or free  # more runs than colours: repeat
+        out[run_id] = free[0]
+    return out

@@ -306,3 +306,15 @@ def test_progress_eta_uses_the_end_to_end_rate_not_the_compute_rate() -> None:
         "compile_seconds": 1.0,
     }
     assert progress_text(s) == "step 600/6,000 · 300 steps/s (compute 19,000/s) · ETA 18 s · compile 1.0 s"
+
+
+def test_population_members_never_share_a_colour() -> None:
+    from components.colors import PALETTE, distinct_colors, run_color
+
+    ids = [f"20261125-pop-m{i}" for i in range(60)]
+    clash = next((a, b) for b in ids for a in ids if a < b and run_color(a) == run_color(b))
+    colors = distinct_colors(list(clash))
+    assert colors[clash[0]] == run_color(clash[0]) and colors[clash[1]] != colors[clash[0]]  # the first keeps its own
+    many = distinct_colors(ids[: len(PALETTE)])
+    assert len(set(many.values())) == len(PALETTE)  # up to the palette's size, all different
+    assert distinct_colors(ids[:5]) == distinct_colors(ids[:5])  # the same on every page and reload

@@ -11,7 +11,7 @@ from typing import Any
 import streamlit as st
 
 from components import figures
-from components.colors import run_color
+from components.colors import distinct_colors
 from dashboard.panels import pbt_panels
 from dashboard.panels.panel_kinds import fit_version, tile_tags
 from dashboard.panels.panels import live_chart
@@ -29,8 +29,10 @@ def side_legend(fig: Any) -> Any:
 
 
 def member_colors(run_dirs: list[Path], names: list[str]) -> dict[str, str]:
-    """Each member's own run colour (`components.colors.run_color`), the same on every page."""
-    return {n: run_color(d.name) for d, n in zip(run_dirs, names, strict=True)}
+    """Each member's own run colour (`components.colors.run_color`), the same on every page, unless an
+    earlier member has it: then the palette's next free one (two members never share a colour)."""
+    colors = distinct_colors([d.name for d in run_dirs])
+    return {n: colors[d.name] for d, n in zip(run_dirs, names, strict=True)}
 
 
 def group_fit(run_dirs: list[Path], names: list[str], key: str, seeds_vary: bool, empty_text: str) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 import streamlit as st
 
 from components import pbt_figures
-from components.colors import run_color
+from components.colors import distinct_colors, run_color
 from dashboard import state
 from dashboard.forms import groups, pbt_settings
 from dashboard.forms.widgets import pbt_input
@@ -110,7 +110,8 @@ def lr_chart(
     """Every member's learning rate over steps (log axis), each in its run's colour, its copies marked."""
     series = {n: r.series(tags.PBT_LR) for n, r in zip(names, records, strict=True)}
     copies = {n: copies_of(m.path) for m, n in zip(members, names, strict=True)}
-    colors = {n: run_color(m.run_id) for m, n in zip(members, names, strict=True)}
+    distinct = distinct_colors([m.run_id for m in members])  # two members never share a colour
+    colors = {n: distinct[m.run_id] for m, n in zip(members, names, strict=True)}
     fig = pbt_figures.lr_figure(series, copies, source_names(members, names), colors=colors, uirevision=key)
     chart(_right_legend(fig), key)
     pbt = next((m.status["pbt"] for m in members if isinstance(m.status.get("pbt"), dict)), {})
