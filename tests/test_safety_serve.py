@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -111,3 +112,32 @@ def test_tensorboard_binds_the_given_host_and_never_writes_a_predictable_tmp_log
         assert target.read_text() == "precious"
     finally:
         old_log.unlink(missing_ok=True)
+
+
+STARTER = """
+import sys, time
+from pathlib import Path
+from dashboard.processes import tensorboard_server
+tb = tensorboard_server.start_tensorboard(Path(sys.argv[1]), wait_s=60)
+print(tb.proc.pid, flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])
+def test_tensorboard_ends_when_the_dashboard_process_ends_however_it_ends(tmp_path: Path, how: str) -> None:
+    """The dashboard's TensorBoard never outlives it on a random port (SIGTERM that skips atexit, or kill -9)."""
+    starter = subprocess.Popen(
+        [sys.executable, "-c", STARTER, str(tmp_path / "runs")], cwd=ROOT, stdout=subprocess.PIPE, text=True
+    )
+    tb = psutil.Process(int(starter.stdout.readline()))
+    try:
+        assert tb.is_running()
+        # SIGTERM on a plain Python process skips atexit, as a server killed after its grace period does
+        starter.send_signal(getattr(signal, how))
+        starter.wait(10)
+        tb.wait(timeout=15)  # raises psutil.TimeoutExpired if TensorBoard is left running
+    finally:
+        starter.kill()
+        if tb.is_running():
+            tb.kill()

@@ -1,7 +1,7 @@
 """Serve TensorBoard over the runs root from the dashboard process.
 
 No Streamlit here: `state.tensorboard_url` caches the server this module starts. A server
-lives as long as the dashboard (closed at exit) and is only as reachable as the page.
+lives as long as the dashboard (closed at exit; tensorboard_child.py ends it if the dashboard is killed) and is only as reachable as the page.
 """
 
 from __future__ import annotations
@@ -58,6 +58,7 @@ def close_tensorboards() -> None:
             tb.proc.kill()
 
 
+CHILD = Path(__file__).with_name("tensorboard_child.py")  # TensorBoard that follows its parent
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
@@ -72,14 +73,14 @@ def start_tensorboard(
     """Start `tensorboard --logdir logdir --host host` and wait until it answers.
 
     `host` follows the dashboard's own address, so TensorBoard is only as reachable as the page.
+    It ends when this process ends, however it ends (tensorboard_child.py watches it).
     Its output goes to a private temp file (mkstemp: mode 0600, never an existing file or link).
 
     Raises:
       RuntimeError: if it exits or does not answer within `wait_s` (message from its log).
     """
     port = port or free_port()
-    exe = Path(sys.executable).with_name("tensorboard")
-    cmd = [str(exe) if exe.exists() else "tensorboard", "--logdir", str(logdir), "--host", host, "--port", str(port)]
+    cmd = [sys.executable, str(CHILD), str(os.getpid()), "--logdir", str(logdir), "--host", host, "--port", str(port)]
     Path(logdir).mkdir(parents=True, exist_ok=True)
     fd, name = tempfile.mkstemp(prefix="jaxdash-tensorboard-", suffix=".log")
     log_path = Path(name)
