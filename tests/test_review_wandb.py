@@ -186,3 +186,25 @@ def test_a_non_scalar_metric_is_named_in_one_line(tmp_path: Path) -> None:
     assert "metric 'errors' is an array of shape (3,) per step" in out.stderr + out.stdout
     status = run_store.read_status(tmp_path / "run")
     assert status["state"] == "failed" and "'errors'" in status["message"]
+
+
+def output_lines(folder: Path) -> list[str]:
+    """The lines of the W&B run's Logs tab: captured console output and `write_logs` lines."""
+    kinds = ("output", "output_raw", "output_logger")
+    found = [r[r["type"]].get("line", "") for r in inspect(folder) if r.get("type") in kinds]
+    return "".join(found).splitlines()
+
+
+def test_a_population_members_logs_tab_holds_its_own_lines(tmp_path: Path, runs_root: Path) -> None:
+    """One process trains both members; each W&B Logs tab shows that member's numbers, not the shared output."""
+    env = _env(tmp_path, JAXDASH_RUNS=str(runs_root))
+    cmd = [sys.executable, "-m", "training", "regression", "--population", "lr=0.001,0.02", "--steps", "200"]
+    out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    for member in run_store.run_folders(runs_root):
+        (folder,) = (member / "wandb").glob("offline-run-*")
+        lines = output_lines(folder)
+        final_loss = json.loads((member / "final_metrics.json").read_text())["train/loss"]
+        assert lines[0].startswith("step 0/200") and "run finished" in lines
+        assert any(ln.split() == ["train/loss", f"{final_loss:.6g}"] for ln in lines), lines
+        assert not any("W&B" in ln or "wandb" in ln for ln in lines)  # none of the process's own output

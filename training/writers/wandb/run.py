@@ -46,15 +46,22 @@ def teardown() -> None:
 
 
 def init_run(
-    mode: str, cfg_dict: Mapping[str, Any], kwargs: Mapping[str, Any], finish_timeout: float
+    mode: str,
+    cfg_dict: Mapping[str, Any],
+    kwargs: Mapping[str, Any],
+    finish_timeout: float,
+    console: str | None = None,
 ) -> tuple[Any, str | None]:
-    """Start the run: (run, None), or (None, an error string) instead of raising."""
+    """Start the run: (run, None), or (None, an error string) instead of raising.
+
+    `console`: W&B's console capture; None: $WANDB_CONSOLE, else "wrap" (the Logs tab shows the process's output).
+    """
     try:
         import wandb
 
         settings = wandb.Settings(
             init_timeout=env_timeout("JAXDASH_WANDB_INIT_TIMEOUT", 15.0),
-            console=os.environ.get("WANDB_CONSOLE") or "wrap",  # the Logs tab shows the process's output
+            console=console or os.environ.get("WANDB_CONSOLE") or "wrap",
             silent=True,
             finish_timeout=finish_timeout,
             # wandb-core flushes the .wandb file every 15 s and not when the trainer is killed: that buffer

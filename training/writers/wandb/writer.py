@@ -13,7 +13,8 @@
   (`wandb_history`), so the run's folders together hold every step metrics.jsonl holds.
 * Conventions: `epoch` is a step metric for `epoch/*`, losses keep their minimum and accuracies
   their maximum as summary, final metrics go to `summary["final"]`, the process's console output is
-  captured (`console="wrap"`), the job type is the task and it is also a tag.
+  captured (`console="wrap"`) except for a population member, whose Logs tab gets its own progress
+  lines instead (`member_log`), the job type is the task and it is also a tag.
 * `finish` runs in a thread with a timeout (`wandb_run`), so a slow upload cannot hang the run.
 """
 
@@ -32,6 +33,7 @@ from training.writers.base import MetricWriter, Progress, Table
 from training.writers.wandb import media as wandb_media
 from training.writers.wandb import mode as wandb_mode
 from training.writers.wandb import run as wandb_run
+from training.writers.wandb.member_log import MemberLog
 from training.writers.wandb.mode import resolve_mode
 from training.writers.wandb.rows import StepRows
 
@@ -80,6 +82,8 @@ class WandbWriter(MetricWriter):
         self._closed = False
         self._flushed_at = -float("inf")  # monotonic time of the last W&B log call
         self._resume_step = resume_step if resume_step is not None else (0 if resume else None)
+        # One process trains every member: its console output is no one member's log.
+        self._member_log = MemberLog(initial_step=resume_step or 0) if member is not None else None
         requested = mode
         try:
             mode = resolve_mode(mode)
@@ -158,7 +162,8 @@ class WandbWriter(MetricWriter):
 
     def _init(self, mode: str, cfg_dict: Mapping[str, Any]) -> str | None:
         """Start the run; returns an error string instead of raising."""
-        self.run, error = wandb_run.init_run(mode, cfg_dict, self._kwargs, self.finish_timeout)
+        console = "off" if self._member_log is not None else None
+        self.run, error = wandb_run.init_run(mode, cfg_dict, self._kwargs, self.finish_timeout, console)
         if self.run is not None:
             self._rows.run = self.run
         return error
@@ -178,6 +183,8 @@ class WandbWriter(MetricWriter):
             row.update({k: float(np.asarray(v)) for k, v in scalars.items() if k not in OWN_SYSTEM_METRICS})
             if progress is not None and progress.total_epochs:
                 row["epoch"] = int(progress.epoch)
+            if self._member_log is not None:
+                self._member_log.scalars(step, scalars, progress)
 
     def write_images(self, step: int, images: Mapping[str, np.ndarray]) -> None:
         """HWC uint8 images as wandb.Image."""
@@ -209,6 +216,8 @@ class WandbWriter(MetricWriter):
         """Final metrics under `summary["final"]` (the metric's own key keeps its best-so-far value)."""
         if self.active:
             self._pending_summary.update({k: float(np.asarray(v)) for k, v in metrics.items()})
+            if self._member_log is not None:
+                self._member_log.summary(metrics)
             if self._ready.is_set() and self._pending_summary:
                 self._final.update(self._pending_summary)
                 self.run.summary["final"] = dict(self._final)
@@ -219,6 +228,8 @@ class WandbWriter(MetricWriter):
         training loop); until the run exists (init in progress) they stay buffered. A kill loses at most
         those seconds here, and `resume` refills them from metrics.jsonl."""
         now = time.monotonic()
+        if self._member_log is not None and self._ready.is_set():
+            self._member_log.attach(self.run)  # here, in the training thread that also writes its lines
         if self.active and self._rows and self._ready.is_set() and now - self._flushed_at >= FLUSH_SECS:
             self._rows.flush()
             self._flushed_at = now
@@ -249,6 +260,9 @@ class WandbWriter(MetricWriter):
             self.run.summary["run/state"] = state
             if message:
                 self.run.summary["run/message"] = message
+            if self._member_log is not None:
+                self._member_log.attach(self.run)
+                self._member_log.close(state, message)
         finally:
             self._finish(state)
 
