@@ -9,7 +9,7 @@ from tensorboard.backend.event_processing import plugin_event_multiplexer as pem
 from tensorboard.plugins.hparams import metadata as hp_metadata
 
 from training.tasks.summaries import ClassificationSummary, FitSummary, write_summaries
-from training.writers import render
+from training.writers import labels, render
 from training.writers.base import Progress
 from training.writers.tensorboard import TensorBoardWriter, extra_dir, flatten_hparams, readable_name
 
@@ -222,6 +222,42 @@ def test_render_prediction_grid_frames_wrong_predictions_red():
     assert grid.shape == (3 * cell, 4 * cell, 3)
     assert (grid[1, 1] == render.RED).all()  # image 0 is wrong
     assert (grid[1, 3 * cell + 1] == render.GREEN).all()  # image 3 is right
+
+
+def _ink(region: np.ndarray, channel: int | None = None) -> int:
+    """Pixels of an image region that are not white (or, given a channel, clearly of that channel's hue)."""
+    if channel is None:
+        return int((region != 255).any(-1).sum())
+    rgb = region.astype(int)
+    others = np.delete(rgb, channel, axis=-1).max(-1)
+    return int((rgb[..., channel] - others > 60).sum())
+
+
+def test_the_confusion_image_names_every_row_and_column():
+    cm = np.diag([100] * 10) + 1
+    bare = render.render_confusion(cm, cell=24)
+    img = labels.confusion(cm, NAMES, cell=24)
+    left, top = img.shape[1] - bare.shape[1] - 4, img.shape[0] - bare.shape[0] - 4
+    assert left >= 15 and top >= 25  # room for the names
+    assert (img[top : top + bare.shape[0], left : left + bare.shape[1]] == bare).all()  # the matrix is unchanged
+    for i in range(10):  # a name left of every row, and one above every column
+        assert _ink(img[top + i * 24 + 4 : top + i * 24 + 20, : left - 2]) > 10, f"row {i} has no name"
+        assert _ink(img[12 : top - 2, left + i * 24 + 4 : left + i * 24 + 20]) > 10, f"column {i} has no name"
+
+
+def test_the_prediction_grid_says_what_each_image_was_predicted_and_what_it_is_when_wrong():
+    rep = _report(8)  # images 0-2 are predicted wrong
+    bare = render.render_prediction_grid(rep.images, rep.labels, rep.preds, cols=4, scale=2)
+    img = labels.prediction_grid(rep.images, rep.labels, rep.preds, NAMES, cols=4, scale=2)
+    cell_h, cell_w = bare.shape[0] // 2, bare.shape[1] // 4
+    assert img.shape[0] > bare.shape[0] and img.shape[1] == bare.shape[1]
+    under = img[cell_h : cell_h + labels.LINE]  # the first row's predicted names
+    second = img[cell_h + labels.LINE : cell_h + 2 * labels.LINE]  # the true names of wrong ones
+    for c in range(4):
+        column = slice(c * cell_w, (c + 1) * cell_w)
+        wrong = c < 3
+        assert _ink(under[:, column], 0 if wrong else 1) > 5  # red when wrong, green when right
+        assert (_ink(second[:, column]) > 5) == wrong
 
 
 def test_render_confusion_shape_and_diagonal_ink():

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from runstore import tags
-from training.writers import render
+from training.writers import labels, render
 from training.writers.base import MetricWriter, Table
 
 MAX_POINTS = 2000  # data points kept for a fit plot; more only paints the same pixels
@@ -108,8 +108,8 @@ def _write_classification(writer: MetricWriter, step: int, report: Classificatio
     writer.write_images(
         step,
         {
-            tags.CONFUSION_IMAGE: render.render_confusion(report.confusion),
-            tags.PREDICTIONS_IMAGE: render.render_prediction_grid(images, report.image_labels, report.image_preds),
+            tags.CONFUSION_IMAGE: labels.confusion(report.confusion, names),
+            tags.PREDICTIONS_IMAGE: labels.prediction_grid(images, report.image_labels, report.image_preds, names),
         },
     )
     if report.probs is not None:

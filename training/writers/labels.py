@@ -1,0 +1,96 @@
+"""Class names on the report images (confusion matrix, prediction grid), drawn with Pillow's own font.
+
+`render` draws the pixels with NumPy; these add the words a reader needs to read them: which row
+and column is which class, and what each test image was predicted (and, when wrong, what it is).
+Every function takes and returns an HWC uint8 RGB array.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+
+import numpy as np
+from PIL import Image, ImageDraw, ImageFont
+
+from training.writers import render
+
+INK = (40, 40, 40)
+FAINT = (110, 110, 110)
+MAX_NAME_PX = 96  # longer class names are cut (with "..") to this width
+LINE = 12  # pixels per text line
+
+
+@functools.cache
+def _font(size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
+    return ImageFont.load_default(size=size)
+
+
+def _fit(text: str, width: float, size: int = 10) -> str:
+    """`text`, cut so that it is at most `width` pixels wide in the label font."""
+    font = _font(size)
+    if font.getlength(text) <= width:
+        return text
+    while text and font.getlength(text + "..") > width:
+        text = text[:-1]
+    return text + ".."
+
+
+def _rotated(text: str, size: int, color: tuple[int, int, int]) -> Image.Image:
+    """`text` turned to read bottom-up, on a transparent background (a column heading)."""
+    font = _font(size)
+    strip = Image.new("RGBA", (int(font.getlength(text)) + 2, LINE + 2), (0, 0, 0, 0))
+    ImageDraw.Draw(strip).text((1, 0), text, fill=(*color, 255), font=font)
+    return strip.rotate(90, expand=True)
+
+
+def confusion(counts: np.ndarray, class_names: Sequence[str], cell: int = 24) -> np.ndarray:
+    """`render.render_confusion` with the true class named on each row and the predicted one on each column."""
+    matrix = Image.fromarray(render.render_confusion(counts, cell=cell))
+    names = [_fit(str(n), MAX_NAME_PX) for n in class_names]
+    longest = max((int(_font(10).getlength(n)) for n in names), default=0)
+    left, top = longest + 8, longest + 8 + LINE
+    canvas = Image.new("RGB", (left + matrix.width + 4, top + matrix.height + 4), render.WHITE)
+    canvas.paste(matrix, (left, top))
+    draw = ImageDraw.Draw(canvas)
+    draw.text((left + matrix.width // 2, 1), "predicted", fill=FAINT, font=_font(10), anchor="ma")
+    draw.text((2, top - 2), "true", fill=FAINT, font=_font(10), anchor="ld")
+    for i, name in enumerate(names):
+        middle = i * cell + cell // 2
+        draw.text((left - 4, top + middle), name, fill=INK, font=_font(10), anchor="rm")
+        heading = _rotated(name, 10, INK)
+        canvas.paste(heading, (left + middle - heading.width // 2, top - 3 - heading.height), heading)
+    return np.asarray(canvas)
+
+
+def prediction_grid(
+    images: np.ndarray,
+    labels: np.ndarray,
+    preds: np.ndarray,
+    class_names: Sequence[str],
+    cols: int = 8,
+    scale: int = 2,
+) -> np.ndarray:
+    """`render.render_prediction_grid` with each image's predicted class under it, and its true class when wrong."""
+    n = min(len(images), 64)
+    cols = max(1, min(cols, n or 1))
+    grid = render.render_prediction_grid(images, labels, preds, cols=cols, scale=scale)
+    rows = max(1, -(-n // cols))
+    cell_h, cell_w = grid.shape[0] // rows, grid.shape[1] // cols
+    out = Image.new("RGB", (grid.shape[1], rows * (cell_h + 2 * LINE)), render.WHITE)
+    draw = ImageDraw.Draw(out)
+    for r in range(rows):
+        top = r * (cell_h + 2 * LINE)
+        out.paste(Image.fromarray(grid[r * cell_h : (r + 1) * cell_h]), (0, top))
+        for c in range(cols):
+            i = r * cols + c
+            if i >= n:
+                break
+            right = int(labels[i]) == int(preds[i])
+            x, y = c * cell_w + cell_w // 2, top + cell_h
+            pred = _fit(str(class_names[int(preds[i])]), cell_w - 2, 9)
+            draw.text((x, y), pred, fill=render.GREEN if right else render.RED, font=_font(9), anchor="ma")
+            if not right:
+                true = _fit(f"true {class_names[int(labels[i])]}", cell_w - 2, 9)
+                draw.text((x, y + LINE - 1), true, fill=FAINT, font=_font(9), anchor="ma")
+    return np.asarray(out)
