@@ -208,3 +208,32 @@ def test_a_population_members_logs_tab_holds_its_own_lines(tmp_path: Path, runs_
         assert lines[0].startswith("step 0/200") and "run finished" in lines
         assert any(ln.split() == ["train/loss", f"{final_loss:.6g}"] for ln in lines), lines
         assert not any("W&B" in ln or "wandb" in ln for ln in lines)  # none of the process's own output
+
+
+def test_pbt_moves_the_lr_in_wandb_config_and_tensorboard_names_each_trial(tmp_path: Path, runs_root: Path) -> None:
+    """PBT moves the slowest member's lr: W&B config and TensorBoard's config text say the lr it trains with;
+    each HParams trial starts with the run's readable name, not a run id that reads alike in every row."""
+    from tensorboard.backend.event_processing import event_accumulator as ea
+    from tensorboard.plugins.hparams import metadata as hp_metadata
+
+    cmd = [sys.executable, "-m", "training", "regression", "--population", "lr=0.0001,0.001,0.3,2.0"]
+    cmd += ["--pbt-interval", "50", "--steps", "200", "--runs-root", str(runs_root), "--quiet"]
+    out = subprocess.run(cmd, cwd=ROOT, env=_env(tmp_path), capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    (slowest,) = [d for d in run_store.run_folders(runs_root) if "-m0-" in d.name]
+    lr_now = [r["pbt/lr"] for r in run_store.read_metrics(slowest)[0] if "pbt/lr" in r][-1]
+    assert lr_now != pytest.approx(0.0001)  # PBT moved it
+
+    (folder,) = (slowest / "wandb").glob("offline-run-*")
+    configs = [r["config"]["update"] for r in inspect(folder) if r.get("type") == "config"]
+    assert configs and configs[-1]["lr"] == pytest.approx(lr_now)
+
+    acc = ea.EventAccumulator(str(slowest / "tb" / "lr=0.0001"), size_guidance={ea.TENSORS: 0})
+    acc.Reload()
+    start = hp_metadata.parse_session_start_info_plugin_data(
+        acc.PluginTagToContent("hparams")[hp_metadata.SESSION_START_INFO_TAG]
+    )
+    assert start.group_name == f"lr=0.0001 ({slowest.name})"
+    assert start.hparams["lr"].number_value == pytest.approx(0.0001)  # the HParams row: the setting it started with
+    config_text = acc.Tensors("config/text_summary")[-1].tensor_proto.string_val[0].decode()
+    assert f"| lr | {lr_now:.6g} |" in config_text

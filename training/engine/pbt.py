@@ -182,6 +182,7 @@ class Exploiter:
             writer = writers[c["member"]]
             table = {"pbt/lineage": _table(["step", "source", "old_lr", "new_lr", "reason"], rows)}
             writer.write_tables(step, table)
+            writer.write_hparams({"lr": c["new_lr"]})  # W&B config and TensorBoard's config text say the lr now
             writer.write_texts(
                 step,
                 {

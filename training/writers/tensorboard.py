@@ -110,13 +110,23 @@ def flatten_hparams(config: Mapping[str, Any], prefix: str = "") -> dict[str, bo
     return out
 
 
+def session_start(hparams: Mapping[str, Any], trial_name: str) -> Summary:
+    """The HParams session start, its trial named `trial_name` (TensorBoard shows the run path otherwise)."""
+    _, ssi, _ = hparams_summary(hparams, {})
+    value = ssi.value[0]
+    data = plugin_hparams_pb2.HParamsPluginData.FromString(value.metadata.plugin_data.content)
+    data.session_start_info.group_name = trial_name
+    value.metadata.plugin_data.content = data.SerializeToString()
+    return ssi
+
+
 def _cell(value: Any) -> str:
     """A table cell as text: floats to 6 significant digits (no float32 noise like 0.0002300000051036477)."""
     return format(value, ".6g") if isinstance(value, (float, np.floating)) else str(value)
 
 
 def _markdown_table(hp: Mapping[str, Any]) -> str:
-    rows = "\n".join(f"| {k} | {v} |" for k, v in hp.items())
+    rows = "\n".join(f"| {k} | {_cell(v)} |" for k, v in hp.items())
     return "| setting | value |\n| --- | --- |\n" + rows
 
 
@@ -132,6 +142,9 @@ class TensorBoardWriter(MetricWriter):
     def __init__(self, tb_root: str | Path, run_name: str | None = None, resume_step: int | None = None):
         self.logdir = event_dir(Path(tb_root), run_name)
         self.run_name = run_name
+        # The HParams trial: the readable name first (a run id alone reads "20261123-2221..." in every row).
+        self.trial_name = f"{readable_name(run_name, 'run')} ({Path(tb_root).parent.name})"
+        self._hparams: dict[str, Any] | None = None  # the settings written so far
         # Resuming from a checkpoint at step S: events a killed process wrote after S are purged.
         self._purge = None if resume_step is None else int(resume_step) + 1
         self.sw = SyncSummaryWriter(logdir=str(self.logdir), purge_step=self._purge)
@@ -143,12 +156,19 @@ class TensorBoardWriter(MetricWriter):
         self._closed = False
 
     def write_hparams(self, hparams: Mapping[str, Any]) -> None:
-        """Session start (so even a crashed run has its HParams row) and a config text table."""
+        """Session start (so even a crashed run has its HParams row) and a config text table.
+
+        The HParams row is the run's settings at its start; a later call (PBT moved the lr) writes
+        the config text again at the current step, with the values changed.
+        """
         flat = flatten_hparams(hparams)
-        _, ssi, _ = hparams_summary(flat, {})
-        self.sw.file_writer.add_summary(ssi)
+        if self._hparams is None:
+            self._hparams = flat
+            self.sw.file_writer.add_summary(session_start(flat, self.trial_name))
+        else:
+            self._hparams = {**self._hparams, **flat}
         title = f"**{self.run_name}**\n\n" if self.run_name else ""
-        self.sw.add_text("config", title + _markdown_table(flat), 0)
+        self.sw.add_text("config", title + _markdown_table(self._hparams), self._step)
 
     def write_scalars(self, step: int, scalars: Mapping[str, float], progress: Progress | None = None) -> None:
         """One scalar event per tag (NaN/inf kept: TensorBoard shows them); epoch means are skipped.
