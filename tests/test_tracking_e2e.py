@@ -22,7 +22,7 @@ import pytest
 from tensorboard.backend.event_processing import event_accumulator as ea
 from tensorboard.plugins.hparams import metadata as hp_metadata
 
-from dashboard.views.detail import tensorboard_link
+from dashboard.views.detail import PINNED, tensorboard_link
 from runstore import run_store
 from training.writers.tensorboard import extra_dir
 
@@ -380,6 +380,9 @@ def test_tensorboard_server_shows_runs_as_users_expect(tmp_path, env, fashion_di
         link = tensorboard_link(f"http://127.0.0.1:{port}/", mnist.split("/tb/")[0])
         regex = urllib.parse.parse_qs(urllib.parse.urlsplit(link).query)["runFilter"][0]
         assert sorted(r for r in runs if re.search(regex, r, re.IGNORECASE)) == [mnist, mnist + " (extra)"]
+        pinned = json.loads(urllib.parse.parse_qs(urllib.parse.urlsplit(link).query)["pinnedCards"][0])
+        assert [(p["plugin"], p["tag"]) for p in pinned] == [("scalars", t) for t in PINNED]
+        assert set(PINNED) <= set(scalars[mnist]), "it opens on the run's train and test curves, pinned on top"
     finally:
         tb.terminate()
         tb.wait(30)
@@ -406,7 +409,9 @@ def _check_hparams(base: str, root: Path, mnist: str) -> None:
         },
     )
     assert groups["totalSize"] == 3
-    by_run = {g["name"]: g for g in groups["sessionGroups"]}
+    by_run = {g["sessions"][0]["name"]: g for g in groups["sessionGroups"]}
+    # Each trial reads "<name> (<run id>)": the name first, not a run id that starts alike in every row.
+    assert {g["name"] for g in by_run.values()} == {f"{r.split('/tb/')[1]} ({r.split('/tb/')[0]})" for r in by_run}
     fm = by_run[mnist]
     assert fm["hparams"]["batch_size"] == 32 and fm["hparams"]["lr"] == pytest.approx(1e-3)
     values = {m["name"]["tag"]: m["value"] for m in fm["metricValues"]}

@@ -4,6 +4,7 @@ W&B, TensorBoard."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import shlex
 import urllib.parse
@@ -97,13 +98,20 @@ def tracking(run: run_store.RunInfo) -> None:
             st.caption(f"Shows this run (`{run.run_id}/tb/...`); clear the run filter to compare with others.")
 
 
-def tensorboard_link(base_url: str, run_id: str) -> str:
-    """TensorBoard's Time Series filtered to one run: its runs are `<run id>/tb/<name>` under the runs root.
+PINNED = ("train/loss", "test/loss", "train/acc", "test/acc")  # pinned on top of TensorBoard's Time Series
 
-    `runFilter` is the query parameter TensorBoard's frontend reads into its run regex filter.
+
+def tensorboard_link(base_url: str, run_id: str) -> str:
+    """TensorBoard's Time Series filtered to one run, its train and test curves pinned on top.
+
+    The run's TensorBoard runs are `<run id>/tb/<name>` under the runs root. `runFilter` and
+    `pinnedCards` are query parameters TensorBoard's frontend reads into its run filter and pins;
+    Time Series sorts the rest by tag (fit, params, perf, ... train), so the curves come first this way.
     """
     regex = "^" + re.sub(r"([.^$*+?()\[\]{}|\\])", r"\\\1", run_id) + "/"
-    return f"{base_url.rstrip('/')}/?{urllib.parse.urlencode({'runFilter': regex})}#timeseries"
+    pinned = json.dumps([{"plugin": "scalars", "tag": tag} for tag in PINNED])
+    query = urllib.parse.urlencode({"runFilter": regex, "pinnedCards": pinned})
+    return f"{base_url.rstrip('/')}/?{query}#timeseries"
 
 
 def summary(run: run_store.RunInfo, was_active: bool) -> None:
