@@ -94,3 +94,27 @@ def test_page_start_is_counted_in_the_queue(tmp_path: Path, monkeypatch) -> None
     (job,) = Queue(tmp_path).jobs()
     assert job["pid"] == pid and job["label"] == "page: regression" and "--run-dir" in job["argv"]
     assert Queue(tmp_path).wait(job["id"], timeout=180) == "ended"
+
+
+def test_the_limit_is_set_from_the_cli_and_the_page(tmp_path: Path, monkeypatch) -> None:
+    """`--queue-limit N` and the Sweeps page's number field both set the limit every later start obeys."""
+    from streamlit.testing.v1 import AppTest
+
+    argv = ["regression", "--steps", "20", "--quiet", "--wandb", "disabled", "--no-tensorboard"]
+    cmd = [sys.executable, "-m", "training", *argv, "--runs-root", str(tmp_path), "--queue-limit", "3"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert Queue(tmp_path).limit() == 3
+    (job,) = Queue(tmp_path).jobs()
+    assert job["rc"] == 0 and not any(a.startswith("--queue") for a in job["argv"])
+    bad = subprocess.run([*cmd[:-1], "0"], capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2 and "--queue-limit must be at least 1 (got 0)" in bad.stderr
+    assert "Traceback" not in bad.stderr and Queue(tmp_path).limit() == 3
+
+    monkeypatch.setenv("JAXDASH_RUNS", str(tmp_path))
+    at = AppTest.from_file(str(Path(__file__).parents[1] / "dashboard" / "views" / "sweep.py"), default_timeout=60)
+    at.run()
+    assert at.number_input(key="queue_limit").value == 3
+    at.number_input(key="queue_limit").set_value(5).run()
+    assert not at.exception and Queue(tmp_path).limit() == 5
+    assert any("at most 5 training processes at once" in c.value for c in at.caption)

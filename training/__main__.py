@@ -53,7 +53,7 @@ def _train(task: str, argv: list[str]) -> int:
     if args.population and os.environ.get("WANDB_SWEEP_ID") and args.wandb != "disabled":
         # The agent made one W&B run (WANDB_RUN_ID) for this trial; K members cannot all be it.
         return _fail("--population under a W&B sweep agent: let the sweep vary lr/seed instead.")
-    if args.sweep or args.queue:
+    if args.sweep or args.queue or args.queue_limit is not None:
         return _sweep_or_queue(task, task_cls, raw, args, argv)
     from training.runs.run import execute
     from training.writers.base import Tracking
@@ -89,6 +89,12 @@ def _sweep_or_queue(task: str, task_cls: type, raw: dict, args: object, argv: li
     """`--sweep`: an Optuna study trained by workers; `--queue` (no sweep): this run waits its turn."""
     if args.sweep and args.population:
         return _fail("--sweep and --population: list the population's values in --sweep instead.")
+    if args.queue_limit is not None:
+        from training.queue.command import set_queue_limit
+
+        problem = set_queue_limit(args.runs_root, args.queue_limit)
+        if problem:
+            return _fail(problem)
     try:
         if args.sweep:
             from training.sweep.command import run_sweep

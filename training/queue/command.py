@@ -9,10 +9,32 @@ from runstore import run_store
 from training.queue.store import Queue
 
 
+def without_queue_flags(argv: list[str]) -> list[str]:
+    """`argv` without --queue and --queue-limit N (the job itself trains; the limit is the queue's)."""
+    kept, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a == "--queue-limit":
+            skip = True
+        elif a != "--queue" and not a.startswith("--queue-limit="):
+            kept.append(a)
+    return kept
+
+
+def set_queue_limit(root: Path | None, limit: int) -> str | None:
+    """Keep `limit` as the queue's limit in this runs root (queue.db); why not, naming the flag, or None."""
+    if limit < 1:
+        return f"--queue-limit must be at least 1 (got {limit}): how many training processes may run at once."
+    Queue(run_store.runs_root(root)).set_limit(limit)
+    print(f"queue limit: at most {limit} training processes at once in this runs root", file=sys.stderr)
+    return None
+
+
 def run_queued(task: str, argv: list[str], root: Path | None) -> int:
-    """Submit the same command without --queue, wait for it, print its output; its exit code."""
+    """Submit the same command without --queue (or --queue-limit), wait for it, print its output; its exit code."""
     queue = Queue(run_store.runs_root(root))
-    job = queue.submit([task, *(a for a in argv if a != "--queue")], label=task)
+    job = queue.submit([task, *without_queue_flags(argv)], label=task)
     queued = next((j for j in queue.jobs() if j["id"] == job), {})
     print(
         f"queued as job {job} (position {queued.get('position', '?')}); output: {queue.log_path(job)}", file=sys.stderr

@@ -37,4 +37,12 @@ def add_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--queue", action="store_true", help="start through the run queue (at most N training processes at once)"
     )
+    g.add_argument(
+        "--queue-limit",
+        type=int,
+        default=None,
+        metavar="N",
+        help="at most N training processes at once in this runs root's queue, kept for later starts "
+        "(default: from the cores and free memory); implies --queue",
+    )
     g.add_argument("--sweep-metric", default="auto", help="metric to minimise (default test/loss, else train/loss)")
