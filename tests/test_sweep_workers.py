@@ -28,8 +28,8 @@ pytestmark = pytest.mark.slow  # real processes, each compiling JAX: tens of sec
 ENV = {**os.environ, "JAXDASH_SWEEP_GRACE_S": "4", "WANDB_MODE": "disabled"}
 
 
-def _study(root: Path, name: str, steps: int, trials: int) -> str:
-    url = studies.default_url(root)
+def _study(root: Path, name: str, steps: int, trials: int, storage: str = "sqlite") -> str:
+    url = studies.default_url(root) if storage == "sqlite" else f"journal:{root / 'sweeps.journal'}"
     cfg = load_task("regression").Config
     space = parse_space(["lr=loguniform(0.001,0.1)"], cfg, "random")
     base = {"steps": steps, "log_every": 10, "points": 32}
@@ -62,8 +62,10 @@ def test_two_workers_finish_a_12_trial_random_sweep(tmp_path: Path) -> None:
         assert cfg["config"]["lr"] == pytest.approx(t.params["lr"])
 
 
-def test_killed_worker_loses_nothing_and_runs_no_trial_twice(tmp_path: Path) -> None:
-    url = _study(tmp_path, "kill", steps=4000, trials=3)
+@pytest.mark.parametrize("storage", ["sqlite", "journal"])
+def test_killed_worker_loses_nothing_and_runs_no_trial_twice(tmp_path: Path, storage: str) -> None:
+    """An RDB storage with Optuna's heartbeats, and the journal file (workers on a shared filesystem) with ours."""
+    url = _study(tmp_path, "kill", steps=4000, trials=3, storage=storage)
     a = _worker(tmp_path, "kill", url)
     deadline = time.monotonic() + 180
     # kill -9 once worker A's first trial is training (metrics written), mid-trial
@@ -79,7 +81,7 @@ def test_killed_worker_loses_nothing_and_runs_no_trial_twice(tmp_path: Path) -> 
     b = _worker(tmp_path, "kill", url)
     out, err = b.communicate(timeout=500)
     assert b.returncode == 0, err[-2000:]
-    trials = optuna.load_study(study_name="kill", storage=url).get_trials()
+    trials = optuna.load_study(study_name="kill", storage=studies.storage(url)).get_trials()
     complete = [t for t in trials if t.state in (TrialState.COMPLETE, TrialState.PRUNED)]
     failed = [t for t in trials if t.state == TrialState.FAIL]
     assert len(complete) == 3 and len(failed) == 1

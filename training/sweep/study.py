@@ -18,6 +18,7 @@ import sqlalchemy.exc
 
 from training.settings import ConfigError
 from training.sweep.flags import METHODS
+from training.sweep.journal import HeartbeatJournalStorage
 from training.sweep.space import Param, from_specs, grid_size, to_specs
 
 # A worker beats each trial's heartbeat this often; a RUNNING trial silent for GRACE_S is failed and
@@ -40,15 +41,17 @@ def default_url(root: Path) -> str:
 def storage(url: str) -> optuna.storages.BaseStorage:
     """An RDB storage (sqlite:///, postgresql://, mysql://) with heartbeats, or `journal:PATH`.
 
-    RDB storages fail a trial whose worker stopped beating and re-queue it (RetryHeartbeatStaleTrialCallback);
-    Optuna's journal storage has no heartbeat, so a dead worker's trial stays RUNNING there.
+    Both fail a trial whose worker stopped beating and re-queue it (RetryHeartbeatStaleTrialCallback):
+    RDB storages with Optuna's own heartbeats, the journal with ours (`journal.HeartbeatJournalStorage`).
     """
     if url.startswith("journal:"):
         path = url.removeprefix("journal:")
         backend = optuna.storages.journal.JournalFileBackend(
             path, lock_obj=optuna.storages.journal.JournalFileOpenLock(path)
         )
-        return optuna.storages.JournalStorage(backend)
+        return HeartbeatJournalStorage(
+            backend, HEARTBEAT_S, GRACE_S, optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRY)
+        )
     if "://" not in url:
         raise ConfigError({"storage": f"{url!r} is not a storage URL; use sqlite:///path.db or journal:/path/file"})
     # SQLite serialises writers; a patient connection keeps two workers from failing on "database is locked".
