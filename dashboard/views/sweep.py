@@ -25,17 +25,18 @@ def queue_panel() -> None:
     queue = Queue(run_store.runs_root())
     queue.dispatch()  # the page is one of the queue's dispatchers: a slot that freed up starts the next job
     jobs = [j for j in queue.jobs() if j["state"] in ("queued", "running")]
+    limit = queue.limit()  # read after the field's callback: a new value shows at once
     st.number_input(
         "Training processes at once",
         min_value=1,
         max_value=256,
-        value=queue.limit(),
+        value=limit,
         key="queue_limit",
         on_change=lambda: queue.set_limit(int(st.session_state["queue_limit"])),
         help="The run queue starts queued runs and sweep trials while fewer than this many train "
         "(the default follows the cores and free memory; `--queue-limit N` sets it from the CLI).",
     )
-    st.caption(f"Run queue: {len(jobs)} job(s); at most {queue.limit()} training processes at once.")
+    st.caption(f"Run queue: {len(jobs)} job(s); at most {limit} training processes at once.")
     for j in jobs:
         c = st.columns([1, 5, 1])
         where = f"#{j['position']} in line" if j["state"] == "queued" else "running"

@@ -76,8 +76,8 @@ class ConsoleWriter(MetricWriter):
         self._step = max(self._step, int(step))
 
     def write_summary(self, metrics: Mapping[str, float]) -> None:
-        """Remember the final metrics; printed at close, after the bar is gone."""
-        self._final = {str(k): float(v) for k, v in metrics.items()}
+        """Remember the final metrics (added to those given before); printed at close, after the bar is gone."""
+        self._final.update({str(k): float(v) for k, v in metrics.items()})
 
     def flush(self) -> None:
         """Redraw the bar (postfix updates were deferred to once per chunk)."""

@@ -72,7 +72,7 @@ def prediction_grid(
     scale: int = 2,
 ) -> np.ndarray:
     """`render.render_prediction_grid` with each image's predicted class under it, and its true class when wrong."""
-    n = min(len(images), 64)
+    n = min(len(images), render.MAX_GRID_IMAGES)
     cols = max(1, min(cols, n or 1))
     grid = render.render_prediction_grid(images, labels, preds, cols=cols, scale=scale)
     rows = max(1, -(-n // cols))

@@ -17,6 +17,7 @@ POINT = (70, 110, 200)
 FIT = (230, 90, 30)
 RED = (220, 30, 30)
 GREEN = (40, 170, 70)
+MAX_GRID_IMAGES = 64  # test images in a prediction grid
 
 # 3x5 bitmap digits, enough to print counts in confusion-matrix cells without a font library.
 _DIGITS = {
@@ -127,7 +128,7 @@ def render_prediction_grid(
     preds: np.ndarray,
     cols: int = 8,
     scale: int = 2,
-    max_images: int = 64,
+    max_images: int = MAX_GRID_IMAGES,
 ) -> np.ndarray:
     """Grid of test images, each framed green (right) or red (wrong)."""
     n = min(len(images), max_images)

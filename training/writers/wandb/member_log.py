@@ -57,8 +57,7 @@ class MemberLog:
         self.console.write_scalars(step, scalars, progress)
 
     def summary(self, metrics: Mapping[str, float]) -> None:
-        if metrics:  # the W&B writer's close sends {} (a flush of what is pending): keep the finals
-            self.console.write_summary(metrics)
+        self.console.write_summary(metrics)
 
     def close(self, state: str, message: str | None) -> None:
         self.console.close(state, message)
