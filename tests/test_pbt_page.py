@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from components import pbt_figures
-from components.colors import run_color
+from components.colors import distinct_colors, run_color
 from dashboard.forms import pbt_settings
 from dashboard.processes import launcher
 from runstore import launch_files, run_store
@@ -188,7 +188,9 @@ def test_population_page_draws_lr_schedules_and_copy_markers(
     lr, loss = charts["Learning rate (PBT)"], charts["Train loss"]
     lines = [t for t in lr["data"] if t["mode"] == "lines"]
     assert [t["name"] for t in lines] == ["lr=0.0001", "lr=0.001", "lr=0.3", "lr=2"]
-    assert [t["line"]["color"] for t in lines] == [run_color(d.name) for d in pbt_population]
+    own = distinct_colors([d.name for d in pbt_population])  # each its own colour, moved on where two hash alike
+    assert [t["line"]["color"] for t in lines] == [own[d.name] for d in pbt_population]
+    assert len(set(own.values())) == len(pbt_population)
     assert lr["layout"]["yaxis"]["type"] == "log"
     assert loss["layout"]["yaxis"]["type"] == "log"  # lr=2 blew up before its rescue: a linear axis flattens the rest
     copies = sum(len(lineage_rows(d)) for d in pbt_population)
