@@ -109,6 +109,8 @@ def progress_text(status: Mapping[str, Any], now: float | None = None) -> str:
         and now - updated > STALL_S
     )
     phase = status.get("phase")
+    if status.get("state") == "queued":  # waits for a free slot in the run queue
+        parts.append(f"queued: #{status.get('position', '?')} in the run queue")
     if status.get("state") in ("starting", "running") and isinstance(phase, str) and phase != "training":
         parts.append(f"{phase}…")  # e.g. "loading data…", "compiling…" before the first point
     epoch, total_epochs = _num(status.get("epoch")), _num(status.get("total_epochs"))

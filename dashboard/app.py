@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logging
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -16,10 +17,23 @@ import streamlit as st  # noqa: E402
 
 from dashboard import state  # noqa: E402
 from dashboard.panels import panels  # noqa: E402
+from dashboard.processes import launcher, page_queue  # noqa: E402
 from dashboard.processes import warm_workers as worker  # noqa: E402
+from runstore import run_store  # noqa: E402
 
 # Not "pages/": on a fresh server a deep link would run such a folder's files directly, without this frame.
 PAGES_DIR = Path(__file__).parent / "views"
+
+
+@st.cache_resource(show_spinner=False)
+def queue_resumed(root: str) -> bool:
+    """Once per server and runs root: start what waits in its run queue (jobs queued before a restart)."""
+    if (Path(root) / "queue.db").is_file():
+        try:
+            page_queue.dispatch(Path(root), launcher.start_now)
+        except (OSError, sqlite3.Error):  # a damaged queue.db must not take the page down
+            logging.getLogger(__name__).exception("could not resume the run queue in %s", root)
+    return True
 
 
 def run() -> None:
@@ -37,6 +51,7 @@ def run() -> None:
         )
     st.html(panels.LIVE_PANEL_CSS)  # style only: Streamlit adds it without taking room in the page
     worker.warm_up()  # a training process with JAX imported, waiting for the next Start (no-op when one is)
+    queue_resumed(str(run_store.runs_root()))
     new_run = st.Page(PAGES_DIR / "launch.py", title="New run", icon=":material/rocket_launch:", url_path="new")
 
     def home() -> None:

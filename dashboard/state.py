@@ -16,12 +16,12 @@ from typing import Any
 
 import streamlit as st
 
-from dashboard.processes import tensorboard_server
+from dashboard.processes import page_queue, tensorboard_server
 from runstore import launch_files, run_log, run_reads, run_store, run_watch, safe_files, tb_logdir
 from runstore.metrics import metric_csv
 from runstore.metrics.metric_table import MetricTable
 
-ACTIVE_STATES = ("starting", "running")
+ACTIVE_STATES = ("queued", "starting", "running")
 LIVE_REFRESH_S = 0.5  # fragment interval while a run is active (>= 1 refresh/s with margin)
 
 
@@ -44,10 +44,18 @@ def run_status(run_dir: Path) -> dict[str, Any]:
     if status.get("state"):
         resume = info.get("resume") or {}
         if status["state"] in RESUMABLE_STATES and resume.get("launched", 0) > (status.get("updated") or 0):
+            waiting = page_queue.queue_status(resume)
+            if waiting is not None:  # queued, or cancelled there: the run stays as it was
+                return {**status, **waiting, "resuming": True} if waiting["state"] == "queued" else status
             if run_store.pid_alive(resume.get("pid")):
                 return {**status, "state": "starting", "resuming": True}
             status["resume_error"] = run_log.last_lines(run_dir, 1) or "the process exited without output"
         return status
+    waiting = page_queue.queue_status(
+        info
+    )  # a page start still waiting in the run queue (fills in its pid once started)
+    if waiting is not None:
+        return waiting
     if run_store.pid_alive(info.get("pid")):
         return {"state": "starting", "pid": info.get("pid"), "started": info.get("launched")}
     ended = _population_outcome(info)
@@ -190,7 +198,10 @@ def run_command(run_dir: Path) -> list[str] | None:
 
 def population_members(info: dict[str, Any], runs: list[run_store.RunInfo]) -> list[run_store.RunInfo]:
     """The members written by the population process of a launch.json (same pid, created after the launch)."""
+    page_queue.queue_status(info)  # a start that waited in the run queue: its pid, once the queue started it
     pid, launched = info.get("pid"), info.get("launched", 0.0)
+    if pid is None:
+        return []
     found = [r for r in runs if r.status.get("group") and r.status.get("pid") == pid and r.created >= launched - 1]
     return sorted(found, key=lambda r: r.status.get("member") or 0)
 

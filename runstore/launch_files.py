@@ -28,6 +28,7 @@ LAUNCH_FIELDS = {
     "resume": dict,
     "command": list,
     "via": str,
+    "queue_job": int,  # the run queue's job (training/queue) while the start waits there, and after
 }
 
 

@@ -66,6 +66,11 @@ def root(runs_root: Path) -> Path:
     return runs_root
 
 
+def dirs(root: Path) -> list[Path]:
+    """The folders under a runs root (not its queue.db)."""
+    return [d for d in root.iterdir() if d.is_dir()]
+
+
 def app(page: str | None = None, run: str | None = None, **state: object) -> AppTest:
     """The app, run once, then switched to `page` (e.g. "views/runs.py")."""
     at = AppTest.from_file(APP, default_timeout=60)
@@ -301,7 +306,7 @@ def test_launch_real_regression_run_finishes_and_shows_up(root: Path) -> None:
     at.number_input(key="regression_steps").set_value(300)
     at.form_submit_button[0].click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    run_dirs = list(root.iterdir())
+    run_dirs = dirs(root)
     assert len(run_dirs) == 1 and "apptest-reg" in run_dirs[0].name
     assert at.query_params["run"] == run_dirs[0].name  # switched to the live page of this run
     status = wait_status(run_dirs[0], ("finished", "failed", "crashed", "diverged"))
@@ -391,7 +396,7 @@ def test_a_users_task_appears_in_the_form_starts_from_the_page_and_is_drawn(
     at.selectbox(key="tinysine_wandb").set_value("disabled")
     at.form_submit_button[0].click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    (run_dir,) = list(root.iterdir())
+    (run_dir,) = dirs(root)
     assert launch_files.launch_info(run_dir)["command"][3] == spec  # the CLI got the task's spec
     status = wait_status(run_dir, ("finished", "failed", "crashed", "diverged"))
     assert status["state"] == "finished", status
@@ -425,7 +430,7 @@ def test_stop_button_stops_a_real_mnist_run(root: Path) -> None:
     at = app()
     at.segmented_control(key="task").set_value("mnist").run()
     submit_mnist_form(at, "apptest-stop", epochs=30, dataset="fashion_mnist", train_limit="20000")
-    (run_dir,) = list(root.iterdir())
+    (run_dir,) = dirs(root)
     wait_status(run_dir, ("running",), min_step=1)
     live = app("views/live.py", run=run_dir.name)
     live.button(key="stop_run").click().run()
@@ -549,7 +554,7 @@ def test_start_goes_to_the_warm_worker_with_the_current_environment(
     at.segmented_control(key="task").set_value("mnist").run()
     assert any("MNIST: found in" in c.value and str(tmp_path / "data") in c.value for c in at.caption)
     submit_mnist_form(at, "warm", epochs=1, train_limit="512", test_limit="256")
-    (run_dir,) = list(root.iterdir())
+    (run_dir,) = dirs(root)
     info = launch_files.launch_info(run_dir)
     assert info["via"] == "worker" and info["pid"] == ready_pid
     status = wait_status(run_dir, ("finished", "failed", "crashed"))

@@ -35,9 +35,9 @@ def spawned(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     """Commands the page would start (no process is started)."""
     cmds: list[list[str]] = []
 
-    def fake_spawn(cmd: list[str], log_path: Path, metrics: Path | None = None) -> tuple[int, str]:
+    def fake_spawn(cmd: list[str], log_path: Path, metrics: Path | None = None) -> dict:
         cmds.append(cmd)
-        return os.getpid(), "cold"  # alive: the live page shows it as starting
+        return {"pid": os.getpid(), "via": "cold"}  # alive: the live page shows it as starting
 
     monkeypatch.setattr(launcher, "spawn", fake_spawn)
     return cmds

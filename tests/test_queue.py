@@ -69,31 +69,40 @@ def test_cli_queue_runs_the_run_through_the_queue(tmp_path: Path) -> None:
     assert job["state"] == "ended" and job["rc"] == 0 and "--queue" not in job["argv"]
 
 
-def test_a_recorded_page_run_holds_its_slot(tmp_path: Path) -> None:
-    q = Queue(tmp_path)
-    q.set_limit(1)
-    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3)"])
-    q.record(["regression"], sleeper.pid, label="page: regression")
-    job = q.submit(["tasks"])
-    assert q.dispatch() == [] and q.state(job) == "queued"  # the page's run holds the only slot
-    sleeper.wait()
-    assert q.wait(job, timeout=120) == "ended"
-
-
-def test_page_start_is_counted_in_the_queue(tmp_path: Path, monkeypatch) -> None:
+def test_page_starts_wait_in_the_queue_show_their_place_start_in_turn_and_cancel(tmp_path: Path, monkeypatch) -> None:
+    """With one slot, the page's second and third Start wait as queued (#1, #2); Cancel takes one out; the
+    server's dispatcher starts the other when the first run ends, into its own run folder."""
+    from dashboard import state
     from dashboard.processes import launcher
+    from runstore import run_store
+    from tests.test_dashboard_apptest import app
     from training.settings import parse_config
     from training.tasks import load_task
 
     monkeypatch.setenv("JAXDASH_RUNS", str(tmp_path))
-    monkeypatch.setenv("WANDB_MODE", "disabled")
-    Queue(tmp_path)  # a queue in use here (a sweep or --queue made it)
-    cfg = parse_config(load_task("regression").Config, {"steps": 20, "log_every": 10})
-    run_dir = launcher.launch("regression", cfg, wandb_mode="disabled")
-    pid = json.loads((run_dir / "launch.json").read_text())["pid"]
-    (job,) = Queue(tmp_path).jobs()
-    assert job["pid"] == pid and job["label"] == "page: regression" and "--run-dir" in job["argv"]
-    assert Queue(tmp_path).wait(job["id"], timeout=180) == "ended"
+    monkeypatch.setenv("JAXDASH_WARM_WORKER", "0")
+    Queue(tmp_path).set_limit(1)
+    cfg = parse_config(load_task("regression").Config, {"steps": 400, "log_every": 100})
+    first, second, third = (launcher.launch("regression", cfg, wandb_mode="disabled") for _ in range(3))
+    infos = [json.loads((d / "launch.json").read_text()) for d in (first, second, third)]
+    assert "pid" in infos[0] and infos[0]["queue_job"] == 1
+    assert [i["via"] for i in infos[1:]] == ["queue", "queue"] and not any("pid" in i for i in infos[1:])
+    assert [state.run_status(d).get("position") for d in (second, third)] == [1, 2]
+
+    at = app("views/live.py", run=third.name)
+    assert any("Queued: #2 in the run queue" in i.value for i in at.info)
+    at.button(key="stop_run").click().run()  # labelled Cancel while it waits
+    assert Queue(tmp_path).state(infos[2]["queue_job"]) == "cancelled"
+    assert state.run_status(third)["state"] == "stopped"
+    assert "Cancelled while it waited" in state.run_status(third)["message"]
+
+    deadline = time.monotonic() + 240
+    while state.run_status(second).get("state") not in ("finished", "failed") and time.monotonic() < deadline:
+        time.sleep(0.5)
+    done = [run_store.read_status(d) for d in (first, second)]
+    assert [s.get("state") for s in done] == ["finished", "finished"], (second / "process.log").read_text()[-2000:]
+    assert done[1]["started"] >= done[0]["ended"] - 1  # one slot: the second began after the first ended
+    assert not (third / "config.json").exists()  # cancelled: it never ran
 
 
 def test_the_limit_is_set_from_the_cli_and_the_page(tmp_path: Path, monkeypatch) -> None:

@@ -38,7 +38,7 @@ def test_sweep_from_the_page_shows_its_trials_live(server: tuple[Server, Path]) 
             page.get_by_text("Sweep: many runs").click(timeout=90_000)  # the toggle
             page.get_by_role("textbox", name="Swept settings").fill("lr=0.01,0.03,0.1")
             fixed = page.get_by_role("textbox", name="Fixed settings")
-            fixed.fill("steps=300 log_every=10")
+            fixed.fill("steps=5000 log_every=100")  # long enough that the page sees the third trial wait
             fixed.press("Enter")  # Enter keeps the value; it must not start anything
             page.get_by_role("textbox", name="Study name").fill("browser-sweep")
             page.get_by_role("textbox", name="Study name").press("Enter")

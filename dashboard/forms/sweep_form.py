@@ -65,9 +65,9 @@ def sweep_form(task: str) -> str | None:
         except ConfigError as exc:
             st.error("; ".join(f"{k}: {v}" for k, v in exc.errors.items()), icon=":material/error:")
             return None
+        from dashboard.processes import launcher, page_queue
         from training.queue.store import Queue
 
-        queue = Queue(run_store.runs_root())
-        queue.submit(argv, label=f"sweep {name}")
-        queue.dispatch()
+        Queue(run_store.runs_root()).submit(argv, label=f"sweep {name}")
+        page_queue.dispatch(run_store.runs_root(), launcher.start_now)  # on the warm worker when one is ready
         return name

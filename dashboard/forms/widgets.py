@@ -16,6 +16,7 @@ from training.settings import FieldInfo
 
 WANDB_MODES = ("auto", "offline", "online", "disabled")
 STATE_STYLE: dict[str, tuple[str, str]] = {  # state -> (badge color, material icon)
+    "queued": ("gray", ":material/schedule:"),
     "starting": ("blue", ":material/hourglass_top:"),
     "running": ("blue", ":material/play_circle:"),
     "finished": ("green", ":material/check_circle:"),

@@ -31,6 +31,8 @@ LIVE_POINTS = 800
 def waiting_text(status: dict[str, Any]) -> str:
     """What an empty chart says: the run's phase ("loading data…", "compiling…") while it has no point yet."""
     phase = status.get("phase")
+    if status.get("state") == "queued":
+        return f"queued: #{status.get('position', '?')} in the run queue…"
     if status.get("state") in ("starting", "running"):
         return f"{phase}…" if isinstance(phase, str) and phase != "training" else "starting…"
     return "no data"

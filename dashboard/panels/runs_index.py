@@ -17,7 +17,7 @@ import pandas as pd
 from dashboard.panels.compare_data import sort_tags
 from runstore import run_notes, run_store
 
-ACTIVE = ("starting", "running")
+ACTIVE = ("queued", "starting", "running")
 PROBLEMS = ("failed", "diverged", "crashed", "damaged")
 BASE_COLUMNS = ["name", "tags", "group", "task", "status", "config"]
 TAIL_COLUMNS = ["duration", "started", "message", "run_id", "search"]

@@ -14,7 +14,6 @@ import logging
 import math
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -22,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from dashboard.processes import page_queue
 from dashboard.processes import warm_workers as worker
 from runstore import launch_files, run_store
 from training.settings import config_to_dict, fields
@@ -92,13 +92,22 @@ def build_command(
     return cmd
 
 
-def spawn(cmd: list[str], log_path: Path, metrics: Path | None = None) -> tuple[int, str]:
-    """Run `cmd` (a `python -m training ...` command) as its own process, output appended to `log_path`.
+def spawn(cmd: list[str], log_path: Path, metrics: Path | None = None) -> dict[str, Any]:
+    """Start `cmd` (a `python -m training ...` command) through the run queue (dashboard/processes/page_queue.py).
+
+    At once while fewer than the queue's limit train, else when a slot frees up; either way by
+    `start_now`. Returns launch.json's process fields: "pid" and "via" once started, "queue_job".
+    """
+    return page_queue.start(cmd, log_path, metrics, start_now)
+
+
+def start_now(cmd: list[str], log_path: Path, metrics: Path | None = None) -> tuple[int, str]:
+    """Run `cmd` as its own process now, output appended to `log_path`; (pid, "worker" or "cold").
 
     The warm worker takes it when one is ready and fits the current environment; else a
     fresh process starts. Either way it outlives the page (own session) and runs from the
     repository root. The next worker starts once `metrics` (the run's metrics.jsonl) changed,
-    so its imports do not slow down the run's first steps. Returns (pid, "worker" or "cold").
+    so its imports do not slow down the run's first steps.
     """
     env = worker.job_env()
     since = time.time()
@@ -109,7 +118,7 @@ def spawn(cmd: list[str], log_path: Path, metrics: Path | None = None) -> tuple[
     w = worker.pool().take(env, settled) if worker.enabled() else None
     if w is not None:
         try:
-            return _queued(cmd, w.submit(cmd[3:], log_path, env, REPO_ROOT)), "worker"
+            return w.submit(cmd[3:], log_path, env, REPO_ROOT), "worker"
         except OSError:
             log.warning("warm worker %s died before its job; starting the run cold", w.proc.pid)
     with open(log_path, "ab") as out:
@@ -122,23 +131,7 @@ def spawn(cmd: list[str], log_path: Path, metrics: Path | None = None) -> tuple[
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-    return _queued(cmd, proc.pid), "cold"
-
-
-def _queued(cmd: list[str], pid: int) -> int:
-    """Count a page-started run in the run queue (training/queue), so queued CLI runs and sweeps wait for it.
-
-    Only where a queue exists: the page alone does not create `queue.db` among the run folders.
-    """
-    from training.queue.store import Queue
-
-    if not (run_store.runs_root() / "queue.db").is_file():
-        return pid  # no queue in use here (no --queue run or sweep yet): nothing waits on this run
-    try:
-        Queue(run_store.runs_root()).record(cmd[3:], pid, label=f"page: {' '.join(cmd[3:4])}")
-    except (OSError, sqlite3.Error) as exc:  # the run is started either way; the queue only counts it
-        log.warning("could not record the run in the queue: %s", exc)
-    return pid
+    return proc.pid, "cold"
 
 
 def _check_wandb(wandb_mode: str) -> None:
@@ -146,16 +139,18 @@ def _check_wandb(wandb_mode: str) -> None:
         raise ValueError(f"W&B mode must be one of {', '.join(WANDB_MODES)} (got {wandb_mode!r}).")
 
 
-def _launch_record(task: str, task_cls: type[Task], cmd: list[str], pid: int, via: str, launched: float) -> dict:
-    """launch.json's common fields: enough for the pages to show the run before its config.json exists."""
+def _launch_record(task: str, task_cls: type[Task], cmd: list[str], process: dict, launched: float) -> dict:
+    """launch.json's common fields: enough for the pages to show the run before its config.json exists.
+
+    `process` is `spawn`'s: the pid and how it started, or the queue job it waits as.
+    """
     return {
-        "pid": pid,
+        **process,
         "command": cmd,
         "launched": launched,
         "task": task_cls.name or task,
         "task_spec": task,
         "panels": list(task_cls.panels),
-        "via": via,
     }
 
 
@@ -169,8 +164,8 @@ def launch(task: str, cfg: Any, name: str | None = None, wandb_mode: str = "auto
     run_dir = run_store.new_run_dir(root or run_store.runs_root(), task_cls.name or "task", name)
     cmd = build_command(task, cfg, run_dir, name, wandb_mode)
     launched = time.time()
-    pid, via = spawn(cmd, launch_files.process_log(run_dir), run_dir / "metrics.jsonl")
-    record = _launch_record(task, task_cls, cmd, pid, via, launched)
+    process = spawn(cmd, launch_files.process_log(run_dir), run_dir / "metrics.jsonl")
+    record = _launch_record(task, task_cls, cmd, process, launched)
     launch_files.write_launch(run_dir, {**record, "name": name or run_dir.name})
     return run_dir
 
@@ -197,8 +192,8 @@ def launch_population(
     launch_dir = run_store.new_run_dir(root, short, f"{name or short}-launch")
     cmd = build_command(task, cfg, None, name, wandb_mode, population=axes, runs_root=root, pbt=pbt)
     launched = time.time()
-    pid, via = spawn(cmd, launch_files.process_log(launch_dir))
-    record = _launch_record(task, task_cls, cmd, pid, via, launched)
+    process = spawn(cmd, launch_files.process_log(launch_dir))
+    record = _launch_record(task, task_cls, cmd, process, launched)
     population = {k: list(v) for k, v in axes.items()}
     members = math.prod(len(v) for v in axes.values())
     launch_files.write_launch(
@@ -214,21 +209,22 @@ def has_checkpoint(run_dir: Path) -> bool:
     return ckpt.is_dir() and any(p.name.isdigit() for p in ckpt.iterdir())
 
 
-def resume(run_dir: Path) -> int:
+def resume(run_dir: Path) -> int | None:
     """Continue a stopped or crashed run from its latest checkpoint in a new process; returns its pid.
 
     `python -m training resume <run_dir>` keeps the run's W&B mode and TensorBoard choice. Its
     output is appended to process.log; launch.json records the launch under "resume" so the page
-    shows the run as starting until the process takes over status.json.
+    shows the run as starting until the process takes over status.json. Returns its pid, or None
+    while it waits in the run queue.
     """
     run_dir = Path(run_dir)
     cmd = [sys.executable, "-m", "training", "resume", str(run_dir), "--quiet"]
     launched = time.time()
-    pid, via = spawn(cmd, launch_files.process_log(run_dir), run_dir / "metrics.jsonl")
+    process = spawn(cmd, launch_files.process_log(run_dir), run_dir / "metrics.jsonl")
     info = launch_files.launch_info(run_dir)
-    info["resume"] = {"pid": pid, "command": cmd, "launched": launched, "via": via}
+    info["resume"] = {**process, "command": cmd, "launched": launched}
     launch_files.write_launch(run_dir, info)
-    return pid
+    return process.get("pid")
 
 
 STOP_FILE_ONLY = (
@@ -248,6 +244,8 @@ def stop(run_dir: Path) -> bool:
     run_dir = Path(run_dir)
     run_store.request_stop(run_dir)
     info = launch_files.launch_info(run_dir)
+    if page_queue.cancel(info) or page_queue.cancel(info.get("resume") or {}):
+        return False  # it was still waiting in the run queue: it never starts
     for claim in (run_store.read_status(run_dir), info.get("resume") or {}, info):
         if run_store.owns_process(claim, run_dir):
             try:

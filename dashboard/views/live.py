@@ -36,9 +36,13 @@ def head(
         slot = st.empty()
         panels.progress(status, slot)
     with cols[2]:
+        queued = status.get("state") == "queued"
         if active and stop_dir is not None:
-            if st.button(stop_label, icon=":material/stop:", key="stop_run", type="secondary"):
-                if not launcher.stop(stop_dir):
+            if st.button("Cancel" if queued else stop_label, icon=":material/stop:", key="stop_run", type="secondary"):
+                signalled = launcher.stop(stop_dir)
+                if queued:
+                    st.toast("Taken out of the run queue: it will not start.", icon=":material/info:")
+                elif not signalled:
                     st.toast(launcher.STOP_FILE_ONLY, icon=":material/info:")
         else:
             panels.resume_control(resume_dir, resume_status, "resume_run", resume_label)
@@ -117,8 +121,10 @@ def live_panel(members: list[run_store.RunInfo], selected: str) -> None:
                 "resuming from the latest checkpoint" if statuses[0].get("resuming") else "importing JAX, loading data"
             )
             st.info(f"Starting {what} ({doing})…", icon=":material/hourglass_top:")
+        if statuses[0].get("state") == "queued" and single:
+            st.info(queued_text(statuses[0]), icon=":material/schedule:")
         problems(names, statuses)
-    if single and active and not len(records[0]):
+    if single and active and statuses[0].get("state") != "queued" and not len(records[0]):
         records[0] = first_records(run_dir, statuses[0], progress_slot)  # the head is already on its way
     kinds = artifacts.run_panels(members[0].path, info if single else None, records[0].tags())  # config.json "panels"
     if single:
@@ -130,6 +136,14 @@ def live_panel(members: list[run_store.RunInfo], selected: str) -> None:
     seeds_vary = "seed" in groups.varied([m.config for m in members])
     empty = panel_kinds.waiting_text(statuses[sel])
     group_panels.draw(members, statuses, records, names, kinds, f"group_{key}", seeds_vary, empty)
+
+
+def queued_text(status: dict[str, Any]) -> str:
+    """What a run waiting in the run queue shows: its place, and what it waits for."""
+    return (
+        f"Queued: #{status.get('position', '?')} in the run queue. It starts when a training process ends "
+        "(the limit is on the Sweeps page); Cancel takes it out of the queue."
+    )
 
 
 def problems(names: list[str], statuses: list[dict[str, Any]]) -> None:

@@ -20,10 +20,11 @@ STATE_MARKS["WAITING"] = "queued"  # a grid point not yet claimed, or a dead wor
 
 def queue_panel() -> None:
     """The run queue: running and queued jobs with their position; queued ones can be cancelled."""
+    from dashboard.processes import launcher, page_queue
     from training.queue.store import Queue
 
+    page_queue.dispatch(run_store.runs_root(), launcher.start_now)  # a slot that freed up starts the next job
     queue = Queue(run_store.runs_root())
-    queue.dispatch()  # the page is one of the queue's dispatchers: a slot that freed up starts the next job
     jobs = [j for j in queue.jobs() if j["state"] in ("queued", "running")]
     limit = queue.limit()  # read after the field's callback: a new value shows at once
     st.number_input(

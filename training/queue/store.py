@@ -9,12 +9,14 @@ be cancelled. The limit defaults to the cores and free memory (`default_limit`) 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +30,8 @@ create table if not exists jobs (
 );
 create table if not exists settings (key text primary key, value text);
 """
+LOG_COLUMN = "alter table jobs add column log text"  # where the job's output goes (a run folder's process.log)
+Start = Callable[[int, list[str], Path], int]  # (job id, argv after `python -m training`, log file) -> pid
 
 
 def default_limit() -> int:
@@ -60,6 +64,9 @@ class Queue:
         self.logs = self.root / ".queue"
         with self._db() as db:
             db.executescript(SCHEMA)
+            if "log" not in {r["name"] for r in db.execute("pragma table_info(jobs)")}:
+                with contextlib.suppress(sqlite3.OperationalError):  # another process added it first
+                    db.execute(LOG_COLUMN)
 
     def _db(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
@@ -79,22 +86,12 @@ class Queue:
         with self._db() as db:
             db.execute("insert or replace into settings values ('limit', ?)", (str(n),))
 
-    def submit(self, argv: list[str], label: str = "") -> int:
-        """Queue `python -m training ARGV`; returns the job id."""
+    def submit(self, argv: list[str], label: str = "", log: Path | None = None) -> int:
+        """Queue `python -m training ARGV` (its output to `log`, else `log_path(job)`); returns the job id."""
         with self._db() as db:
             cur = db.execute(
-                "insert into jobs (argv, label, created) values (?, ?, ?)",
-                (json.dumps(argv), label or " ".join(argv[:1]), time.time()),
-            )
-            return int(cur.lastrowid)
-
-    def record(self, argv: list[str], pid: int, label: str = "") -> int:
-        """A process started elsewhere (the page's Start) counted as a running job, so queued jobs wait for it."""
-        with self._db() as db:
-            now = time.time()
-            cur = db.execute(
-                "insert into jobs (argv, label, state, pid, created, started) values (?, ?, 'running', ?, ?, ?)",
-                (json.dumps(argv), label or " ".join(argv[:1]), pid, now, now),
+                "insert into jobs (argv, label, created, log) values (?, ?, ?, ?)",
+                (json.dumps(argv), label or " ".join(argv[:1]), time.time(), str(log) if log else None),
             )
             return int(cur.lastrowid)
 
@@ -118,14 +115,22 @@ class Queue:
                 r["position"] = position
         return rows
 
+    def job(self, job: int) -> dict[str, Any] | None:
+        """Job `job` as in `jobs()` (with its position while queued), or None for an unknown id."""
+        return next((j for j in self.jobs() if j["id"] == job), None)
+
     def state(self, job: int) -> str:
         """'queued', 'running', 'ended' or 'cancelled' ('' for an unknown id)."""
         with self._db() as db:
             row = db.execute("select state from jobs where id=?", (job,)).fetchone()
         return row["state"] if row else ""
 
-    def dispatch(self) -> list[int]:
-        """Mark ended processes, then start queued jobs while fewer than the limit run; the started ids."""
+    def dispatch(self, start: Start | None = None) -> list[int]:
+        """Mark ended processes, then start queued jobs while fewer than the limit run; the started ids.
+
+        `start(job, argv, log)` starts one job and returns its pid (the page passes one that uses
+        its warm worker); by default a fresh `python -m training` process.
+        """
         limit = self.limit()
         started = []
         with self._db() as db:
@@ -140,9 +145,10 @@ class Queue:
                         db.execute(
                             "update jobs set state='ended', ended=?, rc=? where id=?", (time.time(), rc, r["id"])
                         )
-                queued = db.execute("select id, argv from jobs where state='queued' order by id").fetchall()
+                queued = db.execute("select id, argv, log from jobs where state='queued' order by id").fetchall()
                 for r in queued[: max(0, limit - running)]:
-                    pid = self._start(r["id"], json.loads(r["argv"]))
+                    log = Path(r["log"]) if r["log"] else self.log_path(r["id"])
+                    pid = (start or self._start)(r["id"], json.loads(r["argv"]), log)
                     db.execute(
                         "update jobs set state='running', pid=?, started=? where id=?", (pid, time.time(), r["id"])
                     )
@@ -157,9 +163,9 @@ class Queue:
         """Where job `job`'s output goes."""
         return self.logs / f"{job}.log"
 
-    def _start(self, job: int, argv: list[str]) -> int:
-        self.logs.mkdir(exist_ok=True)
-        with open(self.log_path(job), "ab") as out:
+    def _start(self, job: int, argv: list[str], log: Path) -> int:
+        log.parent.mkdir(exist_ok=True)
+        with open(log, "ab") as out:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "training", *argv],
                 stdout=out,
