@@ -163,8 +163,13 @@ class Run:
                 (rows[-1][0] - self._rate_from[0]) / (wall - self._rate_from[1]) if wall > self._rate_from[1] else None
             )
             self._rate_from = (rows[-1][0], wall)
+            last = rows[-1][0]  # one Progress per batch, on its last row: the others continue its clock
             for step, scalars, histograms in rows:
-                progress = Progress(step=step, total_steps=self._total, wall_seconds=wall, steps_per_sec=rate)
+                progress = (
+                    Progress(step=step, total_steps=self._total, wall_seconds=wall, steps_per_sec=rate)
+                    if step == last
+                    else None
+                )
                 if scalars:
                     self._writer.write_scalars(step, scalars, progress)
                     self._note(scalars)

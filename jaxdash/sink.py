@@ -1,11 +1,12 @@
-"""TensorBoard and W&B written by a niced child process, so a tracked loop never pays for them.
+"""TensorBoard and W&B written by an idle-priority child process, so a tracked loop barely pays for them.
 
 `wandb.log` and tensorboardX's `add_scalar` cost a per-step Python loop 57-64% of its speed here
 (benchmarks/log_overhead.py), and even on jaxdash's fetch thread they held the GIL and a core the
 loop wanted (0.66x with both, 0.99x with the run store alone). So the training process keeps only
 the run store (what the dashboard reads, required) and hands every other call, batched once per
-flush, to `python -m jaxdash.sink` over a pipe: a process at nice 19 that owns the TensorBoard and
-W&B writers. Its failures never reach training (a warning, then the run store alone); if the
+flush, to `python -m jaxdash.sink` over a pipe: a process at idle priority (SCHED_IDLE: measured
+here, a spinning SCHED_IDLE process cost a per-step loop ~2-4% where a nice 19 one cost ~20%) that
+owns the TensorBoard and W&B writers. Its failures never reach training (a warning, then the run store alone); if the
 training process dies (kill -9), the sink sees the pipe close, closes its writers as "crashed"
 and exits.
 """
@@ -44,6 +45,7 @@ class SinkWriter(MetricWriter):
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             cwd=os.getcwd(),
+            env=_sink_env(),
         )
         self._send([("open", (str(run_dir), cfg, name, tracking, resume_step))])
         self._info_thread = threading.Thread(target=self._read_info, args=(on_info,), daemon=True)
@@ -113,13 +115,28 @@ class SinkWriter(MetricWriter):
             self._proc.kill()
 
 
+def _sink_env() -> dict[str, str]:
+    """The sink's environment: the script's, less WANDB_SERVICE. A script that called `wandb.init`
+    itself has a W&B service at normal priority; the sink starts its own, idle-priority one."""
+    return {k: v for k, v in os.environ.items() if k != "WANDB_SERVICE"}
+
+
+def lowest_priority() -> None:
+    """Run only where a core would idle: SCHED_IDLE on Linux (the writers' threads and W&B's service
+    process inherit it), else nice 19."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    except (AttributeError, OSError):
+        with contextlib.suppress(OSError):
+            os.nice(NICE)
+
+
 def serve(stdin: Any = None, stdout: Any = None) -> int:
     """The sink process: build the writers from the first message, then replay every call until the end."""
     from training.writers.build import build_writer
 
     stdin, stdout = stdin or sys.stdin.buffer, stdout or sys.stdout
-    with contextlib.suppress(OSError):
-        os.nice(NICE)
+    lowest_priority()
     writer = None
     closed = False
     while not closed:

@@ -161,3 +161,28 @@ def test_resume_allow_continues_the_runs_steps(tmp_path: Path, runs_root: Path) 
     records = run_store.read_metrics(runs_root / "my-run-1")[0]
     assert [r["step"] for r in records] == list(range(50))
     assert run_store.read_status(runs_root / "my-run-1")["resumed_from"] == 24
+
+
+def test_the_writer_process_runs_at_idle_priority_with_its_own_wandb_service(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TensorBoard and W&B work only where a core would idle (SCHED_IDLE), and a script's own W&B
+    service (WANDB_SERVICE, set by its `wandb.init`) at normal priority is not shared with it."""
+    import jaxdash
+    from jaxdash.sink import SinkWriter
+
+    monkeypatch.setenv("WANDB_SERVICE", "2-1-unix-/nonexistent.sock")
+    run = jaxdash.init(project="priority", runs_root=tmp_path, wandb="disabled", tensorboard=True)
+    try:
+        (sink,) = [w for w in run._writer.writers if isinstance(w, SinkWriter)]
+        pid = sink._proc.pid
+        deadline = time.monotonic() + 30
+        while os.sched_getscheduler(pid) != os.SCHED_IDLE and time.monotonic() < deadline:
+            time.sleep(0.05)  # the child sets its own policy as it starts
+        assert os.sched_getscheduler(pid) == os.SCHED_IDLE
+        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        assert not any(e.startswith(b"WANDB_SERVICE=") for e in environ)
+        run.log({"loss": 1.0})
+    finally:
+        run.finish()
+    assert run_store.read_status(run.dir)["state"] == "finished"
