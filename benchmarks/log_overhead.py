@@ -8,7 +8,8 @@ same data and seed, each logging the step's loss a different way:
   none        nothing logged (the reference);
   wandb       `wandb.log({"loss": loss})` every step (offline): a device array, so W&B waits for it;
   tensorboardX `writer.add_scalar("loss", float(loss), step)` every step (float() waits too);
-  jaxdash     `run.log({"loss": loss})` every step: queued, fetched off the loop's thread in batches.
+  jaxdash     `run.log({"loss": loss})` every step: queued, fetched off the loop's thread in batches;
+  jaxdash store  the same with TensorBoard and W&B off (the run store alone: what the writer process costs).
 Prints steps/s of each (steady epochs: the first epoch compiles) and its ratio to none. Goal: jaxdash >= 0.95.
 """
 
@@ -131,11 +132,17 @@ def loggers(root: Path) -> dict[str, tuple[Callable[[], Callable], Callable[[], 
         )
         return lambda step, loss: run.log({"loss": loss}, step=step)
 
+    def start_store_only() -> Callable:
+        state["store"] = run = jaxdash.init(project="log-overhead", runs_root=root / "runs", wandb="disabled",
+                                            tensorboard=False)  # fmt: skip
+        return lambda step, loss: run.log({"loss": loss}, step=step)
+
     return {
         "none": (lambda: lambda step, loss: None, lambda: None),
         "wandb": (start_wandb, lambda: state["w"].finish()),
         "tensorboardX": (start_tbx, lambda: state["tb"].close()),
         "jaxdash": (start_ours, lambda: state["run"].finish()),
+        "jaxdash store": (start_store_only, lambda: state["store"].finish()),
     }
 
 
