@@ -172,6 +172,7 @@ def test_the_writer_process_runs_at_idle_priority_with_its_own_wandb_service(
     from jaxdash.sink import SinkWriter
 
     monkeypatch.setenv("WANDB_SERVICE", "2-1-unix-/nonexistent.sock")
+    monkeypatch.setenv("WANDB_PROJECT", "priority")  # init sets it for its writer process: restored after the test
     run = jaxdash.init(project="priority", runs_root=tmp_path, wandb="disabled", tensorboard=True)
     try:
         (sink,) = [w for w in run._writer.writers if isinstance(w, SinkWriter)]

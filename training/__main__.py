@@ -47,7 +47,7 @@ def _train(task: str, argv: list[str]) -> int:
         return _fail(exc.errors["task"])
     args = cli.task_parser(task, task_cls).parse_args(argv)
     raw = {f: getattr(args, f) for f in task_cls.Config.__dataclass_fields__ if getattr(args, f) is not None}
-    problem = cli.check_run_dir(args.run_dir, bool(args.population)) or cli.check_runs_root(args.runs_root)
+    problem = cli.check_run_dir(args.run_dir) or cli.check_runs_root(args.runs_root)
     if problem:
         return _fail(problem)
     if args.population and os.environ.get("WANDB_SWEEP_ID") and args.wandb != "disabled":

@@ -58,7 +58,12 @@ def task_parser(task: str, task_cls: type) -> argparse.ArgumentParser:
             metavar=f.name.upper() if not choices else None,
             help=_field_help(f),
         )
-    p.add_argument("--run-dir", type=Path, default=None, help="write the run here (a new or empty folder)")
+    p.add_argument(
+        "--run-dir",
+        type=Path,
+        default=None,
+        help="write the run here (a new or empty folder); with --population, member 0 (the others go beside it)",
+    )
     p.add_argument(
         "--runs-root", type=Path, default=None, help="root of run directories (default: $JAXDASH_RUNS or ./runs)"
     )
@@ -164,12 +169,14 @@ def exit_code(states: list[str]) -> int:
     return 1 if 1 in codes else max(codes, default=0)
 
 
-def check_run_dir(run_dir: Path | None, population: bool) -> str | None:
-    """Why `--run-dir` cannot be used, or None."""
+def check_run_dir(run_dir: Path | None) -> str | None:
+    """Why `--run-dir` cannot be used, or None.
+
+    With --population it names member 0's folder (the page's launch folder); the other members go
+    beside it under --runs-root.
+    """
     if run_dir is None:
         return None
-    if population:
-        return "--run-dir names one run; a population creates one run dir per member under --runs-root."
 
     # The dashboard writes launch.json and process.log (this process's output) before starting it;
     # a warm worker may start while launch.json's atomic write still has its temp file there.

@@ -76,8 +76,8 @@ def build_command(
 ) -> list[str]:
     """The exact CLI command that trains `cfg` of `task` (a name or "module:Class" spec) into `run_dir`.
 
-    With `population` ({"lr": [...], "seed": [...]}) it trains one run per combination, each in
-    its own new directory under `runs_root` (the CLI picks the names), so `run_dir` is not passed.
+    With `population` ({"lr": [...], "seed": [...]}) it trains one run per combination: member 0
+    in `run_dir` (the launch folder, when given), the others in new directories under `runs_root`.
     `pbt` ({"interval": 100, "metric": ..., "fraction": ..., "resample": ...}) adds the --pbt-* flags.
     """
     flags = config_flags(cfg)
@@ -85,7 +85,8 @@ def build_command(
         flags += ["--population", f"{axis}={','.join(str(v) for v in values)}"]
     for key, value in (pbt or {}).items():
         flags += [f"--pbt-{key}", f"{value:g}" if isinstance(value, float) else str(value)]
-    where = ["--runs-root", str(runs_root)] if population else ["--run-dir", str(run_dir)]
+    where = ["--runs-root", str(runs_root)] if population else []
+    where += ["--run-dir", str(run_dir)] if run_dir is not None else []  # a population's: member 0's folder
     cmd = [sys.executable, "-m", "training", cli_task(task), *flags, *where, "--wandb", wandb_mode, "--quiet"]
     if name:
         cmd += ["--name", name]
@@ -181,16 +182,17 @@ def launch_population(
 ) -> Path:
     """Start a population of `task` (one process training every combination of `axes`); returns its launch directory.
 
-    The CLI creates the members' run directories itself, so the page gets a launch directory
-    (launch.json with "population", process.log) that stands for the population until its
-    members appear; `state.population_members` finds them by pid.
+    The page makes member 0's folder (launch.json with "population", process.log): it stands for
+    the population until the process writes its members, member 0 into that same folder (so no
+    launch folder is left behind) and the others beside it; `state.population_members` finds
+    them by pid.
     """
     _check_wandb(wandb_mode)
     task_cls = load_task(task)
     short = task_cls.name or "task"
     root = root or run_store.runs_root()
-    launch_dir = run_store.new_run_dir(root, short, f"{name or short}-launch")
-    cmd = build_command(task, cfg, None, name, wandb_mode, population=axes, runs_root=root, pbt=pbt)
+    launch_dir = run_store.new_run_dir(root, short, f"{name or short}-m0")  # becomes member 0's run folder
+    cmd = build_command(task, cfg, launch_dir, name, wandb_mode, population=axes, runs_root=root, pbt=pbt)
     launched = time.time()
     process = spawn(cmd, launch_files.process_log(launch_dir))
     record = _launch_record(task, task_cls, cmd, process, launched)

@@ -71,13 +71,15 @@ def create_runs(
         group = f"{time.strftime('%Y%m%d-%H%M%S')}-{run_store.slugify(name or task)}-pop-{secrets.token_hex(2)}"
     dirs, names = [], []
     for i, cfg in enumerate(cfgs):
-        if group is None:
-            d = Path(run_dir) if run_dir is not None else run_store.new_run_dir(root, task, name)
+        if run_dir is not None and i == 0:  # one run's folder, or the page's launch folder holding member 0
+            d = Path(run_dir)
             d.mkdir(parents=True, exist_ok=True)
+        else:
+            d = run_store.new_run_dir(root, task, name if group is None else f"{name or task}-m{i}")
+        if group is None:
             extra: dict[str, Any] = {}
             names.append(name or d.name)
         else:
-            d = run_store.new_run_dir(root, task, f"{name or task}-m{i}")
             extra = {"group": group, "member": i, **({"pbt": dataclasses.asdict(pbt)} if pbt else {})}
             names.append(_member_name(name, group, i, cfg, axes))
         total = getattr(cfg, "steps", 0) or getattr(cfg, "epochs", 0) * (
@@ -170,7 +172,7 @@ def execute(
       task: a task name or "module:Class" spec (see training.tasks).
       raw_cfgs: one config per member, as raw dicts (validated here) or configs.
       axes: the fields a population varies (for member names); empty for a single run.
-      run_dir: a single run's directory (default: a new one under `root`).
+      run_dir: a single run's directory, or member 0's in a population (default: a new one under `root`).
       root: the runs root (default $JAXDASH_RUNS or ./runs).
       name: display name (a population's members get "<name> #i (lr=...)").
       wandb_mode: "auto", "online", "offline" or "disabled".
