@@ -95,12 +95,9 @@ def _writers(run_dir, cfg, name, wandb, tensorboard, start_step, group, project,
     from training.writers.base import MultiWriter, Tracking
     from training.writers.build import build_writer
 
-    if project:
-        os.environ.setdefault("WANDB_PROJECT", project)  # what the W&B writer reads (the sink inherits it)
-    if tags:
-        os.environ.setdefault("WANDB_TAGS", ",".join(tags))
-    if notes:
-        os.environ.setdefault("WANDB_NOTES", notes)
+    # What the W&B writer reads, for the writer process only (the script's own environment wins and
+    # stays as it was: a later `wandb.init` of the script is not steered by this run's project).
+    wandb_env = {"WANDB_PROJECT": project, "WANDB_TAGS": ",".join(tags), "WANDB_NOTES": notes}
     resume_step = start_step if start_step >= 0 else None
     here = Tracking("disabled", tensorboard=False, console=False, group=group, job_type=project)
     writer, info = build_writer(run_dir, cfg, name=name, tracking=here, resume_step=resume_step)
@@ -108,7 +105,7 @@ def _writers(run_dir, cfg, name, wandb, tensorboard, start_step, group, project,
     if tensorboard or wandb != "disabled":
         there = Tracking(wandb, tensorboard, console=False, group=group, job_type=project, run_store=False)
         publish = lambda found: run_store.write_status(run_dir, **found)  # noqa: E731
-        writer = MultiWriter([*writer.writers, SinkWriter(run_dir, cfg, name, there, resume_step, publish)])
+        writer = MultiWriter([*writer.writers, SinkWriter(run_dir, cfg, name, there, resume_step, publish, wandb_env)])
     if start_step < 0:
         writer.write_hparams(cfg)
     return writer

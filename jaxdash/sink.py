@@ -36,7 +36,8 @@ class SinkWriter(MetricWriter):
     """A MetricWriter whose calls run in the sink process: buffered, sent as one message per flush."""
 
     def __init__(self, run_dir: Path, cfg: dict[str, Any], name: str | None, tracking: Tracking, resume_step: int | None,
-                 on_info: Callable[[dict[str, Any]], None]) -> None:  # fmt: skip
+                 on_info: Callable[[dict[str, Any]], None], env_defaults: dict[str, str | None] | None = None,
+                 ) -> None:  # fmt: skip
         self._calls: list[tuple[str, tuple]] = []
         self._lock = threading.Lock()
         self._dead = False
@@ -45,7 +46,7 @@ class SinkWriter(MetricWriter):
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             cwd=os.getcwd(),
-            env=_sink_env(),
+            env=_sink_env(env_defaults or {}),
         )
         self._send([("open", (str(run_dir), cfg, name, tracking, resume_step))])
         self._info_thread = threading.Thread(target=self._read_info, args=(on_info,), daemon=True)
@@ -115,10 +116,15 @@ class SinkWriter(MetricWriter):
             self._proc.kill()
 
 
-def _sink_env() -> dict[str, str]:
-    """The sink's environment: the script's, less WANDB_SERVICE. A script that called `wandb.init`
-    itself has a W&B service at normal priority; the sink starts its own, idle-priority one."""
-    return {k: v for k, v in os.environ.items() if k != "WANDB_SERVICE"}
+def _sink_env(defaults: dict[str, str | None]) -> dict[str, str]:
+    """The sink's environment: the script's plus `defaults` it does not set (empty ones left out),
+    less WANDB_SERVICE: a script that called `wandb.init` itself has a W&B service at normal
+    priority; the sink starts its own, idle-priority one."""
+    env = {k: v for k, v in os.environ.items() if k != "WANDB_SERVICE"}
+    for key, value in defaults.items():
+        if value:
+            env.setdefault(key, value)
+    return env
 
 
 def lowest_priority() -> None:

@@ -167,12 +167,13 @@ def test_the_writer_process_runs_at_idle_priority_with_its_own_wandb_service(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """TensorBoard and W&B work only where a core would idle (SCHED_IDLE), and a script's own W&B
-    service (WANDB_SERVICE, set by its `wandb.init`) at normal priority is not shared with it."""
+    service (WANDB_SERVICE, set by its `wandb.init`) at normal priority is not shared with it; the
+    run's project reaches the writer process without being set in the script's own environment."""
     import jaxdash
     from jaxdash.sink import SinkWriter
 
     monkeypatch.setenv("WANDB_SERVICE", "2-1-unix-/nonexistent.sock")
-    monkeypatch.setenv("WANDB_PROJECT", "priority")  # init sets it for its writer process: restored after the test
+    monkeypatch.delenv("WANDB_PROJECT", raising=False)
     run = jaxdash.init(project="priority", runs_root=tmp_path, wandb="disabled", tensorboard=True)
     try:
         (sink,) = [w for w in run._writer.writers if isinstance(w, SinkWriter)]
@@ -183,6 +184,7 @@ def test_the_writer_process_runs_at_idle_priority_with_its_own_wandb_service(
         assert os.sched_getscheduler(pid) == os.SCHED_IDLE
         environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
         assert not any(e.startswith(b"WANDB_SERVICE=") for e in environ)
+        assert b"WANDB_PROJECT=priority" in environ and "WANDB_PROJECT" not in os.environ  # the script's env untouched
         run.log({"loss": 1.0})
     finally:
         run.finish()

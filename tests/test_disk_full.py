@@ -64,3 +64,16 @@ def test_read_only_runs_root_is_one_line_naming_the_folder(mount_tmpfs):
         out.stderr.strip().splitlines()[-1]
         == f"error: Read-only file system writing {fs / 'runs'}. Pick a writable --runs-root."
     )
+
+
+def test_a_full_disk_reported_through_resource_exhausted_reads_as_a_full_disk(tmp_path: Path) -> None:
+    """TensorStore (Orbax's checkpoints) reports ENOSPC as a RESOURCE_EXHAUSTED error, not an OSError: it
+    once read "Out of memory" on CI. A message naming the full disk wins over the status code."""
+    from training.runs.lifecycle import failure
+
+    exc = ValueError(f'RESOURCE_EXHAUSTED: Error writing "{tmp_path}/ckpt/1/d/0": No space left on device')
+    state, message = failure(exc, tmp_path)
+    assert state == "failed" and message.startswith(f"No space left on device writing {tmp_path}/ckpt")
+    assert "Free some space, then resume the run." in message
+    oom = ValueError("RESOURCE_EXHAUSTED: Out of memory while trying to allocate 17179869184 bytes.")
+    assert failure(oom, tmp_path)[1].startswith("Out of memory: the model or data do not fit.")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import os
 import signal
 import time
 import traceback
@@ -78,6 +79,8 @@ def failure(exc: BaseException, run_dir: Path) -> tuple[str, str]:
         return "stopped", "Interrupted."
     if isinstance(exc, OSError):
         return "failed", describe_os_error(exc)
+    if os.strerror(errno.ENOSPC) in str(exc):  # e.g. Orbax/TensorStore's "RESOURCE_EXHAUSTED: ... No space left"
+        return "failed", describe_os_error(OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(run_dir / "ckpt")))
     if isinstance(exc, MemoryError) or "RESOURCE_EXHAUSTED" in str(exc):
         return "failed", (
             "Out of memory: the model or data do not fit. Use fewer points, smaller layers or a smaller batch."
