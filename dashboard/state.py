@@ -51,9 +51,8 @@ def run_status(run_dir: Path) -> dict[str, Any]:
                 return {**status, "state": "starting", "resuming": True}
             status["resume_error"] = run_log.last_lines(run_dir, 1) or "the process exited without output"
         return status
-    waiting = page_queue.queue_status(
-        info
-    )  # a page start still waiting in the run queue (fills in its pid once started)
+    # A page start still waiting in the run queue (this fills in its pid once the queue started it).
+    waiting = page_queue.queue_status(info)
     if waiting is not None:
         return waiting
     if run_store.pid_alive(info.get("pid")):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -127,3 +128,21 @@ def test_the_limit_is_set_from_the_cli_and_the_page(tmp_path: Path, monkeypatch)
     at.number_input(key="queue_limit").set_value(5).run()
     assert not at.exception and Queue(tmp_path).limit() == 5
     assert any("at most 5 training processes at once" in c.value for c in at.caption)
+
+
+def test_a_job_never_writes_its_output_outside_the_runs_root(tmp_path: Path) -> None:
+    """A queue.db from elsewhere naming a log outside the runs root (directly or through a link) gets the
+    job's own log under .queue/ instead."""
+    root, outside = tmp_path / "runs", tmp_path / "outside"
+    outside.mkdir()
+    (root / "link").mkdir(parents=True)
+    (root / "link" / "process.log").symlink_to(outside / "victim")
+    q = Queue(root)
+    q.set_limit(3)
+    far = q.submit(["tasks"], log=outside / "victim")
+    linked = q.submit(["tasks"], log=root / "link" / "process.log")
+    ours = q.submit(["tasks"], log=root / "run-a" / "process.log")
+    seen: dict[int, Path] = {}
+    q.dispatch(lambda job, argv, log: seen.setdefault(job, log) and os.getpid())
+    assert seen == {far: q.log_path(far), linked: q.log_path(linked), ours: root / "run-a" / "process.log"}
+    assert not (outside / "victim").exists()

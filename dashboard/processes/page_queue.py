@@ -75,11 +75,16 @@ def start(cmd: list[str], log_path: Path, metrics: Path | None, start_now: Start
     return {"queue_job": job, "via": "queue"}
 
 
-def dispatch(root: Path, start_now: StartNow) -> None:
-    """Start queued jobs of `root` while slots are free (by `start_now`); the dispatcher thread takes the rest."""
+def _dispatch_once(root: Path, start_now: StartNow) -> bool:
+    """Start queued jobs of `root` while slots are free (by `start_now`); whether any still wait."""
     queue = Queue(root)
     queue.dispatch(_starter(start_now, {}, {}))
-    if any(j["state"] == "queued" for j in queue.jobs()):
+    return any(j["state"] == "queued" for j in queue.jobs())
+
+
+def dispatch(root: Path, start_now: StartNow) -> None:
+    """Start queued jobs of `root` while slots are free (by `start_now`); the dispatcher thread takes the rest."""
+    if _dispatch_once(root, start_now):
         ensure_dispatcher(root, start_now)
 
 
@@ -98,9 +103,7 @@ def _dispatch_loop(root: Path, start_now: StartNow) -> None:
     while True:
         time.sleep(DISPATCH_S)
         try:
-            queue = Queue(root)
-            queue.dispatch(_starter(start_now, {}, {}))
-            waiting = any(j["state"] == "queued" for j in queue.jobs())
+            waiting = _dispatch_once(root, start_now)
         except (OSError, sqlite3.Error) as exc:  # e.g. the runs root was removed: try again later
             log.warning("run queue dispatch in %s failed: %s", root, exc)
             waiting = True

@@ -22,6 +22,8 @@ from typing import Any
 
 import psutil
 
+from runstore import safe_files
+
 PER_PROCESS_BYTES = 2 << 30  # a training process's share of memory when choosing the default limit
 SCHEMA = """
 create table if not exists jobs (
@@ -147,7 +149,7 @@ class Queue:
                         )
                 queued = db.execute("select id, argv, log from jobs where state='queued' order by id").fetchall()
                 for r in queued[: max(0, limit - running)]:
-                    log = Path(r["log"]) if r["log"] else self.log_path(r["id"])
+                    log = self._output(r["id"], r["log"])
                     pid = (start or self._start)(r["id"], json.loads(r["argv"]), log)
                     db.execute(
                         "update jobs set state='running', pid=?, started=? where id=?", (pid, time.time(), r["id"])
@@ -162,6 +164,13 @@ class Queue:
     def log_path(self, job: int) -> Path:
         """Where job `job`'s output goes."""
         return self.logs / f"{job}.log"
+
+    def _output(self, job: int, log: str | None) -> Path:
+        """Where job `job` writes: its own log file if that lies inside the runs root (links resolved),
+        else `log_path(job)`: a queue.db from elsewhere never makes a job append to a file outside."""
+        if log and safe_files.inside(self.root, log):
+            return Path(log)
+        return self.log_path(job)
 
     def _start(self, job: int, argv: list[str], log: Path) -> int:
         log.parent.mkdir(exist_ok=True)
