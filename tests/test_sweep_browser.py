@@ -34,11 +34,13 @@ def test_sweep_from_the_page_shows_its_trials_live(server: tuple[Server, Path]) 
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1200})
         try:
+            page.goto(f"{srv.url}/sweeps")  # its first render imports Optuna's figures: not while trials train
+            page.get_by_text("No sweeps yet", exact=False).first.wait_for(timeout=90_000)
             page.goto(srv.url)
             page.get_by_text("Sweep: many runs").click(timeout=90_000)  # the toggle
             page.get_by_role("textbox", name="Swept settings").fill("lr=0.01,0.03,0.1")
             fixed = page.get_by_role("textbox", name="Fixed settings")
-            fixed.fill("steps=5000 log_every=100")  # long enough that the page sees the third trial wait
+            fixed.fill("steps=30000 log_every=100")  # ~17 s a population here: the page sees the third trial wait
             fixed.press("Enter")  # Enter keeps the value; it must not start anything
             page.get_by_role("textbox", name="Study name").fill("browser-sweep")
             page.get_by_role("textbox", name="Study name").press("Enter")
