@@ -146,3 +146,49 @@ def test_a_job_never_writes_its_output_outside_the_runs_root(tmp_path: Path) -> 
     q.dispatch(lambda job, argv, log: seen.setdefault(job, log) and os.getpid())
     assert seen == {far: q.log_path(far), linked: q.log_path(linked), ours: root / "run-a" / "process.log"}
     assert not (outside / "victim").exists()
+
+
+def _crafted_queue(root: Path, argv: list[str]) -> None:
+    """A queue.db as someone else could leave it in a runs root: a queued job with no signature."""
+    import sqlite3
+
+    Queue(root)  # the schema, as any queue.db has it
+    with sqlite3.connect(root / "queue.db") as db:
+        db.execute("insert into jobs (argv, label, created) values (?, 'x', 0)", (json.dumps(argv),))
+
+
+def test_a_queue_db_from_elsewhere_runs_nothing(tmp_path: Path, monkeypatch) -> None:
+    """Jobs are commands, so only rows signed with this user's key run: a crafted row, a row signed
+    with another account's key and a damaged row are refused, named on the Sweeps page, and the
+    dashboard's start-up dispatch starts none of them. This user's own jobs still start."""
+    from streamlit.testing.v1 import AppTest
+
+    root, evil = tmp_path / "runs", tmp_path / "evil"
+    argv = ["regression", "--steps", "5", "--quiet", "--runs-root", str(evil)]
+    monkeypatch.setenv("JAXDASH_CONFIG_DIR", str(tmp_path / "other-user"))
+    copied = Queue(root).submit(argv)  # signed, but with another account's key
+    monkeypatch.setenv("JAXDASH_CONFIG_DIR", str(tmp_path / "me"))
+    _crafted_queue(root, argv)
+    monkeypatch.setenv("JAXDASH_RUNS", str(root))
+    at = AppTest.from_file(str(Path(__file__).parents[1] / "dashboard" / "app.py"), default_timeout=60)
+    at.run()  # the page's start-up resumes the queue
+    assert not at.exception
+    jobs = Queue(root).jobs()
+    assert [(j["id"], j["state"], j["pid"]) for j in jobs] == [(copied, "refused", None), (copied + 1, "refused", None)]
+    assert all(f"not signed by this user's queue key ({tmp_path / 'me' / 'queue.key'})" in j["reason"] for j in jobs)
+    time.sleep(2)
+    assert not evil.exists()  # nothing trained
+
+    with __import__("sqlite3").connect(root / "queue.db") as db:  # damaged argv: refused, no traceback
+        db.execute("insert into jobs (argv, label, created) values ('{not json', 'x', 0)")
+    mine = Queue(root).submit(["tasks"])
+    started = Queue(root).dispatch(lambda job, argv, log: os.getpid())
+    assert started == [mine] and Queue(root).state(mine - 1) == "refused"
+    sweeps = AppTest.from_file(str(Path(__file__).parents[1] / "dashboard" / "views" / "sweep.py"), default_timeout=60)
+    sweeps.run()
+    assert not sweeps.exception
+    assert sum("The run queue refused job" in w.value for w in sweeps.warning) == 3
+    from dashboard.processes import page_queue
+
+    status = page_queue.queue_status({"queue_job": copied, "launched": 1.0})  # a page start's Live line
+    assert status["state"] == "failed" and status["message"].startswith(f"The run queue refused job {copied} is not")

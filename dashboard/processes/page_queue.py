@@ -129,6 +129,12 @@ def queue_status(info: dict[str, Any]) -> dict[str, Any] | None:
         return None
     if row["state"] == "queued":
         return {"state": "queued", "position": row["position"], "started": info.get("launched")}
+    if row["state"] == "refused":
+        return {
+            "state": "failed",
+            "message": f"The run queue refused {row['reason']}.",
+            "started": info.get("launched"),
+        }
     if row["state"] == "cancelled":
         return {
             "state": "stopped",

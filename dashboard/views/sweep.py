@@ -5,6 +5,8 @@ Redrawn every 2 s by a fragment, so queued, running and finished trials show wit
 
 from __future__ import annotations
 
+import time
+
 import pandas as pd
 import streamlit as st
 
@@ -13,6 +15,7 @@ from runstore import run_store
 from training.settings import ConfigError
 
 REFRESH_S = 2.0
+REFUSED_SHOWN_S = 3600.0  # a refused job is named on this page for an hour
 # Words, not emoji: headless browsers and some desktops have no emoji font (they drew empty boxes).
 STATE_MARKS = {"COMPLETE": "finished", "RUNNING": "running", "PRUNED": "PRUNED", "FAIL": "FAILED"}
 STATE_MARKS["WAITING"] = "queued"  # a grid point not yet claimed, or a dead worker's trial re-queued
@@ -38,6 +41,9 @@ def queue_panel() -> None:
         "(the default follows the cores and free memory; `--queue-limit N` sets it from the CLI).",
     )
     st.caption(f"Run queue: {len(jobs)} job(s); at most {limit} training processes at once.")
+    for j in queue.jobs():
+        if j["state"] == "refused" and time.time() - (j["ended"] or 0) < REFUSED_SHOWN_S:
+            st.warning(f"The run queue refused {j['reason']}.")
     for j in jobs:
         c = st.columns([1, 5, 1])
         where = f"#{j['position']} in line" if j["state"] == "queued" else "running"

@@ -40,6 +40,9 @@ def run_queued(task: str, argv: list[str], root: Path | None) -> int:
         f"queued as job {job} (position {queued.get('position', '?')}); output: {queue.log_path(job)}", file=sys.stderr
     )
     state = queue.wait(job)
+    if state == "refused":
+        print(f"the run queue refused {(queue.job(job) or {}).get('reason')}", file=sys.stderr)
+        return 1
     if queue.log_path(job).exists():
         sys.stdout.write(queue.log_path(job).read_text(errors="replace"))
     rc = next((j["rc"] for j in queue.jobs() if j["id"] == job), None)

@@ -5,6 +5,7 @@ arguments after `python -m training`). Anyone who submits (the CLI with `--queue
 page) calls `dispatch`, which in one write transaction marks dead processes ended and starts
 queued jobs, oldest first, while fewer than the limit run. Queued jobs have a position and can
 be cancelled. The limit defaults to the cores and free memory (`default_limit`) and is settable.
+Every row is signed with this user's key (training/queue/signing.py); dispatch refuses any other.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 import psutil
 
 from runstore import safe_files
+from training.queue import signing
 
 PER_PROCESS_BYTES = 2 << 30  # a training process's share of memory when choosing the default limit
 SCHEMA = """
@@ -32,7 +34,12 @@ create table if not exists jobs (
 );
 create table if not exists settings (key text primary key, value text);
 """
-LOG_COLUMN = "alter table jobs add column log text"  # where the job's output goes (a run folder's process.log)
+# Added in place to an older queue.db: the job's output file (a run folder's process.log), its
+# signature, and why it was refused.
+NEW_COLUMNS = ("log", "sig", "reason")
+# This process's own job processes, kept so a dropped Popen is never reaped by the next
+# subprocess call (subprocess._cleanup) before dispatch reads its exit code.
+_CHILDREN: dict[int, subprocess.Popen] = {}
 Start = Callable[[int, list[str], Path], int]  # (job id, argv after `python -m training`, log file) -> pid
 
 
@@ -44,16 +51,34 @@ def default_limit() -> int:
 
 def _alive(pid: int) -> tuple[bool, int | None]:
     """(still running, exit code if it was our child and has ended)."""
+    child = _CHILDREN.get(pid)
+    if child is not None:  # started by this process: its Popen knows (and nothing else reaps it)
+        rc = child.poll()
+        if rc is not None:
+            del _CHILDREN[pid]
+        return rc is None, rc
+    for _ in range(2):  # a child that exits between waitpid and psutil's look is reaped on the second pass
+        try:
+            done, status = os.waitpid(pid, os.WNOHANG)  # reaps a child of ours started elsewhere (the page's)
+            if done:
+                return False, os.waitstatus_to_exitcode(status)
+        except ChildProcessError:
+            pass  # started by another process: ask the system
+        try:
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                return True, None
+        except psutil.NoSuchProcess:
+            return False, None
+    return False, None
+
+
+def _argv(text: str) -> list[str] | None:
+    """A row's arguments, or None when they are not a JSON list of strings (a damaged or crafted row)."""
     try:
-        done, status = os.waitpid(pid, os.WNOHANG)  # reaps our own children (no zombies)
-        if done:
-            return False, os.waitstatus_to_exitcode(status)
-    except ChildProcessError:
-        pass  # started by another process: ask the system
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE, None
-    except psutil.NoSuchProcess:
-        return False, None
+        argv = json.loads(text)
+    except (TypeError, ValueError):
+        return None
+    return argv if isinstance(argv, list) and all(isinstance(a, str) for a in argv) else None
 
 
 class Queue:
@@ -66,9 +91,11 @@ class Queue:
         self.logs = self.root / ".queue"
         with self._db() as db:
             db.executescript(SCHEMA)
-            if "log" not in {r["name"] for r in db.execute("pragma table_info(jobs)")}:
-                with contextlib.suppress(sqlite3.OperationalError):  # another process added it first
-                    db.execute(LOG_COLUMN)
+            have = {r["name"] for r in db.execute("pragma table_info(jobs)")}
+            for column in NEW_COLUMNS:
+                if column not in have:
+                    with contextlib.suppress(sqlite3.OperationalError):  # another process added it first
+                        db.execute(f"alter table jobs add column {column} text")
 
     def _db(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
@@ -79,7 +106,8 @@ class Queue:
         """The most processes at once: the setting, else `default_limit()`."""
         with self._db() as db:
             row = db.execute("select value from settings where key='limit'").fetchone()
-        return int(row["value"]) if row else default_limit()
+        value = str(row["value"]) if row else ""
+        return int(value) if value.isdigit() and int(value) >= 1 else default_limit()
 
     def set_limit(self, n: int) -> None:
         """Allow `n` (>= 1) processes at once."""
@@ -90,12 +118,17 @@ class Queue:
 
     def submit(self, argv: list[str], label: str = "", log: Path | None = None) -> int:
         """Queue `python -m training ARGV` (its output to `log`, else `log_path(job)`); returns the job id."""
+        argv_json, log_text = json.dumps(argv), str(log) if log else None
         with self._db() as db:
+            db.execute("begin immediate")  # not dispatched before it is signed
             cur = db.execute(
                 "insert into jobs (argv, label, created, log) values (?, ?, ?, ?)",
-                (json.dumps(argv), label or " ".join(argv[:1]), time.time(), str(log) if log else None),
+                (argv_json, label or " ".join(argv[:1]), time.time(), log_text),
             )
-            return int(cur.lastrowid)
+            job = int(cur.lastrowid)
+            db.execute("update jobs set sig=? where id=?", (signing.sign(self.root, job, argv_json, log_text), job))
+            db.execute("commit")
+        return job
 
     def cancel(self, job: int) -> bool:
         """Cancel a queued job (True), or False when it already started or ended."""
@@ -111,7 +144,7 @@ class Queue:
             rows = [dict(r) for r in db.execute("select * from jobs order by id")]
         position = 0
         for r in rows:
-            r["argv"] = json.loads(r["argv"])
+            r["argv"] = _argv(r["argv"])
             if r["state"] == "queued":
                 position += 1
                 r["position"] = position
@@ -122,7 +155,7 @@ class Queue:
         return next((j for j in self.jobs() if j["id"] == job), None)
 
     def state(self, job: int) -> str:
-        """'queued', 'running', 'ended' or 'cancelled' ('' for an unknown id)."""
+        """'queued', 'running', 'ended', 'cancelled' or 'refused' ('' for an unknown id)."""
         with self._db() as db:
             row = db.execute("select state from jobs where id=?", (job,)).fetchone()
         return row["state"] if row else ""
@@ -147,10 +180,10 @@ class Queue:
                         db.execute(
                             "update jobs set state='ended', ended=?, rc=? where id=?", (time.time(), rc, r["id"])
                         )
-                queued = db.execute("select id, argv, log from jobs where state='queued' order by id").fetchall()
+                queued = self._signed(db)
                 for r in queued[: max(0, limit - running)]:
                     log = self._output(r["id"], r["log"])
-                    pid = (start or self._start)(r["id"], json.loads(r["argv"]), log)
+                    pid = (start or self._start)(r["id"], _argv(r["argv"]), log)
                     db.execute(
                         "update jobs set state='running', pid=?, started=? where id=?", (pid, time.time(), r["id"])
                     )
@@ -160,6 +193,20 @@ class Queue:
                 db.execute("rollback")
                 raise
         return started
+
+    def _signed(self, db: sqlite3.Connection) -> list[sqlite3.Row]:
+        """The queued rows signed by this user's key, oldest first; every other queued row is refused."""
+        signed = []
+        for r in db.execute("select id, argv, log, sig from jobs where state='queued' order by id").fetchall():
+            why = signing.check(self.root, r["id"], r["argv"], r["log"], r["sig"])
+            if why is None and isinstance(_argv(r["argv"]), list):
+                signed.append(r)
+            else:
+                db.execute(
+                    "update jobs set state='refused', ended=?, reason=? where id=?",
+                    (time.time(), f"job {r['id']} is {why or 'unreadable'}", r["id"]),
+                )
+        return signed
 
     def log_path(self, job: int) -> Path:
         """Where job `job`'s output goes."""
@@ -182,15 +229,16 @@ class Queue:
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,  # a Ctrl-C in the submitting terminal does not kill queued work
             )
+        _CHILDREN[proc.pid] = proc
         return proc.pid
 
     def wait(self, job: int, poll: float = 0.5, timeout: float | None = None) -> str:
-        """Dispatch until `job` ended or was cancelled; its final state."""
+        """Dispatch until `job` ended, was cancelled or refused; its final state."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             self.dispatch()
             state = self.state(job)
-            if state in ("ended", "cancelled", ""):
+            if state in ("ended", "cancelled", "refused", ""):
                 return state
             if deadline is not None and time.monotonic() > deadline:
                 return state
