@@ -10,13 +10,16 @@ same data and seed, each logging the step's loss a different way:
   tensorboardX `writer.add_scalar("loss", float(loss), step)` every step (float() waits too);
   jaxdash     `run.log({"loss": loss})` every step: queued, fetched off the loop's thread in batches;
   jaxdash store  the same with TensorBoard and W&B off (the run store alone: what the writer process costs).
-Prints steps/s of each (steady epochs: the first epoch compiles) and its ratio to none. Goal: jaxdash >= 0.95.
+Prints steps/s of each (steady epochs: the first epoch compiles), its ratio to none, and the median
+over rounds of its ratio to none in the same round (this VM's speed drifts +-30% between rounds).
+Goal: jaxdash >= 0.95.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -158,11 +161,13 @@ def main() -> None:
     x, y = train_x[: args.limit], train_y[: args.limit]
     fresh, train_step = make_step(x.reshape(len(x), -1).astype(np.float32) / 255.0, y)
     rates: dict[str, float] = {}
+    rounds: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(args.repeats):  # interleaved rounds, best of each: drift hits every loop alike
             for name, (start, end) in loggers(Path(tmp)).items():
                 log = start()
-                rates[name] = max(rates.get(name, 0.0), run_loop(fresh, train_step, len(x), args.epochs, log))
+                rounds.setdefault(name, []).append(run_loop(fresh, train_step, len(x), args.epochs, log))
+                rates[name] = max(rounds[name])
                 end()
             import jaxdash
 
@@ -175,8 +180,14 @@ def main() -> None:
     print(
         f"Fashion-MNIST {len(x):,} examples, batch {BATCH}, {args.epochs} epochs, steady epochs, best of {args.repeats} interleaved rounds; load {os.getloadavg()[0]:.2f}"
     )
+    print("  (best round's steps/s and its ratio to none's best; then the median over rounds of the ratio to")
+    print("   none in the same round, which a drift of this VM's speed between rounds does not move)")
     for name, rate in rates.items():
-        print(f"  {name:13s} {rate:8.1f} steps/s   {rate / rates['none']:.3f}x of none")
+        each = " ".join(f"{r:.0f}" for r in rounds[name])
+        paired = statistics.median(r / n for r, n in zip(rounds[name], rounds["none"], strict=True))
+        print(
+            f"  {name:13s} {rate:8.1f} steps/s   {rate / rates['none']:.3f}x   median paired {paired:.3f}x   (rounds: {each})"
+        )
     print(f"In jit: lax.scan of {SCAN} steps per call, run.log_chunk of its losses once per call:")
     print(f"  scan, no logging {scan_none:8.1f} steps/s")
     print(f"  scan + log_chunk {scan_ours:8.1f} steps/s   {scan_ours / scan_none:.3f}x of scan alone")

@@ -10,6 +10,7 @@ uncaught exception, its last line as the message) or, after a kill -9, crashed (
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Mapping
@@ -18,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxdash.fetcher import Fetcher
+from jaxdash.fetcher import Block, Fetcher, Histograms
 from jaxdash.media import is_media, write_media
 from runstore import run_store
 from training.writers.base import Progress
@@ -43,6 +44,9 @@ class Run:
         self._summaries: dict[str, str] = {}  # define_metric(name, summary=...): "min", "max", "mean" or "last"
         self._stats: dict[str, list[float]] = {}  # name -> [last, min, max, sum, count] of the logged values
         self._fetcher = Fetcher(self._write_rows)
+        # Value types `log` accepted before (JAX arrays, floats, NumPy scalars): a call holding only
+        # these skips the checks. NumPy arrays are left out (their dtype may be a string's).
+        self._plain: set[type] = set()
 
     # -- the training thread's side: cheap, never waits for the device ------------------------------
     def log(self, metrics: Mapping[str, Any], step: int | None = None, commit: bool = True) -> None:
@@ -54,19 +58,15 @@ class Run:
         if self._finished:
             logger.warning("jaxdash: log() after finish() of run %s; not logged", self.id)
             return
-        if not isinstance(metrics, Mapping):
-            logger.warning("jaxdash: log() takes a dict of metrics, got %s; not logged", type(metrics).__name__)
-            return
         if step is None:
             step = self._step + 1 if commit else max(self._step, 0)
         elif step < self._step:
             logger.warning("jaxdash: step %s is before the last logged step %s; not logged", step, self._step)
             return
-        media = {k: v for k, v in metrics.items() if is_media(v)}
-        if media:
-            with self._lock:  # the fetch thread writes too
-                write_media(self._writer, int(step), media)
-        values = _flatten({k: v for k, v in metrics.items() if k not in media})
+        if type(metrics) is dict and all(type(v) in self._plain for v in metrics.values()):
+            values = dict(metrics)  # the per-step case: numbers and arrays of types seen before, ~1 us
+        else:
+            values = self._checked(metrics, int(step))
         if not values:
             return
         if self._open is not None and self._open[0] == step:  # the same step again: one record, as in W&B
@@ -75,6 +75,20 @@ class Run:
         if self._open is not None:
             self._fetcher.put(*self._open)
         self._step, self._open = int(step), (int(step), values)
+
+    def _checked(self, metrics: Any, step: int) -> dict[str, Any]:
+        """`metrics` flattened, media written, non-metrics warned about; remembers the plain value types."""
+        if not isinstance(metrics, Mapping):
+            logger.warning("jaxdash: log() takes a dict of metrics, got %s; not logged", type(metrics).__name__)
+            return {}
+        media = {k: v for k, v in metrics.items() if is_media(v)}
+        if media:
+            with self._lock:  # the fetch thread writes too
+                write_media(self._writer, step, media)
+        values = _flatten({k: v for k, v in metrics.items() if k not in media})
+        if not media and values.keys() == metrics.keys():  # no nesting, nothing left out
+            self._plain.update(type(v) for v in values.values() if not isinstance(v, np.ndarray))
+        return values
 
     def log_chunk(self, metrics: Mapping[str, Any], first_step: int | None = None) -> None:
         """Queue a chunk's metrics as returned by `lax.scan`: arrays with one row per step.
@@ -150,42 +164,39 @@ class Run:
         out = {}
         with self._lock:
             for name, (last, low, high, total, count) in self._stats.items():
-                pick = self._summaries.get(name, "last")
+                pick = self._summaries.get(name, "last") if count else "last"  # only NaN seen: the last
                 out[name] = {"last": last, "min": low, "max": high, "mean": total / max(count, 1)}[pick]
         return out
 
     # -- the fetcher thread's side -------------------------------------------------------------------
-    def _write_rows(self, rows: list[tuple[int, dict[str, float], dict[str, np.ndarray]]]) -> None:
-        """Hand fetched steps to the writers; flush at most every FLUSH_S (and for the last batch)."""
+    def _write_rows(self, parts: list[Block | Histograms]) -> None:
+        """Hand fetched blocks to the writers (one Progress, on the batch's last step); flush at most every FLUSH_S."""
         with self._lock:
             wall = time.monotonic() - self._t0
-            rate = (
-                (rows[-1][0] - self._rate_from[0]) / (wall - self._rate_from[1]) if wall > self._rate_from[1] else None
-            )
-            self._rate_from = (rows[-1][0], wall)
-            last = rows[-1][0]  # one Progress per batch, on its last row: the others continue its clock
-            for step, scalars, histograms in rows:
-                progress = (
-                    Progress(step=step, total_steps=self._total, wall_seconds=wall, steps_per_sec=rate)
-                    if step == last
-                    else None
-                )
-                if scalars:
-                    self._writer.write_scalars(step, scalars, progress)
-                    self._note(scalars)
-                if histograms:
-                    self._writer.write_histograms(step, histograms)
+            last = max((int(p.steps[-1]) if isinstance(p, Block) else p[0] for p in parts), default=self._rate_from[0])
+            rate = (last - self._rate_from[0]) / (wall - self._rate_from[1]) if wall > self._rate_from[1] else None
+            self._rate_from = (last, wall)
+            progress = Progress(step=last, total_steps=self._total, wall_seconds=wall, steps_per_sec=rate)
+            final = max((i for i, p in enumerate(parts) if isinstance(p, Block)), default=-1)
+            for i, part in enumerate(parts):
+                if isinstance(part, Block):
+                    self._writer.write_scalar_rows(part.steps, part.columns, progress if i == final else None)
+                    self._note(part.columns)
+                else:
+                    self._writer.write_histograms(*part)
             if time.monotonic() - self._last_flush >= FLUSH_S or self._finished:
                 self._writer.flush()
                 self._last_flush = time.monotonic()
 
-    def _note(self, scalars: Mapping[str, float]) -> None:
-        for name, v in scalars.items():
-            st = self._stats.get(name)
-            if st is None:
-                self._stats[name] = [v, v, v, v, 1]
-            else:
-                st[0], st[1], st[2], st[3], st[4] = v, min(st[1], v), max(st[2], v), st[3] + v, st[4] + 1
+    def _note(self, columns: Mapping[str, np.ndarray]) -> None:
+        """Each tag's last value, and min, max, sum and count of its values that are not NaN (for the summary)."""
+        for name, column in columns.items():
+            seen = column[~np.isnan(column)]
+            st = self._stats.setdefault(name, [math.nan, math.inf, -math.inf, 0.0, 0])
+            st[0] = float(column[-1])
+            if seen.size:
+                st[1], st[2] = min(st[1], float(seen.min())), max(st[2], float(seen.max()))
+                st[3], st[4] = st[3] + float(seen.sum()), st[4] + int(seen.size)
 
 
 _WARNED: set[str] = set()

@@ -12,7 +12,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import logging
-import math
 import os
 import sys
 import threading
@@ -48,32 +47,87 @@ def _fetch(batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{k: np.asarray(v) if isinstance(v, jax.Array) else v for k, v in values.items()} for values in batch]
 
 
+class Block:
+    """Scalars of consecutive steps as columns: `columns[tag][i]` belongs to `steps[i]` (float64)."""
+
+    __slots__ = ("columns", "steps")
+
+    def __init__(self, steps: np.ndarray, columns: dict[str, np.ndarray]) -> None:
+        self.steps, self.columns = steps, columns
+
+
+Histograms = tuple[int, dict[str, np.ndarray]]  # (step, arrays) of one step
+
+
 class Split:
-    """A step's fetched values split by kind, with one warning per key for values that are no metric."""
+    """Fetched entries as blocks of scalar columns (and per-step histograms), one warning per key for
+    values that are no metric and for non-finite ones.
+
+    Consecutive single steps with the same keys become one block (one `np.array` per key, not one
+    record per step); a `lax.scan` chunk is a block as it came. Only entries holding arrays of more
+    than one element per step take the per-step path.
+    """
 
     def __init__(self, warn: Callable[[str, str], None]) -> None:
         self.warn = warn
 
-    def __call__(self, values: Mapping[str, Any]) -> tuple[dict[str, float], dict[str, np.ndarray]]:
+    def __call__(self, entries: list[tuple[int, dict[str, Any], int]]) -> list[Block | Histograms]:
+        out: list[Block | Histograms] = []
+        i = 0
+        while i < len(entries):
+            step, values, steps = entries[i]
+            if steps:
+                out += self._chunk(step, values, steps)
+                i += 1
+                continue
+            j = i + 1
+            keys = values.keys()
+            while j < len(entries) and not entries[j][2] and entries[j][1].keys() == keys:
+                j += 1
+            out += self._steps(entries[i:j])
+            i = j
+        return out
+
+    def _steps(self, group: list[tuple[int, dict[str, Any], int]]) -> list[Block | Histograms]:
+        """Single steps with the same keys: one block, unless a value is an array (then step by step)."""
+        columns = {}
+        for key in group[0][1]:
+            try:
+                column = np.array([values[key] for _, values, _ in group], dtype=np.float64)
+            except (TypeError, ValueError):  # ragged or not numbers: the per-step path says which
+                column = None
+            if column is None or column.shape != (len(group),):
+                return [part for step, values, _ in group for part in self._one(step, values)]
+            columns[key] = column
+        return [self._block(np.array([step for step, _, _ in group]), columns)]
+
+    def _chunk(self, first: int, values: dict[str, Any], steps: int) -> list[Block | Histograms]:
+        """A scanned chunk: arrays with a leading axis of `steps`."""
+        arrays = {k: np.asarray(v) for k, v in values.items()}
+        if all(a.shape == (steps,) for a in arrays.values()):
+            return [self._block(np.arange(first, first + steps), {k: a.astype(np.float64) for k, a in arrays.items()})]
+        return [part for i in range(steps) for part in self._one(first + i, {k: a[i] for k, a in arrays.items()})]
+
+    def _block(self, steps: np.ndarray, columns: dict[str, np.ndarray]) -> Block:
+        for key, column in columns.items():
+            if not np.isfinite(column).all():
+                bad = column[~np.isfinite(column)][0]
+                self.warn(key, f"{key}: {bad} logged (kept; the charts show a gap there)")
+        return Block(steps, columns)
+
+    def _one(self, step: int, values: Mapping[str, Any]) -> list[Block | Histograms]:
+        """One step whose values include arrays: its scalars as a block of one, its arrays as histograms."""
         scalars, histograms = {}, {}
         for key, value in values.items():
-            if isinstance(value, (int, float)):
-                number = float(value)
+            arr = np.asarray(value)
+            if arr.size == 1:
+                scalars[key] = np.array([float(arr.item())])
+            elif arr.dtype.kind in "biuf" and 0 < arr.size <= HISTOGRAM_MAX:
+                histograms[key] = arr
             else:
-                arr = value if type(value) is np.ndarray else np.asarray(value)  # fetched: no copy, no sync
-                if arr.size != 1:
-                    if arr.dtype.kind in "biuf" and 0 < arr.size <= HISTOGRAM_MAX:
-                        histograms[key] = arr
-                    else:
-                        self.warn(
-                            key, f"{key}: an array of shape {arr.shape} and dtype {arr.dtype} is no metric; not logged"
-                        )
-                    continue
-                number = float(arr.item())
-            if not math.isfinite(number):
-                self.warn(key, f"{key}: {number} logged (kept; the charts show a gap there)")
-            scalars[key] = number
-        return scalars, histograms
+                self.warn(key, f"{key}: an array of shape {arr.shape} and dtype {arr.dtype} is no metric; not logged")
+        out: list[Block | Histograms] = [self._block(np.array([step]), scalars)] if scalars else []
+        return out + ([(step, histograms)] if histograms else [])
 
 
 class Fetcher:
@@ -84,7 +138,7 @@ class Fetcher:
     was half of `run.log`'s 5 us).
     """
 
-    def __init__(self, write: Callable[[list[tuple[int, dict[str, float], dict[str, np.ndarray]]]], None]) -> None:
+    def __init__(self, write: Callable[[list[Block | Histograms]], None]) -> None:
         self.pending: collections.deque[Entry] = collections.deque()
         self.write = write
         self.warned: set[str] = set()
@@ -129,14 +183,9 @@ class Fetcher:
     def _write_batch(self, entries: list[Entry]) -> None:
         try:
             fetched = _fetch([values for _, values, _ in entries])
-            rows = []
-            for (step, _, steps), values in zip(entries, fetched, strict=True):
-                if not steps:
-                    rows.append((step, *self.split(values)))
-                    continue
-                for i in range(steps):  # a chunk from lax.scan: one row per step, on the host
-                    rows.append((step + i, *self.split({k: np.asarray(v)[i] for k, v in values.items()})))
-            self.write(rows)
+            self.write(
+                self.split([(step, values, steps) for (step, _, steps), values in zip(entries, fetched, strict=True)])
+            )
         except Exception as exc:  # noqa: BLE001 - the training loop must never die of logging
             self.error = exc
             log.error("jaxdash: logging stopped: %s: %s", type(exc).__name__, exc)

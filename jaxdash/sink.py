@@ -77,6 +77,9 @@ class SinkWriter(MetricWriter):
     def write_scalars(self, step, scalars, progress=None):  # noqa: D102, ANN001
         self._queue("write_scalars", step, dict(scalars), progress)
 
+    def write_scalar_rows(self, steps, columns, progress=None):  # noqa: D102, ANN001
+        self._queue("write_scalar_rows", steps, dict(columns), progress)  # arrays: one cheap pickle per block
+
     def write_histograms(self, step, arrays):  # noqa: D102, ANN001
         self._queue("write_histograms", step, dict(arrays))
 
@@ -118,9 +121,12 @@ class SinkWriter(MetricWriter):
 
 def _sink_env(defaults: dict[str, str | None]) -> dict[str, str]:
     """The sink's environment: the script's plus `defaults` it does not set (empty ones left out),
-    less WANDB_SERVICE: a script that called `wandb.init` itself has a W&B service at normal
+    W&B's per-call telemetry off unless set, less WANDB_SERVICE: a script that called `wandb.init` itself has a W&B service at normal
     priority; the sink starts its own, idle-priority one."""
     env = {k: v for k, v in os.environ.items() if k != "WANDB_SERVICE"}
+    # wandb's own telemetry records every `log` call through OpenTelemetry: half of its 220 us per
+    # row here (measured: 104 us without). Off in the writer process unless the user set it.
+    env.setdefault("WANDB_ERROR_REPORTING", "false")
     for key, value in defaults.items():
         if value:
             env.setdefault(key, value)

@@ -12,7 +12,7 @@ import errno
 import json
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -71,11 +71,35 @@ def read_json(path: Path, default: Any = None) -> Any:
         return default
 
 
+def metric_lines(records: list[Mapping[str, Any]]) -> str:
+    """Records as metrics.jsonl lines (strict JSON: NaN and inf as strings)."""
+    return "".join(json.dumps(_jsonable(r), allow_nan=False) + "\n" for r in records)
+
+
+def column_lines(steps: Sequence[int], wall: float, ts: float, columns: Mapping[str, Sequence[float]]) -> str:
+    """Steps given as columns as metrics.jsonl lines: what `metric_lines` writes for the records
+    {"step": steps[i], "wall": wall, "ts": ts, tag: columns[tag][i], ...}, formatted in one pass."""
+    template = '{"step": %d, "wall": ' + json.dumps(wall) + ', "ts": ' + json.dumps(ts)
+    template += "".join(", " + json.dumps(str(tag)).replace("%", "%%") + ": %s" for tag in columns) + "}\n"
+    values = []
+    for column in columns.values():
+        floats = [float(v) for v in column]
+        if not all(map(math.isfinite, floats)):  # strict JSON, as _jsonable writes them
+            floats = [v if math.isfinite(v) else f'"{v}"' for v in floats]
+        values.append(floats)
+    return "".join(template % row for row in zip(steps, *values, strict=True))
+
+
 def append_metrics(run_dir: Path, records: list[Mapping[str, Any]]) -> None:
     """Append records to metrics.jsonl and fsync, so a kill loses at most this chunk."""
-    if not records:
+    if records:
+        append_metric_lines(run_dir, metric_lines(records))
+
+
+def append_metric_lines(run_dir: Path, lines: str) -> None:
+    """Append ready-made metrics.jsonl lines and fsync; a failure leaves no half-written line."""
+    if not lines:
         return
-    lines = "".join(json.dumps(_jsonable(r), allow_nan=False) + "\n" for r in records)
     path = Path(run_dir) / "metrics.jsonl"
     data = lines.encode()
     try:

@@ -33,7 +33,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runstore.atomic import append_metrics, atomic_write_json, read_json  # noqa: F401 - API
+from runstore.atomic import (  # noqa: F401 - API
+    append_metric_lines,
+    append_metrics,
+    atomic_write_json,
+    column_lines,
+    metric_lines,
+    read_json,
+)
 from runstore.processes import owns_process, pid_alive  # noqa: F401 - part of this module's API
 from runstore.run_checks import (  # noqa: F401 - part of this module's API
     DamagedRunFile,

@@ -185,6 +185,29 @@ def test_store_writer_buffers_until_flush_and_owns_only_progress_fields(tmp_path
     assert json.loads((tmp_path / "artifacts" / "final_metrics.json").read_text()) == {"test/acc": 0.5}
 
 
+def test_a_block_of_columns_writes_the_lines_records_would_in_order_with_the_records(tmp_path):
+    """jaxdash's fetch thread hands the run store whole columns: the same JSON lines as one record
+    per step (NaN and inf as strings, any tag name), in order with records written between blocks."""
+    cols = {"train/loss": [0.1, float("nan"), 1e-20], 'odd %s "tag"': [1.0, float("inf"), -float("inf")]}
+    records = [
+        {"step": s, "wall": 0.5, "ts": 7.25, **{k: v[i] for k, v in cols.items()}} for i, s in enumerate([1, 2, 3])
+    ]
+    assert run_store.column_lines([1, 2, 3], 0.5, 7.25, cols) == run_store.metric_lines(records)
+    run_store.start_status(tmp_path, total_steps=10)
+    w = RunStoreWriter(tmp_path)
+    w.write_scalar_rows(np.array([1, 2]), {"train/loss": np.array([0.5, np.nan], np.float32)}, _progress(2))
+    w.write_scalars(2, {"test/acc": 0.25})
+    w.write_scalar_rows(np.array([3]), {"train/loss": np.array([0.25])})
+    w.flush()
+    w.drain()
+    read = run_store.read_metrics(tmp_path)[0]
+    assert [(r["step"], r.get("train/loss"), r.get("test/acc")) for r in read] == [
+        (1, 0.5, None), (2, "nan", None), (2, None, 0.25), (3, 0.25, None)
+    ]  # fmt: skip
+    assert read[0]["wall"] == read[1]["wall"] == 0.2 and run_store.read_status(tmp_path)["step"] == 2
+    w.close()
+
+
 def test_store_writer_keeps_the_latest_table_image_and_text_of_each_tag(tmp_path):
     w = RunStoreWriter(tmp_path)
     x = np.linspace(-1, 1, 5)

@@ -73,6 +73,19 @@ class MetricWriter:
         """Scalars of one step, e.g. {"train/loss": 0.3}; tags carry a `group/` prefix."""
         self._lacks("write_scalars")
 
+    def write_scalar_rows(
+        self, steps: np.ndarray, columns: Mapping[str, np.ndarray], progress: Progress | None = None
+    ) -> None:
+        """Scalars of many steps at once: `columns[tag][i]` belongs to `steps[i]`; `progress` to the last.
+
+        By default one `write_scalars` per step; a backend that can take whole columns overrides it
+        (the run store formats a block of JSON lines in one go, the writer process gets one message).
+        """
+        names, values = list(columns), [np.asarray(c).tolist() for c in columns.values()]
+        last = len(steps) - 1
+        for i, (step, *row) in enumerate(zip(np.asarray(steps).tolist(), *values, strict=True)):
+            self.write_scalars(int(step), dict(zip(names, row, strict=True)), progress if i == last else None)
+
     def write_images(self, step: int, images: Mapping[str, np.ndarray]) -> None:
         """HWC uint8 RGB images keyed by tag."""
         self._lacks("write_images")
@@ -110,6 +123,7 @@ class MetricWriter:
 _METHODS = (
     "write_hparams",
     "write_scalars",
+    "write_scalar_rows",
     "write_images",
     "write_histograms",
     "write_texts",

@@ -74,18 +74,34 @@ class RunStoreWriter(MetricWriter):
     # -- scalars and progress ----------------------------------------------------------
     def write_scalars(self, step: int, scalars: Mapping[str, float], progress: Progress | None = None) -> None:
         """Buffer one record; it reaches metrics.jsonl at the next `flush`."""
-        now = time.monotonic()
-        if progress is not None:
-            wall = float(progress.wall_seconds)
-            self._wall_at = (wall, now)
-        else:  # e.g. an eval record: continue the training clock rather than start a second one
-            wall = self._wall_at[0] + (now - self._wall_at[1])
+        wall = self._wall(progress)  # an eval record continues the training clock rather than start a second one
         record: dict[str, Any] = {"step": int(step), "wall": round(float(wall), 4), "ts": time.time()}
         record.update({str(k): _float(v) for k, v in scalars.items()})
         self._buffer.append(record)
         if progress is not None:
             self._progress = progress
             self._progress_dirty = True
+
+    def write_scalar_rows(
+        self, steps: np.ndarray, columns: Mapping[str, np.ndarray], progress: Progress | None = None
+    ) -> None:
+        """Buffer a block of steps as columns (one wall time for the block); formatted in one pass at the write."""
+        if not len(steps):
+            return
+        wall = self._wall(progress)
+        cols = {str(k): np.asarray(v, dtype=np.float64).tolist() for k, v in columns.items()}
+        self._buffer.append((np.asarray(steps).astype(int).tolist(), round(wall, 4), time.time(), cols))
+        if progress is not None:
+            self._progress = progress
+            self._progress_dirty = True
+
+    def _wall(self, progress: Progress | None) -> float:
+        """The run's clock: `progress`'s wall time, else the last one continued (e.g. for an eval record)."""
+        now = time.monotonic()
+        if progress is not None:
+            self._wall_at = (float(progress.wall_seconds), now)
+            return self._wall_at[0]
+        return self._wall_at[0] + (now - self._wall_at[1])
 
     def flush(self) -> None:
         """Hand this chunk's records and progress to the writer thread (after the previous chunk's landed)."""
@@ -107,8 +123,8 @@ class RunStoreWriter(MetricWriter):
         else:
             self._pending = self._pool.submit(self._write, records, fields)
 
-    def _write(self, records: list[dict[str, Any]], fields: dict[str, Any] | None) -> None:
-        run_store.append_metrics(self.run_dir, records)
+    def _write(self, records: list[dict[str, Any] | tuple], fields: dict[str, Any] | None) -> None:
+        run_store.append_metric_lines(self.run_dir, _lines(records))
         if fields:
             run_store.write_status(self.run_dir, **fields)
 
@@ -181,6 +197,19 @@ class RunStoreWriter(MetricWriter):
             if self._pool is not None:
                 self._pool.shutdown(wait=True)
                 self._pool = None
+
+
+def _lines(items: list[dict[str, Any] | tuple]) -> str:
+    """metrics.jsonl lines of buffered records (dicts) and column blocks (tuples), in order."""
+    out, records = [], []
+    for item in items:
+        if isinstance(item, dict):
+            records.append(item)
+            continue
+        out += [run_store.metric_lines(records), run_store.column_lines(*item)]
+        records = []
+    out.append(run_store.metric_lines(records))
+    return "".join(out)
 
 
 def table_file(tag: str) -> str:
