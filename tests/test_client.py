@@ -174,6 +174,7 @@ def test_the_writer_process_runs_at_idle_priority_with_its_own_wandb_service(
 
     monkeypatch.setenv("WANDB_SERVICE", "2-1-unix-/nonexistent.sock")
     monkeypatch.delenv("WANDB_PROJECT", raising=False)
+    monkeypatch.delenv("WANDB_ERROR_REPORTING", raising=False)
     run = jaxdash.init(project="priority", runs_root=tmp_path, wandb="disabled", tensorboard=True)
     try:
         (sink,) = [w for w in run._writer.writers if isinstance(w, SinkWriter)]
@@ -185,6 +186,7 @@ def test_the_writer_process_runs_at_idle_priority_with_its_own_wandb_service(
         environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
         assert not any(e.startswith(b"WANDB_SERVICE=") for e in environ)
         assert b"WANDB_PROJECT=priority" in environ and "WANDB_PROJECT" not in os.environ  # the script's env untouched
+        assert b"WANDB_ERROR_REPORTING=false" in environ  # wandb's per-call telemetry: half of a log call
         run.log({"loss": 1.0})
     finally:
         run.finish()
