@@ -58,6 +58,13 @@ export default async function (component) {
     div = document.createElement("div");
     div.className = "jaxdash-chart";
     parentElement.appendChild(div);
+    // plotly's `responsive` follows the window only: a column that narrows or widens (a run's
+    // layout changing as it ends) would leave the chart clipped or short. Follow the div's width.
+    let width = 0;
+    new ResizeObserver(([entry]) => {
+      const w = Math.round(entry.contentRect.width);
+      if (w && w !== width && div._fullLayout) { width = w; Plotly.Plots.resize(div); } else if (w) width = w;
+    }).observe(div);
   }
   if (div.__spec === data.spec && div.__config === data.config) return;  // the same figure: nothing to do
   div.__spec = data.spec; div.__config = data.config;
