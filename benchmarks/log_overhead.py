@@ -155,6 +155,12 @@ def main() -> None:
     p.add_argument("--epochs", type=int, default=2, help="epochs per loop (the first is not counted)")
     p.add_argument("--limit", type=int, default=60_000, help="training examples used")
     p.add_argument("--repeats", type=int, default=2, help="interleaved rounds; each loop's best round counts")
+    p.add_argument(
+        "--rows",
+        default="none,wandb,tensorboardX,jaxdash,jaxdash store",
+        help="comma-separated rows to run (none is always run); leaving wandb out keeps its W&B service, "
+        "alive for the rest of the process, from slowing the rows after it",
+    )
     args = p.parse_args()
     os.environ.setdefault("WANDB_SILENT", "true")
     train_x, train_y, _, _ = load_dataset("fashion_mnist")
@@ -164,7 +170,10 @@ def main() -> None:
     rounds: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(args.repeats):  # interleaved rounds, best of each: drift hits every loop alike
+            wanted = {"none", *args.rows.split(",")}
             for name, (start, end) in loggers(Path(tmp)).items():
+                if name not in wanted:
+                    continue
                 log = start()
                 rounds.setdefault(name, []).append(run_loop(fresh, train_step, len(x), args.epochs, log))
                 rates[name] = max(rounds[name])
