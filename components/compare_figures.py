@@ -14,9 +14,9 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from components.figure_style import set_template
 from components.series import Series, downsample_minmax, ema_smooth
 
-TEMPLATE = "plotly_white"
 GRID_POINTS = 400  # per curve in a small multiple; a zoom re-reads the range at full resolution
 
 
@@ -123,8 +123,7 @@ def metric_grid(
             fig.add_trace(t, row=row, col=col)
         fig.update_yaxes(type="log" if log_y and "acc" not in tag else "linear", row=row, col=col)
         fig.update_xaxes(title_text=x_title if row == rows else None, row=row, col=col)
-    fig.update_layout(
-        template=TEMPLATE,
+    set_template(fig).update_layout(
         height=90 + 260 * rows,
         margin=dict(l=50, r=20, t=90, b=40),
         legend=dict(orientation="h", yanchor="bottom", y=1.0 + 40 / (90 + 260 * rows), xanchor="left", x=0),
@@ -164,5 +163,5 @@ def parallel_coordinates(
                 colorbar=dict(title=color_by),
             )
     fig = go.Figure(go.Parcoords(dimensions=dims, line=line))
-    fig.update_layout(template=TEMPLATE, height=420, margin=dict(l=80, r=80, t=60, b=30))
+    set_template(fig).update_layout(height=420, margin=dict(l=80, r=80, t=60, b=30))
     return fig

@@ -95,17 +95,16 @@ def fit_figure(
       curves: name -> (x, y) of each model's curve (K members of a population: K curves).
       truth: (x, y) of the true function, when known.
     """
-    fig = _style(go.Figure(), title, height, uirevision)
     if data is None:
-        return _empty(fig, empty_text)
+        return _empty(_style(go.Figure(), title, height, uirevision), empty_text)
     x, y = (np.asarray(v, dtype=float).ravel() for v in data)
     keep = _stride_indices(x.size, max_points)
     shown = f"data ({keep.size:,} of {x.size:,})" if keep.size < x.size else "data"
     marker = dict(size=4, color="#4c78a8", opacity=0.45)
-    fig.add_trace(go.Scatter(x=x[keep], y=y[keep], mode="markers", name=shown, marker=marker))
+    traces = [go.Scatter(x=x[keep], y=y[keep], mode="markers", name=shown, marker=marker)]
     true_curve = _xy(truth) if truth is not None else None
     if true_curve is not None:
-        fig.add_trace(_line(*true_curve, "true", TRUE_LINE_COLOR, 2, line_dash="dash"))
+        traces.append(_line(*true_curve, "true", TRUE_LINE_COLOR, 2, line_dash="dash"))
     many = len(curves) > MAX_LEGEND_FITS
     for i, (name, pair) in enumerate(curves.items()):
         color = (colors or {}).get(name, COLORS[i % len(COLORS)])
@@ -113,11 +112,10 @@ def fit_figure(
         line = _line(*_xy(pair), label, color, 1.5 if many else 3, hovertext=name, hoverinfo="text+x+y")
         if many:
             line.update(legendgroup="fits", showlegend=i == 0)
-        fig.add_trace(line)
+        traces.append(line)
     xr, yr = _fit_ranges(x, y, true_curve)
-    fig.update_xaxes(range=xr, title_text="x")
-    fig.update_yaxes(range=yr, title_text="y")
-    return fig
+    axes = dict(xaxis=dict(range=xr, title=dict(text="x")), yaxis=dict(range=yr, title=dict(text="y")))
+    return _style(go.Figure(data=traces), title, height, uirevision, **axes)
 
 
 def curves_figure(
@@ -135,16 +133,17 @@ def curves_figure(
     empty_text: str = "no data yet",
     dashes: Mapping[str, str] | None = None,
     full_names: Mapping[str, str] | None = None,
+    layout: Mapping[str, Any] | None = None,
 ) -> go.Figure:
     """One line per named series; with smoothing, raw faint and EMA bold in one color (as TensorBoard).
 
     Smoothing runs on the full series, then both traces are min/max downsampled, so the EMA
     does not depend on how many points the chart happens to show. `dashes` gives a series a line
     dash ("dash", "dot"), e.g. test next to train in one run's colour; `full_names` is what the
-    hover says for a series whose legend name is shortened.
+    hover says for a series whose legend name is shortened; `layout` adds layout settings (merged
+    into the one layout update that styles the figure).
     """
-    fig = go.Figure()
-    drawn = 0
+    traces = []
     for i, (name, (x, y)) in enumerate(series.items()):
         x = np.asarray(x, dtype=float)
         y = np.asarray(y, dtype=float)
@@ -154,22 +153,21 @@ def curves_figure(
         dx, dy = downsample_minmax(x, y, max_points)
         if smoothing > 0:
             raw = _line(dx, dy, name, color, 1, legendgroup=name, showlegend=False, opacity=0.25, hoverinfo="skip")
-            fig.add_trace(raw)
+            traces.append(raw)
             dx, dy = downsample_minmax(x, ema_smooth(y, smoothing), max_points)
         sparse = dx.size <= 50  # e.g. test accuracy once per epoch: show the points themselves
         line = _line(dx, dy, name, color, 2, legendgroup=name, mode="lines+markers" if sparse else "lines")
         line.line.dash = (dashes or {}).get(name)
         if full_names and name in full_names:
-            line.update(hovertemplate=f"{full_names[name]}: %{{y:.4g}}<extra></extra>")
-        fig.add_trace(line)
-        drawn += 1
-    _style(fig, title, height, uirevision)
-    if drawn == 0:
-        return _empty(fig, empty_text)
-    fig.update_layout(hovermode="x unified")
-    fig.update_xaxes(title_text=x_title)
-    fig.update_yaxes(title_text=y_title, type="log" if log_y else "linear")
-    return fig
+            line.hovertemplate = f"{full_names[name]}: %{{y:.4g}}<extra></extra>"
+        traces.append(line)
+    fig = go.Figure(data=traces)
+    if not traces:
+        return _empty(_style(fig, title, height, uirevision), empty_text)
+    more = dict(layout or {})
+    y_axis = dict(title=dict(text=y_title), type="log" if log_y else "linear", **more.pop("yaxis", {}))
+    axes = dict(xaxis=dict(title=dict(text=x_title)), yaxis=y_axis)
+    return _style(fig, title, height, uirevision, hovermode="x unified", **axes, **more)
 
 
 def _settled(x: np.ndarray, y: np.ndarray, warmup: float = 0.05) -> np.ndarray:
@@ -212,6 +210,8 @@ def accuracy_figure(
     y_range: "zoom" (default) fits the axis to the data within 0-100% (`zoom_range`); a (lo, hi)
     pair fixes it; None leaves it to plotly.
     """
+    rng = zoom_range(series) if y_range == "zoom" else list(y_range) if y_range else None
+    y_axis = dict(tickformat=".1%" if rng and rng[1] - rng[0] < 0.1 else ".0%", range=rng)
     fig = curves_figure(
         series,
         title,
@@ -219,14 +219,12 @@ def accuracy_figure(
         x_title=x_title,
         smoothing=smoothing,
         max_points=max_points,
+        layout={"yaxis": y_axis},
         **kwargs,
     )
-    if fig.data:
-        rng = zoom_range(series) if y_range == "zoom" else list(y_range) if y_range else None
-        fig.update_yaxes(tickformat=".1%" if rng and rng[1] - rng[0] < 0.1 else ".0%", range=rng)
-        for t in fig.data:
-            if t.hoverinfo != "skip":
-                t.hovertemplate = (t.hovertemplate or "%{y:.4g}").replace("%{y:.4g}", "%{y:.2%}")
+    for t in fig.data:
+        if t.hoverinfo != "skip":
+            t.hovertemplate = (t.hovertemplate or "%{y:.4g}").replace("%{y:.4g}", "%{y:.2%}")
     return fig
 
 
