@@ -92,3 +92,28 @@ def test_killed_worker_loses_nothing_and_runs_no_trial_twice(tmp_path: Path, sto
     assert len({t.user_attrs["run_id"] for t in complete} | {killed_dir.name}) == 4  # no run twice
     states = {d.name: run_store.read_status(d).get("state") for d in run_store.run_folders(tmp_path)}
     assert len(states) == 4 and states[killed_dir.name] == "crashed"  # its process died: the run reads as crashed
+
+
+@pytest.mark.parametrize("storage", ["sqlite", "journal"])
+def test_a_claimed_trial_beats_at_once_and_one_that_never_beat_still_goes_stale(tmp_path: Path, storage: str) -> None:
+    """A worker killed before its heartbeat thread's first beat (a trial killed 1 s in, as CI saw)
+    must not leave its trial RUNNING for ever: the claim beats at once, and the journal counts a
+    trial that never beat from its start."""
+    from training.sweep import journal, worker
+
+    url = _study(tmp_path, "early", steps=20, trials=2, storage=storage)
+    study = optuna.load_study(study_name="early", storage=studies.storage(url))
+    [claimed] = worker._claim(study, 1)
+    for layer in (study._storage, getattr(study._storage, "_backend", None)):  # RDB storages come wrapped
+        if hasattr(layer, "grace_period"):
+            layer.grace_period = 0  # a trial silent for any time at all is stale now
+    time.sleep(1.1)  # RDB heartbeats are compared by the second
+    assert study._storage._get_stale_trial_ids(study._study_id) == [claimed._trial_id]  # it had beaten
+    if storage == "journal":
+        assert journal.BEAT in study._storage.get_trial(claimed._trial_id).system_attrs
+        silent = study.ask()  # asked by a worker that died before any beat
+        time.sleep(0.01)
+        optuna.storages.fail_stale_trials(study)
+        states = {t.number: t.state for t in study.get_trials()}
+        assert states[silent.number] == TrialState.FAIL
+        assert [t for t in study.get_trials() if t.system_attrs.get("failed_trial") == silent.number]  # re-queued

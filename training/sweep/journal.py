@@ -44,9 +44,11 @@ class HeartbeatJournalStorage(optuna.storages.JournalStorage, BaseHeartbeat):
     def _get_stale_trial_ids(self, study_id: int) -> list[int]:
         now = time.time()
         running = self.get_all_trials(study_id, deepcopy=False, states=(TrialState.RUNNING,))
-        return [
-            t._trial_id for t in running if BEAT in t.system_attrs and now - t.system_attrs[BEAT] > self.grace_period
-        ]
+        # A trial whose worker died before its first beat counts from its start.
+        last = {
+            t._trial_id: t.system_attrs.get(BEAT, t.datetime_start.timestamp()) for t in running if t.datetime_start
+        }
+        return [trial_id for trial_id, beat in last.items() if now - beat > self.grace_period]
 
     def get_heartbeat_interval(self) -> int:
         return self.heartbeat_interval

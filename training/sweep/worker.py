@@ -55,6 +55,7 @@ def _claim(study: optuna.Study, k: int) -> list[optuna.Trial]:
     space = studies.space_of(study)
     for _ in range(k):
         trial = study.ask(space)  # a re-queued trial keeps its own params; a new one samples the space
+        _beat_now(study, trial._trial_id)  # a worker killed before its heartbeat thread's first beat still goes stale
         live = [t for t in study.get_trials(deepcopy=False) if _spent(t)]
         rank = sorted(t.number for t in live).index(trial.number)
         if rank >= budget:
@@ -97,6 +98,12 @@ class Heartbeat(threading.Thread):
             for trial_id in list(self.pending):
                 storage.record_heartbeat(trial_id)
             time.sleep(studies.HEARTBEAT_S)
+
+
+def _beat_now(study: optuna.Study, trial_id: int) -> None:
+    """The first heartbeat of a trial, at once: a trial that never beat is never found stale."""
+    if isinstance(study._storage, optuna.storages._heartbeat.BaseHeartbeat):
+        study._storage.record_heartbeat(trial_id)
 
 
 def _stale(study: optuna.Study) -> None:
