@@ -69,16 +69,19 @@ def run() -> None:
     ]
     page = st.navigation(pages, position="top")
     st.session_state[state.PAGE_KEY] = page.url_path
+    # Every page follows new, ended and deleted runs without a reload. Not New run's way: its
+    # watcher fragment rerunning the page while Start switches to Live crashed the page ("Bad
+    # delta path index", a blank page in 2 of 3 tries in Chromium); its list refreshes itself.
+    watching = page.url_path != "new"
     try:
-        # Every page follows new, ended and deleted runs without a reload. Not New run's way: its
-        # watcher fragment rerunning the page while Start switches to Live crashed the page ("Bad
-        # delta path index", a blank page in 2 of 3 tries in Chromium); its list refreshes itself.
-        if page.url_path != "new":
-            state.watch_runs()
+        if watching:
+            state.note_runs()
         page.run()
     except Exception as exc:  # noqa: BLE001 - a message in the page, the traceback only in the server log
         logging.getLogger("dashboard").exception("page %s failed", page.title)
         st.error(f"Something went wrong: {type(exc).__name__}: {exc}", icon=":material/error:")
+    if watching:
+        state.watch_runs()
 
 
 run()

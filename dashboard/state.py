@@ -150,23 +150,40 @@ def _logdir_runs(root: Path) -> list[run_store.RunInfo]:
 WATCH_S = 0.5  # how often every page checks the list of runs (new, ended or deleted runs show within 2 s)
 
 
-def watch_runs() -> None:
-    """Rerun the whole page when the list of runs changed, whoever changed it (a CLI run, another tab).
+def note_runs() -> None:
+    """Note the runs as this full page run sees them (call first, before the page reads them)."""
+    st.session_state["_runs_seen"] = run_watch.watcher(run_store.runs_root()).current
+    st.session_state[PANEL_WATCHES] = False
 
-    Call once per full page run: it notes the runs as this run saw them, and a fragment that draws
-    nothing compares them every WATCH_S with runstore/run_watch.py's signature (run folders and
-    whether each is active; a background thread keeps it current). Every list of runs (pickers,
-    tables, "Training now") and every page's refresh timer then follow a run that appeared,
-    started, ended or was deleted. starting -> running is no change: the pages' own refresh draws it.
+
+def check_runs() -> None:
+    """Rerun the whole page when the list of runs changed since note_runs, whoever changed it.
+
+    runstore/run_watch.py keeps the signature current (run folders and whether each is active; a
+    background thread), so this is a comparison. starting -> running is no change: the pages' own
+    refresh draws it.
     """
-    watch = run_watch.watcher(run_store.runs_root())
-    st.session_state["_runs_seen"] = watch.current
+    if run_watch.watcher(run_store.runs_root()).current != st.session_state.get("_runs_seen"):
+        st.rerun(scope="app")
 
-    def check() -> None:
-        if watch.current != st.session_state.get("_runs_seen"):
-            st.rerun(scope="app")
 
-    st.fragment(check, run_every=WATCH_S)()
+def panel_watches_runs() -> None:
+    """This page's refreshing panel calls check_runs on every refresh: the page needs no watcher of its own."""
+    st.session_state[PANEL_WATCHES] = True
+
+
+def watch_runs() -> None:
+    """A fragment that draws nothing and calls check_runs every WATCH_S, unless a panel does it already.
+
+    Every list of runs (pickers, tables, "Training now") and every page's refresh timer then follow
+    a run that appeared, started, ended or was deleted. A Live panel that refreshes does the check
+    in its own refresh: a second timer would cost the browser a rerun cycle (~18 ms) every WATCH_S.
+    """
+    if not st.session_state.get(PANEL_WATCHES):
+        st.fragment(check_runs, run_every=WATCH_S)()
+
+
+PANEL_WATCHES = "_panel_watches_runs"
 
 
 PAGE_KEY = "_page"  # session state: the url_path of the page this session's last full run drew
