@@ -139,16 +139,22 @@ def measure(run_dir: Path, server_pid: int, rounds: int, window: float, open_fn:
 
 
 def report(results: dict[str, list]) -> None:
+    """Medians per condition; `paired` is the median over rounds of none's speed / the condition's in
+    the same round, which a drift of the machine's speed between rounds does not move."""
     base = statistics.median(x[0] for x in results["none"])
     print(
-        f"\n{'condition':10s} {'steps/s':>8s} {'slowdown':>9s} {'goal':>6s} {'server cpu s/min':>17s} {'chromium':>9s}"
+        f"\n{'condition':10s} {'steps/s':>8s} {'slowdown':>9s} {'paired':>8s} {'goal':>6s} "
+        f"{'server cpu s/min':>17s} {'chromium':>9s}"
     )
     for condition, rows in results.items():
         speed = statistics.median(x[0] for x in rows)
+        paired = statistics.median(n[0] / x[0] for n, x in zip(results["none"], rows, strict=True))
         server = statistics.median(x[1] for x in rows)
         chrome = statistics.median(x[2] for x in rows)
         goal = f"{GOALS[condition]:.2f}" if condition in GOALS else "-"
-        print(f"{condition:10s} {speed:8.1f} {base / speed:8.3f}x {goal:>6s} {server:17.1f} {chrome:9.1f}")
+        print(
+            f"{condition:10s} {speed:8.1f} {base / speed:8.3f}x {paired:7.3f}x {goal:>6s} {server:17.1f} {chrome:9.1f}"
+        )
 
 
 def main() -> None:

@@ -26,7 +26,7 @@ from starlette.requests import Request  # noqa: E402
 from starlette.responses import PlainTextResponse, Response, StreamingResponse  # noqa: E402
 from starlette.routing import Route  # noqa: E402
 
-from dashboard.server import csv_route, host_check  # noqa: E402
+from dashboard.server import changes_route, csv_route, host_check  # noqa: E402
 from runstore import run_store, safe_files  # noqa: E402
 from runstore.metrics import metric_csv  # noqa: E402
 
@@ -55,9 +55,16 @@ def metrics_csv(request: Request) -> Response:
     )
 
 
-csv_route.ROUTE_ON = True
+def run_changes(request: Request) -> Response:
+    """The runs' change signature (dashboard/server/changes_route.py), polled by the Live page."""
+    run_ids = request.query_params.getlist("id")[: changes_route.MAX_IDS]
+    headers = {"Cache-Control": "no-store"}
+    return PlainTextResponse(changes_route.signature(run_ids), headers=headers)
+
+
+csv_route.ROUTE_ON = changes_route.ROUTE_ON = True
 app = st.App(
     Path(__file__).parent / "app.py",
-    routes=[Route(csv_route.route(), metrics_csv)],
+    routes=[Route(csv_route.route(), metrics_csv), Route(changes_route.route(), run_changes)],
     middleware=[Middleware(host_check.HostCheck)],  # DNS rebinding: only our own Host and Origin, on every route
 )

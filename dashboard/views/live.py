@@ -13,8 +13,17 @@ from components.colors import run_color
 from dashboard import state
 from dashboard.forms import groups
 from dashboard.forms.widgets import status_badge
-from dashboard.panels import group_panels, inplace_chart, media_panels, panel_kinds, panels, tab_visibility
+from dashboard.panels import (
+    group_panels,
+    inplace_chart,
+    media_panels,
+    panel_kinds,
+    panels,
+    refresh_trigger,
+    tab_visibility,
+)
 from dashboard.processes import launcher
+from dashboard.server import changes_route
 from runstore import artifacts, launch_files, run_store
 from runstore.metrics.metric_table import MetricTable
 
@@ -83,14 +92,17 @@ def first_records(run_dir: Path, status: dict, progress_slot: Any) -> MetricTabl
     return records
 
 
-def live_panel(members: list[run_store.RunInfo], selected: str) -> None:
+def live_panel(members: list[run_store.RunInfo], selected: str, polled: bool = False) -> None:
     """Everything that changes while a run or its population trains: read incrementally, then drawn.
 
     One path for one run and K members (a run is a population of one, as in the engine); only the
     charts differ: one run's train and test curves in its colour, or every member's curve overlaid.
     A run that ends here is drawn ended (no Stop); the page's run watcher (state.watch_runs) then
-    reruns the whole page without the refresh timer.
+    reruns the whole page without the refresh timer. polled: the panel reruns when its runs changed
+    (refresh_trigger), not on a timer.
     """
+    if polled:
+        refresh_trigger.rerun_on_change([m.run_id for m in members])
     if st.session_state.get(state.PANEL_WATCHES):
         state.check_runs()  # a run appeared, ended or went: the whole page follows (state.watch_runs)
     single = len(members) == 1
@@ -183,8 +195,9 @@ def page() -> None:
     refresh = state.LIVE_REFRESH_S if active and tab_visibility.tab_visible() else None  # hidden tab: none
     if refresh is not None:
         state.panel_watches_runs()  # live_panel checks the runs on each refresh (no second timer)
+    polled = refresh is not None and changes_route.watchable(members)  # rerun when they change, not on a timer
     with st.container(key=panels.LIVE_PANEL_KEY):
-        st.fragment(panels.guarded(live_panel), run_every=refresh)(members, run.run_id)
+        st.fragment(panels.guarded(live_panel), run_every=None if polled else refresh)(members, run.run_id, polled)
 
 
 page()

@@ -1,0 +1,65 @@
+"""Rerun the Live panel when its runs changed, not on a timer.
+
+A timed fragment reruns every LIVE_REFRESH_S whether or not the run wrote anything: each rerun is
+server and browser work (the page_cost benchmark measures it) that a run loading data, compiling or
+taking slow steps gets nothing from. This component, placed in the panel, polls the server's change
+signature of its runs (dashboard/server/changes_route.py: a few stat calls) every POLL_MS and
+reruns the panel only when it differs from the one the panel was drawn from; never sooner than
+GAP_MS after its last rerun (a run that writes all the time gets the timer's rate), and not at all
+while the tab is hidden. A record written shows within POLL_MS plus one rerun.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard.server import changes_route
+
+POLL_MS = 250
+GAP_MS = 500  # = state.LIVE_REFRESH_S: at most two reruns a second, as the timer gave
+
+TRIGGER_JS = """
+export default function (component) {
+  const { data, setTriggerValue } = component;
+  const polls = (window.__jaxdashPolls = window.__jaxdashPolls || {});
+  const p = polls[data.key] || (polls[data.key] = {lastRerun: performance.now()});
+  p.url = data.url; p.gap = data.gap_ms; p.trigger = setTriggerValue;
+  p.drawn = data.seen;  // what the panel drew: any other signature is news
+  if (!p.timer) {
+    const tick = async () => {
+      p.timer = setTimeout(tick, data.poll_ms);
+      if (document.hidden || p.busy || performance.now() - p.lastRerun < p.gap) return;
+      p.busy = true;
+      try {
+        const r = await fetch(p.url, {cache: "no-store"});
+        const seen = r.ok ? await r.text() : null;
+        if (seen && seen !== p.drawn) {
+          p.drawn = seen; p.lastRerun = performance.now();
+          p.trigger("changed", seen);
+        }
+      } catch (e) { /* the server is away: the next poll tries again */ }
+      finally { p.busy = false; }
+    };
+    p.timer = setTimeout(tick, data.poll_ms);
+  }
+  return () => { clearTimeout(p.timer); delete polls[data.key]; };
+}
+"""
+
+_trigger = st.components.v2.component("jaxdash_refresh_trigger", js=TRIGGER_JS, isolate_styles=False)
+
+
+def rerun_on_change(run_ids: list[str], key: str = "refresh_trigger") -> None:
+    """Rerun the fragment this is called in when one of `run_ids` (or the list of runs) changes.
+
+    Call it first in the fragment: the signature it sends is taken before the panel reads the runs,
+    so a change while the panel is drawn reruns it once more.
+    """
+    data = {
+        "key": key,
+        "url": changes_route.path(run_ids),
+        "seen": changes_route.signature(run_ids),
+        "poll_ms": POLL_MS,
+        "gap_ms": GAP_MS,
+    }
+    _trigger(key=key, data=data, on_changed_change=lambda: None)
