@@ -48,12 +48,14 @@ def handshake(port: int, host: str, origin: str) -> str:
 def test_a_foreign_host_is_refused_on_every_route(served_port) -> None:  # noqa: ANN001
     srv, root, port = served_port
     run = good_run(root, "host-check")
-    for path in ("/", "/_stcore/health", f"/api/runs/{run.name}/metrics.csv", "/static/../index.html"):
+    changes = f"/api/runs/changes?id={run.name}"
+    for path in ("/", "/_stcore/health", f"/api/runs/{run.name}/metrics.csv", changes, "/static/../index.html"):
         status, body = http_status(port, path, f"{EVIL}:{port}")
         assert status == 403 and b"serves only its own host names" in body, path
     assert http_status(port, "/", f"127.0.0.1:{port}")[0] == 200
     assert http_status(port, "/_stcore/health", f"localhost:{port}")[0] == 200
     assert http_status(port, f"/api/runs/{run.name}/metrics.csv", f"127.0.0.1:{port}")[0] == 200
+    assert http_status(port, changes, f"127.0.0.1:{port}")[0] == 200
 
 
 def test_the_websocket_takes_only_our_host_and_origin(served_port) -> None:  # noqa: ANN001

@@ -1,0 +1,95 @@
+"""The Live panel reruns when its run wrote something, not on a timer (dashboard/panels/refresh_trigger.py).
+
+The change signature the page polls (dashboard/server/changes_route.py) is checked directly; then in
+Chromium against a real server: a running run that writes nothing costs the page no rerun, and a
+record written shows on the chart within a poll and a rerun.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from benchmarks.dashboard_latency import WATCH_JS, fake_running_run
+from dashboard.server import changes_route
+from dashboard.server.serve import CHROMIUM, CHROMIUM_ARGS, Server, start_server
+from runstore import run_store
+
+playwright = pytest.importorskip("playwright.sync_api")
+# Counts the messages the page's websocket receives (installed before Streamlit's scripts run).
+COUNT_MESSAGES_JS = """(() => {
+  window.__wsIn = 0;
+  const Native = window.WebSocket;
+  window.WebSocket = function (...args) {
+    const ws = new Native(...args);
+    ws.addEventListener("message", () => { window.__wsIn += 1; });
+    return ws;
+  };
+  window.WebSocket.prototype = Native.prototype;
+  Object.assign(window.WebSocket, Native);
+})()"""
+
+
+def test_the_signature_changes_with_a_record_a_status_or_a_new_run_and_only_then(runs_root: Path) -> None:
+    run = fake_running_run(runs_root)
+    ids = [run.name]
+    first = changes_route.signature(ids)
+    assert changes_route.signature(ids) == first  # nothing written: the same answer
+    run_store.append_metrics(run, [{"step": 1, "wall": 1.0, "train/loss": 0.5}])
+    after_record = changes_route.signature(ids)
+    assert after_record != first
+    time.sleep(0.01)
+    run_store.write_status(run, step=1)
+    after_status = changes_route.signature(ids)
+    assert after_status != after_record
+    run_store.new_run_dir(runs_root, "regression", "another")  # the list of runs changed
+    deadline = time.monotonic() + 5  # the run watcher's thread notices within its poll
+    while changes_route.signature(ids) == after_status and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert changes_route.signature(ids) != after_status
+    # a path, a hidden or an overlong name is no run folder: nothing outside the runs root is looked at
+    assert changes_route.signature(["../outside"]) == changes_route.signature([".hidden"])
+    assert changes_route.signature(["x" * 300]) == changes_route.signature(["nope"])
+    assert changes_route.path(["a b", "c&d"]).endswith("/api/runs/changes?id=a+b&id=c%26d")
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[tuple[Server, Path]]:
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    srv = start_server(runs, tmp_path / "streamlit.log", env={"WANDB_MODE": "disabled", "JAXDASH_WARM_WORKER": "0"})
+    yield srv, runs
+    srv.stop()
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")
+def test_a_run_that_writes_nothing_costs_no_rerun_and_a_record_shows_at_once(server: tuple[Server, Path]) -> None:
+    srv, runs = server
+    run = fake_running_run(runs)  # "running" (its pid is this process); records are appended by hand
+    assert run_store.read_status(run)["pid"] == os.getpid()
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 950})
+        page.add_init_script(COUNT_MESSAGES_JS)  # every rerun sends the page a score of messages
+        page.goto(f"{srv.url}/live?run={run.name}")
+        page.evaluate(WATCH_JS)
+        page.wait_for_function("0 in window.__seen", timeout=60_000, polling=50)
+        time.sleep(1.0)
+        quiet = page.evaluate("window.__wsIn")
+        time.sleep(4.0)
+        news = page.evaluate("window.__wsIn") - quiet
+        assert news == 0, f"{news} messages in 4 s while the run wrote nothing (the 0.5 s timer sent ~170)"
+        delays = []
+        for step in range(1, 4):
+            written = time.time()
+            run_store.append_metrics(run, [{"step": step, "wall": float(step), "ts": written, "train/loss": 0.5}])
+            page.wait_for_function(f"{step} in window.__seen", timeout=20_000, polling=30)
+            delays.append(page.evaluate(f"window.__seen[{step}]") / 1000 - written)
+            time.sleep(0.8)
+        assert sorted(delays)[1] < 2.0, delays  # median; the benchmark measures the goal (0.5 s)
+        browser.close()
