@@ -16,7 +16,9 @@ from typing import Any
 
 import streamlit as st
 
+from dashboard.panels import refresh_trigger
 from dashboard.processes import page_queue, tensorboard_server
+from dashboard.server import changes_route
 from runstore import launch_files, run_log, run_reads, run_store, run_watch, safe_files, tb_logdir
 from runstore.metrics import metric_csv
 from runstore.metrics.metric_table import MetricTable
@@ -178,9 +180,22 @@ def watch_runs() -> None:
     Every list of runs (pickers, tables, "Training now") and every page's refresh timer then follow
     a run that appeared, started, ended or was deleted. A Live panel that refreshes does the check
     in its own refresh: a second timer would cost the browser a rerun cycle (~18 ms) every WATCH_S.
+    Served with the change route (dashboard/server/changes_route.py), the browser polls the list's
+    signature and the fragment reruns only when it changed: a page left open costs no reruns.
     """
-    if not st.session_state.get(PANEL_WATCHES):
+    if st.session_state.get(PANEL_WATCHES):
+        return
+    if changes_route.ROUTE_ON:  # served with the change route: polled in the browser, no rerun until a change
+        st.fragment(_check_runs_on_change)()
+    else:
         st.fragment(check_runs, run_every=WATCH_S)()
+
+
+def _check_runs_on_change() -> None:
+    refresh_trigger.rerun_on_change(
+        [], key="runs_watch", gap_ms=int(WATCH_S * 1000), listing=st.session_state.get("_runs_seen")
+    )
+    check_runs()
 
 
 PANEL_WATCHES = "_panel_watches_runs"

@@ -11,6 +11,8 @@ while the tab is hidden. A record written shows within POLL_MS plus one rerun.
 
 from __future__ import annotations
 
+from typing import Any
+
 import streamlit as st
 
 from dashboard.server import changes_route
@@ -49,17 +51,20 @@ export default function (component) {
 _trigger = st.components.v2.component("jaxdash_refresh_trigger", js=TRIGGER_JS, isolate_styles=False)
 
 
-def rerun_on_change(run_ids: list[str], key: str = "refresh_trigger") -> None:
+def rerun_on_change(
+    run_ids: list[str], key: str = "refresh_trigger", gap_ms: int = GAP_MS, listing: Any = None
+) -> None:
     """Rerun the fragment this is called in when one of `run_ids` (or the list of runs) changes.
 
     Call it first in the fragment: the signature it sends is taken before the panel reads the runs,
-    so a change while the panel is drawn reruns it once more.
+    so a change while the panel is drawn reruns it once more. gap_ms: the least time between two
+    reruns. listing: the list of runs as the page saw it (state.note_runs), if not the current one.
     """
     data = {
         "key": key,
         "url": changes_route.path(run_ids),
-        "seen": changes_route.signature(run_ids),
+        "seen": changes_route.signature(run_ids, listing),
         "poll_ms": POLL_MS,
-        "gap_ms": GAP_MS,
+        "gap_ms": gap_ms,
     }
     _trigger(key=key, data=data, on_changed_change=lambda: None)

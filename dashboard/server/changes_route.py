@@ -55,8 +55,11 @@ def _stamp(folder: os.PathLike | None) -> str:
     return ",".join(parts)
 
 
-def signature(run_ids: list[str]) -> str:
-    """The runs' file sizes and times plus the list of runs, hashed: equal while nothing changed."""
-    listing = run_watch.watcher(run_store.runs_root()).current
+def signature(run_ids: list[str], listing: Any = None) -> str:
+    """The runs' file sizes and times plus the list of runs, hashed: equal while nothing changed.
+
+    listing: the list of runs as a page saw it (run_watch's signature), instead of the current one.
+    """
+    listing = run_watch.watcher(run_store.runs_root()).current if listing is None else listing
     text = repr(listing) + "|" + "|".join(_stamp(csv_route.run_folder(i)) for i in run_ids[:MAX_IDS])
     return hashlib.blake2b(text.encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
