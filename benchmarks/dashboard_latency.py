@@ -88,13 +88,13 @@ def start_to_first_point(
     time.sleep(gap)
     page.get_by_role("combobox", name="W&B mode").click()
     page.get_by_role("option", name=wandb, exact=True).click()
-    before = set(runs.iterdir()) if runs.exists() else set()
+    before = set(run_store.run_folders(runs)) if runs.exists() else set()
     page.evaluate(WATCH_JS)
     t_click = page.evaluate("Date.now()") / 1000
     start.click()
     page.wait_for_function("window.__firstDrawn !== null", timeout=120_000, polling=50)
     drawn = page.evaluate("window.__firstDrawn") / 1000
-    (run_dir,) = set(runs.iterdir()) - before
+    (run_dir,) = set(run_store.run_folders(runs)) - before  # run folders only (not queue.db, .queue/)
     info = run_store.read_json(run_dir / "launch.json") or {}
     started = run_store.read_status(run_dir).get("started", float("nan"))
     first_ts = run_store.read_metrics(run_dir)[0][0]["ts"]
