@@ -117,3 +117,32 @@ def test_a_claimed_trial_beats_at_once_and_one_that_never_beat_still_goes_stale(
         states = {t.number: t.state for t in study.get_trials()}
         assert states[silent.number] == TrialState.FAIL
         assert [t for t in study.get_trials() if t.system_attrs.get("failed_trial") == silent.number]  # re-queued
+
+
+def test_workers_claiming_at_once_each_take_whole_programs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two workers asking at the same moment took some of one program's grid points each (a
+    population of three trained as three runs, the sweep benchmark's 3 x 3 grid slower than its
+    queue); under claim_lock each claim is one program's members."""
+    import threading
+
+    from training.sweep import worker
+
+    url = studies.default_url(tmp_path)
+    cfg = load_task("regression").Config
+    space = parse_space(["points=32,64", "lr=0.01,0.02,0.03"], cfg, "grid")
+    studies.create("race", url, "regression", {"steps": 20, "log_every": 10}, space, "grid", None)
+    joins = worker._next_joins
+    monkeypatch.setattr(worker, "_next_joins", lambda *a: (time.sleep(0.05), joins(*a))[1])  # a slow storage
+    claims: list[list[int]] = []
+
+    def claim() -> None:
+        study = optuna.load_study(study_name="race", storage=studies.storage(url))
+        with worker.claim_lock(url):
+            claims.append([t.params["points"] for t in worker._claim(study, 3)])
+
+    threads = [threading.Thread(target=claim) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(claims) == [[32, 32, 32], [64, 64, 64]], claims

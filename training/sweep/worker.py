@@ -11,8 +11,11 @@ looks fails that trial and RetryHeartbeatStaleTrialCallback re-queues a copy (sy
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import optuna
@@ -44,11 +47,33 @@ def _counts(study: optuna.Study) -> dict[TrialState, int]:
     return counts
 
 
+@contextlib.contextmanager
+def claim_lock(url: str) -> Iterator[None]:
+    """Workers sharing a storage file claim one at a time, so a program's trials stay together.
+
+    Without it two workers asking at once each took some of one program's grid points, and a
+    population of three trained as three runs. A file lock next to a SQLite or journal storage
+    (the workers of one machine, or of a shared filesystem that has locks); an RDB server's workers
+    claim without one, as before.
+    """
+    target = url.removeprefix("sqlite:///") if url.startswith("sqlite:///") else url.removeprefix("journal:")
+    if target == url:
+        yield
+        return
+    with open(target + ".claim-lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def _claim(study: optuna.Study, k: int) -> list[optuna.Trial]:
     """Up to `k` new trials within the budget; a trial asked past it (a race between workers) is failed.
 
     A grid's points wait in program order (study.enqueue_grid); the claim ends before a point of
-    another program, so K claimed trials are one program's members.
+    another program, so K claimed trials are one program's members (under claim_lock, not split
+    between workers).
     """
     budget = study.user_attrs["trials"]
     claimed = []
@@ -134,7 +159,8 @@ def run_worker(
         if open_ <= 0 and not counts[TrialState.WAITING]:
             time.sleep(IDLE_S)  # others are training the rest; stay to re-run any of theirs that dies
             continue
-        claimed = _claim(study, max(1, min(batch, open_)))
+        with claim_lock(url):
+            claimed = _claim(study, max(1, min(batch, open_)))
         beat.pending.update(t._trial_id for t in claimed)  # a claimed trial beats until it is told
         for group in programs(claimed):
             ran += run_batch(study, group, root, wandb_mode, console)
