@@ -24,6 +24,7 @@ from training.sweep.space import parse_space
 
 def _worker_argv(name: str, url: str, root: Path, args: argparse.Namespace) -> list[str]:
     argv = ["worker", "--sweep", name, "--storage", url, "--runs-root", str(root)]
+    argv += ["--max-parallel", str(args.max_parallel)]  # its claims are populations of up to K, as this one's
     return argv + (["--wandb", args.wandb] if args.wandb else [])
 
 
