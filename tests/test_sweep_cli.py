@@ -115,3 +115,15 @@ def test_a_diverged_trial_is_failed_once_not_retried(tmp_path: Path, capsys) -> 
     states = sorted((t.params["lr"], t.params["points"], t.state.name) for t in trials)
     assert states == [(0.01, 16, "COMPLETE"), (0.01, 32, "COMPLETE"), (1e30, 16, "FAIL"), (1e30, 32, "FAIL")]
     assert {t.user_attrs.get("run_state") for t in trials if t.state.name == "FAIL"} == {"diverged"}
+
+
+def test_helper_workers_claim_populations_as_large_as_the_sweeps() -> None:
+    """--workers N starts N-1 queued helpers; each must claim up to --max-parallel trials as the
+    first worker does (they claimed one each, so a grid program's population trained as runs of one)."""
+    import argparse
+
+    from training.sweep.command import _worker_argv
+
+    args = argparse.Namespace(max_parallel=3, wandb=None)
+    argv = _worker_argv("bench", "sqlite:////runs/sweeps.db", Path("/runs"), args)
+    assert argv[:2] == ["worker", "--sweep"] and argv[argv.index("--max-parallel") + 1] == "3"
