@@ -25,7 +25,7 @@ from training.cli import MAX_MEMBERS
 from training.sweep import study as studies
 from training.sweep.trials import programs, run_batch, shares_program
 
-IDLE_S = 2.0  # while other workers' trials run, look again this often (one of them may die)
+IDLE_S = 0.5  # while other workers' trials run, look again this often (one may die; the last one to end ends the sweep)
 
 
 def _spent(t: optuna.trial.FrozenTrial) -> bool:
