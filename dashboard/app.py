@@ -72,16 +72,13 @@ def run() -> None:
     # Every page follows new, ended and deleted runs without a reload. Not New run's way: its
     # watcher fragment rerunning the page while Start switches to Live crashed the page ("Bad
     # delta path index", a blank page in 2 of 3 tries in Chromium); its list refreshes itself.
-    watching = page.url_path != "new"
     try:
-        if watching:
-            state.note_runs()
+        if page.url_path != "new":
+            state.watch_runs()  # first: a page run cut short by a rerun still leaves its watcher
         page.run()
     except Exception as exc:  # noqa: BLE001 - a message in the page, the traceback only in the server log
         logging.getLogger("dashboard").exception("page %s failed", page.title)
         st.error(f"Something went wrong: {type(exc).__name__}: {exc}", icon=":material/error:")
-    if watching:
-        state.watch_runs()
 
 
 run()

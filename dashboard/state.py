@@ -152,14 +152,8 @@ def _logdir_runs(root: Path) -> list[run_store.RunInfo]:
 WATCH_S = 0.5  # how often every page checks the list of runs (new, ended or deleted runs show within 2 s)
 
 
-def note_runs() -> None:
-    """Note the runs as this full page run sees them (call first, before the page reads them)."""
-    st.session_state["_runs_seen"] = run_watch.watcher(run_store.runs_root()).current
-    st.session_state[PANEL_WATCHES] = False
-
-
 def check_runs() -> None:
-    """Rerun the whole page when the list of runs changed since note_runs, whoever changed it.
+    """Rerun the whole page when the list of runs changed since this page's run noted it (watch_runs).
 
     runstore/run_watch.py keeps the signature current (run folders and whether each is active; a
     background thread), so this is a comparison. starting -> running is no change: the pages' own
@@ -169,36 +163,26 @@ def check_runs() -> None:
         st.rerun(scope="app")
 
 
-def panel_watches_runs() -> None:
-    """This page's refreshing panel calls check_runs on every refresh: the page needs no watcher of its own."""
-    st.session_state[PANEL_WATCHES] = True
-
-
 def watch_runs() -> None:
-    """A fragment that draws nothing and calls check_runs every WATCH_S, unless a panel does it already.
+    """Rerun the whole page when the list of runs changed, whoever changed it (a CLI run, another tab).
 
-    Every list of runs (pickers, tables, "Training now") and every page's refresh timer then follow
-    a run that appeared, started, ended or was deleted. A Live panel that refreshes does the check
-    in its own refresh: a second timer would cost the browser a rerun cycle (~18 ms) every WATCH_S.
-    Served with the change route (dashboard/server/changes_route.py), the browser polls the list's
-    signature and the fragment reruns only when it changed: a page left open costs no reruns.
+    Call once per full page run, first: it notes the runs as this run saw them, and a fragment that
+    draws nothing runs check_runs. Every list of runs (pickers, tables, "Training now") and every
+    page's refresh then follow a run that appeared, started, ended or was deleted. Served with the
+    change route (dashboard/server/changes_route.py), the browser polls the list's signature and the
+    fragment reruns only when it changed: a page left open costs no reruns. Without it (AppTest, plain
+    app.py), the fragment reruns every WATCH_S.
     """
-    if st.session_state.get(PANEL_WATCHES):
-        return
-    if changes_route.ROUTE_ON:  # served with the change route: polled in the browser, no rerun until a change
-        st.fragment(_check_runs_on_change)()
+    st.session_state["_runs_seen"] = seen = run_watch.watcher(run_store.runs_root()).current
+    if changes_route.ROUTE_ON:
+
+        def check_on_change() -> None:
+            refresh_trigger.rerun_on_change([], key="runs_watch", gap_ms=int(WATCH_S * 1000), listing=seen)
+            check_runs()
+
+        st.fragment(check_on_change)()
     else:
         st.fragment(check_runs, run_every=WATCH_S)()
-
-
-def _check_runs_on_change() -> None:
-    refresh_trigger.rerun_on_change(
-        [], key="runs_watch", gap_ms=int(WATCH_S * 1000), listing=st.session_state.get("_runs_seen")
-    )
-    check_runs()
-
-
-PANEL_WATCHES = "_panel_watches_runs"
 
 
 PAGE_KEY = "_page"  # session state: the url_path of the page this session's last full run drew

@@ -46,6 +46,15 @@ def test_the_signature_changes_with_a_record_a_status_or_a_new_run_and_only_then
     run_store.write_status(run, step=1)
     after_status = changes_route.signature(ids)
     assert after_status != after_record
+    (run / "process.log").write_text("a line of output\n")  # Run detail shows the process output
+    after_log = changes_route.signature(ids)
+    assert after_log != after_status
+    figure = run / "artifacts" / "figures" / "boundary" / "10.json"  # a logged figure's new step
+    figure.parent.mkdir(parents=True)
+    time.sleep(0.01)
+    figure.write_text("{}")
+    assert changes_route.signature(ids) != after_log
+    after_status = changes_route.signature(ids)
     run_store.new_run_dir(runs_root, "regression", "another")  # the list of runs changed
     deadline = time.monotonic() + 5  # the run watcher's thread notices within its poll
     while changes_route.signature(ids) == after_status and time.monotonic() < deadline:
@@ -92,4 +101,29 @@ def test_a_run_that_writes_nothing_costs_no_rerun_and_a_record_shows_at_once(ser
             delays.append(page.evaluate(f"window.__seen[{step}]") / 1000 - written)
             time.sleep(0.8)
         assert sorted(delays)[1] < 2.0, delays  # median; the benchmark measures the goal (0.5 s)
+        browser.close()
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")
+@pytest.mark.parametrize("page_path", ["detail", "runs"])
+def test_run_detail_and_runs_rerun_only_when_a_run_changes(server: tuple[Server, Path], page_path: str) -> None:
+    """The other pages that follow an active run (Run detail every 1 s, Runs every 2 s) poll too."""
+    srv, runs = server
+    run = fake_running_run(runs)
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 950})
+        page.add_init_script(COUNT_MESSAGES_JS)
+        page.goto(f"{srv.url}/{page_path}?run={run.name}")
+        drawn = "step 0/" if page_path == "detail" else "[data-testid='stDataFrame']"  # the table is a canvas
+        (page.get_by_text(drawn) if page_path == "detail" else page.locator(drawn)).first.wait_for(timeout=60_000)
+        time.sleep(2.5)  # past the page's first draws
+        quiet = page.evaluate("window.__wsIn")
+        time.sleep(4.0)
+        assert page.evaluate("window.__wsIn") == quiet, "reruns while the run wrote nothing"
+        run_store.write_status(run, step=500)  # the run moves: the page follows
+        page.wait_for_function(f"window.__wsIn > {quiet}", timeout=15_000, polling=50)
+        if page_path == "detail":  # the Runs table is a canvas; Run detail's progress line is text
+            page.get_by_text("step 500/").first.wait_for(timeout=15_000)
         browser.close()

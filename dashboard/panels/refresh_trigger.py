@@ -21,23 +21,27 @@ POLL_MS = 250
 GAP_MS = 500  # = state.LIVE_REFRESH_S: at most two reruns a second, as the timer gave
 
 TRIGGER_JS = """
+const LOST_MS = 3000;  // a rerun asked for and not drawn by then is asked for again
 export default function (component) {
   const { data, setTriggerValue } = component;
   const polls = (window.__jaxdashPolls = window.__jaxdashPolls || {});
-  const p = polls[data.key] || (polls[data.key] = {lastRerun: performance.now()});
+  const p = polls[data.key] || (polls[data.key] = {asked: 0});
   p.url = data.url; p.gap = data.gap_ms; p.trigger = setTriggerValue;
-  p.drawn = data.seen;  // what the panel drew: any other signature is news
+  p.drawn = data.seen; p.waiting = false;  // the panel drew from this signature: any other one is news
   if (!p.timer) {
     const tick = async () => {
       p.timer = setTimeout(tick, data.poll_ms);
-      if (document.hidden || p.busy || performance.now() - p.lastRerun < p.gap) return;
+      const since = performance.now() - p.asked;
+      // After asking, wait for the rerun's own draw (it brings the signature it read); ask again
+      // only if none came (a rerun Streamlit dropped, e.g. asked during a full page run).
+      if (document.hidden || p.busy || since < p.gap || (p.waiting && since < LOST_MS)) return;
       p.busy = true;
       try {
         const r = await fetch(p.url, {cache: "no-store"});
         const seen = r.ok ? await r.text() : null;
         if (seen && seen !== p.drawn) {
-          p.drawn = seen; p.lastRerun = performance.now();
-          p.trigger("changed", seen);
+          p.asked = performance.now(); p.waiting = true;
+          p.trigger("changed", seen + ":" + (p.n = (p.n || 0) + 1));  // never the same value twice
         }
       } catch (e) { /* the server is away: the next poll tries again */ }
       finally { p.busy = false; }
@@ -58,7 +62,7 @@ def rerun_on_change(
 
     Call it first in the fragment: the signature it sends is taken before the panel reads the runs,
     so a change while the panel is drawn reruns it once more. gap_ms: the least time between two
-    reruns. listing: the list of runs as the page saw it (state.note_runs), if not the current one.
+    reruns. listing: the list of runs as the page saw it (state.watch_runs), if not the current one.
     """
     data = {
         "key": key,

@@ -1,11 +1,12 @@
 """What the Live page polls to know that something changed: a short text per set of runs.
 
 GET <base>/api/runs/changes?id=A&id=B answers a text (a hash) that changes whenever one of those
-runs wrote to metrics.jsonl, status.json or launch.json, or the list of runs changed (a run
+runs wrote to metrics.jsonl, status.json, launch.json or process.log, added or replaced a table,
+figure or image under artifacts/, or the list of runs changed (a run
 started, ended or was deleted: runstore/run_watch.py's signature). The Live page's panel reruns
 when it changed (dashboard/panels/refresh_trigger.py), not on a timer: a run that writes nothing
 (loading data, compiling, a slow step) costs the page no rerun at all, and one that writes every
-few seconds gets a rerun per write. An answer is a few stat calls, no file is read.
+few seconds gets a rerun per write. An answer is a few stat calls and folder listings; no file is read.
 
 Served by dashboard/server_app.py (`ROUTE_ON`); without it (AppTest, plain dashboard/app.py) the
 panel refreshes on a timer as before.
@@ -23,7 +24,8 @@ from runstore import run_store, run_watch
 
 ROUTE_ON = False  # set by dashboard/server_app.py
 MAX_IDS = 64  # a population's members at most (training.cli.MAX_MEMBERS)
-FILES = ("metrics.jsonl", "status.json", "launch.json")
+FILES = ("metrics.jsonl", "status.json", "launch.json", "process.log")
+MEDIA = "artifacts"  # tables, figures, images: written by rename or as new files, so their folders' times move
 
 
 def route() -> str:
@@ -52,7 +54,22 @@ def _stamp(folder: os.PathLike | None) -> str:
             parts.append(f"{st.st_size}:{st.st_mtime_ns}")
         except OSError:
             parts.append("0")
+    parts += _folder_times(os.path.join(folder, MEDIA), depth=2)
     return ",".join(parts)
+
+
+def _folder_times(folder: str, depth: int) -> list[str]:
+    """The modification times of `folder` and its subfolders `depth` levels down (never through a link)."""
+    try:
+        st = os.stat(folder, follow_symlinks=False)
+        entries = list(os.scandir(folder)) if depth else []
+    except OSError:
+        return []
+    out = [str(st.st_mtime_ns)]
+    for entry in sorted(entries, key=lambda e: e.name):
+        if entry.is_dir(follow_symlinks=False):
+            out += _folder_times(entry.path, depth - 1)
+    return out
 
 
 def signature(run_ids: list[str], listing: Any = None) -> str:

@@ -18,7 +18,16 @@ from components import figures
 from dashboard import state
 from dashboard.forms import groups
 from dashboard.forms.widgets import status_badge
-from dashboard.panels import inplace_chart, media_panels, panel_kinds, panels, pbt_panels, run_sections
+from dashboard.panels import (
+    inplace_chart,
+    media_panels,
+    panel_kinds,
+    panels,
+    pbt_panels,
+    refresh_trigger,
+    run_sections,
+)
+from dashboard.server import changes_route
 from runstore import artifacts, run_store
 from runstore.metrics.metric_table import MetricTable
 
@@ -114,8 +123,13 @@ def tensorboard_link(base_url: str, run_id: str) -> str:
     return f"{base_url.rstrip('/')}/?{query}#timeseries"
 
 
-def summary(run: run_store.RunInfo, was_active: bool) -> None:
-    """Badge, progress, CSV, Resume and results: re-read on every refresh while the run is active."""
+def summary(run: run_store.RunInfo, was_active: bool, polled: bool = False) -> None:
+    """Badge, progress, CSV, Resume and results: re-read on every refresh while the run is active.
+
+    polled: rerun when the run wrote something (refresh_trigger), at most every DETAIL_REFRESH_S.
+    """
+    if polled:
+        refresh_trigger.rerun_on_change([run.run_id], key="detail_trigger", gap_ms=int(DETAIL_REFRESH_S * 1000))
     status = state.run_status(run.path)
     run = dataclasses.replace(run, status=status)
     records = state.metrics(run.path)
@@ -162,7 +176,9 @@ def page() -> None:
     if group:
         st.caption(f"Member {run.status.get('member')} of population `{group}`; the Live page shows all its members.")
     active = state.is_active(run.status)
-    st.fragment(panels.guarded(summary), run_every=DETAIL_REFRESH_S if active else None)(run, active)
+    polled = active and changes_route.watchable([run])  # rerun when the run changed, not on a timer
+    refresh = None if polled or not active else DETAIL_REFRESH_S
+    st.fragment(panels.guarded(summary), run_every=refresh)(run, active, polled)
     tracking(run)
     # Drawn only when opened (on_change="rerun"): a closed expander's table and code would make every
     # fresh tab load the table and syntax-highlighter scripts (~2.7 MB) before the charts draw.

@@ -103,8 +103,6 @@ def live_panel(members: list[run_store.RunInfo], selected: str, polled: bool = F
     """
     if polled:
         refresh_trigger.rerun_on_change([m.run_id for m in members])
-    if st.session_state.get(state.PANEL_WATCHES):
-        state.check_runs()  # a run appeared, ended or went: the whole page follows (state.watch_runs)
     single = len(members) == 1
     sel = next(i for i, m in enumerate(members) if m.run_id == selected)
     run_dir = members[sel].path
@@ -193,8 +191,6 @@ def page() -> None:
         st.caption(" · ".join(x for x in (run.task, panels.key_config(run.task, run.config)) if x))
     active = any(state.is_active(m.status) for m in members)
     refresh = state.LIVE_REFRESH_S if active and tab_visibility.tab_visible() else None  # hidden tab: none
-    if refresh is not None:
-        state.panel_watches_runs()  # live_panel checks the runs on each refresh (no second timer)
     polled = refresh is not None and changes_route.watchable(members)  # rerun when they change, not on a timer
     with st.container(key=panels.LIVE_PANEL_KEY):
         st.fragment(panels.guarded(live_panel), run_every=None if polled else refresh)(members, run.run_id, polled)

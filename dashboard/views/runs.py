@@ -9,8 +9,9 @@ import streamlit as st
 
 from dashboard import state
 from dashboard.forms import groups
-from dashboard.panels import compare, inplace_chart, panels, runs_index
+from dashboard.panels import compare, inplace_chart, panels, refresh_trigger, runs_index
 from dashboard.processes import launcher
+from dashboard.server import changes_route
 from runstore import run_notes, run_store
 
 COLUMN_CONFIG = {
@@ -61,6 +62,7 @@ def table(df: pd.DataFrame, key: str, default: list[int]) -> list[int]:
     return list(event.selection.rows) if event is not None else []
 
 
+REFRESH_S = 2.0  # while a run is active: the table's progress and steps/s follow it
 FILTER_KEYS = ("runs_search", "runs_filter_states", "runs_filter_tasks", "runs_filter_groups", "runs_filter_tags")
 
 
@@ -163,8 +165,13 @@ def delete(runs: list[run_store.RunInfo]) -> None:
     st.rerun()
 
 
-def body() -> None:
-    """Filters and table, then actions, notes and the comparison of the selection."""
+def body(active_ids: list[str] | None = None) -> None:
+    """Filters and table, then actions, notes and the comparison of the selection.
+
+    active_ids: the active runs whose changes rerun this (refresh_trigger), at most every REFRESH_S.
+    """
+    if active_ids:
+        refresh_trigger.rerun_on_change(active_ids, key="runs_trigger", gap_ms=int(REFRESH_S * 1000))
     runs = st.session_state.pop("_runs_listed", None) or state.all_runs()  # listed once per full page run
     if not runs:
         st.info(f"No runs under `{run_store.runs_root()}` yet.")
@@ -197,5 +204,8 @@ if st.session_state.get("selected_ids") or st.query_params.get("compare"):
     inplace_chart.warm_up()  # a comparison follows: plotly.js loads while the server runs the page
 st.title("Runs & compare")
 st.session_state["_runs_listed"] = listed = state.all_runs()
-any_active = any(state.is_active(r.status) for r in listed)
-st.fragment(panels.guarded(body), run_every=2.0 if any_active else None)()
+active_runs = [r for r in listed if state.is_active(r.status)]
+polled = bool(active_runs) and changes_route.watchable(active_runs)  # rerun when they change, not on a timer
+st.fragment(panels.guarded(body), run_every=REFRESH_S if active_runs and not polled else None)(
+    [r.run_id for r in active_runs] if polled else None
+)
