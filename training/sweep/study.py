@@ -38,6 +38,14 @@ def default_url(root: Path) -> str:
     return f"sqlite:///{Path(root).resolve() / 'sweeps.db'}"
 
 
+def storage_file(url: str) -> str | None:
+    """The file a `sqlite:///PATH` or `journal:PATH` storage lives in; None for a database server's URL."""
+    for prefix in ("sqlite:///", "journal:"):
+        if url.startswith(prefix):
+            return url.removeprefix(prefix)
+    return None
+
+
 def storage(url: str) -> optuna.storages.BaseStorage:
     """An RDB storage (sqlite:///, postgresql://, mysql://) with heartbeats, or `journal:PATH`.
 
@@ -45,7 +53,7 @@ def storage(url: str) -> optuna.storages.BaseStorage:
     RDB storages with Optuna's own heartbeats, the journal with ours (`journal.HeartbeatJournalStorage`).
     """
     if url.startswith("journal:"):
-        path = url.removeprefix("journal:")
+        path = storage_file(url)
         backend = optuna.storages.journal.JournalFileBackend(
             path, lock_obj=optuna.storages.journal.JournalFileOpenLock(path)
         )
@@ -73,10 +81,9 @@ def storage(url: str) -> optuna.storages.BaseStorage:
 
 def existing(url: str) -> None:
     """A worker reads a sweep's storage: a SQLite file that is not there is a typo, not a new database."""
-    if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).is_file():
-        raise ConfigError(
-            {"storage": f"no sweeps database at {url.removeprefix('sqlite:///')}; give the sweep's --storage"}
-        )
+    path = storage_file(url)
+    if url.startswith("sqlite:///") and not Path(path).is_file():
+        raise ConfigError({"storage": f"no sweeps database at {path}; give the sweep's --storage"})
 
 
 class AskGridSampler(optuna.samplers.GridSampler):

@@ -56,8 +56,8 @@ def claim_lock(url: str) -> Iterator[None]:
     (the workers of one machine, or of a shared filesystem that has locks); an RDB server's workers
     claim without one, as before.
     """
-    target = url.removeprefix("sqlite:///") if url.startswith("sqlite:///") else url.removeprefix("journal:")
-    if target == url:
+    target = studies.storage_file(url)
+    if target is None:
         yield
         return
     with open(target + ".claim-lock", "a") as lock:
