@@ -72,3 +72,16 @@ def rerun_on_change(
         "gap_ms": gap_ms,
     }
     _trigger(key=key, data=data, on_changed_change=lambda: None)
+
+
+def follow(runs: list[Any], every_s: float) -> tuple[float | None, list[str] | None]:
+    """How a fragment follows the active `runs`: (its timer, the run ids it polls with rerun_on_change).
+
+    Polled, with no timer, where the change route answers for every one of them; a timer of
+    `every_s` otherwise (AppTest, a TensorBoard logdir's mirrored runs); neither without runs.
+    """
+    if not runs:
+        return None, None
+    if changes_route.watchable(runs):
+        return None, [r.run_id for r in runs]
+    return every_s, None

@@ -27,7 +27,6 @@ from dashboard.panels import (
     refresh_trigger,
     run_sections,
 )
-from dashboard.server import changes_route
 from runstore import artifacts, run_store
 from runstore.metrics.metric_table import MetricTable
 
@@ -123,13 +122,13 @@ def tensorboard_link(base_url: str, run_id: str) -> str:
     return f"{base_url.rstrip('/')}/?{query}#timeseries"
 
 
-def summary(run: run_store.RunInfo, was_active: bool, polled: bool = False) -> None:
+def summary(run: run_store.RunInfo, was_active: bool, polled_ids: list[str] | None = None) -> None:
     """Badge, progress, CSV, Resume and results: re-read on every refresh while the run is active.
 
-    polled: rerun when the run wrote something (refresh_trigger), at most every DETAIL_REFRESH_S.
+    polled_ids: rerun when the run wrote something (refresh_trigger), at most every DETAIL_REFRESH_S.
     """
-    if polled:
-        refresh_trigger.rerun_on_change([run.run_id], key="detail_trigger", gap_ms=int(DETAIL_REFRESH_S * 1000))
+    if polled_ids:
+        refresh_trigger.rerun_on_change(polled_ids, key="detail_trigger", gap_ms=int(DETAIL_REFRESH_S * 1000))
     status = state.run_status(run.path)
     run = dataclasses.replace(run, status=status)
     records = state.metrics(run.path)
@@ -176,9 +175,8 @@ def page() -> None:
     if group:
         st.caption(f"Member {run.status.get('member')} of population `{group}`; the Live page shows all its members.")
     active = state.is_active(run.status)
-    polled = active and changes_route.watchable([run])  # rerun when the run changed, not on a timer
-    refresh = None if polled or not active else DETAIL_REFRESH_S
-    st.fragment(panels.guarded(summary), run_every=refresh)(run, active, polled)
+    refresh, polled_ids = refresh_trigger.follow([run] if active else [], DETAIL_REFRESH_S)
+    st.fragment(panels.guarded(summary), run_every=refresh)(run, active, polled_ids)
     tracking(run)
     # Drawn only when opened (on_change="rerun"): a closed expander's table and code would make every
     # fresh tab load the table and syntax-highlighter scripts (~2.7 MB) before the charts draw.

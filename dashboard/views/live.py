@@ -23,7 +23,6 @@ from dashboard.panels import (
     tab_visibility,
 )
 from dashboard.processes import launcher
-from dashboard.server import changes_route
 from runstore import artifacts, launch_files, run_store
 from runstore.metrics.metric_table import MetricTable
 
@@ -92,17 +91,17 @@ def first_records(run_dir: Path, status: dict, progress_slot: Any) -> MetricTabl
     return records
 
 
-def live_panel(members: list[run_store.RunInfo], selected: str, polled: bool = False) -> None:
+def live_panel(members: list[run_store.RunInfo], selected: str, polled_ids: list[str] | None = None) -> None:
     """Everything that changes while a run or its population trains: read incrementally, then drawn.
 
     One path for one run and K members (a run is a population of one, as in the engine); only the
     charts differ: one run's train and test curves in its colour, or every member's curve overlaid.
     A run that ends here is drawn ended (no Stop); the page's run watcher (state.watch_runs) then
-    reruns the whole page without the refresh timer. polled: the panel reruns when its runs changed
-    (refresh_trigger), not on a timer.
+    reruns the whole page without the refresh timer. polled_ids: the panel reruns when these runs
+    changed (refresh_trigger), not on a timer.
     """
-    if polled:
-        refresh_trigger.rerun_on_change([m.run_id for m in members])
+    if polled_ids:
+        refresh_trigger.rerun_on_change(polled_ids)
     single = len(members) == 1
     sel = next(i for i, m in enumerate(members) if m.run_id == selected)
     run_dir = members[sel].path
@@ -190,10 +189,10 @@ def page() -> None:
     else:
         st.caption(" · ".join(x for x in (run.task, panels.key_config(run.task, run.config)) if x))
     active = any(state.is_active(m.status) for m in members)
-    refresh = state.LIVE_REFRESH_S if active and tab_visibility.tab_visible() else None  # hidden tab: none
-    polled = refresh is not None and changes_route.watchable(members)  # rerun when they change, not on a timer
+    followed = members if active and tab_visibility.tab_visible() else []  # hidden tab: no refresh
+    refresh, polled_ids = refresh_trigger.follow(followed, state.LIVE_REFRESH_S)
     with st.container(key=panels.LIVE_PANEL_KEY):
-        st.fragment(panels.guarded(live_panel), run_every=None if polled else refresh)(members, run.run_id, polled)
+        st.fragment(panels.guarded(live_panel), run_every=refresh)(members, run.run_id, polled_ids)
 
 
 page()

@@ -11,7 +11,6 @@ from dashboard import state
 from dashboard.forms import groups
 from dashboard.panels import compare, inplace_chart, panels, refresh_trigger, runs_index
 from dashboard.processes import launcher
-from dashboard.server import changes_route
 from runstore import run_notes, run_store
 
 COLUMN_CONFIG = {
@@ -204,8 +203,5 @@ if st.session_state.get("selected_ids") or st.query_params.get("compare"):
     inplace_chart.warm_up()  # a comparison follows: plotly.js loads while the server runs the page
 st.title("Runs & compare")
 st.session_state["_runs_listed"] = listed = state.all_runs()
-active_runs = [r for r in listed if state.is_active(r.status)]
-polled = bool(active_runs) and changes_route.watchable(active_runs)  # rerun when they change, not on a timer
-st.fragment(panels.guarded(body), run_every=REFRESH_S if active_runs and not polled else None)(
-    [r.run_id for r in active_runs] if polled else None
-)
+refresh, polled_ids = refresh_trigger.follow([r for r in listed if state.is_active(r.status)], REFRESH_S)
+st.fragment(panels.guarded(body), run_every=refresh)(polled_ids)
