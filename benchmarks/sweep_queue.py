@@ -3,10 +3,12 @@
     python -m benchmarks.sweep_queue [--quick] [--train-limit 5000] [--epochs 2]
 
 (a) nine `python -m training mnist` processes started at once; (b) the nine runs through the run
-queue (its default limit); (c) the sweep: `--sweep hidden=... --sweep lr=...` with --max-parallel 3
-and --workers 3, i.e. three populations of three (one per width), queued. Each prints the total wall
+queue (its default limit); (c) the sweep: `--sweep hidden=... --sweep lr=...` with --max-parallel 3,
+i.e. three populations of three (one per width), one after another in one worker process (the default
+for a grid). Each prints the total wall
 time and the per-run steps/s (median of the runs' last `perf/steps_per_sec`); the last line is
-`sweep_vs_at_once=X.XX` ((c) / (a) in wall time; the goal is <= 0.5). --quick: 1,000 examples, 1 epoch.
+`sweep_vs_at_once=X.XX` ((c) / (a) in wall time; the goal is <= 0.5). (c3) is (c) with --workers 3:
+on two cores, more worker processes each pay the start-up (imports, compiling) and then share the cores. --quick: 1,000 examples, 1 epoch.
 Each way writes to a fresh runs root under a temporary folder, with W&B and TensorBoard off.
 """
 
@@ -87,15 +89,20 @@ def queued(args: argparse.Namespace, root: Path) -> float:
     return time.perf_counter() - t0
 
 
-def sweep(args: argparse.Namespace, root: Path) -> float:
-    """(c): the grid as a sweep, three populations of three, its workers queued."""
+def sweep(args: argparse.Namespace, root: Path, workers: int | None = None) -> float:
+    """(c): the grid as a sweep, three populations of three, as the CLI runs it by default (one worker)."""
     argv = [*_common(args, root), "--sweep", "hidden=" + ";".join(WIDTHS), "--sweep", "lr=" + ",".join(LRS)]
-    argv += ["--max-parallel", "3", "--workers", "3", "--study", "bench"]
+    argv += ["--max-parallel", "3", "--study", "bench"] + (["--workers", str(workers)] if workers else [])
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "training", *argv], env=ENV, capture_output=True, text=True)
     if proc.returncode:
         raise SystemExit(f"(c) the sweep failed: {proc.stderr[-1500:]}")
     return time.perf_counter() - t0
+
+
+def sweep_three_workers(args: argparse.Namespace, root: Path) -> float:
+    """(c3): the same sweep with --workers 3 (two more worker processes through the queue)."""
+    return sweep(args, root, workers=3)
 
 
 def main() -> None:
@@ -110,7 +117,7 @@ def main() -> None:
     print(f"queue limit (default): {Queue(tempfile.mkdtemp()).limit()}; cores: {os.cpu_count()}")
     walls = {}
     with tempfile.TemporaryDirectory(prefix="sweep-bench-") as tmp:
-        for key, fn in (("a", at_once), ("b", queued), ("c", sweep)):
+        for key, fn in (("a", at_once), ("b", queued), ("c", sweep), ("c3", sweep_three_workers)):
             root = Path(tmp) / key
             walls[key] = fn(args, root)
             print(

@@ -19,10 +19,14 @@ from typing import Any
 from runstore.safe_files import create_new, open_regular, temp_name
 
 
-def atomic_write_json(path: Path, data: Any) -> None:
-    """Write JSON so a reader sees the old or the new file, never half of one."""
+def atomic_write_json(path: Path, data: Any, indent: int | None = 1) -> None:
+    """Write JSON so a reader sees the old or the new file, never half of one.
+
+    `indent=None` for large machine-read documents (tables): Python's JSON encoder is much
+    slower with an indent (a 16-image table took 40 ms).
+    """
     tmp = temp_name(Path(path))
-    text = json.dumps(_jsonable(data), indent=1, allow_nan=False)
+    text = strict_dumps(data, indent=indent)
     try:
         with os.fdopen(create_new(tmp), "w") as f:  # never written through a link planted in the folder
             f.write(text)
@@ -49,6 +53,15 @@ def _rewrite_in_place(path: Path, text: str) -> None:
         raise OSError(exc.errno, exc.strerror, str(path)) from exc
 
 
+def strict_dumps(data: Any, **kwargs: Any) -> str:
+    """Strict JSON of `data`: at C speed when it is plain JSON already, else through `_jsonable`
+    (NaN/inf as strings, NumPy scalars as numbers); a table of 12,544 ints took 160 ms the slow way."""
+    try:
+        return json.dumps(data, allow_nan=False, **kwargs)
+    except (TypeError, ValueError):
+        return json.dumps(_jsonable(data), allow_nan=False, **kwargs)
+
+
 def _jsonable(x: Any) -> Any:
     """NaN/inf become strings so the files stay strict JSON."""
     if isinstance(x, float) and not math.isfinite(x):
@@ -73,7 +86,7 @@ def read_json(path: Path, default: Any = None) -> Any:
 
 def metric_lines(records: list[Mapping[str, Any]]) -> str:
     """Records as metrics.jsonl lines (strict JSON: NaN and inf as strings)."""
-    return "".join(json.dumps(_jsonable(r), allow_nan=False) + "\n" for r in records)
+    return "".join(strict_dumps(r) + "\n" for r in records)
 
 
 def column_lines(steps: Sequence[int], wall: float, ts: float, columns: Mapping[str, Sequence[float]]) -> str:

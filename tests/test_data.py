@@ -98,6 +98,16 @@ def test_reads_idx_folder_with_validation(isolated):
         load_dataset("mnist", isolated / "d")
 
 
+def test_a_folder_is_parsed_once_per_process_until_a_file_changes(isolated):
+    write_idx_dataset(isolated / "d", n_train=50, n_test=20)
+    first = load_dataset("mnist", isolated / "d")
+    again = load_dataset("mnist", isolated / "d")
+    assert all(a is b for a, b in zip(first, again, strict=True))  # a sweep worker's next trial parses nothing
+    assert not any(a.flags.writeable for a in first)  # shared by the process's runs: nobody may change them
+    write_idx_dataset(isolated / "d", n_train=30, n_test=20)
+    assert load_dataset("mnist", isolated / "d")[0].shape == (30, 28, 28)
+
+
 def test_search_order_data_dir_then_env_then_cache(isolated, monkeypatch):
     write_idx_dataset(isolated / "explicit", n_train=11)
     write_idx_dataset(isolated / "envroot" / "mnist", n_train=12)

@@ -70,6 +70,7 @@ def test_grid_of_lr_and_seed_trains_as_one_population(tmp_path: Path, capsys) ->
     assert len(programs) == 1 and programs == {c["group"] for c in configs.values()}  # one vmapped program
     for t in trials:
         cfg = configs[t.number]
+        assert not (root / t.user_attrs["run_id"] / "tb").exists()  # --no-tensorboard holds for trials too
         assert cfg["sweep"]["study"] == "pop" and cfg["sweep"]["trial"] == t.number
         assert (cfg["config"]["lr"], cfg["config"]["seed"]) == (t.params["lr"], t.params["seed"])
         assert t.value == pytest.approx(

@@ -187,7 +187,26 @@ def _read_idx(path: Path, magic: int, ndim: int) -> np.ndarray:
     return np.frombuffer(raw, dtype=np.uint8, offset=header).reshape(dims)
 
 
+_PARSED: dict[tuple, Arrays] = {}  # the last dataset parsed in this process: a sweep worker reads it once
+
+
 def read_folder(folder: Path) -> Arrays:
+    """The four IDX files in `folder`, parsed once per process while they stay the same (read-only arrays)."""
+    paths = [_find(folder, f) for f in FILES]
+    if None in paths:
+        return _parse_folder(folder)  # names the missing file
+    stats = [os.stat(p) for p in paths]
+    key = (str(Path(folder).resolve()), *((st.st_ino, st.st_size, st.st_mtime_ns) for st in stats))
+    if key not in _PARSED:
+        arrays = _parse_folder(folder)
+        for a in arrays:
+            a.flags.writeable = False  # shared by every run of this process
+        _PARSED.clear()
+        _PARSED[key] = arrays
+    return _PARSED[key]
+
+
+def _parse_folder(folder: Path) -> Arrays:
     """Parse the four IDX files in `folder`, validating magic numbers, shapes and label range."""
     out = []
     for images_file, labels_file in ((FILES[0], FILES[1]), (FILES[2], FILES[3])):

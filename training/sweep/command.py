@@ -45,7 +45,8 @@ def run_sweep(task: str, task_cls: type, raw: dict[str, Any], args: argparse.Nam
     root.mkdir(parents=True, exist_ok=True)
     url = args.storage or studies.default_url(root)
     name = args.study or f"{task_cls.name}-{time.strftime('%Y%m%d-%H%M%S')}"
-    studies.create(name, url, task, base, space, args.sweep_method, args.trials, args.sweep_metric)
+    tensorboard = not args.no_tensorboard
+    studies.create(name, url, task, base, space, args.sweep_method, args.trials, args.sweep_metric, tensorboard)
     print(json.dumps({"study": name, "storage": url}), flush=True)
     helpers = []
     workers = args.workers or (args.max_parallel if not shares_program(space) and args.sweep_method != "grid" else 1)

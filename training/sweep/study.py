@@ -115,8 +115,10 @@ def create(
     method: str,
     trials: int | None,
     metric: str = "auto",
+    tensorboard: bool = True,
 ) -> optuna.Study:
-    """A new study holding everything a worker needs; its name must be new in this storage."""
+    """A new study holding everything a worker needs (the task, its settings, whether trials write
+    TensorBoard); its name must be new in this storage."""
     if method not in METHODS:
         raise ConfigError({"sweep_method": f"is one of {', '.join(METHODS)} (got {method!r})"})
     n = grid_size(space) if method == "grid" and trials is None else (trials or 20)
@@ -126,6 +128,7 @@ def create(
     except optuna.exceptions.DuplicatedStudyError:
         raise ConfigError({"sweep": f"a study named {name!r} already exists in {url}; pick another name"}) from None
     attrs = {"task": task, "base": base, "space": to_specs(space), "method": method, "trials": n, "metric": metric}
+    attrs["tensorboard"] = tensorboard
     for key, value in attrs.items():
         study.set_user_attr(key, value)
     if method == "grid":

@@ -101,7 +101,7 @@ def run_batch(study: optuna.Study, trials: list[optuna.Trial], root: Path, wandb
     watch = Watch(study, trials, dirs, attrs.get("metric", "auto"))
     watch.start()
     try:
-        tracking = Tracking(wandb_mode, tensorboard=True, console=console, group=group)
+        tracking = Tracking(wandb_mode, attrs.get("tensorboard", True), console=console, group=group)
         outcomes = train_members(task_cls, cfgs, dirs, names, tracking)
     finally:
         watch.done.set()

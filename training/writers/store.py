@@ -141,7 +141,7 @@ class RunStoreWriter(MetricWriter):
         out.mkdir(exist_ok=True)
         for tag, table in tables.items():
             doc = {"tag": tag, "step": int(step), "columns": list(table.columns), "rows": table.rows}
-            run_store.atomic_write_json(out / f"{table_file(tag)}.json", doc)
+            run_store.atomic_write_json(out / f"{table_file(tag)}.json", doc, indent=None)
 
     def write_images(self, step: int, images: Mapping[str, np.ndarray]) -> None:
         """The latest image of each tag as artifacts/images/<tag>.png (skipped if Pillow is missing)."""
