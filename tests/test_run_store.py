@@ -56,7 +56,11 @@ def test_write_status_merges_and_keeps_json_strict(tmp_path):
 def test_json_files_keep_numpy_scalars_and_non_finite_values_strict(tmp_path):
     doc = {"rows": [[1, 2.5], [np.float32(0.25), np.int64(3)]], "bad": np.float64("inf"), 7: "int key"}
     run_store.atomic_write_json(tmp_path / "a.json", doc, indent=None)
-    assert json.loads((tmp_path / "a.json").read_text()) == {"rows": [[1, 2.5], [0.25, 3]], "bad": "inf", "7": "int key"}
+    assert json.loads((tmp_path / "a.json").read_text()) == {
+        "rows": [[1, 2.5], [0.25, 3]],
+        "bad": "inf",
+        "7": "int key",
+    }
     run_store.atomic_write_json(tmp_path / "b.json", {"rows": [[1, 2], [3, 4]]})
     assert json.loads((tmp_path / "b.json").read_text()) == {"rows": [[1, 2], [3, 4]]}
 
