@@ -1,5 +1,6 @@
-"""What `streamlit run` serves: the dashboard's pages (dashboard/app.py) plus an HTTP route that
-Streamlit has no element for, a run's metrics as a streamed CSV download.
+"""What `streamlit run` serves: the dashboard's pages (dashboard/app.py) plus HTTP routes that
+Streamlit has no element for: a run's metrics as a streamed CSV download, and what a Live page
+polls (the runs' change signature, a run's new rows, its progress line and tiles).
 
 A download button holds its whole file in the server's memory (66 MB of CSV for a run of a
 million records). GET <base>/api/runs/<run id>/metrics.csv instead sends the CSV as it is written,
@@ -23,10 +24,10 @@ if str(ROOT) not in sys.path:
 import streamlit as st  # noqa: E402
 from starlette.middleware import Middleware  # noqa: E402
 from starlette.requests import Request  # noqa: E402
-from starlette.responses import PlainTextResponse, Response, StreamingResponse  # noqa: E402
+from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse  # noqa: E402
 from starlette.routing import Route  # noqa: E402
 
-from dashboard.server import changes_route, csv_route, host_check  # noqa: E402
+from dashboard.server import changes_route, csv_route, host_check, rows_route  # noqa: E402
 from runstore import run_store, safe_files  # noqa: E402
 from runstore.metrics import metric_csv  # noqa: E402
 
@@ -62,9 +63,36 @@ def run_changes(request: Request) -> Response:
     return PlainTextResponse(changes_route.signature(run_ids), headers=headers)
 
 
-csv_route.ROUTE_ON = changes_route.ROUTE_ON = True
+def run_rows(request: Request) -> Response:
+    """A run's records after a byte offset, for some tags (dashboard/server/rows_route.py), polled by live charts."""
+    run_id = request.path_params["run_id"]
+    after = request.query_params.get("after", "0")
+    if not after.isdigit():
+        return PlainTextResponse("after: a byte offset (a whole number) into metrics.jsonl", status_code=400)
+    answer = rows_route.rows(run_id, int(after), request.query_params.getlist("tag"))
+    if answer is None:
+        return PlainTextResponse(f"No run {run_id!r} under {run_store.runs_root()}.", status_code=404)
+    return JSONResponse(answer, headers={"Cache-Control": "no-store"})
+
+
+def run_numbers(request: Request) -> Response:
+    """A run's progress line and tile texts (dashboard/panels/live_numbers.py), polled by a Live page."""
+    from dashboard.panels import live_numbers  # declares a component: imported once the server runs
+
+    folder = csv_route.run_folder(request.path_params["run_id"])
+    if folder is None:
+        return PlainTextResponse(f"No run {request.path_params['run_id']!r} under {run_store.runs_root()}.", 404)
+    return JSONResponse(live_numbers.numbers(folder), headers={"Cache-Control": "no-store"})
+
+
+csv_route.ROUTE_ON = changes_route.ROUTE_ON = rows_route.ROUTE_ON = True
 app = st.App(
     Path(__file__).parent / "app.py",
-    routes=[Route(csv_route.route(), metrics_csv), Route(changes_route.route(), run_changes)],
+    routes=[
+        Route(csv_route.route(), metrics_csv),
+        Route(changes_route.route(), run_changes),
+        Route(rows_route.route(), run_rows),
+        Route(rows_route.numbers_route(), run_numbers),
+    ],
     middleware=[Middleware(host_check.HostCheck)],  # DNS rebinding: only our own Host and Origin, on every route
 )

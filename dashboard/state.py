@@ -150,6 +150,7 @@ def _logdir_runs(root: Path) -> list[run_store.RunInfo]:
 
 
 WATCH_S = 0.5  # how often every page checks the list of runs (new, ended or deleted runs show within 2 s)
+WATCH_POLL_MS = 1000  # the browser asks for the list's signature this often (served with the change route)
 
 
 def check_runs() -> None:
@@ -177,7 +178,8 @@ def watch_runs() -> None:
     if changes_route.ROUTE_ON:
 
         def check_on_change() -> None:
-            refresh_trigger.rerun_on_change([], key="runs_watch", gap_ms=int(WATCH_S * 1000), listing=seen)
+            gap_ms = int(WATCH_S * 1000)  # a page's own panel follows its runs; the list can wait a second
+            refresh_trigger.rerun_on_change([], key="runs_watch", gap_ms=gap_ms, listing=seen, poll_ms=WATCH_POLL_MS)
             check_runs()
 
         st.fragment(check_on_change)()

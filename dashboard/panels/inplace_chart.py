@@ -32,12 +32,14 @@ import plotly.io
 import streamlit as st
 import streamlit.components.v1 as components
 
+from dashboard.panels.chart_feed import FEED_JS
 from dashboard.server import url_paths
 
 VENDOR = Path(__file__).resolve().parent / "vendor"
 
 # The component's module: load plotly.js once per page (a promise on window), then draw `data.spec`.
-CHART_JS = """
+CHART_JS = (
+    """
 const BASIC = new Set(["scatter", "bar", "pie"]);  // the trace types of plotly-basic.min.js
 const DRAW_GAP = 8, MAX_GAP_MS = 2000;  // after a draw of T ms, the next waits up to 8 T (at most 2 s)
 function load(src) {
@@ -49,6 +51,9 @@ function load(src) {
   });
   return loads[src];
 }
+"""
+    + FEED_JS
+    + """
 export default async function (component) {
   const { data, parentElement } = component;
   await load(data.basic);
@@ -66,7 +71,10 @@ export default async function (component) {
       if (w && w !== width && div._fullLayout) { width = w; Plotly.Plots.resize(div); } else if (w) width = w;
     }).observe(div);
   }
-  if (div.__spec === data.spec && div.__config === data.config) return;  // the same figure: nothing to do
+  if (div.__spec === data.spec && div.__config === data.config) {  // the same figure: nothing to draw
+    if (div.__feedText !== data.feed && div._fullLayout) follow(div, data.feed);  // its feed started or ended
+    return;
+  }
   div.__spec = data.spec; div.__config = data.config;
   if (!div.style.height) div.style.height = (JSON.parse(data.spec).layout?.height || 450) + "px";  // its room
   if (document.hidden) {  // a tab nobody sees draws nothing; the newest figure draws when it is shown
@@ -97,10 +105,12 @@ export default async function (component) {
   if ((fig.data || []).some((t) => !BASIC.has(t.type || "scatter"))) await load(data.full);
   const t0 = performance.now();
   await Plotly.react(div, fig.data || [], layout, Object.assign({responsive: true}, JSON.parse(data.config)));
+  if (div.__spec === data.spec) follow(div, data.feed);  // appends from this figure's offset on
   const took = performance.now() - t0;  // a chart spends at most 1/(1 + DRAW_GAP) of the time drawing
   div.__nextDraw = performance.now() + Math.min(MAX_GAP_MS, DRAW_GAP * took);
 }
 """
+)
 
 
 def _asset_dir() -> Path:
@@ -134,16 +144,24 @@ def figure_spec(fig: Any) -> str:
 
 
 def inplace_chart(
-    fig: Any, key: str, config: dict[str, Any] | None = None, lazy: bool = False, spec: str | None = None
+    fig: Any,
+    key: str,
+    config: dict[str, Any] | None = None,
+    lazy: bool = False,
+    spec: str | None = None,
+    feed: dict[str, Any] | None = None,
 ) -> None:
     """Draw `fig` (a plotly figure) under `key`; later calls with the same key update it in place.
 
     lazy: the browser draws it only once it scrolls into view (as W&B
     draws its panels): a chart below the fold costs a fresh tab nothing until the user scrolls.
     spec: `figure_spec(fig)` if the caller kept it (a refresh that sends the same figure again).
+    feed: {"url", "offset", "traces": {tag: trace index}, "clamp"} (chart_feed): the browser fetches the
+    run's rows after `offset` (dashboard/server/rows_route.py) and appends them to those traces.
     """
     spec = spec if spec is not None else figure_spec(fig)
-    _chart(key=key, data={"spec": spec, "config": json.dumps(config or {}), "lazy": lazy, **_urls()})
+    data = {"spec": spec, "config": json.dumps(config or {}), "lazy": lazy, "feed": json.dumps(feed) if feed else ""}
+    _chart(key=key, data={**data, **_urls()})
 
 
 def warm_up() -> None:

@@ -17,7 +17,9 @@ import streamlit as st
 
 from components import figures
 from components.colors import run_color
+from dashboard.panels.chart_feed import rows_feed
 from dashboard.panels.panels import fmt, live_chart
+from dashboard.server import rows_route
 from runstore import artifacts, tags
 from runstore.metrics.metric_table import MetricTable
 
@@ -26,6 +28,7 @@ MAX_TILES = 6
 # Points per curve on a live chart (min/max buckets: spikes kept): ~1 per pixel of a half-page chart.
 # Each refresh sends and redraws them all (the page_cost benchmark measures what that costs training).
 LIVE_POINTS = 800
+COMPILE_TILE, COMPILE_HELP = "compile time", "First (compiling) chunk beyond a steady one."
 
 
 def waiting_text(status: dict[str, Any]) -> str:
@@ -50,17 +53,22 @@ def percent(v: float) -> str:
     return f"{v:.2%}" if 0.0 <= v <= 1.0 else f"{fmt(v)} (not a fraction)"
 
 
+def tile_values(records: MetricTable, status: dict[str, Any]) -> dict[str, str]:
+    """{label: text} of the tiles: each headline metric's latest value (accuracies in percent), the compile time."""
+    values = {}
+    for tag in tile_tags(records):
+        v = records.last(tag)
+        values[tag] = "—" if v is None else percent(v) if tag.endswith("acc") else fmt(v)
+    comp = status.get("compile_seconds")
+    values[COMPILE_TILE] = "—" if comp is None else f"{comp:.1f} s"
+    return values
+
+
 def metric_tiles(records: MetricTable, status: dict[str, Any]) -> None:
     """The latest value of each headline metric (accuracies in percent) and the compile time."""
-    names = tile_tags(records)
-    comp = status.get("compile_seconds")
-    cols = st.columns(max(1, len(names) + 1))
-    for col, tag in zip(cols, names, strict=False):
-        v = records.last(tag)
-        col.metric(tag, "—" if v is None else percent(v) if tag.endswith("acc") else fmt(v))
-    cols[-1].metric(
-        "compile time", "—" if comp is None else f"{comp:.1f} s", help="First (compiling) chunk beyond a steady one."
-    )
+    values = tile_values(records, status)
+    for col, (label, text) in zip(st.columns(len(values)), values.items(), strict=True):
+        col.metric(label, text, help=COMPILE_HELP if label == COMPILE_TILE else None)
 
 
 def fit_version(run_dir: Path) -> tuple[int, ...]:
@@ -105,10 +113,17 @@ def curves_panel(
     x: str = "step",
     empty_text: str = "no data yet",
     color: str | None = None,
+    feed_run: str | None = None,
 ) -> None:
-    """Train (and test) loss, or accuracy ("accuracy": the axis zoomed to the data)."""
+    """Train (and test) loss, or accuracy ("accuracy": the axis zoomed to the data).
+
+    feed_run: the run whose new rows the browser appends between reruns (rows_route), for a step axis.
+    """
     accuracy = kind == "accuracy"
     tag_list = (tags.TRAIN_ACC, tags.TEST_ACC) if accuracy else (tags.TRAIN_LOSS, tags.TEST_LOSS)
+    offset = records.offset  # before building: a record read meanwhile may come twice, never not at all
+    fed = feed_run is not None and x == "step" and rows_route.ROUTE_ON
+    feed = rows_feed(feed_run, offset, tag_list, [0.0, 1.0] if accuracy else None) if fed else None
 
     def build() -> Any:
         curves = _curves(records, tag_list, x)
@@ -117,19 +132,29 @@ def curves_panel(
             return figures.accuracy_figure(curves, max_points=LIVE_POINTS, **style)
         return figures.curves_figure(curves, "Loss", "loss", max_points=LIVE_POINTS, **style)
 
-    live_chart(key, (records.offset, x, empty_text), build)
+    live_chart(key, (offset, x, empty_text, fed), build, feed)
 
 
 def draw(
-    run_dir: Path, kinds: list[str], records: MetricTable, status: dict[str, Any], key: str, color: str | None = None
+    run_dir: Path,
+    kinds: list[str],
+    records: MetricTable,
+    status: dict[str, Any],
+    key: str,
+    color: str | None = None,
+    fed: bool = False,
 ) -> None:
-    """A run's panels (in the run's colour): a fit large on the left with the others beside it, else side by side."""
+    """A run's panels (in the run's colour): a fit large on the left with the others beside it, else side by side.
+
+    fed: the browser appends the run's new records to its curves between reruns (`curves_panel`).
+    """
     empty = waiting_text(status)
     color = color or run_color(run_dir.name)
+    feed_run = run_dir.name if fed else None
     draw_one = {
         "fit": lambda k: fit_panel(run_dir, k, empty, color),
-        "loss": lambda k: curves_panel("loss", records, k, empty_text=empty, color=color),
-        "accuracy": lambda k: curves_panel("accuracy", records, k, empty_text=empty, color=color),
+        "loss": lambda k: curves_panel("loss", records, k, empty_text=empty, color=color, feed_run=feed_run),
+        "accuracy": lambda k: curves_panel("accuracy", records, k, empty_text=empty, color=color, feed_run=feed_run),
     }
     kinds = [k for k in kinds if k in draw_one]
     if "fit" in kinds and len(kinds) > 1:

@@ -98,14 +98,15 @@ def _inplace() -> bool:
     return os.environ.get("JAXDASH_INPLACE_CHARTS", "1") != "0"
 
 
-def chart(fig: Any, key: str, lazy: bool = False, spec: str | None = None) -> None:
+def chart(fig: Any, key: str, lazy: bool = False, spec: str | None = None, feed: dict | None = None) -> None:
     """A plotly chart with a stable key, so a refresh updates it in place (lazy: drawn when scrolled near).
 
     Drawn by dashboard/panels/inplace_chart.py (plotly.js's basic bundle, loaded once per page): a page of
-    charts starts ~0.75 s of browser CPU sooner than with st.plotly_chart's full-bundle chunk.
+    charts starts ~0.75 s of browser CPU sooner than with st.plotly_chart's full-bundle chunk. feed: the
+    browser appends the run's new rows between reruns (inplace_chart's `feed`; in-place charts only).
     """
     if _inplace():
-        inplace_chart(fig, key, PLOT_CONFIG, lazy=lazy, spec=spec)
+        inplace_chart(fig, key, PLOT_CONFIG, lazy=lazy, spec=spec, feed=feed)
     else:
         st.plotly_chart(fig, key=key, config=PLOT_CONFIG, theme=None)
 
@@ -135,11 +136,14 @@ def _auto_refresh() -> bool:
     return bool(ctx is not None and ctx.fragment_ids_this_run)
 
 
-def live_chart(key: str, version: Any, build: Callable[[], Any]) -> None:
+def live_chart(
+    key: str, version: Any, build: Callable[[], Any], feed: Callable[[Any], dict | None] | None = None
+) -> None:
     """Draw `build()` under `key`, calling `build` only when `version` (what the figure depends on) changed.
 
     As an st.plotly_chart, in a timed refresh a chart that already shows data is rebuilt at most
     every CHART_EVERY_S; a chart without data is rebuilt at once, so the first point shows at once.
+    feed: the chart's feed for a built figure (`chart`), kept with it.
     """
     inplace = _inplace()
     cache = st.session_state.setdefault("_live_charts", {})
@@ -149,8 +153,9 @@ def live_chart(key: str, version: Any, build: Callable[[], Any]) -> None:
     if old is None or (old[0] != version and due):
         fig = build()
         has_data = any(getattr(t, "x", None) is not None and len(t.x) for t in fig.data)
-        cache[key] = old = (version, fig, now, has_data, figure_spec(fig) if inplace else None)
-    chart(old[1], key, spec=old[4])  # unchanged: the same JSON again, not serialized again
+        fed = feed(fig) if feed is not None and inplace else None
+        cache[key] = old = (version, fig, now, has_data, figure_spec(fig) if inplace else None, fed)
+    chart(old[1], key, spec=old[4], feed=old[5])  # unchanged: the same JSON again, not serialized again
 
 
 def fmt(v: float | None, spec: str = ".4g") -> str:
@@ -166,11 +171,15 @@ def problem_message(status: dict[str, Any]) -> None:
 
 def progress(status: dict[str, Any], slot: Any = None) -> None:
     """Progress bar with epoch/step, steps/s, ETA and compile time in its caption (in `slot`, an st.empty, if given)."""
+    (slot or st).progress(progress_fraction(status), text=figures.progress_text(status, now=time.time()))
+
+
+def progress_fraction(status: dict[str, Any]) -> float:
+    """How far the run is, 0-1, from status.json (1 once finished)."""
     step, total = status.get("step") or 0, status.get("total_steps") or 0
-    frac = min(1.0, max(0.0, step / total)) if total else 0.0
     if status.get("state") == "finished":
-        frac = 1.0
-    (slot or st).progress(frac, text=figures.progress_text(status, now=time.time()))
+        return 1.0
+    return min(1.0, max(0.0, step / total)) if total else 0.0
 
 
 def csv_download(run: run_store.RunInfo, where: Any = None) -> None:

@@ -6,7 +6,9 @@ taking slow steps gets nothing from. This component, placed in the panel, polls 
 signature of its runs (dashboard/server/changes_route.py: a few stat calls) every POLL_MS and
 reruns the panel only when it differs from the one the panel was drawn from; never sooner than
 GAP_MS after its last rerun (a run that writes all the time gets the timer's rate), and not at all
-while the tab is hidden. A record written shows within POLL_MS plus one rerun.
+while the tab is hidden. A record written shows within POLL_MS plus one rerun. When the records,
+progress or media of its runs changed it also tells the page ("jaxdash-streams", a window event):
+the Live page's charts and numbers then fetch what is new themselves (chart_feed, live_numbers).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ export default function (component) {
   const { data, setTriggerValue } = component;
   const polls = (window.__jaxdashPolls = window.__jaxdashPolls || {});
   const p = polls[data.key] || (polls[data.key] = {asked: 0});
-  p.url = data.url; p.gap = data.gap_ms; p.trigger = setTriggerValue;
+  p.url = data.url; p.gap = data.gap_ms; p.streamGap = data.stream_gap_ms; p.trigger = setTriggerValue;
   p.drawn = data.seen; p.waiting = false;  // the panel drew from this signature: any other one is news
   if (!p.timer) {
     const tick = async () => {
@@ -39,7 +41,14 @@ export default function (component) {
       try {
         const r = await fetch(p.url, {cache: "no-store"});
         const seen = r.ok ? await r.text() : null;
-        if (seen && seen !== p.drawn) {
+        if (seen && seen.split(".")[1] !== (p.latest || "").split(".")[1]) {
+          window.dispatchEvent(new CustomEvent("jaxdash-streams"));  // fed charts and numbers fetch what is new
+        }
+        p.latest = seen || p.latest;
+        // "EVENTS.STREAMS": a new state, phase or file reruns at once; only grown records and progress
+        // wait for the stream gap (the page's charts may append the records themselves).
+        const event = seen && seen.split(".")[0] !== p.drawn.split(".")[0];
+        if (seen && seen !== p.drawn && (event || since >= p.streamGap)) {
           p.asked = performance.now(); p.waiting = true;
           p.trigger("changed", seen + ":" + (p.n = (p.n || 0) + 1));  // never the same value twice
         }
@@ -56,20 +65,28 @@ _trigger = st.components.v2.component("jaxdash_refresh_trigger", js=TRIGGER_JS, 
 
 
 def rerun_on_change(
-    run_ids: list[str], key: str = "refresh_trigger", gap_ms: int = GAP_MS, listing: Any = None
+    run_ids: list[str],
+    key: str = "refresh_trigger",
+    gap_ms: int = GAP_MS,
+    listing: Any = None,
+    stream_gap_ms: int | None = None,
+    poll_ms: int = POLL_MS,
 ) -> None:
     """Rerun the fragment this is called in when one of `run_ids` (or the list of runs) changes.
 
     Call it first in the fragment: the signature it sends is taken before the panel reads the runs,
     so a change while the panel is drawn reruns it once more. gap_ms: the least time between two
-    reruns. listing: the list of runs as the page saw it (state.watch_runs), if not the current one.
+    reruns. stream_gap_ms: the least time between two reruns for records and progress alone (a
+    changed state or phase reruns after gap_ms); gap_ms if not given. poll_ms: how often it asks.
+    listing: the list of runs as the page saw it (state.watch_runs), if not the current one.
     """
     data = {
         "key": key,
         "url": changes_route.path(run_ids),
         "seen": changes_route.signature(run_ids, listing),
-        "poll_ms": POLL_MS,
+        "poll_ms": poll_ms,
         "gap_ms": gap_ms,
+        "stream_gap_ms": max(gap_ms, stream_gap_ms or 0),
     }
     _trigger(key=key, data=data, on_changed_change=lambda: None)
 

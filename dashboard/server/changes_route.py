@@ -6,7 +6,9 @@ figure or image under artifacts/, or the list of runs changed (a run
 started, ended or was deleted: runstore/run_watch.py's signature). The Live page's panel reruns
 when it changed (dashboard/panels/refresh_trigger.py), not on a timer: a run that writes nothing
 (loading data, compiling, a slow step) costs the page no rerun at all, and one that writes every
-few seconds gets a rerun per write. An answer is a few stat calls and folder listings; no file is read.
+few seconds gets a rerun per write. An answer is a few stat calls, folder listings and small
+status.json reads. The answer has two parts (`signature`): a page whose charts and numbers follow a
+run's records by themselves reruns at once for a new state or phase, and for records less often.
 
 Served by dashboard/server_app.py (`ROUTE_ON`); without it (AppTest, plain dashboard/app.py) the
 panel refreshes on a timer as before.
@@ -24,7 +26,8 @@ from runstore import run_store, run_watch
 
 ROUTE_ON = False  # set by dashboard/server_app.py
 MAX_IDS = 64  # a population's members at most (training.cli.MAX_MEMBERS)
-FILES = ("metrics.jsonl", "status.json", "launch.json", "process.log")
+FILES = ("launch.json",)  # with the status's state and phase: what the page shows as soon as it changes
+STREAMS = ("metrics.jsonl", "status.json", "process.log")  # what changes with every chunk
 MEDIA = "artifacts"  # tables, figures, images: written by rename or as new files, so their folders' times move
 
 
@@ -44,18 +47,32 @@ def watchable(runs: list[Any]) -> bool:
     return ROUTE_ON and len(runs) <= MAX_IDS and all(csv_route.run_folder(r.run_id) == r.path for r in runs)
 
 
-def _stamp(folder: os.PathLike | None) -> str:
-    if folder is None:
-        return "-"
+def _file_stamps(folder: os.PathLike, names: tuple[str, ...]) -> list[str]:
     parts = []
-    for name in FILES:
+    for name in names:
         try:
             st = os.stat(os.path.join(folder, name), follow_symlinks=False)
             parts.append(f"{st.st_size}:{st.st_mtime_ns}")
         except OSError:
             parts.append("0")
-    parts += _folder_times(os.path.join(folder, MEDIA), depth=2)
-    return ",".join(parts)
+    return parts
+
+
+def _stamp(folder: os.PathLike | None) -> str:
+    """What a page shows at once when it changes: the run's state and phase, its launch file."""
+    if folder is None:
+        return "-"
+    status = run_store.read_json(os.path.join(folder, "status.json"), {})
+    status = status if isinstance(status, dict) else {}
+    parts = [repr([status.get(k) for k in ("state", "phase", "message", "resuming")])]
+    return ",".join(parts + _file_stamps(folder, FILES))
+
+
+def _stream_stamp(folder: os.PathLike | None) -> str:
+    """What grows with every chunk or epoch: its records, its progress, its output, its media."""
+    if folder is None:
+        return "-"
+    return ",".join(_file_stamps(folder, STREAMS) + _folder_times(os.path.join(folder, MEDIA), depth=2))
 
 
 def _folder_times(folder: str, depth: int) -> list[str]:
@@ -72,11 +89,20 @@ def _folder_times(folder: str, depth: int) -> list[str]:
     return out
 
 
-def signature(run_ids: list[str], listing: Any = None) -> str:
-    """The runs' file sizes and times plus the list of runs, hashed: equal while nothing changed.
+def _hash(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
 
+
+def signature(run_ids: list[str], listing: Any = None) -> str:
+    """ "EVENTS.STREAMS": two hashes, each equal while nothing of its kind changed.
+
+    EVENTS: the list of runs, each run's state, phase and launch file; STREAMS: each run's
+    metrics.jsonl, status.json and process.log sizes and times and its media folders' times (they
+    change with every chunk or epoch). A page whose charts and numbers follow the records
+    themselves (rows_route, live_numbers) reruns for STREAMS less often.
     listing: the list of runs as a page saw it (run_watch's signature), instead of the current one.
     """
     listing = run_watch.watcher(run_store.runs_root()).current if listing is None else listing
-    text = repr(listing) + "|" + "|".join(_stamp(csv_route.run_folder(i)) for i in run_ids[:MAX_IDS])
-    return hashlib.blake2b(text.encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
+    folders = [csv_route.run_folder(i) for i in run_ids[:MAX_IDS]]
+    events = repr(listing) + "|" + "|".join(_stamp(f) for f in folders)
+    return _hash(events) + "." + _hash("|".join(_stream_stamp(f) for f in folders))

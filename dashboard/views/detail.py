@@ -20,6 +20,7 @@ from dashboard.forms import groups
 from dashboard.forms.widgets import status_badge
 from dashboard.panels import (
     inplace_chart,
+    live_numbers,
     media_panels,
     panel_kinds,
     panels,
@@ -31,17 +32,25 @@ from runstore import artifacts, run_store
 from runstore.metrics.metric_table import MetricTable
 
 DETAIL_REFRESH_S = 1.0  # slower than Live: this page also redraws the confusion matrix and images
+# While its run trains, the curves and the progress line follow the records in the browser (chart_feed,
+# live_numbers); the summary reruns for a new state or phase after DETAIL_REFRESH_S, for records (every
+# metric's chart, the process output) at most this often.
+DETAIL_FED_MS = 5000
+DETAIL_PANEL_KEY = "detail_panel"
 
 
-def results(run: run_store.RunInfo, records: MetricTable) -> None:
-    """Final metrics, the task's panels (config.json "panels"), then its test report when it wrote one."""
+def results(run: run_store.RunInfo, records: MetricTable, fed: bool = False) -> None:
+    """Final metrics, the task's panels (config.json "panels"), then its test report when it wrote one.
+
+    fed: the panels' curves append the run's new records in the browser (chart_feed).
+    """
     final = run.status.get("final") or {}
     if final:
         cols = st.columns(min(4, len(final)))
         for i, (tag, v) in enumerate(final.items()):
             cols[i % len(cols)].metric(tag, f"{v:.2%}" if "acc" in tag else panels.fmt(v))
     kinds = artifacts.run_panels(run.path, None, records.tags())
-    panel_kinds.draw(run.path, kinds, records, run.status, f"detail_{run.run_id}")
+    panel_kinds.draw(run.path, kinds, records, run.status, f"detail_{run.run_id}", fed=fed)
     pbt_panels.member_panel(run, records, f"detail_pbt_{run.run_id}")  # PBT: its lr and copies
     media_panels.media_section(run.path, records, f"detail_media_{run.run_id}")  # the run's own figures, images, tables
     report, problem = artifacts.classification(run.path)
@@ -127,8 +136,9 @@ def summary(run: run_store.RunInfo, was_active: bool, polled_ids: list[str] | No
 
     polled_ids: rerun when the run wrote something (refresh_trigger), at most every DETAIL_REFRESH_S.
     """
-    if polled_ids:
-        refresh_trigger.rerun_on_change(polled_ids, key="detail_trigger", gap_ms=int(DETAIL_REFRESH_S * 1000))
+    gap_ms = int(DETAIL_REFRESH_S * 1000)
+    if polled_ids:  # its curves and progress line follow the records between reruns: rerun for them less often
+        refresh_trigger.rerun_on_change(polled_ids, key="detail_trigger", gap_ms=gap_ms, stream_gap_ms=DETAIL_FED_MS)
     status = state.run_status(run.path)
     run = dataclasses.replace(run, status=status)
     records = state.metrics(run.path)
@@ -142,7 +152,10 @@ def summary(run: run_store.RunInfo, was_active: bool, polled_ids: list[str] | No
     with head[3]:
         panels.resume_control(run.path, status, "detail_resume")
     panels.problem_message(status)
-    results(run, records)
+    fed = bool(polled_ids) and state.is_active(status)
+    if fed:
+        live_numbers.follow(run.run_id, DETAIL_PANEL_KEY, tiles=False)
+    results(run, records, fed)
     run_sections.metric_grids(run, records, f"detail_all_{run.run_id}")
     run_sections.process_output(run.path, state.is_active(status))
     if was_active and not state.is_active(status):
@@ -176,7 +189,8 @@ def page() -> None:
         st.caption(f"Member {run.status.get('member')} of population `{group}`; the Live page shows all its members.")
     active = state.is_active(run.status)
     refresh, polled_ids = refresh_trigger.follow([run] if active else [], DETAIL_REFRESH_S)
-    st.fragment(panels.guarded(summary), run_every=refresh)(run, active, polled_ids)
+    with st.container(key=DETAIL_PANEL_KEY):
+        st.fragment(panels.guarded(summary), run_every=refresh)(run, active, polled_ids)
     tracking(run)
     # Drawn only when opened (on_change="rerun"): a closed expander's table and code would make every
     # fresh tab load the table and syntax-highlighter scripts (~2.7 MB) before the charts draw.

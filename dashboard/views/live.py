@@ -16,6 +16,7 @@ from dashboard.forms.widgets import status_badge
 from dashboard.panels import (
     group_panels,
     inplace_chart,
+    live_numbers,
     media_panels,
     panel_kinds,
     panels,
@@ -63,6 +64,10 @@ def stopping_note(active: bool, stop_dir: Path | None) -> None:
         st.caption("Stopping after the current chunk…")
 
 
+# One run's curves append its new records in the browser (dashboard/server/rows_route.py) and its
+# progress line and tiles follow it (dashboard/panels/live_numbers.py): the panel reruns at once for a
+# new state, phase or tile, and for anything else (new media, the charts downsampled anew) this often.
+FED_RERUN_MS = 10_000
 FIRST_POINT_WAIT_S = 1.5  # at most, in one refresh (then the timed refreshes go on)
 FIRST_POINT_POLL_S = 0.03
 
@@ -98,11 +103,13 @@ def live_panel(members: list[run_store.RunInfo], selected: str, polled_ids: list
     charts differ: one run's train and test curves in its colour, or every member's curve overlaid.
     A run that ends here is drawn ended (no Stop); the page's run watcher (state.watch_runs) then
     reruns the whole page without the refresh timer. polled_ids: the panel reruns when these runs
-    changed (refresh_trigger), not on a timer.
+    changed (refresh_trigger), not on a timer; one run's curves, progress line and tiles then follow
+    its records themselves and the panel reruns for records at most every FED_RERUN_MS.
     """
-    if polled_ids:
-        refresh_trigger.rerun_on_change(polled_ids)
     single = len(members) == 1
+    fed = bool(polled_ids) and single  # its curves append new records themselves (rows_route)
+    if polled_ids:
+        refresh_trigger.rerun_on_change(polled_ids, stream_gap_ms=FED_RERUN_MS if fed else None)
     sel = next(i for i, m in enumerate(members) if m.run_id == selected)
     run_dir = members[sel].path
     info = launch_files.launch_info(run_dir) if single else {}
@@ -140,7 +147,10 @@ def live_panel(members: list[run_store.RunInfo], selected: str, polled_ids: list
     kinds = artifacts.run_panels(members[0].path, info if single else None, records[0].tags())  # config.json "panels"
     if single:
         panel_kinds.metric_tiles(records[0], statuses[0])
-        panel_kinds.draw(run_dir, kinds, records[0], statuses[0], f"live_{run_dir.name}", run_color(run_dir.name))
+        if fed and active:
+            live_numbers.follow(run_dir.name)  # the progress line and tiles between reruns
+        color = run_color(run_dir.name)
+        panel_kinds.draw(run_dir, kinds, records[0], statuses[0], f"live_{run_dir.name}", color, fed and active)
         media_panels.media_section(run_dir, records[0], f"live_media_{run_dir.name}")  # its own figures, images, tables
         return
     key = members[0].status.get("group", "group")

@@ -1,0 +1,117 @@
+"""A live chart's feed: the browser appends a run's new records to the chart between the page's reruns.
+
+Each rerun of the Live panel builds a figure from the records read so far (downsampled) and sends
+it with the byte offset it was built from. Between reruns the chart asks the server for the rows
+written after that offset (dashboard/server/rows_route.py) and appends them with
+Plotly.extendTraces. It asks only when the page's refresh trigger saw the run's records grow (the
+"jaxdash-streams" event, dashboard/panels/refresh_trigger.py), so a run that writes nothing costs
+no request. A chart draws new rows at once when its last draw was FEED_MIN_GAP_MS (1 s) ago or
+more; rows that come sooner wait for the gap to pass and double it, up to FEED_MAX_GAP_MS (4 s),
+and rows that come after it set it back to 1 s (and never less than FEED_GAP x the last draw's
+time). So a run that writes now and then is drawn as soon as it writes, and one that writes all the
+time (21 records a second) every 4 s, instead of costing the training machine a redraw per record.
+A new figure restarts the feed from its own offset; a request from before it is dropped.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dashboard.server import rows_route
+
+# JavaScript joined into the in-place chart's module (dashboard/panels/inplace_chart.py).
+FEED_JS = """
+const FEED_GAP = 25, FEED_MIN_GAP_MS = 1000, FEED_MAX_GAP_MS = 4000;
+function follow(div, text) {
+  div.__feedText = text;
+  div.__feed = text ? JSON.parse(text) : null;
+  div.__gen = (div.__gen || 0) + 1;  // a request from before this figure is dropped when it lands
+  if (!div.__feed) return;
+  div.__offset = div.__feed.offset;
+  for (const i of Object.values(div.__feed.traces)) plainArrays(div, i);
+  div.__ourRange = JSON.stringify((div.layout.yaxis || {}).range || null);
+  if (!div.__pull) {
+    div.__pull = () => pull(div);
+    window.addEventListener("jaxdash-streams", div.__pull);
+  }
+  pull(div);  // what was written since the figure was built
+}
+async function pull(div) {
+  const f = div.__feed;
+  if (!f || !div.isConnected) {  // its run ended, or the chart is gone
+    window.removeEventListener("jaxdash-streams", div.__pull);
+    div.__pull = null;
+    return;
+  }
+  if (document.hidden) return;
+  if (div.__fetching) { div.__again = true; return; }
+  const wait = (div.__feedNext || 0) - performance.now();
+  if (wait > 0) {  // drawn moments ago: what comes meanwhile makes one draw, and the gap grows
+    div.__throttled = true;
+    if (!div.__later) div.__later = setTimeout(() => { div.__later = null; pull(div); }, wait);
+    return;
+  }
+  div.__fetching = true; div.__again = false;
+  const gen = div.__gen;
+  try {
+    const r = await fetch(f.url + "&after=" + div.__offset, {cache: "no-store"});
+    const got = r.ok ? await r.json() : null;
+    if (!got || got.behind || gen !== div.__gen) return;  // the page's next figure brings them
+    div.__offset = got.offset;
+    const idx = [], xs = [], ys = [];
+    for (const [tag, i] of Object.entries(f.traces)) {
+      if ((got.x[tag] || []).length) { idx.push(i); xs.push(got.x[tag]); ys.push(got.y[tag]); }
+    }
+    if (!idx.length) return;
+    const t0 = performance.now();
+    await Plotly.extendTraces(div, {x: xs, y: ys}, idx);
+    widen(div, ys, f.clamp);
+    const took = performance.now() - t0;
+    // Rows that had to wait double the gap (up to FEED_MAX_GAP_MS); rows after it set it back.
+    div.__gap = div.__throttled ? Math.min(FEED_MAX_GAP_MS, 2 * (div.__gap || FEED_MIN_GAP_MS)) : FEED_MIN_GAP_MS;
+    div.__throttled = false;
+    div.__feedNext = performance.now() + Math.max(div.__gap, FEED_GAP * took);
+  } catch (e) { /* the server is away: the next change tries again */ }
+  finally {
+    div.__fetching = false;
+    if (div.__again) pull(div);
+  }
+}
+function plainArrays(div, i) {  // plotly.py sends NumPy arrays base64-encoded; extendTraces appends to arrays only
+  const t = div.data[i];
+  for (const k of ["x", "y"]) {
+    const v = t && t[k];
+    if (!v || Array.isArray(v)) continue;
+    const full = ArrayBuffer.isView(v) ? v : v._inputArray || ((div._fullData || []).find((f) => f.index === i) || {})[k];
+    t[k] = Array.from(full || []);
+  }
+}
+function widen(div, ys, clamp) {  // a zoomed y axis (accuracy) grows to show appended points, unless the user zoomed
+  const range = (div.layout.yaxis || {}).range;
+  if (!Array.isArray(range) || JSON.stringify(range) !== div.__ourRange) return;
+  const v = ys.flat(), lo = Math.min(...v), hi = Math.max(...v);
+  if (lo >= range[0] && hi <= range[1]) return;
+  const pad = 0.1 * (Math.max(range[1], hi) - Math.min(range[0], lo));
+  let next = [Math.min(range[0], lo - pad), Math.max(range[1], hi + pad)];
+  if (clamp) next = [Math.max(clamp[0], next[0]), Math.min(clamp[1], next[1])];
+  div.__ourRange = JSON.stringify(next);
+  Plotly.relayout(div, {"yaxis.range": next});
+}
+"""
+
+
+def rows_feed(run_id: str, offset: int, tag_list: tuple[str, ...], clamp: list[float] | None = None) -> Any:
+    """The feed of a chart of `tag_list` built from run `run_id`'s records up to byte `offset`.
+
+    Returns a function of the built figure (panels.live_chart calls it): {"url", "offset",
+    "traces": {tag: trace index}, "clamp"} for inplace_chart, or None while no trace has a point.
+    clamp: the y axis may widen within it (accuracy: [0, 1]).
+    """
+
+    def feed(fig: Any) -> dict[str, Any] | None:
+        traces = {t.name: i for i, t in enumerate(fig.data) if t.name in tag_list and t.hoverinfo != "skip"}
+        if not traces:
+            return None  # no curve yet: the page's next figure has them
+        return {"url": rows_route.path(run_id, list(traces)), "offset": offset, "traces": traces, "clamp": clamp}
+
+    return feed

@@ -1,0 +1,114 @@
+"""A running run's numbers, kept current in the browser between its panel's reruns (Live, Run detail).
+
+While one run trains, its curves append their own records (chart_feed) and the panel reruns
+only for a new state or phase, or every few seconds (dashboard/views/live.py). In between, this
+component asks the server, when the run's records grew (the refresh trigger's "jaxdash-streams"
+event) and at most once a second, for the progress line and the tiles' texts (GET
+<base>/api/runs/<run id>/numbers: the same texts the panel draws, from the same functions) and
+writes them into the panel's own progress bar and metric tiles. It changes the text of their
+existing text nodes only, so the panel's next rerun updates them as usual. A tile the panel does
+not show yet (test/acc after the first evaluation) reruns the panel.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import streamlit as st
+
+from components import figures
+from dashboard import state
+from dashboard.panels import panel_kinds, panels
+from dashboard.server import rows_route
+
+EVERY_MS = 1000
+
+NUMBERS_JS = """
+function setText(el, text) {  // the text node React made: replacing it would leave React a detached one
+  const node = el && el.childNodes.length === 1 ? el.firstChild : null;
+  if (node && node.nodeType === Node.TEXT_NODE && node.nodeValue !== text) node.nodeValue = text;
+}
+function show(panel, got, tiles) {  // false when a tile is new (the panel's rerun draws it)
+  const bar = panel.querySelector('[data-testid="stProgress"]');
+  if (bar) {
+    setText(bar.querySelector('[data-testid="stMarkdownContainer"] p'), got.text);
+    const fill = bar.querySelector('[data-testid="stProgressBarTrack"] > div');
+    if (fill) fill.style.transform = `translateX(${(got.fraction - 1) * 100}%)`;
+  }
+  const shown = new Set();
+  for (const tile of panel.querySelectorAll('[data-testid="stMetric"]')) {
+    const label = tile.querySelector('[data-testid="stMetricLabel"] p');
+    const text = label && got.tiles[label.textContent];
+    if (text !== undefined) setText(tile.querySelector('[data-testid="stMetricValue"] p'), text);
+    if (label) shown.add(label.textContent);
+  }
+  return !tiles || Object.keys(got.tiles).every((t) => shown.has(t));
+}
+async function pull(f) {
+  if (document.hidden || !f.panel) return;
+  if (f.busy) { f.again = true; return; }
+  const wait = f.next - performance.now();
+  if (wait > 0) {
+    if (!f.later) f.later = setTimeout(() => { f.later = null; pull(f); }, wait);
+    return;
+  }
+  f.busy = true; f.again = false; f.next = performance.now() + f.every;
+  try {
+    const r = await fetch(f.url, {cache: "no-store"});
+    const got = r.ok ? await r.json() : null;
+    if (got && !show(f.panel, got, f.tiles) && !f.asked) { f.asked = true; f.trigger("changed", Date.now()); }
+  } catch (e) { /* the server is away: the next change tries again */ }
+  finally {
+    f.busy = false;
+    if (f.again) pull(f);
+  }
+}
+export default function (component) {
+  const { data, parentElement, setTriggerValue } = component;
+  const feeds = (window.__jaxdashNumbers = window.__jaxdashNumbers || {});
+  const f = feeds[data.key] || (feeds[data.key] = {next: 0});
+  f.url = data.url; f.every = data.every_ms; f.panel = parentElement.closest("." + data.panel_class);
+  f.tiles = data.tiles; f.trigger = setTriggerValue; f.asked = false;  // a rerun drew the panel: a new tile may ask again
+  if (!f.listen) {
+    f.listen = () => pull(f);
+    window.addEventListener("jaxdash-streams", f.listen);  // the refresh trigger saw the run's records grow
+  }
+  return () => {
+    window.removeEventListener("jaxdash-streams", f.listen);
+    clearTimeout(f.later);
+    delete feeds[data.key];
+  };
+}
+"""
+
+_numbers = st.components.v2.component("jaxdash_live_numbers", js=NUMBERS_JS, isolate_styles=False)
+
+
+def numbers(run_dir: Path) -> dict[str, Any]:
+    """What the panel's progress bar and tiles show now: {"fraction", "text", "tiles": {label: text}}."""
+    status = state.run_status(run_dir)
+    records = state.metrics(run_dir)
+    text = figures.progress_text(status, now=time.time())
+    return {
+        "fraction": panels.progress_fraction(status),
+        "text": text,
+        "tiles": panel_kinds.tile_values(records, status),
+    }
+
+
+def follow(run_id: str, panel_key: str = panels.LIVE_PANEL_KEY, tiles: bool = True) -> None:
+    """Keep the progress bar and tiles of the panel this is placed in current (see module doc).
+
+    panel_key: the key of the st.container that holds the panel (its CSS class is st-key-<key>).
+    tiles: the panel shows the metric tiles (a new one reruns it); False: the progress line only.
+    """
+    data = {
+        "key": f"{panel_key}_numbers",
+        "url": rows_route.numbers_path(run_id),
+        "every_ms": EVERY_MS,
+        "panel_class": f"st-key-{panel_key}",
+        "tiles": tiles,
+    }
+    _numbers(key=f"{panel_key}_numbers", data=data, on_changed_change=lambda: None)  # a new tile: rerun the panel

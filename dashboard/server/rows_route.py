@@ -1,0 +1,78 @@
+"""The records a live chart has not drawn yet: a run's new metrics.jsonl rows, for some tags.
+
+GET <base>/api/runs/<run id>/rows?after=OFFSET&tag=train/loss&tag=test/loss answers
+{"offset": END, "x": {tag: [step, ...]}, "y": {tag: [value, ...]}}: the finite values of each
+tag in the whole lines written after byte OFFSET, and where the next call starts. A Live chart
+(dashboard/panels/inplace_chart.py) polls it and appends them with Plotly.extendTraces, so a
+record reaches the chart without a rerun of the page: the page reruns only every few seconds
+for its numbers and progress line, and each rerun brings a freshly downsampled figure.
+
+GET <base>/api/runs/<run id>/numbers answers the progress line and the metric tiles' texts
+(dashboard/panels/live_numbers.py), polled by the same page once a second.
+
+At most MAX_BYTES are read per call (whole lines): a client further behind gets {"behind": true}
+and waits for the page's next figure. Served by dashboard/server_app.py (`ROUTE_ON`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import urllib.parse
+from typing import Any
+
+from dashboard.server import csv_route, url_paths
+from runstore import run_store
+
+ROUTE_ON = False  # set by dashboard/server_app.py
+MAX_BYTES = 1 << 20  # ~10,000 records: more than a few seconds of any run's rows
+MAX_TAGS = 16
+
+
+def route() -> str:
+    """The route's template (Starlette's), under the server's base URL path."""
+    return url_paths.under_base("api", "runs", "{run_id}", "rows")
+
+
+def path(run_id: str, tags: list[str]) -> str:
+    """The URL path of run `run_id`'s new rows of `tags` (the client adds `&after=OFFSET`)."""
+    query = urllib.parse.urlencode([("tag", t) for t in tags[:MAX_TAGS]])
+    return url_paths.under_base("api", "runs", urllib.parse.quote(run_id, safe=""), "rows") + "?" + query
+
+
+def numbers_route() -> str:
+    """The route of a run's progress line and tile texts (dashboard/panels/live_numbers.py)."""
+    return url_paths.under_base("api", "runs", "{run_id}", "numbers")
+
+
+def numbers_path(run_id: str) -> str:
+    """The URL path of run `run_id`'s progress line and tile texts."""
+    return url_paths.under_base("api", "runs", urllib.parse.quote(run_id, safe=""), "numbers")
+
+
+def rows(run_id: str, after: int, tags: list[str]) -> dict[str, Any] | None:
+    """The new rows of `tags` after byte `after` of the run's metrics.jsonl; None for no such run."""
+    folder = csv_route.run_folder(run_id)
+    if folder is None:
+        return None
+    try:
+        size = os.stat(folder / "metrics.jsonl", follow_symlinks=False).st_size
+    except OSError:
+        size = 0
+    if size < after:  # replaced or truncated: the page's next figure starts over
+        return {"offset": after, "behind": True}
+    if size - after > MAX_BYTES:
+        return {"offset": after, "behind": True}
+    records, end = run_store.read_metrics(folder, after, max_bytes=MAX_BYTES)
+    xs: dict[str, list[int]] = {t: [] for t in tags[:MAX_TAGS]}
+    ys: dict[str, list[float]] = {t: [] for t in tags[:MAX_TAGS]}
+    for rec in records:
+        step = rec.get("step")
+        if not isinstance(step, int):
+            continue
+        for tag in xs:
+            value = rec.get(tag)
+            if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+                xs[tag].append(step)
+                ys[tag].append(value)
+    return {"offset": end, "x": xs, "y": ys}

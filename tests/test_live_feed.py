@@ -1,0 +1,89 @@
+"""A running run's curves, progress line and tiles follow its records in the browser, without reruns.
+
+The rows route (dashboard/server/rows_route.py) answers the records after a byte offset; the
+change signature has two parts, so a page whose charts follow the records reruns at once only for
+a new state. In Chromium against a real server: records written one after another reach the
+chart, the progress line and the tiles while the page's websocket stays quiet (no rerun).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from benchmarks.dashboard_latency import WATCH_JS, fake_running_run
+from dashboard.server import changes_route, rows_route
+from dashboard.server.serve import CHROMIUM, CHROMIUM_ARGS, Server
+from runstore import run_store
+from tests.test_live_refresh import COUNT_MESSAGES_JS, server  # noqa: F401 - the real server fixture
+
+playwright = pytest.importorskip("playwright.sync_api")
+
+
+def test_the_rows_route_answers_finite_values_after_an_offset_and_never_half_a_line(runs_root: Path) -> None:
+    run = fake_running_run(runs_root)  # step 0: train/loss 1.0
+    first = rows_route.rows(run.name, 0, ["train/loss", "test/acc"])
+    assert first["x"] == {"train/loss": [0], "test/acc": []} and first["y"]["train/loss"] == [1.0]
+    run_store.append_metrics(run, [{"step": 5, "train/loss": float("nan"), "test/acc": 0.5}])
+    with open(run / "metrics.jsonl", "a") as f:
+        f.write('{"step": 6, "train/lo')  # a write in progress
+    second = rows_route.rows(run.name, first["offset"], ["train/loss", "test/acc"])
+    assert second["x"] == {"train/loss": [], "test/acc": [5]}  # NaN left out; the partial line waits
+    assert second["offset"] == (run / "metrics.jsonl").stat().st_size - len('{"step": 6, "train/lo')
+    assert rows_route.rows(run.name, 10**9, ["train/loss"]) == {"offset": 10**9, "behind": True}  # a new file
+    assert rows_route.rows("../outside", 0, ["train/loss"]) is None
+    assert rows_route.rows(".hidden", 0, ["train/loss"]) is None
+
+
+def test_a_record_changes_the_streams_part_of_the_signature_and_a_new_state_the_events_part(runs_root: Path) -> None:
+    run = fake_running_run(runs_root)
+    events, streams = changes_route.signature([run.name]).split(".")
+    run_store.append_metrics(run, [{"step": 1, "train/loss": 0.5}])
+    run_store.write_status(run, step=1)
+    after_record = changes_route.signature([run.name]).split(".")
+    assert after_record[0] == events and after_record[1] != streams
+    run_store.write_status(run, phase="evaluating")
+    assert changes_route.signature([run.name]).split(".")[0] != events
+
+
+def _write(run: Path, step: int) -> None:
+    run_store.append_metrics(
+        run, [{"step": step, "wall": float(step), "ts": time.time(), "train/loss": 1 / (step + 1)}]
+    )
+    run_store.write_status(run, step=step)
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")
+def test_records_reach_the_chart_progress_and_tiles_without_a_rerun(server: tuple[Server, Path]) -> None:  # noqa: F811
+    srv, runs = server
+    run = fake_running_run(runs)
+    url = f"{srv.url}/api/runs/{run.name}/rows?tag=train%2Floss&after=0"
+    assert json.loads(urllib.request.urlopen(url, timeout=30).read())["x"] == {"train/loss": [0]}
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 950})
+        page.add_init_script(COUNT_MESSAGES_JS)
+        page.goto(f"{srv.url}/live?run={run.name}")
+        page.evaluate(WATCH_JS)
+        page.wait_for_function("0 in window.__seen", timeout=60_000, polling=50)
+        time.sleep(1.5)
+        _write(run, 1)  # the first news after a quiet while reruns the panel once (its numbers, a new figure)
+        page.wait_for_function("1 in window.__seen", timeout=20_000, polling=30)
+        time.sleep(1.0)
+        quiet = page.evaluate("window.__wsIn")
+        for step in range(2, 7):  # within the panel's 10 s between reruns for records
+            _write(run, step)
+            time.sleep(0.3)
+        page.wait_for_function("6 in window.__seen", timeout=8_000, polling=30)  # appended by the chart itself
+        page.get_by_text("step 6/").first.wait_for(timeout=5_000)  # the progress line
+        page.get_by_text("0.1429").first.wait_for(timeout=5_000)  # the train/loss tile: 1/7
+        assert page.evaluate("window.__wsIn") == quiet, "the panel reran for records its charts and numbers follow"
+        run_store.write_status(run, state="stopped", ended=time.time())  # a new state reruns at once
+        page.get_by_text("Resume").or_(page.get_by_text("stopped")).first.wait_for(timeout=10_000)
+        assert page.evaluate("window.__wsIn") > quiet
+        browser.close()
