@@ -6,9 +6,10 @@ written after that offset (dashboard/server/rows_route.py) and appends them with
 Plotly.extendTraces. It asks only when the page's refresh trigger saw the run's records grow (the
 "jaxdash-streams" event, dashboard/panels/refresh_trigger.py), so a run that writes nothing costs
 no request. A chart draws new rows at once when its last draw was FEED_MIN_GAP_MS (1 s) ago or
-more; rows that come sooner wait for the gap to pass and double it, up to FEED_MAX_GAP_MS (4 s),
-and rows that come after it set it back to 1 s (and never less than FEED_GAP x the last draw's
-time). So a run that writes now and then is drawn as soon as it writes, and one that writes all the
+more; rows that come sooner wait for the gap to pass. A run that kept writing through the gap
+(news at 3 or more of the trigger's 250 ms polls) doubles it, up to FEED_MAX_GAP_MS (4 s), and rows
+that come after it set it back to 1 s (never less than FEED_GAP x the last draw's time). So a run
+that writes every second or less often is drawn as soon as it writes, and one that writes all the
 time (21 records a second) every 4 s, instead of costing the training machine a redraw per record.
 A new figure restarts the feed from its own offset; a request from before it is dropped.
 """
@@ -31,12 +32,12 @@ function follow(div, text) {
   for (const i of Object.values(div.__feed.traces)) plainArrays(div, i);
   div.__ourRange = JSON.stringify((div.layout.yaxis || {}).range || null);
   if (!div.__pull) {
-    div.__pull = () => pull(div);
+    div.__pull = () => pull(div, true);
     window.addEventListener("jaxdash-streams", div.__pull);
   }
   pull(div);  // what was written since the figure was built
 }
-async function pull(div) {
+async function pull(div, news = false) {  // news: the trigger saw the records grow
   const f = div.__feed;
   if (!f || !div.isConnected) {  // its run ended, or the chart is gone
     window.removeEventListener("jaxdash-streams", div.__pull);
@@ -46,13 +47,14 @@ async function pull(div) {
   if (document.hidden) return;
   if (div.__fetching) { div.__again = true; return; }
   const wait = (div.__feedNext || 0) - performance.now();
-  if (wait > 0) {  // drawn moments ago: what comes meanwhile makes one draw, and the gap grows
-    div.__throttled = true;
+  if (wait > 5) {  // drawn moments ago: what comes meanwhile makes one draw (a timer may fire a little early)
+    if (news) div.__waited = (div.__waited || 0) + 1;
     if (!div.__later) div.__later = setTimeout(() => { div.__later = null; pull(div); }, wait);
     return;
   }
   div.__fetching = true; div.__again = false;
-  const gen = div.__gen;
+  const gen = div.__gen, waited = div.__waited || 0;  // news that came while the gap lasted
+  div.__waited = 0;
   try {
     const r = await fetch(f.url + "&after=" + div.__offset, {cache: "no-store"});
     const got = r.ok ? await r.json() : null;
@@ -67,9 +69,10 @@ async function pull(div) {
     await Plotly.extendTraces(div, {x: xs, y: ys}, idx);
     widen(div, ys, f.clamp);
     const took = performance.now() - t0;
-    // Rows that had to wait double the gap (up to FEED_MAX_GAP_MS); rows after it set it back.
-    div.__gap = div.__throttled ? Math.min(FEED_MAX_GAP_MS, 2 * (div.__gap || FEED_MIN_GAP_MS)) : FEED_MIN_GAP_MS;
-    div.__throttled = false;
+    // A run that kept writing through the gap (news at 3 or more of the trigger's polls) doubles it,
+    // up to FEED_MAX_GAP_MS; rows that came after the gap set it back.
+    const gap = div.__gap || FEED_MIN_GAP_MS;
+    div.__gap = waited >= 3 ? Math.min(FEED_MAX_GAP_MS, 2 * gap) : waited ? gap : FEED_MIN_GAP_MS;
     div.__feedNext = performance.now() + Math.max(div.__gap, FEED_GAP * took);
   } catch (e) { /* the server is away: the next change tries again */ }
   finally {

@@ -71,6 +71,11 @@ export default function (component) {
   const f = feeds[data.key] || (feeds[data.key] = {next: 0});
   f.url = data.url; f.every = data.every_ms; f.panel = parentElement.closest("." + data.panel_class);
   f.tiles = data.tiles; f.trigger = setTriggerValue; f.asked = false;  // a rerun drew the panel: a new tile may ask again
+  if (!data.on) {  // the run ended: the element stays (the charts below keep their place), its feed stops
+    if (f.listen) window.removeEventListener("jaxdash-streams", f.listen);
+    f.listen = null;
+    return;
+  }
   if (!f.listen) {
     f.listen = () => pull(f);
     window.addEventListener("jaxdash-streams", f.listen);  // the refresh trigger saw the run's records grow
@@ -98,11 +103,12 @@ def numbers(run_dir: Path) -> dict[str, Any]:
     }
 
 
-def follow(run_id: str, panel_key: str = panels.LIVE_PANEL_KEY, tiles: bool = True) -> None:
+def follow(run_id: str, panel_key: str = panels.LIVE_PANEL_KEY, tiles: bool = True, on: bool = True) -> None:
     """Keep the progress bar and tiles of the panel this is placed in current (see module doc).
 
     panel_key: the key of the st.container that holds the panel (its CSS class is st-key-<key>).
     tiles: the panel shows the metric tiles (a new one reruns it); False: the progress line only.
+    on: False once the run ended; placed all the same, so that what is below it does not move.
     """
     data = {
         "key": f"{panel_key}_numbers",
@@ -110,5 +116,6 @@ def follow(run_id: str, panel_key: str = panels.LIVE_PANEL_KEY, tiles: bool = Tr
         "every_ms": EVERY_MS,
         "panel_class": f"st-key-{panel_key}",
         "tiles": tiles,
+        "on": on,
     }
     _numbers(key=f"{panel_key}_numbers", data=data, on_changed_change=lambda: None)  # a new tile: rerun the panel

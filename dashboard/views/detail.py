@@ -153,8 +153,7 @@ def summary(run: run_store.RunInfo, was_active: bool, polled_ids: list[str] | No
         panels.resume_control(run.path, status, "detail_resume")
     panels.problem_message(status)
     fed = bool(polled_ids) and state.is_active(status)
-    if fed:
-        live_numbers.follow(run.run_id, DETAIL_PANEL_KEY, tiles=False)
+    live_numbers.follow(run.run_id, DETAIL_PANEL_KEY, tiles=False, on=fed)
     results(run, records, fed)
     run_sections.metric_grids(run, records, f"detail_all_{run.run_id}")
     run_sections.process_output(run.path, state.is_active(status))

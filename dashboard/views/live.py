@@ -147,8 +147,7 @@ def live_panel(members: list[run_store.RunInfo], selected: str, polled_ids: list
     kinds = artifacts.run_panels(members[0].path, info if single else None, records[0].tags())  # config.json "panels"
     if single:
         panel_kinds.metric_tiles(records[0], statuses[0])
-        if fed and active:
-            live_numbers.follow(run_dir.name)  # the progress line and tiles between reruns
+        live_numbers.follow(run_dir.name, on=fed and active)  # the progress line and tiles between reruns
         color = run_color(run_dir.name)
         panel_kinds.draw(run_dir, kinds, records[0], statuses[0], f"live_{run_dir.name}", color, fed and active)
         media_panels.media_section(run_dir, records[0], f"live_media_{run_dir.name}")  # its own figures, images, tables
