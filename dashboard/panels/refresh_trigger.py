@@ -30,6 +30,7 @@ export default function (component) {
   const p = polls[data.key] || (polls[data.key] = {asked: 0});
   p.url = data.url; p.gap = data.gap_ms; p.streamGap = data.stream_gap_ms; p.trigger = setTriggerValue;
   p.drawn = data.seen; p.waiting = false;  // the panel drew from this signature: any other one is news
+  if (!data.on) { clearTimeout(p.timer); p.timer = null; return; }  // nothing to follow; the element stays
   if (!p.timer) {
     const tick = async () => {
       p.timer = setTimeout(tick, data.poll_ms);
@@ -71,6 +72,7 @@ def rerun_on_change(
     listing: Any = None,
     stream_gap_ms: int | None = None,
     poll_ms: int = POLL_MS,
+    on: bool = True,
 ) -> None:
     """Rerun the fragment this is called in when one of `run_ids` (or the list of runs) changes.
 
@@ -78,6 +80,7 @@ def rerun_on_change(
     so a change while the panel is drawn reruns it once more. gap_ms: the least time between two
     reruns. stream_gap_ms: the least time between two reruns for records and progress alone (a
     changed state or phase reruns after gap_ms); gap_ms if not given. poll_ms: how often it asks.
+    on: False places the element without polling (a panel whose run ended keeps its layout).
     listing: the list of runs as the page saw it (state.watch_runs), if not the current one.
     """
     data = {
@@ -87,6 +90,7 @@ def rerun_on_change(
         "poll_ms": poll_ms,
         "gap_ms": gap_ms,
         "stream_gap_ms": max(gap_ms, stream_gap_ms or 0),
+        "on": on,
     }
     _trigger(key=key, data=data, on_changed_change=lambda: None)
 

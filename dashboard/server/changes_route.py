@@ -94,7 +94,7 @@ def _hash(text: str) -> str:
 
 
 def signature(run_ids: list[str], listing: Any = None) -> str:
-    """ "EVENTS.STREAMS": two hashes, each equal while nothing of its kind changed.
+    """Two hashes as "EVENTS.STREAMS", each equal while nothing of its kind changed.
 
     EVENTS: the list of runs, each run's state, phase and launch file; STREAMS: each run's
     metrics.jsonl, status.json and process.log sizes and times and its media folders' times (they

@@ -108,8 +108,9 @@ def live_panel(members: list[run_store.RunInfo], selected: str, polled_ids: list
     """
     single = len(members) == 1
     fed = bool(polled_ids) and single  # its curves append new records themselves (rows_route)
-    if polled_ids:
-        refresh_trigger.rerun_on_change(polled_ids, stream_gap_ms=FED_RERUN_MS if fed else None)
+    # Placed even with nothing to poll: the panel below keeps its place when its run ends (no jump).
+    stream_gap = FED_RERUN_MS if fed else None
+    refresh_trigger.rerun_on_change(polled_ids or [], stream_gap_ms=stream_gap, on=bool(polled_ids))
     sel = next(i for i, m in enumerate(members) if m.run_id == selected)
     run_dir = members[sel].path
     info = launch_files.launch_info(run_dir) if single else {}
