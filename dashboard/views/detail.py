@@ -137,8 +137,11 @@ def summary(run: run_store.RunInfo, was_active: bool, polled_ids: list[str] | No
     polled_ids: rerun when the run wrote something (refresh_trigger), at most every DETAIL_REFRESH_S.
     """
     gap_ms = int(DETAIL_REFRESH_S * 1000)
-    if polled_ids:  # its curves and progress line follow the records between reruns: rerun for them less often
-        refresh_trigger.rerun_on_change(polled_ids, key="detail_trigger", gap_ms=gap_ms, stream_gap_ms=DETAIL_FED_MS)
+    # Its curves and progress line follow the records between reruns: rerun for them less often. Placed
+    # even with nothing to poll, so what is below keeps its place when the run ends.
+    refresh_trigger.rerun_on_change(
+        polled_ids or [], key="detail_trigger", gap_ms=gap_ms, stream_gap_ms=DETAIL_FED_MS, on=bool(polled_ids)
+    )
     status = state.run_status(run.path)
     run = dataclasses.replace(run, status=status)
     records = state.metrics(run.path)
