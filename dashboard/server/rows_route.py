@@ -2,13 +2,13 @@
 
 GET <base>/api/runs/<run id>/rows?after=OFFSET&tag=train/loss&tag=test/loss answers
 {"offset": END, "x": {tag: [step, ...]}, "y": {tag: [value, ...]}}: the finite values of each
-tag in the whole lines written after byte OFFSET, and where the next call starts. A Live chart
-(dashboard/panels/inplace_chart.py) polls it and appends them with Plotly.extendTraces, so a
-record reaches the chart without a rerun of the page: the page reruns only every few seconds
-for its numbers and progress line, and each rerun brings a freshly downsampled figure.
+tag in the whole lines written after byte OFFSET, and where the next call starts. A Live or Run
+detail chart (dashboard/panels/chart_feed.py) asks for it when the run's records grew and appends
+them with Plotly.extendTraces, so a record reaches the chart without a rerun of the page: the
+panel reruns for records only every few seconds, each rerun bringing a freshly downsampled figure.
 
 GET <base>/api/runs/<run id>/numbers answers the progress line and the metric tiles' texts
-(dashboard/panels/live_numbers.py), polled by the same page once a second.
+(dashboard/panels/live_numbers.py), asked for by the same page at most once a second.
 
 At most MAX_BYTES are read per call (whole lines): a client further behind gets {"behind": true}
 and waits for the page's next figure. Served by dashboard/server_app.py (`ROUTE_ON`).
