@@ -38,12 +38,17 @@ def content_disposition(filename: str) -> str:
     return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{urllib.parse.quote(filename, safe='')}"
 
 
+def _no_run(run_id: str) -> Response:
+    """404 for a run id that names no run folder under the runs root (csv_route.run_folder)."""
+    return PlainTextResponse(f"No run {run_id!r} under {run_store.runs_root()}.", status_code=404)
+
+
 def metrics_csv(request: Request) -> Response:
     """Every record of the run's metrics.jsonl as CSV, streamed as it is written."""
     run_id = request.path_params["run_id"]
     folder = csv_route.run_folder(run_id)
     if folder is None:
-        return PlainTextResponse(f"No run {run_id!r} under {run_store.runs_root()}.", status_code=404)
+        return _no_run(run_id)
     if not (folder / "metrics.jsonl").exists():
         return PlainTextResponse(f"Run {run_id!r} has logged no metrics yet (no metrics.jsonl).", status_code=404)
     if not safe_files.is_regular(folder / "metrics.jsonl"):
@@ -71,7 +76,7 @@ def run_rows(request: Request) -> Response:
         return PlainTextResponse("after: a byte offset (a whole number) into metrics.jsonl", status_code=400)
     answer = rows_route.rows(run_id, int(after), request.query_params.getlist("tag"))
     if answer is None:
-        return PlainTextResponse(f"No run {run_id!r} under {run_store.runs_root()}.", status_code=404)
+        return _no_run(run_id)
     return JSONResponse(answer, headers={"Cache-Control": "no-store"})
 
 
@@ -81,11 +86,11 @@ def run_numbers(request: Request) -> Response:
 
     folder = csv_route.run_folder(request.path_params["run_id"])
     if folder is None:
-        return PlainTextResponse(f"No run {request.path_params['run_id']!r} under {run_store.runs_root()}.", 404)
+        return _no_run(request.path_params["run_id"])
     return JSONResponse(live_numbers.numbers(folder), headers={"Cache-Control": "no-store"})
 
 
-csv_route.ROUTE_ON = changes_route.ROUTE_ON = rows_route.ROUTE_ON = True
+csv_route.ROUTE_ON = changes_route.ROUTE_ON = True  # the rows and numbers routes come with them
 app = st.App(
     Path(__file__).parent / "app.py",
     routes=[

@@ -19,7 +19,6 @@ from components import figures
 from components.colors import run_color
 from dashboard.panels.chart_feed import rows_feed
 from dashboard.panels.panels import fmt, live_chart
-from dashboard.server import rows_route
 from runstore import artifacts, tags
 from runstore.metrics.metric_table import MetricTable
 
@@ -122,7 +121,7 @@ def curves_panel(
     accuracy = kind == "accuracy"
     tag_list = (tags.TRAIN_ACC, tags.TEST_ACC) if accuracy else (tags.TRAIN_LOSS, tags.TEST_LOSS)
     offset = records.offset  # before building: a record read meanwhile may come twice, never not at all
-    fed = feed_run is not None and x == "step" and rows_route.ROUTE_ON
+    fed = feed_run is not None and x == "step"  # feed_run: a run the page polls (served with the routes)
     feed = rows_feed(feed_run, offset, tag_list, [0.0, 1.0] if accuracy else None) if fed else None
 
     def build() -> Any:

@@ -11,7 +11,8 @@ GET <base>/api/runs/<run id>/numbers answers the progress line and the metric ti
 (dashboard/panels/live_numbers.py), asked for by the same page at most once a second.
 
 At most MAX_BYTES are read per call (whole lines): a client further behind gets {"behind": true}
-and waits for the page's next figure. Served by dashboard/server_app.py (`ROUTE_ON`).
+and waits for the page's next figure. Served by dashboard/server_app.py with the change route
+(`changes_route.ROUTE_ON`): the pages feed only runs they poll.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from typing import Any
 from dashboard.server import csv_route, url_paths
 from runstore import run_store
 
-ROUTE_ON = False  # set by dashboard/server_app.py
 MAX_BYTES = 1 << 20  # ~10,000 records: more than a few seconds of any run's rows
 MAX_TAGS = 16
 
@@ -59,9 +59,7 @@ def rows(run_id: str, after: int, tags: list[str]) -> dict[str, Any] | None:
         size = os.stat(folder / "metrics.jsonl", follow_symlinks=False).st_size
     except OSError:
         size = 0
-    if size < after:  # replaced or truncated: the page's next figure starts over
-        return {"offset": after, "behind": True}
-    if size - after > MAX_BYTES:
+    if not 0 <= size - after <= MAX_BYTES:  # replaced, truncated, or far behind: the page's next figure starts over
         return {"offset": after, "behind": True}
     records, end = run_store.read_metrics(folder, after, max_bytes=MAX_BYTES)
     xs: dict[str, list[int]] = {t: [] for t in tags[:MAX_TAGS]}
