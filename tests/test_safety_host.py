@@ -49,9 +49,27 @@ def test_a_foreign_host_is_refused_on_every_route(served_port) -> None:  # noqa:
     srv, root, port = served_port
     run = good_run(root, "host-check")
     changes = f"/api/runs/changes?id={run.name}"
-    for path in ("/", "/_stcore/health", f"/api/runs/{run.name}/metrics.csv", changes, "/static/../index.html"):
+    rows, numbers = f"/api/runs/{run.name}/rows?tag=train%2Floss&after=0", f"/api/runs/{run.name}/numbers"
+    for path in (
+        "/",
+        "/_stcore/health",
+        f"/api/runs/{run.name}/metrics.csv",
+        changes,
+        rows,
+        numbers,
+        "/static/../index.html",
+    ):
         status, body = http_status(port, path, f"{EVIL}:{port}")
         assert status == 403 and b"serves only its own host names" in body, path
+    for path in (rows, numbers):
+        assert http_status(port, path, f"127.0.0.1:{port}")[0] == 200, path
+    for path in (
+        "/api/runs/..%2F..%2Fetc/numbers",
+        "/api/runs/.hidden/rows?after=0",
+        f"/api/runs/{run.name}/rows?after=-1",
+    ):
+        status, body = http_status(port, path, f"127.0.0.1:{port}")
+        assert status in (400, 404) and b"Traceback" not in body, path
     assert http_status(port, "/", f"127.0.0.1:{port}")[0] == 200
     assert http_status(port, "/_stcore/health", f"localhost:{port}")[0] == 200
     assert http_status(port, f"/api/runs/{run.name}/metrics.csv", f"127.0.0.1:{port}")[0] == 200
