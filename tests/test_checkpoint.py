@@ -21,7 +21,7 @@ from tensorboard.backend.event_processing import event_accumulator as ea
 from runstore import run_store
 from tests.test_data import write_idx_dataset
 from training.errors import CannotResume
-from training.runs.checkpoint import checkpoint_steps, latest_step, resume_point, truncate_metrics
+from training.runs.checkpoint import Checkpointer, checkpoint_steps, latest_step, resume_point, truncate_metrics
 from training.runs.resume import resume
 from training.runs.run import execute
 from training.writers.base import Tracking
@@ -204,6 +204,34 @@ def test_resume_point_is_the_newest_checkpoint_with_its_metrics_on_disk(tmp_path
     assert checkpoint_steps(tmp_path) == [100, 200] and resume_point(tmp_path) == 100  # step 200's record was lost
     run_store.append_metrics(tmp_path, [{"step": 200}])
     assert resume_point(tmp_path) == 200
+
+
+def test_a_save_returns_once_the_arrays_are_copied_out_and_orbax_writes_behind_it(tmp_path):
+    """The training thread never waits for Orbax's save call (~30 ms even for a small state)."""
+    import threading
+
+    import numpy as np
+
+    ckpt = Checkpointer(tmp_path, every=10)
+    release, saving_threads = threading.Event(), []
+    orbax_save = ckpt.manager.save
+
+    def held_save(*args, **kwargs):  # Orbax's own save, held until the test lets it go
+        saving_threads.append(threading.current_thread().name)
+        release.wait(10)
+        return orbax_save(*args, **kwargs)
+
+    ckpt.manager.save = held_save
+    arrays = {"w": np.arange(6.0).reshape(2, 3)}
+    started = time.monotonic()
+    ckpt.save(10, arrays, {"step": 10})
+    assert time.monotonic() - started < 5  # returned while Orbax's save was held
+    arrays["w"][:] = -1  # the caller may reuse its buffers at once: the save holds its own copy
+    release.set()
+    ckpt.close()
+    assert saving_threads and saving_threads[0].startswith("orbax") and checkpoint_steps(tmp_path) == [10]
+    restored, meta = Checkpointer(tmp_path, every=10, resume_step=10).restore({"w": np.zeros((2, 3))})
+    assert np.array_equal(restored["w"], np.arange(6.0).reshape(2, 3)) and meta == {"step": 10}
 
 
 def test_a_task_given_by_a_relative_file_path_resumes_from_another_folder(tmp_path):

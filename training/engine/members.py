@@ -21,15 +21,27 @@ from training.errors import Diverged
 from training.runs.lifecycle import close_run, describe_error
 from training.writers.base import MetricWriter, Progress
 
+# One program per tree shape, not one op-by-op compile per leaf (and, for take, per member index):
+# a population of three MLPs paid ~40 small compiles here, ~0.2 s of a 1.3 s trial (sweep_queue).
+_stack_on_device = jax.jit(lambda trees: jax.tree.map(lambda *leaves: jnp.stack(leaves), *trees))
+_take_on_device = jax.jit(lambda tree, i: jax.tree.map(lambda a: a[i], tree))  # i traced: any member
+
 
 def stack(trees: Sequence[Any]) -> Any:
     """One pytree with a leading member axis from K pytrees of the same structure."""
-    return jax.tree.map(lambda *leaves: jnp.stack(leaves), *trees)
+    return _stack_on_device(list(trees))
 
 
 def take(tree: Any, i: int, stacked: bool) -> Any:
-    """Member i's slice of a stacked pytree (the tree itself when there is no member axis)."""
-    return jax.tree.map(lambda a: a[i], tree) if stacked else tree
+    """Member i's slice of a stacked pytree (the tree itself when there is no member axis).
+
+    Host (NumPy) trees are sliced on the host (views, no copy); device trees in one jitted call.
+    """
+    if not stacked:
+        return tree
+    if all(isinstance(leaf, np.ndarray) for leaf in jax.tree.leaves(tree)):
+        return jax.tree.map(lambda a: a[i], tree)
+    return _take_on_device(tree, i)
 
 
 def first_nonfinite(values: np.ndarray) -> int | None:
@@ -108,10 +120,10 @@ class Members:
 
     def checkpoint(self, step: int, arrays: Any, meta: Callable[[int], Mapping[str, Any]], stacked: bool) -> None:
         """Checkpoint every live member in the single-run layout (member i saves its slice)."""
-        for i in self.alive():
-            ckpt = self.members[i].ckpt
-            if ckpt is not None:
-                ckpt.save(step, take(arrays, i, stacked), meta(i))
+        savers = [i for i in self.alive() if self.members[i].ckpt is not None]
+        host = jax.device_get(arrays) if savers else None  # sync point: one copy out for all members
+        for i in savers:
+            self.members[i].ckpt.save(step, take(host, i, stacked), meta(i))
 
     def end(self, i: int, state: str, message: str | None = None, final: Mapping[str, float] | None = None) -> None:
         """Finish member i: wait for its checkpoint, close its writers and record its end in status.json."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import flax.linen as nn
@@ -111,6 +112,12 @@ def scaled(images: np.ndarray) -> np.ndarray:
     return np.divide(images.reshape(len(images), -1), np.float32(255.0), dtype=np.float32)
 
 
+@partial(jax.jit, static_argnums=0)  # one program per model shape, shared by a population's members
+def _predict(model: MLP, params: Any, images: jax.Array) -> jax.Array:
+    """Class probabilities [N, classes]."""
+    return jax.nn.softmax(model.apply({"params": params}, images))
+
+
 def cross_entropy(logits: jax.Array, labels: jax.Array) -> jax.Array:
     """Mean softmax cross-entropy."""
     return optax.softmax_cross_entropy_with_integer_labels(logits, labels).mean()
@@ -128,7 +135,6 @@ class MnistTask(Task):
         super().__init__(cfg)
         self.model = MLP(tuple(cfg.hidden))
         self.tx = self.optimizer()
-        self._predict = jax.jit(lambda params, images: jax.nn.softmax(self.model.apply({"params": params}, images)))
 
     def load_data(self) -> Data:
         """Load and limit the data set (host arrays; the engine places them on the devices)."""
@@ -174,7 +180,9 @@ class MnistTask(Task):
         """At the end: confusion matrix, predicted probabilities and sample predictions on the test set."""
         if not final:
             return []
-        probs = np.asarray(jax.device_get(self._predict(state["params"], data.test["image"])))  # sync point: once
+        probs = np.asarray(
+            jax.device_get(_predict(self.model, state["params"], data.test["image"]))
+        )  # sync point: once
         labels, preds = np.asarray(data.host["test_labels"]), probs.argmax(-1)
         pick = np.concatenate([np.flatnonzero(preds != labels), np.flatnonzero(preds == labels)])[:SAMPLE_IMAGES]
         images = np.asarray(data.host["test_images"])[pick]
