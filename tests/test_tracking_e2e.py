@@ -24,7 +24,6 @@ from tensorboard.plugins.hparams import metadata as hp_metadata
 
 from dashboard.views.detail import PINNED, tensorboard_link
 from runstore import run_store
-from training.writers.tensorboard import extra_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 WANDB_CLI = str(Path(sys.executable).with_name("wandb"))
@@ -73,11 +72,9 @@ def metric_steps(run_dir: Path, key: str = "train/loss") -> list[int]:
     return [r["step"] for r in run_store.read_metrics(run_dir)[0] if key in r]
 
 
-def tb_load(run_dir: Path, extra: bool = False) -> ea.EventAccumulator:
+def tb_load(run_dir: Path) -> ea.EventAccumulator:
     logdir = run_store.read_status(run_dir)["tensorboard"]["logdir"]  # what the page reads
-    assert Path(logdir).parent == run_dir / "tb"
-    if extra:
-        logdir = str(extra_dir(Path(logdir)))
+    assert [p.name for p in (run_dir / "tb").iterdir()] == [Path(logdir).name], "one TensorBoard run per run"
     acc = ea.EventAccumulator(logdir, size_guidance={ea.SCALARS: 0, ea.IMAGES: 0, ea.TENSORS: 0})
     acc.Reload()
     return acc
@@ -171,11 +168,11 @@ def test_cli_regression_writes_every_store(tmp_path, env):
 
     acc = tb_load(run_dir)
     assert [e.step for e in acc.Scalars("train/loss")] == steps
-    extra = tb_load(run_dir, extra=True)  # scalars other than train/* and test/*: not HParams metrics
-    assert [e.step for e in extra.Scalars("regression/weight")] == steps[1:]
+    assert [e.step for e in acc.Scalars("regression/weight")] == steps[1:]
+    assert not [t for t in acc.Tags()["scalars"] if t.startswith("sys/")], "system metrics: the page's and W&B's"
     assert acc.Images("fit/plot")[-1].step == 200
     assert hp_metadata.SESSION_START_INFO_TAG in acc.PluginTagToContent("hparams")
-    assert extra.Scalars("regression/weight")[-1].value == pytest.approx(status["final"]["regression/weight"])
+    assert acc.Scalars("regression/weight")[-1].value == pytest.approx(status["final"]["regression/weight"])
     assert Path(status["tensorboard"]["logdir"]).name == "cli e2e", "TensorBoard lists the run by its name"
 
     summary = wandb_summary(run_dir)
@@ -359,20 +356,20 @@ def test_tensorboard_server_shows_runs_as_users_expect(tmp_path, env, fashion_di
     try:
         deadline = time.monotonic() + 60
         runs: list = []
-        while len(runs) < 6 and time.monotonic() < deadline:
+        while len(runs) < 3 and time.monotonic() < deadline:
             try:
                 runs = _get(f"{base}/runs")
             except OSError:
                 time.sleep(0.5)
         names = sorted(r.split("/tb/")[1] for r in runs)
-        assert names == ["fm", "fm (extra)", "lr=0.001", "lr=0.001 (extra)", "lr=0.01", "lr=0.01 (extra)"]
+        assert names == ["fm", "lr=0.001", "lr=0.01"], "one TensorBoard run per run"
         scalars = _get(f"{base}/plugin/scalars/tags")
         for tags in scalars.values():
             assert not [t for t in tags if t.startswith(("hparam/", "epoch/"))], "nothing written twice"
         mnist = next(r for r in runs if r.endswith("/fm"))
         key = {"train/loss", "train/acc", "test/loss", "test/acc"}
-        assert set(scalars[mnist]) == key | {"final/" + t for t in key}, "curves, and the final numbers"
-        assert {"perf/steps_per_sec", "sys/rss_mb"} <= set(scalars[mnist + " (extra)"])
+        speed = {"perf/steps_per_sec"}
+        assert set(scalars[mnist]) == key | {"final/" + t for t in key} | speed, "curves, final numbers, speed"
         layout = _get(f"{base}/plugin/custom_scalars/layout")
         charts = {c["title"]: c["multiline"]["tag"] for c in layout["category"][0]["chart"]}
         assert charts == {"loss": ["^train/loss$", "^test/loss$"], "accuracy": ["^train/acc$", "^test/acc$"]}
@@ -381,7 +378,7 @@ def test_tensorboard_server_shows_runs_as_users_expect(tmp_path, env, fashion_di
         # The dashboard's button: TensorBoard's `runFilter` regex (case-insensitive, as its frontend) keeps this run.
         link = tensorboard_link(f"http://127.0.0.1:{port}/", mnist.split("/tb/")[0])
         regex = urllib.parse.parse_qs(urllib.parse.urlsplit(link).query)["runFilter"][0]
-        assert sorted(r for r in runs if re.search(regex, r, re.IGNORECASE)) == [mnist, mnist + " (extra)"]
+        assert sorted(r for r in runs if re.search(regex, r, re.IGNORECASE)) == [mnist]
         pinned = json.loads(urllib.parse.parse_qs(urllib.parse.urlsplit(link).query)["pinnedCards"][0])
         assert [(p["plugin"], p["tag"]) for p in pinned] == [("scalars", t) for t in PINNED]
         assert set(PINNED) <= set(scalars[mnist]), "it opens on the run's train and test curves, pinned on top"
@@ -398,8 +395,9 @@ def _check_hparams(base: str, root: Path, mnist: str) -> None:
     assert {"batch_size", "points", "dataset"} <= set(infos), "the settings of both tasks"
     assert infos["batch_size"]["type"] == "DATA_TYPE_FLOAT64", "numbers (the protocol has no integer type)"
     metrics = [(m["name"]["group"], m["name"]["tag"]) for m in exp["metricInfos"]]
-    curves = {("", t) for t in ("test/acc", "test/loss", "train/acc", "train/loss")}
-    assert curves <= set(metrics) and all(t.startswith("final/") for _, t in set(metrics) - curves)
+    curves = {("", t) for t in ("test/acc", "test/loss", "train/acc", "train/loss", "perf/steps_per_sec")}
+    others = {t for _, t in set(metrics) - curves}  # the final numbers, and the regression's weight and bias
+    assert curves <= set(metrics) and all(t.startswith(("final/", "regression/")) for t in others), others
     groups = _get(
         f"{base}/plugin/hparams/session_groups",
         {
@@ -420,9 +418,10 @@ def _check_hparams(base: str, root: Path, mnist: str) -> None:
     final = run_store.read_status(root / mnist.split("/tb/")[0])["final"]  # also final_metrics.json
     assert {k[6:]: v for k, v in values.items() if k.startswith("final/")} == pytest.approx(final)
     for name, group in by_run.items():
-        if name != mnist:  # regression: a loss only
+        if name != mnist:  # regression: its loss, speed, weight and bias
             final = run_store.read_status(root / name.split("/tb/")[0])["final"]
+            curves = ["train/loss", "perf/steps_per_sec", "regression/weight", "regression/bias"]
             assert sorted(m["name"]["tag"] for m in group["metricValues"]) == sorted(
-                ["train/loss", *map("final/".__add__, final)]
+                [*curves, *map("final/".__add__, final)]
             )
     print(f"\nHParams metrics {[t for _, t in metrics]}; fm: {values}")

@@ -11,7 +11,7 @@ from tensorboard.plugins.hparams import metadata as hp_metadata
 from training.tasks.summaries import ClassificationSummary, FitSummary, write_summaries
 from training.writers import labels, render
 from training.writers.base import Progress
-from training.writers.tensorboard import TensorBoardWriter, extra_dir, flatten_hparams, readable_name
+from training.writers.tensorboard import TensorBoardWriter, flatten_hparams, readable_name
 
 CONFIG = {
     "task": "mnist",
@@ -79,17 +79,15 @@ def test_scalars_images_histograms_text_pr_curves_and_hparams_read_back(tmp_path
     assert acc.Scalars("train/loss")[-1].value == pytest.approx(1 / 200)
     assert [e.step for e in acc.Scalars("test/acc")] == [200], "final metrics never add points to the logged curves"
     assert not [t for t in tags["scalars"] if t.startswith(("hparam/", "epoch/"))], "nothing written twice"
-    curves = {"train/loss", "train/acc", "test/acc", "test/loss"}
+    curves = {"train/loss", "train/acc", "test/acc", "test/loss", "perf/steps_per_sec"}
     finals = {"final/train/loss", "final/test/acc", "final/extra"}
-    assert set(tags["scalars"]) == curves | finals, "the HParams metrics: the last points and the final numbers"
+    assert set(tags["scalars"]) == curves | finals, "the HParams metrics: the curves, the final numbers, the speed"
+    assert [e.step for e in acc.Scalars("perf/steps_per_sec")] == STEPS
     assert {t: acc.Scalars(t)[-1].value for t in finals} == pytest.approx(
         {"final/train/loss": 1 / 200, "final/test/acc": 0.8, "final/extra": 3.0}
     )
     assert {e.step for t in finals for e in acc.Scalars(t)} == {200}, "at the last step"
-    extra = _load(extra_dir(w.logdir))
-    assert extra_dir(w.logdir) == tmp_path / "tb" / "my run (extra)", "a sibling run: not an HParams metric group"
-    assert set(extra.Tags()["scalars"]) == {"perf/steps_per_sec", "sys/rss_mb"}
-    assert [e.step for e in extra.Scalars("sys/rss_mb")] == STEPS
+    assert [p.name for p in (tmp_path / "tb").iterdir()] == ["my run"], "one TensorBoard run per run"
 
     assert [e.step for e in acc.Images("fit/plot")] == STEPS
     assert {"test/prediction_grid", "test/confusion_matrix"} <= set(tags["images"])
@@ -148,7 +146,7 @@ def test_hparams_table_has_one_session_per_run(tmp_path):
     mux.AddRunsFromDirectory(str(tmp_path))
     mux.Reload()
     runs = mux.PluginRunToTagToContent("hparams")
-    assert set(runs) == {"run_a/tb/a", "run_b/tb/lr=0.003,seed=1"}, "the (extra) runs hold no session"
+    assert set(runs) == {"run_a/tb/a", "run_b/tb/lr=0.003,seed=1"}, "one run, one session each"
     for tags in runs.values():
         assert hp_metadata.SESSION_START_INFO_TAG in tags and hp_metadata.EXPERIMENT_TAG not in tags
 
@@ -157,19 +155,19 @@ def test_resume_purges_what_the_interrupted_process_wrote_after_the_checkpoint(t
     first = TensorBoardWriter(tmp_path / "tb", run_name="r")
     first.write_hparams(CONFIG)
     for step in range(10, 101, 10):
-        first.write_scalars(step, {"train/loss": 1.0, "sys/rss_mb": 1.0})
+        first.write_scalars(step, {"train/loss": 1.0, "regression/weight": 1.0})
         first.flush()  # then killed: never closed
     resumed = TensorBoardWriter(tmp_path / "tb", run_name="r", resume_step=50)  # checkpoint at 50; same second
     assert resumed.logdir == first.logdir
     for step in range(60, 121, 10):
-        resumed.write_scalars(step, {"train/loss": 2.0, "sys/rss_mb": 2.0})
+        resumed.write_scalars(step, {"train/loss": 2.0, "regression/weight": 2.0})
     resumed.close()
     assert len(list(first.logdir.iterdir())) == 2, "the second file never overwrites the first"
     loss = _load(first.logdir).Scalars("train/loss")
     assert [e.step for e in loss] == list(range(10, 121, 10))
     assert {e.step for e in loss if e.value == 2.0} == set(range(60, 121, 10))
-    rss = _load(extra_dir(first.logdir)).Scalars("sys/rss_mb")
-    assert [(e.step, e.value) for e in rss] == [(s, 1.0 if s <= 50 else 2.0) for s in range(10, 121, 10)]
+    weight = _load(first.logdir).Scalars("regression/weight")
+    assert [(e.step, e.value) for e in weight] == [(s, 1.0 if s <= 50 else 2.0) for s in range(10, 121, 10)]
 
 
 def test_resuming_a_run_written_before_named_logdirs_keeps_its_folder(tmp_path):

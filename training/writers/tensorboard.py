@@ -7,11 +7,14 @@ What a TensorBoard user sees with `tensorboard --logdir runs`:
 * Scalars written once: the engine's `epoch/*` means repeat `train/*` at epoch granularity and are
   left to the run store and W&B. The final metrics (what the CLI prints, `final_metrics.json`, W&B's
   `summary.final`) are `final/<tag>` points at the last step, so HParams shows those same numbers.
-* `train/*` and `test/*` scalars in the run itself; every other scalar (`perf/*`, `sys/*`, a task's
-  own such as `regression/*`, `pbt/lr`) in a sibling run `<name> (extra)`, created when first used.
-  TensorBoard's HParams plugin takes as metric columns every scalar tag of the session's run and of
-  the runs *below* it (a sub-run becomes a metric group), never of a sibling: so the metric columns
-  are the key final metrics (train/test loss and accuracy), the same in every run.
+* One TensorBoard run per run, every scalar in it: `train/*`, `test/*`, `perf/steps_per_sec` and a
+  task's own (`regression/*`, `pbt/lr`). `sys/*` (CPU, memory) is left to the page and W&B, as
+  TensorBoard has no system panel. TensorBoard's HParams plugin takes every scalar tag of a session's
+  run (and of the runs below it) as a metric column, and the only way to choose columns, an
+  experiment summary, is one per logdir (it would hide other tasks' settings). So the columns are
+  the run's curves, their final numbers and its speed: a short list, the same for every run of a task.
+  (A sibling `<name> (extra)` run for the other scalars kept them out of HParams, but doubled the
+  run list.)
 * A Custom Scalars layout with train and test loss on one chart and train and test accuracy on
   another (the same charts in every run, so TensorBoard merges them).
 * HParams as a session-start/-end pair in the run's own event file and no experiment summary
@@ -47,9 +50,8 @@ _END_STATUS = {
     "failed": "STATUS_FAILURE",
     "diverged": "STATUS_FAILURE",
 }
-_SKIPPED_GROUPS = (tags.EPOCH + "/",)  # epoch means: the same curve as train/* at coarser steps
-KEY_GROUPS = (tags.TRAIN + "/", tags.TEST + "/")  # scalars of the run itself: its HParams metrics
-EXTRA_SUFFIX = " (extra)"  # the sibling run of every other scalar
+# epoch means: the same curve as train/* at coarser steps; sys/*: system metrics (the page's and W&B's)
+_SKIPPED_GROUPS = (tags.EPOCH + "/", tags.SYS + "/")
 # Custom Scalars charts: title -> the exact tags drawn together, in legend order.
 CHARTS = {
     "loss": (tags.TRAIN_LOSS, tags.TEST_LOSS),
@@ -77,11 +79,6 @@ def event_dir(tb_root: Path, name: str | None) -> Path:
     if any(tb_root.glob("events.out.tfevents.*")):
         return tb_root  # resuming a run written before names: one TensorBoard run, not two
     return tb_root / readable_name(name, "run")
-
-
-def extra_dir(logdir: Path) -> Path:
-    """The sibling run that holds a run's scalars other than `train/*` and `test/*`."""
-    return Path(logdir).with_name(Path(logdir).name + EXTRA_SUFFIX)
 
 
 def flatten_hparams(config: Mapping[str, Any], prefix: str = "") -> dict[str, bool | str | int | float]:
@@ -148,7 +145,6 @@ class TensorBoardWriter(MetricWriter):
         # Resuming from a checkpoint at step S: events a killed process wrote after S are purged.
         self._purge = None if resume_step is None else int(resume_step) + 1
         self.sw = SyncSummaryWriter(logdir=str(self.logdir), purge_step=self._purge)
-        self._extra: SyncSummaryWriter | None = None  # opened at the first scalar outside KEY_GROUPS
         self._tables: dict[str, tuple[int, Table]] = {}
         self._step = int(resume_step or 0)
         self._charts: tuple[str, ...] = ()
@@ -171,22 +167,13 @@ class TensorBoardWriter(MetricWriter):
         self.sw.add_text("config", title + _markdown_table(self._hparams), self._step)
 
     def write_scalars(self, step: int, scalars: Mapping[str, float], progress: Progress | None = None) -> None:
-        """One scalar event per tag (NaN/inf kept: TensorBoard shows them); epoch means are skipped.
-
-        `train/*` and `test/*` go to the run, any other tag to its `(extra)` sibling.
-        """
+        """One scalar event per tag (NaN/inf kept: TensorBoard shows them); epoch means and sys/* are skipped."""
         self._step = max(self._step, int(step))
         for tag, value in scalars.items():
             if tag.startswith(_SKIPPED_GROUPS):
                 continue
             self._seen.add(tag)
-            sw = self.sw if tag.startswith(KEY_GROUPS) else self._extra_writer()
-            sw.add_scalar(tag, float(np.asarray(value)), int(step))
-
-    def _extra_writer(self) -> SyncSummaryWriter:
-        if self._extra is None:
-            self._extra = SyncSummaryWriter(logdir=str(extra_dir(self.logdir)), purge_step=self._purge)
-        return self._extra
+            self.sw.add_scalar(tag, float(np.asarray(value)), int(step))
 
     def _write_layout(self) -> None:
         """Custom Scalars: train and test of a metric on one chart, once the run has logged either."""
@@ -238,8 +225,6 @@ class TensorBoardWriter(MetricWriter):
         """Push the chunk's events to the file (and the Custom Scalars layout once its tags exist)."""
         self._write_layout()
         self.sw.file_writer.flush()
-        if self._extra is not None:
-            self._extra.file_writer.flush()
 
     def close(self, state: str = "finished", message: str | None = None) -> None:
         """Tables as text, the run's message, session end with its status, then close the file."""
@@ -254,6 +239,4 @@ class TensorBoardWriter(MetricWriter):
         meta = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(plugin_name="hparams", content=content))
         self.sw.file_writer.add_summary(Summary(value=[Summary.Value(tag="_hparams_/session_end_info", metadata=meta)]))
         self.sw.close()
-        if self._extra is not None:
-            self._extra.close()
         self._closed = True
