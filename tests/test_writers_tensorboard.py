@@ -243,6 +243,19 @@ def test_the_confusion_image_names_every_row_and_column():
         assert _ink(img[12 : top - 2, left + i * 24 + 4 : left + i * 24 + 20]) > 10, f"column {i} has no name"
 
 
+def test_labels_drawn_once_per_process_leave_each_image_its_own():
+    """Members and trials share the drawn class names; no image shows another's matrix or predictions."""
+    first, second = np.diag([100] * 10) + 1, np.full((10, 10), 7)
+    a = labels.confusion(first, NAMES)
+    assert not (labels.confusion(second, NAMES) == a).all()
+    assert (labels.confusion(first, NAMES) == a).all()
+    rep = _report(8)
+    grid = labels.prediction_grid(rep.images, rep.labels, rep.preds, NAMES, cols=4)
+    flipped = labels.prediction_grid(rep.images, rep.labels, rep.labels, NAMES, cols=4)  # all right now
+    assert not (flipped == grid).all()
+    assert (labels.prediction_grid(rep.images, rep.labels, rep.preds, NAMES, cols=4) == grid).all()
+
+
 def test_the_prediction_grid_says_what_each_image_was_predicted_and_what_it_is_when_wrong():
     rep = _report(8)  # images 0-2 are predicted wrong
     bare = render.render_prediction_grid(rep.images, rep.labels, rep.preds, cols=4, scale=2)

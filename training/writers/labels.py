@@ -26,6 +26,7 @@ def _font(size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
     return ImageFont.load_default(size=size)
 
 
+@functools.lru_cache(maxsize=512)
 def _fit(text: str, width: float, size: int = 10) -> str:
     """`text`, cut so that it is at most `width` pixels wide in the label font."""
     font = _font(size)
@@ -38,29 +39,49 @@ def _fit(text: str, width: float, size: int = 10) -> str:
 
 def _rotated(text: str, size: int, color: tuple[int, int, int]) -> Image.Image:
     """`text` turned to read bottom-up, on a transparent background (a column heading)."""
+    return _label(text, size, color).rotate(90, expand=True)
+
+
+@functools.lru_cache(maxsize=512)
+def _label(text: str, size: int, color: tuple[int, int, int]) -> Image.Image:
+    """`text` on a transparent strip, drawn once per process: a population's members and a sweep's
+    trials name the same classes (FreeType drew ~60 ms of labels per member)."""
     font = _font(size)
     strip = Image.new("RGBA", (int(font.getlength(text)) + 2, LINE + 2), (0, 0, 0, 0))
     ImageDraw.Draw(strip).text((1, 0), text, fill=(*color, 255), font=font)
-    return strip.rotate(90, expand=True)
+    return strip
+
+
+def _paste_centred(canvas: Image.Image, label: Image.Image, x: int, y: int) -> None:
+    """`label` with its middle at `x` and its top at `y`."""
+    canvas.paste(label, (x - label.width // 2, y), label)
 
 
 def confusion(counts: np.ndarray, class_names: Sequence[str], cell: int = 24) -> np.ndarray:
     """`render.render_confusion` with the true class named on each row and the predicted one on each column."""
     matrix = Image.fromarray(render.render_confusion(counts, cell=cell))
-    names = [_fit(str(n), MAX_NAME_PX) for n in class_names]
+    frame, left, top = _confusion_frame(tuple(str(n) for n in class_names), matrix.size, cell)
+    canvas = frame.copy()
+    canvas.paste(matrix, (left, top))
+    return np.asarray(canvas)
+
+
+@functools.lru_cache(maxsize=8)
+def _confusion_frame(names: tuple[str, ...], size: tuple[int, int], cell: int) -> tuple[Image.Image, int, int]:
+    """The confusion matrix's labelled canvas, without the matrix, and where the matrix goes (left, top)."""
+    names = tuple(_fit(n, MAX_NAME_PX) for n in names)
     longest = max((int(_font(10).getlength(n)) for n in names), default=0)
     left, top = longest + 8, longest + 8 + LINE
-    canvas = Image.new("RGB", (left + matrix.width + 4, top + matrix.height + 4), render.WHITE)
-    canvas.paste(matrix, (left, top))
+    canvas = Image.new("RGB", (left + size[0] + 4, top + size[1] + 4), render.WHITE)
     draw = ImageDraw.Draw(canvas)
-    draw.text((left + matrix.width // 2, 1), "predicted", fill=FAINT, font=_font(10), anchor="ma")
+    draw.text((left + size[0] // 2, 1), "predicted", fill=FAINT, font=_font(10), anchor="ma")
     draw.text((2, top - 2), "true", fill=FAINT, font=_font(10), anchor="ld")
     for i, name in enumerate(names):
         middle = i * cell + cell // 2
         draw.text((left - 4, top + middle), name, fill=INK, font=_font(10), anchor="rm")
         heading = _rotated(name, 10, INK)
         canvas.paste(heading, (left + middle - heading.width // 2, top - 3 - heading.height), heading)
-    return np.asarray(canvas)
+    return canvas, left, top
 
 
 def prediction_grid(
@@ -78,7 +99,6 @@ def prediction_grid(
     rows = max(1, -(-n // cols))
     cell_h, cell_w = grid.shape[0] // rows, grid.shape[1] // cols
     out = Image.new("RGB", (grid.shape[1], rows * (cell_h + 2 * LINE)), render.WHITE)
-    draw = ImageDraw.Draw(out)
     for r in range(rows):
         top = r * (cell_h + 2 * LINE)
         out.paste(Image.fromarray(grid[r * cell_h : (r + 1) * cell_h]), (0, top))
@@ -89,8 +109,8 @@ def prediction_grid(
             right = int(labels[i]) == int(preds[i])
             x, y = c * cell_w + cell_w // 2, top + cell_h
             pred = _fit(str(class_names[int(preds[i])]), cell_w - 2, 9)
-            draw.text((x, y), pred, fill=render.GREEN if right else render.RED, font=_font(9), anchor="ma")
+            _paste_centred(out, _label(pred, 9, render.GREEN if right else render.RED), x, y)
             if not right:
                 true = _fit(f"true {class_names[int(labels[i])]}", cell_w - 2, 9)
-                draw.text((x, y + LINE - 1), true, fill=FAINT, font=_font(9), anchor="ma")
+                _paste_centred(out, _label(true, 9, FAINT), x, y + LINE - 1)
     return np.asarray(out)
