@@ -82,3 +82,31 @@ def test_stacking_and_slicing_members_compiles_once_per_tree_shape(caplog):
         assert float(part["w"][0, 0]) == i and float(part["b"][4]) == i and int(part["n"]) == i
     host = jax.device_get(stacked)
     assert isinstance(take(host, 2, stacked=True)["w"], np.ndarray)  # host trees stay on the host
+
+
+def test_the_epochs_last_chunk_compiles_on_its_own_thread_from_shapes_alone():
+    """compile_ahead works from the arguments' shapes: the state may be donated before it runs."""
+    import threading
+
+    from training.engine.chunks import ChunkCompiler, TraceCounter
+
+    traced_on = []
+
+    def make_chunk(length):
+        def chunk(state, data):
+            traced_on.append(threading.current_thread().name)
+            return jax.lax.scan(lambda s, x: (s + x, s.sum()), state, data[:length])
+
+        return chunk
+
+    compiler = ChunkCompiler(make_chunk, TraceCounter())
+    state, data = jax.numpy.zeros(3), jax.numpy.ones((5, 3))
+    first = compiler.get(5, state, data)
+    state, _ = first(state, data)  # donated: the old state is gone
+    compiler.compile_ahead(2, state, data)
+    state, sums = first(state, data)  # the state compile_ahead saw is donated while it compiles
+    rest = compiler.get(2, state, data)
+    state, sums = rest(state, data)
+    assert np.allclose(np.asarray(state), 12.0) and np.allclose(np.asarray(sums), [30.0, 33.0])
+    assert traced_on[0] == threading.main_thread().name and traced_on[1].startswith("compile-ahead")
+    assert compiler.traces.counts == {"chunk[5]": 1, "chunk[2]": 1} and compiler.compile_seconds > 0

@@ -177,7 +177,14 @@ class Engine:
         """Run one chunk and everything due after it; returns True when a stop was requested."""
         args = (self.state, self.train, perm, np.int32(pos.pos))  # only this scalar goes host->device
         started = self.clock.elapsed()
-        self.state, metrics = self.clock.run_chunk(self.compiler.get(length, *args), length, *args)
+        rest = self.plan.steps_per_epoch % self.cfg.log_every  # the length of an epoch's shorter last chunk
+
+        def compile_rest(state: Any) -> None:  # while the device runs this chunk
+            if rest:
+                self.compiler.compile_ahead(rest, state, *args[1:])
+
+        fn = self.compiler.get(length, *args)
+        self.state, metrics = self.clock.run_chunk(fn, length, *args, dispatched=compile_rest)
         if not self.stacked:
             metrics = jax.tree.map(lambda a: np.asarray(a)[None], metrics)
         check_scalar_metrics(metrics)
