@@ -277,3 +277,10 @@ def test_render_confusion_shape_and_diagonal_ink():
     assert img.shape == (241, 241, 3)
     # Cell corners (away from the printed counts): the diagonal is dark, the rest near white.
     assert img[3, 3].sum() < 300 and img[3, 27].sum() > 700
+
+
+def test_the_engines_system_metrics_stay_out_of_tensorboard_and_a_scripts_own_sys_tags_do_not(tmp_path):
+    w = TensorBoardWriter(tmp_path / "tb", run_name="r")
+    w.write_scalars(1, {"sys/rss_mb": 300.0, "sys/cpu_percent": 50.0, "sys/gpu_util": 0.7, "train/loss": 1.0})
+    w.close()
+    assert set(_load(w.logdir).Tags()["scalars"]) == {"sys/gpu_util", "train/loss"}

@@ -30,10 +30,10 @@ class SystemMetrics:
     def sample(self) -> dict[str, float]:
         """{"sys/cpu_percent", "sys/rss_mb", and "sys/accel_mem_mb" when known}."""
         out = {
-            f"{tags.SYS}/cpu_percent": float(self.process.cpu_percent(None)),
-            f"{tags.SYS}/rss_mb": self.process.memory_info().rss / 2**20,
+            tags.SYS_CPU: float(self.process.cpu_percent(None)),
+            tags.SYS_RSS: self.process.memory_info().rss / 2**20,
         }
         if self._device is not None:
             stats = self._device.memory_stats() or {}
-            out[f"{tags.SYS}/accel_mem_mb"] = stats.get("bytes_in_use", 0) / 2**20
+            out[tags.SYS_ACCEL_MEM] = stats.get("bytes_in_use", 0) / 2**20
         return out

@@ -8,8 +8,8 @@ What a TensorBoard user sees with `tensorboard --logdir runs`:
   left to the run store and W&B. The final metrics (what the CLI prints, `final_metrics.json`, W&B's
   `summary.final`) are `final/<tag>` points at the last step, so HParams shows those same numbers.
 * One TensorBoard run per run, every scalar in it: `train/*`, `test/*`, `perf/steps_per_sec` and a
-  task's own (`regression/*`, `pbt/lr`). `sys/*` (CPU, memory) is left to the page and W&B, as
-  TensorBoard has no system panel. TensorBoard's HParams plugin takes every scalar tag of a session's
+  task's own (`regression/*`, `pbt/lr`). The engine's `sys/*` (CPU, memory) is left to the page and
+  W&B, as TensorBoard has no system panel. TensorBoard's HParams plugin takes every scalar tag of a session's
   run (and of the runs below it) as a metric column, and the only way to choose columns, an
   experiment summary, is one per logdir (it would hide other tasks' settings). So the columns are
   the run's curves, their final numbers and its speed: a short list, the same for every run of a task.
@@ -50,8 +50,8 @@ _END_STATUS = {
     "failed": "STATUS_FAILURE",
     "diverged": "STATUS_FAILURE",
 }
-# epoch means: the same curve as train/* at coarser steps; sys/*: system metrics (the page's and W&B's)
-_SKIPPED_GROUPS = (tags.EPOCH + "/", tags.SYS + "/")
+_SKIPPED_GROUPS = (tags.EPOCH + "/",)  # epoch means: the same curve as train/* at coarser steps
+_SKIPPED_TAGS = frozenset(tags.SYSTEM)  # the engine's system metrics: the page's and W&B's
 # Custom Scalars charts: title -> the exact tags drawn together, in legend order.
 CHARTS = {
     "loss": (tags.TRAIN_LOSS, tags.TEST_LOSS),
@@ -167,10 +167,10 @@ class TensorBoardWriter(MetricWriter):
         self.sw.add_text("config", title + _markdown_table(self._hparams), self._step)
 
     def write_scalars(self, step: int, scalars: Mapping[str, float], progress: Progress | None = None) -> None:
-        """One scalar event per tag (NaN/inf kept: TensorBoard shows them); epoch means and sys/* are skipped."""
+        """One scalar event per tag (NaN/inf kept: TensorBoard shows them); epoch means and system metrics are skipped."""
         self._step = max(self._step, int(step))
         for tag, value in scalars.items():
-            if tag.startswith(_SKIPPED_GROUPS):
+            if tag in _SKIPPED_TAGS or tag.startswith(_SKIPPED_GROUPS):
                 continue
             self._seen.add(tag)
             self.sw.add_scalar(tag, float(np.asarray(value)), int(step))
