@@ -110,3 +110,26 @@ def test_the_epochs_last_chunk_compiles_on_its_own_thread_from_shapes_alone():
     assert np.allclose(np.asarray(state), 12.0) and np.allclose(np.asarray(sums), [30.0, 33.0])
     assert traced_on[0] == threading.main_thread().name and traced_on[1].startswith("compile-ahead")
     assert compiler.traces.counts == {"chunk[5]": 1, "chunk[2]": 1} and compiler.compile_seconds > 0
+
+
+def test_evaluation_compiles_while_the_first_chunk_runs(tmp_path):
+    """The epoch end's programs (the shorter last chunk, the evaluation) are traced on the compile-ahead thread."""
+    import threading
+
+    from tests.test_data import write_idx_dataset
+    from training.runs.in_memory import train
+    from training.tasks.mnist import MnistConfig, MnistTask
+
+    traced_on = []
+
+    class Watched(MnistTask):
+        def evaluate(self, state, test):
+            traced_on.append(threading.current_thread().name)
+            return super().evaluate(state, test)
+
+    write_idx_dataset(tmp_path, n_train=200, n_test=50, seed=1)
+    base = MnistConfig(data_dir=str(tmp_path), epochs=2, batch_size=16, log_every=5, hidden=(8,))
+    results = train(Watched, [dataclasses.replace(base, lr=lr) for lr in (0.01, 0.02)])
+    assert [r.state for r in results] == ["finished", "finished"] and "test/acc" in results[0].final
+    assert traced_on and all(name.startswith("compile-ahead") for name in traced_on), traced_on
+    assert results[0].extra["traces"]["evaluate"] == 1 and results[0].extra["traces"]["chunk[2]"] == 1

@@ -88,6 +88,12 @@ def _shape_of(leaf: Any) -> Any:
     return leaf
 
 
+def compile_ahead(jitted: Any, *args: Any) -> Future:
+    """`jitted` compiled for `args`' shapes on the compile-ahead thread (a Future of the compiled function)."""
+    shapes = jax.tree.map(_shape_of, args)
+    return _AHEAD.submit(lambda: jitted.lower(*shapes).compile())
+
+
 def chunk_lengths(steps: int, k: int) -> list[int]:
     """Split `steps` into chunks of `k` plus one shorter remainder chunk (at most two distinct lengths)."""
     full, rest = divmod(steps, k)

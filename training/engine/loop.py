@@ -12,6 +12,7 @@ differ in learning rate (held in the optimizer state) and seed only, so one prog
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import Future
 from typing import Any
 
 import jax
@@ -19,7 +20,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from runstore import tags
-from training.engine.chunks import ChunkCompiler, Clock, TraceCounter, check_scalar_metrics, chunk_lengths
+from training.engine.chunks import (
+    ChunkCompiler,
+    Clock,
+    TraceCounter,
+    check_scalar_metrics,
+    chunk_lengths,
+    compile_ahead,
+)
 from training.engine.data_reads import load_members_data
 from training.engine.inits import init_states
 from training.engine.members import Members, stack, take
@@ -138,6 +146,7 @@ class Engine:
             if self.stacked:
                 evaluate = jax.vmap(evaluate, in_axes=(0, 0 if self.per_member else None))
             self.eval_fn = jax.jit(self.traces.wrap("evaluate", evaluate))
+        self.evaluate_ahead: Future | None = None  # eval_fn compiled while the first chunk runs
 
     # ---- the loop ------------------------------------------------------------------------------------
     def run(self, resume_step: int | None = None) -> list[TrainResult]:
@@ -179,12 +188,14 @@ class Engine:
         started = self.clock.elapsed()
         rest = self.plan.steps_per_epoch % self.cfg.log_every  # the length of an epoch's shorter last chunk
 
-        def compile_rest(state: Any) -> None:  # while the device runs this chunk
+        def compile_next(state: Any) -> None:  # while the device runs this chunk: what the epoch's end needs
             if rest:
                 self.compiler.compile_ahead(rest, state, *args[1:])
+            if self.test is not None and self.evaluate_ahead is None:
+                self.evaluate_ahead = compile_ahead(self.eval_fn, state, self.test)
 
         fn = self.compiler.get(length, *args)
-        self.state, metrics = self.clock.run_chunk(fn, length, *args, dispatched=compile_rest)
+        self.state, metrics = self.clock.run_chunk(fn, length, *args, dispatched=compile_next)
         if not self.stacked:
             metrics = jax.tree.map(lambda a: np.asarray(a)[None], metrics)
         check_scalar_metrics(metrics)
@@ -272,7 +283,8 @@ class Engine:
         )
 
     def _evaluate(self) -> list[dict[str, float]]:
-        out = jax.device_get(self.eval_fn(self.state, self.test))  # sync point: a few scalars per evaluation
+        evaluate = self.evaluate_ahead.result() if self.evaluate_ahead is not None else self.eval_fn
+        out = jax.device_get(evaluate(self.state, self.test))  # sync point: a few scalars per evaluation
         if not self.stacked:
             out = {k: np.asarray(v)[None] for k, v in out.items()}
         return [{tags.metric_tag(tags.TEST, k): float(v[i]) for k, v in out.items()} for i in range(self.k)]
