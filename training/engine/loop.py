@@ -186,16 +186,10 @@ class Engine:
         """Run one chunk and everything due after it; returns True when a stop was requested."""
         args = (self.state, self.train, perm, np.int32(pos.pos))  # only this scalar goes host->device
         started = self.clock.elapsed()
-        rest = self.plan.steps_per_epoch % self.cfg.log_every  # the length of an epoch's shorter last chunk
-
-        def compile_next(state: Any) -> None:  # while the device runs this chunk: what the epoch's end needs
-            if rest:
-                self.compiler.compile_ahead(rest, state, *args[1:])
-            if self.test is not None and self.evaluate_ahead is None:
-                self.evaluate_ahead = compile_ahead(self.eval_fn, state, self.test)
-
         fn = self.compiler.get(length, *args)
-        self.state, metrics = self.clock.run_chunk(fn, length, *args, dispatched=compile_next)
+        self.state, metrics = self.clock.run_chunk(
+            fn, length, *args, dispatched=lambda state: self._compile_ahead(state, args[1:])
+        )
         if not self.stacked:
             metrics = jax.tree.map(lambda a: np.asarray(a)[None], metrics)
         check_scalar_metrics(metrics)
@@ -242,6 +236,14 @@ class Engine:
                 self.stacked,
             )
         return due.stopped
+
+    def _compile_ahead(self, state: Any, data: tuple[Any, ...]) -> None:
+        """While the device runs a chunk: compile what the epoch's end needs (its shorter last chunk, evaluate)."""
+        rest = self.plan.steps_per_epoch % self.cfg.log_every  # the length of an epoch's shorter last chunk
+        if rest:
+            self.compiler.compile_ahead(rest, state, *data)
+        if self.test is not None and self.evaluate_ahead is None:
+            self.evaluate_ahead = compile_ahead(self.eval_fn, state, self.test)
 
     def _log_step_zero(self, metrics: Any, wall: float) -> None:
         """A record at step 0: the loss (and accuracy) of the initial params, which the first step saw.
