@@ -7,7 +7,7 @@ Checkpoints are taken between chunks only, so `step` is always a chunk boundary.
 
 Saves are asynchronous but safe: the state is copied to host memory first (a few MB for these
 models, ~10 ms), so the next chunk may donate and overwrite the device buffers. Everything after
-the copy runs on the checkpointer's own thread: Orbax's save call itself takes ~30 ms even for a
+the copy runs on the process's one Orbax thread: Orbax's save call itself takes ~30 ms even for a
 small state (directories, metadata, its own threads), which the training thread no longer waits
 for (a sweep's population saved 6 times, ~0.2 s of a 1.3 s trial). Orbax commits a checkpoint by
 renaming its temporary directory, so a process killed mid-save leaves the previous checkpoint as

@@ -180,9 +180,8 @@ class MnistTask(Task):
         """At the end: confusion matrix, predicted probabilities and sample predictions on the test set."""
         if not final:
             return []
-        probs = np.asarray(
-            jax.device_get(_predict(self.model, state["params"], data.test["image"]))
-        )  # sync point: once
+        probs = _predict(self.model, state["params"], data.test["image"])
+        probs = np.asarray(jax.device_get(probs))  # sync point: once
         labels, preds = np.asarray(data.host["test_labels"]), probs.argmax(-1)
         pick = np.concatenate([np.flatnonzero(preds != labels), np.flatnonzero(preds == labels)])[:SAMPLE_IMAGES]
         images = np.asarray(data.host["test_images"])[pick]
