@@ -2,7 +2,7 @@
 
 Each row is one optimizer step (`_step == global_step`). A step's row stays open (`commit=False`)
 until a later step is logged, so media written after a chunk (a snapshot at the same step) join
-their row. Rows written while `wandb.init` is still running wait in the buffer. Every new key gets
+their row. A flush's rows reach wandb-core in one hop (`one_hop`), not one hop a row. Rows written while `wandb.init` is still running wait in the buffer. Every new key gets
 a `define_metric`: plotted against `global_step` (`epoch/*` against `epoch`), with a best-so-far
 summary (min for losses, max for accuracies).
 """
@@ -13,6 +13,8 @@ import logging
 import threading
 from collections.abc import Mapping
 from typing import Any
+
+from training.writers.wandb.one_hop import one_hop
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +49,7 @@ class StepRows:
 
     def flush(self) -> None:
         """Log the buffered rows in step order (the run must exist)."""
-        with self.lock:
+        with self.lock, one_hop(self.run):
             rows, self._rows = self._rows, {}
             for step in sorted(rows):
                 row = rows[step]

@@ -35,6 +35,7 @@ from training.writers.wandb import mode as wandb_mode
 from training.writers.wandb import run as wandb_run
 from training.writers.wandb.member_log import MemberLog
 from training.writers.wandb.mode import resolve_mode
+from training.writers.wandb.one_hop import one_hop
 from training.writers.wandb.rows import StepRows
 
 __all__ = ["WandbWriter", "resolve_mode"]
@@ -148,7 +149,7 @@ class WandbWriter(MetricWriter):
         rows = missing_rows(self.run_dir, held, int(self._resume_step or 0))
         if rows:
             log.info("W&B: refilling %d steps from metrics.jsonl that the interrupted process lost.", len(rows))
-        with self._rows.lock:
+        with self._rows.lock, one_hop(self.run):
             self._rows.skip_upto = max(held, default=None)
             for step, scalars in rows:
                 self._rows.log(step, scalars)
