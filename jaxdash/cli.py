@@ -105,6 +105,15 @@ def command(argv: list[str] | None = None) -> tuple[list[str], dict[str, str]]:
     return cmd, env
 
 
+def skip_email_prompt() -> None:
+    """On its first start Streamlit asks for an e-mail address and waits for Enter before it serves (with no
+    terminal, for ever): save the answer Enter gives, as Streamlit would, unless there is one."""
+    creds = Path.home() / ".streamlit" / "credentials.toml"
+    if not creds.exists():
+        creds.parent.mkdir(parents=True, exist_ok=True)
+        creds.write_text('[general]\nemail = ""\n')
+
+
 def main(argv: list[str] | None = None) -> None:
     """`jaxdash`: exec the Streamlit server (this process becomes it)."""
     args = parser().parse_known_args(argv)[0]
@@ -119,6 +128,7 @@ def main(argv: list[str] | None = None) -> None:
             file=sys.stderr,
         )
     Path(env["JAXDASH_RUNS"]).mkdir(parents=True, exist_ok=True)
+    skip_email_prompt()
     print(f"jaxdash: runs in {env['JAXDASH_RUNS']}; open http://{args.address}:{args.port}", file=sys.stderr)
     sys.stdout.flush()
     os.execve(sys.executable, cmd, env)

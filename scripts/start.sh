@@ -40,4 +40,8 @@ if [ -n "${JAXDASH_START_DRY_RUN:-}" ]; then  # the tests: print the command ins
   exit 0
 fi
 WANT_APT=${WANT_APT:-dataset-fashion-mnist} ./scripts/setup.sh
+# On its first start Streamlit asks for an e-mail address and waits for Enter before it serves (with no
+# terminal, for ever). Give the answer Enter gives, as Streamlit itself would save it, unless there is one.
+creds="${HOME:-/root}/.streamlit/credentials.toml"
+[ -e "$creds" ] || { mkdir -p "$(dirname "$creds")" && printf '[general]\nemail = ""\n' > "$creds"; }
 exec "${cmd[@]}"

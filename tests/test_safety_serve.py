@@ -74,6 +74,36 @@ def test_a_real_server_started_from_the_repository_listens_on_loopback_only(tmp_
         proc.wait(10)
 
 
+@pytest.mark.parametrize("how", ["start.sh", "jaxdash"])
+def test_both_launchers_serve_on_a_first_start_with_no_terminal(tmp_path: Path, how: str) -> None:
+    """Streamlit's first start asks for an e-mail address and, with no terminal, never serves: the README's
+    start command and `jaxdash` answer it as Enter would (an empty address) and serve, not headless."""
+    port = tensorboard_server.free_port()
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, "HOME": str(home), "JAXDASH_RUNS": str(tmp_path / "runs"), "JAXDASH_WARM_WORKER": "0"}
+    env.pop("JAXDASH_ADDRESS", None)
+    if how == "start.sh":
+        cmd = ["scripts/start.sh", "--server.port", str(port)]
+    else:
+        cmd = [sys.executable, "-m", "jaxdash.cli", "--runs", str(tmp_path / "runs"), "--port", str(port)]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+    try:
+        deadline, served = time.monotonic() + 60, False
+        while not served and time.monotonic() < deadline and proc.poll() is None:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=1).close()
+                served = True
+            except OSError:
+                time.sleep(0.3)
+        assert served, f"{how} did not serve in 60 s"
+        assert tomllib.loads((home / ".streamlit" / "credentials.toml").read_text()) == {"general": {"email": ""}}
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(10)
+
+
 @pytest.mark.parametrize(("address", "warned"), [("127.0.0.1", False), ("0.0.0.0", True), ("", True)])
 def test_page_warns_when_the_server_is_not_loopback(
     address: str, warned: bool, runs_root: Path, monkeypatch: pytest.MonkeyPatch
