@@ -87,3 +87,48 @@ def test_records_reach_the_chart_progress_and_tiles_without_a_rerun(server: tupl
         page.get_by_text("Resume").or_(page.get_by_text("stopped")).first.wait_for(timeout=10_000)
         assert page.evaluate("window.__wsIn") > quiet
         browser.close()
+
+
+# The change polls (the refresh trigger's) made in the last 3 s, by their start times.
+STEADY_POLLS_JS = """() => performance.getEntriesByType("resource")
+  .filter((e) => e.name.includes("/api/runs/changes?id=") && e.startTime > performance.now() - 3000)
+  .map((e) => e.startTime)"""
+CHART_TOP_JS = "() => Math.round(document.querySelector('.jaxdash-chart').getBoundingClientRect().top + window.scrollY)"
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")
+def test_a_steady_writer_is_polled_once_a_second_and_an_occasional_record_still_shows_at_once(
+    server: tuple[Server, Path],  # noqa: F811
+) -> None:
+    """Each poll costs Chromium CPU on the training machine: a run with news at every poll is asked once a
+    second, not four times; a pause sets the poll back, so the next record is drawn at once; its end moves
+    nothing on the page."""
+    srv, runs = server
+    run = fake_running_run(runs)
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 950})
+        page.add_init_script("performance.setResourceTimingBufferSize(10000)")
+        page.goto(f"{srv.url}/live?run={run.name}")
+        page.evaluate(WATCH_JS)
+        page.wait_for_function("0 in window.__seen", timeout=60_000, polling=50)
+        step, t_end = 0, time.monotonic() + 7
+        while time.monotonic() < t_end:  # a record every 0.1 s: news at every poll
+            step += 1
+            _write(run, step)
+            time.sleep(0.1)
+        steady = page.evaluate(STEADY_POLLS_JS)
+        assert len(steady) <= 5, f"{len(steady)} polls in the last 3 s of a steady writer"  # 12 at 250 ms
+        time.sleep(4.5)  # the writer pauses (longer than a fed chart's 4 s gap): polls without news
+        step += 1
+        t_write = time.monotonic()
+        _write(run, step)
+        page.wait_for_function(f"{step} in window.__seen", timeout=10_000, polling=20)
+        assert time.monotonic() - t_write < 1.0, "an occasional record after a pause waited for a slow poll"
+        top = page.evaluate(CHART_TOP_JS)
+        run_store.write_status(run, state="finished", ended=time.time())
+        page.get_by_text("finished").first.wait_for(timeout=10_000)
+        page.wait_for_timeout(1000)
+        assert page.evaluate(CHART_TOP_JS) == top, "the chart moved when its run ended"
+        browser.close()

@@ -7,7 +7,8 @@ Plotly.extendTraces. It asks only when the page's refresh trigger saw the run's 
 "jaxdash-streams" event, dashboard/panels/refresh_trigger.py), so a run that writes nothing costs
 no request. A chart draws new rows at once when its last draw was FEED_MIN_GAP_MS (1 s) ago or
 more; rows that come sooner wait for the gap to pass. A run that kept writing through the gap
-(news at 3 or more of the trigger's 250 ms polls) doubles it, up to FEED_MAX_GAP_MS (4 s), and rows
+(news at 3 or more of the trigger's 250 ms polls, or news the trigger calls steady: it then polls
+once a second) doubles it, up to FEED_MAX_GAP_MS (4 s), and rows
 that come after it set it back to 1 s (never less than FEED_GAP x the last draw's time). So a run
 that writes every second or less often is drawn as soon as it writes, and one that writes all the
 time (21 records a second) every 4 s, instead of costing the training machine a redraw per record.
@@ -32,12 +33,13 @@ function follow(div, text) {
   for (const i of Object.values(div.__feed.traces)) plainArrays(div, i);
   div.__ourRange = JSON.stringify((div.layout.yaxis || {}).range || null);
   if (!div.__pull) {
-    div.__pull = () => pull(div, true);
+    // A steady writer's news (the trigger then polls once a second) counts as a run writing through the gap.
+    div.__pull = (e) => pull(div, e.detail && e.detail.steady ? 3 : 1);
     window.addEventListener("jaxdash-streams", div.__pull);
   }
   pull(div);  // what was written since the figure was built
 }
-async function pull(div, news = false) {  // news: the trigger saw the records grow
+async function pull(div, news = 0) {  // news: the trigger saw the records grow (3: a run that writes all the time)
   const f = div.__feed;
   if (!f || !div.isConnected) {  // its run ended, or the chart is gone
     window.removeEventListener("jaxdash-streams", div.__pull);
@@ -48,7 +50,7 @@ async function pull(div, news = false) {  // news: the trigger saw the records g
   if (div.__fetching) { div.__again = true; return; }
   const wait = (div.__feedNext || 0) - performance.now();
   if (wait > 5) {  // drawn moments ago: what comes meanwhile makes one draw (a timer may fire a little early)
-    if (news) div.__waited = (div.__waited || 0) + 1;
+    div.__waited = (div.__waited || 0) + news;
     if (!div.__later) div.__later = setTimeout(() => { div.__later = null; pull(div); }, wait);
     return;
   }

@@ -119,6 +119,7 @@ def chart(fig: Any, key: str, lazy: bool = False, spec: str | None = None, feed:
 # remounted, so they have no throttle.
 CHART_EVERY_S = 1.0
 LIVE_PANEL_KEY = "live_panel"  # the container of a Live page's refreshing panel (CSS class st-key-live_panel)
+RUN_HEAD_KEY = "run_head"  # badge, progress and Stop/Resume: as tall with a button as without (no jump when a run ends)
 # Streamlit fades an element to a third of its opacity while a rerun has not sent it again yet. The
 # Live panel reruns twice a second while its run trains, on a machine the run keeps busy: the fade
 # would blink its charts and numbers, which Plotly.react updates in place and are never stale by
@@ -127,6 +128,7 @@ LIVE_PANEL_CSS = f"""<style>
 .st-key-{LIVE_PANEL_KEY} [data-stale="true"], .st-key-{LIVE_PANEL_KEY}[data-stale="true"] {{
   opacity: 1 !important; transition: none !important;
 }}
+.st-key-{RUN_HEAD_KEY} {{ min-height: 2.5rem; justify-content: center; }}
 </style>"""
 
 

@@ -38,7 +38,7 @@ def head(
     resume_label: str = "Resume",
 ) -> Any:
     """Badge, progress, and Stop (while active) or Resume (stopped/crashed with a checkpoint); the progress slot."""
-    cols = st.columns([1, 6, 2], vertical_alignment="center")
+    cols = st.container(key=panels.RUN_HEAD_KEY).columns([1, 6, 2], vertical_alignment="center")
     with cols[0]:
         status_badge(status.get("state"))
     with cols[1]:
@@ -199,7 +199,8 @@ def page() -> None:
     else:
         st.caption(" · ".join(x for x in (run.task, panels.key_config(run.task, run.config)) if x))
     active = any(state.is_active(m.status) for m in members)
-    followed = members if active and tab_visibility.tab_visible() else []  # hidden tab: no refresh
+    visible = tab_visibility.tab_visible()  # placed whether or not the run is active: the panel never moves
+    followed = members if active and visible else []  # hidden tab: no refresh
     refresh, polled_ids = refresh_trigger.follow(followed, state.LIVE_REFRESH_S)
     with st.container(key=panels.LIVE_PANEL_KEY):
         st.fragment(panels.guarded(live_panel), run_every=refresh)(members, run.run_id, polled_ids)
