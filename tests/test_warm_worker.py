@@ -68,3 +68,20 @@ def test_an_abandon_during_an_import_waits_until_the_import_is_done(tmp_path, mo
             rehearsal._on_signal(signal.SIGUSR1, sys._getframe())  # outside an import: at once
     finally:
         signal.signal(signal.SIGUSR1, previous)
+
+
+def test_a_worker_whose_dashboard_went_away_exits_whatever_threads_its_rehearsal_left(tmp_path) -> None:
+    """A rehearsal abandoned at any bytecode can leave a pool thread no shutdown will stop; a worker that
+    gets no job must still end when its server does, not hold a JAX process for ever."""
+    import subprocess
+
+    left_behind = "import threading; threading.Thread(target=threading.Event().wait).start()"  # never ends
+    code = f"{left_behind}; from training.__main__ import main; import sys; sys.exit(main(['worker']))"
+    env = {**os.environ, "JAXDASH_REHEARSE": "0", "JAXDASH_RUNS": str(tmp_path)}
+    worker = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+    try:
+        assert worker.stdout.readline().strip() == b"ready"
+        worker.stdin.close()  # the dashboard is gone
+        assert worker.wait(30) == 0
+    finally:
+        worker.kill()

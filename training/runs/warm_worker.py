@@ -72,8 +72,12 @@ def warm_worker(main: Callable[[list[str]], int]) -> int:
     print("ready", flush=True)
     rehearsal.rehearse()  # warms this process further; gives way as soon as a job comes
     line = sys.stdin.readline()
-    if not line.strip():
-        return 0  # the dashboard shut down without using this worker
+    if not line.strip():  # the dashboard shut down without using this worker: nothing to write or flush
+        # Leave at once: the rehearsal was abandoned by a signal at any bytecode, and the interpreter's
+        # teardown after it could wait for ever on a pool thread it left (seen: a worker held 400 MB
+        # for 30 min after its server) or crash (SIGSEGV in 1 of 8 tries).
+        sys.stdout.flush()
+        os._exit(0)
     job = json.loads(line)
     os.environ.update(job.get("env") or {})
     share_the_machine()  # the nice level may come with the job (XLA threads were set at the worker's start)
