@@ -2,8 +2,8 @@
 
   .venv/bin/python -m benchmarks.page_cost [--window 20] [--rounds 3] [--epochs 40]
 
-One run trains from the CLI (as a user would) while the conditions take turns, round after round
-(so a drift of the machine's speed falls on every condition alike):
+One run trains from the CLI (as a user would) while the conditions take turns, round after round,
+each between two windows with no page open (so a drift of the machine's speed falls on both sides):
   none    no page open;
   live    the run's Live page open in Chromium;
   three   Live + Run detail + Runs & compare, each in its own tab (all three visible);
@@ -11,7 +11,8 @@ One run trains from the CLI (as a user would) while the conditions take turns, r
           keeps every tab visible, so the page is told; a real browser also slows a hidden tab's timers).
 Each window's speed is the steps per second between the run's own metrics.jsonl records (step, ts)
 inside it, after a settle time for the pages to load. Printed: per condition, the median speed,
-the slowdown against `none` (none's speed / its speed: the ratio an epoch takes longer), and the
+the slowdown against `none` (none's speed / its speed), the paired slowdown (the no-page windows
+just before and after it / its speed: the ratio an epoch takes longer), and the
 server's and Chromium's CPU seconds per minute. Goals: live <= 1.05x, three <= 1.10x, hidden <= 1.02x.
 """
 
@@ -116,31 +117,46 @@ def visibility(pages: list[Any]) -> list[str]:
     return [p.evaluate("document.visibilityState") for p in pages]
 
 
-def measure(run_dir: Path, server_pid: int, rounds: int, window: float, open_fn: Callable) -> dict[str, list]:
-    """{condition: [(steps/s, server cpu s/min, chromium cpu s/min, visibility)]} over `rounds` rounds."""
+def window(pages: list[Any], run_dir: Path, server: psutil.Process, seconds: float) -> tuple[float, float, float]:
+    """(steps/s, server CPU s/min, Chromium CPU s/min) over `seconds` with `pages` open, after SETTLE_S."""
+    time.sleep(SETTLE_S)
+    chrome = chromium_processes()
+    s0, c0, t0 = cpu_seconds([server]), cpu_seconds(chrome), time.time()
+    time.sleep(seconds)
+    s1, c1, t1 = cpu_seconds([server]), cpu_seconds(chrome), time.time()
+    per_min = 60.0 / (t1 - t0)
+    return steps_per_sec(run_dir / "metrics.jsonl", t0, t1), (s1 - s0) * per_min, (c1 - c0) * per_min
+
+
+def measure(run_dir: Path, server_pid: int, rounds: int, seconds: float, open_fn: Callable) -> dict[str, list]:
+    """{condition: [(steps/s, server cpu s/min, chromium cpu s/min, visibility, reference steps/s)]}.
+
+    Each round brackets every condition with windows of no page (none, live, none, three, none, hidden,
+    none): a condition's reference is the mean speed of the no-page windows just before and after it,
+    so a drift of this VM's speed over the minutes of a round falls on both sides of its ratio.
+    """
     server = psutil.Process(server_pid)
     out: dict[str, list] = {c: [] for c in CONDITIONS}
     for r in range(rounds):
-        for condition in CONDITIONS:
+        before = window([], run_dir, server, seconds)
+        for condition in CONDITIONS[1:]:
             pages = open_fn(condition)
-            time.sleep(SETTLE_S)
-            chrome = chromium_processes()
-            s0, c0, t0 = cpu_seconds([server]), cpu_seconds(chrome), time.time()
             seen = visibility(pages)
-            time.sleep(window)
-            s1, c1, t1 = cpu_seconds([server]), cpu_seconds(chrome), time.time()
-            speed = steps_per_sec(run_dir / "metrics.jsonl", t0, t1)
-            per_min = 60.0 / (t1 - t0)
-            out[condition].append((speed, (s1 - s0) * per_min, (c1 - c0) * per_min, seen))
-            print(f"round {r + 1} {condition:6s} {speed:8.1f} steps/s  pages {seen}", flush=True)
+            during = window(pages, run_dir, server, seconds)
             for p in pages:
                 p.close()
+            after = window([], run_dir, server, seconds)
+            out["none"].append((*before, [], before[0]))
+            out[condition].append((*during, seen, (before[0] + after[0]) / 2))
+            print(f"round {r + 1} {condition:6s} {during[0]:8.1f} steps/s (no page around it: "
+                  f"{before[0]:.1f}, {after[0]:.1f})  pages {seen}", flush=True)  # fmt: skip
+            before = after
     return out
 
 
 def report(results: dict[str, list]) -> None:
-    """Medians per condition; `paired` is the median over rounds of none's speed / the condition's in
-    the same round, which a drift of the machine's speed between rounds does not move."""
+    """Medians per condition; `paired` is the median of the condition's reference speed (no page, the windows
+    just before and after it) / its speed: the ratio an epoch takes longer with the pages open."""
     base = statistics.median(x[0] for x in results["none"])
     print(
         f"\n{'condition':10s} {'steps/s':>8s} {'slowdown':>9s} {'paired':>8s} {'goal':>6s} "
@@ -148,7 +164,7 @@ def report(results: dict[str, list]) -> None:
     )
     for condition, rows in results.items():
         speed = statistics.median(x[0] for x in rows)
-        paired = statistics.median(n[0] / x[0] for n, x in zip(results["none"], rows, strict=True))
+        paired = statistics.median(x[4] / x[0] for x in rows)
         server = statistics.median(x[1] for x in rows)
         chrome = statistics.median(x[2] for x in rows)
         goal = f"{GOALS[condition]:.2f}" if condition in GOALS else "-"
