@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import sys
@@ -157,12 +158,16 @@ def measure(run_dir: Path, server_pid: int, rounds: int, seconds: float, open_fn
 def report(results: dict[str, list]) -> None:
     """Medians per condition; `paired` is the median of the condition's reference speed (no page, the windows
     just before and after it) / its speed: the ratio an epoch takes longer with the pages open."""
-    base = statistics.median(x[0] for x in results["none"])
+    base = statistics.median(x[0] for x in results["none"] if math.isfinite(x[0]))
     print(
         f"\n{'condition':10s} {'steps/s':>8s} {'slowdown':>9s} {'paired':>8s} {'goal':>6s} "
         f"{'server cpu s/min':>17s} {'chromium':>9s}"
     )
     for condition, rows in results.items():
+        rows = [x for x in rows if math.isfinite(x[0]) and math.isfinite(x[4])]  # windows after the run ended
+        if not rows:
+            print(f"{condition:10s} no window while the run trained (give it more --epochs)")
+            continue
         speed = statistics.median(x[0] for x in rows)
         paired = statistics.median(x[4] / x[0] for x in rows)
         server = statistics.median(x[1] for x in rows)
@@ -177,7 +182,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--window", type=float, default=20.0, help="seconds measured per condition and round")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--epochs", type=int, default=1000, help="more than the rounds need; the run is stopped after")
+    parser.add_argument("--epochs", type=int, default=3000, help="more than the rounds need; the run is stopped after")
     args = parser.parse_args()
     if not (FASHION_DIR / "train-images-idx3-ubyte.gz").exists():
         sys.exit(f"Fashion-MNIST is missing in {FASHION_DIR}: apt-get install -y dataset-fashion-mnist")
