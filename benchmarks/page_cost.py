@@ -1,6 +1,6 @@
 """What watching costs training: one Fashion-MNIST CLI run, its speed with and without pages open.
 
-  .venv/bin/python -m benchmarks.page_cost [--window 20] [--rounds 3] [--epochs 40]
+  .venv/bin/python -m benchmarks.page_cost [--window 20] [--rounds 3] [--epochs 3000]
 
 One run trains from the CLI (as a user would) while the conditions take turns, round after round,
 each between two windows with no page open (so a drift of the machine's speed falls on both sides):

@@ -16,12 +16,10 @@ this was written against (wandb 0.31: `Run._interface` an `InterfaceSock` with `
 from __future__ import annotations
 
 import contextlib
-import logging
 import threading
 from collections.abc import Iterator
 from typing import Any
 
-log = logging.getLogger(__name__)
 _NEEDED = ("_publish", "_assign", "_client", "_asyncer")
 _lock = threading.Lock()  # one batch at a time per process: a second block waits for the first
 
