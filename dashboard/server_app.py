@@ -27,7 +27,7 @@ from starlette.requests import Request  # noqa: E402
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse  # noqa: E402
 from starlette.routing import Route  # noqa: E402
 
-from dashboard.server import changes_route, csv_route, host_check, rows_route  # noqa: E402
+from dashboard.server import changes_route, csv_route, host_check, poll_route, rows_route  # noqa: E402
 from runstore import run_store, safe_files  # noqa: E402
 from runstore.metrics import metric_csv  # noqa: E402
 
@@ -80,14 +80,28 @@ def run_rows(request: Request) -> Response:
     return JSONResponse(answer, headers={"Cache-Control": "no-store"})
 
 
-def run_numbers(request: Request) -> Response:
-    """A run's progress line and tile texts (dashboard/panels/live_numbers.py), polled by a Live page."""
+def _numbers_of(run_id: str) -> dict | None:
     from dashboard.panels import live_numbers  # declares a component: imported once the server runs
 
-    folder = csv_route.run_folder(request.path_params["run_id"])
-    if folder is None:
+    folder = csv_route.run_folder(run_id)
+    return None if folder is None else live_numbers.numbers(folder)
+
+
+def run_numbers(request: Request) -> Response:
+    """A run's progress line and tile texts (dashboard/panels/live_numbers.py), polled by a Live page."""
+    got = _numbers_of(request.path_params["run_id"])
+    if got is None:
         return _no_run(request.path_params["run_id"])
-    return JSONResponse(live_numbers.numbers(folder), headers={"Cache-Control": "no-store"})
+    return JSONResponse(got, headers={"Cache-Control": "no-store"})
+
+
+def poll(request: Request) -> Response:
+    """What a page polls, in one request: signatures and numbers (dashboard/server/poll_route.py)."""
+    try:
+        answer = poll_route.answer(request.query_params.get("q", ""), _numbers_of)
+    except poll_route.BadPoll as exc:
+        return PlainTextResponse(str(exc), status_code=400)
+    return JSONResponse(answer, headers={"Cache-Control": "no-store"})
 
 
 csv_route.ROUTE_ON = changes_route.ROUTE_ON = True  # the rows and numbers routes come with them
@@ -98,6 +112,7 @@ app = st.App(
         Route(changes_route.route(), run_changes),
         Route(rows_route.route(), run_rows),
         Route(rows_route.numbers_route(), run_numbers),
+        Route(poll_route.route(), poll),
     ],
     middleware=[Middleware(host_check.HostCheck)],  # DNS rebinding: only our own Host and Origin, on every route
 )

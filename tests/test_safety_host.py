@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import base64
 import http.client
+import json
 import os
 import socket
+import urllib.parse
 from pathlib import Path
 
 import pytest
@@ -50,7 +52,9 @@ def test_a_foreign_host_is_refused_on_every_route(served_port) -> None:  # noqa:
     run = good_run(root, "host-check")
     changes = f"/api/runs/changes?id={run.name}"
     rows, numbers = f"/api/runs/{run.name}/rows?tag=train%2Floss&after=0", f"/api/runs/{run.name}/numbers"
+    poll = "/api/runs/poll?q=" + urllib.parse.quote(json.dumps({"s": {"p": [run.name]}, "n": {"n": [run.name, ""]}}))
     for path in (
+        poll,
         "/",
         "/_stcore/health",
         f"/api/runs/{run.name}/metrics.csv",
@@ -61,12 +65,14 @@ def test_a_foreign_host_is_refused_on_every_route(served_port) -> None:  # noqa:
     ):
         status, body = http_status(port, path, f"{EVIL}:{port}")
         assert status == 403 and b"serves only its own host names" in body, path
-    for path in (rows, numbers):
+    for path in (rows, numbers, poll):
         assert http_status(port, path, f"127.0.0.1:{port}")[0] == 200, path
     for path in (
         "/api/runs/..%2F..%2Fetc/numbers",
         "/api/runs/.hidden/rows?after=0",
         f"/api/runs/{run.name}/rows?after=-1",
+        "/api/runs/poll?q=%7Bnot%20json",
+        "/api/runs/poll?q=" + urllib.parse.quote(json.dumps({"s": {"p": "../.."}})),
     ):
         status, body = http_status(port, path, f"127.0.0.1:{port}")
         assert status in (400, 404) and b"Traceback" not in body, path

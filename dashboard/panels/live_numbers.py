@@ -2,12 +2,15 @@
 
 While one run trains, its curves append their own records (chart_feed) and the panel reruns
 only for a new state or phase, or every few seconds (dashboard/views/live.py). In between, this
-component asks the server, when the run's records grew (the refresh trigger's "jaxdash-streams"
-event) and at most once a second, for the progress line and the tiles' texts (GET
+component asks the server for the progress line and the tiles' texts (GET
 <base>/api/runs/<run id>/numbers: the same texts the panel draws, from the same functions) and
 writes them into the panel's own progress bar and metric tiles. It changes the text of their
 existing text nodes only, so the panel's next rerun updates them as usual. A tile the panel does
 not show yet (test/acc after the first evaluation) reruns the panel.
+
+It asks in the page's poll (dashboard/server/poll_route.py, the hub in refresh_trigger.POLL_HUB_JS),
+at most once a second, with the run's streams hash it last drew from: the answer carries the texts
+only when the run wrote something since, so a run that writes nothing costs no request and no draw.
 """
 
 from __future__ import annotations
@@ -20,12 +23,14 @@ import streamlit as st
 
 from components import figures
 from dashboard import state
-from dashboard.panels import panel_kinds, panels
-from dashboard.server import rows_route
+from dashboard.panels import panel_kinds, panels, refresh_trigger
+from dashboard.server import poll_route
 
 EVERY_MS = 1000
 
-NUMBERS_JS = """
+NUMBERS_JS = (
+    refresh_trigger.POLL_HUB_JS
+    + """
 function setText(el, text) {  // the text node React made: replacing it would leave React a detached one
   const node = el && el.childNodes.length === 1 ? el.firstChild : null;
   if (node && node.nodeType === Node.TEXT_NODE && node.nodeValue !== text) node.nodeValue = text;
@@ -48,47 +53,24 @@ function show(panel, got, tiles) {  // false when a tile is new (the panel's rer
   }
   return !tiles || Object.keys(got.tiles).every((t) => shown.has(t));
 }
-async function pull(f) {
-  if (document.hidden || !f.panel) return;
-  if (f.busy) { f.again = true; return; }
-  const wait = f.next - performance.now();
-  if (wait > 0) {
-    if (!f.later) f.later = setTimeout(() => { f.later = null; pull(f); }, wait);
-    return;
-  }
-  f.busy = true; f.again = false; f.next = performance.now() + f.every;
-  try {
-    const r = await fetch(f.url, {cache: "no-store"});
-    const got = r.ok ? await r.json() : null;
-    if (got && !show(f.panel, got, f.tiles) && !f.asked) { f.asked = true; f.trigger("changed", Date.now()); }
-  } catch (e) { /* the server is away: the next change tries again */ }
-  finally {
-    f.busy = false;
-    if (f.again) pull(f);
+function handle(f, got) {  // the poll's answer: {streams} alone when the run wrote nothing since f.streams
+  f.streams = got.streams;
+  if (got.text !== undefined && f.panel && !show(f.panel, got, f.tiles) && !f.asked) {
+    f.asked = true; f.trigger("changed", Date.now());
   }
 }
 export default function (component) {
   const { data, parentElement, setTriggerValue } = component;
-  const feeds = (window.__jaxdashNumbers = window.__jaxdashNumbers || {});
-  const f = feeds[data.key] || (feeds[data.key] = {next: 0});
-  f.url = data.url; f.every = data.every_ms; f.panel = parentElement.closest("." + data.panel_class);
+  const hub = pollHub(data.hub_url);
+  const f = hub.numbers[data.key] || (hub.numbers[data.key] = {next: 0});
+  f.run = data.run_id; f.every = data.every_ms; f.panel = parentElement.closest("." + data.panel_class);
   f.tiles = data.tiles; f.trigger = setTriggerValue; f.asked = false;  // a rerun drew the panel: a new tile may ask again
-  if (!data.on) {  // the run ended: the element stays (the charts below keep their place), its feed stops
-    if (f.listen) window.removeEventListener("jaxdash-streams", f.listen);
-    f.listen = null;
-    return;
-  }
-  if (!f.listen) {
-    f.listen = () => pull(f);
-    window.addEventListener("jaxdash-streams", f.listen);  // the refresh trigger saw the run's records grow
-  }
-  return () => {
-    window.removeEventListener("jaxdash-streams", f.listen);
-    clearTimeout(f.later);
-    delete feeds[data.key];
-  };
+  f.on = data.on;  // off once the run ended: the element stays (the charts below keep their place)
+  f.handle = (got) => handle(f, got);
+  return () => { delete hub.numbers[data.key]; };
 }
 """
+)
 
 _numbers = st.components.v2.component("jaxdash_live_numbers", js=NUMBERS_JS, isolate_styles=False)
 
@@ -114,7 +96,8 @@ def follow(run_id: str, panel_key: str = panels.LIVE_PANEL_KEY, tiles: bool = Tr
     """
     data = {
         "key": f"{panel_key}_numbers",
-        "url": rows_route.numbers_path(run_id),
+        "hub_url": poll_route.route(),
+        "run_id": run_id,
         "every_ms": EVERY_MS,
         "panel_class": f"st-key-{panel_key}",
         "tiles": tiles,

@@ -3,7 +3,8 @@
 A timed fragment reruns every LIVE_REFRESH_S whether or not the run wrote anything: each rerun is
 server and browser work (the page_cost benchmark measures it) that a run loading data, compiling or
 taking slow steps gets nothing from. This component, placed in the panel, polls the server's change
-signature of its runs (dashboard/server/changes_route.py: a few stat calls) every POLL_MS and
+signature of its runs (dashboard/server/changes_route.py: a few stat calls) every POLL_MS, in the
+page's one poll request (POLL_HUB_JS, dashboard/server/poll_route.py), and
 reruns the panel only when it differs from the one the panel was drawn from; never sooner than
 GAP_MS after its last rerun (a run that writes all the time gets the timer's rate), and not at all
 while the tab is hidden. A record written shows within POLL_MS plus one rerun. When the records,
@@ -26,57 +27,103 @@ from typing import Any
 
 import streamlit as st
 
-from dashboard.server import changes_route
+from dashboard.server import changes_route, poll_route
 
 POLL_MS = 250
 STEADY_POLLS = 8  # polls in a row (2 s) with stream news and no event: the run writes all the time
 STEADY_POLL_MS = 1000
 GAP_MS = 500  # = state.LIVE_REFRESH_S: at most two reruns a second, as the timer gave
 
-TRIGGER_JS = """
-const LOST_MS = 3000;  // a rerun asked for and not drawn by then is asked for again
-export default function (component) {
-  const { data, setTriggerValue } = component;
-  const polls = (window.__jaxdashPolls = window.__jaxdashPolls || {});
-  const p = polls[data.key] || (polls[data.key] = {asked: 0});
-  p.url = data.url; p.gap = data.gap_ms; p.streamGap = data.stream_gap_ms; p.trigger = setTriggerValue;
-  p.drawn = data.seen; p.waiting = false;  // the panel drew from this signature: any other one is news
-  if (!data.on) { clearTimeout(p.timer); p.timer = null; return; }  // nothing to follow; the element stays
-  if (!p.timer) {
-    const tick = async () => {
-      p.timer = setTimeout(tick, p.streak >= data.steady_polls ? Math.max(data.poll_ms, data.steady_poll_ms) : data.poll_ms);
-      const since = performance.now() - p.asked;
-      // After asking, wait for the rerun's own draw (it brings the signature it read); ask again
-      // only if none came (a rerun Streamlit dropped, e.g. asked during a full page run).
-      if (document.hidden || p.busy || since < p.gap || (p.waiting && since < LOST_MS)) return;
-      p.busy = true;
-      try {
-        const r = await fetch(p.url, {cache: "no-store"});
-        const seen = r.ok ? await r.text() : null;
-        const [events, streams] = (seen || ".").split("."), [lastEvents, lastStreams] = (p.latest || ".").split(".");
-        const news = !!seen && streams !== lastStreams;
-        // A steady writer (stream news, and no new state or phase, at every poll) is polled every steady_poll_ms.
-        p.streak = news && events === lastEvents ? (p.streak || 0) + 1 : 0;
-        if (news) {  // fed charts and numbers fetch what is new
-          const steady = p.streak >= data.steady_polls;
-          window.dispatchEvent(new CustomEvent("jaxdash-streams", {detail: {steady}}));
-        }
-        p.latest = seen || p.latest;
-        // "EVENTS.STREAMS": a new state, phase or file reruns at once; only grown records and progress
-        // wait for the stream gap (the page's charts may append the records themselves).
-        const event = seen && seen.split(".")[0] !== p.drawn.split(".")[0];
-        if (seen && seen !== p.drawn && (event || since >= p.streamGap)) {
-          p.asked = performance.now(); p.waiting = true;
-          p.trigger("changed", seen + ":" + (p.n = (p.n || 0) + 1));  // never the same value twice
-        }
-      } catch (e) { /* the server is away: the next poll tries again */ }
-      finally { p.busy = false; }
-    };
-    p.timer = setTimeout(tick, data.poll_ms);
+# One request per poll for every poller of the page (dashboard/server/poll_route.py): the run
+# watcher, the panel's trigger and the run's numbers (live_numbers) each asked on their own before
+# (a Live page: 180 of its 210 requests a minute). Each poller has its own interval; a poll asks for
+# every poller due now or within HUB_SLACK of its interval, so pollers of one rate share requests
+# (a slack over one half: two 1 s pollers half a second apart line up at the first poll).
+# Joined into each component's module; the hub itself lives on window, one per page.
+POLL_HUB_JS = """
+const HUB_SLACK = 0.6;
+function pollHub(url) {
+  const hub = (window.__jaxdashHub = window.__jaxdashHub || {pollers: {}, numbers: {}, timer: null, busy: false});
+  hub.url = url;
+  return hub;
+}
+function hubSchedule(hub) {
+  clearTimeout(hub.timer); hub.timer = null;
+  if (hub.busy) return;  // the poll under way schedules the next when it ends
+  const due = Object.values(hub.pollers).filter((p) => p.on).map((p) => p.due);
+  if (!due.length) return;
+  hub.timer = setTimeout(() => hubPoll(hub), Math.max(0, Math.min(...due) - performance.now()));
+}
+async function hubPoll(hub) {
+  hub.timer = null;
+  const now = performance.now(), q = {s: {}, n: {}}, asked = [];
+  for (const [key, p] of Object.entries(hub.pollers)) {
+    if (!p.on || p.due > now + HUB_SLACK * p.interval()) continue;
+    p.due = now + p.interval();
+    if (p.wants(now)) { q.s[key] = p.ids; asked.push(key); }
   }
-  return () => { clearTimeout(p.timer); delete polls[data.key]; };
+  if (asked.length) {  // numbers ride along with a signature poll, at most once per their interval
+    for (const [key, f] of Object.entries(hub.numbers)) {
+      if (f.on && f.panel && !document.hidden && f.next <= now + 0.4 * f.every) {
+        f.next = now + f.every; q.n[key] = [f.run, f.streams || ""];
+      }
+    }
+  }
+  if (!asked.length) { hubSchedule(hub); return; }
+  hub.busy = true;
+  try {
+    const r = await fetch(hub.url + "?q=" + encodeURIComponent(JSON.stringify(q)), {cache: "no-store"});
+    const got = r.ok ? await r.json() : null;
+    for (const key of asked) if (hub.pollers[key]) hub.pollers[key].handle(got && got.s[key]);
+    for (const key in q.n) if (hub.numbers[key] && got && got.n[key]) hub.numbers[key].handle(got.n[key]);
+  } catch (e) { /* the server is away: the next poll tries again */ }
+  finally { hub.busy = false; hubSchedule(hub); }
 }
 """
+
+TRIGGER_JS = (
+    POLL_HUB_JS
+    + """
+const LOST_MS = 3000;  // a rerun asked for and not drawn by then is asked for again
+function wants(p, now) {  // ask for this poller's signature now?
+  const since = now - p.asked;
+  // After asking, wait for the rerun's own draw (it brings the signature it read); ask again
+  // only if none came (a rerun Streamlit dropped, e.g. asked during a full page run).
+  return !document.hidden && since >= p.gap && !(p.waiting && since < LOST_MS);
+}
+function handle(p, seen) {  // the signature the server answered (null: no answer)
+  const [events, streams] = (seen || ".").split("."), [lastEvents, lastStreams] = (p.latest || ".").split(".");
+  const news = !!seen && streams !== lastStreams;
+  // A steady writer (stream news, and no new state or phase, at every poll) is polled every steady_poll_ms.
+  p.streak = news && events === lastEvents ? (p.streak || 0) + 1 : 0;
+  if (news) {  // fed charts fetch what is new
+    window.dispatchEvent(new CustomEvent("jaxdash-streams", {detail: {steady: p.streak >= p.steadyPolls}}));
+  }
+  p.latest = seen || p.latest;
+  // "EVENTS.STREAMS": a new state, phase or file reruns at once; only grown records and progress
+  // wait for the stream gap (the page's charts may append the records themselves).
+  const since = performance.now() - p.asked;
+  const event = seen && seen.split(".")[0] !== p.drawn.split(".")[0];
+  if (seen && seen !== p.drawn && (event || since >= p.streamGap)) {
+    p.asked = performance.now(); p.waiting = true;
+    p.trigger("changed", seen + ":" + (p.n = (p.n || 0) + 1));  // never the same value twice
+  }
+}
+export default function (component) {
+  const { data, setTriggerValue } = component;
+  const hub = pollHub(data.hub_url);
+  const p = hub.pollers[data.key] || (hub.pollers[data.key] = {asked: 0, due: 0});
+  p.ids = data.ids; p.gap = data.gap_ms; p.streamGap = data.stream_gap_ms; p.trigger = setTriggerValue;
+  p.steadyPolls = data.steady_polls; p.on = data.on;
+  p.interval = () => (p.streak >= data.steady_polls ? Math.max(data.poll_ms, data.steady_poll_ms) : data.poll_ms);
+  p.wants = (now) => wants(p, now); p.handle = (seen) => handle(p, seen);
+  p.drawn = data.seen; p.waiting = false;  // the panel drew from this signature: any other one is news
+  if (p.on && !p.due) p.due = performance.now() + data.poll_ms;
+  hubSchedule(hub);  // nothing to follow (on false): the element stays, its poller rests
+  return () => { delete hub.pollers[data.key]; hubSchedule(hub); };
+}
+"""
+)
 
 _trigger = st.components.v2.component("jaxdash_refresh_trigger", js=TRIGGER_JS, isolate_styles=False)
 
@@ -101,7 +148,8 @@ def rerun_on_change(
     """
     data = {
         "key": key,
-        "url": changes_route.path(run_ids),
+        "hub_url": poll_route.route(),
+        "ids": run_ids[: changes_route.MAX_IDS],
         "seen": changes_route.signature(run_ids, listing),
         "poll_ms": poll_ms,
         "steady_polls": STEADY_POLLS,

@@ -93,6 +93,11 @@ def _hash(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
 
 
+def streams(run_id: str) -> str:
+    """The STREAMS hash of one run alone: it changes when the run wrote records, progress, output or media."""
+    return _hash(_stream_stamp(csv_route.run_folder(run_id)))
+
+
 def signature(run_ids: list[str], listing: Any = None) -> str:
     """Two hashes as "EVENTS.STREAMS", each equal while nothing of its kind changed.
 
