@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.dashboard_latency import WATCH_JS, fake_running_run
+from dashboard.panels.panel_kinds import FED_REBUILD_ROWS
 from dashboard.server import changes_route, rows_route
 from dashboard.server.serve import CHROMIUM, CHROMIUM_ARGS, Server
 from runstore import run_store
@@ -134,4 +135,44 @@ def test_a_steady_writer_is_polled_once_a_second_and_an_occasional_record_still_
         page.get_by_text("finished").first.wait_for(timeout=10_000)
         page.wait_for_timeout(1000)
         assert page.evaluate(CHART_TOP_JS) == top, "the chart moved when its run ended"
+        browser.close()
+
+
+COUNT_REACTS_JS = """() => {
+  const react = Plotly.react;
+  window.__reacts = 0;
+  Plotly.react = function (...args) { window.__reacts++; return react.apply(this, args); };
+}"""
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")
+def test_a_rerun_keeps_a_fed_chart_figure_until_many_rows_came(server: tuple[Server, Path]) -> None:  # noqa: F811
+    """The chart appended the rows itself: a rerun (here for a new status message) sends its figure again
+    unchanged, and the browser does not draw it anew, until panel_kinds.FED_REBUILD_ROWS rows came."""
+    srv, runs = server
+    run = fake_running_run(runs)
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 950})
+        page.add_init_script(COUNT_MESSAGES_JS)
+        page.goto(f"{srv.url}/live?run={run.name}")
+        page.evaluate(WATCH_JS)
+        page.wait_for_function("0 in window.__seen", timeout=60_000, polling=50)
+        time.sleep(1.5)
+        for step in range(1, 6):
+            _write(run, step)
+            time.sleep(0.2)
+        page.wait_for_function("5 in window.__seen", timeout=10_000, polling=30)
+        page.evaluate(COUNT_REACTS_JS)
+        before = page.evaluate("window.__wsIn")
+        run_store.write_status(run, message="a new message: the panel reruns at once")
+        page.wait_for_function(f"window.__wsIn > {before}", timeout=10_000, polling=50)
+        time.sleep(2.0)
+        assert page.evaluate("window.__reacts") == 0, "a rerun drew the fed chart anew for 5 rows it had appended"
+        rows = [{"step": s, "ts": time.time(), "train/loss": 1 / (s + 1)} for s in range(6, 7 + FED_REBUILD_ROWS)]
+        run_store.append_metrics(run, rows)
+        page.wait_for_function(f"{6 + FED_REBUILD_ROWS} in window.__seen", timeout=15_000, polling=50)
+        run_store.write_status(run, message="another message")
+        page.wait_for_function("window.__reacts > 0", timeout=10_000, polling=50)  # downsampled anew
         browser.close()

@@ -27,6 +27,11 @@ MAX_TILES = 6
 # Points per curve on a live chart (min/max buckets: spikes kept): ~1 per pixel of a half-page chart.
 # Each refresh sends and redraws them all (the page_cost benchmark measures what that costs training).
 LIVE_POINTS = 800
+# A fed chart (its browser appends the rows written since its figure) is built anew, downsampled, only
+# once this many rows came since its figure was built or a curve appeared: a rerun meanwhile sends the
+# same figure, which the browser does not draw again (two charts' Plotly.react every 10 s was a third of
+# a Live page's redraws; an appended row costs a redraw no more than a rebuilt one).
+FED_REBUILD_ROWS = LIVE_POINTS
 COMPILE_TILE, COMPILE_HELP = "compile time", "First (compiling) chunk beyond a steady one."
 
 
@@ -122,7 +127,6 @@ def curves_panel(
     tag_list = (tags.TRAIN_ACC, tags.TEST_ACC) if accuracy else (tags.TRAIN_LOSS, tags.TEST_LOSS)
     offset = records.offset  # before building: a record read meanwhile may come twice, never not at all
     fed = feed_run is not None and x == "step"  # feed_run: a run the page polls (served with the routes)
-    feed = rows_feed(feed_run, offset, tag_list, [0.0, 1.0] if accuracy else None) if fed else None
 
     def build() -> Any:
         curves = _curves(records, tag_list, x)
@@ -131,7 +135,21 @@ def curves_panel(
             return figures.accuracy_figure(curves, max_points=LIVE_POINTS, **style)
         return figures.curves_figure(curves, "Loss", "loss", max_points=LIVE_POINTS, **style)
 
-    live_chart(key, (offset, x, empty_text, fed), build, feed)
+    shown = tuple(t for t in tag_list if t in records.tags())
+    built_at = _fed_built_at(key, offset, len(records), shown) if fed else offset
+    feed = rows_feed(feed_run, built_at, tag_list, [0.0, 1.0] if accuracy else None) if fed else None
+    live_chart(key, (built_at, x, empty_text, fed, shown), build, feed)
+
+
+def _fed_built_at(key: str, offset: int, rows: int, shown: tuple[str, ...]) -> int:
+    """The offset a fed chart's figure stands for: that of its last build, until FED_REBUILD_ROWS rows came
+    since, a curve appeared, or the file was replaced (a smaller offset); then `offset` (built anew)."""
+    built = st.session_state.setdefault("_fed_built", {})
+    last = built.get(key)
+    if last is not None and last[2] == shown and last[0] <= offset and rows - last[1] < FED_REBUILD_ROWS:
+        return last[0]
+    built[key] = (offset, rows, shown)
+    return offset
 
 
 def draw(
