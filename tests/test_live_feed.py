@@ -176,3 +176,37 @@ def test_a_rerun_keeps_a_fed_chart_figure_until_many_rows_came(server: tuple[Ser
         run_store.write_status(run, message="another message")
         page.wait_for_function("window.__reacts > 0", timeout=10_000, polling=50)  # downsampled anew
         browser.close()
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")
+def test_run_detail_redraws_a_training_run_grids_only_every_30_s_or_when_it_ends(
+    server: tuple[Server, Path],  # noqa: F811
+) -> None:
+    """Run detail's rerun for a new status message sends its fed charts and its metric grids unchanged (no
+    Plotly.react: run_sections.GRID_REFRESH_S); the run's end draws the grids anew at once."""
+    srv, runs = server
+    run = fake_running_run(runs)
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 2400})  # the grids in view: drawn
+        page.add_init_script(COUNT_MESSAGES_JS)
+        page.goto(f"{srv.url}/detail?run={run.name}")
+        page.get_by_text("All metrics").first.wait_for(timeout=60_000)
+        page.evaluate(WATCH_JS)
+        for step in range(1, 6):
+            _write(run, step)
+            time.sleep(0.2)
+        page.wait_for_function("5 in window.__seen", timeout=15_000, polling=30)
+        grids = "document.querySelectorAll('.jaxdash-chart.js-plotly-plot').length"
+        page.wait_for_function(f"{grids} >= 2", timeout=15_000, polling=50)  # a fed chart and a grid
+        time.sleep(1.5)
+        page.evaluate(COUNT_REACTS_JS)
+        before = page.evaluate("window.__wsIn")
+        run_store.write_status(run, message="a new message: the summary reruns at once")
+        page.wait_for_function(f"window.__wsIn > {before}", timeout=10_000, polling=50)
+        time.sleep(2.0)
+        assert page.evaluate("window.__reacts") == 0, "a rerun drew a chart or grid of a training run anew"
+        run_store.write_status(run, state="finished", ended=time.time())
+        page.wait_for_function("window.__reacts > 0", timeout=15_000, polling=50)  # its final grids
+        browser.close()

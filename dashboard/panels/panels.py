@@ -93,7 +93,7 @@ def _field_infos(task: str) -> dict[str, Any]:
     return {}
 
 
-def _inplace() -> bool:
+def inplace_charts() -> bool:
     """Whether charts are in-place components ($JAXDASH_INPLACE_CHARTS=0: st.plotly_chart, to compare)."""
     return os.environ.get("JAXDASH_INPLACE_CHARTS", "1") != "0"
 
@@ -105,7 +105,7 @@ def chart(fig: Any, key: str, lazy: bool = False, spec: str | None = None, feed:
     charts starts ~0.75 s of browser CPU sooner than with st.plotly_chart's full-bundle chunk. feed: the
     browser appends the run's new rows between reruns (inplace_chart's `feed`; in-place charts only).
     """
-    if _inplace():
+    if inplace_charts():
         inplace_chart(fig, key, PLOT_CONFIG, lazy=lazy, spec=spec, feed=feed)
     else:
         st.plotly_chart(fig, key=key, config=PLOT_CONFIG, theme=None)
@@ -147,7 +147,7 @@ def live_chart(
     every CHART_EVERY_S; a chart without data is rebuilt at once, so the first point shows at once.
     feed: the chart's feed for a built figure (`chart`), kept with it.
     """
-    inplace = _inplace()
+    inplace = inplace_charts()
     cache = st.session_state.setdefault("_live_charts", {})
     old = cache.get(key)
     now = time.monotonic()

@@ -3,18 +3,26 @@ full-resolution zoom, and the run's own process output."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import streamlit as st
 
 from components import compare_figures
 from components.colors import run_color
 from dashboard.panels import compare_data
-from dashboard.panels.panels import chart
+from dashboard.panels.inplace_chart import figure_spec
+from dashboard.panels.panels import chart, inplace_charts
 from runstore import run_log, run_notes, run_store, tags
 from runstore.metrics.metric_table import MetricTable
 
 LOG_LINES = 200
+# While the run trains, its grids (below its own fed panels) are built anew at most this often, as
+# TensorBoard reloads every 30 s: at every 10 s rerun, two grids of 3-8 subplots each cost Run detail
+# Plotly.react work on the machine the run trains on. A zoom, a new metric or the run's end redraws at once.
+GRID_REFRESH_S = 30.0
 
 
 def notes_header(run: run_store.RunInfo) -> None:
@@ -45,8 +53,11 @@ def zoom(records: MetricTable, key: str) -> tuple[float, float] | None:
     )
 
 
-def metric_grids(run: run_store.RunInfo, records: MetricTable, key: str) -> None:
-    """Every metric of the run as small multiples, system metrics (sys/*) in a grid of their own."""
+def metric_grids(run: run_store.RunInfo, records: MetricTable, key: str, active: bool = False) -> None:
+    """Every metric of the run as small multiples, system metrics (sys/*) in a grid of their own.
+
+    active: the run trains; its grids are then built anew every GRID_REFRESH_S (or on a zoom or new metric).
+    """
     all_tags = compare_data.sort_tags(records.tags())
     if not all_tags:
         return
@@ -57,17 +68,35 @@ def metric_grids(run: run_store.RunInfo, records: MetricTable, key: str) -> None
     label = run.name
     colors = {label: run_color(run.run_id)}
     system = [t for t in all_tags if t.startswith(f"{tags.SYS}/")]
+    full = records.step_range()
+    zoomed = tuple(window) if (int(full[0]), int(full[1])) != tuple(int(w) for w in window) else None
     for title, group in (("metrics", [t for t in all_tags if t not in system]), ("system", system)):
         if not group:
             continue
-        curves = {t: {label: records.window(run.path, t, "step", *window)} for t in group}
-        fig = compare_figures.metric_grid(group, curves, colors, uirevision=f"{key}_{title}")
-        fig.update_layout(showlegend=False)
+
+        def build(group: list[str] = group, title: str = title) -> Any:
+            curves = {t: {label: records.window(run.path, t, "step", *window)} for t in group}
+            fig = compare_figures.metric_grid(group, curves, colors, uirevision=f"{key}_{title}")
+            return fig.update_layout(showlegend=False)
+
         if title == "system":
             st.caption("System: the training process's CPU (100 = one core), resident memory and accelerator memory.")
-        chart(fig, f"{key}_{title}", lazy=True)  # below the run's own panels: drawn when scrolled near
+        grid_key = f"{key}_{title}"
+        fig, spec = _kept(grid_key, (tuple(group), zoomed), build, GRID_REFRESH_S if active else 0.0)
+        chart(fig, grid_key, lazy=True, spec=spec)  # below the run's own panels: drawn when scrolled near
     if not system:
         st.caption("No system metrics (sys/*) in this run: runs from before they were logged have none.")
+
+
+def _kept(key: str, version: tuple, build: Callable[[], Any], max_age_s: float) -> tuple[Any, str | None]:
+    """(figure, its JSON): the one built last under `key` while `version` is the same and it is younger
+    than `max_age_s`; else `build()`."""
+    kept = st.session_state.setdefault("_detail_grids", {})
+    old = kept.get(key)
+    if old is None or old[0] != version or time.monotonic() - old[3] >= max_age_s:
+        fig = build()
+        kept[key] = old = (version, fig, figure_spec(fig) if inplace_charts() else None, time.monotonic())
+    return old[1], old[2]
 
 
 def process_output(run_dir: Path, active: bool) -> None:

@@ -159,7 +159,7 @@ def summary(run: run_store.RunInfo, was_active: bool, polled_ids: list[str] | No
     fed = bool(polled_ids) and state.is_active(status)
     live_numbers.follow(run.run_id, DETAIL_PANEL_KEY, tiles=False, on=fed)
     results(run, records, fed)
-    run_sections.metric_grids(run, records, f"detail_all_{run.run_id}")
+    run_sections.metric_grids(run, records, f"detail_all_{run.run_id}", state.is_active(status))
     run_sections.process_output(run.path, state.is_active(status))
     if was_active and not state.is_active(status):
         st.rerun()  # full rerun: final results, and no more refresh timer
