@@ -178,26 +178,35 @@ def report(results: dict[str, list]) -> None:
         )
 
 
+def open_browser(p: Any) -> tuple[Any, Any]:
+    """Headless Chromium with a user's background-tab throttling, and a 1400 x 950 context: (browser, context)."""
+    browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, ignore_default_args=THROTTLING_OFF)
+    return browser, browser.new_context(viewport={"width": 1400, "height": 950})
+
+
+def start_training(prefix: str, epochs: int) -> tuple[Any, Any, Path]:
+    """A dashboard server on a fresh runs root and a Fashion-MNIST CLI run in it: (server, process, run dir)."""
+    if not (FASHION_DIR / "train-images-idx3-ubyte.gz").exists():
+        sys.exit(f"Fashion-MNIST is missing in {FASHION_DIR}: apt-get install -y dataset-fashion-mnist")
+    tmp = Path(tempfile.mkdtemp(prefix=prefix))
+    runs = tmp / "runs"
+    runs.mkdir()
+    srv = start_server(runs, tmp / "streamlit.log", env={"WANDB_MODE": "disabled"})
+    argv = ["mnist", "--dataset", "fashion_mnist", "--data-dir", str(FASHION_DIR), "--epochs", str(epochs)]
+    proc, run_dir = browser_probes.cli_run(runs, argv, env={"WANDB_MODE": "disabled"})
+    return srv, proc, run_dir
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--window", type=float, default=20.0, help="seconds measured per condition and round")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--epochs", type=int, default=3000, help="more than the rounds need; the run is stopped after")
     args = parser.parse_args()
-    if not (FASHION_DIR / "train-images-idx3-ubyte.gz").exists():
-        sys.exit(f"Fashion-MNIST is missing in {FASHION_DIR}: apt-get install -y dataset-fashion-mnist")
-    tmp = Path(tempfile.mkdtemp(prefix="page-cost-"))
-    runs = tmp / "runs"
-    runs.mkdir()
-    srv = start_server(runs, tmp / "streamlit.log", env={"WANDB_MODE": "disabled"})
-    argv = ["mnist", "--dataset", "fashion_mnist", "--data-dir", str(FASHION_DIR), "--epochs", str(args.epochs)]
-    proc, run_dir = browser_probes.cli_run(runs, argv, env={"WANDB_MODE": "disabled"})
+    srv, proc, run_dir = start_training("page-cost-", args.epochs)
     try:
         with sync_playwright() as p:
-            browser = p.chromium.launch(
-                executable_path=CHROMIUM, args=CHROMIUM_ARGS, ignore_default_args=THROTTLING_OFF
-            )
-            context = browser.new_context(viewport={"width": 1400, "height": 950})
+            browser, context = open_browser(p)
             wait_for_training(run_dir / "metrics.jsonl", proc)
             results = measure(
                 run_dir,

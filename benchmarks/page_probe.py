@@ -15,18 +15,13 @@ from __future__ import annotations
 
 import argparse
 import collections
-import sys
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 import psutil
 from playwright.sync_api import sync_playwright
 
-from benchmarks import browser_probes
-from benchmarks.page_cost import FASHION_DIR, THROTTLING_OFF, chromium_processes, cpu_seconds, wait_for_training
-from dashboard.server.serve import CHROMIUM, CHROMIUM_ARGS, start_server
+from benchmarks.page_cost import chromium_processes, cpu_seconds, open_browser, start_training, wait_for_training
 
 SETTLE_S = 6.0
 RENDERER = ("TaskDuration", "ScriptDuration", "LayoutDuration", "RecalcStyleDuration", "LayoutCount")
@@ -71,14 +66,7 @@ def main() -> None:
     pages = args.pages or ["live", "detail", "runs"]
     if unknown := set(pages) - {"live", "detail", "runs"}:
         parser.error(f"pages: live, detail or runs, not {', '.join(sorted(unknown))}")
-    if not (FASHION_DIR / "train-images-idx3-ubyte.gz").exists():
-        sys.exit(f"Fashion-MNIST is missing in {FASHION_DIR}: apt-get install -y dataset-fashion-mnist")
-    tmp = Path(tempfile.mkdtemp(prefix="page-probe-"))
-    runs = tmp / "runs"
-    runs.mkdir()
-    srv = start_server(runs, tmp / "streamlit.log", env={"WANDB_MODE": "disabled"})
-    argv = ["mnist", "--dataset", "fashion_mnist", "--data-dir", str(FASHION_DIR), "--epochs", "3000"]
-    proc, run_dir = browser_probes.cli_run(runs, argv, env={"WANDB_MODE": "disabled"})
+    srv, proc, run_dir = start_training("page-probe-", 3000)
     urls = {
         "live": f"{srv.url}/live?run={run_dir.name}",
         "detail": f"{srv.url}/detail?run={run_dir.name}",
@@ -86,10 +74,7 @@ def main() -> None:
     }
     try:
         with sync_playwright() as p:
-            browser = p.chromium.launch(
-                executable_path=CHROMIUM, args=CHROMIUM_ARGS, ignore_default_args=THROTTLING_OFF
-            )
-            context = browser.new_context(viewport={"width": 1400, "height": 950})
+            browser, context = open_browser(p)
             wait_for_training(run_dir / "metrics.jsonl", proc)
             if args.static:
                 proc.kill()

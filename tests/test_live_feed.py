@@ -58,6 +58,17 @@ def _write(run: Path, step: int) -> None:
     run_store.write_status(run, step=step)
 
 
+def _open_live(p: object, srv: Server, run: Path, height: int = 950) -> tuple[object, object]:
+    """Chromium on the run's Live page, its websocket messages counted, its loss chart's step 0 drawn."""
+    browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    page = browser.new_page(viewport={"width": 1400, "height": height})
+    page.add_init_script(COUNT_MESSAGES_JS)
+    page.goto(f"{srv.url}/live?run={run.name}")
+    page.evaluate(WATCH_JS)
+    page.wait_for_function("0 in window.__seen", timeout=60_000, polling=50)
+    return browser, page
+
+
 @pytest.mark.browser
 @pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")
 def test_records_reach_the_chart_progress_and_tiles_without_a_rerun(server: tuple[Server, Path]) -> None:  # noqa: F811
@@ -66,12 +77,7 @@ def test_records_reach_the_chart_progress_and_tiles_without_a_rerun(server: tupl
     url = f"{srv.url}/api/runs/{run.name}/rows?tag=train%2Floss&after=0"
     assert json.loads(urllib.request.urlopen(url, timeout=30).read())["x"] == {"train/loss": [0]}
     with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 950})
-        page.add_init_script(COUNT_MESSAGES_JS)
-        page.goto(f"{srv.url}/live?run={run.name}")
-        page.evaluate(WATCH_JS)
-        page.wait_for_function("0 in window.__seen", timeout=60_000, polling=50)
+        browser, page = _open_live(p, srv, run)
         time.sleep(1.5)
         _write(run, 1)  # the first news after a quiet while reruns the panel once (its numbers, a new figure)
         page.wait_for_function("1 in window.__seen", timeout=20_000, polling=30)
@@ -145,6 +151,16 @@ COUNT_REACTS_JS = """() => {
 }"""
 
 
+def _reacts_after_a_rerun(page: object, run: Path, message: str) -> int:
+    """Plotly.react calls in the 2 s after a new status message (an event: the panel reruns at once)."""
+    page.evaluate(COUNT_REACTS_JS)
+    before = page.evaluate("window.__wsIn")
+    run_store.write_status(run, message=message)
+    page.wait_for_function(f"window.__wsIn > {before}", timeout=10_000, polling=50)
+    time.sleep(2.0)
+    return page.evaluate("window.__reacts")
+
+
 @pytest.mark.browser
 @pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")
 def test_a_rerun_keeps_a_fed_chart_figure_until_many_rows_came(server: tuple[Server, Path]) -> None:  # noqa: F811
@@ -153,23 +169,14 @@ def test_a_rerun_keeps_a_fed_chart_figure_until_many_rows_came(server: tuple[Ser
     srv, runs = server
     run = fake_running_run(runs)
     with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 950})
-        page.add_init_script(COUNT_MESSAGES_JS)
-        page.goto(f"{srv.url}/live?run={run.name}")
-        page.evaluate(WATCH_JS)
-        page.wait_for_function("0 in window.__seen", timeout=60_000, polling=50)
+        browser, page = _open_live(p, srv, run)
         time.sleep(1.5)
         for step in range(1, 6):
             _write(run, step)
             time.sleep(0.2)
         page.wait_for_function("5 in window.__seen", timeout=10_000, polling=30)
-        page.evaluate(COUNT_REACTS_JS)
-        before = page.evaluate("window.__wsIn")
-        run_store.write_status(run, message="a new message: the panel reruns at once")
-        page.wait_for_function(f"window.__wsIn > {before}", timeout=10_000, polling=50)
-        time.sleep(2.0)
-        assert page.evaluate("window.__reacts") == 0, "a rerun drew the fed chart anew for 5 rows it had appended"
+        reacts = _reacts_after_a_rerun(page, run, "a new message: the panel reruns at once")
+        assert reacts == 0, "a rerun drew the fed chart anew for 5 rows it had appended"
         rows = [{"step": s, "ts": time.time(), "train/loss": 1 / (s + 1)} for s in range(6, 7 + FED_REBUILD_ROWS)]
         run_store.append_metrics(run, rows)
         page.wait_for_function(f"{6 + FED_REBUILD_ROWS} in window.__seen", timeout=15_000, polling=50)
@@ -201,12 +208,8 @@ def test_run_detail_redraws_a_training_run_grids_only_every_30_s_or_when_it_ends
         grids = "document.querySelectorAll('.jaxdash-chart.js-plotly-plot').length"
         page.wait_for_function(f"{grids} >= 2", timeout=15_000, polling=50)  # a fed chart and a grid
         time.sleep(1.5)
-        page.evaluate(COUNT_REACTS_JS)
-        before = page.evaluate("window.__wsIn")
-        run_store.write_status(run, message="a new message: the summary reruns at once")
-        page.wait_for_function(f"window.__wsIn > {before}", timeout=10_000, polling=50)
-        time.sleep(2.0)
-        assert page.evaluate("window.__reacts") == 0, "a rerun drew a chart or grid of a training run anew"
+        reacts = _reacts_after_a_rerun(page, run, "a new message: the summary reruns at once")
+        assert reacts == 0, "a rerun drew a chart or grid of a training run anew"
         run_store.write_status(run, state="finished", ended=time.time())
         page.wait_for_function("window.__reacts > 0", timeout=15_000, polling=50)  # its final grids
         browser.close()
