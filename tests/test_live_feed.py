@@ -58,14 +58,14 @@ def _write(run: Path, step: int) -> None:
     run_store.write_status(run, step=step)
 
 
-def _open_live(p: object, srv: Server, run: Path, height: int = 950) -> tuple[object, object]:
-    """Chromium on the run's Live page, its websocket messages counted, its loss chart's step 0 drawn."""
+def _open_live(p: object, srv: Server, run: Path, last_step: int = 0) -> tuple[object, object]:
+    """Chromium on the run's Live page, its websocket messages counted, its loss chart's `last_step` drawn."""
     browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-    page = browser.new_page(viewport={"width": 1400, "height": height})
+    page = browser.new_page(viewport={"width": 1400, "height": 950})
     page.add_init_script(COUNT_MESSAGES_JS)
     page.goto(f"{srv.url}/live?run={run.name}")
     page.evaluate(WATCH_JS)
-    page.wait_for_function("0 in window.__seen", timeout=60_000, polling=50)
+    page.wait_for_function(f"{last_step} in window.__seen", timeout=60_000, polling=50)
     return browser, page
 
 
@@ -151,6 +151,14 @@ COUNT_REACTS_JS = """() => {
 }"""
 
 
+def _run_with_rows(runs: Path, rows: int) -> Path:
+    """A fake running run whose train/loss has `rows` records, steps 0 .. rows - 1."""
+    run = fake_running_run(runs)
+    run_store.append_metrics(run, [{"step": s, "ts": time.time(), "train/loss": 1 / (s + 1)} for s in range(1, rows)])
+    run_store.write_status(run, step=rows - 1)
+    return run
+
+
 def _reacts_after_a_rerun(page: object, run: Path, message: str) -> int:
     """Plotly.react calls in the 2 s after a new status message (an event: the panel reruns at once)."""
     page.evaluate(COUNT_REACTS_JS)
@@ -167,19 +175,19 @@ def test_a_rerun_keeps_a_fed_chart_figure_until_many_rows_came(server: tuple[Ser
     """The chart appended the rows itself: a rerun (here for a new status message) sends its figure again
     unchanged, and the browser does not draw it anew, until panel_kinds.FED_REBUILD_ROWS rows came."""
     srv, runs = server
-    run = fake_running_run(runs)
+    run = _run_with_rows(runs, 100)  # a figure of 100 rows: kept until 200 (rows doubled) or 900
     with playwright.sync_playwright() as p:
-        browser, page = _open_live(p, srv, run)
+        browser, page = _open_live(p, srv, run, last_step=99)
         time.sleep(1.5)
-        for step in range(1, 6):
+        for step in range(100, 105):
             _write(run, step)
             time.sleep(0.2)
-        page.wait_for_function("5 in window.__seen", timeout=10_000, polling=30)
+        page.wait_for_function("104 in window.__seen", timeout=10_000, polling=30)
         reacts = _reacts_after_a_rerun(page, run, "a new message: the panel reruns at once")
         assert reacts == 0, "a rerun drew the fed chart anew for 5 rows it had appended"
-        rows = [{"step": s, "ts": time.time(), "train/loss": 1 / (s + 1)} for s in range(6, 7 + FED_REBUILD_ROWS)]
+        rows = [{"step": s, "ts": time.time(), "train/loss": 1 / (s + 1)} for s in range(105, 106 + FED_REBUILD_ROWS)]
         run_store.append_metrics(run, rows)
-        page.wait_for_function(f"{6 + FED_REBUILD_ROWS} in window.__seen", timeout=15_000, polling=50)
+        page.wait_for_function(f"{105 + FED_REBUILD_ROWS} in window.__seen", timeout=15_000, polling=50)
         run_store.write_status(run, message="another message")
         page.wait_for_function("window.__reacts > 0", timeout=10_000, polling=50)  # downsampled anew
         browser.close()
@@ -193,7 +201,7 @@ def test_run_detail_redraws_a_training_run_grids_only_every_30_s_or_when_it_ends
     """Run detail's rerun for a new status message sends its fed charts and its metric grids unchanged (no
     Plotly.react: run_sections.GRID_REFRESH_S); the run's end draws the grids anew at once."""
     srv, runs = server
-    run = fake_running_run(runs)
+    run = _run_with_rows(runs, 100)
     with playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 2400})  # the grids in view: drawn
@@ -201,10 +209,10 @@ def test_run_detail_redraws_a_training_run_grids_only_every_30_s_or_when_it_ends
         page.goto(f"{srv.url}/detail?run={run.name}")
         page.get_by_text("All metrics").first.wait_for(timeout=60_000)
         page.evaluate(WATCH_JS)
-        for step in range(1, 6):
+        for step in range(100, 105):
             _write(run, step)
             time.sleep(0.2)
-        page.wait_for_function("5 in window.__seen", timeout=15_000, polling=30)
+        page.wait_for_function("104 in window.__seen", timeout=15_000, polling=30)
         grids = "document.querySelectorAll('.jaxdash-chart.js-plotly-plot').length"
         page.wait_for_function(f"{grids} >= 2", timeout=15_000, polling=50)  # a fed chart and a grid
         time.sleep(1.5)
@@ -212,4 +220,29 @@ def test_run_detail_redraws_a_training_run_grids_only_every_30_s_or_when_it_ends
         assert reacts == 0, "a rerun drew a chart or grid of a training run anew"
         run_store.write_status(run, state="finished", ended=time.time())
         page.wait_for_function("window.__reacts > 0", timeout=15_000, polling=50)  # its final grids
+        browser.close()
+
+
+TRAIN_LOSS_MODE_JS = """() => {
+  for (const g of document.querySelectorAll('.jaxdash-chart.js-plotly-plot'))
+    for (const t of g.data || []) if (t.name === 'train/loss') return t.mode;
+  return null;
+}"""
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")
+def test_a_fed_chart_is_built_anew_once_its_rows_doubled(server: tuple[Server, Path]) -> None:  # noqa: F811
+    """A curve of 10 points shows its points (markers); once the rows doubled, the next rerun builds the
+    figure anew, and a curve of 70 points is a plain line, not 70 markers appended one by one."""
+    srv, runs = server
+    run = _run_with_rows(runs, 10)
+    with playwright.sync_playwright() as p:
+        browser, page = _open_live(p, srv, run, last_step=9)
+        assert page.evaluate(TRAIN_LOSS_MODE_JS) == "lines+markers"
+        rows = [{"step": s, "ts": time.time(), "train/loss": 1 / (s + 1)} for s in range(10, 70)]
+        run_store.append_metrics(run, rows)
+        page.wait_for_function("69 in window.__seen", timeout=15_000, polling=50)
+        assert _reacts_after_a_rerun(page, run, "the rows doubled") > 0
+        page.wait_for_function(f"({TRAIN_LOSS_MODE_JS})() === 'lines'", timeout=10_000, polling=50)
         browser.close()

@@ -28,9 +28,10 @@ MAX_TILES = 6
 # Each refresh sends and redraws them all (the page_cost benchmark measures what that costs training).
 LIVE_POINTS = 800
 # A fed chart (its browser appends the rows written since its figure) is built anew, downsampled, only
-# once this many rows came since its figure was built or a curve appeared: a rerun meanwhile sends the
-# same figure, which the browser does not draw again (two charts' Plotly.react every 10 s was a third of
-# a Live page's redraws; an appended row costs a redraw no more than a rebuilt one).
+# once this many rows came since its figure was built, its rows doubled (a short curve's style, points
+# shown, changes with its length) or a curve appeared: a rerun meanwhile sends the same figure, which
+# the browser does not draw again (two charts' Plotly.react every 10 s was a third of a Live page's
+# redraws; an appended row costs a redraw no more than a rebuilt one).
 FED_REBUILD_ROWS = LIVE_POINTS
 COMPILE_TILE, COMPILE_HELP = "compile time", "First (compiling) chunk beyond a steady one."
 
@@ -143,10 +144,12 @@ def curves_panel(
 
 def _fed_built_at(key: str, offset: int, rows: int, shown: tuple[str, ...]) -> int:
     """The offset a fed chart's figure stands for: that of its last build, until FED_REBUILD_ROWS rows came
-    since, a curve appeared, or the file was replaced (a smaller offset); then `offset` (built anew)."""
+    since, its rows doubled, a curve appeared, or the file was replaced (a smaller offset); then `offset`
+    (built anew)."""
     built = st.session_state.setdefault("_fed_built", {})
     last = built.get(key)
-    if last is not None and last[2] == shown and last[0] <= offset and rows - last[1] < FED_REBUILD_ROWS:
+    grew = last is None or rows - last[1] >= FED_REBUILD_ROWS or rows >= 2 * last[1]
+    if not grew and last[2] == shown and last[0] <= offset:
         return last[0]
     built[key] = (offset, rows, shown)
     return offset
