@@ -61,13 +61,6 @@ def metrics_csv(request: Request) -> Response:
     )
 
 
-def run_changes(request: Request) -> Response:
-    """The runs' change signature (dashboard/server/changes_route.py), polled by the Live page."""
-    run_ids = request.query_params.getlist("id")[: changes_route.MAX_IDS]
-    headers = {"Cache-Control": "no-store"}
-    return PlainTextResponse(changes_route.signature(run_ids), headers=headers)
-
-
 def run_rows(request: Request) -> Response:
     """A run's records after a byte offset, for some tags (dashboard/server/rows_route.py), polled by live charts."""
     run_id = request.path_params["run_id"]
@@ -87,14 +80,6 @@ def _numbers_of(run_id: str) -> dict | None:
     return None if folder is None else live_numbers.numbers(folder)
 
 
-def run_numbers(request: Request) -> Response:
-    """A run's progress line and tile texts (dashboard/panels/live_numbers.py), polled by a Live page."""
-    got = _numbers_of(request.path_params["run_id"])
-    if got is None:
-        return _no_run(request.path_params["run_id"])
-    return JSONResponse(got, headers={"Cache-Control": "no-store"})
-
-
 def poll(request: Request) -> Response:
     """What a page polls, in one request: signatures and numbers (dashboard/server/poll_route.py)."""
     try:
@@ -104,14 +89,12 @@ def poll(request: Request) -> Response:
     return JSONResponse(answer, headers={"Cache-Control": "no-store"})
 
 
-csv_route.ROUTE_ON = changes_route.ROUTE_ON = True  # the rows and numbers routes come with them
+csv_route.ROUTE_ON = changes_route.ROUTE_ON = True  # the poll and rows routes come with them
 app = st.App(
     Path(__file__).parent / "app.py",
     routes=[
         Route(csv_route.route(), metrics_csv),
-        Route(changes_route.route(), run_changes),
         Route(rows_route.route(), run_rows),
-        Route(rows_route.numbers_route(), run_numbers),
         Route(poll_route.route(), poll),
     ],
     middleware=[Middleware(host_check.HostCheck)],  # DNS rebinding: only our own Host and Origin, on every route

@@ -63,7 +63,6 @@ def test_the_signature_changes_with_a_record_a_status_or_a_new_run_and_only_then
     # a path, a hidden or an overlong name is no run folder: nothing outside the runs root is looked at
     assert changes_route.signature(["../outside"]) == changes_route.signature([".hidden"])
     assert changes_route.signature(["x" * 300]) == changes_route.signature(["nope"])
-    assert changes_route.path(["a b", "c&d"]).endswith("/api/runs/changes?id=a+b&id=c%26d")
 
 
 @pytest.fixture

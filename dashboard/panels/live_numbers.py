@@ -2,8 +2,8 @@
 
 While one run trains, its curves append their own records (chart_feed) and the panel reruns
 only for a new state or phase, or every few seconds (dashboard/views/live.py). In between, this
-component asks the server for the progress line and the tiles' texts (GET
-<base>/api/runs/<run id>/numbers: the same texts the panel draws, from the same functions) and
+component asks the server for the progress line and the tiles' texts (in the page's poll: the
+same texts the panel draws, from the same functions) and
 writes them into the panel's own progress bar and metric tiles. It changes the text of their
 existing text nodes only, so the panel's next rerun updates them as usual. A tile the panel does
 not show yet (test/acc after the first evaluation) reruns the panel.

@@ -139,25 +139,32 @@ def _auto_refresh() -> bool:
 
 
 def live_chart(
-    key: str, version: Any, build: Callable[[], Any], feed: Callable[[Any], dict | None] | None = None
+    key: str,
+    version: Any,
+    build: Callable[[], Any],
+    feed: Callable[[Any], dict | None] | None = None,
+    lazy: bool = False,
+    max_age_s: float | None = None,
 ) -> None:
-    """Draw `build()` under `key`, calling `build` only when `version` (what the figure depends on) changed.
+    """Draw `build()` under `key`, calling `build` only when `version` (what the figure depends on) changed
+    or, with `max_age_s`, once the figure kept is that old (0: built anew in every run).
 
     As an st.plotly_chart, in a timed refresh a chart that already shows data is rebuilt at most
     every CHART_EVERY_S; a chart without data is rebuilt at once, so the first point shows at once.
-    feed: the chart's feed for a built figure (`chart`), kept with it.
+    feed: the chart's feed for a built figure (`chart`), kept with it. lazy: as `chart`'s.
     """
     inplace = inplace_charts()
     cache = st.session_state.setdefault("_live_charts", {})
     old = cache.get(key)
     now = time.monotonic()
     due = old is None or inplace or not old[3] or not _auto_refresh() or now - old[2] >= CHART_EVERY_S
-    if old is None or (old[0] != version and due):
+    aged = old is not None and max_age_s is not None and now - old[2] >= max_age_s
+    if old is None or (old[0] != version and due) or aged:
         fig = build()
         has_data = any(getattr(t, "x", None) is not None and len(t.x) for t in fig.data)
         fed = feed(fig) if feed is not None and inplace else None
         cache[key] = old = (version, fig, now, has_data, figure_spec(fig) if inplace else None, fed)
-    chart(old[1], key, spec=old[4], feed=old[5])  # unchanged: the same JSON again, not serialized again
+    chart(old[1], key, lazy=lazy, spec=old[4], feed=old[5])  # unchanged: the same JSON again, not serialized again
 
 
 def fmt(v: float | None, spec: str = ".4g") -> str:

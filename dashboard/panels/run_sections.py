@@ -3,8 +3,6 @@ full-resolution zoom, and the run's own process output."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +11,7 @@ import streamlit as st
 from components import compare_figures
 from components.colors import run_color
 from dashboard.panels import compare_data
-from dashboard.panels.inplace_chart import figure_spec
-from dashboard.panels.panels import chart, inplace_charts
+from dashboard.panels.panels import live_chart
 from runstore import run_log, run_notes, run_store, tags
 from runstore.metrics.metric_table import MetricTable
 
@@ -82,21 +79,10 @@ def metric_grids(run: run_store.RunInfo, records: MetricTable, key: str, active:
         if title == "system":
             st.caption("System: the training process's CPU (100 = one core), resident memory and accelerator memory.")
         grid_key = f"{key}_{title}"
-        fig, spec = _kept(grid_key, (tuple(group), zoomed), build, GRID_REFRESH_S if active else 0.0)
-        chart(fig, grid_key, lazy=True, spec=spec)  # below the run's own panels: drawn when scrolled near
+        # below the run's own panels: drawn when scrolled near
+        live_chart(grid_key, (tuple(group), zoomed), build, lazy=True, max_age_s=GRID_REFRESH_S if active else 0.0)
     if not system:
         st.caption("No system metrics (sys/*) in this run: runs from before they were logged have none.")
-
-
-def _kept(key: str, version: tuple, build: Callable[[], Any], max_age_s: float) -> tuple[Any, str | None]:
-    """(figure, its JSON): the one built last under `key` while `version` is the same and it is younger
-    than `max_age_s`; else `build()`."""
-    kept = st.session_state.setdefault("_detail_grids", {})
-    old = kept.get(key)
-    if old is None or old[0] != version or time.monotonic() - old[3] >= max_age_s:
-        fig = build()
-        kept[key] = old = (version, fig, figure_spec(fig) if inplace_charts() else None, time.monotonic())
-    return old[1], old[2]
 
 
 def process_output(run_dir: Path, active: bool) -> None:

@@ -1,6 +1,6 @@
-"""What the Live page polls to know that something changed: a short text per set of runs.
+"""What a page polls to know that something changed: a short text per set of runs.
 
-GET <base>/api/runs/changes?id=A&id=B answers a text (a hash) that changes whenever one of those
+`signature(ids)`, asked for in the page's poll (dashboard/server/poll_route.py), is a text (a hash) that changes whenever one of those
 runs wrote to metrics.jsonl, status.json, launch.json or process.log, added or replaced a table,
 figure or image under artifacts/, or the list of runs changed (a run
 started, ended or was deleted: runstore/run_watch.py's signature). The Live page's panel reruns
@@ -10,7 +10,7 @@ few seconds gets a rerun per write. An answer is a few stat calls, folder listin
 status.json reads. The answer has two parts (`signature`): a page whose charts and numbers follow a
 run's records by themselves reruns at once for a new state or phase, and for records less often.
 
-Served by dashboard/server_app.py (`ROUTE_ON`); without it (AppTest, plain dashboard/app.py) the
+Served through the poll route by dashboard/server_app.py (`ROUTE_ON`); without it (AppTest, plain dashboard/app.py) the
 panel refreshes on a timer as before.
 """
 
@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import hashlib
 import os
-import urllib.parse
 from typing import Any
 
-from dashboard.server import csv_route, url_paths
+from dashboard.server import csv_route
 from runstore import run_store, run_watch
 
 ROUTE_ON = False  # set by dashboard/server_app.py
@@ -29,16 +28,6 @@ MAX_IDS = 64  # a population's members at most (training.cli.MAX_MEMBERS)
 FILES = ("launch.json",)  # with the status's state and phase: what the page shows as soon as it changes
 STREAMS = ("metrics.jsonl", "status.json", "process.log")  # what changes with every chunk
 MEDIA = "artifacts"  # tables, figures, images: written by rename or as new files, so their folders' times move
-
-
-def route() -> str:
-    """The route, under the server's base URL path."""
-    return url_paths.under_base("api", "runs", "changes")
-
-
-def path(run_ids: list[str]) -> str:
-    """The URL path (with its query) that answers the signature of `run_ids`."""
-    return route() + "?" + urllib.parse.urlencode([("id", i) for i in run_ids[:MAX_IDS]])
 
 
 def watchable(runs: list[Any]) -> bool:

@@ -7,9 +7,6 @@ detail chart (dashboard/panels/chart_feed.py) asks for it when the run's records
 them with Plotly.extendTraces, so a record reaches the chart without a rerun of the page: the
 panel reruns for records only every few seconds, each rerun bringing a freshly downsampled figure.
 
-GET <base>/api/runs/<run id>/numbers answers the progress line and the metric tiles' texts
-(dashboard/panels/live_numbers.py), asked for by the same page at most once a second.
-
 At most MAX_BYTES are read per call (whole lines): a client further behind gets {"behind": true}
 and waits for the page's next figure. Served by dashboard/server_app.py with the change route
 (`changes_route.ROUTE_ON`): the pages feed only runs they poll.
@@ -38,16 +35,6 @@ def path(run_id: str, tags: list[str]) -> str:
     """The URL path of run `run_id`'s new rows of `tags` (the client adds `&after=OFFSET`)."""
     query = urllib.parse.urlencode([("tag", t) for t in tags[:MAX_TAGS]])
     return url_paths.under_base("api", "runs", urllib.parse.quote(run_id, safe=""), "rows") + "?" + query
-
-
-def numbers_route() -> str:
-    """The route of a run's progress line and tile texts (dashboard/panels/live_numbers.py)."""
-    return url_paths.under_base("api", "runs", "{run_id}", "numbers")
-
-
-def numbers_path(run_id: str) -> str:
-    """The URL path of run `run_id`'s progress line and tile texts."""
-    return url_paths.under_base("api", "runs", urllib.parse.quote(run_id, safe=""), "numbers")
 
 
 def rows(run_id: str, after: int, tags: list[str]) -> dict[str, Any] | None:
