@@ -11,13 +11,15 @@ same data and seed, each logging the step's loss a different way:
   jaxdash     `run.log({"loss": loss})` every step: queued, fetched off the loop's thread in batches;
   jaxdash store  the same with TensorBoard and W&B off (the run store alone: what the writer process costs).
 Prints steps/s of each (steady epochs: the first epoch compiles), its ratio to none, and the median
-over rounds of its ratio to none in the same round (this VM's speed drifts +-30% between rounds).
+over rounds of its ratio to none in the same round (this VM's speed drifts +-30% between rounds);
+then the CPU a step each took, by thread and process (`Cpu`), which that drift moves far less.
 Goal: jaxdash >= 0.95.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import sys
@@ -32,6 +34,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import optax  # noqa: E402
+import psutil  # noqa: E402
 from flax.training import train_state  # noqa: E402
 
 from training.data import load_dataset  # noqa: E402
@@ -61,16 +64,42 @@ def make_step(x: np.ndarray, y: np.ndarray) -> tuple[Callable, Callable]:
     return fresh, train_step
 
 
+class Cpu:
+    """CPU seconds so far: this thread's (the loop's), this process's and its live descendants' (the
+    writer process, wandb-core), read at the start and end of the steady epochs. Unlike steps/s,
+    these do not move when the VM's speed drifts between rounds."""
+
+    def __init__(self) -> None:
+        self.me = psutil.Process()
+        self.thread, self.process, self.children = time.thread_time(), time.process_time(), self._children()
+
+    def _children(self) -> float:
+        total = 0.0
+        for child in self.me.children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                times = child.cpu_times()
+                total += times.user + times.system
+        return total
+
+    def since(self, start: Cpu, steps: int) -> tuple[float, float, float]:
+        """Microseconds a step since `start`: (the loop's thread, the process's other threads, other processes)."""
+        thread, process = self.thread - start.thread, self.process - start.process
+        per_step = 1e6 / max(steps, 1)
+        return thread * per_step, (process - thread) * per_step, (self.children - start.children) * per_step
+
+
 def run_loop(
     fresh: Callable, train_step: Callable, n: int, epochs: int, log: Callable[[int, jax.Array], None]
-) -> float:
-    """Steps/s over the steady epochs (all but the first) of the loop calling `log(step, loss)` every step."""
+) -> tuple[float, tuple[float, float, float]]:
+    """Steps/s over the steady epochs (all but the first) of the loop calling `log(step, loss)` every step,
+    and the CPU microseconds a step (`Cpu.since`) they took."""
     state, key, steps = fresh(), jax.random.key(1), n // BATCH
-    times = []
+    times, cpu_from = [], None
     for _ in range(epochs):
         key, sub = jax.random.split(key)
         perms = jax.random.permutation(sub, n)[: steps * BATCH].reshape(steps, BATCH)
         jax.block_until_ready(perms)
+        cpu_from = cpu_from or (Cpu() if times else None)  # from the second epoch: the first compiles
         t0 = time.perf_counter()
         for i in range(steps):
             state, loss = train_step(state, perms[i])
@@ -78,7 +107,8 @@ def run_loop(
         jax.block_until_ready(state)  # sync point: the epoch's last step
         times.append(time.perf_counter() - t0)
     steady = times[1:] or times
-    return steps * len(steady) / sum(steady)
+    cpu = Cpu().since(cpu_from or Cpu(), steps * len(steady))
+    return steps * len(steady) / sum(steady), cpu
 
 
 SCAN = 10  # steps per jitted call in the in-jit rows
@@ -168,6 +198,7 @@ def main() -> None:
     fresh, train_step = make_step(x.reshape(len(x), -1).astype(np.float32) / 255.0, y)
     rates: dict[str, float] = {}
     rounds: dict[str, list[float]] = {}
+    cpus: dict[str, list[tuple[float, float, float]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(args.repeats):  # interleaved rounds, best of each: drift hits every loop alike
             wanted = {"none", *args.rows.split(",")}
@@ -175,7 +206,9 @@ def main() -> None:
                 if name not in wanted:
                     continue
                 log = start()
-                rounds.setdefault(name, []).append(run_loop(fresh, train_step, len(x), args.epochs, log))
+                rate, cpu = run_loop(fresh, train_step, len(x), args.epochs, log)
+                rounds.setdefault(name, []).append(rate)
+                cpus.setdefault(name, []).append(cpu)
                 rates[name] = max(rounds[name])
                 end()
             import jaxdash
@@ -197,9 +230,22 @@ def main() -> None:
         print(
             f"  {name:13s} {rate:8.1f} steps/s   {rate / rates['none']:.3f}x   median paired {paired:.3f}x   (rounds: {each})"
         )
+    print_cpu(cpus)
     print(f"In jit: lax.scan of {SCAN} steps per call, run.log_chunk of its losses once per call:")
     print(f"  scan, no logging {scan_none:8.1f} steps/s")
     print(f"  scan + log_chunk {scan_ours:8.1f} steps/s   {scan_ours / scan_none:.3f}x of scan alone")
+
+
+def print_cpu(cpus: dict[str, list[tuple[float, float, float]]]) -> None:
+    """Each row's CPU microseconds a step (median over rounds) by where it was spent."""
+    print("CPU a step, us (steady epochs, median over rounds): the loop's thread; the process's other threads")
+    print("  (XLA's pool spins while it waits, so it takes whatever a core leaves free; jaxdash's fetch thread);")
+    print("  other processes (jaxdash's writer process and its wandb-core at idle priority, wandb's own service)")
+    med = {name: [statistics.median(c[i] for c in rows) for i in range(3)] for name, rows in cpus.items()}
+    for name, (thread, others, children) in med.items():
+        print(
+            f"  {name:13s} loop's thread {thread:6.1f}   other threads {others:6.1f}   other processes {children:6.1f}"
+        )
 
 
 if __name__ == "__main__":
