@@ -35,6 +35,12 @@ def runs_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
+@pytest.fixture
+def root(runs_root: Path) -> Path:
+    """The app's runs root (conftest's `runs_root`, exported as JAXDASH_RUNS)."""
+    return runs_root
+
+
 @pytest.fixture(scope="session")
 def fashion_dir() -> Path:
     """Debian's Fashion-MNIST; required (the CI installs dataset-fashion-mnist)."""

@@ -12,8 +12,8 @@ from components import compare_figures
 from components.colors import run_color
 from dashboard.panels import compare_data
 from runstore import run_store
+from tests.apptest_pages import app, fake_population, fake_run
 from tests.chart_elements import charts
-from tests.test_dashboard_apptest import app, fake_population, fake_run
 
 
 def test_metric_sets_name_the_runs_lacking_a_metric() -> None:

@@ -15,7 +15,7 @@ import pytest
 from benchmarks.browser_probes import PLOTS_JS
 from dashboard.server.serve import CHROMIUM, CHROMIUM_ARGS, Server, start_server
 from runstore import run_store
-from tests.test_dashboard_apptest import fake_run
+from tests.apptest_pages import fake_run
 
 playwright = pytest.importorskip("playwright.sync_api")
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")]

@@ -18,8 +18,8 @@ import pytest
 from tensorboardX import SummaryWriter
 
 from runstore import run_store, tb_logdir
+from tests.apptest_pages import app, fake_run
 from tests.chart_elements import charts, figure, trace_lengths
-from tests.test_dashboard_apptest import app, fake_run
 from training.tasks.summaries import FigureSummary, ImageSummary, write_summaries
 from training.writers.base import Table
 from training.writers.store import RunStoreWriter

@@ -21,8 +21,8 @@ from components.colors import distinct_colors, run_color
 from dashboard.forms import pbt_settings
 from dashboard.processes import launcher
 from runstore import launch_files, run_store
+from tests.apptest_pages import app, errors_under, wait_status
 from tests.chart_elements import charts, figure
-from tests.test_dashboard_apptest import app, errors_under, wait_status
 from training import cli
 from training.config import ConfigError, parse_config
 from training.tasks import load_task

@@ -76,7 +76,7 @@ def test_page_starts_wait_in_the_queue_show_their_place_start_in_turn_and_cancel
     from dashboard import state
     from dashboard.processes import launcher
     from runstore import run_store
-    from tests.test_dashboard_apptest import app
+    from tests.apptest_pages import app
     from training.settings import parse_config
     from training.tasks import load_task
 

@@ -10,8 +10,8 @@ from pathlib import Path
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from runstore import run_log, run_notes, run_store
+from tests.apptest_pages import app, fake_run
 from tests.chart_elements import charts
-from tests.test_dashboard_apptest import app, fake_run
 
 
 def test_notes_are_saved_atomically_and_shown_as_tensorboard_text(tmp_path: Path) -> None:
