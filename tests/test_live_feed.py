@@ -9,6 +9,7 @@ chart, the progress line and the tiles while the page's websocket stays quiet (n
 from __future__ import annotations
 
 import json
+import os
 import time
 import urllib.request
 from pathlib import Path
@@ -21,6 +22,7 @@ from dashboard.server import changes_route, rows_route
 from dashboard.server.serve import CHROMIUM, CHROMIUM_ARGS, Server
 from runstore import run_store
 from tests.test_live_refresh import COUNT_MESSAGES_JS, server  # noqa: F401 - the real server fixture
+from training.config import config_to_dict, parse_config
 
 playwright = pytest.importorskip("playwright.sync_api")
 
@@ -83,7 +85,7 @@ def test_records_reach_the_chart_progress_and_tiles_without_a_rerun(server: tupl
         page.wait_for_function("1 in window.__seen", timeout=20_000, polling=30)
         time.sleep(1.0)
         quiet = page.evaluate("window.__wsIn")
-        for step in range(2, 7):  # within the panel's 10 s between reruns for records
+        for step in range(2, 7):  # within the panel's 20 s between reruns for records
             _write(run, step)
             time.sleep(0.3)
         page.wait_for_function("6 in window.__seen", timeout=8_000, polling=30)  # appended by the chart itself
@@ -245,4 +247,43 @@ def test_a_fed_chart_is_built_anew_once_its_rows_doubled(server: tuple[Server, P
         page.wait_for_function("69 in window.__seen", timeout=15_000, polling=50)
         assert _reacts_after_a_rerun(page, run, "the rows doubled") > 0
         page.wait_for_function(f"({TRAIN_LOSS_MODE_JS})() === 'lines'", timeout=10_000, polling=50)
+        browser.close()
+
+
+COUNT_RELAYOUTS_JS = """() => {
+  const relayout = Plotly.relayout;
+  window.__relayouts = 0;
+  Plotly.relayout = function (...args) { window.__relayouts++; return relayout.apply(this, args); };
+}"""
+ACC_RANGE_JS = """() => {
+  for (const g of document.querySelectorAll('.jaxdash-chart.js-plotly-plot'))
+    if ((g.data || []).some((t) => t.name === 'train/acc')) return g.layout.yaxis.range;
+  return null;
+}"""
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")
+def test_an_accuracy_chart_widens_its_axis_in_the_draw_that_appends_the_rows(server: tuple[Server, Path]) -> None:  # noqa: F811
+    """An appended accuracy below the chart's zoomed y range widens the axis to show it, in the same
+    draw as the rows (extendTraces reads the new range): no second draw (Plotly.relayout) of the chart."""
+    srv, runs = server
+    run = run_store.new_run_dir(runs, "mnist", "widen")
+    cfg = config_to_dict(parse_config("mnist", {}))
+    run_store.write_config(run, "mnist", cfg, name="widen", task_spec="mnist", panels=["loss", "accuracy"])
+    run_store.write_status(run, state="running", pid=os.getpid(), started=time.time(), step=19, total_steps=10**9)
+    rows = [{"step": s, "ts": time.time(), "train/loss": 0.3, "train/acc": 0.9 + 0.001 * s} for s in range(20)]
+    run_store.append_metrics(run, rows)
+    with playwright.sync_playwright() as p:
+        browser, page = _open_live(p, srv, run, last_step=19)
+        page.wait_for_function(ACC_RANGE_JS, timeout=30_000, polling=50)
+        low, high = page.evaluate(ACC_RANGE_JS)
+        assert 0.8 < low < 0.9 < 0.919 < high <= 1.0  # zoomed to the data
+        time.sleep(1.5)  # past the feed's gap: the next rows are drawn at once
+        page.evaluate(COUNT_RELAYOUTS_JS)
+        run_store.append_metrics(run, [{"step": 20, "ts": time.time(), "train/loss": 0.3, "train/acc": 0.5}])
+        run_store.write_status(run, step=20)
+        page.wait_for_function("20 in window.__seen", timeout=15_000, polling=30)
+        page.wait_for_function(f"({ACC_RANGE_JS})()[0] < 0.5", timeout=5_000, polling=30)
+        assert page.evaluate("window.__relayouts") == 0, "the new range was drawn by a second draw of its own"
         browser.close()

@@ -68,8 +68,8 @@ async function pull(div, news = 0) {  // news: the trigger saw the records grow 
     }
     if (!idx.length) return;
     const t0 = performance.now();
+    widen(div, ys, f.clamp);  // the new y range drawn by the same draw as the rows
     await Plotly.extendTraces(div, {x: xs, y: ys}, idx);
-    widen(div, ys, f.clamp);
     const took = performance.now() - t0;
     // A run that kept writing through the gap (news at 3 or more of the trigger's polls) doubles it,
     // up to FEED_MAX_GAP_MS; rows that came after the gap set it back.
@@ -92,6 +92,8 @@ function plainArrays(div, i) {  // plotly.py sends NumPy arrays base64-encoded; 
   }
 }
 function widen(div, ys, clamp) {  // a zoomed y axis (accuracy) grows to show appended points, unless the user zoomed
+  // Set in the layout the next draw reads (extendTraces draws the whole plot anew): a relayout of its
+  // own was a second full draw of the chart.
   const range = (div.layout.yaxis || {}).range;
   if (!Array.isArray(range) || JSON.stringify(range) !== div.__ourRange) return;
   const v = ys.flat(), lo = Math.min(...v), hi = Math.max(...v);
@@ -100,7 +102,7 @@ function widen(div, ys, clamp) {  // a zoomed y axis (accuracy) grows to show ap
   let next = [Math.min(range[0], lo - pad), Math.max(range[1], hi + pad)];
   if (clamp) next = [Math.max(clamp[0], next[0]), Math.min(clamp[1], next[1])];
   div.__ourRange = JSON.stringify(next);
-  Plotly.relayout(div, {"yaxis.range": next});
+  div.layout.yaxis.range = next;
 }
 """
 

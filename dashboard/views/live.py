@@ -66,8 +66,10 @@ def stopping_note(active: bool, stop_dir: Path | None) -> None:
 
 # One run's curves append its new records in the browser (dashboard/server/rows_route.py) and its
 # progress line and tiles follow it (dashboard/panels/live_numbers.py): the panel reruns at once for a
-# new state, phase or tile, and for anything else (new media, the charts downsampled anew) this often.
-FED_RERUN_MS = 10_000
+# new state, phase or tile, and for anything else (new media, the charts downsampled anew) this often:
+# at 10 s these reruns cost Chromium ~0.9 s of CPU a minute (`benchmarks/page_probe.py live`:
+# 3.6 and 3.1 s/min at 10 s, 2.9 and 2.8 at 20 s), on the machine the run trains on.
+FED_RERUN_MS = 20_000
 FIRST_POINT_WAIT_S = 1.5  # at most, in one refresh (then the timed refreshes go on)
 FIRST_POINT_POLL_S = 0.03
 
