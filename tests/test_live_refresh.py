@@ -126,3 +126,36 @@ def test_run_detail_and_runs_rerun_only_when_a_run_changes(server: tuple[Server,
         if page_path == "detail":  # the Runs table is a canvas; Run detail's progress line is text
             page.get_by_text("step 500/").first.wait_for(timeout=15_000)
         browser.close()
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")
+def test_the_runs_table_reruns_for_records_at_most_every_15_s_and_for_a_new_state_at_once(
+    server: tuple[Server, Path],
+) -> None:
+    """Each rerun redraws the whole table canvas: a run writing all the time reruns it once, then not
+    again for RECORDS_REFRESH_S (15 s), while a new state still shows within REFRESH_S (2 s)."""
+    srv, runs = server
+    run = fake_running_run(runs)
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 950})
+        page.add_init_script(COUNT_MESSAGES_JS)
+        page.goto(f"{srv.url}/runs")
+        page.locator("[data-testid='stDataFrame']").first.wait_for(timeout=60_000)
+        time.sleep(2.5)  # past the page's first draws
+        before = page.evaluate("window.__wsIn")
+        run_store.append_metrics(run, [{"step": 1, "ts": time.time(), "train/loss": 0.5}])
+        page.wait_for_function(f"window.__wsIn > {before}", timeout=15_000, polling=50)  # the first news: at once
+        time.sleep(1.5)
+        quiet = page.evaluate("window.__wsIn")
+        for step in range(2, 22):  # 10 s of a run writing all the time
+            run_store.append_metrics(run, [{"step": step, "ts": time.time(), "train/loss": 1 / step}])
+            run_store.write_status(run, step=step)
+            time.sleep(0.5)
+        assert page.evaluate("window.__wsIn") == quiet, "the table reran for records within 10 s"
+        run_store.write_status(run, state="stopped", ended=time.time())
+        t0 = time.monotonic()
+        page.wait_for_function(f"window.__wsIn > {quiet}", timeout=15_000, polling=50)
+        assert time.monotonic() - t0 < 5.0, "a new state waited for the records' gap"
+        browser.close()
