@@ -14,6 +14,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from components import figures
 from components.figure_style import set_template
 from components.series import Series, downsample_minmax, ema_smooth
 
@@ -47,7 +48,7 @@ def _run_traces(name: str, xy: Series, color: str, smoothing: float, max_points:
         return []
     traces = []
     dx, dy = downsample_minmax(x, y, max_points)
-    common = dict(name=name, legendgroup=name, mode="lines" if dx.size > 50 else "lines+markers")
+    common = dict(name=name, legendgroup=name, mode="lines" if dx.size > figures.SPARSE_POINTS else "lines+markers")
     if smoothing > 0:
         traces.append(
             go.Scatter(x=dx, y=_clean(dy), line=dict(color=color, width=1), opacity=0.25, hoverinfo="skip", **common)

@@ -23,6 +23,7 @@ COLORS = qualitative.Plotly
 WRONG_COLOR = "#d62728"
 TRUE_LINE_COLOR = "#7f7f7f"
 MAX_LEGEND_FITS = 10  # beyond this a population's curves share one legend entry
+SPARSE_POINTS = 50  # a curve of at most this many points shows its points as markers too
 Curve = tuple[np.ndarray, np.ndarray]
 
 
@@ -155,7 +156,7 @@ def curves_figure(
             raw = _line(dx, dy, name, color, 1, legendgroup=name, showlegend=False, opacity=0.25, hoverinfo="skip")
             traces.append(raw)
             dx, dy = downsample_minmax(x, ema_smooth(y, smoothing), max_points)
-        sparse = dx.size <= 50  # e.g. test accuracy once per epoch: show the points themselves
+        sparse = dx.size <= SPARSE_POINTS  # e.g. test accuracy once per epoch: show the points themselves
         line = _line(dx, dy, name, color, 2, legendgroup=name, mode="lines+markers" if sparse else "lines")
         line.line.dash = (dashes or {}).get(name)
         if full_names and name in full_names:

@@ -235,16 +235,20 @@ TRAIN_LOSS_MODE_JS = """() => {
 @pytest.mark.browser
 @pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")
 def test_a_fed_chart_is_built_anew_once_its_rows_doubled(server: tuple[Server, Path]) -> None:  # noqa: F811
-    """A curve of 10 points shows its points (markers); once the rows doubled, the next rerun builds the
-    figure anew, and a curve of 70 points is a plain line, not 70 markers appended one by one."""
+    """A curve of 10 points shows its points (markers); past SPARSE_POINTS (50) the draw that appends rows
+    makes it a plain line (not 70 markers until the next rerun); once the rows doubled, the next rerun
+    builds the figure anew."""
     srv, runs = server
     run = _run_with_rows(runs, 10)
     with playwright.sync_playwright() as p:
         browser, page = _open_live(p, srv, run, last_step=9)
         assert page.evaluate(TRAIN_LOSS_MODE_JS) == "lines+markers"
+        page.evaluate(COUNT_REACTS_JS)
         rows = [{"step": s, "ts": time.time(), "train/loss": 1 / (s + 1)} for s in range(10, 70)]
         run_store.append_metrics(run, rows)
         page.wait_for_function("69 in window.__seen", timeout=15_000, polling=50)
+        assert page.evaluate("window.__reacts") == 0  # appended by the feed, not a figure built anew
+        assert page.evaluate(TRAIN_LOSS_MODE_JS) == "lines"
         assert _reacts_after_a_rerun(page, run, "the rows doubled") > 0
         page.wait_for_function(f"({TRAIN_LOSS_MODE_JS})() === 'lines'", timeout=10_000, polling=50)
         browser.close()

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from components.figures import SPARSE_POINTS
 from dashboard.server import rows_route
 
 # JavaScript joined into the in-place chart's module (dashboard/panels/inplace_chart.py).
 FEED_JS = """
-const FEED_GAP = 25, FEED_MIN_GAP_MS = 1000, FEED_MAX_GAP_MS = 4000;
+const FEED_GAP = 25, FEED_MIN_GAP_MS = 1000, FEED_MAX_GAP_MS = 4000, SPARSE_POINTS = __SPARSE_POINTS__;
 function follow(div, text) {
   div.__feedText = text;
   div.__feed = text ? JSON.parse(text) : null;
@@ -69,6 +70,10 @@ async function pull(div, news = 0) {  // news: the trigger saw the records grow 
     if (!idx.length) return;
     const t0 = performance.now();
     widen(div, ys, f.clamp);  // the new y range drawn by the same draw as the rows
+    idx.forEach((i, k) => {  // past SPARSE_POINTS a curve is a plain line, as a figure built anew draws it
+      const t = div.data[i];
+      if (t.mode === "lines+markers" && t.x.length + xs[k].length > SPARSE_POINTS) t.mode = "lines";
+    });
     await Plotly.extendTraces(div, {x: xs, y: ys}, idx);
     const took = performance.now() - t0;
     // A run that kept writing through the gap (news at 3 or more of the trigger's polls) doubles it,
@@ -104,7 +109,7 @@ function widen(div, ys, clamp) {  // a zoomed y axis (accuracy) grows to show ap
   div.__ourRange = JSON.stringify(next);
   div.layout.yaxis.range = next;
 }
-"""
+""".replace("__SPARSE_POINTS__", str(SPARSE_POINTS))
 
 
 def rows_feed(run_id: str, offset: int, tag_list: tuple[str, ...], clamp: list[float] | None = None) -> Any:
