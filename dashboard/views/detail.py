@@ -36,7 +36,8 @@ DETAIL_REFRESH_S = 1.0  # slower than Live: this page also redraws the confusion
 # live_numbers); the summary reruns for a new state or phase after DETAIL_REFRESH_S, for records (every
 # metric's chart, the process output) at most this often: as the Live panel, since each rerun sends the
 # page ~40 messages (Run detail open beside Live and Runs cost Chromium 3.9 s of CPU a minute at 5 s).
-DETAIL_FED_MS = 20_000
+# Not 20 s as Live: this page's process output follows the run only through these reruns.
+DETAIL_FED_MS = 10_000
 DETAIL_PANEL_KEY = "detail_panel"
 
 
