@@ -146,11 +146,16 @@ def test_a_steady_writer_is_polled_once_a_second_and_an_occasional_record_still_
         browser.close()
 
 
-COUNT_REACTS_JS = """() => {
-  const react = Plotly.react;
-  window.__reacts = 0;
-  Plotly.react = function (...args) { window.__reacts++; return react.apply(this, args); };
-}"""
+def counting_js(call: str) -> str:
+    """JS that counts the page's `Plotly.<call>` calls from now on in `window.__<call>s`."""
+    return f"""() => {{
+  const original = Plotly.{call};
+  window.__{call}s = 0;
+  Plotly.{call} = function (...args) {{ window.__{call}s++; return original.apply(this, args); }};
+}}"""
+
+
+COUNT_REACTS_JS = counting_js("react")
 
 
 def _run_with_rows(runs: Path, rows: int) -> Path:
@@ -254,11 +259,7 @@ def test_a_fed_chart_is_built_anew_once_its_rows_doubled(server: tuple[Server, P
         browser.close()
 
 
-COUNT_RELAYOUTS_JS = """() => {
-  const relayout = Plotly.relayout;
-  window.__relayouts = 0;
-  Plotly.relayout = function (...args) { window.__relayouts++; return relayout.apply(this, args); };
-}"""
+COUNT_RELAYOUTS_JS = counting_js("relayout")
 ACC_RANGE_JS = """() => {
   for (const g of document.querySelectorAll('.jaxdash-chart.js-plotly-plot'))
     if ((g.data || []).some((t) => t.name === 'train/acc')) return g.layout.yaxis.range;

@@ -81,10 +81,7 @@ def test_a_run_that_writes_nothing_costs_no_rerun_and_a_record_shows_at_once(ser
     run = fake_running_run(runs)  # "running" (its pid is this process); records are appended by hand
     assert run_store.read_status(run)["pid"] == os.getpid()
     with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 950})
-        page.add_init_script(COUNT_MESSAGES_JS)  # every rerun sends the page a score of messages
-        page.goto(f"{srv.url}/live?run={run.name}")
+        browser, page = _open_counting(p, f"{srv.url}/live?run={run.name}")  # a rerun: a score of messages
         page.evaluate(WATCH_JS)
         page.wait_for_function("0 in window.__seen", timeout=60_000, polling=50)
         time.sleep(1.0)
@@ -103,6 +100,15 @@ def test_a_run_that_writes_nothing_costs_no_rerun_and_a_record_shows_at_once(ser
         browser.close()
 
 
+def _open_counting(p: object, url: str) -> tuple[object, object]:
+    """Chromium on `url`, its websocket messages counted in window.__wsIn."""
+    browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    page = browser.new_page(viewport={"width": 1400, "height": 950})
+    page.add_init_script(COUNT_MESSAGES_JS)
+    page.goto(url)
+    return browser, page
+
+
 @pytest.mark.browser
 @pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")
 @pytest.mark.parametrize("page_path", ["detail", "runs"])
@@ -111,10 +117,7 @@ def test_run_detail_and_runs_rerun_only_when_a_run_changes(server: tuple[Server,
     srv, runs = server
     run = fake_running_run(runs)
     with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 950})
-        page.add_init_script(COUNT_MESSAGES_JS)
-        page.goto(f"{srv.url}/{page_path}?run={run.name}")
+        browser, page = _open_counting(p, f"{srv.url}/{page_path}?run={run.name}")
         drawn = "step 0/" if page_path == "detail" else "[data-testid='stDataFrame']"  # the table is a canvas
         (page.get_by_text(drawn) if page_path == "detail" else page.locator(drawn)).first.wait_for(timeout=60_000)
         time.sleep(2.5)  # past the page's first draws
@@ -138,10 +141,7 @@ def test_the_runs_table_reruns_for_records_at_most_every_15_s_and_for_a_new_stat
     srv, runs = server
     run = fake_running_run(runs)
     with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 950})
-        page.add_init_script(COUNT_MESSAGES_JS)
-        page.goto(f"{srv.url}/runs")
+        browser, page = _open_counting(p, f"{srv.url}/runs")
         page.locator("[data-testid='stDataFrame']").first.wait_for(timeout=60_000)
         time.sleep(2.5)  # past the page's first draws
         before = page.evaluate("window.__wsIn")
