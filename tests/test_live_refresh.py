@@ -133,27 +133,34 @@ def test_run_detail_and_runs_rerun_only_when_a_run_changes(server: tuple[Server,
 
 @pytest.mark.browser
 @pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")
-def test_the_runs_table_reruns_for_records_at_most_every_15_s_and_for_a_new_state_at_once(
-    server: tuple[Server, Path],
+@pytest.mark.parametrize(("page_path", "writing_s"), [("runs", 10), ("detail", 14)])
+def test_runs_and_run_detail_rerun_for_records_seldom_and_for_a_new_state_at_once(
+    server: tuple[Server, Path], page_path: str, writing_s: int
 ) -> None:
-    """Each rerun redraws the whole table canvas: a run writing all the time reruns it once, then not
-    again for RECORDS_REFRESH_S (15 s), while a new state still shows within REFRESH_S (2 s)."""
+    """Each rerun redraws the whole Runs table canvas, or sends Run detail ~28 messages: a run writing
+    all the time reruns the page once, then not again for runs.RECORDS_REFRESH_S (15 s), or for
+    detail.DETAIL_FED_MS (20 s: a run started from the CLI has no process output to follow), while
+    a new state still shows within 2 s."""
     srv, runs = server
-    run = fake_running_run(runs)
+    run = fake_running_run(runs)  # as a CLI run: no process.log
     with playwright.sync_playwright() as p:
-        browser, page = _open_counting(p, f"{srv.url}/runs")
-        page.locator("[data-testid='stDataFrame']").first.wait_for(timeout=60_000)
+        browser, page = _open_counting(p, f"{srv.url}/{page_path}?run={run.name}")
+        if page_path == "detail":
+            page.get_by_text("step 0/").first.wait_for(timeout=60_000)
+        else:
+            page.locator("[data-testid='stDataFrame']").first.wait_for(timeout=60_000)  # the table is a canvas
         time.sleep(2.5)  # past the page's first draws
-        before = page.evaluate("window.__wsIn")
-        run_store.append_metrics(run, [{"step": 1, "ts": time.time(), "train/loss": 0.5}])
-        page.wait_for_function(f"window.__wsIn > {before}", timeout=15_000, polling=50)  # the first news: at once
-        time.sleep(1.5)
+        if page_path == "runs":  # the table's first news reruns it at once (Run detail just drew the records)
+            before = page.evaluate("window.__wsIn")
+            run_store.append_metrics(run, [{"step": 1, "ts": time.time(), "train/loss": 0.5}])
+            page.wait_for_function(f"window.__wsIn > {before}", timeout=15_000, polling=50)
+            time.sleep(1.5)
         quiet = page.evaluate("window.__wsIn")
-        for step in range(2, 22):  # 10 s of a run writing all the time
+        for step in range(2, 2 + 2 * writing_s):  # a run writing all the time
             run_store.append_metrics(run, [{"step": step, "ts": time.time(), "train/loss": 1 / step}])
             run_store.write_status(run, step=step)
             time.sleep(0.5)
-        assert page.evaluate("window.__wsIn") == quiet, "the table reran for records within 10 s"
+        assert page.evaluate("window.__wsIn") == quiet, f"the page reran for records within {writing_s} s"
         run_store.write_status(run, state="stopped", ended=time.time())
         t0 = time.monotonic()
         page.wait_for_function(f"window.__wsIn > {quiet}", timeout=15_000, polling=50)

@@ -8,10 +8,13 @@ Plotly.extendTraces. It asks only when the page's refresh trigger saw the run's 
 no request. A chart draws new rows at once when its last draw was FEED_MIN_GAP_MS (1 s) ago or
 more; rows that come sooner wait for the gap to pass. A run that kept writing through the gap
 (news at 3 or more of the trigger's 250 ms polls, or news the trigger calls steady: it then polls
-once a second) doubles it, up to FEED_MAX_GAP_MS (4 s), and rows
-that come after it set it back to 1 s (never less than FEED_GAP x the last draw's time). So a run
-that writes every second or less often is drawn as soon as it writes, and one that writes all the
-time (21 records a second) every 4 s, instead of costing the training machine a redraw per record.
+every 2 s) doubles it, up to FEED_MAX_GAP_MS (8 s, as often as W&B's run page redraws a live chart;
+TensorBoard reloads every 30 s); rows that come after it set it back to 1 s (never less than
+FEED_GAP x the last draw's time). A steady writer that paused (the trigger saw a poll without news:
+its event then says `resumed`) is drawn at once too, 1 s after the last draw at the soonest. So a
+run that writes every second or less often, or again after a pause, is drawn as soon as it writes,
+and one that writes all the time (21 records a second) every 8 s: each draw is a full Plotly redraw
+(~25 ms of Chromium's CPU per chart here), on the machine the run trains on.
 A new figure restarts the feed from its own offset; a request from before it is dropped.
 """
 
@@ -24,7 +27,7 @@ from dashboard.server import rows_route
 
 # JavaScript joined into the in-place chart's module (dashboard/panels/inplace_chart.py).
 FEED_JS = """
-const FEED_GAP = 25, FEED_MIN_GAP_MS = 1000, FEED_MAX_GAP_MS = 4000, SPARSE_POINTS = __SPARSE_POINTS__;
+const FEED_GAP = 25, FEED_MIN_GAP_MS = 1000, FEED_MAX_GAP_MS = 8000, SPARSE_POINTS = __SPARSE_POINTS__;
 function follow(div, text) {
   div.__feedText = text;
   div.__feed = text ? JSON.parse(text) : null;
@@ -34,13 +37,14 @@ function follow(div, text) {
   for (const i of Object.values(div.__feed.traces)) plainArrays(div, i);
   div.__ourRange = JSON.stringify((div.layout.yaxis || {}).range || null);
   if (!div.__pull) {
-    // A steady writer's news (the trigger then polls once a second) counts as a run writing through the gap.
-    div.__pull = (e) => pull(div, e.detail && e.detail.steady ? 3 : 1);
+    // A steady writer's news (the trigger then polls every 2 s) counts as a run writing through the gap.
+    div.__pull = (e) => pull(div, e.detail && e.detail.steady ? 3 : 1, !!(e.detail && e.detail.resumed));
     window.addEventListener("jaxdash-streams", div.__pull);
   }
   pull(div);  // what was written since the figure was built
 }
-async function pull(div, news = 0) {  // news: the trigger saw the records grow (3: a run that writes all the time)
+// news: the trigger saw the records grow (3: a run that writes all the time); resumed: after a poll without news
+async function pull(div, news = 0, resumed = false) {
   const f = div.__feed;
   if (!f || !div.isConnected) {  // its run ended, or the chart is gone
     window.removeEventListener("jaxdash-streams", div.__pull);
@@ -49,6 +53,10 @@ async function pull(div, news = 0) {  // news: the trigger saw the records grow 
   }
   if (document.hidden) return;
   if (div.__fetching) { div.__again = true; return; }
+  if (resumed && div.__soonest < (div.__feedNext || 0)) {  // a pause: the writer is not steady any more
+    div.__feedNext = div.__soonest; div.__gap = FEED_MIN_GAP_MS; div.__waited = 0;
+    clearTimeout(div.__later); div.__later = null;
+  }
   const wait = (div.__feedNext || 0) - performance.now();
   if (wait > 5) {  // drawn moments ago: what comes meanwhile makes one draw (a timer may fire a little early)
     div.__waited = (div.__waited || 0) + news;
@@ -81,6 +89,7 @@ async function pull(div, news = 0) {  // news: the trigger saw the records grow 
     const gap = div.__gap || FEED_MIN_GAP_MS;
     div.__gap = waited >= 3 ? Math.min(FEED_MAX_GAP_MS, 2 * gap) : waited ? gap : FEED_MIN_GAP_MS;
     div.__feedNext = performance.now() + Math.max(div.__gap, FEED_GAP * took);
+    div.__soonest = performance.now() + Math.max(FEED_MIN_GAP_MS, FEED_GAP * took);
   } catch (e) { /* the server is away: the next change tries again */ }
   finally {
     div.__fetching = false;

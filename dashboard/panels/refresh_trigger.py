@@ -11,14 +11,17 @@ while the tab is hidden. A record written shows within POLL_MS plus one rerun. W
 progress or media of its runs changed it also tells the page ("jaxdash-streams", a window event):
 the Live page's charts and numbers then fetch what is new themselves (chart_feed, live_numbers).
 
-A run that writes all the time brings news at every poll; its charts then redraw every 4 s and its
-numbers every second (chart_feed, live_numbers), so polling it 4 times a second bought nothing but
-requests, and each request costs Chromium ~6 ms of CPU on the training machine (a Live page
-made 288 of its 384 requests a minute here). After STEADY_POLLS polls in a row with stream news
-and no new state or phase (a run past its start, training), the trigger polls every STEADY_POLL_MS
-instead (its event then says `steady`), and at the first poll without news, or with an event,
-again every POLL_MS: an occasional record is still drawn at once, a run's start is followed at the
-full rate, and a new state of a steadily writing run (finished, stopped) shows within STEADY_POLL_MS.
+A run that writes all the time brings news at every poll; its charts then redraw every 8 s and its
+numbers at each poll (chart_feed, live_numbers), so polling it 4 times a second bought nothing but
+requests, and each request (with the numbers it brings) costs Chromium ~10 ms of CPU and the server
+~4 ms on the training machine (a Live page made 288 of its 384 requests a minute here). After STEADY_POLLS polls in a row with
+stream news and no new state or phase (a run past its start, training), the trigger polls every
+STEADY_POLL_MS (2 s) instead (its event then says `steady`), and at the first poll without news, or
+with an event, again every POLL_MS (the next news then says `resumed`: the charts draw it at once):
+an occasional record is still drawn at once, a run's start is followed at the full rate, and a new
+state of a steadily writing run (finished, stopped) shows within STEADY_POLL_MS. At 1 s instead of
+2 s, the polls of Live, Run detail and Runs cost Chromium 1.1 s and the server 0.35 s of CPU a
+minute more (`benchmarks/page_probe.py`).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from dashboard.server import changes_route, poll_route
 
 POLL_MS = 250
 STEADY_POLLS = 8  # polls in a row (2 s) with stream news and no event: the run writes all the time
-STEADY_POLL_MS = 1000
+STEADY_POLL_MS = 2000
 GAP_MS = 500  # = state.LIVE_REFRESH_S: at most two reruns a second, as the timer gave
 
 # One request per poll for every poller of the page (dashboard/server/poll_route.py): the run
@@ -94,10 +97,15 @@ function wants(p, now) {  // ask for this poller's signature now?
 function handle(p, seen) {  // the signature the server answered (null: no answer)
   const [events, streams] = (seen || ".").split("."), [lastEvents, lastStreams] = (p.latest || ".").split(".");
   const news = !!seen && streams !== lastStreams;
+  // A steady writer that paused (a poll without news while polled every steady_poll_ms) is drawn at
+  // once when it writes again: its news then says `resumed` (chart_feed).
+  if (!news && seen && (p.streak || 0) >= p.steadyPolls) p.paused = true;
   // A steady writer (stream news, and no new state or phase, at every poll) is polled every steady_poll_ms.
   p.streak = news && events === lastEvents ? (p.streak || 0) + 1 : 0;
   if (news) {  // fed charts fetch what is new
-    window.dispatchEvent(new CustomEvent("jaxdash-streams", {detail: {steady: p.streak >= p.steadyPolls}}));
+    const detail = {steady: p.streak >= p.steadyPolls, resumed: !!p.paused};
+    p.paused = false;
+    window.dispatchEvent(new CustomEvent("jaxdash-streams", {detail}));
   }
   p.latest = seen || p.latest;
   // "EVENTS.STREAMS": a new state, phase or file reruns at once; only grown records and progress

@@ -28,16 +28,18 @@ from dashboard.panels import (
     refresh_trigger,
     run_sections,
 )
-from runstore import artifacts, run_store
+from runstore import artifacts, launch_files, run_store
 from runstore.metrics.metric_table import MetricTable
 
 DETAIL_REFRESH_S = 1.0  # slower than Live: this page also redraws the confusion matrix and images
 # While its run trains, the curves and the progress line follow the records in the browser (chart_feed,
 # live_numbers); the summary reruns for a new state or phase after DETAIL_REFRESH_S, for records (every
-# metric's chart, the process output) at most this often: as the Live panel, since each rerun sends the
-# page ~40 messages (Run detail open beside Live and Runs cost Chromium 3.9 s of CPU a minute at 5 s).
-# Not 20 s as Live: this page's process output follows the run only through these reruns.
-DETAIL_FED_MS = 10_000
+# metric's chart, media) at most every DETAIL_FED_MS, as the Live panel, since each rerun sends the page
+# ~28 messages (`benchmarks/page_probe.py detail`: Chromium 3.5-4.1 s of CPU a minute at 10 s, 2.3 at
+# 20 s with the feed's 8 s gap). A run with process output (started from this dashboard: process.log)
+# follows it only through these reruns: every DETAIL_OUTPUT_MS then, so a new line shows within ~10 s.
+DETAIL_FED_MS = 20_000
+DETAIL_OUTPUT_MS = 10_000
 DETAIL_PANEL_KEY = "detail_panel"
 
 
@@ -141,8 +143,10 @@ def summary(run: run_store.RunInfo, was_active: bool, polled_ids: list[str] | No
     gap_ms = int(DETAIL_REFRESH_S * 1000)
     # Its curves and progress line follow the records between reruns: rerun for them less often. Placed
     # even with nothing to poll, so what is below keeps its place when the run ends.
+    output = (run.path / launch_files.LOG).exists()  # followed only through the reruns
+    stream_gap_ms = DETAIL_OUTPUT_MS if output else DETAIL_FED_MS
     refresh_trigger.rerun_on_change(
-        polled_ids or [], key="detail_trigger", gap_ms=gap_ms, stream_gap_ms=DETAIL_FED_MS, on=bool(polled_ids)
+        polled_ids or [], key="detail_trigger", gap_ms=gap_ms, stream_gap_ms=stream_gap_ms, on=bool(polled_ids)
     )
     status = state.run_status(run.path)
     run = dataclasses.replace(run, status=status)
