@@ -155,7 +155,15 @@ def cli_run(runs: Path, argv: list[str], env: dict[str, str] | None = None) -> t
 
 
 def watch_blinks(page: Any, url: str, run_dir: Path, proc: subprocess.Popen, timeout: float = 600) -> BlinkReport:
-    """Open the run's Live page, sample its charts every 100 ms until the run ends; the report."""
+    """Open the run's Live page once the run exists, sample its charts every 100 ms until the run ends; the report.
+
+    Opened before the run's folder exists, the page says "No run ..." above another run's charts and
+    switches to the run when it appears: that warning going (the charts move up 75 px) and the other
+    run's charts replaced by this run's (blank until drawn) were scored as a jump and a blank.
+    """
+    deadline = time.monotonic() + 60
+    while not (run_dir / "status.json").exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
     page.goto(f"{url}/live?run={run_dir.name}")
     page.wait_for_function(f"({CHARTS_JS})().length > 0", timeout=60_000, polling=100)
     page.evaluate(SAMPLE_JS)

@@ -9,8 +9,9 @@ existing text nodes only, so the panel's next rerun updates them as usual. A til
 not show yet (test/acc after the first evaluation) reruns the panel.
 
 It asks in the page's poll (dashboard/server/poll_route.py, the hub in refresh_trigger.POLL_HUB_JS),
-at most once a second, with the run's streams hash it last drew from: the answer carries the texts
-only when the run wrote something since, so a run that writes nothing costs no request and no draw.
+at most once a second (every 2 s while the run writes all the time: the page then polls every 2 s),
+with the run's streams hash it last drew from: the answer carries the texts only when the run wrote
+something since, so a run that writes nothing costs no request and no draw.
 """
 
 from __future__ import annotations
