@@ -14,9 +14,9 @@ the Live page's charts and numbers then fetch what is new themselves (chart_feed
 A run that writes all the time brings news at every poll; its charts then redraw every 8 s and its
 numbers at each poll (chart_feed, live_numbers), so polling it 4 times a second bought nothing but
 requests, and each request (with the numbers it brings) costs Chromium ~10 ms of CPU and the server
-~4 ms on the training machine (a Live page made 288 of its 384 requests a minute here). After STEADY_POLLS polls in a row with
-stream news and no new state or phase (a run past its start, training), the trigger polls every
-STEADY_POLL_MS (2 s) instead (its event then says `steady`), and at the first poll without news, or
+~4 ms on the training machine (a Live page made 288 of its 384 requests a minute here). After
+STEADY_POLLS polls in a row with stream news and no new state or phase (a run past its start,
+training), the trigger polls every STEADY_POLL_MS (2 s) instead (its event then says `steady`), and at the first poll without news, or
 with an event, again every POLL_MS (the next news then says `resumed`: the charts draw it at once):
 an occasional record is still drawn at once, a run's start is followed at the full rate, and a new
 state of a steadily writing run (finished, stopped) shows within STEADY_POLL_MS. At 1 s instead of
