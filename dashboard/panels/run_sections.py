@@ -17,7 +17,7 @@ from runstore.metrics.metric_table import MetricTable
 
 LOG_LINES = 200
 # While the run trains, its grids (below its own fed panels) are built anew at most this often, as
-# TensorBoard reloads every 30 s: at every 10 s rerun, two grids of 3-8 subplots each cost Run detail
+# TensorBoard reloads every 30 s: at every 10-20 s rerun, two grids of 3-8 subplots each cost Run detail
 # Plotly.react work on the machine the run trains on. A zoom, a new metric or the run's end redraws at once.
 GRID_REFRESH_S = 30.0
 
