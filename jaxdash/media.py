@@ -1,87 +1,107 @@
-"""`jaxdash.Image`, `jaxdash.Table` and plotly figures in `run.log`: media the page's media section shows.
+"""Media in `run.log`: what counts as a medium, and handing each to the writers when logged.
 
-They are written when logged (on the caller's thread: media are rare, and an image must be on the
-host anyway): images as the run's artifacts/images/<key>.png, tables as artifacts/tables/<key>.json,
-plotly figures as artifacts/figures/<key>/<step>.json, and to TensorBoard and W&B where they take
-them. Names follow wandb's: `wandb.Image(array, caption=...)`, `wandb.Table(columns=..., data=...)`.
+Called from `client.Run._checked` (off the per-step path: a call holding only numbers never gets
+here): `is_media(value)` picks the values, `write_media(writer, step, media)` writes them on the
+caller's thread (media are rare, and an image must be on the host anyway) through the writer
+interface, so the run store (the page), TensorBoard and the W&B copy each get them:
+
+* Image, a list of Images (one key, captions kept), a matplotlib figure that plotly cannot convert:
+  `write_images` (every step: artifacts/images/<key>/<step>_<i>.png, runstore.media_store);
+* Histogram: `write_histograms` (its bins); plotly figures, `wandb.Plotly`, matplotlib figures:
+  `write_figures` (artifacts/figures/<key>/<step>.json);
+* Table: `write_tables`; `wandb.plot.*`: its figure under <key> and its table under <key>_table, as W&B;
+* Html, Audio, Video, Object3D, Molecule: a file in the run folder (artifacts/media/<key>/), one notice.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
+from jaxdash.data_types import Histogram, Image, Plotly, _File, is_matplotlib, notice
+from jaxdash.plot import CustomChart
+from jaxdash.table import Table
+from runstore import media_store
+from training.writers.base import Bins, Images
 
-from training.writers.base import Table as StoreTable
+__all__ = ["Image", "Table", "is_media", "write_media"]
 
-
-class Image:
-    """An image from a NumPy/JAX array (H x W, H x W x 1/3/4; floats in [0, 1] or integers 0-255) or a PIL image."""
-
-    def __init__(self, data: Any, caption: str | None = None) -> None:
-        self.caption = caption
-        self.pixels = _pixels(data)
-
-
-class Table:
-    """Rows under named columns, as `wandb.Table(columns=[...], data=[[...], ...])`."""
-
-    def __init__(self, columns: Sequence[str] | None = None, data: Sequence[Sequence[Any]] | None = None) -> None:
-        rows = [list(r) for r in (data or [])]
-        self.columns = list(columns) if columns is not None else [f"c{i}" for i in range(len(rows[0]) if rows else 0)]
-        bad = [i for i, r in enumerate(rows) if len(r) != len(self.columns)]
-        if bad:
-            raise ValueError(
-                f"jaxdash.Table: row {bad[0]} has {len(rows[bad[0]])} cells for {len(self.columns)} columns"
-            )
-        self.data = rows
-
-    def add_data(self, *row: Any) -> None:
-        """Append one row (as wandb's Table.add_data)."""
-        if len(row) != len(self.columns):
-            raise ValueError(f"jaxdash.Table.add_data: {len(row)} cells for {len(self.columns)} columns")
-        self.data.append(list(row))
-
-    def to_store(self) -> StoreTable:
-        """The run store's table (numbers as plain floats)."""
-        return StoreTable(self.columns, [[_plain(c) for c in r] for r in self.data])
-
-
-def _plain(cell: Any) -> Any:
-    if isinstance(cell, (str, int, float, bool)) or cell is None:
-        return cell
-    arr = np.asarray(cell)
-    return arr.item() if arr.size == 1 else arr.tolist()
-
-
-def _pixels(data: Any) -> np.ndarray:
-    """uint8 H x W x C pixels from an array or a PIL image; a clear error for anything else."""
-    arr = np.asarray(data)
-    if arr.ndim == 3 and arr.shape[-1] not in (1, 3, 4) and arr.shape[0] in (1, 3, 4):
-        arr = np.moveaxis(arr, 0, -1)  # C x H x W, as PyTorch-style code writes it
-    if arr.ndim == 3 and arr.shape[-1] == 1:
-        arr = arr[..., 0]
-    if arr.ndim not in (2, 3) or arr.size == 0:
-        raise ValueError(f"jaxdash.Image: expected an H x W or H x W x C array, got shape {arr.shape}")
-    if arr.dtype.kind == "f":
-        arr = np.clip(np.nan_to_num(arr) * (255.0 if arr.max(initial=0.0) <= 1.0 else 1.0), 0, 255)
-    return arr.astype(np.uint8)
+_TYPES = (Image, Table, Histogram, Plotly, CustomChart, _File)
 
 
 def is_media(value: Any) -> bool:
-    """An Image, a Table or a plotly figure (anything with `to_plotly_json`)."""
-    return isinstance(value, (Image, Table)) or hasattr(value, "to_plotly_json")
+    """A medium W&B takes in `log`: a data type, a list of Images, a plotly or matplotlib figure."""
+    if isinstance(value, _TYPES) or hasattr(value, "to_plotly_json"):
+        return True
+    if isinstance(value, (list, tuple)) and value:
+        return all(isinstance(v, Image) for v in value)
+    return is_matplotlib(value)
+
+
+def _images(value: Image | list[Image]) -> Images | None:
+    many = [value] if isinstance(value, Image) else list(value)
+    kept = [v for v in many if v.pixels is not None]
+    if not kept:
+        return None
+    return Images([v.pixels for v in kept], [v.caption for v in kept], listed=not isinstance(value, Image))
+
+
+def _sorted(media: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The media by the writer call that takes them."""
+    out: dict[str, dict[str, Any]] = {"images": {}, "histograms": {}, "tables": {}, "figures": {}, "files": {}}
+    for key, value in media.items():
+        if is_matplotlib(value) and not isinstance(value, _TYPES):
+            value = Plotly(value)  # W&B: a figure plotly can draw becomes a plotly chart, else an image
+        if isinstance(value, Plotly):
+            value = value.fallback if value.figure is None else value.figure
+        if isinstance(value, (Image, list, tuple)):
+            found = _images(value)
+            if found is not None:
+                out["images"][key] = found
+        elif isinstance(value, Histogram):
+            if value.bins:
+                out["histograms"][key] = Bins(value.histogram, value.bins)
+        elif isinstance(value, Table):
+            out["tables"][key] = value.to_store()
+        elif isinstance(value, CustomChart):
+            out["tables"][f"{key}_table"] = value.table.to_store()
+            if value.figure is not None:
+                out["figures"][key] = value.figure
+        elif isinstance(value, _File):
+            out["files"][key] = value
+        elif isinstance(value, dict):
+            out["figures"][key] = value
+        elif value is not None:
+            out["figures"][key] = value.to_plotly_json()
+    return out
 
 
 def write_media(writer: Any, step: int, media: dict[str, Any]) -> None:
-    """Hand each medium to the writers' general methods (images, tables, figures)."""
-    images = {k: v.pixels for k, v in media.items() if isinstance(v, Image)}
-    tables = {k: v.to_store() for k, v in media.items() if isinstance(v, Table)}
-    figures = {k: v.to_plotly_json() for k, v in media.items() if hasattr(v, "to_plotly_json")}
-    if images:
-        writer.write_images(step, images)
-    if tables:
-        writer.write_tables(step, tables)
-    if figures:
-        writer.write_figures(step, figures)
+    """Hand each medium to the writers' general methods (images, histograms, tables, figures); files to the run folder."""
+    found = _sorted(media)
+    if found["images"]:
+        writer.write_images(step, found["images"])
+    if found["histograms"]:
+        writer.write_histograms(step, found["histograms"])
+    if found["tables"]:
+        writer.write_tables(step, found["tables"])
+    if found["figures"]:
+        writer.write_figures(step, found["figures"])
+    if found["files"]:
+        _write_files(writer, step, found["files"])
+
+
+def _run_dir(writer: Any) -> Any:
+    """The run folder of the run store writer (the MultiWriter's first, required writer)."""
+    first = getattr(writer, "writers", [writer])[0] if getattr(writer, "writers", None) else writer
+    return getattr(first, "run_dir", None)
+
+
+def _write_files(writer: Any, step: int, files: dict[str, _File]) -> None:
+    run_dir = _run_dir(writer)
+    for key, value in files.items():
+        kind = type(value).__name__
+        if value.data is None or run_dir is None:
+            continue
+        path = media_store.write_media_file(run_dir, key, step, value.suffix, value.data)
+        where = f"artifacts/media/{media_store.tag_file(key)}/" if path is not None else "nowhere (a link out)"
+        notice(f"wandb.{kind}", f"kept as a file in the run folder ({where}); TensorBoard and the W&B copy lack it")

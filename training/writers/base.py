@@ -56,6 +56,23 @@ class Table:
         return [row[i] for row in self.rows]
 
 
+@dataclass
+class Images:
+    """Several images logged under one tag at one step (W&B's list of `wandb.Image`), with their captions."""
+
+    pixels: list[np.ndarray]  # HWC uint8 each
+    captions: list[str | None] = field(default_factory=list)
+    listed: bool = True  # logged as a list (False: one image, kept here for its caption)
+
+
+@dataclass
+class Bins:
+    """A histogram already binned (`wandb.Histogram(np_histogram=(counts, edges))`): len(edges) == len(counts) + 1."""
+
+    counts: np.ndarray
+    edges: np.ndarray
+
+
 class MetricWriter:
     """Base writer. A backend overrides the calls it supports; any other call is dropped (one debug line)."""
 
@@ -87,11 +104,11 @@ class MetricWriter:
             self.write_scalars(int(step), dict(zip(names, row, strict=True)), progress if i == last else None)
 
     def write_images(self, step: int, images: Mapping[str, np.ndarray]) -> None:
-        """HWC uint8 RGB images keyed by tag."""
+        """HWC uint8 RGB images keyed by tag; a value may be an `Images` (several, with captions)."""
         self._lacks("write_images")
 
     def write_histograms(self, step: int, arrays: Mapping[str, np.ndarray]) -> None:
-        """Arrays (e.g. layer weights) to summarise as histograms."""
+        """Arrays (e.g. layer weights) to summarise as histograms; a value may be `Bins` (already binned)."""
         self._lacks("write_histograms")
 
     def write_texts(self, step: int, texts: Mapping[str, str]) -> None:

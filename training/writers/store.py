@@ -16,7 +16,6 @@ never races run.py's final one.
 
 from __future__ import annotations
 
-import io
 import json
 import logging
 import time
@@ -27,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from runstore import run_store
-from training.writers.base import MetricWriter, Progress, Table
+from runstore import media_store, run_store
+from training.writers.base import Bins, Images, MetricWriter, Progress, Table
 
 log = logging.getLogger(__name__)
 
@@ -143,18 +142,17 @@ class RunStoreWriter(MetricWriter):
             doc = {"tag": tag, "step": int(step), "columns": list(table.columns), "rows": table.rows}
             run_store.atomic_write_json(out / f"{table_file(tag)}.json", doc, indent=None)
 
-    def write_images(self, step: int, images: Mapping[str, np.ndarray]) -> None:
-        """The latest image of each tag as artifacts/images/<tag>.png (skipped if Pillow is missing)."""
+    def write_images(self, step: int, images: Mapping[str, np.ndarray | Images]) -> None:
+        """Every image of each tag at this step, with captions, and the latest as artifacts/images/<tag>.png
+        (runstore.media_store; skipped if Pillow is missing)."""
         try:
-            from PIL import Image
-        except ImportError:  # Pillow is optional; TB and W&B still get the images
+            import PIL  # noqa: F401 - optional; TB and W&B still get the images
+        except ImportError:
             return
-        out = self.artifacts / "images"
-        out.mkdir(exist_ok=True)
         for tag, img in images.items():
-            buf = io.BytesIO()
-            Image.fromarray(np.asarray(img, dtype=np.uint8)).save(buf, format="PNG", compress_level=1)
-            _atomic_write_bytes(out / f"{table_file(tag)}.png", buf.getvalue())
+            pixels, captions = (img.pixels, img.captions) if isinstance(img, Images) else ([img], [])
+            pngs = [media_store.png_bytes(p) for p in pixels]
+            media_store.write_image_step(self.run_dir, tag, step, pngs, captions)
 
     def write_figures(self, step: int, figures: Mapping[str, dict[str, Any]]) -> None:
         """Each figure as artifacts/figures/<tag>/<step>.json (plotly JSON); the newest KEEP_FIGURES steps are kept."""
@@ -178,8 +176,12 @@ class RunStoreWriter(MetricWriter):
     def write_hparams(self, hparams: Mapping[str, Any]) -> None:
         """Nothing to do: config.json already holds the config."""
 
-    def write_histograms(self, step: int, arrays: Mapping[str, np.ndarray]) -> None:
-        """Not kept: the page draws no histograms (TensorBoard and W&B do)."""
+    def write_histograms(self, step: int, arrays: Mapping[str, np.ndarray | Bins]) -> None:
+        """Each tag's bins at this step as a line of artifacts/histograms/<tag>.jsonl (runstore.media_store)."""
+        for tag, arr in arrays.items():
+            found = (arr.counts, arr.edges) if isinstance(arr, Bins) else media_store.bins(arr)
+            if found is not None:
+                media_store.append_histogram(self.run_dir, tag, step, *found)
 
     def write_summary(self, metrics: Mapping[str, float]) -> None:
         """Final metrics: status.json "final" and artifacts/final_metrics.json."""

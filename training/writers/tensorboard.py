@@ -39,7 +39,7 @@ from tensorboardX.summary import custom_scalars
 from tensorboardX.summary import hparams as hparams_summary
 
 from runstore import tags
-from training.writers.base import MetricWriter, Progress, Table
+from training.writers.base import Bins, Images, MetricWriter, Progress, Table
 from training.writers.tb_files import SyncSummaryWriter, image_summary
 
 log = logging.getLogger(__name__)
@@ -184,14 +184,26 @@ class TensorBoardWriter(MetricWriter):
             self.sw.file_writer.add_summary(custom_scalars(layout))
 
     def write_images(self, step: int, images: Mapping[str, np.ndarray]) -> None:
-        """HWC uint8 images."""
+        """HWC uint8 images; an `Images` of several as <tag>/<i> (TensorBoard shows one image per tag and step)."""
         for tag, img in images.items():
-            self.sw.file_writer.add_summary(image_summary(tag, img), int(step))
+            many = img.pixels if isinstance(img, Images) else [img]
+            for i, pixels in enumerate(many):
+                name = tag if len(many) == 1 else f"{tag}/{i}"
+                self.sw.file_writer.add_summary(image_summary(name, np.asarray(pixels, dtype=np.uint8)), int(step))
 
     def write_histograms(self, step: int, arrays: Mapping[str, np.ndarray]) -> None:
         """Histograms of arrays (e.g. layer weights)."""
         for tag, arr in arrays.items():
-            self.sw.add_histogram(tag, np.asarray(arr, dtype=np.float64).ravel(), int(step))
+            if isinstance(arr, Bins):  # already binned: as TensorBoard's own histogram of those bins
+                self._add_bins(tag, arr, int(step))
+            else:
+                self.sw.add_histogram(tag, np.asarray(arr, dtype=np.float64).ravel(), int(step))
+
+    def _add_bins(self, tag: str, hist: Bins, step: int) -> None:
+        counts, edges = np.asarray(hist.counts, np.float64), np.asarray(hist.edges, np.float64)
+        mids, total = (edges[:-1] + edges[1:]) / 2, float(counts.sum())
+        self.sw.add_histogram_raw(tag, float(edges[0]), float(edges[-1]), total, float((mids * counts).sum()),
+                                  float((mids**2 * counts).sum()), edges[1:].tolist(), counts.tolist(), step)  # fmt: skip
 
     def write_pr_curves(self, step: int, curves: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> None:
         """Precision-recall curves from binary labels and scores in [0, 1] (the PR Curves tab)."""

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from training.writers.base import MetricWriter, Progress, Table
+from training.writers.base import Bins, Images, MetricWriter, Progress, Table
 from training.writers.wandb import media as wandb_media
 from training.writers.wandb import mode as wandb_mode
 from training.writers.wandb import run as wandb_run
@@ -192,14 +192,14 @@ class WandbWriter(MetricWriter):
         if self.active:
             import wandb
 
-            self._rows.row(step).update({k: wandb.Image(np.asarray(v)) for k, v in images.items()})
+            self._rows.row(step).update({k: _wandb_images(wandb, v) for k, v in images.items()})
 
     def write_histograms(self, step: int, arrays: Mapping[str, np.ndarray]) -> None:
         """Arrays as wandb.Histogram."""
         if self.active:
             import wandb
 
-            self._rows.row(step).update({k: wandb.Histogram(np.asarray(v).ravel()) for k, v in arrays.items()})
+            self._rows.row(step).update({k: _wandb_histogram(wandb, v) for k, v in arrays.items()})
 
     def write_tables(self, step: int, tables: Mapping[str, Table]) -> None:
         """Kept until close: the latest table of each tag describes the final model (one W&B table each)."""
@@ -269,3 +269,19 @@ class WandbWriter(MetricWriter):
 
     def _finish(self, state: str) -> None:
         wandb_run.finish_run(self.run, state, self.finish_timeout, self.info.get("dir"))
+
+
+def _wandb_images(wandb: Any, value: np.ndarray | Images) -> Any:
+    """A wandb.Image, or for `Images` a list of them with their captions (W&B's images/separated)."""
+    if not isinstance(value, Images):
+        return wandb.Image(np.asarray(value))
+    caps = list(value.captions) + [None] * len(value.pixels)
+    if not value.listed and len(value.pixels) == 1:
+        return wandb.Image(np.asarray(value.pixels[0]), caption=caps[0])
+    return [wandb.Image(np.asarray(p), caption=c) for p, c in zip(value.pixels, caps, strict=False)]
+
+
+def _wandb_histogram(wandb: Any, value: np.ndarray | Bins) -> Any:
+    if isinstance(value, Bins):
+        return wandb.Histogram(np_histogram=(np.asarray(value.counts).tolist(), np.asarray(value.edges).tolist()))
+    return wandb.Histogram(np.asarray(value).ravel())

@@ -1,0 +1,193 @@
+"""`wandb.plot.*` under `import jaxdash as wandb`: line, scatter, bar, histogram, line_series,
+confusion_matrix, pr_curve, roc_curve.
+
+Each returns a `CustomChart` as wandb's does: the chart's table (the same columns W&B's Vega preset
+reads) and a plotly figure of it. Logged under a key, the figure is the page's figure at that step
+(artifacts/figures/<key>/) and the table goes where W&B puts it, `<key>_table` (the run store's
+tables, TensorBoard's text, a `wandb.Table` in the W&B copy). NumPy only: no scikit-learn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from jaxdash.table import Table
+
+
+class CustomChart:
+    """What `wandb.plot.*` returns: a table and the figure drawn from it."""
+
+    def __init__(self, table: Table, figure: Any, title: str = "", split_table: bool = False) -> None:
+        self.table, self.title, self.split_table = table, title, split_table
+        figure.update_layout(title=title or None)
+        self.figure = figure.to_plotly_json()
+
+
+def _go() -> Any:
+    import plotly.graph_objects as go
+
+    return go
+
+
+def line(
+    table: Table, x: str, y: str, stroke: str | None = None, title: str = "", split_table: bool = False
+) -> CustomChart:
+    """A line of column `y` against `x` (one per `stroke` value)."""
+    go, groups = _go(), _groups(table, stroke)
+    traces = [go.Scatter(x=table_col(t, x), y=table_col(t, y), mode="lines", name=name) for name, t in groups]
+    return CustomChart(table, go.Figure(traces).update_layout(xaxis_title=x, yaxis_title=y), title, split_table)
+
+
+def scatter(table: Table, x: str, y: str, title: str = "", split_table: bool = False) -> CustomChart:
+    """Points of column `y` against `x`."""
+    go = _go()
+    fig = go.Figure(go.Scatter(x=table.get_column(x), y=table.get_column(y), mode="markers"))
+    return CustomChart(table, fig.update_layout(xaxis_title=x, yaxis_title=y), title, split_table)
+
+
+def bar(table: Table, label: str, value: str, title: str = "", split_table: bool = False) -> CustomChart:
+    """One bar per row: `value` at `label`."""
+    go = _go()
+    fig = go.Figure(go.Bar(x=table.get_column(label), y=table.get_column(value)))
+    return CustomChart(table, fig.update_layout(xaxis_title=label, yaxis_title=value), title, split_table)
+
+
+def histogram(table: Table, value: str, title: str = "", split_table: bool = False) -> CustomChart:
+    """A histogram of column `value`."""
+    go = _go()
+    fig = go.Figure(go.Histogram(x=table.get_column(value)))
+    return CustomChart(table, fig.update_layout(xaxis_title=value), title, split_table)
+
+
+def line_series(xs: Iterable[Any], ys: Iterable[Iterable[Any]], keys: Iterable[str] | None = None, title: str = "",
+                xname: str = "x", split_table: bool = False) -> CustomChart:  # fmt: skip
+    """Several lines on one chart; `xs` one shared sequence or one per line. Table: lineKey, lineVal, step."""
+    ys = [list(np.asarray(y).tolist()) for y in ys]
+    xs = list(xs)
+    per_line = xs and isinstance(xs[0], (list, tuple, np.ndarray))
+    xs_of = [list(np.asarray(xs[i] if per_line else xs).tolist()) for i in range(len(ys))]
+    names = list(keys) if keys is not None else [f"key_{i}" for i in range(len(ys))]
+    table = Table(columns=["step", "lineKey", "lineVal"])
+    go = _go()
+    traces = []
+    for name, x, y in zip(names, xs_of, ys, strict=False):
+        for a, b in zip(x, y, strict=False):
+            table.add_data(a, name, b)
+        traces.append(go.Scatter(x=x[: len(y)], y=y[: len(x)], mode="lines", name=name))
+    return CustomChart(table, go.Figure(traces).update_layout(xaxis_title=xname), title, split_table)
+
+
+def confusion_matrix(probs: Sequence[Sequence[float]] | None = None, y_true: Sequence[Any] | None = None,
+                     preds: Sequence[Any] | None = None, class_names: Sequence[str] | None = None,
+                     title: str = "Confusion Matrix Curve", split_table: bool = False) -> CustomChart:  # fmt: skip
+    """Counts of (actual, predicted) classes from `preds` or the argmax of `probs`. Table: Actual, Predicted, nPredictions."""
+    truth = np.asarray(y_true if y_true is not None else []).ravel()
+    guess = np.asarray(preds).ravel() if preds is not None else np.asarray(probs).argmax(axis=-1).ravel()
+    classes = sorted(set(truth.tolist()) | set(guess.tolist()))
+    if class_names is not None:
+        classes = list(range(len(class_names)))
+    names = list(class_names) if class_names is not None else [str(c) for c in classes]
+    index = {c: i for i, c in enumerate(classes)}
+    counts = np.zeros((len(classes), len(classes)), dtype=int)
+    for t, p in zip(truth.tolist(), guess.tolist(), strict=False):
+        if t in index and p in index:
+            counts[index[t], index[p]] += 1
+    table = Table(columns=["Actual", "Predicted", "nPredictions"])
+    for i, a in enumerate(names):
+        for j, b in enumerate(names):
+            table.add_data(a, b, int(counts[i, j]))
+    go = _go()
+    fig = go.Figure(go.Heatmap(z=counts.tolist(), x=names, y=names, colorscale="Blues", text=counts.tolist(),
+                               texttemplate="%{text}"))  # fmt: skip
+    fig.update_layout(xaxis_title="Predicted", yaxis_title="Actual", yaxis_autorange="reversed")
+    return CustomChart(table, fig, title, split_table)
+
+
+def _curves(y_true: Any, y_probas: Any, labels: Any, classes_to_plot: Any) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """(class name, binary labels, scores) for each class to plot, one-vs-rest."""
+    truth = np.asarray(y_true).ravel()
+    probas = np.asarray(y_probas, dtype=np.float64)
+    if probas.ndim == 1:
+        probas = np.stack([1 - probas, probas], axis=1)
+    classes = np.unique(truth) if classes_to_plot is None else np.asarray(classes_to_plot)
+    out = []
+    for c in classes.tolist():
+        col = (
+            int(c) if isinstance(c, (int, np.integer)) and int(c) < probas.shape[1] else list(np.unique(truth)).index(c)
+        )
+        name = str(labels[col]) if labels is not None and col < len(labels) else str(c)
+        out.append((name, truth == c, probas[:, col]))
+    return out
+
+
+def _ranked(hits: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(true positives, false positives) at each distinct score threshold, highest first."""
+    order = np.argsort(-scores, kind="stable")
+    hits, ranked = hits[order], scores[order]
+    last = np.r_[np.flatnonzero(np.diff(ranked)), ranked.size - 1]
+    tp = np.cumsum(hits)[last]
+    return tp, (last + 1) - tp
+
+
+def pr_curve(y_true: Any = None, y_probas: Any = None, labels: list[str] | None = None, classes_to_plot: Any = None,
+             interp_size: int = 21, title: str = "Precision-Recall Curve", split_table: bool = False) -> CustomChart:  # fmt: skip
+    """Precision against recall per class (interpolated at `interp_size` recalls). Table: class, precision, recall."""
+    table, go, traces = Table(columns=["class", "precision", "recall"]), _go(), []
+    grid = np.linspace(0, 1, interp_size)
+    for name, hits, scores in _curves(y_true, y_probas, labels, classes_to_plot):
+        if not hits.any():
+            continue
+        tp, fp = _ranked(hits, scores)
+        prec, rec = np.r_[1.0, tp / (tp + fp)], np.r_[0.0, tp / hits.sum()]
+        best = np.maximum.accumulate(prec[::-1])[::-1]
+        idx = np.searchsorted(rec, grid, side="left")
+        interp = np.where(idx < rec.size, best[np.minimum(idx, rec.size - 1)], 0.0)
+        for p, r in zip(interp.tolist(), grid.tolist(), strict=True):
+            table.add_data(name, round(p, 3), round(r, 3))
+        traces.append(go.Scatter(x=grid.tolist(), y=interp.tolist(), mode="lines", name=name))
+    fig = go.Figure(traces).update_layout(xaxis_title="Recall", yaxis_title="Precision")
+    return CustomChart(table, fig, title, split_table)
+
+
+def roc_curve(y_true: Any, y_probas: Any = None, labels: list[str] | None = None, classes_to_plot: Any = None,
+              title: str = "ROC Curve", split_table: bool = False) -> CustomChart:  # fmt: skip
+    """True positive rate against false positive rate per class. Table: class, fpr, tpr."""
+    table, go, traces = Table(columns=["class", "fpr", "tpr"]), _go(), []
+    for name, hits, scores in _curves(y_true, y_probas, labels, classes_to_plot):
+        if not hits.any() or hits.all():
+            continue
+        tp, fp = _ranked(hits, scores)
+        tpr, fpr = np.r_[0.0, tp / hits.sum()], np.r_[0.0, fp / (~hits).sum()]
+        for f, t in zip(fpr.tolist(), tpr.tolist(), strict=True):
+            table.add_data(name, round(f, 3), round(t, 3))
+        traces.append(go.Scatter(x=fpr.tolist(), y=tpr.tolist(), mode="lines", name=name))
+    fig = go.Figure(traces).update_layout(xaxis_title="False positive rate", yaxis_title="True positive rate")
+    return CustomChart(table, fig, title, split_table)
+
+
+def _groups(table: Table, stroke: str | None) -> list[tuple[str | None, Table]]:
+    if stroke is None:
+        return [(None, table)]
+    out: dict[Any, Table] = {}
+    for row in table.data:
+        out.setdefault(row[table.columns.index(stroke)], Table(columns=table.columns)).add_data(*row)
+    return [(str(k), t) for k, t in out.items()]
+
+
+def table_col(table: Table, name: str) -> list[Any]:
+    """One column's cells."""
+    return table.get_column(name)
+
+
+def plot_table(vega_spec_name: str, data_table: Table, fields: dict[str, Any], string_fields: dict[str, Any] | None = None,
+               split_table: bool = False) -> CustomChart:  # fmt: skip
+    """`wandb.plot_table`: a custom Vega chart; here its table, drawn as a table-only chart (one notice)."""
+    from jaxdash.data_types import notice
+
+    notice("wandb.plot_table", f"custom Vega chart {vega_spec_name!r} is kept as its table (no Vega on the page)")
+    chart = CustomChart(data_table, _go().Figure(), (string_fields or {}).get("title", ""), split_table)
+    chart.figure = None
+    return chart

@@ -1,0 +1,167 @@
+"""Media of every step in a run folder: images (with captions), histograms and media files. No Streamlit here.
+
+Who writes what (the run store writer, training/writers/store.py, and the client, jaxdash/media.py):
+
+* artifacts/images/<tag>/<step:010d>_<i>.png: every image logged at that step (a list keeps its order),
+  and artifacts/images/<tag>/<step:010d>.json = {"tag", "step", "files", "captions"} written after
+  them (a reader lists a step once its json exists). artifacts/images/<tag>.png stays the latest image;
+* artifacts/histograms/<tag>.jsonl: one line a step, {"step", "counts", "edges"} (W&B's 64 bins);
+* artifacts/media/<tag>/<step:010d>.<ext>: an Html, Audio, Video or Object3D file as logged.
+
+Each file is written then renamed, so a polling reader never opens half of one; the newest KEEP_STEPS
+steps of each tag are kept. Readers skip links, damaged files and other shapes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from runstore import run_store, safe_files
+
+KEEP_STEPS = 200  # steps of each image tag kept (a long run keeps its recent ones)
+NUM_BINS = 64  # W&B's default
+
+
+def tag_file(tag: str) -> str:
+    """A tag's file name without suffix: "val/examples" -> "val__examples"."""
+    return run_store.slugify(tag.replace("/", "__"), 80)
+
+
+def _write_bytes(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)
+
+
+def png_bytes(pixels: np.ndarray) -> bytes:
+    """An HWC (or HW) uint8 array as PNG bytes (Pillow)."""
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray(np.asarray(pixels, dtype=np.uint8)).save(buf, format="PNG", compress_level=1)
+    return buf.getvalue()
+
+
+def write_image_step(
+    run_dir: Path, tag: str, step: int, pngs: Sequence[bytes], captions: Sequence[str | None] = ()
+) -> None:
+    """Every image of `tag` at `step` (PNG bytes), their captions, and the tag's latest image (<tag>.png)."""
+    root = Path(run_dir) / "artifacts" / "images"
+    folder = root / tag_file(tag)
+    if not safe_files.inside(run_dir, folder.parent):
+        return  # artifacts/ or images/ is a link out of the run folder: nothing written through it
+    names = [f"{int(step):010d}_{i}.png" for i in range(len(pngs))]
+    for name, data in zip(names, pngs, strict=True):
+        _write_bytes(folder / name, data)
+    caps = [None if c is None else str(c) for c in captions] + [None] * (len(pngs) - len(captions))
+    doc = {"tag": tag, "step": int(step), "files": names, "captions": caps[: len(pngs)]}
+    _write_bytes(folder / f"{int(step):010d}.json", json.dumps(doc).encode())
+    if pngs:
+        _write_bytes(root / f"{tag_file(tag)}.png", pngs[-1])
+    _prune(folder)
+
+
+def _prune(folder: Path) -> None:
+    """Keep the newest KEEP_STEPS steps of a tag."""
+    steps = sorted(p for p in folder.glob("*.json") if p.stem.isdigit())
+    for old in steps[:-KEEP_STEPS]:
+        for png in folder.glob(f"{old.stem}_*.png"):
+            png.unlink(missing_ok=True)
+        old.unlink(missing_ok=True)
+
+
+def bins(values: Any, num_bins: int = NUM_BINS) -> tuple[list[float], list[float]] | None:
+    """(counts, edges) of the finite values, as `wandb.Histogram` bins them; None when there are none."""
+    arr = np.asarray(values, dtype=np.float64).ravel()
+    arr = arr[np.isfinite(arr)]
+    if arr.size == 0:
+        return None
+    counts, edges = np.histogram(arr, bins=max(1, min(int(num_bins), 512)))
+    return counts.tolist(), edges.tolist()
+
+
+def append_histogram(run_dir: Path, tag: str, step: int, counts: Sequence[float], edges: Sequence[float]) -> None:
+    """One step of a histogram tag: a line of artifacts/histograms/<tag>.jsonl."""
+    path = Path(run_dir) / "artifacts" / "histograms" / f"{tag_file(tag)}.jsonl"
+    if not safe_files.inside(run_dir, path.parent.parent):
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    line = {"tag": tag, "step": int(step), "counts": [float(c) for c in counts], "edges": [float(e) for e in edges]}
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(line) + "\n")
+
+
+def write_media_file(run_dir: Path, tag: str, step: int, suffix: str, data: bytes) -> Path | None:
+    """An Html/Audio/Video/Object3D file as artifacts/media/<tag>/<step>.<suffix>; None if not writable."""
+    folder = Path(run_dir) / "artifacts" / "media" / tag_file(tag)
+    if not safe_files.inside(run_dir, folder.parent):
+        return None
+    path = folder / f"{int(step):010d}.{suffix.lstrip('.') or 'bin'}"
+    _write_bytes(path, data)
+    return path
+
+
+@dataclass(frozen=True)
+class ImageStep:
+    """The images of one tag at one step, with their captions."""
+
+    tag: str
+    step: int
+    paths: tuple[Path, ...]
+    captions: tuple[str | None, ...]
+
+
+def image_steps(run_dir: Path) -> dict[str, list[ImageStep]]:
+    """Every image tag's steps (oldest first), from artifacts/images/<tag>/; {} when there are none."""
+    root = Path(run_dir) / "artifacts" / "images"
+    if not safe_files.inside(run_dir, root) or not root.is_dir():
+        return {}
+    out: dict[str, list[ImageStep]] = {}
+    for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.is_symlink()):
+        for meta in sorted(p for p in folder.glob("*.json") if p.stem.isdigit()):
+            item = _image_step(folder, meta)
+            if item is not None:
+                out.setdefault(item.tag, []).append(item)
+    return out
+
+
+def _image_step(folder: Path, meta: Path) -> ImageStep | None:
+    doc = run_store.read_json(meta)
+    if not isinstance(doc, dict) or not isinstance(doc.get("files"), list):
+        return None
+    paths = tuple(folder / str(f) for f in doc["files"] if safe_files.plain_name(str(f)))
+    paths = tuple(p for p in paths if safe_files.is_regular(p))
+    caps = doc.get("captions") if isinstance(doc.get("captions"), list) else []
+    caps = tuple((str(c) if c is not None else None) for c in caps) + (None,) * len(paths)
+    tag = doc.get("tag") if isinstance(doc.get("tag"), str) else folder.name.replace("__", "/")
+    return ImageStep(tag, int(meta.stem), paths, caps[: len(paths)]) if paths else None
+
+
+def histograms(run_dir: Path) -> dict[str, list[tuple[int, list[float], list[float]]]]:
+    """Every histogram tag's (step, counts, edges) lines, oldest first; damaged lines skipped."""
+    root = Path(run_dir) / "artifacts" / "histograms"
+    if not safe_files.inside(run_dir, root) or not root.is_dir():
+        return {}
+    out: dict[str, list[tuple[int, list[float], list[float]]]] = {}
+    for path in sorted(p for p in root.glob("*.jsonl") if safe_files.is_regular(p)):
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            try:
+                doc = json.loads(line)
+                item = (int(doc["step"]), list(map(float, doc["counts"])), list(map(float, doc["edges"])))
+            except (ValueError, KeyError, TypeError):
+                continue  # a torn last line or another shape
+            out.setdefault(str(doc.get("tag", path.stem.replace("__", "/"))), []).append(item)
+    return out
