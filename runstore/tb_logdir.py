@@ -5,10 +5,18 @@ TF, Flax/CLU: any folder holding `events.out.tfevents.*`). Each run found there 
 folder under <runs root>/.logdir/<slug>/ holding config.json (task "TensorBoard log"), status.json
 and metrics.jsonl, so the Runs table, Live, compare and detail read it like a run of ours.
 
-Events are read with TensorBoard's own `EventFileLoader`, incrementally: one loader per event file
-is kept for the life of the server process and each sync appends only the events written since the
-last one. A new process starts each mirror's metrics.jsonl afresh (a loader cannot resume from a
-saved offset), which is one full read per file per server start.
+Events are read with TensorBoard's own `EventFileLoader`, over bounded record reads
+(runstore/event_files.py: regular files inside the logdir only, record lengths checked before
+anything is allocated), incrementally: one loader per event file is kept for the life of the
+server process and each sync appends only the events written since the last one. A new process
+starts each mirror's metrics.jsonl afresh, which is one full read per file per server start.
+Each file is read on its own thread and a sync waits READ_LIMIT_S at most: a file that is damaged,
+refused or does not answer makes its run "damaged" with a message naming the file; every other
+run is mirrored as usual.
+
+Mirror ids are unique and stable per folder (`mirror_id`): a name that is already a plain id keeps
+it; any other gets a slug plus a hash of the name, so `RunA`, `runa`, `exp.1` and `exp-1` never share
+a mirror.
 
 Run layout: a folder with event files is a run; a CLU/Keras split folder (train/, eval/, ...) is
 folded into its parent run with its name as a tag prefix. Folders inside one of our own run folders
@@ -18,28 +26,43 @@ No JAX and no Streamlit here.
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
+import stat
 import threading
 import time
+from concurrent.futures import Future, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runstore import run_store
+from runstore import run_store, safe_files
+from runstore.event_files import BoundedEventFileLoader, DamagedEventFile
 
 MIRROR = ".logdir"  # hidden folder under the runs root: never listed as a run itself
 TASK = "TensorBoard log"
 RECENT_S = 30.0  # a run whose newest event file grew within this many seconds is "running"
 SPLITS = ("train", "eval", "validation", "valid", "test")  # CLU / Keras sub-folders of one run
 EVENT_PREFIX = "events.out.tfevents."
+READ_LIMIT_S = 5.0  # a sync waits this long for its reads; a file still reading after it shows as its run's damage
+ID_LEN = 80  # the longest mirror id kept as the name itself
+# A name kept as its own mirror id: lowercase segments of letters and digits joined by single "-" or "_",
+# separated by "/" (written "__", which no segment holds, so two names never give one id; no "." either,
+# which every hashed id holds).
+_PLAIN_ID = re.compile(r"[a-z0-9]+(?:[-_][a-z0-9]+)*(?:/[a-z0-9]+(?:[-_][a-z0-9]+)*)*")
 
 
 @dataclass
 class _File:
     """One event file's loader, kept so the next sync reads only what was appended."""
 
-    loader: Any
+    loader: BoundedEventFileLoader
     prefix: str  # tag prefix of its split folder ("train/"), "" for a plain run folder
+    key: tuple = ()  # the file's (inode, size, mtime) when its last read started: unchanged, nothing to read
+    future: Future | None = None  # the read in flight (on its own thread)
+    started: float = 0.0
+    damage: str | None = None  # why this file cannot be read (its run shows it), None while it reads
 
 
 @dataclass
@@ -68,20 +91,39 @@ def is_mirror(run_dir: Path) -> bool:
     return Path(run_dir).parent.name == MIRROR
 
 
+def mirror_id(name: str) -> str:
+    """The mirror folder (run id) of the logdir run `name`: unique per name and the same on every start.
+
+    A plain name ("exp1", "project/workdir") is its own id ("exp1", "project__workdir"); any other
+    ("RunA", "exp.1", a name over ID_LEN characters, the logdir itself ".") gets a slug, a ".", and 16
+    hex digits of the name's BLAKE2 hash ("runa.3f...").
+    """
+    if _PLAIN_ID.fullmatch(name) and len(name.replace("/", "__")) <= ID_LEN:
+        return name.replace("/", "__")
+    slug = run_store.slugify(name.replace("/", "__"), ID_LEN - 17) or "logdir"
+    digest = hashlib.blake2b(name.encode("utf-8", "surrogateescape"), digest_size=8).hexdigest()
+    return f"{slug}.{digest}"
+
+
 def find_runs(root: Path) -> dict[str, list[tuple[Path, str]]]:
     """Every TensorBoard run under `root`: {run name: [(event file, tag prefix), ...]}.
 
     The run name is the folder's path relative to `root` ("." for root itself); hidden folders
-    and folders inside our own run folders (config.json next to them or above) are skipped.
+    and folders inside our own run folders (config.json next to them or above) are skipped. Only
+    names are listed (nothing is opened): a FIFO or link named like an event file is listed and
+    refused when read; a folder link leaving `root` is listed as a run of its own, to say so.
     """
     root = Path(root)
     found: dict[str, list[tuple[Path, str]]] = {}
-    for here, dirs, files in os.walk(root):
+    for here, dirs, files in os.walk(root):  # folder links are listed in dirs, never walked into
         folder = Path(here)
         if (folder / "config.json").exists() and (folder / "status.json").exists():
             dirs[:] = []  # one of our run folders: its tb/ is already shown as that run
             continue
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for d in dirs:
+            if os.path.islink(folder / d) and not safe_files.inside(root, folder / d):
+                found.setdefault((folder / d).relative_to(root).as_posix(), []).append((folder / d, ""))
         events = sorted(f for f in files if f.startswith(EVENT_PREFIX))
         if not events:
             continue
@@ -108,34 +150,77 @@ def _scalars(event: Any) -> list[tuple[str, float]]:
         if value.HasField("simple_value"):
             out.append((value.tag, float(value.simple_value)))
         elif value.HasField("tensor") and value.metadata.plugin_data.plugin_name in ("scalars", ""):
+            if any(d.size != 1 for d in value.tensor.tensor_shape.dim):
+                continue  # not one value; a claimed shape is never expanded (2**40 elements from one float_val)
             array = tensor_util.make_ndarray(value.tensor)
             if array.size == 1 and array.dtype.kind in "fiu":
                 out.append((value.tag, float(array.reshape(()))))
     return out
 
 
-def _read_new(state: _Mirror, path: Path, prefix: str) -> list[dict[str, Any]]:
-    """Records for the events appended to `path` since its last read (all of it the first time)."""
-    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+Event = tuple[float, int, list[tuple[str, float]]]  # wall time, step, scalar values
 
-    entry = state.files.get(path)
-    if entry is None:
-        entry = state.files[path] = _File(EventFileLoader(str(path)), prefix)
-    records = []
-    for event in entry.loader.Load():
-        values = _scalars(event)
-        if not values:
-            continue
-        if state.first_wall is None:
-            state.first_wall = event.wall_time
-        record: dict[str, Any] = {
-            "step": int(event.step),
-            "wall": round(event.wall_time - state.first_wall, 4),
-            "ts": event.wall_time,
-        }
-        record.update({prefix + tag if not tag.startswith(prefix) else tag: v for tag, v in values})
-        records.append(record)
-    return records
+
+def _read_new(entry: _File) -> list[Event]:
+    """The scalar events appended to an event file since its last read (all of it the first time)."""
+    return [(e.wall_time, int(e.step), values) for e in entry.loader.Load() if (values := _scalars(e))]
+
+
+def _start_read(entry: _File, key: tuple) -> Future:
+    """`_read_new(entry)` on a thread of its own (a stalled mount blocks that thread only)."""
+    future: Future = Future()
+    entry.future, entry.key, entry.started = future, key, time.monotonic()
+
+    def work() -> None:
+        try:
+            future.set_result(_read_new(entry))
+        except BaseException as exc:  # MemoryError or a parser's error included: the file's row says it
+            future.set_exception(exc)
+
+    threading.Thread(target=work, name="jaxdash-logdir-read", daemon=True).start()
+    return future
+
+
+def _file_key(path: Path) -> tuple:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return ()
+    return (st.st_ino, st.st_size, st.st_mtime_ns, stat.S_IFMT(st.st_mode))
+
+
+def _why(exc: BaseException) -> str:
+    """One line saying why an event file could not be read."""
+    if isinstance(exc, DamagedEventFile):
+        return str(exc)
+    if isinstance(exc, MemoryError):
+        return "out of memory while reading it"
+    if isinstance(exc, OSError):
+        return exc.strerror or str(exc)
+    return f"not a TensorBoard event file ({type(exc).__name__}: {exc})"[:300]
+
+
+def _collect(state: _Mirror, root: Path, path: Path, entry: _File) -> list[Event]:
+    """The events of `entry`'s finished read (none while it runs); sets entry.damage."""
+    name = path.relative_to(root).as_posix()
+    if entry.future is None or not entry.future.done():
+        late = entry.future is not None and time.monotonic() - entry.started > READ_LIMIT_S
+        if late:
+            entry.damage = (
+                f"{name}: no answer within {READ_LIMIT_S:.0f} s (a stalled disk or mount?); read when it answers"
+            )
+        return []
+    future, entry.future = entry.future, None
+    try:
+        events = future.result()
+    except FileNotFoundError:
+        state.files.pop(path, None)  # deleted since it was listed
+        return []
+    except BaseException as exc:
+        entry.damage = f"{name}: {_why(exc)}"
+        return []
+    entry.damage = None
+    return events
 
 
 def _start_mirror(mirror: Path, name: str, source: Path) -> _Mirror:
@@ -150,47 +235,102 @@ def _start_mirror(mirror: Path, name: str, source: Path) -> _Mirror:
     return _Mirror()
 
 
+def _records(state: _Mirror, events: list[Event]) -> list[dict[str, Any]]:
+    """metrics.jsonl records of a run's new events (tags under their split's prefix), oldest first."""
+    events.sort(key=lambda e: (e[0], e[1]))
+    records = []
+    for wall, step, values in events:
+        if state.first_wall is None:
+            state.first_wall = wall
+        record: dict[str, Any] = {"step": step, "wall": round(wall - state.first_wall, 4), "ts": wall}
+        record.update(values)
+        records.append(record)
+    return records
+
+
+def _start_reads(state: _Mirror, root: Path, files: list[tuple[Path, str]]) -> list[Future]:
+    """A read of each of a run's event files that changed since its last read and has none in flight."""
+    started = []
+    for path, prefix in files:
+        entry = state.files.get(path)
+        if entry is None:
+            entry = state.files[path] = _File(BoundedEventFileLoader(path, root), prefix)
+        key = _file_key(path)
+        if entry.future is None and key != entry.key:
+            started.append(_start_read(entry, key))
+    return started
+
+
+def _new_records(state: _Mirror, root: Path, files: list[tuple[Path, str]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """The records of a run's finished reads, and why any of its files cannot be read."""
+    events: list[Event] = []
+    for path, prefix in files:
+        entry = state.files.get(path)
+        if entry is None:
+            continue
+        for wall, step, values in _collect(state, root, path, entry):
+            events.append((wall, step, [(tag if tag.startswith(prefix) else prefix + tag, v) for tag, v in values]))
+    damage = [e.damage for p, _ in files if (e := state.files.get(p)) is not None and e.damage]
+    return _records(state, events), damage
+
+
 def sync(root: Path, runs_root: Path, now: float | None = None) -> list[Path]:
     """Bring every mirror of the runs under `root` up to date; returns the mirror folders.
 
-    Reads only events appended since the last sync. A run's status.json says "running" while its
-    newest event file changed within RECENT_S, else "finished" (with its last step).
+    Reads only events appended since the last sync, each changed file on its own thread, and waits
+    READ_LIMIT_S at most for them. A run's status.json says "running" while its newest event file
+    changed within RECENT_S, else "finished" (with its last step), or "damaged" naming the file
+    that could not be read.
     """
     now = time.time() if now is None else now
-    out = []
+    root = Path(root)
+    out: list[Path] = []
+    runs: list[tuple[Path, _Mirror, list[tuple[Path, str]]]] = []
     with _LOCK:
         for name, files in find_runs(root).items():
-            slug = run_store.slugify(name.replace("/", "__"), 80) or "logdir"
-            mirror = mirror_root(runs_root) / slug
+            mirror = mirror_root(runs_root) / mirror_id(name)
+            if mirror in out:
+                continue  # two names with one 64-bit hash: never merged, the first keeps the mirror
             state = _MIRRORS.get(mirror)
             if state is None or not (mirror / "metrics.jsonl").exists():
-                state = _MIRRORS[mirror] = _start_mirror(mirror, name if name != "." else Path(root).name, root / name)
-            records = [r for path, prefix in files for r in _read_new(state, path, prefix)]
-            records.sort(key=lambda r: (r["ts"], r["step"]))
+                state = _MIRRORS[mirror] = _start_mirror(mirror, name if name != "." else root.name, root / name)
+            runs.append((mirror, state, files))
+            out.append(mirror)
+        wait([f for _, state, files in runs for f in _start_reads(state, root, files)], timeout=READ_LIMIT_S)
+        for mirror, state, files in runs:
+            records, damage = _new_records(state, root, files)
             if records:
                 run_store.append_metrics(mirror, records)
-            _write_status(mirror, files, records, now)
-            out.append(mirror)
+            _write_status(mirror, files, records, now, damage)
     return out
 
 
-def _write_status(mirror: Path, files: list[tuple[Path, str]], records: list[dict[str, Any]], now: float) -> None:
-    """status.json of a mirror: state from the newest event file's age; rewritten only when it changes."""
+def _write_status(
+    mirror: Path, files: list[tuple[Path, str]], records: list[dict[str, Any]], now: float, damage: list[str]
+) -> None:
+    """status.json of a mirror: state from the newest event file's age, or its damage; rewritten only when it changes."""
     newest = max((_mtime(p) for p, _ in files), default=0.0)
-    state = "running" if now - newest < RECENT_S else "finished"
+    state = "damaged" if damage else "running" if now - newest < RECENT_S else "finished"
     old = run_store.read_json(mirror / "status.json", {}) or {}
     step = max((r["step"] for r in records), default=old.get("step"))
-    if old.get("state") == state and old.get("step") == step:
+    message = None
+    if damage:
+        message = damage[0] + (f" (and {len(damage) - 1} more file(s))" if len(damage) > 1 else "")
+    if old.get("state") == state and old.get("step") == step and old.get("message") == message:
         return
     fields = {"state": state, "source": TASK, "step": step}
     if state == "finished":
         fields["ended"] = newest
-    run_store.atomic_write_json(mirror / "status.json", {**old, **fields, "updated": now})
+    doc = {**old, **fields, "updated": now}
+    doc.pop("message", None)
+    if message:
+        doc["message"] = message
+    run_store.atomic_write_json(mirror / "status.json", doc)
 
 
 def _mtime(path: Path) -> float:
     try:
-        return path.stat().st_mtime
+        return os.lstat(path).st_mtime
     except OSError:
         return 0.0
 

@@ -60,9 +60,9 @@ def test_reads_only_new_events_after_append(tmp_path: Path, monkeypatch: pytest.
     assert tb_logdir.status(mirror)["state"] == "finished"
 
 
-def _log(read: list[int], records: list[dict]) -> list[dict]:
-    read.extend(r["step"] for r in records)
-    return records
+def _log(read: list[int], events: list[tuple]) -> list[tuple]:
+    read.extend(step for _, step, _ in events)  # (wall time, step, values) of each new event
+    return events
 
 
 def _tf2_scalar(writer: EventFileWriter, tag: str, value: float, step: int) -> None:

@@ -1,0 +1,176 @@
+"""TensorBoard event files read with bounds: regular files inside the logdir only, record lengths checked first.
+
+An event file is a sequence of TFRecords: an 8-byte length, its masked CRC-32C, the data, the data's
+masked CRC-32C. TensorBoard's own reader takes the length on trust and reads that many bytes, so a
+crafted 4 KB sparse file whose first header claims 1.9 GB makes it allocate 1.9 GB (2**62: a
+MemoryError), and it opens files by name, so a FIFO blocks it forever and a link is followed out
+of the logdir. Here the records are framed by `RecordReader`, which opens each file with
+O_NOFOLLOW | O_NONBLOCK, checks with fstat that it is a regular file lying inside the logdir, and
+checks every record's length against the bytes left in the file and MAX_RECORD before reading it.
+The events themselves are still parsed by TensorBoard's `EventFileLoader` (its proto parsing and its
+data_compat / dataclass_compat layers), fed by that reader. No JAX and no Streamlit here.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+
+from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+
+from runstore import safe_files
+
+try:  # the C implementation (requirements.txt); TensorBoard's pure-Python one is ~100x slower
+    from crc32c import crc32c as _crc32c
+
+    def masked_crc32c(data: bytes) -> int:
+        """TFRecord's masked CRC-32C of `data`."""
+        crc = _crc32c(data)
+        return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+except ImportError:  # pragma: no cover - crc32c is a requirement
+    from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
+
+MAX_RECORD = 64 * 2**20  # one event's bytes: TensorBoard's own image/histogram events are far smaller
+READ_BUDGET = 64 * 2**20  # bytes read from one file per call: a huge file is read over several syncs
+HEADER = 12  # 8-byte length + its 4-byte masked CRC
+NOT_INSIDE = "a link leaving the logdir (not followed)"
+
+
+class DamagedEventFile(Exception):
+    """An event file that can never be read further: the message says where and why (no path in it)."""
+
+
+def open_event_file(path: Path, logdir: Path) -> int:
+    """A file descriptor of `path`, a regular file lying inside `logdir`; never blocks, never leaves the logdir.
+
+    A link to a file inside the logdir is read where it points (its target is checked, not its name);
+    a link that leaves it, a FIFO, a socket or a device is refused.
+
+    Raises:
+      DamagedEventFile: not a regular file, or outside the logdir.
+      OSError: the file is gone or cannot be opened.
+    """
+    target = path
+    if stat.S_ISLNK(os.lstat(path).st_mode):
+        if not safe_files.inside(logdir, path):
+            raise DamagedEventFile(NOT_INSIDE)
+        target = Path(os.path.realpath(path))
+    try:
+        fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # swapped for a link since it was checked
+            raise DamagedEventFile(NOT_INSIDE) from exc
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise DamagedEventFile(safe_files.NOT_REGULAR)
+        if not safe_files.inside(logdir, _opened_path(fd, target)):  # a folder above swapped for a link
+            raise DamagedEventFile(NOT_INSIDE)
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _opened_path(fd: int, fallback: Path) -> str:
+    """The path of the file `fd` really is (Linux names it in /proc), else the path it was opened by."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return str(fallback)
+
+
+class RecordReader:
+    """The TFRecords of one event file, each yielded once, from where the last call stopped.
+
+    A record still being written (its header or data not all in the file yet) is waited for: the
+    next call starts at it again. Nothing larger than MAX_RECORD, or than the bytes the file holds,
+    is ever allocated; at most READ_BUDGET bytes are read per call.
+    """
+
+    def __init__(self, path: Path, logdir: Path) -> None:
+        self.path, self.logdir = Path(path), Path(logdir)
+        self.offset = 0
+
+    def records(self) -> Iterator[bytes]:
+        """The complete records appended since the last call.
+
+        Raises:
+          DamagedEventFile: a header or data checksum that does not match, or a length over MAX_RECORD.
+          OSError: the file could not be opened.
+        """
+        fd = open_event_file(self.path, self.logdir)
+        try:
+            size = os.fstat(fd).st_size
+            budget = READ_BUDGET
+            while size - self.offset >= HEADER and budget > 0:
+                data = self._next(fd, size)
+                if data is None:
+                    return  # the rest of this record is not written yet
+                budget -= len(data) + HEADER + 4
+                yield data
+        finally:
+            os.close(fd)
+
+    def _next(self, fd: int, size: int) -> bytes | None:
+        """The record at self.offset (the offset moves past it), or None while it is incomplete."""
+        at = self.offset
+        header = os.pread(fd, HEADER, at)
+        if len(header) < HEADER:
+            return None
+        length, crc = struct.unpack("<QI", header)
+        if masked_crc32c(header[:8]) != crc:
+            raise DamagedEventFile(f"record at byte {at:,}: its length's checksum does not match")
+        if length > MAX_RECORD:
+            raise DamagedEventFile(
+                f"record at byte {at:,} claims {length:,} bytes, over the {MAX_RECORD // 2**20} MiB limit of one event"
+            )
+        if size - at - HEADER < length + 4:
+            return None  # checked against the bytes the file holds before anything is read
+        body = os.pread(fd, length + 4, at + HEADER)
+        if len(body) < length + 4:
+            return None  # the file shrank since fstat
+        data, (data_crc,) = body[:length], struct.unpack("<I", body[length:])
+        if masked_crc32c(data) != data_crc:
+            raise DamagedEventFile(f"record at byte {at:,}: its data's checksum does not match")
+        self.offset = at + HEADER + length + 4
+        return data
+
+
+class _Records:
+    """The iterator TensorBoard's loader pulls records from: one RecordReader call per Load()."""
+
+    def __init__(self, reader: RecordReader) -> None:
+        self.reader = reader
+        self._it: Iterator[bytes] | None = None
+
+    def __next__(self) -> bytes:
+        if self._it is None:
+            self._it = self.reader.records()
+        try:
+            return next(self._it)
+        except BaseException:
+            self._it = None  # StopIteration ends this Load(); the next one opens the file again
+            raise
+
+
+class BoundedEventFileLoader(EventFileLoader):
+    """TensorBoard's `EventFileLoader` reading its records through a `RecordReader`.
+
+    `Load()` is TensorBoard's own (events parsed and migrated by its compat layers); only where the
+    record bytes come from differs. The parent's __init__ is not called: it opens the file by name
+    with TensorBoard's unbounded reader. Raises DamagedEventFile / OSError from `Load()`.
+    """
+
+    def __init__(self, path: Path, logdir: Path) -> None:  # noqa: D107 - see the class
+        self.reader = RecordReader(path, logdir)
+        self._file_path = str(path)
+        self._detect_file_replacement = False
+        self._file_size = None
+        self._iterator = _Records(self.reader)
+        self._initial_metadata: dict = {}
