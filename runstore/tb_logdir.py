@@ -10,9 +10,9 @@ Events are read with TensorBoard's own `EventFileLoader`, over bounded record re
 anything is allocated), incrementally: one loader per event file is kept for the life of the
 server process and each sync appends only the events written since the last one. A new process
 starts each mirror's metrics.jsonl afresh, which is one full read per file per server start.
-Each file is read on its own thread and a sync waits READ_LIMIT_S at most: a file that is damaged,
-refused or does not answer makes its run "damaged" with a message naming the file; every other
-run is mirrored as usual.
+Each file is read on its own thread (runstore/tb_reads.py) and a sync waits READ_LIMIT_S at most:
+a file that is damaged, refused or does not answer makes its run "damaged" with a message naming
+the file; every other run is mirrored as usual.
 
 Mirror ids are unique and stable per folder (`mirror_id`): a name that is already a plain id keeps
 it; any other gets a slug plus a hash of the name, so `RunA`, `runa`, `exp.1` and `exp-1` never share
@@ -29,7 +29,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import stat
 import threading
 import time
 from concurrent.futures import Future, wait
@@ -37,15 +36,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runstore import run_store, safe_files
-from runstore.event_files import BoundedEventFileLoader, DamagedEventFile
+from runstore import run_store, safe_files, tb_reads
 
 MIRROR = ".logdir"  # hidden folder under the runs root: never listed as a run itself
 TASK = "TensorBoard log"
 RECENT_S = 30.0  # a run whose newest event file grew within this many seconds is "running"
 SPLITS = ("train", "eval", "validation", "valid", "test")  # CLU / Keras sub-folders of one run
 EVENT_PREFIX = "events.out.tfevents."
-READ_LIMIT_S = 5.0  # a sync waits this long for its reads; a file still reading after it shows as its run's damage
 ID_LEN = 80  # the longest mirror id kept as the name itself
 # A name kept as its own mirror id: lowercase segments of letters and digits joined by single "-" or "_",
 # separated by "/" (written "__", which no segment holds, so two names never give one id; no "." either,
@@ -54,20 +51,8 @@ _PLAIN_ID = re.compile(r"[a-z0-9]+(?:[-_][a-z0-9]+)*(?:/[a-z0-9]+(?:[-_][a-z0-9]
 
 
 @dataclass
-class _File:
-    """One event file's loader, kept so the next sync reads only what was appended."""
-
-    loader: BoundedEventFileLoader
-    prefix: str  # tag prefix of its split folder ("train/"), "" for a plain run folder
-    key: tuple = ()  # the file's (inode, size, mtime) when its last read started: unchanged, nothing to read
-    future: Future | None = None  # the read in flight (on its own thread)
-    started: float = 0.0
-    damage: str | None = None  # why this file cannot be read (its run shows it), None while it reads
-
-
-@dataclass
 class _Mirror:
-    files: dict[Path, _File] = field(default_factory=dict)
+    files: dict[Path, tb_reads.EventFile] = field(default_factory=dict)
     first_wall: float | None = None
 
 
@@ -141,88 +126,6 @@ def covered(root: Path, found: dict[str, list[tuple[Path, str]]]) -> set[Path]:
     return {Path(root) / name.split("/")[0] for name in found if name != "."}
 
 
-def _scalars(event: Any) -> list[tuple[str, float]]:
-    """The scalar values of one event: simple_value (tensorboardX, TF1) or a one-element tensor (TF2, CLU)."""
-    from tensorboard.util import tensor_util
-
-    out = []
-    for value in event.summary.value:
-        if value.HasField("simple_value"):
-            out.append((value.tag, float(value.simple_value)))
-        elif value.HasField("tensor") and value.metadata.plugin_data.plugin_name in ("scalars", ""):
-            if any(d.size != 1 for d in value.tensor.tensor_shape.dim):
-                continue  # not one value; a claimed shape is never expanded (2**40 elements from one float_val)
-            array = tensor_util.make_ndarray(value.tensor)
-            if array.size == 1 and array.dtype.kind in "fiu":
-                out.append((value.tag, float(array.reshape(()))))
-    return out
-
-
-Event = tuple[float, int, list[tuple[str, float]]]  # wall time, step, scalar values
-
-
-def _read_new(entry: _File) -> list[Event]:
-    """The scalar events appended to an event file since its last read (all of it the first time)."""
-    return [(e.wall_time, int(e.step), values) for e in entry.loader.Load() if (values := _scalars(e))]
-
-
-def _start_read(entry: _File, key: tuple) -> Future:
-    """`_read_new(entry)` on a thread of its own (a stalled mount blocks that thread only)."""
-    future: Future = Future()
-    entry.future, entry.key, entry.started = future, key, time.monotonic()
-
-    def work() -> None:
-        try:
-            future.set_result(_read_new(entry))
-        except BaseException as exc:  # MemoryError or a parser's error included: the file's row says it
-            future.set_exception(exc)
-
-    threading.Thread(target=work, name="jaxdash-logdir-read", daemon=True).start()
-    return future
-
-
-def _file_key(path: Path) -> tuple:
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return ()
-    return (st.st_ino, st.st_size, st.st_mtime_ns, stat.S_IFMT(st.st_mode))
-
-
-def _why(exc: BaseException) -> str:
-    """One line saying why an event file could not be read."""
-    if isinstance(exc, DamagedEventFile):
-        return str(exc)
-    if isinstance(exc, MemoryError):
-        return "out of memory while reading it"
-    if isinstance(exc, OSError):
-        return exc.strerror or str(exc)
-    return f"not a TensorBoard event file ({type(exc).__name__}: {exc})"[:300]
-
-
-def _collect(state: _Mirror, root: Path, path: Path, entry: _File) -> list[Event]:
-    """The events of `entry`'s finished read (none while it runs); sets entry.damage."""
-    name = path.relative_to(root).as_posix()
-    if entry.future is None or not entry.future.done():
-        late = entry.future is not None and time.monotonic() - entry.started > READ_LIMIT_S
-        if late:
-            entry.damage = (
-                f"{name}: no answer within {READ_LIMIT_S:.0f} s (a stalled disk or mount?); read when it answers"
-            )
-        return []
-    future, entry.future = entry.future, None
-    try:
-        events = future.result()
-    except FileNotFoundError:
-        state.files.pop(path, None)  # deleted since it was listed
-        return []
-    except BaseException as exc:
-        entry.damage = f"{name}: {_why(exc)}"
-        return []
-    entry.damage = None
-    return events
-
-
 def _start_mirror(mirror: Path, name: str, source: Path) -> _Mirror:
     """A fresh mirror folder for this process: config.json, and an empty metrics.jsonl to read into."""
     mirror.mkdir(parents=True, exist_ok=True)
@@ -235,7 +138,7 @@ def _start_mirror(mirror: Path, name: str, source: Path) -> _Mirror:
     return _Mirror()
 
 
-def _records(state: _Mirror, events: list[Event]) -> list[dict[str, Any]]:
+def _records(state: _Mirror, events: list[tb_reads.Event]) -> list[dict[str, Any]]:
     """metrics.jsonl records of a run's new events (tags under their split's prefix), oldest first."""
     events.sort(key=lambda e: (e[0], e[1]))
     records = []
@@ -254,22 +157,23 @@ def _start_reads(state: _Mirror, root: Path, files: list[tuple[Path, str]]) -> l
     for path, prefix in files:
         entry = state.files.get(path)
         if entry is None:
-            entry = state.files[path] = _File(BoundedEventFileLoader(path, root), prefix)
-        key = _file_key(path)
-        if entry.future is None and key != entry.key:
-            started.append(_start_read(entry, key))
+            entry = state.files[path] = tb_reads.EventFile(path, root, prefix)
+        future = entry.start()
+        if future is not None:
+            started.append(future)
     return started
 
 
-def _new_records(state: _Mirror, root: Path, files: list[tuple[Path, str]]) -> tuple[list[dict[str, Any]], list[str]]:
+def _new_records(state: _Mirror, files: list[tuple[Path, str]]) -> tuple[list[dict[str, Any]], list[str]]:
     """The records of a run's finished reads, and why any of its files cannot be read."""
-    events: list[Event] = []
-    for path, prefix in files:
+    events: list[tb_reads.Event] = []
+    for path, _ in files:
         entry = state.files.get(path)
-        if entry is None:
-            continue
-        for wall, step, values in _collect(state, root, path, entry):
-            events.append((wall, step, [(tag if tag.startswith(prefix) else prefix + tag, v) for tag, v in values]))
+        new = entry.collect() if entry is not None else []
+        if new is None:
+            state.files.pop(path, None)
+        else:
+            events += new
     damage = [e.damage for p, _ in files if (e := state.files.get(p)) is not None and e.damage]
     return _records(state, events), damage
 
@@ -285,20 +189,22 @@ def sync(root: Path, runs_root: Path, now: float | None = None) -> list[Path]:
     now = time.time() if now is None else now
     root = Path(root)
     out: list[Path] = []
+    taken: set[Path] = set()
     runs: list[tuple[Path, _Mirror, list[tuple[Path, str]]]] = []
     with _LOCK:
         for name, files in find_runs(root).items():
             mirror = mirror_root(runs_root) / mirror_id(name)
-            if mirror in out:
+            if mirror in taken:
                 continue  # two names with one 64-bit hash: never merged, the first keeps the mirror
             state = _MIRRORS.get(mirror)
             if state is None or not (mirror / "metrics.jsonl").exists():
                 state = _MIRRORS[mirror] = _start_mirror(mirror, name if name != "." else root.name, root / name)
             runs.append((mirror, state, files))
+            taken.add(mirror)
             out.append(mirror)
-        wait([f for _, state, files in runs for f in _start_reads(state, root, files)], timeout=READ_LIMIT_S)
+        wait([f for _, state, files in runs for f in _start_reads(state, root, files)], timeout=tb_reads.READ_LIMIT_S)
         for mirror, state, files in runs:
-            records, damage = _new_records(state, root, files)
+            records, damage = _new_records(state, files)
             if records:
                 run_store.append_metrics(mirror, records)
             _write_status(mirror, files, records, now, damage)

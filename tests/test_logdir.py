@@ -13,7 +13,7 @@ from tensorboard.summary.writer.event_file_writer import EventFileWriter
 from tensorboard.util import tensor_util
 from tensorboardX import SummaryWriter
 
-from runstore import run_store, tb_logdir
+from runstore import run_store, tb_logdir, tb_reads
 
 
 def _steps(mirror: Path, tag: str) -> list[int]:
@@ -45,9 +45,9 @@ def test_reads_only_new_events_after_append(tmp_path: Path, monkeypatch: pytest.
     size = (mirror / "metrics.jsonl").stat().st_size
 
     read: list[int] = []
-    original = tb_logdir._read_new
+    original = tb_reads.read_new
     # count what each sync reads: only the appended events, never the file again
-    monkeypatch.setattr(tb_logdir, "_read_new", lambda *a: _log(read, original(*a)))
+    monkeypatch.setattr(tb_reads, "read_new", lambda *a: _log(read, original(*a)))
     _write_scalars(writer, range(5, 8))
     writer.close()
     _sync_until(logs, runs, mirror, "loss", list(range(8)))

@@ -1,0 +1,118 @@
+"""One event file of a TensorBoard logdir, read on a thread of its own with a time limit.
+
+A sync (runstore/tb_logdir.py) starts a read of each event file that changed since its last read,
+waits READ_LIMIT_S at most, and takes what finished: the file's new scalar events, or why it cannot
+be read (`EventFile.damage`, one line naming the file). A file whose read does not finish (a
+stalled disk or network mount) blocks its own daemon thread only, and is read again once that
+read has answered. The bytes come through runstore/event_files.py (bounded). No JAX, no Streamlit.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+import time
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+from runstore.event_files import BoundedEventFileLoader, DamagedEventFile
+
+READ_LIMIT_S = 5.0  # how long a sync waits for its reads; a file still reading after it shows as its run's damage
+Event = tuple[float, int, list[tuple[str, float]]]  # wall time, step, scalar values (tags with the split prefix)
+
+
+def scalars(event: Any) -> list[tuple[str, float]]:
+    """The scalar values of one event: simple_value (tensorboardX, TF1) or a one-element tensor (TF2, CLU)."""
+    from tensorboard.util import tensor_util
+
+    out = []
+    for value in event.summary.value:
+        if value.HasField("simple_value"):
+            out.append((value.tag, float(value.simple_value)))
+        elif value.HasField("tensor") and value.metadata.plugin_data.plugin_name in ("scalars", ""):
+            if any(d.size != 1 for d in value.tensor.tensor_shape.dim):
+                continue  # not one value; a claimed shape is never expanded (2**40 elements from one float_val)
+            array = tensor_util.make_ndarray(value.tensor)
+            if array.size == 1 and array.dtype.kind in "fiu":
+                out.append((value.tag, float(array.reshape(()))))
+    return out
+
+
+def read_new(loader: BoundedEventFileLoader, prefix: str) -> list[Event]:
+    """The scalar events appended to an event file since its last read (all of it the first time)."""
+    events = []
+    for event in loader.Load():
+        values = scalars(event)
+        if values:
+            tagged = [(tag if tag.startswith(prefix) else prefix + tag, v) for tag, v in values]
+            events.append((event.wall_time, int(event.step), tagged))
+    return events
+
+
+def file_key(path: Path) -> tuple:
+    """What changes when a file is written to or replaced (lstat: nothing is opened); () if it is gone."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return ()
+    return (st.st_ino, st.st_size, st.st_mtime_ns, stat.S_IFMT(st.st_mode))
+
+
+def why(exc: BaseException) -> str:
+    """One line saying why an event file could not be read."""
+    if isinstance(exc, DamagedEventFile):
+        return str(exc)
+    if isinstance(exc, MemoryError):
+        return "out of memory while reading it"
+    if isinstance(exc, OSError):
+        return exc.strerror or str(exc)
+    return f"not a TensorBoard event file ({type(exc).__name__}: {exc})"[:300]
+
+
+class EventFile:
+    """One event file's loader (kept so the next read takes only what was appended) and its read in flight."""
+
+    def __init__(self, path: Path, logdir: Path, prefix: str) -> None:
+        self.path, self.prefix = Path(path), prefix
+        self.name = self.path.relative_to(logdir).as_posix()  # as its damage message names it
+        self.loader = BoundedEventFileLoader(self.path, Path(logdir))
+        self.key: tuple = ()  # file_key when the last read started: unchanged, there is nothing new
+        self.future: Future | None = None
+        self.started = 0.0
+        self.damage: str | None = None  # "<file>: <why>" while it cannot be read
+
+    def start(self) -> Future | None:
+        """A read on its own thread if the file changed since the last one and none is in flight."""
+        key = file_key(self.path)
+        if self.future is not None or key == self.key:
+            return None
+        future: Future = Future()
+        self.future, self.key, self.started = future, key, time.monotonic()
+
+        def work() -> None:
+            try:
+                future.set_result(read_new(self.loader, self.prefix))
+            except BaseException as exc:  # MemoryError or a parser's error included: the file's row says it
+                future.set_exception(exc)
+
+        threading.Thread(target=work, name="jaxdash-logdir-read", daemon=True).start()
+        return future
+
+    def collect(self) -> list[Event] | None:
+        """The events of the finished read ([] while it runs, or on damage, which `damage` says); None if the file is gone."""
+        if self.future is None or not self.future.done():
+            if self.future is not None and time.monotonic() - self.started > READ_LIMIT_S:
+                self.damage = f"{self.name}: no answer within {READ_LIMIT_S:.0f} s (a stalled disk or mount?)"
+            return []
+        future, self.future = self.future, None
+        try:
+            events = future.result()
+        except FileNotFoundError:
+            return None  # deleted since it was listed
+        except BaseException as exc:
+            self.damage = f"{self.name}: {why(exc)}"
+            return []
+        self.damage = None
+        return events
