@@ -34,10 +34,9 @@ def tag_file(tag: str) -> str:
 
 
 def _write_bytes(path: Path, data: bytes) -> None:
+    """Atomic, and never through a link planted under the name (runstore.safe_files)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
+    safe_files.replace_with(path, lambda out: out.write(data))
 
 
 def png_bytes(pixels: np.ndarray) -> bytes:

@@ -1,0 +1,18 @@
+"""The names `import jaxdash as wandb` offers for W&B's data types, plots, artifacts, files and alerts.
+
+`jaxdash/__init__.py` re-exports `__all__` from here; `Run` methods `log_artifact` / `use_artifact`
+call `log_artifact_to` / `use_artifact_in` with the run.
+"""
+
+from __future__ import annotations
+
+from jaxdash import plot
+from jaxdash.artifacts import AlertLevel, Artifact, alert, log_artifact, save, use_artifact
+from jaxdash.data_types import Audio, Histogram, Html, Image, Molecule, Object3D, Plotly, Video
+from jaxdash.plot import plot_table
+from jaxdash.table import Table
+
+__all__ = [
+    "Image", "Table", "Histogram", "Plotly", "Html", "Audio", "Video", "Object3D", "Molecule",
+    "plot", "plot_table", "Artifact", "log_artifact", "use_artifact", "save", "alert", "AlertLevel",
+]  # fmt: skip

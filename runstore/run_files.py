@@ -1,0 +1,137 @@
+"""Files a script keeps in its run folder, and its alerts: what Run detail lists. No Streamlit here.
+
+Who writes what (the client, jaxdash/artifacts.py):
+
+* files/<relative path>: `wandb.save(...)` copies, under the path relative to `base_path`;
+* artifacts/logged/<name>/v<N>/: `run.log_artifact(...)`'s files, and its manifest.json
+  {"name", "type", "version", "aliases", "description", "metadata", "files", "references"} written last;
+* alerts.jsonl: one line an alert, {"title", "text", "level", "step", "ts"}.
+
+Every destination is checked to stay inside the run folder (no "..", no link out of it: a planted link
+is replaced, never written through). Readers skip links, damaged lines and other shapes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from runstore import safe_files
+
+ARTIFACTS = ("artifacts", "logged")
+
+
+def safe_relative(rel: str) -> str | None:
+    """`rel` as a clean relative posix path, or None when it is absolute, empty or climbs out ("..")."""
+    parts = [p for p in PurePosixPath(str(rel).replace(os.sep, "/")).parts if p not in ("", ".")]
+    if not parts or PurePosixPath(str(rel)).is_absolute() or any(p == ".." for p in parts):
+        return None
+    return "/".join(parts)
+
+
+def copy_into(run_dir: Path, source: Path, rel: str) -> Path | None:
+    """Copy the regular file `source` to run_dir/rel; None (nothing written) when rel or a folder on the way
+    leads out of the run folder, or `source` is not a regular file."""
+    clean = safe_relative(rel)
+    if clean is None or not Path(source).is_file():
+        return None
+    dest = Path(run_dir) / clean
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    if not safe_files.inside(run_dir, dest.parent):
+        return None  # a folder on the way is a link out of the run folder
+    with open(source, "rb") as src:
+        safe_files.replace_with(dest, lambda out: shutil.copyfileobj(src, out))
+    return dest
+
+
+def write_json_inside(run_dir: Path, rel: str, doc: Any) -> Path | None:
+    """A JSON file at run_dir/rel (atomic, never through a link); None when rel leads out."""
+    clean = safe_relative(rel)
+    dest = Path(run_dir) / clean if clean else None
+    if dest is None:
+        return None
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    if not safe_files.inside(run_dir, dest.parent):
+        return None
+    safe_files.replace_with(dest, lambda out: out.write(json.dumps(doc, indent=1, default=str).encode()))
+    return dest
+
+
+def artifact_dir(run_dir: Path, name: str, version: int) -> Path:
+    """Where version `version` of artifact `name` lives in a run folder."""
+    return Path(run_dir).joinpath(*ARTIFACTS, name, f"v{int(version)}")
+
+
+def next_version(run_dir: Path, name: str) -> int:
+    """The first free version number of artifact `name` in this run."""
+    folder = Path(run_dir).joinpath(*ARTIFACTS, name)
+    taken = [int(p.name[1:]) for p in folder.glob("v*") if p.name[1:].isdigit()] if folder.is_dir() else []
+    return max(taken, default=-1) + 1
+
+
+def artifact_manifests(run_dir: Path) -> list[dict[str, Any]]:
+    """Every logged artifact's manifest in a run folder (each with its "path"), by name and version."""
+    root = Path(run_dir).joinpath(*ARTIFACTS)
+    if not safe_files.is_real_dir(root) or not safe_files.inside(run_dir, root):
+        return []
+    out = []
+    for manifest in sorted(root.glob("*/v*/manifest.json")):
+        if not safe_files.is_regular(manifest) or not safe_files.inside(run_dir, manifest):
+            continue
+        try:
+            doc = json.loads(safe_files.read_regular(manifest, 1 << 20))
+        except (OSError, ValueError):
+            continue
+        if isinstance(doc, dict):
+            out.append({**doc, "path": str(manifest.parent)})
+    return sorted(out, key=lambda d: (str(d.get("name")), _version_number(d.get("version"))))
+
+
+def _version_number(version: Any) -> int:
+    text = str(version or "")[1:]
+    return int(text) if text.isdigit() else -1
+
+
+def saved_files(run_dir: Path) -> list[str]:
+    """The relative paths under files/ (what `wandb.save` kept), sorted; links skipped."""
+    root = Path(run_dir) / "files"
+    if not safe_files.is_real_dir(root):
+        return []
+    out = []
+    for base, _dirs, names in os.walk(root):  # os.walk does not follow links to folders
+        out += [
+            os.path.relpath(os.path.join(base, n), root) for n in names if safe_files.is_regular(os.path.join(base, n))
+        ]
+    return sorted(out)
+
+
+def append_alert(run_dir: Path, title: str, text: str, level: str, step: int | None) -> None:
+    """One line of alerts.jsonl (appended; never through a link)."""
+    path = Path(run_dir) / "alerts.jsonl"
+    if path.is_symlink():
+        path.unlink()
+    line = {"title": str(title), "text": str(text), "level": str(level), "step": step, "ts": time.time()}
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    with os.fdopen(fd, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(line) + "\n")
+
+
+def alerts(run_dir: Path) -> list[dict[str, Any]]:
+    """The run's alerts, oldest first (a torn or damaged line skipped)."""
+    try:
+        text = safe_files.read_regular(Path(run_dir) / "alerts.jsonl", 4 << 20).decode("utf-8", "replace")
+    except OSError:
+        return []
+    out = []
+    for line in text.splitlines():
+        try:
+            doc = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(doc, dict) and isinstance(doc.get("title"), str):
+            out.append(doc)
+    return out
