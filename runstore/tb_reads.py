@@ -40,15 +40,19 @@ def scalars(event: Any) -> list[tuple[str, float]]:
     return out
 
 
-def read_new(loader: BoundedEventFileLoader, prefix: str) -> list[Event]:
-    """The scalar events appended to an event file since its last read (all of it the first time)."""
+def read_new(loader: BoundedEventFileLoader, prefix: str) -> tuple[list[Event], BaseException | None]:
+    """The scalar events appended to an event file since its last read (all of it the first time), and the
+    error that stopped the read early (None if it read to the end): events before a damaged record are kept."""
     events = []
-    for event in loader.Load():
-        values = scalars(event)
-        if values:
-            tagged = [(tag if tag.startswith(prefix) else prefix + tag, v) for tag, v in values]
-            events.append((event.wall_time, int(event.step), tagged))
-    return events
+    try:
+        for event in loader.Load():
+            values = scalars(event)
+            if values:
+                tagged = [(tag if tag.startswith(prefix) else prefix + tag, v) for tag, v in values]
+                events.append((event.wall_time, int(event.step), tagged))
+    except (Exception, MemoryError) as exc:  # a parser's error or MemoryError included: the file's row says it
+        return events, exc
+    return events, None
 
 
 def file_key(path: Path) -> tuple:
@@ -94,7 +98,7 @@ class EventFile:
         def work() -> None:
             try:
                 future.set_result(read_new(self.loader, self.prefix))
-            except BaseException as exc:  # MemoryError or a parser's error included: the file's row says it
+            except BaseException as exc:  # never left unanswered
                 future.set_exception(exc)
 
         threading.Thread(target=work, name="jaxdash-logdir-read", daemon=True).start()
@@ -108,11 +112,10 @@ class EventFile:
             return []
         future, self.future = self.future, None
         try:
-            events = future.result()
-        except FileNotFoundError:
-            return None  # deleted since it was listed
+            events, error = future.result()
         except BaseException as exc:
-            self.damage = f"{self.name}: {why(exc)}"
-            return []
-        self.damage = None
+            events, error = [], exc
+        if isinstance(error, FileNotFoundError):
+            return None  # deleted since it was listed
+        self.damage = f"{self.name}: {why(error)}" if error is not None else None
         return events

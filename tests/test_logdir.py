@@ -60,9 +60,11 @@ def test_reads_only_new_events_after_append(tmp_path: Path, monkeypatch: pytest.
     assert tb_logdir.status(mirror)["state"] == "finished"
 
 
-def _log(read: list[int], events: list[tuple]) -> list[tuple]:
+def _log(read: list[int], result: tuple[list[tuple], BaseException | None]) -> tuple[list[tuple], None]:
+    events, error = result
+    assert error is None
     read.extend(step for _, step, _ in events)  # (wall time, step, values) of each new event
-    return events
+    return events, error
 
 
 def _tf2_scalar(writer: EventFileWriter, tag: str, value: float, step: int) -> None:
