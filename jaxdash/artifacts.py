@@ -168,20 +168,28 @@ def _find(run_dir: Path, name: str, alias: str) -> dict[str, Any] | None:
 
 
 def save(glob_str: str | os.PathLike | None = None, base_path: str | os.PathLike | None = None,
-         policy: str = "live") -> list[str]:  # fmt: skip
-    """Copy the files matching `glob_str` into the run folder's files/ (relative to `base_path`, default
-    the glob's folder); returns the copies' paths. "live" and "end" copy now (one notice): nothing is uploaded here."""
+         policy: str = "live", glob: bool = True) -> list[str]:  # fmt: skip
+    """Copy the files matching `glob_str` into the run folder's files/, as W&B lays them out: relative to
+    `base_path`, default the working folder for a relative glob, the glob's folder's parent for an absolute
+    one. Returns the copies' paths. "live" and "end" copy now (one notice): nothing is uploaded here."""
     if glob_str is None:
         return []
     run = _current("save")
-    pattern = os.path.abspath(os.fspath(glob_str))
-    base = os.path.abspath(os.fspath(base_path)) if base_path is not None else os.path.dirname(_fixed_part(pattern))
+    text = os.fspath(glob_str)
+    pattern = os.path.abspath(text)
+    if base_path is not None:
+        base = os.path.abspath(os.fspath(base_path))
+    else:
+        base = os.getcwd() if not os.path.isabs(text) else os.path.dirname(os.path.dirname(_fixed_part(pattern)))
+    if os.path.commonpath([base, pattern]) != base:
+        raise ValueError(f"wandb.save({text!r}): the glob may not walk above base_path {base}")
+    matches = sorted(globlib.glob(pattern, recursive=True)) if glob else [pattern]
     copies = []
-    for match in sorted(globlib.glob(pattern, recursive=True)):
+    for match in matches:
         rel = os.path.relpath(match, base)
         dest = run_files.copy_into(Path(run.dir) / "files", Path(match), rel)
         if dest is None:
-            notice(f"save({match})", f"not copied: {rel} leads out of the run folder's files/ (or is no file)")
+            notice(f"save({match})", "not copied: not a regular file, or a link leads out of the run folder's files/")
         else:
             copies.append(str(dest))
     if policy != "now":
@@ -190,7 +198,7 @@ def save(glob_str: str | os.PathLike | None = None, base_path: str | os.PathLike
 
 
 def _fixed_part(pattern: str) -> str:
-    """The part of a glob before its first wildcard folder (W&B's default base_path)."""
+    """The pattern up to its last folder without a wildcard, plus one name (so dirname gives that folder)."""
     parts = Path(pattern).parts
     for i, part in enumerate(parts):
         if globlib.has_magic(part):

@@ -1,0 +1,229 @@
+"""W&B's data types under `import jaxdash as wandb`, in real subprocess scripts, read back where users look:
+the run store (what the page reads), TensorBoard (its own EventAccumulator) and the W&B copy
+(`wandb leet inspect --json`). Images per step with captions, lists of images, histograms, matplotlib
+figures, tables from DataFrames, `wandb.plot.*`, files media; artifacts, `save` and `alert` in the run folder."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tensorboard.backend.event_processing import event_accumulator as ea
+
+from runstore import media_store, run_files, run_store
+from tests.test_writers_wandb import history, inspect_records
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Until jaxdash/__init__.py re-exports jaxdash.data_api, the scripts take the names from there (a no-op after).
+SHIM = """
+import jaxdash as wandb
+import jaxdash.data_api as _api
+for _name in _api.__all__:
+    if not hasattr(wandb, _name):
+        setattr(wandb, _name, getattr(_api, _name))
+"""
+
+MEDIA = """
+import numpy as np, pandas as pd, plotly.graph_objects as go
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+from PIL import Image as PILImage
+
+wandb.init(project="types", config={"lr": 0.1}, wandb="offline")
+PILImage.fromarray(np.full((6, 5, 3), 200, np.uint8)).save("pic.png")
+for step in range(3):
+    fig, ax = plt.subplots()
+    ax.plot([0, 1, 2], [step, 1, 0])
+    ramp = np.full((8, 8), step / 2.0)
+    wandb.log({"loss": 1.0 / (step + 1),
+               "samples": [wandb.Image(ramp, caption=f"ramp {step}"), wandb.Image(PILImage.new("RGB", (4, 4)))],
+               "photo": wandb.Image("pic.png", caption="from a file"),
+               "weights": wandb.Histogram(np.arange(100) + step),
+               "curve": fig}, step=step)
+    plt.close(fig)
+table = wandb.Table(dataframe=pd.DataFrame({"x": [1, 2, 3], "y": [2.0, 4.0, 8.0]}))
+table.add_column("z", [0, 1, 0])
+assert table.get_column("y") == [2.0, 4.0, 8.0] and table.get_column("z", convert_to="numpy").sum() == 1
+truth, probs = np.array([0, 1, 2, 1, 0]), np.eye(3)[[0, 1, 1, 1, 2]] * 0.8 + 0.05
+wandb.log({"df": table, "line": wandb.plot.line(table, "x", "y", title="y(x)"),
+           "scatter": wandb.plot.scatter(table, "x", "y"), "bars": wandb.plot.bar(table, "x", "y"),
+           "spread": wandb.plot.histogram(table, "y"),
+           "series": wandb.plot.line_series([1, 2, 3], [[1, 2, 3], [3, 2, 1]], keys=["up", "down"]),
+           "cm": wandb.plot.confusion_matrix(y_true=truth, preds=probs.argmax(1), class_names=["a", "b", "c"]),
+           "pr": wandb.plot.pr_curve(truth, probs, labels=["a", "b", "c"]),
+           "roc": wandb.plot.roc_curve(truth, probs, labels=["a", "b", "c"]),
+           "bars_plotly": wandb.Plotly(go.Figure(go.Bar(x=[1], y=[2]))),
+           "page": wandb.Html("<b>hello</b>"),
+           "tone": wandb.Audio(np.sin(np.linspace(0, 100, 800)), sample_rate=8000),
+           "clip": wandb.Video(np.zeros((3, 3, 8, 8), np.uint8)),
+           "cloud": wandb.Object3D(np.random.rand(10, 3)),
+           "missing": wandb.Image("nope.png"), "empty": wandb.Histogram(np_histogram=([1, 2], [0.0]))}, step=3)
+wandb.finish()
+"""
+
+FILES = """
+import os
+os.makedirs("ckpt/sub", exist_ok=True)
+open("ckpt/model.bin", "wb").write(b"weights")
+open("ckpt/sub/opt.bin", "wb").write(b"state")
+open("notes.txt", "w").write("a note")
+os.makedirs("outside", exist_ok=True)
+
+run = wandb.init(project="files", wandb="disabled", tensorboard=False)
+wandb.save("ckpt/*.bin")
+wandb.save("ckpt/sub/*.bin", base_path="ckpt", policy="now")
+wandb.save(os.path.abspath("notes.txt"))
+try:
+    wandb.save("notes.txt", base_path="ckpt")
+except ValueError as exc:  # as W&B: a glob above its base_path
+    print("REFUSED", exc)
+art = wandb.Artifact("model", type="model", metadata={"acc": 0.9})
+art.add_dir("ckpt")
+art.add_reference("s3://bucket/key")
+wandb.log_artifact(art, aliases=["best"])
+wandb.log_artifact(art)
+wandb.alert(title="accuracy low", text="acc 0.1 < 0.5", level=wandb.AlertLevel.WARN)
+wandb.alert(title="accuracy low", text="again", wait_duration=300)
+wandb.log({"loss": 1.0})
+wandb.finish()
+
+wandb.init(project="files", wandb="disabled", tensorboard=False)
+print("DOWNLOADED", wandb.use_artifact("model:best").download(), wandb.use_artifact("model:latest").download())
+wandb.finish()
+"""
+
+
+def run_script(tmp_path: Path, code: str) -> tuple[list[Path], str]:
+    """Run `code` (after the names shim) as a script in `tmp_path`; its run folders (oldest first) and stdout."""
+    path = tmp_path / "script.py"
+    path.write_text(textwrap.dedent(SHIM) + textwrap.dedent(code))
+    root = tmp_path / "runs"
+    env = {**os.environ, "JAXDASH_RUNS": str(root), "PYTHONPATH": str(ROOT), "WANDB_SILENT": "true"}
+    out = subprocess.run(
+        [sys.executable, str(path)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    return sorted(run_store.run_folders(root), key=lambda p: p.name), out.stdout + out.stderr
+
+
+@pytest.fixture(scope="module")
+def media_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    pytest.importorskip("matplotlib")
+    (run_dir,), output = run_script(tmp_path_factory.mktemp("media"), MEDIA)
+    return run_dir, output
+
+
+def test_images_are_kept_every_step_with_captions_in_all_three_places(media_run: tuple[Path, str]) -> None:
+    run_dir, _ = media_run
+    assert run_store.read_status(run_dir)["state"] == "finished"
+    steps = media_store.image_steps(run_dir)
+    assert [s.step for s in steps["samples"]] == [0, 1, 2]  # every step, not only the last
+    assert [s.captions for s in steps["samples"]] == [(f"ramp {i}", None) for i in range(3)]
+    assert [len(s.paths) for s in steps["samples"]] == [2, 2, 2]  # a list of images under one key
+    assert steps["photo"][0].captions == ("from a file",)
+    from PIL import Image
+
+    assert Image.open(steps["photo"][0].paths[0]).size == (5, 6)
+    assert np.asarray(Image.open(steps["samples"][2].paths[0])).max() == 255  # floats in [0, 1] scaled as W&B does
+    assert (run_dir / "artifacts" / "images" / "samples.png").is_file()  # the latest, as the page read it before
+
+    acc = ea.EventAccumulator(str(next((run_dir / "tb").iterdir())), size_guidance={"images": 0, "histograms": 0})
+    acc.Reload()
+    assert [e.step for e in acc.Images("samples/0")] == [0, 1, 2] and [e.step for e in acc.Images("photo")] == [0, 1, 2]
+    assert [e.step for e in acc.Histograms("weights")] == [0, 1, 2]
+
+    rows = [
+        h
+        for h in history(inspect_records(Path(run_store.read_status(run_dir)["wandb"]["dir"])))
+        if "samples._type" in h
+    ]
+    assert [r["samples._type"] for r in rows] == ["images/separated"] * 3
+    assert [r["samples.captions"] for r in rows] == [[f"ramp {i}", None] for i in range(3)]
+    assert rows[0]["photo._type"] == "image-file" and rows[0]["photo.caption"] == "from a file"
+    assert rows[0]["weights._type"] == "histogram" and len(rows[0]["weights.values"]) == 64
+
+
+def test_histograms_and_matplotlib_figures_are_stored_per_step(media_run: tuple[Path, str]) -> None:
+    run_dir, _ = media_run
+    (lines,) = media_store.histograms(run_dir).values()
+    assert [s for s, _, _ in lines] == [0, 1, 2]
+    step, counts, edges = lines[1]
+    assert len(counts) == 64 and len(edges) == 65 and sum(counts) == 100 and edges[0] == 1.0 and edges[-1] == 100.0
+    figures = sorted((run_dir / "artifacts" / "figures" / "curve").glob("*.json"))
+    assert [int(p.stem) for p in figures] == [0, 1, 2]  # matplotlib converted to plotly, as W&B does
+    fig = json.loads(figures[2].read_text())["figure"]
+    assert fig["data"][0]["y"] == [2, 1, 0]
+
+
+def test_tables_and_wandb_plot_charts_land_as_figures_and_tables(media_run: tuple[Path, str]) -> None:
+    run_dir, _ = media_run
+    tables = run_dir / "artifacts" / "tables"
+    df = json.loads((tables / "df.json").read_text())
+    assert df["columns"] == ["x", "y", "z"] and df["rows"] == [[1, 2.0, 0], [2, 4.0, 1], [3, 8.0, 0]]
+    cm = json.loads((tables / "cm_table.json").read_text())  # W&B's key for a chart's table
+    assert cm["columns"] == ["Actual", "Predicted", "nPredictions"]
+    assert {(a, p): n for a, p, n in cm["rows"]}[("c", "b")] == 1
+    for key in ("line", "scatter", "bars", "spread", "series", "cm", "pr", "roc", "bars_plotly"):
+        (path,) = (run_dir / "artifacts" / "figures" / key).glob("*.json")
+        doc = json.loads(path.read_text())
+        assert doc["step"] == 3 and doc["figure"]["data"], key
+    assert json.loads(next((run_dir / "artifacts" / "figures" / "line").glob("*.json")).read_text())["figure"][
+        "layout"]["title"]["text"] == "y(x)"  # fmt: skip
+    rows = history(inspect_records(Path(run_store.read_status(run_dir)["wandb"]["dir"])))
+    last = next(r for r in rows if "cm_table._type" in r)
+    assert last["cm_table._type"] == "table-file" and last["cm_table.nrows"] == 9 and last["df.ncols"] == 3
+
+
+def test_files_media_are_kept_and_nothing_raises(media_run: tuple[Path, str]) -> None:
+    run_dir, output = media_run
+    media = run_dir / "artifacts" / "media"
+    assert (media / "page" / "0000000003.html").read_bytes() == b"<b>hello</b>"
+    assert (media / "tone" / "0000000003.wav").read_bytes()[:4] == b"RIFF"
+    assert (media / "clip" / "0000000003.gif").read_bytes()[:3] == b"GIF"
+    assert len(json.loads((media / "cloud" / "0000000003.pts.json").read_text())) == 10
+    assert "Image(str)" in output and "nope.png" in output  # the bad image: one notice, the run goes on
+    assert "Histogram" in output and "empty" not in media_store.histograms(run_dir)
+
+
+def test_artifacts_save_and_alerts_are_kept_in_the_run_folder(tmp_path: Path) -> None:
+    (first, second), output = run_script(tmp_path, FILES)
+    assert run_store.read_status(first)["state"] == "finished"
+    # W&B's layout: relative to the working folder, to base_path, and one folder level for an absolute path
+    assert run_files.saved_files(first) == ["ckpt/model.bin", "sub/opt.bin", f"{tmp_path.name}/notes.txt"]
+    assert "REFUSED" in output
+    versions = run_files.artifact_manifests(first)
+    assert [(m["name"], m["version"]) for m in versions] == [("model", "v0"), ("model", "v1")]
+    assert versions[0]["aliases"] == ["latest", "best"] and sorted(versions[0]["files"]) == ["model.bin", "sub/opt.bin"]
+    assert versions[0]["references"][0]["uri"] == "s3://bucket/key" and versions[0]["metadata"] == {"acc": 0.9}
+    assert (Path(versions[1]["path"]) / "sub" / "opt.bin").read_bytes() == b"state"
+    alerts = run_files.alerts(first)
+    assert [(a["title"], a["text"], a["level"]) for a in alerts] == [("accuracy low", "acc 0.1 < 0.5", "WARN")]
+    line = next(x for x in output.splitlines() if x.startswith("DOWNLOADED"))
+    assert line.split()[1:] == [versions[0]["path"], versions[1]["path"]]  # by alias, from the earlier run
+
+
+def test_save_and_artifacts_never_write_out_of_the_run_folder(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "files").symlink_to(outside)  # a planted link out of the run folder
+    source = tmp_path / "f.txt"
+    source.write_text("x")
+    assert run_files.copy_into(run_dir, source, "files/f.txt") is None
+    assert (
+        run_files.copy_into(run_dir, source, "../f2.txt") is None
+        and run_files.copy_into(run_dir, source, "/etc/x") is None
+    )
+    assert list(outside.iterdir()) == [] and not (tmp_path / "f2.txt").exists()
+    (run_dir / "alerts.jsonl").symlink_to(source)
+    run_files.append_alert(run_dir, "t", "x", "INFO", None)
+    assert source.read_text() == "x" and len(run_files.alerts(run_dir)) == 1  # the link replaced, not written through
