@@ -10,6 +10,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
+
 from runstore import run_store
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,7 +59,12 @@ def run_script(tmp_path: Path, code: str) -> tuple[Path, str]:
     path = tmp_path / "script.py"
     path.write_text(textwrap.dedent(code))
     root = tmp_path / "runs"
-    env = {**os.environ, "JAXDASH_RUNS": str(root), "PYTHONPATH": str(ROOT), "WANDB_MODE": "disabled"}
+    env = {
+        **os.environ,
+        "JAXDASH_RUNS": str(root),
+        "PYTHONPATH": str(ROOT),
+        "WANDB_MODE": "offline",
+    }  # each script passes wandb="disabled"
     out = subprocess.run(
         [sys.executable, str(path)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
     )
@@ -87,3 +94,30 @@ def test_log_chunk_writes_one_record_per_scanned_step(tmp_path: Path) -> None:
     records = run_store.read_metrics(run_dir)[0]
     assert [r["step"] for r in records] == list(range(50))  # steps from 0, as run.log numbers them
     assert [round(r["train/loss"], 6) for r in records] == [round(v, 6) for v in expected]
+
+
+PER_STEP = """
+import numpy as np
+import jaxdash as wandb
+
+wandb.init(project="frames", wandb="disabled", tensorboard=False)
+for step in range(4):
+    frame = np.full((6, 6), step * 60, np.uint8)
+    wandb.log({"loss": 1.0 / (step + 1), "frame": wandb.Image(frame, caption=f"step {step}"),
+               "pair": [wandb.Image(frame, caption="left"), wandb.Image(255 - frame, caption="right")]}, step=step)
+wandb.finish()
+"""
+
+
+def test_an_image_is_kept_for_every_step_with_its_caption(tmp_path: Path) -> None:
+    """Before: only the last step's image of a tag was kept, captions dropped, and a list of images not logged."""
+    from PIL import Image
+
+    from runstore import artifacts, media_store
+
+    run_dir, _ = run_script(tmp_path, PER_STEP)
+    found = media_store.image_steps(run_dir)
+    assert [(s.step, s.captions) for s in found["frame"]] == [(i, (f"step {i}",)) for i in range(4)]
+    assert [int(np.asarray(Image.open(s.paths[0])).max()) for s in found["frame"]] == [0, 60, 120, 180]
+    assert [s.captions for s in found["pair"]] == [("left", "right")] * 4
+    assert [p.name for p in artifacts.images(run_dir)] == ["frame.png", "pair.png"]  # the latest, read as before
