@@ -1,0 +1,98 @@
+"""How many of the W&B conformance probes each implementation passes: real wandb, jaxdash, and trackio.
+
+    python -m benchmarks.wandb_conformance              # wandb and jaxdash
+    python -m benchmarks.wandb_conformance --trackio    # and trackio, from a throwaway venv
+    python -m benchmarks.wandb_conformance -k config    # only probes whose name holds "config"
+
+Each probe (tests/wandb_conformance/probes/) runs as a real subprocess with `import wandb` (offline) and
+with `import <impl> as wandb`; an implementation passes a probe when what it stored matches what W&B
+stored (tests/wandb_conformance/compare.py). jaxdash passes only when both its run folder and its W&B
+copy match. trackio is installed into /tmp/trackio-venv (never a project dependency) and compared on
+what it keeps: exit code, printed lines, config and history.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from tests.wandb_conformance import compare, running
+
+TRACKIO_VENV = Path("/tmp/trackio-venv")
+
+
+def ensure_trackio() -> bool:
+    """trackio in its own venv (created once); False with a message if it cannot be installed."""
+    python = TRACKIO_VENV / "bin" / "python"
+    if python.exists() and subprocess.run([str(python), "-c", "import trackio"], capture_output=True).returncode == 0:
+        return True
+    try:
+        subprocess.run([sys.executable, "-m", "venv", str(TRACKIO_VENV)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", "trackio"], check=True, timeout=900)
+    except (OSError, subprocess.SubprocessError) as exc:
+        print(f"trackio: could not install into {TRACKIO_VENV} ({exc}); left out", file=sys.stderr)
+        return False
+    return True
+
+
+def check_probe(probe: running.Probe, impls: list[str], root: Path) -> dict[str, dict[str, list[str]]]:
+    """Run `probe` under real wandb and each of `impls`; {impl: {side: differences}}."""
+    ref = running.run_probe(probe, "wandb", root / probe.name / "wandb")
+    want = compare.expected(ref)
+    found = {"wandb": compare.diff(want, ref)}
+    for impl in impls:
+        found[impl] = compare.diff(want, running.run_probe(probe, impl, root / probe.name / impl))
+    return found
+
+
+def run_all(
+    probes: list[running.Probe], impls: list[str], root: Path, workers: int = 2
+) -> dict[str, dict[str, dict[str, list[str]]]]:
+    """Every probe checked, `workers` at a time: {probe name: {impl: {side: differences}}}."""
+    with ThreadPoolExecutor(workers) as pool:
+        results = pool.map(lambda p: check_probe(p, impls, root), probes)
+        return {p.name: r for p, r in zip(probes, results, strict=True)}
+
+
+def passed(found: dict[str, list[str]]) -> bool:
+    """True when no side of this implementation differs from W&B."""
+    return not any(found.values())
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print a line per probe (pass/fail per implementation, jaxdash's first difference) and the pass counts."""
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--trackio", action="store_true", help="also run the probes with trackio (throwaway venv)")
+    ap.add_argument("-k", default="", help="only probes whose name contains this")
+    ap.add_argument("--workers", type=int, default=2, help="probes run at a time (default 2)")
+    ap.add_argument("--keep", action="store_true", help="keep the probes' folders (printed) for inspection")
+    args = ap.parse_args(argv)
+    impls = ["jaxdash"] + (["trackio"] if args.trackio and ensure_trackio() else [])
+    probes = [p for p in running.all_probes() if args.k in p.name]
+    root = Path(tempfile.mkdtemp(prefix="wandb-conformance-"))
+    t0 = time.monotonic()
+    results = run_all(probes, impls, root, args.workers)
+    every = ["wandb", *impls]
+    print(f"{'probe':34s} " + " ".join(f"{i:8s}" for i in every) + " first jaxdash difference")
+    for name, found in results.items():
+        marks = " ".join(f"{'pass' if passed(found[i]) else 'FAIL':8s}" for i in every)
+        print(f"{name:34s} {marks} {compare.one_line(found['jaxdash'])[:200]}")
+    print(f"\n{len(probes)} probes in {time.monotonic() - t0:.0f} s")
+    for impl in every:
+        count = sum(passed(found[impl]) for found in results.values())
+        print(f"{impl}: {count}/{len(probes)} pass")
+    if args.keep:
+        print(f"probe folders kept in {root}")
+    else:
+        shutil.rmtree(root, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

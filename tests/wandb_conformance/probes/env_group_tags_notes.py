@@ -1,0 +1,6 @@
+import wandb
+
+# env: WANDB_RUN_GROUP=env-group WANDB_TAGS=a,b WANDB_NOTES=from-env WANDB_JOB_TYPE=eval
+run = wandb.init(project="probe")
+run.log({"loss": 1.0})
+run.finish()

@@ -1,0 +1,7 @@
+import wandb
+
+# env: WANDB_NAME=env-run WANDB_PROJECT=env-project
+run = wandb.init()
+run.log({"loss": 1.0})
+print("OUT", run.name, run.project)
+run.finish()

@@ -1,0 +1,5 @@
+import wandb
+
+run = wandb.init(project="probe", save_code=True, job_type="train")
+run.log({"loss": 1.0})
+run.finish()

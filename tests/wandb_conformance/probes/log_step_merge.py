@@ -1,0 +1,8 @@
+import wandb
+
+run = wandb.init(project="probe")
+run.log({"a": 1}, step=3)
+run.log({"b": 2}, step=3)
+run.log({"c": 3}, step=4)
+run.log({"d": 4})
+run.finish()

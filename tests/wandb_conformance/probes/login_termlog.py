@@ -1,0 +1,7 @@
+import wandb
+
+wandb.login(anonymous="never", relogin=False)
+wandb.termlog("starting")
+run = wandb.init(project="probe")
+run.log({"loss": 1.0})
+run.finish()

@@ -1,0 +1,7 @@
+import sys
+
+import wandb
+
+run = wandb.init(project="probe")
+run.log({"loss": 1.0})
+sys.exit(3)
