@@ -121,3 +121,72 @@ def replace_with(path: str | os.PathLike, write: Callable[[BinaryIO], None]) -> 
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise OSError(exc.errno, exc.strerror, str(path)) from exc
+
+
+# ---- Writing: never through a link, never outside the folder a file must stay in ----------------------------------
+
+
+class UnsafePath(OSError):
+    """A file jaxdash was about to write is a link, not a regular file, or lies outside its folder; str() is one line."""
+
+    def __str__(self) -> str:
+        return f"{self.filename}: {self.strerror}"
+
+
+LINK_REFUSED = (
+    "is a symbolic link (to {target}); jaxdash never writes through a link: remove the link or name the real file"
+)
+OUTSIDE_REFUSED = "lies outside {root} once links are resolved (a linked folder?); jaxdash writes only inside it"
+SQLITE_SIDECARS = ("", "-journal", "-wal", "-shm")  # SQLite writes these next to a database
+
+
+def check_writable(path: str | os.PathLike, root: str | os.PathLike | None = None) -> Path:
+    """`path`, checked before a file there is created or written: it is not a symbolic link and, given
+    `root`, it lies inside `root` with every link resolved (a linked folder cannot lead a write elsewhere).
+
+    Raises:
+      UnsafePath: one line naming the path, why it is refused and the fix.
+    """
+    path = Path(path)
+    if os.path.islink(path):
+        try:
+            target = os.readlink(path)
+        except OSError:
+            target = "?"
+        raise UnsafePath(errno.ELOOP, LINK_REFUSED.format(target=target), str(path))
+    if root is not None and not inside(root, path):
+        raise UnsafePath(errno.EXDEV, OUTSIDE_REFUSED.format(root=root), str(path))
+    return path
+
+
+def check_sqlite(path: str | os.PathLike, root: str | os.PathLike | None = None) -> str:
+    """A SQLite database's path as a string for `sqlite3.connect`, once it and the files SQLite writes
+    beside it (-journal, -wal, -shm) pass `check_writable`. Raises UnsafePath."""
+    for suffix in SQLITE_SIDECARS:
+        check_writable(f"{path}{suffix}", root)
+    return str(path)
+
+
+def open_append(path: str | os.PathLike, root: str | os.PathLike | None = None) -> int:
+    """A file descriptor appending to `path` (made if missing, 0644): never through a link (O_NOFOLLOW,
+    and `check_writable` for its folders), never a FIFO or device (fstat), never blocking.
+
+    Raises:
+      UnsafePath: a link, not a regular file, or outside `root`; other OSError (e.g. a missing folder) as usual.
+    """
+    path = check_writable(path, root)
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENXIO):  # a link planted since the check; a FIFO without a reader
+            raise UnsafePath(exc.errno, NOT_REGULAR, str(path)) from None
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UnsafePath(errno.EINVAL, NOT_REGULAR, str(path))
+        os.set_blocking(fd, True)
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise

@@ -5,7 +5,11 @@ arguments after `python -m training`). Anyone who submits (the CLI with `--queue
 page) calls `dispatch`, which in one write transaction marks dead processes ended and starts
 queued jobs, oldest first, while fewer than the limit run. Queued jobs have a position and can
 be cancelled. The limit defaults to the cores and free memory (`default_limit`) and is settable.
-Every row is signed with this user's key (training/queue/signing.py); dispatch refuses any other.
+Every row is signed with this user's key and carries a nonce spent when it starts
+(training/queue/signing.py); dispatch refuses any other row and any row started before.
+queue.db (and the job logs under `.queue/`) are never written through a link or outside the runs
+root (runstore/safe_files.py); a damaged, read-only, locked or linked queue.db raises `QueueError`,
+one line saying what is wrong and what to do.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +40,8 @@ create table if not exists settings (key text primary key, value text);
 """
 # Added in place to an older queue.db: the job's output file (a run folder's process.log), its
 # signature, and why it was refused.
-NEW_COLUMNS = ("log", "sig", "reason")
+NEW_COLUMNS = ("log", "sig", "reason", "nonce")
+WAIT_S = 60.0  # how long a CLI or sweep submission waits for another process's write to queue.db
 # This process's own job processes, kept so a dropped Popen is never reaped by the next
 # subprocess call (subprocess._cleanup) before dispatch reads its exit code.
 _CHILDREN: dict[int, subprocess.Popen] = {}
@@ -72,6 +77,27 @@ def _alive(pid: int) -> tuple[bool, int | None]:
     return False, None
 
 
+class QueueError(OSError):
+    """queue.db cannot be used (damaged, read-only, locked, a link); str() is one line naming the file and the fix."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def describe(exc: BaseException, path: Path, wait_s: float) -> str:
+    """One line for a SQLite or file error on `path` (the queue's database): what is wrong and what to do."""
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if isinstance(exc, safe_files.UnsafePath):
+        return str(exc)
+    if "locked" in text or "busy" in text:
+        return f"{path}: locked by another process for over {wait_s:g} s ({text}); try again once it is done"
+    if "not a database" in text or "malformed" in text or "corrupt" in text:
+        return f"{path}: damaged ({text}); move it away and the run queue starts a new one"
+    if "readonly" in text or "read-only" in text or "unable to open" in text or isinstance(exc, PermissionError):
+        return f"{path}: cannot be written ({text}); make the runs root writable (or give another --runs-root)"
+    return f"{path}: the run queue cannot be used ({text})"
+
+
 def _argv(text: str) -> list[str] | None:
     """A row's arguments, or None when they are not a JSON list of strings (a damaged or crafted row)."""
     try:
@@ -84,11 +110,20 @@ def _argv(text: str) -> list[str] | None:
 class Queue:
     """The queue of one runs root."""
 
-    def __init__(self, root: Path | str):
+    def __init__(self, root: Path | str, wait_s: float = WAIT_S):
+        """The queue of `root`; `wait_s`: how long to wait for a write lock before QueueError (the page waits briefly).
+
+        Raises:
+          QueueError: queue.db is damaged, read-only, locked or a link (one line naming it and the fix).
+        """
         self.root = Path(root)
-        self.root.mkdir(parents=True, exist_ok=True)
         self.path = self.root / "queue.db"
         self.logs = self.root / ".queue"
+        self.wait_s = wait_s
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise QueueError(describe(exc, self.path, wait_s)) from None
         with self._db() as db:
             db.executescript(SCHEMA)
             have = {r["name"] for r in db.execute("pragma table_info(jobs)")}
@@ -97,10 +132,23 @@ class Queue:
                     with contextlib.suppress(sqlite3.OperationalError):  # another process added it first
                         db.execute(f"alter table jobs add column {column} text")
 
-    def _db(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+    @contextlib.contextmanager
+    def _db(self) -> Iterator[sqlite3.Connection]:
+        """A connection to queue.db opened on a checked path (no link, inside the runs root), closed after;
+        every SQLite or file error leaves as one QueueError line."""
+        try:
+            db = sqlite3.connect(
+                safe_files.check_sqlite(self.path, self.root), timeout=self.wait_s, isolation_level=None
+            )
+        except (OSError, sqlite3.Error) as exc:
+            raise QueueError(describe(exc, self.path, self.wait_s)) from None
         db.row_factory = sqlite3.Row
-        return db
+        try:
+            yield db
+        except (sqlite3.Error, safe_files.UnsafePath) as exc:
+            raise QueueError(describe(exc, self.path, self.wait_s)) from None
+        finally:
+            db.close()
 
     def limit(self) -> int:
         """The most processes at once: the setting, else `default_limit()`."""
@@ -118,16 +166,23 @@ class Queue:
 
     def submit(self, argv: list[str], label: str = "", log: Path | None = None) -> int:
         """Queue `python -m training ARGV` (its output to `log`, else `log_path(job)`); returns the job id."""
-        argv_json, log_text = json.dumps(argv), str(log) if log else None
+        argv_json, log_text, nonce = json.dumps(argv), str(log) if log else None, signing.new_nonce()
+        signing.sign(self.root, 0, argv_json, log_text, nonce)  # a refused key (KeyRefused) before any row is written
         with self._db() as db:
             db.execute("begin immediate")  # not dispatched before it is signed
-            cur = db.execute(
-                "insert into jobs (argv, label, created, log) values (?, ?, ?, ?)",
-                (argv_json, label or " ".join(argv[:1]), time.time(), log_text),
-            )
-            job = int(cur.lastrowid)
-            db.execute("update jobs set sig=? where id=?", (signing.sign(self.root, job, argv_json, log_text), job))
-            db.execute("commit")
+            try:
+                cur = db.execute(
+                    "insert into jobs (argv, label, created, log, nonce) values (?, ?, ?, ?, ?)",
+                    (argv_json, label or " ".join(argv[:1]), time.time(), log_text, nonce),
+                )
+                job = int(cur.lastrowid)
+                sig = signing.sign(self.root, job, argv_json, log_text, nonce)
+                db.execute("update jobs set sig=? where id=?", (sig, job))
+                db.execute("commit")
+            except BaseException:
+                if db.in_transaction:
+                    db.execute("rollback")
+                raise
         return job
 
     def cancel(self, job: int) -> bool:
@@ -182,46 +237,69 @@ class Queue:
                         )
                 queued = self._signed(db)
                 for r in queued[: max(0, limit - running)]:
-                    log = self._output(r["id"], r["log"])
-                    pid = (start or self._start)(r["id"], _argv(r["argv"]), log)
-                    db.execute(
-                        "update jobs set state='running', pid=?, started=? where id=?", (pid, time.time(), r["id"])
-                    )
-                    started.append(r["id"])
+                    if self._start_row(db, r, start or self._start):
+                        started.append(r["id"])
                 db.execute("commit")
             except BaseException:
-                db.execute("rollback")
+                if db.in_transaction:
+                    db.execute("rollback")
                 raise
         return started
 
     def _signed(self, db: sqlite3.Connection) -> list[sqlite3.Row]:
         """The queued rows signed by this user's key, oldest first; every other queued row is refused."""
         signed = []
-        for r in db.execute("select id, argv, log, sig from jobs where state='queued' order by id").fetchall():
-            why = signing.check(self.root, r["id"], r["argv"], r["log"], r["sig"])
+        rows = db.execute("select id, argv, log, sig, nonce from jobs where state='queued' order by id").fetchall()
+        for r in rows:
+            why = signing.check(self.root, r["id"], r["argv"], r["log"], r["sig"], r["nonce"])
             if why is None and isinstance(_argv(r["argv"]), list):
                 signed.append(r)
             else:
-                db.execute(
-                    "update jobs set state='refused', ended=?, reason=? where id=?",
-                    (time.time(), f"job {r['id']} is {why or 'unreadable'}", r["id"]),
-                )
+                self._refuse(db, r["id"], why or "unreadable")
         return signed
+
+    def _start_row(self, db: sqlite3.Connection, row: sqlite3.Row, start: Start) -> bool:
+        """Start one signed queued row (True), or refuse it with why (False): its nonce was spent
+        already (a replayed row), or its log is a link or leads outside the runs root."""
+        why = signing.spend(row["nonce"])  # before it starts: a crash in between never runs it twice
+        pid = None
+        try:
+            pid = None if why else start(row["id"], _argv(row["argv"]), self._output(row))
+        except safe_files.UnsafePath as exc:
+            why = str(exc)
+        except OSError as exc:  # e.g. its run folder was removed; its nonce is spent, so say why here
+            why = f"not started: {exc}"
+        if pid is None:
+            self._refuse(db, row["id"], why or "not started")
+            return False
+        db.execute("update jobs set state='running', pid=?, started=? where id=?", (pid, time.time(), row["id"]))
+        return True
+
+    @staticmethod
+    def _refuse(db: sqlite3.Connection, job: int, why: str) -> None:
+        """Mark job `job` refused, with why (the page and the CLI show "The run queue refused job N is ...")."""
+        db.execute(
+            "update jobs set state='refused', ended=?, reason=? where id=?", (time.time(), f"job {job} is {why}", job)
+        )
 
     def log_path(self, job: int) -> Path:
         """Where job `job`'s output goes."""
         return self.logs / f"{job}.log"
 
-    def _output(self, job: int, log: str | None) -> Path:
-        """Where job `job` writes: its own log file if that lies inside the runs root (links resolved),
-        else `log_path(job)`: a queue.db from elsewhere never makes a job append to a file outside."""
-        if log and safe_files.inside(self.root, log):
-            return Path(log)
-        return self.log_path(job)
+    def _output(self, row: sqlite3.Row) -> Path:
+        """Where a job writes: its own log file if that lies inside the runs root (links resolved), else
+        `log_path(job)`; either way checked (no link, inside the runs root: raises UnsafePath), so a
+        queue.db from elsewhere, a linked `.queue` folder or a planted `<job>.log` link never makes a
+        job append to a file outside."""
+        log = row["log"]
+        path = Path(log) if log and safe_files.inside(self.root, log) else self.log_path(row["id"])
+        if path.parent == self.logs and not self.logs.exists():
+            with contextlib.suppress(FileExistsError):
+                self.logs.mkdir()
+        return safe_files.check_writable(path, self.root)
 
     def _start(self, job: int, argv: list[str], log: Path) -> int:
-        log.parent.mkdir(exist_ok=True)
-        with open(log, "ab") as out:
+        with os.fdopen(safe_files.open_append(log, self.root), "ab") as out:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "training", *argv],
                 stdout=out,
