@@ -21,7 +21,7 @@ import pytest
 from tensorboardX import SummaryWriter
 from tensorboardX.record_writer import masked_crc32c
 
-from runstore import run_store, tb_logdir
+from runstore import run_store, safe_files, tb_logdir
 
 EVENTS = "events.out.tfevents.1700000000.host"
 SYNC_BOUND_S = 15.0  # a sync returns within the read limit (5 s) plus a busy 2-core machine's slack
@@ -115,31 +115,38 @@ def test_a_crafted_length_after_good_records_keeps_those_points(tmp_path: Path) 
     assert f"record at byte {len(good_bytes):,} claims 1,099,511,627,776 bytes" in row.status["message"]
 
 
-def test_fifo_and_links_leaving_the_logdir_are_refused_without_blocking(tmp_path: Path) -> None:
-    logs, runs, outside = tmp_path / "logs", tmp_path / "runs", tmp_path / "outside"
-    good_run(outside, "secret", steps=9)  # never to be read through the logdir
-    (secret,) = (outside / "secret").iterdir()
+def test_a_fifo_named_like_an_event_file_is_refused_without_blocking(tmp_path: Path) -> None:
+    logs, runs = tmp_path / "logs", tmp_path / "runs"
     good_run(logs, "good")
     (logs / "fifo").mkdir(parents=True)
     os.mkfifo(logs / "fifo" / EVENTS)
-    (logs / "filelink").mkdir()
-    (logs / "filelink" / EVENTS).symlink_to(secret)
-    (logs / "dirlink").symlink_to(outside / "secret", target_is_directory=True)
-    (logs / "alias").mkdir()  # a link staying inside the logdir is read where it points
-    (logs / "alias" / EVENTS).symlink_to(next((logs / "good").iterdir()))
+    good_run(logs, "later")
     try:
         sync_bounded(logs, runs)
     finally:
         _unblock(logs / "fifo" / EVENTS)
     rows = listed(runs)
-    assert (
-        rows["fifo"].status["message"]
-        == f"fifo/{EVENTS}: not a regular file (a link, FIFO, device or socket is never read)"
-    )
+    assert rows["fifo"].damaged and points(runs, "fifo") == []
+    assert rows["fifo"].status["message"] == f"fifo/{EVENTS}: {safe_files.NOT_REGULAR}"
+    assert points(runs, "good") == [0, 1, 2, 3] and points(runs, "later") == [0, 1, 2, 3]
+
+
+def test_links_leaving_the_logdir_are_not_followed(tmp_path: Path) -> None:
+    logs, runs, outside = tmp_path / "logs", tmp_path / "runs", tmp_path / "outside"
+    good_run(outside, "secret", steps=9)  # never to be read through the logdir
+    (secret,) = (outside / "secret").iterdir()
+    good_run(logs, "good")
+    (logs / "filelink").mkdir(parents=True)
+    (logs / "filelink" / EVENTS).symlink_to(secret)
+    (logs / "dirlink").symlink_to(outside / "secret", target_is_directory=True)
+    (logs / "alias").mkdir()  # a link staying inside the logdir is read where it points
+    (logs / "alias" / EVENTS).symlink_to(next((logs / "good").iterdir()))
+    sync_bounded(logs, runs)
+    rows = listed(runs)
     assert rows["filelink"].status["message"] == f"filelink/{EVENTS}: a link leaving the logdir (not followed)"
     assert rows["dirlink"].status["message"] == "dirlink: a link leaving the logdir (not followed)"
     assert points(runs, "good") == [0, 1, 2, 3] and points(runs, "alias") == [0, 1, 2, 3]
-    for name in ("fifo", "filelink", "dirlink"):
+    for name in ("filelink", "dirlink"):
         assert rows[name].damaged and points(runs, name) == []  # the 9 secret points are never read
 
 
