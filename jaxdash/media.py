@@ -76,18 +76,26 @@ def _sorted(media: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def write_media(writer: Any, step: int, media: dict[str, Any]) -> None:
-    """Hand each medium to the writers' general methods (images, histograms, tables, figures); files to the run folder."""
+    """Hand each medium to the writers' general methods (images, histograms, tables, figures); files to the run folder.
+
+    A medium that cannot be written (a full disk, a figure plotly cannot encode) is dropped with one
+    notice naming its key: as in W&B, logging media never stops the script.
+    """
     found = _sorted(media)
-    if found["images"]:
-        writer.write_images(step, found["images"])
-    if found["histograms"]:
-        writer.write_histograms(step, found["histograms"])
-    if found["tables"]:
-        writer.write_tables(step, found["tables"])
-    if found["figures"]:
-        writer.write_figures(step, found["figures"])
+    calls = [("write_images", "images"), ("write_histograms", "histograms"), ("write_tables", "tables"),
+             ("write_figures", "figures")]  # fmt: skip
+    for method, kind in calls:
+        if found[kind]:
+            _guarded(lambda m=method, k=kind: getattr(writer, m)(step, found[k]), sorted(found[kind]))
     if found["files"]:
-        _write_files(writer, step, found["files"])
+        _guarded(lambda: _write_files(writer, step, found["files"]), sorted(found["files"]))
+
+
+def _guarded(call: Any, keys: list[str]) -> None:
+    try:
+        call()
+    except Exception as exc:  # noqa: BLE001 - a medium never stops the run; the scalars go on
+        notice(f"log({', '.join(keys)})", f"not stored ({type(exc).__name__}: {exc})")
 
 
 def _run_dir(writer: Any) -> Any:

@@ -5,7 +5,9 @@ A training process writes (training/writers/store.py):
 * config.json "panels": the live panels its task asks for, a subset of PANELS;
 * artifacts/tables/<tag with / as __>.json = {"tag", "step", "columns", "rows"}: the latest table of
   each tag, e.g. fit__data (x, y), fit__curve (x, y, y_true), test__confusion, test__predictions;
-* artifacts/images/<tag>.png: the latest image of each tag.
+* artifacts/images/<tag>.png: the latest image of each tag (every step's images, with captions, are in
+  artifacts/images/<tag>/: runstore.media_store, which also reads histograms and media files;
+  runstore.run_files reads saved files, logged artifacts and alerts).
 
 Every reader returns None (or an empty list) for a file that is missing, half-written or of another
 shape, so a damaged artifact never breaks a page. Parsed tables are cached by file path, size and

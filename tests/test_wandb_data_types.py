@@ -210,6 +210,24 @@ def test_artifacts_save_and_alerts_are_kept_in_the_run_folder(tmp_path: Path) ->
     assert line.split()[1:] == [versions[0]["path"], versions[1]["path"]]  # by alias, from the earlier run
 
 
+BLOCKED = """
+import os
+import numpy as np
+run = wandb.init(project="blocked", wandb="disabled", tensorboard=False)
+open(os.path.join(run.dir, "artifacts", "images"), "w").close()  # a file where the images folder goes
+wandb.log({"loss": 0.5, "frame": wandb.Image(np.zeros((4, 4)))}, step=0)
+wandb.log({"loss": 0.25}, step=1)
+wandb.finish()
+"""
+
+
+def test_a_medium_that_cannot_be_stored_is_dropped_with_a_notice(tmp_path: Path) -> None:
+    (run_dir,), output = run_script(tmp_path, BLOCKED)
+    assert run_store.read_status(run_dir)["state"] == "finished"
+    assert [r["loss"] for r in run_store.read_metrics(run_dir)[0]] == [0.5, 0.25]
+    assert "log(frame): not stored" in output
+
+
 def test_save_and_artifacts_never_write_out_of_the_run_folder(tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
