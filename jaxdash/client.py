@@ -2,9 +2,14 @@
 
 The run folder is written through the same writers as `python -m training` (run store required;
 TensorBoard and W&B best-effort, W&B offline unless logged in), so the dashboard shows the run
-like any other: Live, compare, detail, the TensorBoard button, the W&B sync command. Its status
-follows the process: running, then finished, stopped (after `should_stop()` said so), failed (an
-uncaught exception, its last line as the message) or, after a kill -9, crashed (the pid is gone).
+like any other. Its status follows the script: running, then finished, stopped (`should_stop()`
+said so, or SIGTERM), failed (an uncaught exception or a non-zero exit) or, after a kill -9, crashed.
+
+Steps follow W&B's rules (`wandb.sdk.wandb_run.Run._log` and wandb-core's partial history):
+`run.step` is the step the next `log` writes; `log(d)` adds `d` to it and commits (the step goes on);
+`commit=False` only adds; `log(d, step=s)` with `s` above the current step commits the open row
+and opens `s` (not committed: the same step may take more keys), `s` equal merges, `s` below is
+dropped with a warning, as is a step outside int64. Nothing logged ever stops the logging after it.
 """
 
 from __future__ import annotations
@@ -21,104 +26,171 @@ import numpy as np
 
 from jaxdash.fetcher import Block, Fetcher, Histograms
 from jaxdash.media import is_media, write_media
+from jaxdash.run_files import RunFiles, flatten
+from jaxdash.wandb_config import Config
+from jaxdash.wandb_summary import MetricDefs, Summary, final_numbers, summary_of
 from runstore import run_store
 from training.writers.base import Progress
 
 logger = logging.getLogger("jaxdash")
 FLUSH_S = 0.25  # writers flush at most this often (each flush appends metrics.jsonl and rewrites status.json)
+INT64_MAX = 2**63 - 1
 
 
-class Run:
+class Run(RunFiles):
     """One tracked run: `log` metrics, read `should_stop`, then `finish` (or use it as a context manager)."""
 
-    def __init__(self, run_dir: Path, name: str, config: dict[str, Any], writer: Any, start_step: int, total: int):
+    def __init__(self, run_dir: Path, name: str, config: Mapping[str, Any], writer: Any, start_step: int, total: int,
+                 meta: Mapping[str, Any] | None = None) -> None:  # fmt: skip
+        meta = dict(meta or {})
         self.dir, self.id, self.name = run_dir, run_dir.name, name
-        self.config = dict(config)
-        self.summary: dict[str, Any] = {}
+        self.project, self.entity = meta.get("project") or "", meta.get("entity") or ""
+        self.group, self.job_type = meta.get("group") or "", meta.get("job_type") or ""
+        self.tags, self.notes = tuple(meta.get("tags") or ()), meta.get("notes")
+        self.resumed, self.start_time = start_step >= 0, time.time()
         self._writer, self._total = writer, total
-        self._step, self._t0, self._last_flush = start_step, time.monotonic(), 0.0
+        self._step, self._t0, self._last_flush = start_step + 1, time.monotonic(), 0.0  # W&B's _step: the next row
         self._rate_from = (max(start_step, 0), 0.0)  # (step, wall seconds) the steps/s shown counts from
         self._stopped = self._finished = False
-        self._open: tuple[int, dict[str, Any]] | None = None  # the step being logged, queued once the next begins
+        self._open: dict[str, Any] | None = None  # the row of step `_step`, being built (commit=False, step=)
         self._lock = threading.Lock()
-        self._summaries: dict[str, str] = {}  # define_metric(name, summary=...): "min", "max", "mean" or "last"
-        self._stats: dict[str, list[float]] = {}  # name -> [last, min, max, sum, count] of the logged values
+        self._defs = MetricDefs()
+        self._synced: dict[str, Any] = {}  # step metrics' last values, for rows that lack them (step_sync)
+        self._stats: dict[str, list[float]] = {}  # name -> [last, min, max, sum, count, first] of logged values
+        self._summary_dirty = self._hparams_sent = False
+        self.config = Config(config)
+        self.config._set_callback(self._config_changed)
+        self.summary = Summary(self._logged_summary, self._summary_changed)
         self._fetcher = Fetcher(self._write_rows)
         # Value types `log` accepted before (JAX arrays, floats, NumPy scalars): a call holding only
         # these skips the checks. NumPy arrays are left out (their dtype may be a string's).
         self._plain: set[type] = set()
 
     # -- the training thread's side: cheap, never waits for the device ------------------------------
-    def log(self, metrics: Mapping[str, Any], step: int | None = None, commit: bool = True) -> None:
-        """Queue `metrics` (numbers, NumPy or JAX arrays; nested dicts flatten with "/") for `step`.
+    def log(self, data: Mapping[str, Any], step: int | None = None, commit: bool | None = None,
+            sync: bool | None = None) -> None:  # fmt: skip
+        """Add `data` (numbers, NumPy or JAX arrays, media; nested dicts as "a.b") to the current step, as W&B's.
 
-        step: the global step; default: one past the last logged step. A step below the last one
-        is dropped with a warning (the charts' x axis only grows).
+        step: the step to log to (default: the current one, `run.step`); commit: end the step
+        (default: True without `step`, False with it).
         """
         if self._finished:
             logger.warning("jaxdash: log() after finish() of run %s; not logged", self.id)
             return
-        if step is None:
-            step = self._step + 1 if commit else max(self._step, 0)
-        elif step < self._step:
-            logger.warning("jaxdash: step %s is before the last logged step %s; not logged", step, self._step)
-            return
-        if type(metrics) is dict and all(type(v) in self._plain for v in metrics.values()):
-            values = dict(metrics)  # the per-step case: numbers and arrays of types seen before, ~1 us
+        if step is not None:
+            step = self._to_step(step)
+            if step is None:
+                return
+            if step > self._step:
+                self._commit()
+                self._step = step
+        if type(data) is dict and all(type(v) in self._plain for v in data.values()):
+            values = data  # the per-step case: numbers and arrays of types seen before, ~1 us
         else:
-            values = self._checked(metrics, int(step))
-        if not values:
-            return
-        if self._open is not None and self._open[0] == step:  # the same step again: one record, as in W&B
-            self._open[1].update(values)
-            return
-        if self._open is not None:
-            self._fetcher.put(*self._open)
-        self._step, self._open = int(step), (int(step), values)
+            values = self._checked(data, self._step)
+        if self._open is None:
+            self._open = dict(values)
+        else:
+            self._open.update(values)
+        if commit or (commit is None and step is None):
+            self._commit()
+            self._step += 1
 
-    def _checked(self, metrics: Any, step: int) -> dict[str, Any]:
-        """`metrics` flattened, media written, non-metrics warned about; remembers the plain value types."""
-        if not isinstance(metrics, Mapping):
-            logger.warning("jaxdash: log() takes a dict of metrics, got %s; not logged", type(metrics).__name__)
+    def _to_step(self, step: Any) -> int | None:
+        """`step` as an int the run can store, else None after a warning (W&B raises; logging goes on here)."""
+        try:
+            value = int(step)
+            if value != step:
+                raise ValueError
+        except (TypeError, ValueError, OverflowError):
+            logger.warning("jaxdash: step %r is not an integer; not logged", step)
+            return None
+        if value > INT64_MAX:
+            logger.warning("jaxdash: step %d is past the largest step a run stores (2**63 - 1); not logged", value)
+            return None
+        if value < self._step:
+            logger.warning(
+                "jaxdash: Tried to log to step %d that is less than the current step %d (it is before the last "
+                "logged step): steps only grow, so this data is not logged",
+                value,
+                self._step,
+            )
+            return None
+        return value
+
+    def _commit(self) -> None:
+        """Queue the open row (an empty one is only a step: nothing to store)."""
+        if self._open:
+            self._fetcher.put(self._step, self._open)
+        self._open = None
+
+    def _checked(self, data: Any, step: int) -> dict[str, Any]:
+        """`data` flattened, media written, non-metrics warned about; remembers the plain value types."""
+        if not self._hparams_sent:
+            self._send_hparams()
+        if not isinstance(data, Mapping):
+            logger.warning("jaxdash: log() takes a dict of metrics, got %s; not logged", type(data).__name__)
             return {}
-        media = {k: v for k, v in metrics.items() if is_media(v)}
+        data = {k if isinstance(k, str) else str(k): v for k, v in data.items()}
+        media = {k: v for k, v in data.items() if is_media(v)}
         if media:
-            with self._lock:  # the fetch thread writes too
-                write_media(self._writer, step, media)
-        values = _flatten({k: v for k, v in metrics.items() if k not in media})
-        if not media and values.keys() == metrics.keys():  # no nesting, nothing left out
+            try:
+                with self._lock:  # the fetch thread writes too
+                    write_media(self._writer, step, media)
+            except Exception as exc:  # noqa: BLE001 - a medium that cannot be written never stops logging
+                logger.warning("jaxdash: %s at step %d could not be written (%s); not logged", ", ".join(media),
+                               step, exc)  # fmt: skip
+        values = flatten({k: v for k, v in data.items() if k not in media})
+        if self._synced or self._defs.defs:
+            self._step_sync(values)
+        elif not media and values.keys() == data.keys():  # no nesting, nothing left out
             self._plain.update(type(v) for v in values.values() if not isinstance(v, np.ndarray))
         return values
 
+    def _step_sync(self, values: dict[str, Any]) -> None:
+        """define_metric(step_metric=..., step_sync): a row without its step metric gets the metric's last value."""
+        for key in values.keys() & self._synced.keys():
+            self._synced[key] = values[key]
+        for key in list(values):
+            d = self._defs.find(key)
+            metric = d.get("step_metric") if d and d.get("step_sync") else None
+            if metric and metric not in values and self._synced.get(metric) is not None:
+                values[metric] = self._synced[metric]
+
     def log_chunk(self, metrics: Mapping[str, Any], first_step: int | None = None) -> None:
-        """Queue a chunk's metrics as returned by `lax.scan`: arrays with one row per step.
+        """Queue a chunk's metrics as returned by `lax.scan`: arrays with one row per step (nested dicts as "a/b").
 
         The in-jit way to log: scan `steps` steps in one jitted call, return their metrics, log them
         once; they are fetched and split into one record per step off this thread.
         """
-        values = _flatten(metrics)
+        values = flatten(metrics, sep="/")
         lengths = {int(np.shape(v)[0]) for v in values.values() if np.ndim(v) >= 1}
         if not values or len(lengths) != 1:
             logger.warning("jaxdash: log_chunk() takes arrays with one shared leading (step) axis; not logged")
             return
-        steps, first = lengths.pop(), self._step + 1 if first_step is None else int(first_step)
-        if first <= self._step:
-            logger.warning(
-                "jaxdash: chunk from step %s is not after the last logged step %s; not logged", first, self._step
-            )
+        self._commit()
+        steps, first = lengths.pop(), self._step if first_step is None else self._to_step(first_step)
+        if first is None or first + steps - 1 > INT64_MAX:
             return
-        if self._open is not None:
-            self._fetcher.put(*self._open)
-            self._open = None
         self._fetcher.put(first, values, steps)
-        self._step = first + steps - 1
+        self._step = first + steps
 
-    def define_metric(self, name: str, step_metric: str | None = None, summary: str | None = None) -> None:
-        """As wandb's: `summary` ("min", "max", "mean" or "last") picks the value the run's summary keeps."""
-        if summary is not None:
-            if summary not in ("min", "max", "mean", "last"):
-                raise ValueError(f"jaxdash.define_metric({name!r}): summary must be min, max, mean or last")
-            self._summaries[name] = summary
+    @property
+    def step(self) -> int:
+        """The step the next `log` writes (W&B's `run.step`)."""
+        return self._step
+
+    def define_metric(self, name: str, step_metric: Any = None, step_sync: bool | None = None,
+                      hidden: bool | None = None, summary: str | None = None, goal: str | None = None,
+                      overwrite: bool | None = None) -> Any:  # fmt: skip
+        """As W&B's: `name` (or a glob such as "val/*") plotted against `step_metric`, its summary ops
+        ("min,max", "mean", "first", "last", "none"; "best" with `goal`), hidden or not. Recorded in config.json."""
+        found = self._defs.define(name, step_metric, step_sync, hidden, summary, goal, overwrite)
+        for metric in self._defs.step_metrics():
+            self._synced.setdefault(metric, None)
+        self._plain.clear()  # the definition applies from the next log on
+        self._persist("define_metric", self._defs.defs)
+        return _Metric(name, found)
 
     def should_stop(self) -> bool:
         """True once the dashboard's Stop button (or `python -m training`'s stop file) asked this run to stop."""
@@ -126,24 +198,29 @@ class Run:
             self._stopped = True
         return self._stopped
 
-    def finish(self, exit_code: int = 0, message: str | None = None) -> None:
+    def finish(self, exit_code: int | None = None, quiet: bool | None = None) -> None:
         """Write what is queued, close the writers and record the end: finished, stopped or failed."""
+        self._end(int(exit_code or 0), None)
+
+    def _end(self, exit_code: int, message: str | None) -> None:
         if self._finished:
             return
         self._finished = True
-        if self._open is not None:
-            self._fetcher.put(*self._open)
+        if not self._hparams_sent:
+            self._send_hparams()
+        self._commit()
         self._fetcher.close()
         state = "failed" if exit_code else "stopped" if self._stopped else "finished"
-        if self._fetcher.error is not None:
-            state, message = "failed", f"Logging failed: {_one_line(self._fetcher.error)}"
         if state == "failed" and not message:
             message = f"The script ended with exit code {exit_code}."
+        if self._fetcher.errors:  # recorded, not the run's state: the script decides that
+            self._event("write_failed", f"{self._fetcher.errors} batches could not be written, the last: "
+                        f"{type(self._fetcher.error).__name__}: {self._fetcher.error}")  # fmt: skip
         from training.runs.lifecycle import close_run
 
-        final = {**self._summary_values(), **self.summary}
-        final = {k: float(v) for k, v in final.items() if isinstance(v, (int, float))}
-        close_run(self.dir, self._writer, state, message, final)
+        summary = self.summary.as_dict()
+        close_run(self.dir, self._writer, state, message, final_numbers(summary))
+        self._write_summary(summary)
 
     @property
     def finished(self) -> bool:
@@ -153,20 +230,16 @@ class Run:
     def __enter__(self) -> Run:
         return self
 
-    def __exit__(self, kind: type | None, exc: BaseException | None, tb: Any) -> None:
+    def __exit__(self, kind: type | None, exc: BaseException | None, tb: Any) -> bool:
         if isinstance(exc, KeyboardInterrupt):
             self._stopped = True
         failed = exc is not None and not isinstance(exc, KeyboardInterrupt)
-        self.finish(1 if failed else 0, _one_line(exc) if failed else None)
+        self._end(1 if failed else 0, _one_line(exc) if failed else None)
+        return False
 
-    def _summary_values(self) -> dict[str, float]:
-        """Each logged metric's summary: its last value, or what define_metric asked for."""
-        out = {}
+    def _logged_summary(self) -> dict[str, Any]:
         with self._lock:
-            for name, (last, low, high, total, count) in self._stats.items():
-                pick = self._summaries.get(name, "last") if count else "last"  # only NaN seen: the last
-                out[name] = {"last": last, "min": low, "max": high, "mean": total / max(count, 1)}[pick]
-        return out
+            return summary_of(self._stats, self._defs)
 
     # -- the fetcher thread's side -------------------------------------------------------------------
     def _write_rows(self, parts: list[Block | Histograms]) -> None:
@@ -187,43 +260,28 @@ class Run:
             if time.monotonic() - self._last_flush >= FLUSH_S or self._finished:
                 self._writer.flush()
                 self._last_flush = time.monotonic()
+                if self._summary_dirty:
+                    self._write_summary({**summary_of(self._stats, self._defs), **self.summary._set})
 
     def _note(self, columns: Mapping[str, np.ndarray]) -> None:
-        """Each tag's last value, and min, max, sum and count of its values that are not NaN (for the summary)."""
+        """Each tag's last value, and min, max, sum, count and first of its values that are not NaN (the summary)."""
         for name, column in columns.items():
             seen = column[~np.isnan(column)]
-            st = self._stats.setdefault(name, [math.nan, math.inf, -math.inf, 0.0, 0])
+            st = self._stats.setdefault(name, [math.nan, math.inf, -math.inf, 0.0, 0, math.nan])
             st[0] = float(column[-1])
             if seen.size:
+                if not st[4]:
+                    st[5] = float(seen[0])
                 st[1], st[2] = min(st[1], float(seen.min())), max(st[2], float(seen.max()))
                 st[3], st[4] = st[3] + float(seen.sum()), st[4] + int(seen.size)
 
 
-_WARNED: set[str] = set()
+class _Metric:
+    """What `define_metric` returns (W&B's `wandb_metric.Metric`): its name and options."""
 
-
-def _flatten(metrics: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """{"a": {"b": x}} -> {"a/b": x}; strings, None and other non-numbers are left out (one warning per key)."""
-    out: dict[str, Any] = {}
-    for key, value in metrics.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, Mapping):
-            out.update(_flatten(value, f"{name}/"))
-        elif isinstance(value, (bool, str, bytes)) or value is None or not _numeric(value):
-            if name not in _WARNED:
-                _WARNED.add(name)
-                kind = type(value).__name__
-                logger.warning("jaxdash: %s: %s is no metric (a number or an array); not logged", name, kind)
-        else:
-            out[name] = value
-    return out
-
-
-def _numeric(value: Any) -> bool:
-    if isinstance(value, (int, float)):
-        return True
-    dtype = getattr(value, "dtype", None)  # NumPy and JAX arrays: no device sync to read the dtype
-    return dtype is not None and np.dtype(dtype).kind in "biuf"
+    def __init__(self, name: str, options: Mapping[str, Any]) -> None:
+        self.name, self.step_metric = name, options.get("step_metric")
+        self.hidden, self.summary, self.goal = options.get("hidden"), options.get("summary"), options.get("goal")
 
 
 def _one_line(exc: BaseException | None) -> str:

@@ -94,7 +94,7 @@ class Split:
         for key in group[0][1]:
             try:
                 column = np.array([values[key] for _, values, _ in group], dtype=np.float64)
-            except (TypeError, ValueError):  # ragged or not numbers: the per-step path says which
+            except (TypeError, ValueError, OverflowError):  # ragged, not numbers, too big: the per-step path says which
                 column = None
             if column is None or column.shape != (len(group),):
                 return [part for step, values, _ in group for part in self._one(step, values)]
@@ -104,7 +104,7 @@ class Split:
     def _chunk(self, first: int, values: dict[str, Any], steps: int) -> list[Block | Histograms]:
         """A scanned chunk: arrays with a leading axis of `steps`."""
         arrays = {k: np.asarray(v) for k, v in values.items()}
-        if all(a.shape == (steps,) for a in arrays.values()):
+        if all(a.shape == (steps,) and a.dtype.kind in "biuf" for a in arrays.values()):
             return [self._block(np.arange(first, first + steps), {k: a.astype(np.float64) for k, a in arrays.items()})]
         return [part for i in range(steps) for part in self._one(first + i, {k: a[i] for k, a in arrays.items()})]
 
@@ -119,13 +119,18 @@ class Split:
         """One step whose values include arrays: its scalars as a block of one, its arrays as histograms."""
         scalars, histograms = {}, {}
         for key, value in values.items():
-            arr = np.asarray(value)
-            if arr.size == 1:
-                scalars[key] = np.array([float(arr.item())])
-            elif arr.dtype.kind in "biuf" and 0 < arr.size <= HISTOGRAM_MAX:
-                histograms[key] = arr
-            else:
-                self.warn(key, f"{key}: an array of shape {arr.shape} and dtype {arr.dtype} is no metric; not logged")
+            try:
+                arr = np.asarray(value)
+                if arr.size == 1:
+                    scalars[key] = np.array([float(arr.item())])
+                elif arr.dtype.kind in "biuf" and 0 < arr.size <= HISTOGRAM_MAX:
+                    histograms[key] = arr
+                else:
+                    self.warn(
+                        key, f"{key}: an array of shape {arr.shape} and dtype {arr.dtype} is no metric; not logged"
+                    )
+            except (TypeError, ValueError, OverflowError) as exc:  # e.g. an int past a float's range
+                self.warn(key, f"{key}: {type(value).__name__} value cannot be stored ({exc}); not logged")
         out: list[Block | Histograms] = [self._block(np.array([step]), scalars)] if scalars else []
         return out + ([(step, histograms)] if histograms else [])
 
@@ -143,7 +148,8 @@ class Fetcher:
         self.write = write
         self.warned: set[str] = set()
         self.split = Split(self._warn_once)
-        self.error: BaseException | None = None
+        self.error: BaseException | None = None  # the last failed write (logging went on)
+        self.errors = 0
         self.closing = threading.Event()
         self.thread = threading.Thread(target=self._loop, name="jaxdash-fetch", daemon=True)
         self.thread.start()
@@ -177,15 +183,32 @@ class Fetcher:
             with contextlib.suppress(IndexError):
                 while True:
                     entries.append(self.pending.popleft())
-            if entries and self.error is None:
+            if entries:
                 self._write_batch(entries)
 
     def _write_batch(self, entries: list[Entry]) -> None:
+        """Fetch, split and write one batch; a bad value costs its own step (one warning), a failed write
+        this batch (counted in `errors`, the last in `error`), never the logging after it."""
         try:
             fetched = _fetch([values for _, values, _ in entries])
-            self.write(
-                self.split([(step, values, steps) for (step, _, steps), values in zip(entries, fetched, strict=True)])
+            parts = self.split(
+                [(step, values, steps) for (step, _, steps), values in zip(entries, fetched, strict=True)]
             )
+        except Exception:  # noqa: BLE001 - one bad value: entry by entry, that entry dropped
+            parts = []
+            for step, values, steps in entries:
+                try:
+                    parts += self.split([(step, _fetch([values])[0], steps)])
+                except Exception as exc:  # noqa: BLE001 - the training loop must never die of logging
+                    self._warn_once(f"!{type(exc).__name__}", f"jaxdash: step {step}: {_one_line(exc)}; not logged")
+        try:
+            self.write(parts)
         except Exception as exc:  # noqa: BLE001 - the training loop must never die of logging
-            self.error = exc
-            log.error("jaxdash: logging stopped: %s: %s", type(exc).__name__, exc)
+            self.error, self.errors = exc, self.errors + 1
+            self._warn_once(
+                f"!write {type(exc).__name__}", f"jaxdash: a write failed: {_one_line(exc)}; logging goes on"
+            )
+
+
+def _one_line(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}".splitlines()[0][:300]

@@ -1,13 +1,15 @@
 """The current run of a script: `jaxdash.init` makes it, module-level `log` / `finish` use it (as wandb's).
 
-`init` creates (or resumes) the run folder, writes config and status, builds the writers (the run
-store here, TensorBoard and W&B in the writer process) and hooks the script's end: an uncaught
-exception records "failed" with its last line, a normal exit "finished", Ctrl-C "stopped".
+`init` takes every argument `wandb.init` takes. The run's project, name, group, job type, tags,
+notes and id come from the argument, else a `Settings` field, else the `WANDB_*` variable (see
+`jaxdash.settings`), and reach our run folder, the page and the W&B copy alike: the W&B copy's id is
+the run's id; a W&B `group` is kept as config.json "wandb_group" (never a page population); `tags`
+are the script's only. `init` converts the config (as W&B stores it) before any folder exists, then
+creates (or resumes) the run folder and builds the writers; `jaxdash.exits` records the end.
 """
 
 from __future__ import annotations
 
-import atexit
 import os
 import sys
 import time
@@ -15,58 +17,119 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from jaxdash.client import Run, _one_line
+from jaxdash import exits
+from jaxdash.client import Run
+from jaxdash.disabled import DisabledRun
+from jaxdash.notices import notice
+from jaxdash.settings import InitArgs, resolve
+from jaxdash.wandb_config import Config, parse_config
 from runstore import run_store, safe_files
 
-_CURRENT: Run | None = None
+_CURRENT: Run | DisabledRun | None = None
+_UNUSED = ("anonymous", "save_code", "magic", "monitor_gym", "force", "sync_tensorboard", "fork_from", "resume_from")
 
 
-def current() -> Run | None:
+def current() -> Run | DisabledRun | None:
     """The run `init` made last and that has not finished."""
     return _CURRENT if _CURRENT is not None and not _CURRENT.finished else None
 
 
 def init(
-    project: str | None = None,
-    name: str | None = None,
-    config: Mapping[str, Any] | None = None,
-    group: str | None = None,
-    tags: tuple[str, ...] | list[str] = (),
-    notes: str | None = None,
-    runs_root: str | os.PathLike | None = None,
-    tensorboard: bool = True,
-    wandb: str = "auto",
-    resume: str | None = None,
-    id: str | None = None,  # noqa: A002 - wandb's name for it
-    total_steps: int | None = None,
-) -> Run:
+    project: str | None = None, name: str | None = None, config: Any = None, group: str | None = None,
+    tags: Any = None, notes: str | None = None, runs_root: str | os.PathLike | None = None,
+    tensorboard: bool | None = None, wandb: str = "auto", resume: Any = None,
+    id: str | None = None, total_steps: int | None = None,  # noqa: A002 - wandb's name for it
+    *, entity: str | None = None, dir: str | os.PathLike | None = None, mode: str | None = None,  # noqa: A002
+    job_type: str | None = None, reinit: Any = None, settings: Any = None, config_exclude_keys: Any = None,
+    config_include_keys: Any = None, allow_val_change: bool | None = None, save_code: bool | None = None,
+    sync_tensorboard: bool | None = None, anonymous: Any = None, magic: Any = None, monitor_gym: bool | None = None,
+    force: bool | None = None, fork_from: str | None = None, resume_from: str | None = None, **unknown: Any,
+) -> Run | DisabledRun:  # fmt: skip
     """Start (or with `resume="allow"` and `id`, continue) a run in `<runs_root>/<id>/` and return it.
 
-    runs_root: default $JAXDASH_RUNS, else ./runs (where the dashboard looks). wandb: "auto"
-    (online when logged in, else offline), "online", "offline" or "disabled". total_steps: for the
-    page's progress bar and ETA. Raises ValueError for an id that is not a plain folder name, an
-    existing id without `resume`, or `resume="must"` of a run that does not exist.
+    Every `wandb.init` argument is accepted. Ours: runs_root (default $JAXDASH_RUNS, else ./runs),
+    wandb (the W&B copy: "auto", "online", "offline" or "disabled"; W&B's `mode` decides it when
+    given, and `mode="disabled"` makes a no-op run as in W&B), tensorboard (event files under the
+    run's tb/; default on), total_steps (the page's progress bar and ETA). Raises ValueError for an
+    id that is not a plain folder name, an existing id without `resume`, or `resume="must"` of a
+    run that does not exist.
     """
     global _CURRENT
-    if current() is not None:
-        _CURRENT.finish()
-    run_dir, start_step = _run_dir(run_store.runs_root(runs_root), project or "script", name, id, resume)
-    cfg = dict(config or {})
-    if start_step < 0:
-        extra = {"group": group} if group else {}
-        run_store.write_config(run_dir, project or "script", cfg, name=name, command=list(sys.argv), **extra)
+    given = {"project": project, "name": name, "group": group, "tags": tags, "notes": notes, "resume": resume,
+             "id": id, "entity": entity, "dir": dir, "mode": mode, "job_type": job_type, "reinit": reinit}  # fmt: skip
+    args = resolve(given, settings)
+    _say_unused(dict(anonymous=anonymous, save_code=save_code, magic=magic, monitor_gym=monitor_gym, force=force,
+                     sync_tensorboard=sync_tensorboard, fork_from=fork_from, resume_from=resume_from), unknown)  # fmt: skip
+    if resume_from and not args.id:
+        args.id, args.resume = str(resume_from).split("?", 1)[0], "allow"
+    previous = current()
+    if previous is not None:
+        if args.reinit in (None, False, "default", "return_previous"):
+            return previous  # W&B in a script: the active run
+        if args.reinit != "create_new":
+            previous.finish()
+    cfg = Config(parse_config(config, config_include_keys, config_exclude_keys))  # before any folder exists
+    if args.mode == "disabled":
+        run: Run | DisabledRun = DisabledRun(cfg.as_dict(), args.name, args.project)
     else:
-        cfg = {**(run_store.read_json(run_dir / "config.json", {}) or {}).get("config", {}), **cfg}
-    run_store.start_status(run_dir, total_steps or 0, **({"group": group} if group else {}))
+        run = _start(args, cfg.as_dict(), runs_root, tensorboard, wandb, total_steps, fork_from)
+        exits.install(current)
+    if previous is None or args.reinit != "create_new":
+        _CURRENT = run
+    return run
+
+
+def _say_unused(flags: dict[str, Any], unknown: dict[str, Any]) -> None:
+    for key, value in flags.items():
+        if value not in (None, False):
+            notice(f"init.{key}", f"init({key}=...) has no meaning for a local run; accepted and not used")
+    for key in unknown:
+        notice(f"init.{key}", f"init() does not know the argument {key!r}; ignored")
+
+
+def _start(args: InitArgs, cfg: dict[str, Any], runs_root: Any, tensorboard: bool | None, wandb: str,
+           total_steps: int | None, fork_from: str | None) -> Run:  # fmt: skip
+    """Create or resume the run folder, write config and status, build the writers."""
+    root = run_store.runs_root(runs_root)
+    project = args.project or "script"
+    run_dir, start_step = _run_dir(root, project, args.name, args.id, args.resume)
+    meta = {"project": project, "entity": args.entity, "group": args.group, "job_type": args.job_type,
+            "tags": list(args.tags), "notes": args.notes}  # fmt: skip
+    if start_step < 0:
+        if fork_from:
+            cfg = {**_earlier_config(root / str(fork_from).split("?", 1)[0]), **cfg}
+        extra = {k: v for k, v in {"wandb_group": args.group, "job_type": args.job_type, "tags": list(args.tags),
+                                   "notes": args.notes, "entity": args.entity, "fork_from": fork_from}.items() if v}  # fmt: skip
+        run_store.write_config(run_dir, project, cfg, name=args.name, command=list(sys.argv), **extra)
+        _seed_notes(run_dir, args)
+    else:
+        cfg = {**_earlier_config(run_dir), **cfg}
+    run_store.start_status(run_dir, total_steps or 0)
     if start_step >= 0:
         run_store.write_status(run_dir, resumed_from=start_step, resumed_at=time.time())
-    writer = _writers(run_dir, cfg, name, wandb, tensorboard, start_step, group, project, tags, notes)
-    _CURRENT = Run(run_dir, name or run_dir.name, cfg, writer, start_step, total_steps or 0)
-    _install_hooks()
-    return _CURRENT
+    copy_mode = args.mode if wandb == "auto" and args.mode in ("online", "offline") else wandb
+    tb = True if tensorboard is None else bool(tensorboard)
+    writer = _writers(run_dir, cfg, args, copy_mode, tb, start_step)
+    return Run(run_dir, args.name or run_dir.name, cfg, writer, start_step, total_steps or 0, meta)
 
 
-def _run_dir(root: Path, project: str, name: str | None, run_id: str | None, resume: str | None) -> tuple[Path, int]:
+def _earlier_config(run_dir: Path) -> dict[str, Any]:
+    doc = run_store.read_json(run_dir / "config.json", {}) or {}
+    return dict(doc.get("config") or {}) if isinstance(doc, dict) else {}
+
+
+def _seed_notes(run_dir: Path, args: InitArgs) -> None:
+    """The script's tags and notes on the page (notes.json, which the page edits later)."""
+    if args.tags or args.notes:
+        from runstore import run_notes
+
+        try:
+            run_notes.seed(run_dir, list(args.tags), args.notes or "")
+        except OSError as exc:
+            notice("notes", f"tags/notes could not be written to {run_dir} ({exc})")
+
+
+def _run_dir(root: Path, project: str, name: str | None, run_id: str | None, resume: Any) -> tuple[Path, int]:
     """(the run folder, the last step it logged: -1 for a new run)."""
     if run_id is None:
         if resume == "must":
@@ -76,80 +139,56 @@ def _run_dir(root: Path, project: str, name: str | None, run_id: str | None, res
         raise ValueError(f"jaxdash.init: id {run_id!r} must be a plain folder name (letters, digits, . _ -)")
     run_dir = root / run_id
     if (run_dir / "config.json").exists():
-        if resume not in ("allow", "must", True):
+        if resume not in ("allow", "must", "auto", True):
             raise ValueError(f"jaxdash.init: run {run_id} exists in {root}; pass resume='allow' to continue it")
         steps = [int(r.get("step", 0)) for r in run_store.read_metrics(run_dir)[0]]
         return run_dir, max(steps, default=0)
     if resume == "must":
         raise ValueError(f"jaxdash.init(resume='must'): no run {run_id} in {root}")
-    run_dir.mkdir(parents=True, exist_ok=True)
+    root.mkdir(parents=True, exist_ok=True)
+    run_dir.mkdir(exist_ok=True)
     return run_dir, -1
 
 
-def _writers(run_dir, cfg, name, wandb, tensorboard, start_step, group, project, tags, notes) -> Any:  # noqa: ANN001
-    """The run's writers: the run store here; TensorBoard and W&B in a niced writer process (jaxdash/sink.py).
-
-    Their info (TensorBoard logdir, W&B mode, url and sync command) is published in status.json.
-    """
+def _writers(run_dir: Path, cfg: dict[str, Any], args: InitArgs, copy_mode: str, tensorboard: bool,
+             start_step: int) -> Any:  # fmt: skip
+    """The run's writers: the run store here (retrying failed writes); TensorBoard and W&B in a niced
+    writer process (jaxdash/sink.py), whose info (logdir, W&B mode, url, sync command) lands in status.json."""
     from jaxdash.sink import SinkWriter
+    from jaxdash.store_retry import RetryingStoreWriter
     from training.writers.base import MultiWriter, Tracking
-    from training.writers.build import build_writer
 
-    # What the W&B writer reads, for the writer process only (the script's own environment wins and
-    # stays as it was: a later `wandb.init` of the script is not steered by this run's project).
-    wandb_env = {"WANDB_PROJECT": project, "WANDB_TAGS": ",".join(tags), "WANDB_NOTES": notes}
-    resume_step = start_step if start_step >= 0 else None
-    here = Tracking("disabled", tensorboard=False, console=False, group=group, job_type=project)
-    writer, info = build_writer(run_dir, cfg, name=name, tracking=here, resume_step=resume_step)
-    run_store.write_status(run_dir, **info)
-    if tensorboard or wandb != "disabled":
-        there = Tracking(wandb, tensorboard, console=False, group=group, job_type=project, run_store=False)
+    run_store.write_status(run_dir, wandb={"mode": "disabled", "requested_mode": copy_mode})
+    writers: list[Any] = [RetryingStoreWriter(run_dir)]
+    if tensorboard or copy_mode != "disabled":
+        # W&B's own variables carry the run's settings to the writer process, whose W&B writer reads
+        # them (training/writers/wandb/mode.py); the script's own environment stays as it was.
+        wandb_env = {"WANDB_PROJECT": args.project, "WANDB_TAGS": ",".join(args.tags), "WANDB_NOTES": args.notes,
+                     "WANDB_RUN_GROUP": args.group, "WANDB_JOB_TYPE": args.job_type, "WANDB_ENTITY": args.entity,
+                     "WANDB_DIR": args.dir, "WANDB_RUN_ID": run_dir.name}  # fmt: skip
+        there = Tracking(copy_mode, tensorboard, console=False, run_store=False)  # no job type: W&B would tag it
         publish = lambda found: run_store.write_status(run_dir, **found)  # noqa: E731
-        writer = MultiWriter([*writer.writers, SinkWriter(run_dir, cfg, name, there, resume_step, publish, wandb_env)])
-    if start_step < 0:
-        writer.write_hparams(cfg)
-    return writer
+        resume_step = start_step if start_step >= 0 else None
+        writers.append(SinkWriter(run_dir, cfg, args.name, there, resume_step, publish, wandb_env))
+    return MultiWriter(writers)
 
 
-_HOOKED = False
-
-
-def _install_hooks() -> None:
-    """Record the end of the run however the script ends: normally (atexit) or by an uncaught exception."""
-    global _HOOKED
-    if _HOOKED:
-        return
-    _HOOKED = True
-    previous = sys.excepthook
-
-    def on_uncaught(kind: type[BaseException], exc: BaseException, tb: Any) -> None:
-        if current() is not None:
-            if isinstance(exc, KeyboardInterrupt):
-                _CURRENT._stopped = True
-                _CURRENT.finish(0)
-            else:
-                _CURRENT.finish(1, _one_line(exc))
-        previous(kind, exc, tb)
-
-    sys.excepthook = on_uncaught
-    atexit.register(lambda: _CURRENT.finish() if current() is not None else None)
-
-
-def log(metrics: Mapping[str, Any], step: int | None = None, commit: bool = True) -> None:
+def log(data: Mapping[str, Any], step: int | None = None, commit: bool | None = None, sync: bool | None = None) -> None:
     """`run.log` of the current run (as `wandb.log`)."""
     if current() is None:
         raise RuntimeError("jaxdash.log() before jaxdash.init()")
-    _CURRENT.log(metrics, step=step, commit=commit)
+    _CURRENT.log(data, step=step, commit=commit)
 
 
-def define_metric(name: str, step_metric: str | None = None, summary: str | None = None) -> None:
+def define_metric(name: str, step_metric: Any = None, step_sync: bool | None = None, hidden: bool | None = None,
+                  summary: str | None = None, goal: str | None = None, overwrite: bool | None = None) -> Any:  # fmt: skip
     """`run.define_metric` of the current run (as `wandb.define_metric`)."""
     if current() is None:
         raise RuntimeError("jaxdash.define_metric() before jaxdash.init()")
-    _CURRENT.define_metric(name, step_metric=step_metric, summary=summary)
+    return _CURRENT.define_metric(name, step_metric, step_sync, hidden, summary, goal, overwrite)
 
 
-def finish(exit_code: int = 0) -> None:
+def finish(exit_code: int | None = None, quiet: bool | None = None) -> None:
     """`run.finish` of the current run, if any (as `wandb.finish`)."""
     if current() is not None:
         _CURRENT.finish(exit_code)

@@ -36,7 +36,7 @@ class SinkWriter(MetricWriter):
     """A MetricWriter whose calls run in the sink process: buffered, sent as one message per flush."""
 
     def __init__(self, run_dir: Path, cfg: dict[str, Any], name: str | None, tracking: Tracking, resume_step: int | None,
-                 on_info: Callable[[dict[str, Any]], None], env_defaults: dict[str, str | None] | None = None,
+                 on_info: Callable[[dict[str, Any]], None], wandb_settings: dict[str, str | None] | None = None,
                  ) -> None:  # fmt: skip
         self._calls: list[tuple[str, tuple]] = []
         self._lock = threading.Lock()
@@ -46,7 +46,7 @@ class SinkWriter(MetricWriter):
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             cwd=os.getcwd(),
-            env=_sink_env(env_defaults or {}),
+            env=_sink_env(wandb_settings or {}),
         )
         self._send([("open", (str(run_dir), cfg, name, tracking, resume_step))])
         self._info_thread = threading.Thread(target=self._read_info, args=(on_info,), daemon=True)
@@ -119,17 +119,20 @@ class SinkWriter(MetricWriter):
             self._proc.kill()
 
 
-def _sink_env(defaults: dict[str, str | None]) -> dict[str, str]:
-    """The sink's environment: the script's plus `defaults` it does not set (empty ones left out),
+def _sink_env(settings: dict[str, str | None]) -> dict[str, str]:
+    """The sink's environment: the script's, with the run's W&B `settings` (set, or removed when empty:
+    `jaxdash.settings` already read the script's WANDB_* variables into them, explicit arguments first),
     W&B's per-call telemetry off unless set, less WANDB_SERVICE: a script that called `wandb.init` itself has a W&B service at normal
     priority; the sink starts its own, idle-priority one."""
     env = {k: v for k, v in os.environ.items() if k != "WANDB_SERVICE"}
     # wandb's own telemetry records every `log` call through OpenTelemetry: half of its 220 us per
     # row here (measured: 104 us without). Off in the writer process unless the user set it.
     env.setdefault("WANDB_ERROR_REPORTING", "false")
-    for key, value in defaults.items():
+    for key, value in settings.items():
         if value:
-            env.setdefault(key, value)
+            env[key] = str(value)
+        else:
+            env.pop(key, None)
     return env
 
 

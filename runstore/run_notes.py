@@ -79,6 +79,14 @@ def save(run_dir: Path, display_name: str, tags: list[str], notes: str, status: 
     return new
 
 
+def seed(run_dir: Path, tags: list[str], notes: str) -> None:
+    """A client run's `init(tags=, notes=)` as its first notes.json (only when it has none yet)."""
+    path = Path(run_dir) / FILE
+    if not path.exists():
+        sent = {"wandb": "set at the run's start (init tags and notes)"}
+        run_store.atomic_write_json(path, asdict(RunNotes("", clean_tags(tags), notes[:MAX_NOTES], time.time(), sent)))
+
+
 def markdown(n: RunNotes) -> str:
     """The notes as one markdown text (what TensorBoard shows)."""
     parts = [f"**{n.display_name}**" if n.display_name else "", "tags: " + ", ".join(n.tags) if n.tags else ""]

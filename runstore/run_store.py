@@ -6,6 +6,9 @@ Layout of `<root>/<run_id>/`:
                      (+ "group", "member", "pbt" for a member of a population)
     status.json      lifecycle + progress, replaced atomically (see `write_status`)
     metrics.jsonl    one JSON object per logged step: {"step", "wall", "ts", "<tag>": value, ...}
+    summary.json     a client run's summary as W&B keeps it (`write_summary`); config.json may also hold
+                     "define_metric", "job_type", "wandb_group" (a W&B group, not a population), "tags",
+                     "notes", "entity"; status.json "events": [{"time", "kind", "message"}] (`add_event`)
     artifacts/       tables/<tag>.json (e.g. fit__curve.json, test__confusion.json: latest table of a tag),
                      images/<tag>.png, texts.json, final_metrics.json
     tb/<name>/       tensorboardX event files
@@ -108,6 +111,38 @@ def write_config(
             **extra,
         },
     )
+
+
+def update_config(run_dir: Path, **fields: Any) -> None:
+    """Replace top-level fields of config.json (atomic), e.g. a client's `config` changed after its start,
+    or "define_metric" (its metric definitions). The writer of config.json only."""
+    path = Path(run_dir) / "config.json"
+    doc = read_json(path, {})
+    doc = doc if isinstance(doc, dict) else {}
+    doc.update(fields)
+    atomic_write_json(path, doc)
+
+
+def write_summary(run_dir: Path, summary: Mapping[str, Any]) -> None:
+    """summary.json: the run's summary as W&B keeps it (numbers, strings, {"min": .., "max": ..} dicts)."""
+    atomic_write_json(Path(run_dir) / "summary.json", dict(summary))
+
+
+MAX_EVENTS = 50
+
+
+def add_event(run_dir: Path, kind: str, message: str, **extra: Any) -> None:
+    """Append {"time", "kind", "message", ...} to status.json "events" (the newest MAX_EVENTS kept),
+    e.g. kind "write_gap": the run store could not be written for a while (a full disk), then was."""
+    path = Path(run_dir) / "status.json"
+    with _STATUS_LOCK:
+        status = read_json(path, {})
+        status = status if isinstance(status, dict) else {}
+        events = status.get("events") if isinstance(status.get("events"), list) else []
+        events = [*events, {"time": time.time(), "kind": kind, "message": message, **extra}][-MAX_EVENTS:]
+        status["events"] = events
+        status["updated"] = time.time()
+        atomic_write_json(path, status)
 
 
 def write_status(run_dir: Path, **fields: Any) -> dict[str, Any]:

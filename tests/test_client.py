@@ -85,7 +85,7 @@ def test_every_step_reaches_the_store_tensorboard_and_wandb(tmp_path: Path, runs
     assert status["state"] == "finished" and status["step"] == 9_999
     records = run_store.read_metrics(run_dir)[0]
     assert [r["step"] for r in records] == list(range(10_000))
-    assert records[-1]["train/loss"] < records[0]["train/loss"] and "params/w" in records[-1]
+    assert records[-1]["train/loss"] < records[0]["train/loss"] and "params.w" in records[-1]  # W&B names nested keys "a.b"
     acc = ea.EventAccumulator(status["tensorboard"]["logdir"], size_guidance={ea.SCALARS: 0})
     acc.Reload()
     assert [e.step for e in acc.Scalars("train/loss")] == list(range(10_000))
