@@ -1,4 +1,5 @@
-"""A tensorboardX script writing into the --logdir while the Live page is open: its new points show live.
+"""A tensorboardX script writing into the --logdir while the Live page is open: its new points show live;
+and a hostile logdir (a crafted 2 GiB event file, a FIFO) costs its own rows only, with the server's memory bounded.
 
 A real server (dashboard/server/serve.py) with JAXDASH_LOGDIR, headless Chromium, and tensorboardX writing
 in this process; the chart's points are read from the plotly graph in the page. Marked `browser`.
@@ -6,6 +7,7 @@ in this process; the chart's points are read from the plotly graph in the page. 
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +16,8 @@ import pytest
 from tensorboardX import SummaryWriter
 
 from dashboard.server.serve import CHROMIUM, CHROMIUM_ARGS, Server, start_server
+from runstore import tb_logdir
+from tests.test_safety_logdir import EVENTS, crafted
 
 playwright = pytest.importorskip("playwright.sync_api")
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")]
@@ -74,3 +78,56 @@ def test_tensorboardx_points_written_while_the_page_is_open_show_live(logdir_ser
         finally:
             browser.close()
             writer.close()
+
+
+RSS_BOUND = 2**30  # the server's peak resident memory with a crafted 2 GiB event file in the logdir
+BROKEN = ("Something went wrong", "Traceback", "MemoryError")
+
+
+def _peak_rss(pid: int) -> int:
+    """The process's peak resident memory in bytes (VmHWM)."""
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError(f"no VmHWM for {pid}")
+
+
+def test_pages_draw_next_to_a_crafted_event_file_and_a_fifo_with_memory_bounded(
+    logdir_server: tuple[Server, Path],
+) -> None:
+    """A 2 GiB sparse event file claiming a 1.9 GB record, one claiming 2**62 bytes and a FIFO named like an event
+    file sit next to a good run: the good run draws all its points, each bad run says why on its page, the Runs
+    page draws, and the server never holds 1 GB."""
+    srv, logs = logdir_server
+    crafted(logs / "crafted" / EVENTS, 1_900_000_000, size=2**31)
+    crafted(logs / "huge" / EVENTS, 2**62)
+    (logs / "fifo").mkdir()
+    os.mkfifo(logs / "fifo" / EVENTS)
+    writer = SummaryWriter(str(logs / "tbx_good"))
+    for step in range(12):
+        writer.add_scalar("train_loss", 1.0 / (step + 1), step)
+    writer.close()
+    checks = [
+        ("/runs", "Runs & compare"),
+        ("/live?run=crafted", "claims 1,900,000,000 bytes, over the 64 MiB limit"),
+        (f"/live?run={tb_logdir.mirror_id('huge')}", "claims 4,611,686,018,427,387,904 bytes"),
+        ("/live?run=fifo", "not a regular file"),
+    ]
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 950})
+            page.goto(f"{srv.url}/live?run=tbx_good")
+            _wait_points(page, "train_loss", 12)
+            for url, expected in checks:
+                page.goto(srv.url + url)
+                page.get_by_text(expected).first.wait_for(timeout=LIVE_BOUND_S * 1000)
+                body = page.inner_text("body")
+                assert not any(b in body for b in BROKEN), (url, body[:2000])
+            page.goto(f"{srv.url}/live?run=tbx_good")  # still drawn after the bad runs were shown
+            _wait_points(page, "train_loss", 12)
+        finally:
+            browser.close()
+    peak = _peak_rss(srv.proc.pid)
+    print(f"server peak RSS with a crafted 2 GiB event file and a FIFO in the logdir: {peak / 2**20:.0f} MiB")
+    assert peak < RSS_BOUND, f"server peak RSS {peak / 2**20:.0f} MiB"
