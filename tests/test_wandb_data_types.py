@@ -47,7 +47,7 @@ for step in range(3):
                "samples": [wandb.Image(ramp, caption=f"ramp {step}"), wandb.Image(PILImage.new("RGB", (4, 4)))],
                "photo": wandb.Image("pic.png", caption="from a file"),
                "weights": wandb.Histogram(np.arange(100) + step),
-               "curve": fig}, step=step)
+               "curve": fig, "rendered": wandb.Image(fig), "gray": wandb.Image(np.ones((4, 4, 3)), mode="L")}, step=step)
     plt.close(fig)
 table = wandb.Table(dataframe=pd.DataFrame({"x": [1, 2, 3], "y": [2.0, 4.0, 8.0]}))
 table.add_column("z", [0, 1, 0])
@@ -133,6 +133,8 @@ def test_images_are_kept_every_step_with_captions_in_all_three_places(media_run:
 
     assert Image.open(steps["photo"][0].paths[0]).size == (5, 6)
     assert np.asarray(Image.open(steps["samples"][2].paths[0])).max() == 255  # floats in [0, 1] scaled as W&B does
+    assert Image.open(steps["rendered"][0].paths[0]).size == (640, 480)  # a matplotlib figure drawn, as W&B does
+    assert Image.open(steps["gray"][0].paths[0]).mode == "L"
     assert (run_dir / "artifacts" / "images" / "samples.png").is_file()  # the latest, as the page read it before
 
     acc = ea.EventAccumulator(str(next((run_dir / "tb").iterdir())), size_guidance={"images": 0, "histograms": 0})
@@ -245,3 +247,33 @@ def test_save_and_artifacts_never_write_out_of_the_run_folder(tmp_path: Path) ->
     (run_dir / "alerts.jsonl").symlink_to(source)
     run_files.append_alert(run_dir, "t", "x", "INFO", None)
     assert source.read_text() == "x" and len(run_files.alerts(run_dir)) == 1  # the link replaced, not written through
+
+
+def test_chart_tables_and_histogram_bins_match_wandbs_own() -> None:
+    """Side by side with the W&B SDK in this process: the same table columns and rows, the same bins."""
+    import pandas as pd
+    import wandb
+
+    from jaxdash import data_types, plot, table
+
+    rng = np.random.default_rng(0)
+    truth, guess = rng.integers(0, 3, 50), rng.integers(0, 3, 50)
+    ours = plot.confusion_matrix(y_true=truth, preds=guess, class_names=["a", "b", "c"]).table
+    theirs = wandb.plot.confusion_matrix(y_true=truth, preds=guess, class_names=["a", "b", "c"]).table
+    assert ours.columns == theirs.columns and ours.data == [[a, p, int(n)] for a, p, n in theirs.data]
+    args = ([1, 2, 3], [[1, 2, 3], [3, 2, 1]])
+    ours, theirs = (
+        plot.line_series(*args, keys=["up", "down"]).table,
+        wandb.plot.line_series(*args, keys=["up", "down"]).table,
+    )
+    assert ours.columns == theirs.columns and ours.data == theirs.data
+    values = rng.normal(size=1000)
+    for kwargs in ({}, {"num_bins": 10}):
+        mine, wbs = data_types.Histogram(values, **kwargs), wandb.Histogram(values, **kwargs)
+        assert mine.histogram == list(wbs.histogram) and np.allclose(mine.bins, wbs.bins)
+    frame = pd.DataFrame({"x": [1, 2], "name": ["p", "q"]})
+    mine, wbs = table.Table(dataframe=frame), wandb.Table(dataframe=frame)
+    mine.add_column("z", [5, 6])
+    wbs.add_column("z", [5, 6])
+    assert mine.columns == wbs.columns and mine.get_column("name") == wbs.get_column("name")
+    assert mine.get_column("z", convert_to="numpy").tolist() == wbs.get_column("z", convert_to="numpy").tolist()
