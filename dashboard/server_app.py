@@ -27,6 +27,7 @@ from starlette.requests import Request  # noqa: E402
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse  # noqa: E402
 from starlette.routing import Route  # noqa: E402
 
+from dashboard.panels import run_numbers  # noqa: E402
 from dashboard.server import changes_route, csv_route, host_check, poll_route, rows_route  # noqa: E402
 from runstore import run_store, safe_files  # noqa: E402
 from runstore.metrics import metric_csv  # noqa: E402
@@ -74,10 +75,11 @@ def run_rows(request: Request) -> Response:
 
 
 def _numbers_of(run_id: str) -> dict | None:
-    from dashboard.panels import live_numbers  # declares a component: imported once the server runs
+    """A run's progress line and tile texts (run_numbers), from the status and metric caches the pages share."""
+    from dashboard import state  # its st.cache_resource needs the running server: imported at the first poll
 
     folder = csv_route.run_folder(run_id)
-    return None if folder is None else live_numbers.numbers(folder)
+    return None if folder is None else run_numbers.numbers(state.run_status(folder), state.metrics(folder))
 
 
 def poll(request: Request) -> Response:

@@ -13,8 +13,9 @@ import streamlit as st
 from components import figures
 from components.colors import distinct_colors
 from dashboard.panels import pbt_panels
-from dashboard.panels.panel_kinds import fit_version, tile_tags
+from dashboard.panels.panel_kinds import fit_version
 from dashboard.panels.panels import live_chart
+from dashboard.panels.run_numbers import tile_tags
 from runstore import artifacts, run_store, tags
 from runstore.metrics.metric_table import MetricTable
 

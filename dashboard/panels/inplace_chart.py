@@ -14,16 +14,18 @@ plotly.js the page has already loaded, instead of loading a frame and plotly.js 
 That plotly.js is the "basic" bundle (scatter, bar, pie; vendor/plotly-basic.min.js, 1.2 MB, MIT,
 the same plotly.js version as the plotly package's), loaded once per page as a script; a figure
 with other trace types loads the package's full 4.8 MB bundle first. In Chromium here the basic
-bundle loads in 25-230 ms against 80-1,570 ms for the full one. Both are served from a private
-temporary folder through Streamlit's component file route (a v1 component declared only for that).
+bundle loads in 25-230 ms against 80-1,570 ms for the full one. Both are served where they lie
+(vendor/ and the plotly package's package_data/, no copy) through Streamlit's component file route:
+two v1 components declared only for that. `declare_component` registers a component only inside a
+script run, so a module imported first by a server route's worker thread (or at server start) left
+them unregistered and every page's charts without plotly.js for the life of the server:
+`register_assets` registers them with the running server from any thread, at import and before
+every chart.
 """
 
 from __future__ import annotations
 
-import atexit
 import json
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -31,11 +33,13 @@ import plotly
 import plotly.io
 import streamlit as st
 import streamlit.components.v1 as components
+from streamlit import runtime
 
 from dashboard.panels.chart_feed import FEED_JS
 from dashboard.server import url_paths
 
 VENDOR = Path(__file__).resolve().parent / "vendor"
+PLOTLY_DATA = Path(plotly.__file__).resolve().parent / "package_data"  # plotly.min.js, the full bundle
 
 # The component's module: load plotly.js once per page (a promise on window), then draw `data.spec`.
 CHART_JS = (
@@ -113,29 +117,34 @@ export default async function (component) {
 )
 
 
-def _asset_dir() -> Path:
-    """A private folder (mode 0700, removed at exit) with plotly.js's basic and full bundles."""
-    folder = Path(tempfile.mkdtemp(prefix="jaxdash-chart-"))
-    atexit.register(shutil.rmtree, folder, True)
-    full = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
-    shutil.copyfile(full, folder / "plotly.min.js")
-    basic = VENDOR / "plotly-basic.min.js"
-    shutil.copyfile(basic if basic.exists() else full, folder / "plotly-basic.min.js")
-    (folder / "index.html").write_text("<!doctype html><title>plotly.js for the dashboard's charts</title>")
-    return folder
-
-
-_assets = components.declare_component("plotly_assets", path=str(_asset_dir()))
+# Basic bundle missing (a trimmed checkout): the full one stands in for it.
+_basic = components.declare_component(
+    "plotly_basic", path=str(VENDOR if (VENDOR / "plotly-basic.min.js").is_file() else PLOTLY_DATA)
+)
+_full = components.declare_component("plotly_full", path=str(PLOTLY_DATA))
 _chart = st.components.v2.component("jaxdash_inplace_chart", js=CHART_JS, isolate_styles=False)
 
 
-def _asset_url(name: str) -> str:
-    """The page-relative URL of one of the asset folder's files (Streamlit's component route)."""
-    return url_paths.under_base("component", _assets.name, name)
+def register_assets() -> None:
+    """Serve plotly.js's bundles from the running server, whatever thread asks (see module doc); no server: nothing."""
+    if not runtime.exists():
+        return
+    registry = runtime.get_instance().component_registry
+    for assets in (_basic, _full):
+        if registry.get_component_path(assets.name) != assets.abspath:
+            registry.register_component(assets)
+
+
+register_assets()
 
 
 def _urls() -> dict[str, str]:
-    return {"basic": _asset_url("plotly-basic.min.js"), "full": _asset_url("plotly.min.js")}
+    register_assets()  # a dict lookup once registered
+    basic = "plotly-basic.min.js" if _basic.abspath == str(VENDOR) else "plotly.min.js"
+    return {
+        "basic": url_paths.under_base("component", _basic.name, basic),
+        "full": url_paths.under_base("component", _full.name, "plotly.min.js"),
+    }
 
 
 def figure_spec(fig: Any) -> str:

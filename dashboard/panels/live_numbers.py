@@ -16,15 +16,9 @@ something since, so a run that writes nothing costs no request and no draw.
 
 from __future__ import annotations
 
-import time
-from pathlib import Path
-from typing import Any
-
 import streamlit as st
 
-from components import figures
-from dashboard import state
-from dashboard.panels import panel_kinds, panels, refresh_trigger
+from dashboard.panels import panels, refresh_trigger
 from dashboard.server import poll_route
 
 EVERY_MS = 1000
@@ -74,18 +68,6 @@ export default function (component) {
 )
 
 _numbers = st.components.v2.component("jaxdash_live_numbers", js=NUMBERS_JS, isolate_styles=False)
-
-
-def numbers(run_dir: Path) -> dict[str, Any]:
-    """What the panel's progress bar and tiles show now: {"fraction", "text", "tiles": {label: text}}."""
-    status = state.run_status(run_dir)
-    records = state.metrics(run_dir)
-    text = figures.progress_text(status, now=time.time())
-    return {
-        "fraction": panels.progress_fraction(status),
-        "text": text,
-        "tiles": panel_kinds.tile_values(records, status),
-    }
 
 
 def follow(run_id: str, panel_key: str = panels.LIVE_PANEL_KEY, tiles: bool = True, on: bool = True) -> None:

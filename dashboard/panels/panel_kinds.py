@@ -18,12 +18,11 @@ import streamlit as st
 from components import figures
 from components.colors import run_color
 from dashboard.panels.chart_feed import rows_feed
-from dashboard.panels.panels import fmt, live_chart
+from dashboard.panels.panels import live_chart
+from dashboard.panels.run_numbers import COMPILE_TILE, tile_values
 from runstore import artifacts, tags
 from runstore.metrics.metric_table import MetricTable
 
-HIDDEN_PREFIXES = ("perf/", "epoch/", "sys/")  # not headline numbers (steps/s is in the progress line)
-MAX_TILES = 6
 # Points per curve on a live chart (min/max buckets: spikes kept): ~1 per pixel of a half-page chart.
 # Each refresh sends and redraws them all (the page_cost benchmark measures what that costs training).
 LIVE_POINTS = 800
@@ -33,7 +32,7 @@ LIVE_POINTS = 800
 # the browser does not draw again (two charts' Plotly.react every 10 s was a third of a Live page's
 # redraws; an appended row costs a redraw no more than a rebuilt one).
 FED_REBUILD_ROWS = LIVE_POINTS
-COMPILE_TILE, COMPILE_HELP = "compile time", "First (compiling) chunk beyond a steady one."
+COMPILE_HELP = "First (compiling) chunk beyond a steady one."
 
 
 def waiting_text(status: dict[str, Any]) -> str:
@@ -44,29 +43,6 @@ def waiting_text(status: dict[str, Any]) -> str:
     if status.get("state") in ("starting", "running"):
         return f"{phase}…" if isinstance(phase, str) and phase != "training" else "starting…"
     return "no data"
-
-
-def tile_tags(records: MetricTable) -> list[str]:
-    """The metrics worth a number at the top: the task's own tags first, then train/*, then test/*."""
-    shown = [t for t in records.tags() if not t.startswith(HIDDEN_PREFIXES)]
-    rank = {tags.TRAIN: 1, tags.TEST: 2}
-    return sorted(shown, key=lambda t: (rank.get(t.split("/")[0], 0), t))[:MAX_TILES]
-
-
-def percent(v: float) -> str:
-    """An accuracy as a percentage; a value that is no fraction (say 1e308) as itself, never "inf%"."""
-    return f"{v:.2%}" if 0.0 <= v <= 1.0 else f"{fmt(v)} (not a fraction)"
-
-
-def tile_values(records: MetricTable, status: dict[str, Any]) -> dict[str, str]:
-    """{label: text} of the tiles: each headline metric's latest value (accuracies in percent), the compile time."""
-    values = {}
-    for tag in tile_tags(records):
-        v = records.last(tag)
-        values[tag] = "—" if v is None else percent(v) if tag.endswith("acc") else fmt(v)
-    comp = status.get("compile_seconds")
-    values[COMPILE_TILE] = "—" if comp is None else f"{comp:.1f} s"
-    return values
 
 
 def metric_tiles(records: MetricTable, status: dict[str, Any]) -> None:

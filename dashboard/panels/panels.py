@@ -20,6 +20,8 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 from components import figures
 from dashboard import state
 from dashboard.panels.inplace_chart import figure_spec, inplace_chart
+from dashboard.panels.run_numbers import fmt as fmt  # used by the pages as panels.fmt
+from dashboard.panels.run_numbers import progress_fraction
 from dashboard.processes import launcher
 from dashboard.server import csv_route
 from runstore import run_store
@@ -167,11 +169,6 @@ def live_chart(
     chart(old[1], key, lazy=lazy, spec=old[4], feed=old[5])  # unchanged: the same JSON again, not serialized again
 
 
-def fmt(v: float | None, spec: str = ".4g") -> str:
-    """A number for st.metric, or an em dash."""
-    return "—" if v is None else format(v, spec)
-
-
 def problem_message(status: dict[str, Any]) -> None:
     """st.error with the run's own message for failed / diverged / crashed runs (never a traceback)."""
     if status.get("state") in PROBLEM_STATES:
@@ -181,14 +178,6 @@ def problem_message(status: dict[str, Any]) -> None:
 def progress(status: dict[str, Any], slot: Any = None) -> None:
     """Progress bar with epoch/step, steps/s, ETA and compile time in its caption (in `slot`, an st.empty, if given)."""
     (slot or st).progress(progress_fraction(status), text=figures.progress_text(status, now=time.time()))
-
-
-def progress_fraction(status: dict[str, Any]) -> float:
-    """How far the run is, 0-1, from status.json (1 once finished)."""
-    step, total = status.get("step") or 0, status.get("total_steps") or 0
-    if status.get("state") == "finished":
-        return 1.0
-    return min(1.0, max(0.0, step / total)) if total else 0.0
 
 
 def csv_download(run: run_store.RunInfo, where: Any = None) -> None:
