@@ -16,6 +16,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -23,7 +24,8 @@ from typing import Any
 
 from dashboard.processes import page_queue
 from dashboard.processes import warm_workers as worker
-from runstore import launch_files, run_store
+from runstore import launch_files, run_store, safe_files
+from training.queue import store as queue_store
 from training.settings import config_to_dict, fields
 from training.tasks import load_task
 from training.tasks.base import Task
@@ -116,13 +118,15 @@ def start_now(cmd: list[str], log_path: Path, metrics: Path | None = None) -> tu
     def settled() -> bool:
         return metrics is not None and metrics.exists() and metrics.stat().st_mtime > since
 
+    os.close(safe_files.open_append(log_path))  # made here, never through a link: UnsafePath if one is planted
     w = worker.pool().take(env, settled) if worker.enabled() else None
     if w is not None:
         try:
-            return w.submit(cmd[3:], log_path, env, REPO_ROOT), "worker"
+            w.submit(cmd[3:], log_path, env, REPO_ROOT)
+            return _reaped(w.proc), "worker"
         except OSError:
             log.warning("warm worker %s died before its job; starting the run cold", w.proc.pid)
-    with open(log_path, "ab") as out:
+    with os.fdopen(safe_files.open_append(log_path), "ab") as out:
         proc = subprocess.Popen(
             cmd,
             cwd=REPO_ROOT,
@@ -132,7 +136,15 @@ def start_now(cmd: list[str], log_path: Path, metrics: Path | None = None) -> tu
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-    return proc.pid, "cold"
+    return _reaped(proc), "cold"
+
+
+def _reaped(proc: subprocess.Popen) -> int:
+    """`proc`'s pid, with a thread that waits for its exit: a run started here never stays a zombie under
+    the server. The run queue reads its exit code from the same Popen (`queue_store.adopt`)."""
+    queue_store.adopt(proc)
+    threading.Thread(target=proc.wait, name=f"reap-{proc.pid}", daemon=True).start()
+    return proc.pid
 
 
 def _check_wandb(wandb_mode: str) -> None:

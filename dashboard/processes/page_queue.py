@@ -5,7 +5,10 @@ starts (on the warm worker when one is ready) while fewer than the queue's limit
 waits, queued, with its position. A dispatcher thread of this server then starts queued jobs, the
 page's and a sweep's alike, as slots free up, and ends when nothing is queued. launch.json
 records the job (`queue_job`), so every page and tab can show the run as queued, then starting,
-and Stop cancels it while it waits. No Streamlit here.
+and Stop cancels it while it waits. A queue that cannot be used (a damaged, read-only, locked or
+linked queue.db, a refused queue key) never makes Start freeze or start the run outside the queue:
+the page waits PAGE_WAIT_S at most, and the run reads "failed" with the one line saying why (or,
+once submitted, "queued" while the dispatcher waits for the lock). No Streamlit here.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from runstore import launch_files, run_store
 from training.queue.store import Queue
 
 DISPATCH_S = 1.0  # how often the dispatcher looks for a free slot while jobs wait
+PAGE_WAIT_S = 3.0  # a page's call waits this long for another process's write to queue.db, then says so
 TRAINING = [sys.executable, "-m", "training"]
 StartNow = Callable[[list[str], Path, Path | None], tuple[int, str]]  # (command, log, metrics) -> (pid, via)
 log = logging.getLogger(__name__)
@@ -54,30 +58,34 @@ def _starter(
 def start(cmd: list[str], log_path: Path, metrics: Path | None, start_now: StartNow) -> dict[str, Any]:
     """Submit `cmd` (`python -m training ...`) to the queue and dispatch; launch.json's process fields.
 
-    {"pid", "via", "queue_job"} when it started now, {"queue_job", "via": "queue"} when it waits.
-    A queue that cannot be opened (a read-only runs root, a damaged queue.db) starts the run at once.
+    {"pid", "via", "queue_job"} when it started now, {"queue_job", "via": "queue"} when it waits (also
+    when queue.db is busy after the job was submitted: the dispatcher thread starts it), and
+    {"queue_error": why} when the queue cannot take it (nothing started; `queue_status` says why).
     """
     root = run_store.runs_root()
     try:
-        queue = Queue(root)
+        queue = Queue(root, wait_s=PAGE_WAIT_S)
         job = queue.submit(cmd[len(TRAINING) :], label=f"page: {' '.join(cmd[len(TRAINING) : len(TRAINING) + 1])}",
                            log=log_path)  # fmt: skip
-        started: dict[int, str] = {}
+    except (OSError, sqlite3.Error) as exc:  # QueueError, KeyRefused: one line naming the file and the fix
+        log.warning("the run queue in %s cannot take a run: %s", root, exc)
+        return {"queue_error": f"Not started: the run queue cannot be used: {exc}", "via": "queue"}
+    started: dict[int, str] = {}
+    try:
         queue.dispatch(_starter(start_now, started, {job: metrics}))
         row = queue.job(job) or {}
-    except (OSError, sqlite3.Error) as exc:
-        log.warning("the run queue in %s cannot be used (%s); starting the run at once", root, exc)
-        pid, via = start_now(cmd, log_path, metrics)
-        return {"pid": pid, "via": via}
+    except (OSError, sqlite3.Error) as exc:  # e.g. locked meanwhile: it waits, queued, for the dispatcher
+        log.warning("run queue dispatch in %s must wait: %s", root, exc)
+        row = {"state": "queued"}
     if row.get("state") == "running":
         return {"pid": row["pid"], "via": started.get(job, "cold"), "queue_job": job}
     ensure_dispatcher(root, start_now)
     return {"queue_job": job, "via": "queue"}
 
 
-def _dispatch_once(root: Path, start_now: StartNow) -> bool:
+def _dispatch_once(root: Path, start_now: StartNow, wait_s: float = PAGE_WAIT_S) -> bool:
     """Start queued jobs of `root` while slots are free (by `start_now`); whether any still wait."""
-    queue = Queue(root)
+    queue = Queue(root, wait_s=wait_s)
     queue.dispatch(_starter(start_now, {}, {}))
     return any(j["state"] == "queued" for j in queue.jobs())
 
@@ -103,7 +111,7 @@ def _dispatch_loop(root: Path, start_now: StartNow) -> None:
     while True:
         time.sleep(DISPATCH_S)
         try:
-            waiting = _dispatch_once(root, start_now)
+            waiting = _dispatch_once(root, start_now, wait_s=60.0)  # its own thread: it may wait for a lock
         except (OSError, sqlite3.Error) as exc:  # e.g. the runs root was removed: try again later
             log.warning("run queue dispatch in %s failed: %s", root, exc)
             waiting = True
@@ -118,13 +126,15 @@ def queue_status(info: dict[str, Any]) -> dict[str, Any] | None:
 
     Also puts the job's pid into `info` once the queue started it, so the launch is followed like any other.
     """
+    if info.get("queue_error") and "pid" not in info:
+        return {"state": "failed", "message": info["queue_error"], "started": info.get("launched")}
     job = info.get("queue_job")
     if job is None or "pid" in info:
         return None
     try:
-        row = Queue(run_store.runs_root()).job(job)
-    except (OSError, sqlite3.Error):
-        row = None
+        row = Queue(run_store.runs_root(), wait_s=PAGE_WAIT_S).job(job)
+    except (OSError, sqlite3.Error) as exc:  # e.g. locked by another process: it still waits there
+        return {"state": "queued", "position": "?", "message": str(exc), "started": info.get("launched")}
     if row is None:
         return None
     if row["state"] == "queued":
@@ -152,6 +162,6 @@ def cancel(info: dict[str, Any]) -> bool:
     if job is None:
         return False
     try:
-        return Queue(run_store.runs_root()).cancel(job)
+        return Queue(run_store.runs_root(), wait_s=PAGE_WAIT_S).cancel(job)
     except (OSError, sqlite3.Error):
         return False

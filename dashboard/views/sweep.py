@@ -22,12 +22,20 @@ STATE_MARKS["WAITING"] = "queued"  # a grid point not yet claimed, or a dead wor
 
 
 def queue_panel() -> None:
-    """The run queue: running and queued jobs with their position; queued ones can be cancelled."""
+    """The run queue, or one line saying why it cannot be read (a damaged, read-only, locked or linked queue.db)."""
+    try:
+        _queue_panel()
+    except OSError as exc:  # QueueError, KeyRefused, UnsafePath: one line naming the file and the fix
+        st.error(f"Run queue: {exc}", icon=":material/error:")
+
+
+def _queue_panel() -> None:
+    """Running and queued jobs with their position; queued ones can be cancelled."""
     from dashboard.processes import launcher, page_queue
     from training.queue.store import Queue
 
+    queue = Queue(run_store.runs_root(), wait_s=page_queue.PAGE_WAIT_S)  # a damaged queue.db raises here
     page_queue.dispatch(run_store.runs_root(), launcher.start_now)  # a slot that freed up starts the next job
-    queue = Queue(run_store.runs_root())
     jobs = [j for j in queue.jobs() if j["state"] in ("queued", "running")]
     limit = queue.limit()  # read after the field's callback: a new value shows at once
     st.number_input(
@@ -36,7 +44,7 @@ def queue_panel() -> None:
         max_value=256,
         value=limit,
         key="queue_limit",
-        on_change=lambda: queue.set_limit(int(st.session_state["queue_limit"])),
+        on_change=lambda: _set_limit(queue, int(st.session_state["queue_limit"])),
         help="The run queue starts queued runs and sweep trials while fewer than this many train "
         "(the default follows the cores and free memory; `--queue-limit N` sets it from the CLI).",
     )
@@ -50,8 +58,15 @@ def queue_panel() -> None:
         c[0].write(where)
         c[1].write(f"`{j['label']}`")
         if j["state"] == "queued" and c[2].button("Cancel", key=f"cancel_{j['id']}"):
-            queue.cancel(j["id"])
+            queue.cancel(j["id"])  # an error here is one line too (queue_panel)
             st.rerun(scope="fragment")
+
+
+def _set_limit(queue: object, n: int) -> None:
+    try:
+        queue.set_limit(n)
+    except OSError as exc:  # e.g. read-only or locked since the page drew it
+        st.toast(f"Run queue: {exc}", icon=":material/error:")
 
 
 def trials_table(rows: list[dict]) -> None:

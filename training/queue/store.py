@@ -54,6 +54,11 @@ def default_limit() -> int:
     return max(1, min(cores, psutil.virtual_memory().available // PER_PROCESS_BYTES))
 
 
+def adopt(proc: subprocess.Popen) -> None:
+    """Let dispatch read the exit code of a job process this process started by other means (the page's)."""
+    _CHILDREN[proc.pid] = proc
+
+
 def _alive(pid: int) -> tuple[bool, int | None]:
     """(still running, exit code if it was our child and has ended)."""
     child = _CHILDREN.get(pid)

@@ -16,6 +16,7 @@ from typing import Any
 import optuna
 import sqlalchemy.exc
 
+from runstore import safe_files
 from training.settings import ConfigError
 from training.sweep.flags import METHODS
 from training.sweep.journal import HeartbeatJournalStorage
@@ -46,14 +47,35 @@ def storage_file(url: str) -> str | None:
     return None
 
 
+def checked_file(url: str) -> str | None:
+    """The file of a `sqlite:///` or `journal:` storage, once it and the files written beside it (SQLite's
+    -journal/-wal/-shm, the journal's .lock and the workers' .claim-lock) are no symbolic links: a storage
+    named on the command line, or a sweeps.db planted as a link, never writes into another program's file.
+
+    Raises:
+      ConfigError: {"storage": one line naming the link and the fix}.
+    """
+    path = storage_file(url)
+    if path is None:
+        return None
+    try:
+        safe_files.check_sqlite(path)
+        for suffix in (".lock", ".claim-lock"):
+            safe_files.check_writable(path + suffix)
+    except safe_files.UnsafePath as exc:
+        raise ConfigError({"storage": str(exc)}) from None
+    return path
+
+
 def storage(url: str) -> optuna.storages.BaseStorage:
     """An RDB storage (sqlite:///, postgresql://, mysql://) with heartbeats, or `journal:PATH`.
 
     Both fail a trial whose worker stopped beating and re-queue it (RetryHeartbeatStaleTrialCallback):
     RDB storages with Optuna's own heartbeats, the journal with ours (`journal.HeartbeatJournalStorage`).
+    A file storage is checked first (`checked_file`: no links).
     """
+    path = checked_file(url)
     if url.startswith("journal:"):
-        path = storage_file(url)
         backend = optuna.storages.journal.JournalFileBackend(
             path, lock_obj=optuna.storages.journal.JournalFileOpenLock(path)
         )

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -21,6 +22,7 @@ from pathlib import Path
 import optuna
 from optuna.trial import TrialState
 
+from runstore import safe_files
 from training.cli import MAX_MEMBERS
 from training.sweep import study as studies
 from training.sweep.trials import programs, run_batch, shares_program
@@ -60,7 +62,7 @@ def claim_lock(url: str) -> Iterator[None]:
     if target is None:
         yield
         return
-    with open(target + ".claim-lock", "a") as lock:
+    with os.fdopen(safe_files.open_append(target + ".claim-lock"), "a") as lock:  # never through a link
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             yield
