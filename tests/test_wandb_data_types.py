@@ -277,3 +277,25 @@ def test_chart_tables_and_histogram_bins_match_wandbs_own() -> None:
     wbs.add_column("z", [5, 6])
     assert mine.columns == wbs.columns and mine.get_column("name") == wbs.get_column("name")
     assert mine.get_column("z", convert_to="numpy").tolist() == wbs.get_column("z", convert_to="numpy").tolist()
+
+
+def test_the_wandb_copy_takes_figures_and_binned_histograms(tmp_path: Path) -> None:
+    """The W&B writer (what the client's writer process runs) stores a plotly figure as W&B's plotly-file
+    and `Bins` as W&B's histogram of those bins."""
+    import plotly.graph_objects as go
+
+    from training.writers.base import Bins, Images
+    from training.writers.wandb.writer import WandbWriter
+
+    w = WandbWriter(tmp_path, {}, mode="offline")
+    assert w.wait_ready(60), w.info
+    w.write_scalars(0, {"loss": 1.0})
+    w.write_figures(0, {"curve": go.Figure(go.Scatter(x=[0, 1], y=[1, 0])).to_plotly_json()})
+    w.write_histograms(0, {"weights": Bins(np.array([1.0, 2.0]), np.array([0.0, 0.5, 1.0]))})
+    w.write_images(0, {"one": Images([np.zeros((2, 2), np.uint8)], ["only"], listed=False)})
+    w.close()
+    (row,) = [h for h in history(inspect_records(Path(w.info["dir"]))) if "curve._type" in h]
+    assert (
+        row["curve._type"] == "plotly-file" and row["weights.values"] == [1, 2] and row["weights.bins"] == [0, 0.5, 1]
+    )
+    assert row["one._type"] == "image-file" and row["one.caption"] == "only"

@@ -201,6 +201,14 @@ class WandbWriter(MetricWriter):
 
             self._rows.row(step).update({k: _wandb_histogram(wandb, v) for k, v in arrays.items()})
 
+    def write_figures(self, step: int, figures: Mapping[str, dict[str, Any]]) -> None:
+        """Plotly figures (plotly JSON) as wandb.Plotly at their step, as `wandb.log({key: fig})` stores them."""
+        if self.active:
+            import plotly.graph_objects as go
+            import wandb
+
+            self._rows.row(step).update({k: wandb.Plotly(go.Figure(fig)) for k, fig in figures.items()})
+
     def write_tables(self, step: int, tables: Mapping[str, Table]) -> None:
         """Kept until close: the latest table of each tag describes the final model (one W&B table each)."""
         if self.active:
