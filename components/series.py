@@ -6,12 +6,15 @@ Pure numpy: no JAX, no Streamlit, no plotly. A series is a pair of float arrays 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from runstore.metrics.downsample import bucket_extremes
+from runstore.processes import STALL_S as STALL_S  # re-export (tests)
+from runstore.processes import stalled_since
 
 Series = tuple[np.ndarray, np.ndarray]
 
@@ -88,26 +91,20 @@ def _rate(r: float, unit: str = " steps/s") -> str:
     return f"{r:,.0f}{unit}" if r >= 100 else f"{r:.3g}{unit}"
 
 
-STALL_S = 20.0  # a training run rewrites status.json every chunk (well under a second here)
-
-
 def progress_text(status: Mapping[str, Any], now: float | None = None) -> str:
     """One line of progress from status.json, e.g.
     "epoch 2/3 · step 2,345/5,625 · 1,234 steps/s · ETA 3.1 s · compile 1.2 s".
     Missing fields are left out; ETA only while running, total time once finished; a phase other
-    than "training" ("loading data", "compiling") comes first while the run is active. Given `now`,
-    a training run whose status.json has not changed for STALL_S says so instead of a rate and ETA
-    (a process paused with SIGSTOP, swapped out, or hung in I/O).
+    than "training" ("loading data", "compiling") comes first while the run is active. A stalled
+    run (status["stalled_since"] from runstore.processes.with_stall, or given `now`, status.json
+    unchanged for STALL_S) reads "stalled since HH:MM:SS" first, with no rate and no ETA (a process
+    paused with SIGSTOP, swapped out, or hung in I/O).
     """
     parts: list[str] = []
-    updated = _num(status.get("updated"))
-    stalled = (
-        now is not None
-        and updated is not None
-        and status.get("state") == "running"
-        and status.get("phase") in (None, "training")
-        and now - updated > STALL_S
-    )
+    since = _num(status.get("stalled_since"))  # runstore.processes.with_stall: sooner for a stopped process
+    if since is None and now is not None:
+        since = stalled_since(status, now)
+    stalled = since is not None
     phase = status.get("phase")
     if status.get("state") == "queued":  # waits for a free slot in the run queue
         parts.append(f"queued: #{status.get('position', '?')} in the run queue")
@@ -128,7 +125,9 @@ def progress_text(status: Mapping[str, Any], now: float | None = None) -> str:
     busy = (wall or 0.0) - (compile_s or 0.0)
     rate = step / busy if step and busy > 0 else sps
     if stalled:
-        parts.append(f"no progress for {_fmt_duration(now - updated)} (paused, or stuck?)")
+        clock = time.strftime("%H:%M:%S", time.localtime(since))
+        quiet = f" (no progress for {_fmt_duration(now - since)}: paused, or stuck?)" if now is not None else ""
+        parts.insert(0, f"stalled since {clock}{quiet}")
     elif rate is not None and rate > 0 and (running or not wall):
         parts.append(_rate(rate) + (f" (compute {_rate(sps, '/s')})" if sps and sps > 1.5 * rate else ""))
     if running and not stalled and rate and step is not None and total and total > step:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import time
 import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
@@ -19,7 +20,7 @@ import streamlit as st
 from dashboard.panels import refresh_trigger
 from dashboard.processes import page_queue, tensorboard_server
 from dashboard.server import changes_route
-from runstore import launch_files, run_log, run_reads, run_store, run_watch, safe_files, tb_logdir
+from runstore import launch_files, processes, run_log, run_reads, run_store, run_watch, safe_files, tb_logdir
 from runstore.metrics import metric_csv
 from runstore.metrics.metric_table import MetricTable
 
@@ -41,7 +42,7 @@ def run_status(run_dir: Path) -> dict[str, Any]:
     run_dir = Path(run_dir)
     if tb_logdir.is_mirror(run_dir):  # a TensorBoard log's run: no process of ours to check
         return tb_logdir.status(run_dir)
-    status = run_store.read_status(run_dir)
+    status = processes.with_stall(run_store.read_status(run_dir), time.time())  # "stalled since" (SIGSTOP: 3 s)
     info = launch_files.launch_info(run_dir)
     if status.get("state"):
         resume = info.get("resume") or {}
