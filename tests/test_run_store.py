@@ -243,7 +243,9 @@ def test_store_writer_keeps_the_latest_table_image_and_text_of_each_tag(tmp_path
     assert doc["rows"] == [["a", 5, 1], ["b", 0, 4]] and doc["step"] == 30
     w.write_images(30, {"test/grid": np.zeros((4, 6, 3), np.uint8)})
     w.write_images(40, {"test/grid": np.ones((4, 6, 3), np.uint8)})
-    assert [p.name for p in (tmp_path / "artifacts" / "images").glob("test__grid*")] == ["test__grid.png"]
+    assert [p.name for p in (tmp_path / "artifacts" / "images").glob("test__grid*.png")] == ["test__grid.png"]
+    assert sorted(p.name for p in (tmp_path / "artifacts" / "images" / "test__grid").glob("*.png")) == [
+        "0000000030_0.png", "0000000040_0.png"]  # and every step's image (#35)  # fmt: skip
     w.write_texts(5, {"notes": "hello"})
     assert json.loads((tmp_path / "artifacts" / "texts.json").read_text()) == {"notes": {"step": 5, "text": "hello"}}
     assert not list(tmp_path.rglob("*.tmp"))
