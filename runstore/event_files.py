@@ -35,7 +35,14 @@ try:  # the C implementation (requirements.txt); TensorBoard's pure-Python one i
 except ImportError:  # pragma: no cover - crc32c is a requirement
     from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
 
-MAX_RECORD = 64 * 2**20  # one event's bytes: TensorBoard's own image/histogram events are far smaller
+# One event's bytes. Images, audio and histograms are far smaller; 4 reading threads (runstore/tb_reads.py),
+# each holding one record and its parse, stay well under 1 GB.
+MAX_RECORD = 32 * 2**20
+# Protobuf fields in one record, sub-messages included. Parsing inflates a record of many tiny fields ~45x
+# (7.6 MiB of empty summary values: 340 MiB), so a record's fields are counted before it is parsed: 500,000
+# fields are ~45 MB parsed and ~0.4 s to count; a scalar, image or histogram event has a few dozen.
+MAX_FIELDS = 500_000
+COUNT_FROM = 64 * 2**10  # records smaller than this are parsed without counting (at most ~3 MB parsed)
 READ_BUDGET = 64 * 2**20  # bytes read from one file per call: a huge file is read over several syncs
 HEADER = 12  # 8-byte length + its 4-byte masked CRC
 NOT_INSIDE = "a link leaving the logdir (not followed)"
@@ -132,14 +139,56 @@ class RecordReader:
             )
         if size - at - HEADER < length + 4:
             return None  # checked against the bytes the file holds before anything is read
-        body = os.pread(fd, length + 4, at + HEADER)
-        if len(body) < length + 4:
+        data, tail = os.pread(fd, length, at + HEADER), os.pread(fd, 4, at + HEADER + length)
+        if len(data) < length or len(tail) < 4:
             return None  # the file shrank since fstat
-        data, (data_crc,) = body[:length], struct.unpack("<I", body[length:])
-        if masked_crc32c(data) != data_crc:
+        if masked_crc32c(data) != struct.unpack("<I", tail)[0]:
             raise DamagedEventFile(f"record at byte {at:,}: its data's checksum does not match")
+        if length >= COUNT_FROM and count_fields(data, MAX_FIELDS) > MAX_FIELDS:
+            raise DamagedEventFile(f"record at byte {at:,} holds over {MAX_FIELDS:,} protobuf fields (not parsed)")
         self.offset = at + HEADER + length + 4
         return data
+
+
+def _varint(data: bytes, pos: int, end: int) -> tuple[int, int]:
+    """The varint at `pos` and the position after it (end + 1 if it runs past `end`)."""
+    value = shift = 0
+    while pos < end:
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            return value, pos
+    return value, end + 1
+
+
+def count_fields(data: bytes, limit: int) -> int:
+    """How many protobuf fields `data` holds, counting into every length-delimited field that parses as a message
+    (an over-count for plain bytes, never an under-count); stops once past `limit`. At most limit + 1 steps."""
+    count, spans = 0, [(0, len(data))]
+    while spans:
+        pos, end = spans.pop()
+        while pos < end:
+            key, pos = _varint(data, pos, end)
+            kind = key & 7
+            if pos > end or key >> 3 == 0 or kind not in (0, 1, 2, 5):
+                break  # not a message: plain bytes
+            count += 1
+            if count > limit:
+                return count
+            if kind == 0:
+                pos = _varint(data, pos, end)[1]
+            elif kind == 2:
+                length, pos = _varint(data, pos, end)
+                if pos + length > end:
+                    break
+                if length:
+                    spans.append((pos, pos + length))
+                pos += length
+            else:
+                pos += 8 if kind == 1 else 4
+    return count
 
 
 class _Records:

@@ -31,7 +31,7 @@ import os
 import re
 import threading
 import time
-from concurrent.futures import Future, wait
+from concurrent.futures import wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -151,17 +151,15 @@ def _records(state: _Mirror, events: list[tb_reads.Event]) -> list[dict[str, Any
     return records
 
 
-def _start_reads(state: _Mirror, root: Path, files: list[tuple[Path, str]]) -> list[Future]:
-    """A read of each of a run's event files that changed since its last read and has none in flight."""
-    started = []
+def _files(state: _Mirror, root: Path, files: list[tuple[Path, str]]) -> list[tb_reads.EventFile]:
+    """A run's event files, each with the loader it keeps for the life of the process."""
+    out = []
     for path, prefix in files:
         entry = state.files.get(path)
         if entry is None:
             entry = state.files[path] = tb_reads.EventFile(path, root, prefix)
-        future = entry.start()
-        if future is not None:
-            started.append(future)
-    return started
+        out.append(entry)
+    return out
 
 
 def _new_records(state: _Mirror, files: list[tuple[Path, str]]) -> tuple[list[dict[str, Any]], list[str]]:
@@ -202,7 +200,8 @@ def sync(root: Path, runs_root: Path, now: float | None = None) -> list[Path]:
             runs.append((mirror, state, files))
             taken.add(mirror)
             out.append(mirror)
-        wait([f for _, state, files in runs for f in _start_reads(state, root, files)], timeout=tb_reads.READ_LIMIT_S)
+        started = tb_reads.start_reads([e for _, state, files in runs for e in _files(state, root, files)])
+        wait(started, timeout=tb_reads.READ_LIMIT_S)
         for mirror, state, files in runs:
             records, damage = _new_records(state, files)
             if records:

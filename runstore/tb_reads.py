@@ -1,7 +1,7 @@
 """One event file of a TensorBoard logdir, read on a thread of its own with a time limit.
 
-A sync (runstore/tb_logdir.py) starts a read of each event file that changed since its last read,
-waits READ_LIMIT_S at most, and takes what finished: the file's new scalar events, or why it cannot
+A sync (runstore/tb_logdir.py) starts a read of each event file that changed since its last read
+(MAX_THREADS threads take them in turn), waits READ_LIMIT_S at most, and takes what finished: the file's new scalar events, or why it cannot
 be read (`EventFile.damage`, one line naming the file). A file whose read does not finish (a
 stalled disk or network mount) blocks its own daemon thread only, and is read again once that
 read has answered. The bytes come through runstore/event_files.py (bounded). No JAX, no Streamlit.
@@ -9,6 +9,7 @@ read has answered. The bytes come through runstore/event_files.py (bounded). No 
 
 from __future__ import annotations
 
+import collections
 import os
 import stat
 import threading
@@ -19,6 +20,7 @@ from typing import Any
 
 from runstore.event_files import BoundedEventFileLoader, DamagedEventFile
 
+MAX_THREADS = 4  # reading threads of one sync (each holds at most one record and its parse: event_files.MAX_RECORD)
 READ_LIMIT_S = 5.0  # how long a sync waits for its reads; a file still reading after it shows as its run's damage
 Event = tuple[float, int, list[tuple[str, float]]]  # wall time, step, scalar values (tags with the split prefix)
 
@@ -83,31 +85,32 @@ class EventFile:
         self.name = self.path.relative_to(logdir).as_posix()  # as its damage message names it
         self.loader = BoundedEventFileLoader(self.path, Path(logdir))
         self.key: tuple = ()  # file_key when the last read started: unchanged, there is nothing new
-        self.future: Future | None = None
-        self.started = 0.0
+        self.future: Future | None = None  # the read in flight, queued or running
+        self.started: float | None = None  # when a reading thread began it
         self.damage: str | None = None  # "<file>: <why>" while it cannot be read
 
-    def start(self) -> Future | None:
-        """A read on its own thread if the file changed since the last one and none is in flight."""
+    def due(self) -> Future | None:
+        """A new read's future if the file changed since the last read and none is in flight (`run` answers it)."""
         key = file_key(self.path)
         if self.future is not None or key == self.key:
             return None
-        future: Future = Future()
-        self.future, self.key, self.started = future, key, time.monotonic()
+        self.future, self.key, self.started = Future(), key, None
+        return self.future
 
-        def work() -> None:
-            try:
-                future.set_result(read_new(self.loader, self.prefix))
-            except BaseException as exc:  # never left unanswered
-                future.set_exception(exc)
-
-        threading.Thread(target=work, name="jaxdash-logdir-read", daemon=True).start()
-        return future
+    def run(self) -> None:
+        """Read what was appended (on a reading thread) and answer the future `due` gave."""
+        future = self.future
+        assert future is not None
+        self.started = time.monotonic()
+        try:
+            future.set_result(read_new(self.loader, self.prefix))
+        except BaseException as exc:  # never left unanswered
+            future.set_exception(exc)
 
     def collect(self) -> list[Event] | None:
         """The events of the finished read ([] while it runs, or on damage, which `damage` says); None if the file is gone."""
         if self.future is None or not self.future.done():
-            if self.future is not None and time.monotonic() - self.started > READ_LIMIT_S:
+            if self.started is not None and time.monotonic() - self.started > READ_LIMIT_S:
                 self.damage = f"{self.name}: no answer within {READ_LIMIT_S:.0f} s (a stalled disk or mount?)"
             return []
         future, self.future = self.future, None
@@ -119,3 +122,22 @@ class EventFile:
             return None  # deleted since it was listed
         self.damage = f"{self.name}: {why(error)}" if error is not None else None
         return events
+
+
+def start_reads(files: list[EventFile]) -> list[Future]:
+    """Reads of the files that changed, on at most MAX_THREADS daemon threads taking them in turn: a file that
+    never answers holds one thread, the others go on. Returns their futures."""
+    due = [f for f in files if f.due() is not None]
+    queue = collections.deque(due)
+
+    def work() -> None:
+        while True:
+            try:
+                entry = queue.popleft()  # thread-safe
+            except IndexError:
+                return
+            entry.run()
+
+    for _ in range(min(MAX_THREADS, len(due))):
+        threading.Thread(target=work, name="jaxdash-logdir-read", daemon=True).start()
+    return [f.future for f in due if f.future is not None]

@@ -109,7 +109,7 @@ def test_pages_draw_next_to_a_crafted_event_file_and_a_fifo_with_memory_bounded(
     writer.close()
     checks = [
         ("/runs", "Runs & compare"),
-        ("/live?run=crafted", "claims 1,900,000,000 bytes, over the 64 MiB limit"),
+        ("/live?run=crafted", "claims 1,900,000,000 bytes, over the 32 MiB limit"),
         (f"/live?run={tb_logdir.mirror_id('huge')}", "claims 4,611,686,018,427,387,904 bytes"),
         ("/live?run=fifo", "not a regular file"),
     ]

@@ -115,6 +115,52 @@ def test_a_crafted_length_after_good_records_keeps_those_points(tmp_path: Path) 
     assert f"record at byte {len(good_bytes):,} claims 1,099,511,627,776 bytes" in row.status["message"]
 
 
+def record(data: bytes) -> bytes:
+    """One TFRecord holding `data`, with valid masked CRCs."""
+    header = struct.pack("<Q", len(data))
+    return header + struct.pack("<I", masked_crc32c(header)) + data + struct.pack("<I", masked_crc32c(data))
+
+
+MEASURE = """
+import json, resource, sys
+from pathlib import Path
+from runstore import tb_logdir
+from tensorboard.backend.event_processing import event_file_loader  # imports before the baseline
+from tensorboard.util import tensor_util
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+tb_logdir.sync(Path(sys.argv[1]), Path(sys.argv[2]))
+print(json.dumps((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) * 1024))
+"""
+
+
+def test_a_record_of_millions_of_tiny_fields_is_not_parsed(tmp_path: Path) -> None:
+    """7 MiB of empty summary values parse into ~300 MB of protobuf objects: such a record is refused unparsed."""
+    logs, runs = tmp_path / "logs", tmp_path / "runs"
+    values = b"\x0a\x00" * 3_500_000  # Summary.value (field 1), empty, 3.5 million times
+    summary = b"\x2a" + _varint(len(values)) + values  # Event.summary (field 5)
+    (logs / "fields").mkdir(parents=True)
+    (logs / "fields" / EVENTS).write_bytes(record(summary))
+    good_run(logs, "good")
+    repo = Path(__file__).resolve().parent.parent
+    out = subprocess.run(
+        [sys.executable, "-c", MEASURE, str(logs), str(runs)], capture_output=True, text=True, cwd=repo, timeout=120
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    growth = int(out.stdout.strip().splitlines()[-1])
+    assert growth < 100 * 2**20, f"{growth / 2**20:.0f} MB to read a 7 MiB record"
+    rows = listed(runs)
+    assert "holds over 500,000 protobuf fields (not parsed)" in rows["fields"].status["message"]
+    assert points(runs, "good") == [0, 1, 2, 3]
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    return bytes(out + bytes([n]))
+
+
 def test_a_fifo_named_like_an_event_file_is_refused_without_blocking(tmp_path: Path) -> None:
     logs, runs = tmp_path / "logs", tmp_path / "runs"
     good_run(logs, "good")
