@@ -36,7 +36,10 @@ def scalars(event: Any) -> list[tuple[str, float]]:
         elif value.HasField("tensor") and value.metadata.plugin_data.plugin_name in ("scalars", ""):
             if any(d.size != 1 for d in value.tensor.tensor_shape.dim):
                 continue  # not one value; a claimed shape is never expanded (2**40 elements from one float_val)
-            array = tensor_util.make_ndarray(value.tensor)
+            try:
+                array = tensor_util.make_ndarray(value.tensor)
+            except (ValueError, TypeError):  # content that does not fit its shape or dtype: not a scalar
+                continue
             if array.size == 1 and array.dtype.kind in "fiu":
                 out.append((value.tag, float(array.reshape(()))))
     return out
