@@ -1,32 +1,23 @@
-"""`wandb.Artifact`, `run.log_artifact` / `use_artifact`, `wandb.save` and `wandb.alert` under `import jaxdash as wandb`.
+"""`wandb.Artifact` and `run.log_artifact` / `use_artifact` under `import jaxdash as wandb`.
 
-Files are copied into the run folder (runstore.run_files: files/ for `save`,
-artifacts/logged/<name>/v<N>/ for an artifact, alerts.jsonl for alerts), where Run detail lists them.
+An artifact's files are copied into the run folder (runstore.run_files: artifacts/logged/<name>/v<N>/
+with its manifest), where Run detail lists them.
 There is no W&B server here: `use_artifact` finds the newest logged version under the runs root and
 `download()` gives its local folder; what has no meaning here (references, upload policies, the W&B
 copy of an artifact) is accepted with one notice. Every destination stays inside the run folder.
+`wandb.save` and `wandb.alert` are in jaxdash/files_alerts.py.
 """
 
 from __future__ import annotations
 
-import enum
-import glob as globlib
 import os
 from collections.abc import Sequence
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from jaxdash.data_types import notice
+from jaxdash.files_alerts import AlertLevel, alert, alert_to, current_run, disabled, save, save_to  # noqa: F401 - re-exported
 from runstore import run_files, run_store, safe_files
-
-
-class AlertLevel(enum.StrEnum):
-    """`wandb.AlertLevel`."""
-
-    INFO = "INFO"
-    WARN = "WARN"
-    ERROR = "ERROR"
 
 
 class Artifact:
@@ -92,19 +83,12 @@ class Artifact:
         return [n for _, n in self._files]
 
 
-def _current(what: str) -> Any:
-    from jaxdash import session
-
-    run = session.current()
-    if run is None:
-        raise RuntimeError(f"jaxdash.{what}() before jaxdash.init()")
-    return run
-
-
 def log_artifact_to(run: Any, artifact_or_path: Artifact | str, name: str | None = None, type: str | None = None,  # noqa: A002
                  aliases: Sequence[str] | None = None, tags: Sequence[str] | None = None) -> Artifact:  # fmt: skip
     """Copy the artifact's files into artifacts/logged/<name>/v<N>/ of the run folder, with its manifest."""
     art = artifact_or_path
+    if disabled(run):
+        return art if isinstance(art, Artifact) else Artifact(name or "artifact", type or "unspecified")
     if not isinstance(art, Artifact):
         path = Path(str(art))
         art = Artifact(name or path.name, type or "unspecified")
@@ -131,8 +115,10 @@ def log_artifact_to(run: Any, artifact_or_path: Artifact | str, name: str | None
 def use_artifact_in(run: Any, artifact_or_name: Artifact | str, type: str | None = None,  # noqa: A002
                  aliases: Sequence[str] | None = None, use_as: str | None = None) -> Artifact:  # fmt: skip
     """The newest logged version of `name[:alias]` under the runs root (this run first); `download()` gives its folder."""
-    if isinstance(artifact_or_name, Artifact):
-        return artifact_or_name
+    if isinstance(artifact_or_name, Artifact) or disabled(run):
+        return (
+            artifact_or_name if isinstance(artifact_or_name, Artifact) else Artifact(str(artifact_or_name), type or "")
+        )
     name, _, alias = str(artifact_or_name).rsplit("/", 1)[-1].partition(":")
     found = _find(run.dir, name, alias or "latest")
     art = Artifact(name, type or (found or {}).get("type", "unspecified"))
@@ -147,13 +133,13 @@ def use_artifact_in(run: Any, artifact_or_name: Artifact | str, type: str | None
 def log_artifact(artifact_or_path: Artifact | str, name: str | None = None, type: str | None = None,  # noqa: A002
                  aliases: Sequence[str] | None = None, tags: Sequence[str] | None = None) -> Artifact:  # fmt: skip
     """`wandb.log_artifact`: `log_artifact_to` the current run."""
-    return log_artifact_to(_current("log_artifact"), artifact_or_path, name, type, aliases, tags)
+    return log_artifact_to(current_run("log_artifact"), artifact_or_path, name, type, aliases, tags)
 
 
 def use_artifact(artifact_or_name: Artifact | str, type: str | None = None,  # noqa: A002
                  aliases: Sequence[str] | None = None, use_as: str | None = None) -> Artifact:  # fmt: skip
     """`wandb.use_artifact`: `use_artifact_in` the current run."""
-    return use_artifact_in(_current("use_artifact"), artifact_or_name, type, aliases, use_as)
+    return use_artifact_in(current_run("use_artifact"), artifact_or_name, type, aliases, use_as)
 
 
 def _find(run_dir: Path, name: str, alias: str) -> dict[str, Any] | None:
@@ -165,62 +151,3 @@ def _find(run_dir: Path, name: str, alias: str) -> dict[str, Any] | None:
         if found:
             return found[-1]
     return None
-
-
-def save(glob_str: str | os.PathLike | None = None, base_path: str | os.PathLike | None = None,
-         policy: str = "live", glob: bool = True) -> list[str]:  # fmt: skip
-    """Copy the files matching `glob_str` into the run folder's files/, as W&B lays them out: relative to
-    `base_path`, default the working folder for a relative glob, the glob's folder's parent for an absolute
-    one. Returns the copies' paths. "live" and "end" copy now (one notice): nothing is uploaded here."""
-    if glob_str is None:
-        return []
-    run = _current("save")
-    text = os.fspath(glob_str)
-    pattern = os.path.abspath(text)
-    if base_path is not None:
-        base = os.path.abspath(os.fspath(base_path))
-    else:
-        base = os.getcwd() if not os.path.isabs(text) else os.path.dirname(os.path.dirname(_fixed_part(pattern)))
-    if os.path.commonpath([base, pattern]) != base:
-        raise ValueError(f"wandb.save({text!r}): the glob may not walk above base_path {base}")
-    matches = sorted(globlib.glob(pattern, recursive=True)) if glob else [pattern]
-    copies = []
-    for match in matches:
-        rel = os.path.relpath(match, base)
-        dest = run_files.copy_into(Path(run.dir) / "files", Path(match), rel)
-        if dest is None:
-            notice(f"save({match})", "not copied: not a regular file, or a link leads out of the run folder's files/")
-        else:
-            copies.append(str(dest))
-    if policy != "now":
-        notice("save", f"policy={policy!r}: the files are copied now, later changes are not followed")
-    return copies
-
-
-def _fixed_part(pattern: str) -> str:
-    """The pattern up to its last folder without a wildcard, plus one name (so dirname gives that folder)."""
-    parts = Path(pattern).parts
-    for i, part in enumerate(parts):
-        if globlib.has_magic(part):
-            return str(Path(*parts[:i]) / "x")
-    return pattern
-
-
-_LAST_ALERT: dict[tuple[str, str], float] = {}
-
-
-def alert(title: str, text: str, level: str | AlertLevel | None = None,
-          wait_duration: int | float | timedelta | None = None) -> None:  # fmt: skip
-    """Record an alert in the run folder (alerts.jsonl); the same title again within `wait_duration` s is dropped."""
-    import time
-
-    run = _current("alert")
-    level = (level.value if isinstance(level, AlertLevel) else str(level or "INFO")).upper()
-    wait = wait_duration.total_seconds() if isinstance(wait_duration, timedelta) else float(wait_duration or 0)
-    key, now = (str(run.dir), str(title)), time.monotonic()
-    if wait and now - _LAST_ALERT.get(key, -float("inf")) < wait:
-        return
-    _LAST_ALERT[key] = now
-    step = getattr(run, "_step", None)
-    run_files.append_alert(run.dir, title, text, level, int(step) if isinstance(step, int) and step >= 0 else None)
-    notice("alert", "alerts are recorded in the run folder (alerts.jsonl) for the page; nothing is sent")

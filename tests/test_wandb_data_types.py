@@ -111,7 +111,8 @@ def run_script(tmp_path: Path, code: str) -> tuple[list[Path], str]:
         [sys.executable, str(path)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
     )
     assert out.returncode == 0, out.stderr[-3000:]
-    return sorted(run_store.run_folders(root), key=lambda p: p.name), out.stdout + out.stderr
+    started = lambda p: run_store.read_status(p)["started"]  # noqa: E731 - names made in one second sort at random
+    return sorted(run_store.run_folders(root), key=started), out.stdout + out.stderr
 
 
 @pytest.fixture(scope="module")
@@ -299,3 +300,22 @@ def test_the_wandb_copy_takes_figures_and_binned_histograms(tmp_path: Path) -> N
         row["curve._type"] == "plotly-file" and row["weights.values"] == [1, 2] and row["weights.bins"] == [0, 0.5, 1]
     )
     assert row["one._type"] == "image-file" and row["one.caption"] == "only"
+
+
+DISABLED = """
+import numpy as np
+open("notes.txt", "w").write("a note")
+run = wandb.init(project="off", mode="disabled")
+art = wandb.Artifact("model", type="model")
+art.add_file("notes.txt")
+print("RESULTS", wandb.save("notes.txt"), wandb.log_artifact(art).version, wandb.alert(title="t", text="x"))
+wandb.log({"frame": wandb.Image(np.zeros((4, 4))), "h": wandb.Histogram([1, 2, 3])})
+wandb.finish()
+"""
+
+
+def test_a_disabled_run_saves_logs_and_alerts_nothing(tmp_path: Path) -> None:
+    """As W&B's mode="disabled": every call accepted, nothing written (its `dir` is a temp folder, not a run)."""
+    runs, output = run_script(tmp_path, DISABLED)
+    assert runs == [] and "RESULTS [] None None" in output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt", "script.py"]
