@@ -35,6 +35,9 @@ def _queue_panel() -> None:
     from training.queue.store import Queue
 
     queue = Queue(run_store.runs_root(), wait_s=page_queue.PAGE_WAIT_S)  # a damaged queue.db raises here
+    problem = queue.write_problem()
+    if problem:  # still listed below (it can be read), but nothing can be queued, started or cancelled
+        st.error(f"Run queue: {problem}", icon=":material/error:")
     page_queue.dispatch(run_store.runs_root(), launcher.start_now)  # a slot that freed up starts the next job
     jobs = [j for j in queue.jobs() if j["state"] in ("queued", "running")]
     limit = queue.limit()  # read after the field's callback: a new value shows at once

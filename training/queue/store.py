@@ -91,14 +91,16 @@ class QueueError(OSError):
 
 def describe(exc: BaseException, path: Path, wait_s: float) -> str:
     """One line for a SQLite or file error on `path` (the queue's database): what is wrong and what to do."""
-    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     if isinstance(exc, safe_files.UnsafePath):
         return str(exc)
+    text = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc).splitlines()[0] if str(exc) else ""
+    text = text or type(exc).__name__
     if "locked" in text or "busy" in text:
         return f"{path}: locked by another process for over {wait_s:g} s ({text}); try again once it is done"
     if "not a database" in text or "malformed" in text or "corrupt" in text:
         return f"{path}: damaged ({text}); move it away and the run queue starts a new one"
     if "readonly" in text or "read-only" in text or "unable to open" in text or isinstance(exc, PermissionError):
+        # PermissionError: EACCES, or EPERM for an immutable file (chattr +i)
         return f"{path}: cannot be written ({text}); make the runs root writable (or give another --runs-root)"
     return f"{path}: the run queue cannot be used ({text})"
 
@@ -154,6 +156,17 @@ class Queue:
             raise QueueError(describe(exc, self.path, self.wait_s)) from None
         finally:
             db.close()
+
+    def write_problem(self) -> str | None:
+        """Why queue.db cannot be written now (a read-only or immutable file), one line; None if it can.
+        Nothing is written: the file is only opened for writing (the page asks every refresh)."""
+        try:
+            os.close(os.open(self.path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC))
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            return describe(exc, self.path, self.wait_s)
+        return None
 
     def limit(self) -> int:
         """The most processes at once: the setting, else `default_limit()`."""
