@@ -238,6 +238,8 @@ class Run(RunFiles):
         return False
 
     def _logged_summary(self) -> dict[str, Any]:
+        if not self._finished and threading.current_thread() is not self._fetcher.thread:
+            self._fetcher.sync()  # W&B's summary holds every row logged so far
         with self._lock:
             return summary_of(self._stats, self._defs)
 

@@ -150,6 +150,7 @@ class Fetcher:
         self.split = Split(self._warn_once)
         self.error: BaseException | None = None  # the last failed write (logging went on)
         self.errors = 0
+        self.queued = self.written = 0  # entries put / written (or dropped): what `sync` waits for
         self.closing = threading.Event()
         self.thread = threading.Thread(target=self._loop, name="jaxdash-fetch", daemon=True)
         self.thread.start()
@@ -167,6 +168,13 @@ class Fetcher:
         while len(self.pending) >= MAX_PENDING and self.thread.is_alive():
             time.sleep(BATCH_S / 10)
         self.pending.append((step, values, steps))
+        self.queued += 1
+
+    def sync(self, timeout: float = 30.0) -> None:
+        """Wait until every entry queued so far is written (a read of the run's summary, as W&B's, is current)."""
+        target, deadline = self.queued, time.monotonic() + timeout
+        while self.written < target and self.thread.is_alive() and time.monotonic() < deadline:
+            time.sleep(BATCH_S / 10)
 
     def close(self, timeout: float | None = None) -> None:
         """Fetch and write everything queued, then end the thread."""
@@ -185,6 +193,7 @@ class Fetcher:
                     entries.append(self.pending.popleft())
             if entries:
                 self._write_batch(entries)
+                self.written += len(entries)
 
     def _write_batch(self, entries: list[Entry]) -> None:
         """Fetch, split and write one batch; a bad value costs its own step (one warning), a failed write

@@ -49,7 +49,8 @@ def init(
 
     Every `wandb.init` argument is accepted. Ours: runs_root (default $JAXDASH_RUNS, else ./runs),
     wandb (the W&B copy: "auto", "online", "offline" or "disabled"; W&B's `mode` decides it when
-    given, and `mode="disabled"` makes a no-op run as in W&B), tensorboard (event files under the
+    given, and `mode="disabled"` makes a no-op run as in W&B; $WANDB_MODE=disabled only turns the
+    W&B copy off: the dashboard still gets the run), tensorboard (event files under the
     run's tb/; default on), total_steps (the page's progress bar and ETA). Raises ValueError for an
     id that is not a plain folder name, an existing id without `resume`, or `resume="must"` of a
     run that does not exist.
@@ -69,7 +70,7 @@ def init(
         if args.reinit != "create_new":
             previous.finish()
     cfg = Config(parse_config(config, config_include_keys, config_exclude_keys))  # before any folder exists
-    if args.mode == "disabled":
+    if args.mode == "disabled" and "mode" not in args.from_env:  # WANDB_MODE=disabled: only the W&B copy is off
         run: Run | DisabledRun = DisabledRun(cfg.as_dict(), args.name, args.project)
     else:
         run = _start(args, cfg.as_dict(), runs_root, tensorboard, wandb, total_steps, fork_from)
