@@ -100,8 +100,11 @@ def to_pixels(data: Any, mode: str | None = None) -> np.ndarray:
 class Image:
     """`wandb.Image(data_or_path, mode=None, caption=None, ...)`: an array, PIL image, matplotlib figure or path."""
 
-    def __init__(self, data_or_path: Any, mode: str | None = None, caption: str | None = None, **_: Any) -> None:
+    def __init__(self, data_or_path: Any, mode: str | None = None, caption: str | None = None, **extra: Any) -> None:
         self.caption, self.mode = caption, mode
+        drawn = sorted(k for k in ("boxes", "masks") if extra.get(k))
+        if drawn:
+            notice(f"Image({', '.join(drawn)})", "bounding boxes and masks are not drawn here; the image is logged")
         if isinstance(data_or_path, Image):
             self.pixels: np.ndarray | None = data_or_path.pixels
             return

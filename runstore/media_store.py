@@ -25,7 +25,8 @@ import numpy as np
 from runstore import run_store, safe_files
 
 KEEP_STEPS = 200  # steps of each image tag kept (a long run keeps its recent ones)
-NUM_BINS = 64  # W&B's default
+NUM_BINS = 64  # wandb.Histogram's default
+RAW_BINS = 32  # what W&B bins an array logged as it is (more than 32 numbers) into
 
 
 def tag_file(tag: str) -> str:

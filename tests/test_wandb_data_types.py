@@ -46,7 +46,7 @@ for step in range(3):
     wandb.log({"loss": 1.0 / (step + 1),
                "samples": [wandb.Image(ramp, caption=f"ramp {step}"), wandb.Image(PILImage.new("RGB", (4, 4)))],
                "photo": wandb.Image("pic.png", caption="from a file"),
-               "weights": wandb.Histogram(np.arange(100) + step),
+               "weights": wandb.Histogram(np.arange(100) + step), "acts": np.arange(100.0) * (step + 1),
                "curve": fig, "rendered": wandb.Image(fig), "gray": wandb.Image(np.ones((4, 4, 3)), mode="L")}, step=step)
     plt.close(fig)
 table = wandb.Table(dataframe=pd.DataFrame({"x": [1, 2, 3], "y": [2.0, 4.0, 8.0]}))
@@ -152,12 +152,18 @@ def test_images_are_kept_every_step_with_captions_in_all_three_places(media_run:
     assert [r["samples.captions"] for r in rows] == [[f"ramp {i}", None] for i in range(3)]
     assert rows[0]["photo._type"] == "image-file" and rows[0]["photo.caption"] == "from a file"
     assert rows[0]["weights._type"] == "histogram" and len(rows[0]["weights.values"]) == 64
+    assert rows[1]["acts.values"] == np.histogram(np.arange(100.0) * 2, 32)[0].tolist()
 
 
 def test_histograms_and_matplotlib_figures_are_stored_per_step(media_run: tuple[Path, str]) -> None:
     run_dir, _ = media_run
-    (lines,) = media_store.histograms(run_dir).values()
+    found = media_store.histograms(run_dir)
+    lines = found["weights"]
     assert [s for s, _, _ in lines] == [0, 1, 2]
+    # an array logged as it is: 32 bins, as W&B's log makes of it
+    assert [(s, c) for s, c, _ in found["acts"]] == [
+        (i, np.histogram(np.arange(100.0) * (i + 1), 32)[0].tolist()) for i in range(3)
+    ]
     step, counts, edges = lines[1]
     assert len(counts) == 64 and len(edges) == 65 and sum(counts) == 100 and edges[0] == 1.0 and edges[-1] == 100.0
     figures = sorted((run_dir / "artifacts" / "figures" / "curve").glob("*.json"))

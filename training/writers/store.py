@@ -179,7 +179,7 @@ class RunStoreWriter(MetricWriter):
     def write_histograms(self, step: int, arrays: Mapping[str, np.ndarray | Bins]) -> None:
         """Each tag's bins at this step as a line of artifacts/histograms/<tag>.jsonl (runstore.media_store)."""
         for tag, arr in arrays.items():
-            found = (arr.counts, arr.edges) if isinstance(arr, Bins) else media_store.bins(arr)
+            found = (arr.counts, arr.edges) if isinstance(arr, Bins) else media_store.bins(arr, media_store.RAW_BINS)
             if found is not None:
                 media_store.append_histogram(self.run_dir, tag, step, *found)
 

@@ -292,4 +292,4 @@ def _wandb_images(wandb: Any, value: np.ndarray | Images) -> Any:
 def _wandb_histogram(wandb: Any, value: np.ndarray | Bins) -> Any:
     if isinstance(value, Bins):
         return wandb.Histogram(np_histogram=(np.asarray(value.counts).tolist(), np.asarray(value.edges).tolist()))
-    return wandb.Histogram(np.asarray(value).ravel())
+    return wandb.Histogram(np.asarray(value).ravel(), num_bins=32)  # as wandb.log bins an array it is given
