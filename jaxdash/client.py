@@ -219,6 +219,9 @@ class Run(RunFiles):
         from training.runs.lifecycle import close_run
 
         summary = self.summary.as_dict()
+        for w in getattr(self._writer, "writers", []):
+            if hasattr(w, "write_run_summary"):
+                w.write_run_summary(summary)
         close_run(self.dir, self._writer, state, message, final_numbers(summary))
         self._write_summary(summary)
 

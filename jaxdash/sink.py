@@ -98,6 +98,10 @@ class SinkWriter(MetricWriter):
     def write_summary(self, metrics):  # noqa: D102, ANN001
         self._queue("write_summary", dict(metrics))
 
+    def write_run_summary(self, summary: dict[str, Any]) -> None:
+        """The run's summary as W&B keeps it (strings and {"min": ..} dicts too) for the W&B copy, at its end."""
+        self._queue("wandb_summary", dict(summary))
+
     def flush(self) -> None:
         """Send what was written since the last flush, as one message."""
         with self._lock:
@@ -164,12 +168,27 @@ def serve(stdin: Any = None, stdout: Any = None) -> int:
                 run_dir, cfg, name, tracking, resume_step = args
                 writer, info = build_writer(run_dir, cfg, name=name, tracking=tracking, resume_step=resume_step)
                 print(json.dumps(info, default=str), file=stdout, flush=True)
+            elif method == "wandb_summary" and writer is not None:
+                _wandb_summary(writer, *args)
             elif writer is not None:
                 getattr(writer, method)(*args)
                 closed = method == "close"
     if writer is not None and not closed:
         writer.close("crashed", "The training process ended without finishing the run.")
     return 0
+
+
+def _wandb_summary(writer: Any, summary: dict[str, Any]) -> None:
+    """Set the client's summary on the W&B copy, after its buffered rows (so W&B's own summary of them
+    does not replace the script's values); a failure warns, the run store has the summary anyway."""
+    for w in getattr(writer, "writers", []):
+        if not getattr(w, "active", False) or not hasattr(w, "wait_ready") or not w.wait_ready(CLOSE_TIMEOUT_S):
+            continue
+        try:
+            w._rows.flush()
+            w.run.summary.update(summary)
+        except Exception as exc:  # noqa: BLE001 - the W&B copy is best-effort
+            log.warning("jaxdash: the summary did not reach W&B (%s: %s)", type(exc).__name__, exc)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from tensorboard.backend.event_processing import event_accumulator as ea
+from tensorboard.plugins.hparams import metadata as hp_metadata
+
 from dashboard.forms import groups
 from runstore import run_notes, run_store
 from tests.client_scripts import only_run, rows, run, wandb_history, wandb_run_record
@@ -214,3 +217,34 @@ def test_define_metric_is_recorded_and_its_summaries_match_wandb(tmp_path: Path)
     ours = run_store.read_json(run_dir / "summary.json")
     assert ours == theirs
     assert run_store.read_status(run_dir)["final"]["val/loss"] == 0.2  # one number a metric for the Runs table
+
+
+def test_config_and_summary_set_after_init_reach_tensorboard_and_the_copy(tmp_path: Path) -> None:
+    """The usual W&B way (config set after init, a string summary, no finish) reached neither config.json,
+    TensorBoard's HParams nor W&B."""
+    out, root = run(tmp_path, """
+        import argparse
+        import jaxdash as wandb
+        wandb.init(project="hp")
+        wandb.config.lr = 0.1
+        wandb.config.update(argparse.Namespace(batch=8, name="x"))
+        for i in range(5):
+            wandb.log({"train/loss": 1.0 / (i + 1)})
+        wandb.summary["note"] = "text"
+        wandb.config.update({"late": 3})
+    """)  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    run_dir = only_run(root)
+    expected = {"lr": 0.1, "batch": 8, "name": "x", "late": 3}
+    assert run_store.read_json(run_dir / "config.json")["config"] == expected
+    assert run_store.read_json(run_dir / "summary.json") == {"train/loss": 0.2, "note": "text"}
+    status = run_store.read_status(run_dir)
+    acc = ea.EventAccumulator(status["tensorboard"]["logdir"])
+    acc.Reload()
+    start = hp_metadata.parse_session_start_info_plugin_data(
+        acc.PluginTagToContent("hparams")[hp_metadata.SESSION_START_INFO_TAG]
+    )
+    assert (start.hparams["lr"].number_value, start.hparams["name"].string_value) == (0.1, "x")
+    copy = inspect_summary(Path(status["wandb"]["dir"]))
+    assert {k: v for k, v in copy["config"].items() if not k.startswith("_")} == expected
+    assert copy["summary"]["note"] == "text" and copy["summary"]["train/loss"] == 0.2  # W&B's: the last value
