@@ -113,10 +113,11 @@ class EventFile:
     def collect(self) -> list[Event] | None:
         """The events of the finished read ([] while it runs, or on damage, which `damage` says); None if the file is gone."""
         if self.future is None or not self.future.done():
-            if self.started is not None and time.monotonic() - self.started > READ_LIMIT_S:
+            running = self.future is not None and self.started is not None
+            if running and time.monotonic() - self.started > READ_LIMIT_S:
                 self.damage = f"{self.name}: no answer within {READ_LIMIT_S:.0f} s (a stalled disk or mount?)"
             return []
-        future, self.future = self.future, None
+        future, self.future, self.started = self.future, None, None
         try:
             events, error = future.result()
         except BaseException as exc:

@@ -235,6 +235,7 @@ def test_a_stalled_read_costs_only_its_own_row(tmp_path: Path, monkeypatch: pyte
             break
         time.sleep(0.05)
     assert points(runs, "stalled") == [0, 1] and not listed(runs)["stalled"].damaged
+    assert not listed(runs)["good"].damaged  # its read ended long ago: no "no answer" for a finished read
 
 
 COLLIDING = ["RunA", "runa", "exp.1", "exp-1", "a/b", "a__b", "x" * 80 + "-one", "x" * 80 + "-two", "UPPER/Case"]
