@@ -1,10 +1,11 @@
-"""One event file of a TensorBoard logdir, read on a thread of its own with a time limit.
+"""The event files of a TensorBoard logdir, read off the page's thread with a time limit.
 
-A sync (runstore/tb_logdir.py) starts a read of each event file that changed since its last read
-(MAX_THREADS threads take them in turn), waits READ_LIMIT_S at most, and takes what finished: the file's new scalar events, or why it cannot
-be read (`EventFile.damage`, one line naming the file). A file whose read does not finish (a
-stalled disk or network mount) blocks its own daemon thread only, and is read again once that
-read has answered. The bytes come through runstore/event_files.py (bounded). No JAX, no Streamlit.
+A sync (runstore/tb_logdir.py) queues a read of each event file that changed since its last read;
+at most MAX_THREADS daemon threads take them in turn. It waits READ_LIMIT_S at most and takes what
+finished: each file's new scalar events, or why it cannot be read (`EventFile.damage`, one line
+naming the file). A read that does not finish (a stalled disk or network mount) holds one thread
+and its file's row ("no answer within ..."); the file is queued again once that read answers. The
+bytes come through runstore/event_files.py (bounded). No JAX, no Streamlit.
 """
 
 from __future__ import annotations
