@@ -3,6 +3,7 @@
     python -m benchmarks.wandb_conformance              # wandb and jaxdash
     python -m benchmarks.wandb_conformance --trackio    # and trackio, from a throwaway venv
     python -m benchmarks.wandb_conformance -k config    # only probes whose name holds "config"
+    python -m benchmarks.wandb_conformance --markdown   # and the README's table of calls
 
 Each probe (tests/wandb_conformance/probes/) runs as a real subprocess with `import wandb` (offline) and
 with `import <impl> as wandb`; an implementation passes a probe when what it stored matches what W&B
@@ -19,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -51,18 +53,25 @@ def check_probe(probe: running.Probe, impls: list[str], root: Path) -> dict[str,
     return found
 
 
-def run_all(
-    probes: list[running.Probe], impls: list[str], root: Path, workers: int = 2
-) -> dict[str, dict[str, dict[str, list[str]]]]:
-    """Every probe checked, `workers` at a time: {probe name: {impl: {side: differences}}}."""
+def run_all(probes: list[running.Probe], impls: list[str], root: Path, workers: int = 2) -> Iterator[tuple]:
+    """Every probe checked, `workers` at a time, yielded in order: (probe, {impl: {side: differences}})."""
     with ThreadPoolExecutor(workers) as pool:
-        results = pool.map(lambda p: check_probe(p, impls, root), probes)
-        return {p.name: r for p, r in zip(probes, results, strict=True)}
+        yield from zip(probes, pool.map(lambda p: check_probe(p, impls, root), probes), strict=True)
 
 
 def passed(found: dict[str, list[str]]) -> bool:
     """True when no side of this implementation differs from W&B."""
     return not any(found.values())
+
+
+def markdown(results: list[tuple], every: list[str]) -> str:
+    """The README's table: each call, its probe, and pass/fail per implementation with jaxdash's first difference."""
+    lines = ["| call | probe | " + " | ".join(every) + " | jaxdash differs in |", "|---" * (len(every) + 3) + "|"]
+    for probe, found in results:
+        marks = " | ".join("yes" if passed(found[i]) else "no" for i in every)
+        why = compare.one_line(found["jaxdash"]).replace("|", "\\|")[:160]
+        lines.append(f"| {probe.call} | {probe.name} | {marks} | {why} |")
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -72,21 +81,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-k", default="", help="only probes whose name contains this")
     ap.add_argument("--workers", type=int, default=2, help="probes run at a time (default 2)")
     ap.add_argument("--keep", action="store_true", help="keep the probes' folders (printed) for inspection")
+    ap.add_argument("--markdown", action="store_true", help="also print the README's table of calls")
     args = ap.parse_args(argv)
     impls = ["jaxdash"] + (["trackio"] if args.trackio and ensure_trackio() else [])
     probes = [p for p in running.all_probes() if args.k in p.name]
     root = Path(tempfile.mkdtemp(prefix="wandb-conformance-"))
     t0 = time.monotonic()
-    results = run_all(probes, impls, root, args.workers)
     every = ["wandb", *impls]
-    print(f"{'probe':34s} " + " ".join(f"{i:8s}" for i in every) + " first jaxdash difference")
-    for name, found in results.items():
+    print(f"{'probe':30s} " + " ".join(f"{i:8s}" for i in every) + " first jaxdash difference", flush=True)
+    results = []
+    for probe, found in run_all(probes, impls, root, args.workers):
+        results.append((probe, found))
         marks = " ".join(f"{'pass' if passed(found[i]) else 'FAIL':8s}" for i in every)
-        print(f"{name:34s} {marks} {compare.one_line(found['jaxdash'])[:200]}")
+        print(f"{probe.name:30s} {marks} {compare.one_line(found['jaxdash'])[:220]}", flush=True)
     print(f"\n{len(probes)} probes in {time.monotonic() - t0:.0f} s")
     for impl in every:
-        count = sum(passed(found[impl]) for found in results.values())
+        count = sum(passed(found[impl]) for _, found in results)
         print(f"{impl}: {count}/{len(probes)} pass")
+    if args.markdown:
+        print("\n" + markdown(results, every))
     if args.keep:
         print(f"probe folders kept in {root}")
     else:

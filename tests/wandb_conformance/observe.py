@@ -53,19 +53,27 @@ def _fold(item: dict[str, Any]) -> dict[str, Any]:
         if owner is not None:
             media[owner][key[len(owner) + 1 :]] = value
         elif not key.startswith("_"):
-            out[key] = value
+            out[key] = _number(value)
     out.update({p: _media(m) for p, m in media.items()})
     return out
 
 
 def _charts(history: dict[int, dict[str, Any]], config: dict[str, Any]) -> None:
-    """A wandb.plot chart ("<key>_table" plus config "_wandb.visualize.<key>") becomes a figure under <key>."""
+    """A wandb.plot chart (table "<key>_table" plus config "_wandb.visualize.<key>"): also a figure under <key>."""
     charts = {k[len("_wandb.visualize.") :] for k in config if k.startswith("_wandb.visualize.")}
     for row in history.values():
         for key in charts:
             if f"{key}_table" in row:
-                row.pop(f"{key}_table")
                 row[key] = {"_type": "figure"}
+
+
+NON_FINITE = {"NaN": float("nan"), "nan": float("nan"), "Infinity": float("inf"), "inf": float("inf")}
+NON_FINITE.update({"-Infinity": float("-inf"), "-inf": float("-inf")})
+
+
+def _number(value: Any) -> Any:
+    """NaN and infinities written as strings (JSON has no literal for them) read as floats."""
+    return NON_FINITE.get(value, value) if isinstance(value, str) else value
 
 
 def empty(exit_code: int | None = None) -> dict[str, Any]:
@@ -167,9 +175,11 @@ def read_store_run(run_dir: Path) -> dict[str, Any]:
     history: dict[int, dict[str, Any]] = {}
     for rec in run_store.read_metrics(run_dir)[0]:
         row = history.setdefault(int(rec.get("step", 0)), {})
-        row.update({k: v for k, v in rec.items() if k not in DROP and not k.startswith("_")})
+        row.update({k: _number(v) for k, v in rec.items() if k not in DROP and not k.startswith("_")})
     _store_media(run_dir, history)
-    summary = status.get("summary") if isinstance(status.get("summary"), dict) else status.get("final") or {}
+    summary = run_store.read_json(run_dir / "summary.json", None)
+    if not isinstance(summary, dict):
+        summary = status.get("summary") if isinstance(status.get("summary"), dict) else status.get("final") or {}
     obs = empty()
     obs.update(
         state=status.get("state"), project=cfg.get("project", cfg.get("task")), name=cfg.get("name"),

@@ -6,6 +6,7 @@ the text is unchanged. Each run gets its own folder: the script's working direct
 and WANDB_DIR (real wandb), the runs root (jaxdash) or TRACKIO_DIR (trackio).
 
 Header lines a probe may carry (anywhere, as comments):
+    # call: `wandb.init(dir=)`                  the W&B call it exercises (the README's table)
     # env: WANDB_NAME=fancy WANDB_TAGS=a,b    environment variables for the script
     # expect: {"state": "stopped"}            fields of W&B's own observation replaced by what the issue
                                               asks for (where W&B itself loses data, e.g. on SIGTERM)
@@ -35,6 +36,7 @@ class Probe:
 
     name: str
     path: Path
+    call: str = ""
     env: dict[str, str] = field(default_factory=dict)
     expect: dict[str, Any] = field(default_factory=dict)
 
@@ -62,7 +64,9 @@ def load_probe(path: Path) -> Probe:
     if "import wandb" not in lines:
         raise ValueError(f"{path}: a probe must hold the line `import wandb` (the one line a user switches)")
     for n, line in enumerate(lines, 1):
-        if line.startswith("# env:"):
+        if line.startswith("# call:"):
+            probe.call = line[len("# call:") :].strip()
+        elif line.startswith("# env:"):
             for pair in shlex.split(line[len("# env:") :]):
                 key, sep, value = pair.partition("=")
                 if not sep:
@@ -132,4 +136,7 @@ def run_probe(probe: Probe, impl: str, tmp: Path) -> Result:
     except subprocess.TimeoutExpired as exc:
         out = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else exc.stdout or ""
         return Result(impl, probe, -999, out, f"timed out after {TIMEOUT_S:.0f} s", tmp)
-    return Result(impl, probe, proc.returncode, proc.stdout, proc.stderr, tmp)
+    rc = (
+        128 - proc.returncode if proc.returncode < 0 else proc.returncode
+    )  # killed by signal N: 128 + N, as a shell says
+    return Result(impl, probe, rc, proc.stdout, proc.stderr, tmp)

@@ -1,3 +1,4 @@
+# call: `wandb.alert(title, text, level=wandb.AlertLevel.WARN)`
 import wandb
 
 run = wandb.init(project="probe")

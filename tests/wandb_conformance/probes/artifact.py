@@ -1,3 +1,4 @@
+# call: `wandb.Artifact`, `add_file`, `run.log_artifact`
 from pathlib import Path
 
 import wandb

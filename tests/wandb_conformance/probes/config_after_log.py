@@ -1,3 +1,4 @@
+# call: config set after logging
 import wandb
 
 run = wandb.init(project="probe")

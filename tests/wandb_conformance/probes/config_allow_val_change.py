@@ -1,3 +1,4 @@
+# call: `config.update(d, allow_val_change=True)`
 import wandb
 
 run = wandb.init(project="probe", config={"lr": 0.1})

@@ -1,3 +1,4 @@
+# call: `config.x`, `config["x"]`, `in`, `get`, `keys`
 import wandb
 
 run = wandb.init(project="probe", config={"lr": 0.01, "layers": [64, 32]})

@@ -1,3 +1,4 @@
+# call: `wandb.config.x = v`, `wandb.config["x"] = v` after init
 import wandb
 
 wandb.init(project="probe")

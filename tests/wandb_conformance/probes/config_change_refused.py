@@ -1,3 +1,4 @@
+# call: `config.update` changing a value without allow_val_change
 import wandb
 
 run = wandb.init(project="probe", config={"lr": 0.1})

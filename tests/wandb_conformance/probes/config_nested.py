@@ -1,3 +1,4 @@
+# call: nested dicts in `config`
 import wandb
 
 run = wandb.init(project="probe", config={"optimizer": {"name": "adam", "lr": 0.001}, "model": {"depth": 4}})

@@ -1,3 +1,4 @@
+# call: `config.setdefaults(dict)`
 import wandb
 
 run = wandb.init(project="probe", config={"lr": 0.5})

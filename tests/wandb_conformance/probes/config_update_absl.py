@@ -1,3 +1,4 @@
+# call: `config.update(absl.flags.FLAGS)`
 import wandb
 from absl import flags
 

@@ -1,3 +1,4 @@
+# call: `config.update(dict)`, `run.config.update`
 import wandb
 
 run = wandb.init(project="probe", config={"lr": 0.1})

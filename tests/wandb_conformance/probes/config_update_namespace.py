@@ -1,3 +1,4 @@
+# call: `config.update(argparse.Namespace)`
 import argparse
 
 import wandb

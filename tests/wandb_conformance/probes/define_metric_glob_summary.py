@@ -1,3 +1,4 @@
+# call: `define_metric("val/*", summary="max")`
 import wandb
 
 run = wandb.init(project="probe")

@@ -1,3 +1,4 @@
+# call: `define_metric(hidden=True)`
 import wandb
 
 run = wandb.init(project="probe")

@@ -1,3 +1,4 @@
+# call: `define_metric(name)`, `define_metric("val/*", step_metric=)`
 import wandb
 
 run = wandb.init(project="probe")

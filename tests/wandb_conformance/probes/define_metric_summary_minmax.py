@@ -1,3 +1,4 @@
+# call: `define_metric(summary="min"/"max")`
 import wandb
 
 run = wandb.init(project="probe")

@@ -1,3 +1,4 @@
+# call: `WANDB_RUN_GROUP`, `WANDB_TAGS`, `WANDB_NOTES`, `WANDB_JOB_TYPE`
 import wandb
 
 # env: WANDB_RUN_GROUP=env-group WANDB_TAGS=a,b WANDB_NOTES=from-env WANDB_JOB_TYPE=eval

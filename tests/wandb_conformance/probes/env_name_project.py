@@ -1,3 +1,4 @@
+# call: `WANDB_NAME`, `WANDB_PROJECT`
 import wandb
 
 # env: WANDB_NAME=env-run WANDB_PROJECT=env-project

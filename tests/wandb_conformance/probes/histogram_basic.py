@@ -1,3 +1,4 @@
+# call: `wandb.Histogram(values)` per step
 import numpy as np
 import wandb
 

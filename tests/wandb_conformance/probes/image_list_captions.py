@@ -1,3 +1,4 @@
+# call: a list of `wandb.Image` with captions
 import numpy as np
 import wandb
 

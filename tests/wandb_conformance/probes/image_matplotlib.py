@@ -1,3 +1,4 @@
+# call: `wandb.Image(matplotlib figure)`
 import matplotlib
 import wandb
 

@@ -1,3 +1,4 @@
+# call: `wandb.Image(array, caption=)` at every step
 import numpy as np
 import wandb
 

@@ -1,3 +1,4 @@
+# call: `wandb.init(project, config)`, `run.log`, `run.finish`
 import wandb
 
 run = wandb.init(project="probe", config={"lr": 0.01, "epochs": 3})

@@ -1,3 +1,4 @@
+# call: `init(config=argparse.Namespace)`
 import argparse
 
 import wandb

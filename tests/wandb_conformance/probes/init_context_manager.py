@@ -1,3 +1,4 @@
+# call: `with wandb.init() as run:`
 import wandb
 
 with wandb.init(project="probe", config={"lr": 3e-4}) as run:

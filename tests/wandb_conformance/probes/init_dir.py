@@ -1,3 +1,4 @@
+# call: `init(dir=)`
 import os
 
 import wandb

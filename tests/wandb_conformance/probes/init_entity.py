@@ -1,3 +1,4 @@
+# call: `init(entity=, anonymous=, sync_tensorboard=, monitor_gym=)`
 import wandb
 
 run = wandb.init(entity="my-team", project="probe", anonymous="allow", sync_tensorboard=False, monitor_gym=False)

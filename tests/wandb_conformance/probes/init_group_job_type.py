@@ -1,3 +1,4 @@
+# call: `init(group=, job_type=)`
 import wandb
 
 run = wandb.init(project="probe", group="exp-1", job_type="worker", config={"worker": 3})

@@ -1,3 +1,4 @@
+# call: `init(mode="disabled")`
 import wandb
 
 run = wandb.init(project="probe", mode="disabled", config={"lr": 1})

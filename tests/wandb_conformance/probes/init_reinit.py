@@ -1,3 +1,4 @@
+# call: `init(reinit=True)`: one run after another (cross-validation folds)
 import wandb
 
 for fold in range(2):

@@ -1,3 +1,4 @@
+# call: `init(reinit="create_new")`: two runs at once
 import wandb
 
 a = wandb.init(project="probe", name="a", reinit="create_new")

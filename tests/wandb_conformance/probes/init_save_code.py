@@ -1,3 +1,4 @@
+# call: `init(save_code=True, job_type=)`
 import wandb
 
 run = wandb.init(project="probe", save_code=True, job_type="train")

@@ -1,3 +1,4 @@
+# call: `init(settings=wandb.Settings(...))`
 import wandb
 
 run = wandb.init(project="probe", settings=wandb.Settings(console="off", quiet=True))

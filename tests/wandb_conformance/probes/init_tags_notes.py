@@ -1,3 +1,4 @@
+# call: `init(tags=, notes=)`
 import wandb
 
 run = wandb.init(project="probe", tags=["baseline", "jax"], notes="first try with the small model")

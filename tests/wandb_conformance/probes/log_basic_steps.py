@@ -1,3 +1,4 @@
+# call: `wandb.log(dict)`: one step per call
 import wandb
 
 wandb.init(project="probe")

@@ -1,3 +1,4 @@
+# call: `log(a, commit=False); log(b)`: one step
 import wandb
 
 run = wandb.init(project="probe")

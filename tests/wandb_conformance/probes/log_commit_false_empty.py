@@ -1,3 +1,4 @@
+# call: `log(commit=False)` then `log({})`
 import wandb
 
 run = wandb.init(project="probe")

@@ -1,3 +1,4 @@
+# call: `log(step=)`
 import wandb
 
 run = wandb.init(project="probe")

@@ -1,3 +1,4 @@
+# call: NaN and inf in `log`
 import wandb
 
 run = wandb.init(project="probe")

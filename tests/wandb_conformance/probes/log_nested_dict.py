@@ -1,3 +1,4 @@
+# call: nested dicts in `log` (W&B keys `a.b`)
 import wandb
 
 run = wandb.init(project="probe")

@@ -1,3 +1,4 @@
+# call: a NumPy array in `log` (a histogram)
 import numpy as np
 import wandb
 

@@ -1,3 +1,4 @@
+# call: NumPy scalars and 0-d arrays in `log`
 import numpy as np
 import wandb
 

@@ -1,3 +1,4 @@
+# call: `log(step=)` below the current step: dropped
 import wandb
 
 run = wandb.init(project="probe")

@@ -1,3 +1,4 @@
+# call: `log(step=s)` twice: merged into one step
 import wandb
 
 run = wandb.init(project="probe")

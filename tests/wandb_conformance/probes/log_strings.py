@@ -1,3 +1,4 @@
+# call: strings in `log`
 import wandb
 
 run = wandb.init(project="probe")

@@ -1,3 +1,4 @@
+# call: `wandb.login()`, `wandb.termlog()`
 import wandb
 
 wandb.login(anonymous="never", relogin=False)

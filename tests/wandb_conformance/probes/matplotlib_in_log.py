@@ -1,3 +1,4 @@
+# call: a matplotlib figure in `log`
 import matplotlib
 import wandb
 

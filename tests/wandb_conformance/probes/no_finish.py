@@ -1,3 +1,4 @@
+# call: no `finish()`: finished at exit, every row kept
 import wandb
 
 run = wandb.init(project="probe", config={"lr": 0.1})

@@ -1,3 +1,4 @@
+# call: no `finish()` with a step left open by `commit=False`
 import wandb
 
 run = wandb.init(project="probe")

@@ -1,3 +1,4 @@
+# call: `wandb.plot.confusion_matrix`
 import wandb
 
 run = wandb.init(project="probe")

@@ -1,3 +1,4 @@
+# call: `wandb.plot.line`
 import wandb
 
 run = wandb.init(project="probe")

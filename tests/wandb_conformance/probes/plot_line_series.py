@@ -1,3 +1,4 @@
+# call: `wandb.plot.line_series`
 import wandb
 
 run = wandb.init(project="probe")

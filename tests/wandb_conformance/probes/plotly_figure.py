@@ -1,3 +1,4 @@
+# call: `wandb.Plotly(fig)` and a plotly figure in `log`
 import plotly.graph_objects as go
 import wandb
 

@@ -1,3 +1,4 @@
+# call: `run.project/.name/.id/.step/.dir/.group/.job_type/.notes/.tags`, `wandb.run`
 import os
 
 import wandb

@@ -1,3 +1,4 @@
+# call: `run.step` through commit=False and step=
 import wandb
 
 run = wandb.init(project="probe")

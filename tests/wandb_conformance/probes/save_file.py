@@ -1,3 +1,4 @@
+# call: `wandb.save(path)`
 from pathlib import Path
 
 import wandb

@@ -1,3 +1,4 @@
+# call: SIGTERM: every row kept, state stopped
 # expect: {"state": "stopped", "history": {"0": {"loss": 1.0}, "1": {"loss": 0.5}, "2": {"loss": 0.25}}, "summary": {"loss": 0.25}}
 import os
 import signal

@@ -1,3 +1,4 @@
+# call: `run.summary[k] = v`, `summary.k = v`, `wandb.summary`, `summary.update`
 import wandb
 
 run = wandb.init(project="probe")

@@ -1,3 +1,4 @@
+# call: summary = last logged value; read back; overwritten
 import wandb
 
 run = wandb.init(project="probe")

@@ -1,3 +1,4 @@
+# call: string values in `summary`
 import wandb
 
 run = wandb.init(project="probe")

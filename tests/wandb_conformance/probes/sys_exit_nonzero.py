@@ -1,3 +1,4 @@
+# call: `sys.exit(3)`: state failed, exit code kept
 import sys
 
 import wandb

@@ -1,3 +1,4 @@
+# call: `wandb.Table(columns=, data=)`
 import wandb
 
 run = wandb.init(project="probe")

@@ -1,3 +1,4 @@
+# call: `wandb.Table(dataframe=)`
 import pandas as pd
 import wandb
 

@@ -1,3 +1,4 @@
+# call: an uncaught exception: rows kept, state failed
 import wandb
 
 run = wandb.init(project="probe")
