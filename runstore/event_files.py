@@ -103,6 +103,7 @@ class RecordReader:
     def __init__(self, path: Path, logdir: Path) -> None:
         self.path, self.logdir = Path(path), Path(logdir)
         self.offset = 0
+        self.more = False  # the last call stopped at READ_BUDGET with complete records left: read again
 
     def records(self) -> Iterator[bytes]:
         """The complete records appended since the last call.
@@ -114,8 +115,11 @@ class RecordReader:
         fd = open_event_file(self.path, self.logdir)
         try:
             size = os.fstat(fd).st_size
-            budget = READ_BUDGET
-            while size - self.offset >= HEADER and budget > 0:
+            budget, self.more = READ_BUDGET, False
+            while size - self.offset >= HEADER:
+                if budget <= 0:
+                    self.more = True
+                    return
                 data = self._next(fd, size)
                 if data is None:
                     return  # the rest of this record is not written yet

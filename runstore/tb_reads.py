@@ -126,6 +126,8 @@ class EventFile:
         if isinstance(error, FileNotFoundError):
             return None  # deleted since it was listed
         self.damage = f"{self.name}: {why(error)}" if error is not None else None
+        if self.loader.reader.more:
+            self.key = ()  # stopped at its read budget: the next sync reads on, though the file did not change
         return events
 
 

@@ -122,3 +122,24 @@ def test_jaxdash_logdir_flag_sets_the_env_and_names_a_bad_folder(tmp_path: Path)
     assert env["JAXDASH_LOGDIR"] == str(tmp_path.resolve())
     with pytest.raises(SystemExit, match="--logdir .*nope: not a folder"):
         cli.command(["--logdir", str(tmp_path / "nope")])
+
+
+def test_a_file_over_one_read_budget_is_read_on_over_the_next_syncs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each sync reads at most READ_BUDGET bytes of a file; the rest comes with the next syncs, though the file no
+    longer changes."""
+    from runstore import event_files
+
+    logs, runs = tmp_path / "logs", tmp_path / "runs"
+    writer = SummaryWriter(str(logs / "big"))
+    for s in range(50):
+        writer.add_scalar("loss", 1.0 / (s + 1), s)
+    writer.close()
+    monkeypatch.setattr(event_files, "READ_BUDGET", 400)  # ~10 scalar events
+    mirror = tb_logdir.mirror_root(runs) / "big"
+    tb_logdir.sync(logs, runs)
+    assert 0 < len(_steps(mirror, "loss")) < 50
+    for _ in range(20):
+        tb_logdir.sync(logs, runs)
+    assert _steps(mirror, "loss") == list(range(50))
