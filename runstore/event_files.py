@@ -17,6 +17,7 @@ import errno
 import os
 import stat
 import struct
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -43,7 +44,7 @@ MAX_RECORD = 32 * 2**20
 # fields are ~45 MB parsed and ~0.4 s to count; a scalar, image or histogram event has a few dozen.
 MAX_FIELDS = 500_000
 COUNT_FROM = 64 * 2**10  # records smaller than this are parsed without counting (at most ~3 MB parsed)
-READ_BUDGET = 64 * 2**20  # bytes read from one file per call: a huge file is read over several syncs
+READ_BUDGET = 16 * 2**20  # bytes read from one file per call (~300,000 scalar events): a huge file shows as it is read
 HEADER = 12  # 8-byte length + its 4-byte masked CRC
 NOT_INSIDE = "a link leaving the logdir (not followed)"
 
@@ -104,6 +105,7 @@ class RecordReader:
         self.path, self.logdir = Path(path), Path(logdir)
         self.offset = 0
         self.more = False  # the last call stopped at READ_BUDGET with complete records left: read again
+        self.progress_at = 0.0  # time.monotonic() of the last record read: a slow read still moves, a stalled one not
 
     def records(self) -> Iterator[bytes]:
         """The complete records appended since the last call.
@@ -151,6 +153,7 @@ class RecordReader:
         if length >= COUNT_FROM and count_fields(data, MAX_FIELDS) > MAX_FIELDS:
             raise DamagedEventFile(f"record at byte {at:,} holds over {MAX_FIELDS:,} protobuf fields (not parsed)")
         self.offset = at + HEADER + length + 4
+        self.progress_at = time.monotonic()
         return data
 
 

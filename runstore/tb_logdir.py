@@ -213,7 +213,7 @@ def sync(root: Path, runs_root: Path, now: float | None = None) -> list[Path]:
 def _write_status(
     mirror: Path, files: list[tuple[Path, str]], records: list[dict[str, Any]], now: float, damage: list[str]
 ) -> None:
-    """status.json of a mirror: state from the newest event file's age, or its damage; rewritten only when it changes."""
+    """status.json of a mirror: state from the newest event file's age, or its damage; rewritten only on a change."""
     newest = max((_mtime(p) for p, _ in files), default=0.0)
     state = "damaged" if damage else "running" if now - newest < RECENT_S else "finished"
     old = run_store.read_json(mirror / "status.json", {}) or {}

@@ -22,7 +22,7 @@ from typing import Any
 from runstore.event_files import BoundedEventFileLoader, DamagedEventFile
 
 MAX_THREADS = 4  # reading threads of one sync (each holds at most one record and its parse: event_files.MAX_RECORD)
-READ_LIMIT_S = 5.0  # how long a sync waits for its reads; a file still reading after it shows as its run's damage
+READ_LIMIT_S = 5.0  # how long a sync waits for its reads; a read without a record for this long is its run's damage
 Event = tuple[float, int, list[tuple[str, float]]]  # wall time, step, scalar values (tags with the split prefix)
 
 
@@ -112,10 +112,10 @@ class EventFile:
             future.set_exception(exc)
 
     def collect(self) -> list[Event] | None:
-        """The events of the finished read ([] while it runs, or on damage, which `damage` says); None if the file is gone."""
+        """The events of the finished read ([] while it runs, or on damage: see `damage`); None if the file is gone."""
         if self.future is None or not self.future.done():
             running = self.future is not None and self.started is not None
-            if running and time.monotonic() - self.started > READ_LIMIT_S:
+            if running and time.monotonic() - max(self.started, self.loader.reader.progress_at) > READ_LIMIT_S:
                 self.damage = f"{self.name}: no answer within {READ_LIMIT_S:.0f} s (a stalled disk or mount?)"
             return []
         future, self.future, self.started = self.future, None, None
