@@ -15,6 +15,7 @@ what it keeps: exit code, printed lines, config and history.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import subprocess
 import sys
@@ -82,7 +83,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=2, help="probes run at a time (default 2)")
     ap.add_argument("--keep", action="store_true", help="keep the probes' folders (printed) for inspection")
     ap.add_argument("--markdown", action="store_true", help="also print the README's table of calls")
+    ap.add_argument("--jaxdash-path", help="run jaxdash from this checkout (e.g. an older commit's `git archive`)")
     args = ap.parse_args(argv)
+    if args.jaxdash_path:
+        os.environ["CONFORMANCE_JAXDASH_PATH"] = str(Path(args.jaxdash_path).resolve())
     impls = ["jaxdash"] + (["trackio"] if args.trackio and ensure_trackio() else [])
     probes = [p for p in running.all_probes() if args.k in p.name]
     root = Path(tempfile.mkdtemp(prefix="wandb-conformance-"))

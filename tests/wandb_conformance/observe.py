@@ -185,7 +185,7 @@ def read_store_run(run_dir: Path) -> dict[str, Any]:
         state=status.get("state"), project=cfg.get("project", cfg.get("task")), name=cfg.get("name"),
         run_id=run_dir.name, group=_first("group", cfg, status), job_type=_first("job_type", cfg, status),
         tags=list(_first("tags", cfg, status, page) or []), notes=_first("notes", cfg, status, page),
-        config=cfg.get("config", {}), summary=dict(summary), history=history, created=cfg.get("created", 0),
+        config=cfg.get("config", {}), summary={k: _number(v) for k, v in summary.items()}, history=history, created=cfg.get("created", 0),
     )  # fmt: skip
     return obs
 

@@ -105,7 +105,7 @@ def _env(impl: str, probe: Probe, tmp: Path) -> dict[str, str]:
         env["WANDB_DIR"] = str(tmp / "wandb")
     elif impl == "jaxdash":
         env["JAXDASH_RUNS"] = str(tmp / "runs")
-        env["PYTHONPATH"] = str(REPO)
+        env["PYTHONPATH"] = os.environ.get("CONFORMANCE_JAXDASH_PATH", str(REPO))  # another checkout's jaxdash
         env["JAXDASH_WARM_WORKER"] = "0"
     else:
         env["TRACKIO_DIR"] = str(tmp / "trackio")
