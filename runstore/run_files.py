@@ -13,10 +13,12 @@ is replaced, never written through). Readers skip links, damaged lines and other
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
 import time
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -135,3 +137,101 @@ def alerts(run_dir: Path) -> list[dict[str, Any]]:
         if isinstance(doc, dict) and isinstance(doc.get("title"), str):
             out.append(doc)
     return out
+
+
+# -- readers for the page (Run detail's files, artifacts and alerts; the Runs table's alert count) ----------
+
+SMALL_FILE = 8 << 20  # a file up to this size gets a download button (read when the page draws it)
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """One file a run kept: its path relative to its folder (files/ or the artifact version), size and place."""
+
+    name: str
+    size: int
+    path: Path
+
+
+@dataclass(frozen=True)
+class ArtifactEntry:
+    """One logged artifact version: its manifest's name, type, version, aliases and description, its files."""
+
+    name: str
+    type: str
+    version: str
+    aliases: tuple[str, ...]
+    description: str
+    files: tuple[FileEntry, ...]
+    references: tuple[str, ...]
+
+    @property
+    def size(self) -> int:
+        """Bytes of its files together."""
+        return sum(f.size for f in self.files)
+
+
+def _entry(folder: Path, rel: str) -> FileEntry | None:
+    path = Path(folder) / rel
+    try:
+        st = path.lstat()
+    except OSError:
+        return None
+    regular = safe_files.is_regular(path) and safe_files.inside(folder, path)
+    return FileEntry(rel, st.st_size, path) if regular else None
+
+
+def saved_file_entries(run_dir: Path) -> list[FileEntry]:
+    """What `wandb.save` kept under files/, with sizes, by path; links skipped."""
+    root = Path(run_dir) / "files"
+    return [e for e in (_entry(root, rel) for rel in saved_files(run_dir)) if e is not None]
+
+
+def artifact_entries(run_dir: Path) -> list[ArtifactEntry]:
+    """Every logged artifact version (artifacts/logged/<name>/v<N>/manifest.json) with its files' sizes."""
+    out = []
+    for doc in artifact_manifests(run_dir):
+        folder = Path(doc["path"])
+        listed = doc.get("files") if isinstance(doc.get("files"), list) else []
+        names = [safe_relative(str(f)) for f in listed]
+        files = tuple(e for e in (_entry(folder, n) for n in names if n) if e is not None)
+        aliases = doc.get("aliases") if isinstance(doc.get("aliases"), list) else []
+        refs = doc.get("references") if isinstance(doc.get("references"), list) else []
+        out.append(
+            ArtifactEntry(
+                name=str(doc.get("name") or folder.parent.name),
+                type=str(doc.get("type") or ""),
+                version=str(doc.get("version") or folder.name),
+                aliases=tuple(str(a) for a in aliases),
+                description=str(doc.get("description") or ""),
+                files=files,
+                references=tuple(str(r.get("uri", r)) if isinstance(r, dict) else str(r) for r in refs),
+            )
+        )
+    return out
+
+
+def read_small(entry: FileEntry, limit: int = SMALL_FILE) -> bytes | None:
+    """The bytes of a listed file when it is at most `limit` bytes, else (or when it is gone) None."""
+    if entry.size > limit:
+        return None
+    try:
+        data = safe_files.read_regular(entry.path, limit + 1)
+    except OSError:
+        return None
+    return data if len(data) <= limit else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _count_alerts(path: str, mtime_ns: int, size: int) -> int:
+    return len(alerts(Path(path).parent))
+
+
+def alert_count(run_dir: Path) -> int:
+    """How many alerts a run raised (alerts.jsonl re-read only when it changed): the Runs table's badge."""
+    path = Path(run_dir) / "alerts.jsonl"
+    try:
+        st = path.lstat()
+    except OSError:
+        return 0
+    return _count_alerts(str(path), st.st_mtime_ns, st.st_size) if safe_files.is_regular(path) else 0

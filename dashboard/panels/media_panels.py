@@ -15,7 +15,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from dashboard.panels import media
+from dashboard.panels import image_steps_panel, media
 from dashboard.panels.inplace_chart import inplace_chart
 from runstore import tb_logdir
 from runstore.metrics.metric_table import MetricTable
@@ -49,9 +49,11 @@ def figure_panels(run_dir: Path, key: str) -> int:
     return len(found)
 
 
-def image_panels(run_dir: Path) -> int:
-    """Each tag's latest image with when it was written; returns how many."""
-    found = media.images(run_dir)
+def image_panels(run_dir: Path, key: str = "media") -> int:
+    """Each tag's images at a chosen step (image_steps_panel), else its latest image with when it was written;
+    returns how many tags."""
+    stepped = image_steps_panel.draw(run_dir, key)  # logged per step: a slider, captions
+    found = [p for p in media.images(run_dir) if p.stem not in stepped]
     cols = st.columns(min(3, len(found))) if found else []
     for i, path in enumerate(found):
         try:
@@ -60,7 +62,7 @@ def image_panels(run_dir: Path) -> int:
         except OSError:
             continue  # replaced while listed: the next refresh shows the new one
         cols[i % len(cols)].image(data, caption=f"{path.stem.replace('__', '/')} (written {when})")
-    return len(found)
+    return len(found) + len(stepped)
 
 
 def table_panels(run_dir: Path) -> int:
@@ -100,5 +102,5 @@ def media_section(run_dir: Path, records: MetricTable, key: str) -> None:
     if scalars:
         scalar_panels(records, key)
     figure_panels(run_dir, key)
-    image_panels(run_dir)
+    image_panels(run_dir, key)
     table_panels(run_dir)

@@ -1,6 +1,8 @@
 """The runs table as data: one row per run with its notes and final metrics, filters and free-text search.
 
-No Streamlit here (the page draws it); reading a run's notes is one small file per run.
+"group" is a population (runs trained together, status.json "group"); "wandb group" is a W&B script's
+`group=` (config.json "wandb_group"): runs shown together, each with its own state and config. No Streamlit
+here (the page draws it); a run's notes, W&B fields and alert count are small files, re-read when changed.
 """
 
 from __future__ import annotations
@@ -15,11 +17,11 @@ from typing import Any
 import pandas as pd
 
 from dashboard.panels.compare_data import sort_tags
-from runstore import run_notes, run_store
+from runstore import run_files, run_notes, run_store, wandb_reads
 
 ACTIVE = ("queued", "starting", "running")
 PROBLEMS = ("failed", "diverged", "crashed", "damaged")
-BASE_COLUMNS = ["name", "tags", "group", "task", "status", "config"]
+BASE_COLUMNS = ["name", "tags", "group", "wandb group", "job type", "task", "status", "alerts", "config"]
 TAIL_COLUMNS = ["duration", "started", "message", "run_id", "search"]
 
 
@@ -31,6 +33,8 @@ class Filters:
     tasks: list[str] = field(default_factory=list)
     groups: list[str] = field(default_factory=list)
     tags: list[str] = field(default_factory=list)
+    wandb_groups: list[str] = field(default_factory=list)
+    job_types: list[str] = field(default_factory=list)
     text: str = ""
 
 
@@ -54,16 +58,21 @@ def frame(
         s, final = r.status, r.status.get("final") or {}
         finals |= set(final)
         notes = run_notes.load(r.path)
+        meta = wandb_reads.wandb_meta(r.path)
         config = key_config(r.task, r.config)
         started = s.get("started") or r.created
         text = [notes.display_name, r.name, r.run_id, r.task, config, json.dumps(r.config), notes.notes, *notes.tags]
+        text += [meta.group, meta.job_type]
         rows.append(
             {
                 "name": notes.display_name or r.name,
                 "tags": notes.tags,
                 "group": short_group(s.get("group")),
+                "wandb group": meta.group or None,
+                "job type": meta.job_type or None,
                 "task": r.task,
                 "status": s.get("state", "?"),
+                "alerts": run_files.alert_count(r.path) or None,
                 "config": config,
                 **{f"final {m}": v for m, v in final.items() if isinstance(v, (int, float))},
                 "duration": _duration(s, r.created),
@@ -91,6 +100,8 @@ def choices(df: pd.DataFrame) -> dict[str, list[str]]:
         "tasks": sorted(df["task"].dropna().unique()),
         "groups": sorted(df["group"].dropna().unique()),
         "tags": tags,
+        "wandb_groups": sorted(df["wandb group"].dropna().unique()),
+        "job_types": sorted(df["job type"].dropna().unique()),
     }
 
 
@@ -103,9 +114,24 @@ def apply(df: pd.DataFrame, f: Filters) -> pd.DataFrame:
         keep &= df["task"].isin(f.tasks)
     if f.groups:
         keep &= df["group"].isin(f.groups)
+    if f.wandb_groups:
+        keep &= df["wandb group"].isin(f.wandb_groups)
+    if f.job_types:
+        keep &= df["job type"].isin(f.job_types)
     if f.tags:
         wanted = set(f.tags)
         keep &= df["tags"].map(lambda ts: bool(wanted & set(ts)))
     for word in f.text.lower().split():
         keep &= df["search"].str.contains(word, regex=False)
     return df[keep]
+
+
+def by_wandb_group(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows with each W&B group's runs together (groups by name, runs without one last), each run a row."""
+    order = df["wandb group"].isna().to_numpy(), df["wandb group"].fillna("").str.lower().to_numpy()
+    return df.iloc[sorted(range(len(df)), key=lambda i: (order[0][i], order[1][i]))]
+
+
+def wandb_group_ids(df: pd.DataFrame, group: str) -> list[str]:
+    """The run ids of one W&B group."""
+    return list(df.loc[df["wandb group"] == group, "run_id"])

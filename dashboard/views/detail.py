@@ -19,6 +19,9 @@ from dashboard import state
 from dashboard.forms import groups
 from dashboard.forms.widgets import status_badge
 from dashboard.panels import (
+    alerts_panel,
+    defined_grids,
+    histogram_panel,
     inplace_chart,
     live_numbers,
     media_panels,
@@ -26,9 +29,11 @@ from dashboard.panels import (
     panels,
     pbt_panels,
     refresh_trigger,
+    run_files_panel,
     run_sections,
+    wandb_run_panel,
 )
-from runstore import artifacts, launch_files, run_store
+from runstore import artifacts, launch_files, run_store, wandb_reads
 from runstore.metrics.metric_table import MetricTable
 
 DETAIL_REFRESH_S = 1.0  # slower than Live: this page also redraws the confusion matrix and images
@@ -43,12 +48,17 @@ DETAIL_OUTPUT_MS = 10_000
 DETAIL_PANEL_KEY = "detail_panel"
 
 
-def results(run: run_store.RunInfo, records: MetricTable, fed: bool = False) -> None:
+def results(run: run_store.RunInfo, records: MetricTable, fed: bool = False, defs: dict | None = None) -> None:
     """Final metrics, the task's panels (config.json "panels"), then its test report when it wrote one.
 
     fed: the panels' curves append the run's new records in the browser (chart_feed).
+    defs: the run's define_metric definitions (a metric defined hidden gets no tile, chart or histogram).
     """
-    final = run.status.get("final") or {}
+    final = {
+        k: v
+        for k, v in (run.status.get("final") or {}).items()
+        if not wandb_reads.definition(defs or {}, k).get("hidden")
+    }
     if final:
         cols = st.columns(min(4, len(final)))
         for i, (tag, v) in enumerate(final.items()):
@@ -57,6 +67,7 @@ def results(run: run_store.RunInfo, records: MetricTable, fed: bool = False) -> 
     panel_kinds.draw(run.path, kinds, records, run.status, f"detail_{run.run_id}", fed=fed)
     pbt_panels.member_panel(run, records, f"detail_pbt_{run.run_id}")  # PBT: its lr and copies
     media_panels.media_section(run.path, records, f"detail_media_{run.run_id}")  # the run's own figures, images, tables
+    histogram_panel.section(run.path, f"detail_hist_{run.run_id}", defs)  # wandb.Histogram: per step, over steps
     report, problem = artifacts.classification(run.path)
     if problem:
         st.warning(f"artifacts/tables/{problem}; not shown.")
@@ -161,10 +172,15 @@ def summary(run: run_store.RunInfo, was_active: bool, polled_ids: list[str] | No
     with head[3]:
         panels.resume_control(run.path, status, "detail_resume")
     panels.problem_message(status)
+    alerts_panel.alerts_section(run.path)  # wandb.alert: above the charts, where it is seen
+    alerts_panel.events_section(status)  # e.g. a write gap on a full disk
     fed = bool(polled_ids) and state.is_active(status)
     live_numbers.follow(run.run_id, DETAIL_PANEL_KEY, tiles=False, on=fed)
-    results(run, records, fed)
-    run_sections.metric_grids(run, records, f"detail_all_{run.run_id}", state.is_active(status))
+    defs = wandb_reads.wandb_meta(run.path).define_metric
+    results(run, records, fed, defs)
+    defined_grids.metric_grids(run, records, f"detail_all_{run.run_id}", defs, state.is_active(status))
+    wandb_run_panel.summary_section(run.path)
+    run_files_panel.section(run.path, f"detail_files_{run.run_id}")
     run_sections.process_output(run.path, state.is_active(status))
     if was_active and not state.is_active(status):
         st.rerun()  # full rerun: final results, and no more refresh timer
@@ -192,6 +208,7 @@ def page() -> None:
         damaged(run)
         return
     run_sections.notes_header(run)
+    wandb_run_panel.header(run.path)  # W&B group, job type (a W&B group is no population)
     group = groups.group_of(run)
     if group:
         st.caption(f"Member {run.status.get('member')} of population `{group}`; the Live page shows all its members.")

@@ -15,6 +15,11 @@ from runstore import run_notes, run_store
 
 COLUMN_CONFIG = {
     "tags": st.column_config.ListColumn("tags"),
+    "group": st.column_config.TextColumn("population", help="Runs trained together (one process, vmapped)."),
+    "wandb group": st.column_config.TextColumn(
+        "W&B group", help="A W&B script's group=: runs shown together, each with its own state and config."
+    ),
+    "alerts": st.column_config.NumberColumn("alerts", format="%d ⚠", help="Alerts the run raised (wandb.alert)."),
     "started": st.column_config.DatetimeColumn("started", format="YYYY-MM-DD HH:mm:ss"),
     "duration": st.column_config.NumberColumn("duration (s)", format="%.1f"),
 }
@@ -25,18 +30,21 @@ def runs_frame(runs: list[run_store.RunInfo]) -> pd.DataFrame:
     return runs_index.frame(runs, panels.key_config, groups.short_id)
 
 
+FILTERS = {"states": "Status", "tasks": "Task", "groups": "Population", "tags": "Tag"}
+WANDB_FILTERS = {"wandb_groups": "W&B group", "job_types": "Job type"}  # offered when a run has one
+
+
 def filters(df: pd.DataFrame) -> runs_index.Filters:
-    """Search box and one multi-select per filter (status, task, population, tag)."""
+    """Search box and one multi-select per filter (status, task, population, tag; W&B group and job type)."""
     options = runs_index.choices(df)
-    c = st.columns([3, 2, 2, 2, 2])
+    shown = FILTERS | {name: label for name, label in WANDB_FILTERS.items() if options[name]}
+    c = st.columns([3] + [2] * len(shown))
     text = c[0].text_input(
         "Search", key="runs_search", placeholder="name, settings, notes…", help="Every word must occur."
     )
     picked = {
         name: col.multiselect(label, options[name], key=f"runs_filter_{name}", placeholder="all")
-        for col, (name, label) in zip(
-            c[1:], {"states": "Status", "tasks": "Task", "groups": "Population", "tags": "Tag"}.items(), strict=True
-        )
+        for col, (name, label) in zip(c[1:], shown.items(), strict=True)
     }
     return runs_index.Filters(text=text, **picked)
 
@@ -66,7 +74,7 @@ REFRESH_S = 2.0  # while a run is active: a new run or state shows in the table 
 # the whole table canvas (every 2 s: ~640 messages and 2.0 s of Chromium CPU a minute here; every 5 s,
 # 209 messages and 1.8 s; every 15 s, 76 and 1.2 s, a page with nothing to follow ~0.95: page_probe runs).
 RECORDS_REFRESH_S = 15.0
-FILTER_KEYS = ("runs_search", "runs_filter_states", "runs_filter_tasks", "runs_filter_groups", "runs_filter_tags")
+FILTER_KEYS = ("runs_search", *(f"runs_filter_{name}" for name in (*FILTERS, *WANDB_FILTERS)))
 
 
 def _select(ids: list[str], table_key: str, shown: list[str]) -> None:
@@ -99,6 +107,25 @@ def select_groups(
             )
 
 
+def select_wandb_groups(
+    df: pd.DataFrame, selected: list[run_store.RunInfo], row: object, table_key: str, shown: list[str]
+) -> None:
+    """A button per W&B group the selection touches but does not hold whole: select all its runs."""
+    chosen = {r.run_id for r in selected}
+    by_id = dict(zip(df["run_id"], df["wandb group"], strict=True))
+    for group in dict.fromkeys(g for g in (by_id.get(r.run_id) for r in selected) if isinstance(g, str)):
+        ids = runs_index.wandb_group_ids(df, group)
+        if not set(ids) <= chosen:
+            row.button(  # type: ignore[attr-defined]
+                f"Select whole W&B group ({len(ids)})",
+                icon=":material/select_all:",
+                key=f"select_wandb_group_{hashlib.sha1(group.encode()).hexdigest()[:10]}",
+                help="Select every run of this W&B group to compare them.",
+                on_click=_select,
+                args=([rid for rid in df["run_id"] if rid in chosen | set(ids)], table_key, shown),
+            )
+
+
 def notes_editor(run: run_store.RunInfo, known: list[str]) -> None:
     """Display name, tags and notes of one run: saved to its folder, TensorBoard and (online) W&B."""
     current = run_notes.load(run.path)
@@ -124,10 +151,18 @@ def notes_editor(run: run_store.RunInfo, known: list[str]) -> None:
         st.rerun()
 
 
-def actions(selected: list[run_store.RunInfo], runs: list[run_store.RunInfo], table_key: str, shown: list[str]) -> None:
-    """Open, select population, stop, download and delete (with a confirmation) for the selected runs."""
+def actions(
+    selected: list[run_store.RunInfo],
+    runs: list[run_store.RunInfo],
+    table_key: str,
+    shown: list[str],
+    df: pd.DataFrame | None = None,
+) -> None:
+    """Open, select population or W&B group, stop, download and delete (with a confirmation) for the selected runs."""
     row = st.container(horizontal=True)
     select_groups(runs, selected, row, table_key, shown)
+    if df is not None:
+        select_wandb_groups(df, selected, row, table_key, shown)
     if len(selected) == 1:
         run = selected[0]
         if row.button("Open detail", icon=":material/insights:"):
@@ -186,6 +221,8 @@ def body(active_ids: list[str] | None = None) -> None:
     if st.query_params.get("compare"):  # a shared link: ?compare=<id>,<id>,... selects those runs once
         st.session_state["selected_ids"] = st.query_params.pop("compare").split(",")
     shown = runs_index.apply(df, filters(df))
+    if df["wandb group"].notna().any() and st.toggle("Group by W&B group", key="runs_by_wandb_group"):
+        shown = runs_index.by_wandb_group(shown)  # each run keeps its row: its own state and config
     ids = list(shown["run_id"])
     if len(shown) < len(df):
         st.caption(f"{len(shown)} of {len(df)} runs match.")
@@ -198,7 +235,7 @@ def body(active_ids: list[str] | None = None) -> None:
     if not selected:
         st.caption("Select runs in the table to compare them, tag them, download or delete them.")
         return
-    actions(selected, runs, key, ids)
+    actions(selected, runs, key, ids, df)
     if len(selected) == 1:
         notes_editor(selected[0], runs_index.choices(df)["tags"])
     display = dict(zip(df["run_id"], df["name"], strict=True))

@@ -1,0 +1,66 @@
+"""Images a run logged at every step (W&B's `wandb.Image`, lists of them, captions): a step slider per key.
+
+Read through runstore.media_store (artifacts/images/<tag>/<step>_<i>.png and <step>.json). The slider
+follows the newest step while the run logs more, until the user moves it. Captions are drawn as plain
+text (st.text): a run's text is data, never markdown that could load something.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import streamlit as st
+
+from runstore import media_store, safe_files
+
+MAX_IMAGE_BYTES = 16 << 20  # a larger file is named, not sent to the browser
+COLUMNS = 4
+
+
+def widget_key(key: str, name: str) -> str:
+    """A widget key for `name` (a run's tag: any text) that holds no "__" or other character a component refuses."""
+    return f"{key}_{hashlib.sha1(name.encode('utf-8', 'replace')).hexdigest()[:12]}"
+
+
+def step_index(key: str, steps: list[int], label: str = "Step") -> int:
+    """The index of the step to show: a slider when there are several, on the newest until the user moves it."""
+    if len(steps) <= 1:
+        return 0
+    newest_key, slider_key = f"{key}_newest", f"{key}_step"
+    chosen = st.session_state.get(slider_key)
+    if chosen is None or chosen == st.session_state.get(newest_key) or chosen not in steps:
+        st.session_state[slider_key] = steps[-1]  # follow the newest step as the run logs more
+    st.session_state[newest_key] = steps[-1]
+    return steps.index(int(st.select_slider(label, options=steps, key=slider_key)))
+
+
+def tag_panel(tag: str, items: list[media_store.ImageStep], key: str) -> None:
+    """One image key: its step slider, then every image of the chosen step with its caption."""
+    with st.container(border=True):
+        st.text(tag)
+        item = items[step_index(widget_key(key, tag), [i.step for i in items])]
+        st.caption(f"step {item.step:,} · {len(item.paths)} image{'s' if len(item.paths) != 1 else ''}")
+        cols = st.columns(min(COLUMNS, len(item.paths)))
+        for i, (path, caption) in enumerate(zip(item.paths, item.captions, strict=True)):
+            with cols[i % len(cols)]:
+                try:
+                    data = safe_files.read_regular(path, MAX_IMAGE_BYTES + 1)
+                except OSError:
+                    st.text(f"{path.name}: gone (pruned or being replaced)")
+                    continue
+                if len(data) > MAX_IMAGE_BYTES:
+                    st.text(f"{path.name}: larger than {MAX_IMAGE_BYTES >> 20} MB; not shown")
+                    continue
+                st.image(data)
+                if caption:
+                    st.text(caption)
+
+
+def draw(run_dir: Path, key: str) -> set[str]:
+    """Every image key logged per step; returns their file names (media_store.tag_file) so the caller can
+    leave out their latest-image copies (artifacts/images/<tag>.png)."""
+    found = media_store.image_steps(Path(run_dir))
+    for tag, items in found.items():
+        tag_panel(tag, items, key)
+    return {media_store.tag_file(tag) for tag in found}

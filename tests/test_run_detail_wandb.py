@@ -1,0 +1,170 @@
+"""Run detail shows everything a W&B script logs with `import jaxdash as wandb`: saved files and artifacts,
+alerts, the summary (strings, define_metric's min/max), the W&B group and job type, the run's events,
+histograms over steps, images per step with captions, and define_metric's step_metric and hidden.
+
+The run folder comes from a real subprocess (W&B's calls, unchanged but for the import); the page is
+driven with AppTest, and once in Chromium against a real server."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from runstore import run_store
+from tests.apptest_pages import app, dirs
+from tests.chart_elements import charts, figure, trace_values
+
+REPO = Path(__file__).resolve().parent.parent
+ARTIFACTS = REPO / "test-artifacts"
+SCRIPT = """
+import numpy as np
+import jaxdash as wandb
+
+run = wandb.init(project="demo", name="worker-1", group="exp-a", job_type="train", tags=["t1"],
+                 notes="first try", config={"lr": 0.1})
+wandb.define_metric("epoch")
+wandb.define_metric("val/*", step_metric="epoch", summary="min,max")
+wandb.define_metric("secret", hidden=True)
+rng = np.random.default_rng(0)
+for i in range(5):
+    wandb.log({"train/loss": 1.0 / (i + 1), "secret": float(i),
+               "weights": wandb.Histogram(rng.normal(size=400) * (i + 1)),
+               "samples": [wandb.Image(np.full((8, 8, 3), 40 * i, np.uint8), caption=f"cap {i}"),
+                           wandb.Image(np.full((8, 8, 3), 255 - 40 * i, np.uint8), caption=f"second {i}")]})
+    wandb.log({"val/loss": 2.0 / (i + 1), "epoch": 10 * i})
+wandb.summary["best_model"] = "m-3"
+with open("model.txt", "w") as fh:
+    fh.write("weights v1")
+wandb.save("model.txt")
+art = wandb.Artifact("mymodel", type="model", description="the best one")
+art.add_file("model.txt")
+run.log_artifact(art)
+wandb.alert(title="Loss high", text="loss is <b>high</b> ![x](http://example.invalid/x.png)",
+            level=wandb.AlertLevel.WARN)
+"""
+
+
+def run_script(root: Path, workdir: Path, source: str = SCRIPT) -> list[Path]:
+    """Run `source` as a real script (`import jaxdash as wandb`; W&B's own copy off) into runs root `root`."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / "script.py").write_text(source)
+    env = {**os.environ, "JAXDASH_RUNS": str(root), "WANDB_MODE": "disabled", "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, "script.py"], cwd=workdir, env=env, capture_output=True, text=True, timeout=180
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return sorted(dirs(root))
+
+
+@pytest.fixture(scope="module")
+def logged(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The run folder the script above wrote (one for the module: the page only reads it)."""
+    base = tmp_path_factory.mktemp("wandb_detail")
+    (root := base / "runs").mkdir()
+    (run_dir,) = run_script(root, base / "work")
+    return run_dir
+
+
+@pytest.fixture
+def detail(logged: Path, monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201 - an AppTest
+    monkeypatch.setenv("JAXDASH_RUNS", str(logged.parent))
+    return app("views/detail.py", run=logged.name)
+
+
+def _frames(at) -> list:  # noqa: ANN001
+    return [d.value for d in at.dataframe]
+
+
+def _frame_with(at, column: str):  # noqa: ANN001, ANN202
+    found = [df for df in _frames(at) if column in df.columns]
+    assert found, f"no table with a {column!r} column: {[list(df.columns) for df in _frames(at)]}"
+    return found[0]
+
+
+def test_files_artifacts_alerts_summary_and_wandb_fields_are_listed(detail) -> None:  # noqa: ANN001
+    at = detail
+    texts = [t.value for t in at.text]
+    assert any("W&B group: exp-a" in t and "Job type: train" in t for t in texts), texts
+    assert any("1 alert raised" in w.value for w in at.warning)
+    alerts = _frame_with(at, "title")
+    assert list(alerts["title"]) == ["Loss high"] and list(alerts["level"]) == ["WARN"]
+    assert alerts["text"][0] == "loss is <b>high</b> ![x](http://example.invalid/x.png)"  # as written: text
+    assert alerts["step"][0] == 10 and alerts["time"].notna().all()
+    files = _frame_with(at, "file")
+    assert list(files["file"]) == ["model.txt"] and list(files["size"]) == ["10 B"]
+    downloads = [d for d in at.get("download_button") if d.proto.label == "Download"]
+    assert len(downloads) == 2  # the saved file's and the artifact file's
+    arts = _frame_with(at, "artifact")
+    row = arts.iloc[0]
+    assert (row["artifact"], row["type"], row["version"], row["files"]) == ("mymodel", "model", "v0", 1)
+    assert "the best one" in texts
+    summary = dict(_frame_with(at, "key").itertuples(index=False))
+    assert summary["best_model"] == "m-3" and summary["val/loss"] == "min 0.4 · max 2"
+    shown = " ".join(m.value for m in at.markdown) + " ".join(c.value for c in at.caption)
+    assert "example.invalid" not in shown, "a run's text reached markdown"
+
+
+def test_step_metric_is_the_x_axis_and_hidden_metrics_are_not_drawn(detail) -> None:  # noqa: ANN001
+    at = detail
+    grids = {c.key: figure(c) for c in charts(at) if "detail_all_" in c.key}
+    titles = {k: [a["text"] for a in f["layout"].get("annotations", [])] for k, f in grids.items()}
+    (val_key,) = [k for k, t in titles.items() if t == ["val/loss"]]
+    val = next(c for c in charts(at) if c.key == val_key)
+    assert trace_values(val, "x") == [[0.0, 10.0, 20.0, 30.0, 40.0]]  # epochs, not steps 1, 3, 5, ...
+    assert figure(val)["layout"]["xaxis"]["title"]["text"] == "epoch"
+    assert not any("secret" in t for ts in titles.values() for t in ts), titles
+    assert "secret" not in [m.label for m in at.metric]
+
+
+def test_histograms_per_step_with_a_slider_and_over_steps(detail) -> None:  # noqa: ANN001
+    at = detail
+    bars = [c for c in charts(at) if c.key.endswith("_bars")]
+    assert len(bars) == 1 and figure(bars[0])["data"][0]["type"] == "bar"
+    assert "step 8" in figure(bars[0])["layout"]["title"]["text"]  # the newest step first
+    over = next(c for c in charts(at) if c.key.endswith("_over"))
+    assert len(figure(over)["data"]) == 5  # one outline a step
+    slider = [s for s in at.select_slider if s.label == "Step"][-1]  # below the images' slider
+    assert slider.options == ["0", "2", "4", "6", "8"]
+    first_counts = np.asarray(trace_values(bars[0], "y")[0])
+    slider.set_value(0).run()
+    bars = [c for c in charts(at) if c.key.endswith("_bars")]
+    assert "step 0" in figure(bars[0])["layout"]["title"]["text"]
+    counts = np.asarray(trace_values(bars[0], "y")[0])
+    assert counts.sum() == 400 and not np.array_equal(counts, first_counts)
+    at.segmented_control[0].set_value("Distribution").run()
+    over = next(c for c in charts(at) if c.key.endswith("_over"))
+    assert figure(over)["data"][-1]["name"] == "median" and len(figure(over)["data"]) == 5
+
+
+def test_images_per_step_with_captions(detail) -> None:  # noqa: ANN001
+    at = detail
+    texts = [t.value for t in at.text]
+    assert "samples" in texts and {"cap 4", "second 4"} <= set(texts)  # the newest step, both images
+    assert len(at.get("image")) == 2
+    images, histogram = [s for s in at.select_slider if s.label == "Step"]  # media above histograms
+    assert images.options == ["0", "2", "4", "6", "8"]
+    images.set_value(2).run()
+    texts = [t.value for t in at.text]
+    assert {"cap 1", "second 1"} <= set(texts) and "cap 4" not in texts
+
+
+def test_a_write_gap_is_shown_as_a_run_event(logged: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The event is written with runstore's own function (a full disk is not made here)."""
+    root = tmp_path / "runs"
+    (root / logged.name).mkdir(parents=True)
+    for name in ("config.json", "status.json", "metrics.jsonl"):
+        (root / logged.name / name).write_bytes((logged / name).read_bytes())
+    run_store.add_event(root / logged.name, "write_gap", "metrics.jsonl could not be written for 12 s: ENOSPC")
+    monkeypatch.setenv("JAXDASH_RUNS", str(root))
+    at = app("views/detail.py", run=logged.name)
+    assert any("could not be written 1 time" in w.value for w in at.warning)
+    events = _frame_with(at, "kind")
+    assert list(events["kind"]) == ["write gap"] and "ENOSPC" in events["message"][0]
+    status = json.loads((root / logged.name / "status.json").read_text())
+    assert status["events"][0]["kind"] == "write_gap"
