@@ -258,3 +258,20 @@ def test_colliding_names_get_their_own_mirror_each_stable_across_restarts(tmp_pa
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=Path(__file__).parent.parent
     )
     assert eval(other.stdout) == [ids[n] for n in COLLIDING]  # another process (a server restart): the same ids
+
+
+def test_pages_show_colliding_runs_apart(runs_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Runs table lists RunA and runa once each, and the Live page of RunA's own id draws its 2 points (not 7)."""
+    from tests.apptest_pages import app
+    from tests.chart_elements import charts, trace_lengths
+
+    logs = tmp_path / "logs"
+    good_run(logs, "RunA", steps=2)
+    good_run(logs, "runa", steps=5)
+    monkeypatch.setenv("JAXDASH_LOGDIR", str(logs))
+    rows = app("views/runs.py").dataframe[0].value
+    assert sorted(rows["name"]) == ["RunA", "runa"]
+    run_id = tb_logdir.mirror_id("RunA")
+    live = app("views/live.py", run=run_id)
+    assert live.selectbox[0].value == run_id
+    assert [trace_lengths(c) for c in charts(live) if "_scalar_loss" in c.key] == [[2]]
