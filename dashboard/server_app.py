@@ -28,9 +28,18 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response, Strea
 from starlette.routing import Route  # noqa: E402
 
 from dashboard.panels import run_numbers  # noqa: E402
-from dashboard.server import changes_route, csv_route, host_check, poll_route, rows_route  # noqa: E402
+from dashboard.server import (  # noqa: E402
+    changes_route,
+    csv_route,
+    frame_headers,
+    host_check,
+    poll_route,
+    rows_route,
+)
 from runstore import run_store, safe_files  # noqa: E402
 from runstore.metrics import metric_csv  # noqa: E402
+
+MAX_OFFSET_DIGITS = 19  # any file's size fits; int() of a longer text could cost seconds or raise
 
 
 def content_disposition(filename: str) -> str:
@@ -66,8 +75,9 @@ def run_rows(request: Request) -> Response:
     """A run's records after a byte offset, for some tags (dashboard/server/rows_route.py), polled by live charts."""
     run_id = request.path_params["run_id"]
     after = request.query_params.get("after", "0")
-    if not after.isdigit():
-        return PlainTextResponse("after: a byte offset (a whole number) into metrics.jsonl", status_code=400)
+    if not (after.isascii() and after.isdigit() and len(after) <= MAX_OFFSET_DIGITS):  # "²" is a digit to Python
+        msg = f"after: a byte offset into metrics.jsonl (a whole number of at most {MAX_OFFSET_DIGITS} digits 0-9)"
+        return PlainTextResponse(msg, status_code=400)
     answer = rows_route.rows(run_id, int(after), request.query_params.getlist("tag"))
     if answer is None:
         return _no_run(run_id)
@@ -99,5 +109,8 @@ app = st.App(
         Route(rows_route.route(), run_rows),
         Route(poll_route.route(), poll),
     ],
-    middleware=[Middleware(host_check.HostCheck)],  # DNS rebinding: only our own Host and Origin, on every route
+    middleware=[
+        Middleware(frame_headers.FrameHeaders),  # outermost: every response, a refused one too, carries them
+        Middleware(host_check.HostCheck),  # DNS rebinding: only our own Host and Origin, on every route
+    ],
 )

@@ -15,7 +15,7 @@ from components import compare_figures
 from components.colors import run_color
 from dashboard import state
 from dashboard.forms import groups
-from dashboard.panels import compare_data, panels, run_sections
+from dashboard.panels import compare_data, panels, run_sections, safe_text
 from runstore import run_store
 from runstore.metrics.metric_table import MetricTable
 
@@ -94,7 +94,7 @@ def draw(selected: list[run_store.RunInfo], display: Mapping[str, str]) -> None:
     if opts["x"] == "epoch" and any(compare_data.epoch_scale(r.status) is None for r in selected):
         st.caption("Runs without epochs (e.g. full-batch regression) are drawn against their step.")
     if missing:
-        lines = [f"`{t}`: not logged by {', '.join(rs)}" for t, rs in missing.items()]
+        lines = [f"{safe_text.code(t)}: not logged by {safe_text.md(', '.join(rs))}" for t, rs in missing.items()]
         shown = "shown below with a note" if opts["partial"] else "turn on 'metrics not all have' to see them"
         st.info(f"Not every selected run has these metrics ({shown}):  \n" + "  \n".join(lines), icon=":material/info:")
     tags = shared + (compare_data.sort_tags(list(missing)) if opts["partial"] else [])

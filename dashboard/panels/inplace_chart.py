@@ -35,6 +35,7 @@ import streamlit as st
 import streamlit.components.v1 as components
 from streamlit import runtime
 
+from dashboard.panels import safe_text
 from dashboard.panels.chart_feed import FEED_JS
 from dashboard.server import url_paths
 
@@ -148,8 +149,8 @@ def _urls() -> dict[str, str]:
 
 
 def figure_spec(fig: Any) -> str:
-    """The figure as the JSON the browser draws (built once per figure by callers that redraw it)."""
-    return plotly.io.to_json(fig, validate=False)
+    """The figure as the JSON the browser draws (built once per figure by callers that redraw it), no remote images."""
+    return plotly.io.to_json(safe_text.without_remote_images(fig), validate=False)
 
 
 def inplace_chart(

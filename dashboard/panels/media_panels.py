@@ -15,7 +15,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from dashboard.panels import image_steps_panel, media
+from dashboard.panels import image_steps_panel, media, safe_text
 from dashboard.panels.inplace_chart import inplace_chart
 from runstore import tb_logdir
 from runstore.metrics.metric_table import MetricTable
@@ -38,7 +38,7 @@ def figure_panels(run_dir: Path, key: str) -> int:
     found = media.figures(run_dir)
     for item in found:
         with st.container(border=True):
-            st.markdown(f"**{item.tag}**")
+            st.markdown(f"**{safe_text.md(item.tag)}**")
             step = _step_choice(f"{key}_{item.tag}", item.steps)
             fig = media.read_figure(item.paths[item.steps.index(step)])
             if fig is None:
@@ -61,7 +61,7 @@ def image_panels(run_dir: Path, key: str = "media") -> int:
             data = path.read_bytes()
         except OSError:
             continue  # replaced while listed: the next refresh shows the new one
-        cols[i % len(cols)].image(data, caption=f"{path.stem.replace('__', '/')} (written {when})")
+        cols[i % len(cols)].image(data, caption=safe_text.md(f"{path.stem.replace('__', '/')} (written {when})"))
     return len(found) + len(stepped)
 
 
@@ -69,7 +69,7 @@ def table_panels(run_dir: Path) -> int:
     """Each tag's latest table with its step; returns how many."""
     found = media.tables(run_dir)
     for tag, table in found:
-        st.markdown(f"**{tag}** · step {table.step:,}")
+        st.markdown(f"**{safe_text.md(tag)}** · step {table.step:,}")
         st.dataframe(pd.DataFrame(list(table.rows), columns=list(table.columns)), hide_index=True)
     return len(found)
 

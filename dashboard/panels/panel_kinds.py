@@ -17,6 +17,7 @@ import streamlit as st
 
 from components import figures
 from components.colors import run_color
+from dashboard.panels import safe_text
 from dashboard.panels.chart_feed import rows_feed
 from dashboard.panels.panels import live_chart
 from dashboard.panels.run_numbers import COMPILE_TILE, tile_values
@@ -49,7 +50,7 @@ def metric_tiles(records: MetricTable, status: dict[str, Any]) -> None:
     """The latest value of each headline metric (accuracies in percent) and the compile time."""
     values = tile_values(records, status)
     for col, (label, text) in zip(st.columns(len(values)), values.items(), strict=True):
-        col.metric(label, text, help=COMPILE_HELP if label == COMPILE_TILE else None)
+        col.metric(safe_text.md(label), text, help=COMPILE_HELP if label == COMPILE_TILE else None)
 
 
 def fit_version(run_dir: Path) -> tuple[int, ...]:

@@ -19,6 +19,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from components import figures
 from dashboard import state
+from dashboard.panels import safe_text
 from dashboard.panels.inplace_chart import figure_spec, inplace_chart
 from dashboard.panels.run_numbers import fmt as fmt  # used by the pages as panels.fmt
 from dashboard.panels.run_numbers import progress_fraction
@@ -110,7 +111,7 @@ def chart(fig: Any, key: str, lazy: bool = False, spec: str | None = None, feed:
     if inplace_charts():
         inplace_chart(fig, key, PLOT_CONFIG, lazy=lazy, spec=spec, feed=feed)
     else:
-        st.plotly_chart(fig, key=key, config=PLOT_CONFIG, theme=None)
+        st.plotly_chart(safe_text.without_remote_images(fig), key=key, config=PLOT_CONFIG, theme=None)
 
 
 # st.plotly_chart's element id follows the figure's JSON, and the browser remounts a chart whose id
@@ -172,7 +173,7 @@ def live_chart(
 def problem_message(status: dict[str, Any]) -> None:
     """st.error with the run's own message for failed / diverged / crashed runs (never a traceback)."""
     if status.get("state") in PROBLEM_STATES:
-        st.error(status.get("message") or f"The run {status['state']}.", icon=":material/error:")
+        st.error(safe_text.md(status.get("message") or f"The run {status['state']}."), icon=":material/error:")
 
 
 def progress(status: dict[str, Any], slot: Any = None) -> None:
@@ -199,7 +200,7 @@ def csv_download(run: run_store.RunInfo, where: Any = None) -> None:
 def resume_control(run_dir: Path, status: dict[str, Any], key: str, label: str = "Resume") -> None:
     """A Resume button for a stopped, crashed or failed run with a checkpoint; says why when a resume failed."""
     if status.get("resume_error"):
-        st.warning(f"Resume failed: {status['resume_error']}", icon=":material/warning:")
+        st.warning(f"Resume failed: {safe_text.md(status['resume_error'])}", icon=":material/warning:")
     if status.get("state") not in state.RESUMABLE_STATES or not launcher.has_checkpoint(run_dir):
         return
     if st.button(

@@ -10,7 +10,7 @@ import streamlit as st
 
 from components import compare_figures
 from components.colors import run_color
-from dashboard.panels import compare_data
+from dashboard.panels import compare_data, safe_text
 from dashboard.panels.panels import live_chart
 from runstore import run_log, run_notes, run_store, tags
 from runstore.metrics.metric_table import MetricTable
@@ -26,11 +26,11 @@ def notes_header(run: run_store.RunInfo) -> None:
     """Display name, tags and notes (edited on Runs & compare), when there are any."""
     n = run_notes.load(run.path)
     if n.display_name:
-        st.subheader(n.display_name)
+        st.subheader(safe_text.md(n.display_name))
     if n.tags:
-        st.markdown(" ".join(f":blue-badge[{t}]" for t in n.tags))
+        st.markdown(" ".join(f":blue-badge[{safe_text.md(t)}]" for t in n.tags))
     if n.notes:
-        st.caption(n.notes)
+        st.caption(safe_text.md(n.notes))
 
 
 MAX_SAFE_STEP = 2**53 - 1  # the largest integer a browser's numbers hold exactly (Streamlit refuses more)

@@ -54,6 +54,10 @@ def parse(text: str) -> tuple[dict[str, list[str]], dict[str, tuple[str, str]]]:
         doc = json.loads(text or "{}")
     except json.JSONDecodeError as exc:
         raise BadPoll(f'q: JSON, e.g. {{"s": {{"panel": ["RUN_ID"]}}}} ({exc.msg})') from None
+    except RecursionError:  # JSON nested thousands deep: the poll's is three levels
+        raise BadPoll(
+            'q: nested too deep; the poll is {"s": {KEY: [RUN_ID, ...]}, "n": {KEY: [RUN_ID, STREAMS]}}'
+        ) from None
     if not isinstance(doc, dict):
         raise BadPoll('q: a JSON object {"s": {...}, "n": {...}}')
     sigs, nums = doc.get("s", {}), doc.get("n", {})

@@ -21,6 +21,7 @@ from dashboard.panels import (
     panel_kinds,
     panels,
     refresh_trigger,
+    safe_text,
     tab_visibility,
 )
 from dashboard.processes import launcher
@@ -176,7 +177,7 @@ def problems(names: list[str], statuses: list[dict[str, Any]]) -> None:
         panels.problem_message(bad[0][1])
         return
     for n, s in bad:
-        st.error(f"{n}: {s.get('message') or 'the run ' + s['state'] + '.'}", icon=":material/error:")
+        st.error(safe_text.md(f"{n}: {s.get('message') or 'the run ' + s['state'] + '.'}"), icon=":material/error:")
 
 
 def page() -> None:
@@ -197,9 +198,10 @@ def page() -> None:
     members = groups.members(runs, group) if group else [run]
     if group:
         fields = groups.varied([m.config for m in members])
-        st.caption(f"Population `{group}` · {len(members)} members · varying {', '.join(fields) or 'nothing'}")
+        varying = safe_text.md(", ".join(fields) or "nothing")
+        st.caption(f"Population {safe_text.code(group)} · {len(members)} members · varying {varying}")
     else:
-        st.caption(" · ".join(x for x in (run.task, panels.key_config(run.task, run.config)) if x))
+        st.caption(safe_text.md(" · ".join(x for x in (run.task, panels.key_config(run.task, run.config)) if x)))
     active = any(state.is_active(m.status) for m in members)
     visible = tab_visibility.tab_visible()  # placed whether or not the run is active: the panel never moves
     followed = members if active and visible else []  # hidden tab: no refresh

@@ -1,0 +1,72 @@
+"""Run data shown as text: a run's name, notes, tags, metric names and messages never become markdown that loads
+something, and its figures never load images from other hosts.
+
+Anything a run wrote (a user's script writes its name, tags, notes and metric names) reaches
+Streamlit's markdown in captions, subheaders and widget labels, which draw `![x](http://host/x.png)`
+as an image: the browser would fetch it from that host when the run is viewed, telling it that the
+run was looked at and from where (the Referer). `md` escapes every markdown character, so the text
+shows as it was written; `code` puts it in a code span. `without_remote_images` drops a figure's
+`layout.images` whose source is not a `data:` URL (plotly fetches the others). The pages' CSP
+`img-src` (dashboard/server/frame_headers.py) blocks whatever is missed here.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from typing import Any
+
+_SPECIAL = re.compile("([" + re.escape(string.punctuation) + "])")  # CommonMark escapes any ASCII punctuation
+
+
+def md(text: Any) -> str:
+    """`text` (any value, as str) escaped for st.markdown, st.caption and labels: shown exactly as written."""
+    return _SPECIAL.sub(r"\\\1", str(text))
+
+
+def code(text: Any) -> str:
+    """`text` as an inline code span, fenced with more backticks than it holds (CommonMark)."""
+    text = str(text).replace("\n", " ")
+    fence = "`" * (max((len(r) for r in re.findall("`+", text)), default=0) + 1)
+    return f"{fence} {text} {fence}"
+
+
+def _local_images(images: Any) -> tuple[list[Any], bool]:
+    """(the images whose source is a data: URL, whether any was dropped)."""
+    if not images:
+        return [], False
+    if not isinstance(images, list | tuple):
+        return [], True  # not plotly's shape: nothing of it is drawn
+    kept = [im for im in images if str(_get(im, "source") or "").startswith("data:")]
+    return kept, len(kept) != len(images)
+
+
+def _get(obj: Any, name: str) -> Any:
+    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+
+
+def without_remote_images(fig: Any) -> Any:
+    """`fig` (a plotly Figure or its dict) without layout images (its own or its template's) from other hosts.
+
+    Returns `fig` itself when it has none, else a copy.
+    """
+    layout = _get(fig, "layout")
+    template = _get(layout, "template") if layout is not None else None
+    own, own_cut = _local_images(_get(layout, "images") if layout is not None else None)
+    tpl_layout = _get(template, "layout") if template is not None else None
+    tpl, tpl_cut = _local_images(_get(tpl_layout, "images") if tpl_layout is not None else None)
+    if not (own_cut or tpl_cut):
+        return fig
+    if isinstance(fig, dict):
+        layout = dict(layout)
+        layout["images"] = own
+        if tpl_cut:
+            layout["template"] = {**template, "layout": {**tpl_layout, "images": tpl}}
+        return {**fig, "layout": layout}
+    import plotly.graph_objects as go
+
+    fig = go.Figure(fig)
+    fig.layout.images = own
+    if tpl_cut:
+        fig.layout.template.layout.images = tpl
+    return fig
