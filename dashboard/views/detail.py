@@ -31,6 +31,7 @@ from dashboard.panels import (
     refresh_trigger,
     run_files_panel,
     run_sections,
+    safe_text,
     wandb_run_panel,
 )
 from runstore import artifacts, launch_files, run_store, wandb_reads
@@ -62,7 +63,7 @@ def results(run: run_store.RunInfo, records: MetricTable, fed: bool = False, def
     if final:
         cols = st.columns(min(4, len(final)))
         for i, (tag, v) in enumerate(final.items()):
-            cols[i % len(cols)].metric(tag, f"{v:.2%}" if "acc" in tag else panels.fmt(v))
+            cols[i % len(cols)].metric(safe_text.md(tag), f"{v:.2%}" if "acc" in tag else panels.fmt(v))
     kinds = artifacts.run_panels(run.path, None, records.tags())
     panel_kinds.draw(run.path, kinds, records, run.status, f"detail_{run.run_id}", fed=fed)
     pbt_panels.member_panel(run, records, f"detail_pbt_{run.run_id}")  # PBT: its lr and copies
@@ -211,7 +212,10 @@ def page() -> None:
     wandb_run_panel.header(run.path)  # W&B group, job type (a W&B group is no population)
     group = groups.group_of(run)
     if group:
-        st.caption(f"Member {run.status.get('member')} of population `{group}`; the Live page shows all its members.")
+        st.caption(
+            f"Member {safe_text.md(run.status.get('member'))} of population {safe_text.code(group)}; "
+            "the Live page shows all its members."
+        )
     active = state.is_active(run.status)
     refresh, polled_ids = refresh_trigger.follow([run] if active else [], DETAIL_REFRESH_S)
     with st.container(key=DETAIL_PANEL_KEY):
