@@ -14,7 +14,7 @@ import streamlit as st
 
 from components import compare_figures
 from components.colors import run_color
-from dashboard.panels import compare_data, run_sections
+from dashboard.panels import compare_data, run_sections, safe_text
 from dashboard.panels.image_steps_panel import widget_key
 from dashboard.panels.panels import live_chart
 from runstore import run_store, tags, wandb_reads
@@ -51,7 +51,7 @@ def metric_grids(
         if title == "system":
             st.caption("System: the training process's CPU (100 = one core), resident memory and accelerator memory.")
         elif x != wandb_reads.STEP:
-            st.caption(f"Against {x} (define_metric step_metric): {len(group)} metric(s).")
+            st.caption(f"Against {safe_text.md(x)} (define_metric step_metric): {len(group)} metric(s).")
 
         def build(group: list[str] = group, x: str = x, title: str = title) -> Any:
             curves = {t: {run.name: records.window(run.path, t, x, *window)} for t in group}
