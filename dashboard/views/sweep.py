@@ -141,6 +141,9 @@ def live() -> None:
         return
     try:
         names = [s["name"] for s in report.list_studies(url)]
+    except ConfigError as exc:  # e.g. sweeps.db is a link: refused, never opened
+        st.error("; ".join(exc.errors.values()), icon=":material/error:")
+        return
     except Exception as exc:  # noqa: BLE001 - a damaged sweeps.db: say so in one line, keep the page
         st.error(f"{url}: cannot read the sweeps ({type(exc).__name__}: {exc}); move the file away to start over.")
         return

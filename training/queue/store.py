@@ -317,6 +317,7 @@ class Queue:
         return safe_files.check_writable(path, self.root)
 
     def _start(self, job: int, argv: list[str], log: Path) -> int:
+        log.parent.mkdir(exist_ok=True)  # checked by _output: inside the runs root, links resolved
         with os.fdopen(safe_files.open_append(log, self.root), "ab") as out:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "training", *argv],

@@ -30,7 +30,7 @@ def _worker_argv(name: str, url: str, root: Path, args: argparse.Namespace) -> l
 
 def run_sweep(task: str, task_cls: type, raw: dict[str, Any], args: argparse.Namespace, wandb_mode: str) -> int:
     """Create the study, then train it: in this process, plus `--workers - 1` queued workers beside it."""
-    from training.settings import parse_config
+    from training.settings import ConfigError, parse_config
     from training.sweep.trials import shares_program
     from training.sweep.worker import run_worker
 
@@ -38,8 +38,6 @@ def run_sweep(task: str, task_cls: type, raw: dict[str, Any], args: argparse.Nam
     base = {k: v for k, v in raw.items() if k not in space}
     parse_config(task_cls.Config, {**base, **{n: _first(p) for n, p in space.items()}}, task_cls.name)
     if args.trials is not None and args.trials < 1:
-        from training.settings import ConfigError
-
         raise ConfigError({"trials": f"must be >= 1 (got {args.trials})"})
     root = run_store.runs_root(args.runs_root)
     root.mkdir(parents=True, exist_ok=True)
@@ -53,9 +51,14 @@ def run_sweep(task: str, task_cls: type, raw: dict[str, Any], args: argparse.Nam
     if workers > 1:
         from training.queue import store as queue
 
-        db = queue.Queue(root)
-        helpers = [db.submit(_worker_argv(name, url, root, args), label=f"{name} worker") for _ in range(workers - 1)]
-        db.dispatch()
+        try:
+            db = queue.Queue(root)
+            helpers = [
+                db.submit(_worker_argv(name, url, root, args), label=f"{name} worker") for _ in range(workers - 1)
+            ]
+            db.dispatch()
+        except OSError as exc:  # QueueError, KeyRefused: one line naming the file and the fix
+            raise ConfigError({"workers": f"need the run queue, which cannot be used: {exc}"}) from None
     states = run_worker(name, url, root, args.max_parallel, wandb_mode, console=not args.quiet)
     for job in helpers:
         db.wait(job)
