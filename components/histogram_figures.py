@@ -9,6 +9,7 @@ bar traces: the page's basic plotly.js bundle draws them.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypeVar
 
 import numpy as np
 import plotly.graph_objects as go
@@ -16,6 +17,7 @@ import plotly.graph_objects as go
 from components.figure_style import _empty, _style
 
 Hist = tuple[int, Sequence[float], Sequence[float]]  # (step, counts, edges)
+T = TypeVar("T")
 OFFSET_STEPS = 30  # steps drawn one behind the other; more would be a smear
 # TensorBoard's distribution basis points: the percentiles of -inf, -1.5, -1, -0.5, 0, 0.5, 1, 1.5 sigma, inf.
 BASIS_POINTS = (0.0, 6.68, 15.87, 30.85, 50.0, 69.15, 84.13, 93.32, 100.0)
@@ -29,12 +31,12 @@ def valid(hist: Hist) -> bool:
     return c.ndim == 1 and e.size == c.size + 1 and c.size > 0 and bool(np.isfinite(e).all()) and bool((c >= 0).all())
 
 
-def sample(hists: Sequence[Hist], limit: int) -> list[Hist]:
-    """At most `limit` histograms, evenly spread over the steps, the first and the newest always kept."""
-    if len(hists) <= limit:
-        return list(hists)
-    idx = np.unique(np.linspace(0, len(hists) - 1, max(2, limit)).round().astype(int))
-    return [hists[i] for i in idx]
+def sample(items: Sequence[T], limit: int) -> list[T]:
+    """At most `limit` items (histograms by step), evenly spread, the first and the newest always kept."""
+    if len(items) <= limit:
+        return list(items)
+    idx = np.unique(np.linspace(0, len(items) - 1, max(2, limit)).round().astype(int))
+    return [items[i] for i in idx]
 
 
 def step_bars(hist: Hist, tag: str, x_title: str = "step", uirevision: str = "hist") -> go.Figure:
@@ -51,7 +53,7 @@ def step_bars(hist: Hist, tag: str, x_title: str = "step", uirevision: str = "hi
             hovertemplate="%{x:.4g}: %{y:g}<extra></extra>",
         )
     )
-    return _style(fig, f"{tag} at {x_title} {step:,}", 300, uirevision, bargap=0, showlegend=False)
+    return _style(fig, f"{tag} at {x_title} {step:,}", 360, uirevision, bargap=0, showlegend=False)
 
 
 def offsets(hists: Sequence[Hist], tag: str, x_title: str = "step", uirevision: str = "hist") -> go.Figure:
@@ -62,25 +64,31 @@ def offsets(hists: Sequence[Hist], tag: str, x_title: str = "step", uirevision: 
         return _empty(_style(fig, f"{tag} over {x_title}s", 320, uirevision), "no histogram")
     peak = max(float(np.max(h[1])) for h in shown) or 1.0
     row = 1.0 / 3  # each histogram may rise three rows above its own baseline
-    for i, (step, counts, edges) in enumerate(shown):
+    last = len(shown) - 1
+    for i, (step, counts, edges) in enumerate(
+        shown
+    ):  # as TensorBoard: the oldest at the back (top), the newest in front
+        base = (last - i) * row
         e, c = np.asarray(edges, float), np.asarray(counts, float)
         x = np.repeat(e, 2)[1:-1]  # a step outline: each bin's flat top
-        y = i * row + np.repeat(c / peak, 2)
+        y = base + np.repeat(c / peak, 2)
         shade = 0.25 + 0.75 * (i + 1) / len(shown)
         fig.add_trace(
             go.Scatter(
                 x=np.concatenate([[e[0]], x, [e[-1]]]),
-                y=np.concatenate([[i * row], y, [i * row]]),
+                y=np.concatenate([[base], y, [base]]),
                 mode="lines",
                 fill="toself",
                 line=dict(color=f"rgba{(*BLUE, shade)}", width=1),
-                fillcolor=f"rgba{(*BLUE, 0.12)}",
+                fillcolor="rgba(255,255,255,0.85)",  # hides the older outlines behind it
                 name=f"{x_title} {step:,}",
                 hovertemplate=f"{x_title} {step:,}<extra></extra>",
             )
         )
-    ticks = sample(list(enumerate(shown)), 6)  # type: ignore[arg-type]
-    yaxis = dict(tickvals=[i * row for i, _ in ticks], ticktext=[f"{h[0]:,}" for _, h in ticks], title=x_title)
+    ticks = sample(list(range(len(shown))), 6)
+    yaxis = dict(
+        tickvals=[(last - i) * row for i in ticks], ticktext=[f"{shown[i][0]:,}" for i in ticks], title=x_title
+    )
     return _style(fig, f"{tag} over {x_title}s (histograms)", 360, uirevision, showlegend=False, yaxis=yaxis)
 
 

@@ -8,13 +8,16 @@ text (st.text): a run's text is data, never markdown that could load something.
 from __future__ import annotations
 
 import hashlib
+import io
 from pathlib import Path
 
 import streamlit as st
+from PIL import Image
 
 from runstore import media_store, safe_files
 
 MAX_IMAGE_BYTES = 16 << 20  # a larger file is named, not sent to the browser
+MIN_WIDTH = 160  # pixels: a smaller image is drawn this wide (W&B scales small images up too)
 COLUMNS = 4
 
 
@@ -35,6 +38,16 @@ def step_index(key: str, steps: list[int], label: str = "Step") -> int:
     return steps.index(int(st.select_slider(label, options=steps, key=slider_key)))
 
 
+def display_width(png: bytes) -> int | str:
+    """A small image (an 8x8 sample, a 28x28 digit) scaled up to MIN_WIDTH pixels, else drawn as it is."""
+    try:
+        with Image.open(io.BytesIO(png)) as im:
+            width = im.size[0]
+    except (OSError, ValueError, Image.DecompressionBombError):
+        return "content"
+    return max(width, MIN_WIDTH) if width < MIN_WIDTH else "content"
+
+
 def tag_panel(tag: str, items: list[media_store.ImageStep], key: str) -> None:
     """One image key: its step slider, then every image of the chosen step with its caption."""
     with st.container(border=True):
@@ -52,7 +65,7 @@ def tag_panel(tag: str, items: list[media_store.ImageStep], key: str) -> None:
                 if len(data) > MAX_IMAGE_BYTES:
                     st.text(f"{path.name}: larger than {MAX_IMAGE_BYTES >> 20} MB; not shown")
                     continue
-                st.image(data)
+                st.image(data, width=display_width(data))
                 if caption:
                     st.text(caption)
 
