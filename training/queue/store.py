@@ -29,6 +29,10 @@ import psutil
 
 from runstore import safe_files
 from training.queue import signing
+from training.queue.children import adopt, job_alive
+from training.queue.errors import QueueError, describe
+
+__all__ = ["Queue", "QueueError", "adopt", "default_limit"]
 
 PER_PROCESS_BYTES = 2 << 30  # a training process's share of memory when choosing the default limit
 SCHEMA = """
@@ -42,9 +46,6 @@ create table if not exists settings (key text primary key, value text);
 # signature, and why it was refused.
 NEW_COLUMNS = ("log", "sig", "reason", "nonce")
 WAIT_S = 60.0  # how long a CLI or sweep submission waits for another process's write to queue.db
-# This process's own job processes, kept so a dropped Popen is never reaped by the next
-# subprocess call (subprocess._cleanup) before dispatch reads its exit code.
-_CHILDREN: dict[int, subprocess.Popen] = {}
 Start = Callable[[int, list[str], Path], int]  # (job id, argv after `python -m training`, log file) -> pid
 
 
@@ -52,57 +53,6 @@ def default_limit() -> int:
     """Processes at once: one per core, fewer when free memory cannot hold that many."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     return max(1, min(cores, psutil.virtual_memory().available // PER_PROCESS_BYTES))
-
-
-def adopt(proc: subprocess.Popen) -> None:
-    """Let dispatch read the exit code of a job process this process started by other means (the page's)."""
-    _CHILDREN[proc.pid] = proc
-
-
-def _alive(pid: int) -> tuple[bool, int | None]:
-    """(still running, exit code if it was our child and has ended)."""
-    child = _CHILDREN.get(pid)
-    if child is not None:  # started by this process: its Popen knows (and nothing else reaps it)
-        rc = child.poll()
-        if rc is not None:
-            del _CHILDREN[pid]
-        return rc is None, rc
-    for _ in range(2):  # a child that exits between waitpid and psutil's look is reaped on the second pass
-        try:
-            done, status = os.waitpid(pid, os.WNOHANG)  # reaps a child of ours started elsewhere (the page's)
-            if done:
-                return False, os.waitstatus_to_exitcode(status)
-        except ChildProcessError:
-            pass  # started by another process: ask the system
-        try:
-            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                return True, None
-        except psutil.NoSuchProcess:
-            return False, None
-    return False, None
-
-
-class QueueError(OSError):
-    """queue.db cannot be used (damaged, read-only, locked, a link); str() is one line naming the file and the fix."""
-
-    def __str__(self) -> str:
-        return str(self.args[0])
-
-
-def describe(exc: BaseException, path: Path, wait_s: float) -> str:
-    """One line for a SQLite or file error on `path` (the queue's database): what is wrong and what to do."""
-    if isinstance(exc, safe_files.UnsafePath):
-        return str(exc)
-    text = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc).splitlines()[0] if str(exc) else ""
-    text = text or type(exc).__name__
-    if "locked" in text or "busy" in text:
-        return f"{path}: locked by another process for over {wait_s:g} s ({text}); try again once it is done"
-    if "not a database" in text or "malformed" in text or "corrupt" in text:
-        return f"{path}: damaged ({text}); move it away and the run queue starts a new one"
-    if "readonly" in text or "read-only" in text or "unable to open" in text or isinstance(exc, PermissionError):
-        # PermissionError: EACCES, or EPERM for an immutable file (chattr +i)
-        return f"{path}: cannot be written ({text}); make the runs root writable (or give another --runs-root)"
-    return f"{path}: the run queue cannot be used ({text})"
 
 
 def _argv(text: str) -> list[str] | None:
@@ -246,7 +196,7 @@ class Queue:
             try:
                 running = 0
                 for r in db.execute("select id, pid from jobs where state='running'").fetchall():
-                    alive, rc = _alive(r["pid"])
+                    alive, rc = job_alive(r["pid"])
                     if alive:
                         running += 1
                     else:
@@ -326,7 +276,7 @@ class Queue:
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,  # a Ctrl-C in the submitting terminal does not kill queued work
             )
-        _CHILDREN[proc.pid] = proc
+        adopt(proc)
         return proc.pid
 
     def wait(self, job: int, poll: float = 0.5, timeout: float | None = None) -> str:
