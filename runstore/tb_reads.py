@@ -123,8 +123,8 @@ class EventFile:
             events, error = future.result()
         except BaseException as exc:
             events, error = [], exc
-        if isinstance(error, FileNotFoundError):
-            return None  # deleted since it was listed
+        if isinstance(error, FileNotFoundError) and not os.path.lexists(self.path):
+            return None  # deleted since it was listed (a link to nothing stays, as its run's damage)
         self.damage = f"{self.name}: {why(error)}" if error is not None else None
         if self.loader.reader.more:
             self.key = ()  # stopped at its read budget: the next sync reads on, though the file did not change

@@ -185,12 +185,15 @@ def test_links_leaving_the_logdir_are_not_followed(tmp_path: Path) -> None:
     (logs / "filelink").mkdir(parents=True)
     (logs / "filelink" / EVENTS).symlink_to(secret)
     (logs / "dirlink").symlink_to(outside / "secret", target_is_directory=True)
+    (logs / "dangling").mkdir()
+    (logs / "dangling" / EVENTS).symlink_to(logs / "nothing")
     (logs / "alias").mkdir()  # a link staying inside the logdir is read where it points
     (logs / "alias" / EVENTS).symlink_to(next((logs / "good").iterdir()))
     sync_bounded(logs, runs)
     rows = listed(runs)
     assert rows["filelink"].status["message"] == f"filelink/{EVENTS}: a link leaving the logdir (not followed)"
     assert rows["dirlink"].status["message"] == "dirlink: a link leaving the logdir (not followed)"
+    assert rows["dangling"].status["message"] == f"dangling/{EVENTS}: No such file or directory"
     assert points(runs, "good") == [0, 1, 2, 3] and points(runs, "alias") == [0, 1, 2, 3]
     for name in ("filelink", "dirlink"):
         assert rows[name].damaged and points(runs, name) == []  # the 9 secret points are never read
