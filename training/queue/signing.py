@@ -117,7 +117,7 @@ def check(root: Path, job: int, argv_json: str, log: str | None, sig: str | None
     try:
         key = _key(create=False)
     except (KeyRefused, OSError) as exc:
-        return f"refused: {exc}"
+        return f"not run: {exc}"
     if key is not None and sig and nonce:
         want = hmac.new(key, _message(root, job, argv_json, log, nonce), hashlib.sha256).hexdigest()
         if hmac.compare_digest(want, sig):

@@ -233,8 +233,8 @@ class Queue:
         pid = None
         try:
             pid = None if why else start(row["id"], _argv(row["argv"]), self._output(row))
-        except safe_files.UnsafePath as exc:
-            why = str(exc)
+        except safe_files.UnsafePath as exc:  # its log is a link, or leads outside the runs root
+            why = f"not started: {exc}"
         except OSError as exc:  # e.g. its run folder was removed; its nonce is spent, so say why here
             why = f"not started: {exc}"
         if pid is None:
