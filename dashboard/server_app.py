@@ -35,6 +35,7 @@ from dashboard.server import (  # noqa: E402
     host_check,
     poll_route,
     rows_route,
+    stale_temp,
 )
 from runstore import run_store, safe_files  # noqa: E402
 from runstore.metrics import metric_csv  # noqa: E402
@@ -101,6 +102,7 @@ def poll(request: Request) -> Response:
     return JSONResponse(answer, headers={"Cache-Control": "no-store"})
 
 
+stale_temp.remove_leftovers()  # plotly.js copies of servers before #36 that are gone
 csv_route.ROUTE_ON = changes_route.ROUTE_ON = True  # the poll and rows routes come with them
 app = st.App(
     Path(__file__).parent / "app.py",

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import threading
 import time
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -22,6 +23,7 @@ from pathlib import Path
 import plotly.graph_objects as go
 import pytest
 
+from dashboard.server import stale_temp
 from dashboard.server.serve import CHROMIUM, CHROMIUM_ARGS, Server, start_server
 from runstore import media_store, run_notes, run_store
 from tests.test_safety_damaged import GOOD_CFG, good_run
@@ -88,6 +90,13 @@ def hostile_run(root: Path, url: str) -> Path:
     return d
 
 
+def _fake_chart_folder(folder: Path, files: Iterable[str], made: float) -> None:
+    folder.mkdir()
+    for name in files:
+        (folder / name).write_text("x")
+    os.utime(folder, (made, made))
+
+
 def _get(port: int, path: str, host: str | None = None) -> http.client.HTTPResponse:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     conn.request("GET", path, headers={"Host": host or f"127.0.0.1:{port}"})
@@ -104,6 +113,8 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hostile]:
     tmp.mkdir()
     pixel = ThreadingHTTPServer(("127.0.0.1", 0), _Pixel)
     threading.Thread(target=pixel.serve_forever, daemon=True).start()
+    for name, files in (("dead", stale_temp.FILES), ("other", ("notes.txt",))):  # a dead server's leftover, not ours
+        _fake_chart_folder(tmp / f"jaxdash-chart-{name}", files, made=946_684_800.0)  # 2000-01-01
     good = good_run(root, "chart-run").name
     bad = hostile_run(root, f"http://127.0.0.1:{pixel.server_port}").name
     env = {"WANDB_MODE": "disabled", "JAXDASH_WARM_WORKER": "0", "TMPDIR": str(tmp)}
@@ -233,11 +244,31 @@ def test_run_data_never_makes_chromium_fetch_from_another_host(hostile: Hostile)
     assert tried == []
 
 
+@pytest.mark.browser
 def test_no_temporary_chart_folder_while_serving_or_after_a_stop(hostile: Hostile) -> None:
-    """Last in the module: it stops the server (SIGTERM, as Server.stop does). The chart module is
-    imported by then (the first poll, and the pages the browser tests drew)."""
-    assert _get(hostile.port, "/_stcore/health").status == 200
-    assert list(hostile.tmp.glob("jaxdash-chart-*")) == []
+    """Last in the module: it stops the server (SIGTERM, as Server.stop does)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = _browser(p)
+        try:
+            page = browser.new_page()
+            page.goto(f"{hostile.srv.url}/live?run={hostile.good}", timeout=30_000)
+            page.wait_for_selector(CHART, timeout=30_000)  # the chart module is imported and serves plotly.js
+        finally:
+            browser.close()
+    left = [hostile.tmp / "jaxdash-chart-other"]  # the dead server's folder went at start; one not ours stays
+    assert sorted(hostile.tmp.glob("jaxdash-chart-*")) == left
     hostile.srv.stop()
     assert hostile.srv.proc.returncode is not None
-    assert list(hostile.tmp.glob("jaxdash-chart-*")) == []
+    assert sorted(hostile.tmp.glob("jaxdash-chart-*")) == left
+
+
+def test_a_leftover_is_kept_while_a_server_that_may_own_it_runs(tmp_path: Path) -> None:
+    now = time.time()
+    _fake_chart_folder(tmp_path / "jaxdash-chart-a", ["plotly.min.js", "index.html"], made=now)
+    (tmp_path / "jaxdash-chart-link").symlink_to(tmp_path / "jaxdash-chart-a")
+    assert stale_temp.leftovers(tmp_path, [now - 60]) == []  # a server started before it: maybe its owner
+    assert stale_temp.leftovers(tmp_path, [now + 60]) == [tmp_path / "jaxdash-chart-a"]  # started after: not
+    os.utime(tmp_path / "jaxdash-chart-a", (946_684_800.0, 946_684_800.0))  # made before any server here started
+    assert stale_temp.remove_leftovers(tmp_path) == 1 and not (tmp_path / "jaxdash-chart-a").exists()
