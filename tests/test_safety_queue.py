@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -123,8 +124,8 @@ def sweeps_page(root: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return [e.value for e in at.error]
 
 
-def start_from_the_page(root: Path) -> tuple[float, dict, dict]:
-    """Start a run as the New run page does: (seconds it took, its launch.json, the status the pages show)."""
+def start_from_the_page(root: Path) -> tuple[float, Path, dict, dict]:
+    """Start a run as the New run page does: (seconds it took, its folder, launch.json, the status the pages show)."""
     from dashboard import state
     from dashboard.processes import launcher
     from training.settings import parse_config
@@ -134,7 +135,7 @@ def start_from_the_page(root: Path) -> tuple[float, dict, dict]:
     t0 = time.monotonic()
     run_dir = launcher.launch("regression", cfg, wandb_mode="disabled", root=root)
     took = time.monotonic() - t0
-    return took, json.loads((run_dir / "launch.json").read_text()), state.run_status(run_dir)
+    return took, run_dir, json.loads((run_dir / "launch.json").read_text()), state.run_status(run_dir)
 
 
 @pytest.mark.parametrize("problem", ["damaged", "read-only", "locked"])
@@ -153,9 +154,13 @@ def test_a_bad_queue_db_is_one_line_on_the_sweeps_page_and_start_says_why(
     with ctx:
         errors = sweeps_page(root, monkeypatch)
         assert [e for e in errors if e.startswith(f"Run queue: {db}: {expected}")], errors
-        took, info, status = start_from_the_page(root)
+        took, run_dir, info, status = start_from_the_page(root)
     assert took < 15, f"Start took {took:.0f} s"
     assert "pid" not in info, "the run was started outside the run queue"
-    assert status["state"] == "failed" and status["message"].startswith(
-        f"Not started: the run queue cannot be used: {db}: {expected}"
-    ), status
+    why = f"Not started: the run queue cannot be used: {db}: {expected}"
+    assert status["state"] == "failed" and status["message"].startswith(why), status
+    from tests.apptest_pages import app
+
+    live = app("views/live.py", run=run_dir.name)  # where Start leads: the run's Live page says why, in one line
+    shown = [re.sub(r"\\(.)", r"\1", e.value) for e in live.error]  # run data is shown as text: markdown escaped
+    assert [e for e in shown if e.startswith(why) and "\n" not in e], shown
