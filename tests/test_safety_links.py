@@ -91,7 +91,7 @@ def test_a_journal_storage_that_is_a_link_is_refused_in_one_line(tmp_path: Path,
         proc = subprocess.run(argv, capture_output=True, text=True, cwd=REPO, timeout=180)
         one_line_error(proc, "journal.log: is a symbolic link")
     assert target.read_text() == "someone's notes\n"  # no Optuna record appended
-    assert not (tmp_path / "notes.txt.lock").exists()
+    assert [p.name for p in link.parent.iterdir()] == ["journal.log"]  # no .lock or .claim-lock made beside it
 
 
 def test_a_linked_queue_folder_or_job_log_never_takes_a_jobs_output(tmp_path: Path, me: Path) -> None:
