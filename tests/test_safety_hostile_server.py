@@ -204,6 +204,7 @@ def test_chromium_does_not_draw_the_dashboard_in_another_sites_frame(hostile: Ho
         "/api/runs/{run}/rows?after=" + "9" * 5000,
         "/api/runs/poll?q=" + "%5B" * 5000 + "%5D" * 5000,  # JSON nested 5,000 deep
         "/api/runs/poll?q=" + urllib.parse.quote('{"s": {"p": ' + "[" * 5000 + "]" * 5000 + "}}"),
+        "/api/runs/poll?q=" + urllib.parse.quote('{"s": {"p": ["\\ud800"]}}'),  # valid JSON, no text
     ],
 )
 def test_malformed_queries_get_400_and_one_line_never_a_traceback(hostile: Hostile, path: str) -> None:

@@ -58,6 +58,10 @@ def parse(text: str) -> tuple[dict[str, list[str]], dict[str, tuple[str, str]]]:
         raise BadPoll(
             'q: nested too deep; the poll is {"s": {KEY: [RUN_ID, ...]}, "n": {KEY: [RUN_ID, STREAMS]}}'
         ) from None
+    try:  # "\ud800" is valid JSON but no text: it could be neither looked up nor answered
+        json.dumps(doc, ensure_ascii=False).encode("utf-8")
+    except (UnicodeEncodeError, RecursionError):
+        raise BadPoll("q: a string holds a lone surrogate (\\ud800-\\udfff); run ids and keys are text") from None
     if not isinstance(doc, dict):
         raise BadPoll('q: a JSON object {"s": {...}, "n": {...}}')
     sigs, nums = doc.get("s", {}), doc.get("n", {})
