@@ -200,11 +200,13 @@ def test_chromium_does_not_draw_the_dashboard_in_another_sites_frame(hostile: Ho
 @pytest.mark.parametrize(
     "path",
     [
-        "/api/runs/{run}/rows?after=%C2%B2&tag=train%2Floss",  # "²": a digit to str.isdigit
-        "/api/runs/{run}/rows?after=" + "9" * 5000,
-        "/api/runs/poll?q=" + "%5B" * 5000 + "%5D" * 5000,  # JSON nested 5,000 deep
-        "/api/runs/poll?q=" + urllib.parse.quote('{"s": {"p": ' + "[" * 5000 + "]" * 5000 + "}}"),
-        "/api/runs/poll?q=" + urllib.parse.quote('{"s": {"p": ["\\ud800"]}}'),  # valid JSON, no text
+        pytest.param("/api/runs/{run}/rows?after=%C2%B2&tag=train%2Floss", id="superscript-2"),  # a str.isdigit digit
+        pytest.param("/api/runs/{run}/rows?after=" + "9" * 5000, id="5000-digits"),
+        pytest.param("/api/runs/poll?q=" + "%5B" * 5000 + "%5D" * 5000, id="nested-5000"),
+        pytest.param(
+            "/api/runs/poll?q=" + urllib.parse.quote('{"s": {"p": ' + "[" * 5000 + "]" * 5000 + "}}"), id="nested-ids"
+        ),
+        pytest.param("/api/runs/poll?q=" + urllib.parse.quote('{"s": {"p": ["\\ud800"]}}'), id="lone-surrogate"),
     ],
 )
 def test_malformed_queries_get_400_and_one_line_never_a_traceback(hostile: Hostile, path: str) -> None:
