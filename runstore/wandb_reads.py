@@ -81,13 +81,19 @@ def wandb_meta(run_dir: Path) -> WandbMeta:
     return _meta(str(path), st.st_mtime_ns, st.st_size) if safe_files.is_regular(path) else WandbMeta()
 
 
-def summary(run_dir: Path) -> dict[str, Any]:
-    """summary.json as a dict ({} when missing or damaged)."""
+def read_summary(run_dir: Path) -> tuple[dict[str, Any], str | None]:
+    """(summary.json as a dict, None), or ({}, a one-line message naming the file) when it is damaged;
+    ({}, None) when the run has none."""
     try:
         doc = load_json_object(Path(run_dir) / "summary.json")
-    except DamagedRunFile:
-        return {}
-    return {str(k): v for k, v in (doc or {}).items()}
+    except DamagedRunFile as exc:
+        return {}, f"{exc}; the summary is not shown (the run rewrites it at its end)."
+    return {str(k): v for k, v in (doc or {}).items()}, None
+
+
+def summary(run_dir: Path) -> dict[str, Any]:
+    """summary.json as a dict ({} when missing or damaged)."""
+    return read_summary(run_dir)[0]
 
 
 def summary_text(value: Any) -> str:

@@ -211,3 +211,35 @@ def test_run_detail_in_chromium_shows_the_alert_saved_file_and_histogram(served,
             page.screenshot(path=str(ARTIFACTS / "run_detail_wandb_files.png"))
         finally:
             browser.close()
+
+
+def test_damaged_files_get_a_line_each_and_the_rest_is_shown(
+    logged: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A copy of the run with its summary cut short, an image, a histogram line, an alert line and an
+    artifact manifest damaged: each named in one line or skipped, never a traceback, the rest drawn."""
+    import shutil
+
+    root = tmp_path / "runs"
+    copy = Path(shutil.copytree(logged, root / logged.name, symlinks=True))
+    (copy / "summary.json").write_text('{"best_model": "m-')
+    (png,) = (copy / "artifacts" / "images" / "samples").glob("0000000008_0.png")
+    png.write_bytes(b"not an image")
+    with open(copy / "artifacts" / "histograms" / "weights.jsonl", "a") as fh:
+        fh.write('{"step": 9, "counts": [1, 2], "edges": [0]}\n{"torn": \n')
+    with open(copy / "alerts.jsonl", "a") as fh:
+        fh.write("not json\n")
+    (copy / "artifacts" / "logged" / "mymodel" / "v0" / "manifest.json").write_text("{")
+    monkeypatch.setenv("JAXDASH_RUNS", str(root))
+    at = app("views/detail.py", run=logged.name)
+    assert not at.exception
+    warnings = [w.value.replace("\\", "") for w in at.warning]  # markdown escapes (safe_text.md) dropped
+    assert any("summary.json" in w and "not shown" in w for w in warnings), warnings
+    texts = [t.value for t in at.text]
+    assert "0000000008_0.png: not an image (damaged?); not shown" in texts, texts
+    assert "second 4" in texts  # the other image of that step
+    bars = [c for c in charts(at) if c.key.endswith("_bars")]
+    assert "step 8" in figure(bars[0])["layout"]["title"]["text"]  # the bad line skipped
+    assert list(_frame_with(at, "title")["title"]) == ["Loss high"]
+    assert list(_frame_with(at, "file")["file"]) == ["model.txt"]  # the saved file; the artifact skipped
+    assert not any("artifact" in df.columns for df in _frames(at))

@@ -38,13 +38,14 @@ def step_index(key: str, steps: list[int], label: str = "Step") -> int:
     return steps.index(int(st.select_slider(label, options=steps, key=slider_key)))
 
 
-def display_width(png: bytes) -> int | str:
-    """A small image (an 8x8 sample, a 28x28 digit) scaled up to MIN_WIDTH pixels, else drawn as it is."""
+def display_width(png: bytes) -> int | str | None:
+    """A small image (an 8x8 sample, a 28x28 digit) scaled up to MIN_WIDTH pixels, else drawn as it is;
+    None when the bytes are no image (a damaged file)."""
     try:
         with Image.open(io.BytesIO(png)) as im:
             width = im.size[0]
     except (OSError, ValueError, Image.DecompressionBombError):
-        return "content"
+        return None
     return max(width, MIN_WIDTH) if width < MIN_WIDTH else "content"
 
 
@@ -65,7 +66,11 @@ def tag_panel(tag: str, items: list[media_store.ImageStep], key: str) -> None:
                 if len(data) > MAX_IMAGE_BYTES:
                     st.text(f"{path.name}: larger than {MAX_IMAGE_BYTES >> 20} MB; not shown")
                     continue
-                st.image(data, width=display_width(data))
+                width = display_width(data)
+                if width is None:
+                    st.text(f"{path.name}: not an image (damaged?); not shown")
+                    continue
+                st.image(data, width=width)
                 if caption:
                     st.text(caption)
 

@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from dashboard.panels import safe_text
 from runstore import run_notes, wandb_reads
 
 
@@ -47,7 +48,10 @@ def summary_table(summary: Mapping[str, Any]) -> pd.DataFrame:
 
 def summary_section(run_dir: Path) -> int:
     """The run's W&B summary as a table (nothing when it wrote no summary.json); returns how many keys."""
-    table = summary_table(wandb_reads.summary(run_dir))
+    found, problem = wandb_reads.read_summary(run_dir)
+    if problem:
+        st.warning(safe_text.md(problem), icon=":material/broken_image:")
+    table = summary_table(found)
     if table.empty:
         return 0
     st.subheader("Summary", divider="gray")
