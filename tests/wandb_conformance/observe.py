@@ -203,14 +203,18 @@ def read_store_runs(root: Path) -> list[dict[str, Any]]:
 
 
 def read_copy_runs(root: Path) -> list[dict[str, Any]]:
-    """The W&B copies jaxdash wrote inside each run folder (run folder order)."""
+    """The W&B copies jaxdash wrote for each run folder (run folder order): inside it, or where its status says
+    (status.json "wandb"."dir", e.g. under a script's `init(dir=)`)."""
     out = []
-    for run_dir in sorted(
-        store_run_dirs(root), key=lambda d: (run_store.read_json(d / "config.json", {}) or {}).get("created", 0)
-    ):
-        copies = read_wandb_runs(run_dir)
-        out.append(copies[-1] if copies else {**empty(), "state": "missing (no .wandb file in the run folder)"})
+    for run_dir in sorted(store_run_dirs(root), key=_created):
+        where = (run_store.read_status(run_dir).get("wandb") or {}).get("dir")
+        copies = read_wandb_runs(run_dir) or (read_wandb_runs(Path(where)) if where and Path(where).is_dir() else [])
+        out.append(copies[-1] if copies else {**empty(), "state": "missing (no .wandb file for the run folder)"})
     return out
+
+
+def _created(run_dir: Path) -> float:
+    return (run_store.read_json(run_dir / "config.json", {}) or {}).get("created", 0) or 0
 
 
 def read_trackio_runs(folder: Path) -> list[dict[str, Any]]:
