@@ -102,6 +102,9 @@ def main(argv: list[str] | None = None) -> int:
     for impl in every:
         count = sum(passed(found[impl]) for _, found in results)
         print(f"{impl}: {count}/{len(probes)} pass")
+    for side in ("run store", "W&B copy"):
+        count = sum(not found["jaxdash"].get(side) for _, found in results)
+        print(f"  jaxdash's {side} alone: {count}/{len(probes)} match W&B")
     if args.markdown:
         print("\n" + markdown(results, every))
     if args.keep:
