@@ -8,6 +8,11 @@ one cached part (~4 MB of records) at a time (runstore/metrics/metric_csv.py): t
 more than a part, however long the run. The pages link to it when this module is what is served
 (`ROUTE_ON`); served as plain dashboard/app.py (AppTest, an old start command), they offer the
 download button instead.
+
+Every request passes the host check (DNS rebinding, server/host_check.py) and every response
+carries headers that forbid other sites to frame it and pages to load images from other hosts
+(server/frame_headers.py). The routes import no page module: a page module imported off a script
+run declared its components unregistered (#36); the poll's numbers come from panels/run_numbers.py.
 """
 
 from __future__ import annotations
