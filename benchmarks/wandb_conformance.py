@@ -8,7 +8,8 @@
 Each probe (tests/wandb_conformance/probes/) runs as a real subprocess with `import wandb` (offline) and
 with `import <impl> as wandb`; an implementation passes a probe when what it stored matches what W&B
 stored (tests/wandb_conformance/compare.py). jaxdash passes only when both its run folder and its W&B
-copy match. trackio is installed into /tmp/trackio-venv (never a project dependency) and compared on
+copy match. W&B's outcome of a probe is cached (tests/wandb_conformance/reference.py; CONFORMANCE_CACHE=off
+runs real wandb every time). trackio is installed into /tmp/trackio-venv (never a project dependency) and compared on
 what it keeps: exit code, printed lines, config and history.
 """
 
@@ -25,7 +26,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from tests.wandb_conformance import compare, running
+from tests.wandb_conformance import compare, reference, running
 
 TRACKIO_VENV = Path("/tmp/trackio-venv")
 
@@ -46,9 +47,8 @@ def ensure_trackio() -> bool:
 
 def check_probe(probe: running.Probe, impls: list[str], root: Path) -> dict[str, dict[str, list[str]]]:
     """Run `probe` under real wandb and each of `impls`; {impl: {side: differences}}."""
-    ref = running.run_probe(probe, "wandb", root / probe.name / "wandb")
-    want = compare.expected(ref)
-    found = {"wandb": compare.diff(want, ref)}
+    want, own = reference.reference(probe, root / probe.name / "wandb")
+    found = {"wandb": own}
     for impl in impls:
         found[impl] = compare.diff(want, running.run_probe(probe, impl, root / probe.name / impl))
     return found
