@@ -11,7 +11,7 @@ GET <base>/api/runs/poll?q={"s": {KEY: [run id, ...]}, "n": {KEY: [run id, STREA
 
 answers {"s": {KEY: "EVENTS.STREAMS"}, "n": {KEY: NUMBERS}}: each signature as the change route
 answers it (changes_route.signature), and for each numbers entry the run's progress line and tile
-texts (live_numbers.numbers) with the run's STREAMS hash under "streams", or only {"streams": ...}
+texts (panels/run_numbers.numbers) with the run's STREAMS hash under "streams", or only {"streams": ...}
 when the run wrote nothing since the STREAMS the page sent (its numbers did not change).
 """
 
