@@ -13,15 +13,18 @@ shows as it was written; `code` puts it in a code span. `without_remote_images` 
 from __future__ import annotations
 
 import re
-import string
 from typing import Any
 
-_SPECIAL = re.compile("([" + re.escape(string.punctuation) + "])")  # CommonMark escapes any ASCII punctuation
+# What makes markdown of text: images and links, emphasis, code, HTML and entities, Streamlit's
+# ":color[...]" and ":material/icon:", math. "/", ".", "-" stay as they are ("train/loss" is its own label).
+_SPECIAL = re.compile(r"([\\`*_\[\]()<>#!|~:$&])")
+_LINE_START = re.compile(r"^([ \t]*)([-+=]|\d+[.)])", re.MULTILINE)  # a list item, a heading's underline
 
 
 def md(text: Any) -> str:
     """`text` (any value, as str) escaped for st.markdown, st.caption and labels: shown exactly as written."""
-    return _SPECIAL.sub(r"\\\1", str(text))
+    text = _SPECIAL.sub(r"\\\1", str(text))
+    return _LINE_START.sub(lambda m: m.group(1) + m.group(2)[:-1] + "\\" + m.group(2)[-1], text)
 
 
 def code(text: Any) -> str:
