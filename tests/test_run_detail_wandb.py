@@ -36,7 +36,7 @@ for i in range(5):
     wandb.log({"train/loss": 1.0 / (i + 1), "secret": float(i),
                "weights": wandb.Histogram(rng.normal(size=400) * (i + 1)),
                "samples": [wandb.Image(np.full((8, 8, 3), 40 * i, np.uint8), caption=f"cap {i}"),
-                           wandb.Image(np.full((8, 8, 3), 255 - 40 * i, np.uint8), caption=f"second {i}")]})
+                           wandb.Image(np.full((8, 8, 3), 255 - 40 * i, np.uint8), caption=f"second {i} ![x](http://example.invalid/{i}.png)")]})
     wandb.log({"val/loss": 2.0 / (i + 1), "epoch": 10 * i})
 wandb.summary["best_model"] = "m-3"
 with open("model.txt", "w") as fh:
@@ -75,6 +75,11 @@ def logged(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def detail(logged: Path, monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201 - an AppTest
     monkeypatch.setenv("JAXDASH_RUNS", str(logged.parent))
     return app("views/detail.py", run=logged.name)
+
+
+def _captions(at) -> list[str]:  # noqa: ANN001
+    """The captions of every image on the page, markdown escapes (safe_text.md) dropped."""
+    return [i.caption.replace("\\", "") for el in at.get("image") for i in el.proto.imgs]
 
 
 def _frames(at) -> list:  # noqa: ANN001
@@ -144,14 +149,14 @@ def test_histograms_per_step_with_a_slider_and_over_steps(detail) -> None:  # no
 
 def test_images_per_step_with_captions(detail) -> None:  # noqa: ANN001
     at = detail
-    texts = [t.value for t in at.text]
-    assert "samples" in texts and {"cap 4", "second 4"} <= set(texts)  # the newest step, both images
+    assert "samples" in [t.value for t in at.text]
+    second = "second {} ![x](http://example.invalid/{}.png)".format  # shown as written, never an image
+    assert _captions(at) == ["cap 4", second(4, 4)]  # the newest step, both images
     assert len(at.get("image")) == 2
     images, histogram = [s for s in at.select_slider if s.label == "Step"]  # media above histograms
     assert images.options == ["0", "2", "4", "6", "8"]
     images.set_value(2).run()
-    texts = [t.value for t in at.text]
-    assert {"cap 1", "second 1"} <= set(texts) and "cap 4" not in texts
+    assert _captions(at) == ["cap 1", second(1, 1)]
 
 
 def test_a_write_gap_is_shown_as_a_run_event(logged: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -194,9 +199,6 @@ def test_run_detail_in_chromium_shows_the_alert_saved_file_and_histogram(served,
             page.goto(f"{srv.url}/detail?run={run_dir.name}")
             page.get_by_text("1 alert raised by the run").wait_for(timeout=90_000)
             page.wait_for_function(f"{CHART_TRACES_JS}.includes('bar:weights')", timeout=60_000)
-            page.screenshot(path=str(ARTIFACTS / "run_detail_wandb_top.png"))
-            page.locator("#histograms").scroll_into_view_if_needed()
-            page.screenshot(path=str(ARTIFACTS / "run_detail_wandb_histograms.png"))
             page.get_by_text("Files and artifacts").scroll_into_view_if_needed()
             assert page.get_by_text("W&B group: exp-a").count() == 1
             assert page.get_by_text("cap 4", exact=True).count() == 1  # the newest step's caption
@@ -209,6 +211,9 @@ def test_run_detail_in_chromium_shows_the_alert_saved_file_and_histogram(served,
             assert page.get_by_text("model.txt", exact=True).count() >= 1  # the files tables' cells
             assert not page.locator("img[src*='example.invalid']").count(), "a run's text loaded a remote image"
             page.screenshot(path=str(ARTIFACTS / "run_detail_wandb_files.png"))
+            page.locator("#media").scroll_into_view_if_needed()  # the images with their captions, the histograms
+            page.wait_for_function("Array.from(document.images).filter(i => i.naturalWidth > 0).length >= 2")
+            page.screenshot(path=str(ARTIFACTS / "run_detail_wandb_media.png"))
         finally:
             browser.close()
 
@@ -237,7 +242,7 @@ def test_damaged_files_get_a_line_each_and_the_rest_is_shown(
     assert any("summary.json" in w and "not shown" in w for w in warnings), warnings
     texts = [t.value for t in at.text]
     assert "0000000008_0.png: not an image (damaged?); not shown" in texts, texts
-    assert "second 4" in texts  # the other image of that step
+    assert _captions(at) == ["second 4 ![x](http://example.invalid/4.png)"]  # the other image of that step
     bars = [c for c in charts(at) if c.key.endswith("_bars")]
     assert "step 8" in figure(bars[0])["layout"]["title"]["text"]  # the bad line skipped
     assert list(_frame_with(at, "title")["title"]) == ["Loss high"]

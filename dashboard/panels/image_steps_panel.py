@@ -1,8 +1,8 @@
 """Images a run logged at every step (W&B's `wandb.Image`, lists of them, captions): a step slider per key.
 
 Read through runstore.media_store (artifacts/images/<tag>/<step>_<i>.png and <step>.json). The slider
-follows the newest step while the run logs more, until the user moves it. Captions are drawn as plain
-text (st.text): a run's text is data, never markdown that could load something.
+follows the newest step while the run logs more, until the user moves it. Captions (the tag and step where
+an image has none) are escaped (safe_text.md): a run's text is data, never markdown that could load something.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from pathlib import Path
 import streamlit as st
 from PIL import Image
 
+from dashboard.panels import safe_text
 from runstore import media_store, safe_files
 
 MAX_IMAGE_BYTES = 16 << 20  # a larger file is named, not sent to the browser
@@ -70,9 +71,8 @@ def tag_panel(tag: str, items: list[media_store.ImageStep], key: str) -> None:
                 if width is None:
                     st.text(f"{path.name}: not an image (damaged?); not shown")
                     continue
-                st.image(data, width=width)
-                if caption:
-                    st.text(caption)
+                # escaped: a caption is the run's text, shown as written (st.image draws captions as markdown)
+                st.image(data, width=width, caption=safe_text.md(caption or f"{tag} · step {item.step:,}"))
 
 
 def draw(run_dir: Path, key: str) -> set[str]:
