@@ -248,3 +248,22 @@ def test_damaged_files_get_a_line_each_and_the_rest_is_shown(
     assert list(_frame_with(at, "title")["title"]) == ["Loss high"]
     assert list(_frame_with(at, "file")["file"]) == ["model.txt"]  # the saved file; the artifact skipped
     assert not any("artifact" in df.columns for df in _frames(at))
+
+
+def test_distribution_bands_are_the_data_percentiles_and_offsets_sample_long_runs() -> None:
+    """The bands of the distribution view are the logged values' percentiles (within a bin), as TensorBoard's."""
+    from components import histogram_figures as hf
+    from runstore import media_store
+
+    values = np.random.default_rng(1).normal(size=20_000)
+    counts, edges = media_store.bins(values)
+    width = edges[1] - edges[0]
+    got = hf.percentiles(counts, edges)
+    want = np.percentile(values, hf.BASIS_POINTS)
+    assert np.all(np.abs(got - want) <= width), (got, want)
+    hists = [(s, counts, edges) for s in range(500)]
+    fig = hf.offsets(hists, "w")
+    steps = [int(t.name.split()[-1].replace(",", "")) for t in fig.data]
+    assert len(steps) == hf.OFFSET_STEPS and steps[0] == 0 and steps[-1] == 499  # the first and the newest kept
+    bad = (3, [1.0, 2.0], [0.0])  # edges do not fit the counts: left out, never drawn
+    assert not hf.valid(bad) and len(hf.distribution([*hists[:3], bad], "w").data) == 5
