@@ -34,7 +34,7 @@ wandb.define_metric("secret", hidden=True)
 rng = np.random.default_rng(0)
 for i in range(5):
     wandb.log({"train/loss": 1.0 / (i + 1), "secret": float(i),
-               "weights": wandb.Histogram(rng.normal(size=400) * (i + 1)),
+               "weights": wandb.Histogram(rng.normal(size=400) * (i + 1)), "weights_array": rng.normal(size=100),
                "samples": [wandb.Image(np.full((8, 8, 3), 40 * i, np.uint8), caption=f"cap {i}"),
                            wandb.Image(np.full((8, 8, 3), 255 - 40 * i, np.uint8), caption=f"second {i} ![x](http://example.invalid/{i}.png)")]})
     wandb.log({"val/loss": 2.0 / (i + 1), "epoch": 10 * i})
@@ -127,23 +127,31 @@ def test_step_metric_is_the_x_axis_and_hidden_metrics_are_not_drawn(detail) -> N
     assert "secret" not in [m.label for m in at.metric]
 
 
+def _hist_chart(at, tag: str, kind: str):  # noqa: ANN001, ANN202
+    """The histogram chart of `tag`: kind "bars" (one step) or "over" (over steps), found by its title."""
+    found = [c for c in charts(at) if c.key.endswith(f"_{kind}")]
+    return next(c for c in found if figure(c)["layout"]["title"]["text"].startswith(f"{tag} "))
+
+
 def test_histograms_per_step_with_a_slider_and_over_steps(detail) -> None:  # noqa: ANN001
     at = detail
-    bars = [c for c in charts(at) if c.key.endswith("_bars")]
-    assert len(bars) == 1 and figure(bars[0])["data"][0]["type"] == "bar"
-    assert "step 8" in figure(bars[0])["layout"]["title"]["text"]  # the newest step first
-    over = next(c for c in charts(at) if c.key.endswith("_over"))
-    assert len(figure(over)["data"]) == 5  # one outline a step
-    slider = [s for s in at.select_slider if s.label == "Step"][-1]  # below the images' slider
+    assert len([c for c in charts(at) if c.key.endswith("_bars")]) == 2  # wandb.Histogram and a plain array
+    bars = _hist_chart(at, "weights", "bars")
+    assert figure(bars)["data"][0]["type"] == "bar"
+    assert "step 8" in figure(bars)["layout"]["title"]["text"]  # the newest step first
+    assert len(figure(_hist_chart(at, "weights", "over"))["data"]) == 5  # one outline a step
+    array = _hist_chart(at, "weights_array", "bars")
+    assert sum(trace_values(array, "y")[0]) == 100  # every value of the logged array, binned
+    slider = [s for s in at.select_slider if s.label == "Step"][1]  # below the images' slider
     assert slider.options == ["0", "2", "4", "6", "8"]
-    first_counts = np.asarray(trace_values(bars[0], "y")[0])
+    first_counts = np.asarray(trace_values(bars, "y")[0])
     slider.set_value(0).run()
-    bars = [c for c in charts(at) if c.key.endswith("_bars")]
-    assert "step 0" in figure(bars[0])["layout"]["title"]["text"]
-    counts = np.asarray(trace_values(bars[0], "y")[0])
+    bars = _hist_chart(at, "weights", "bars")
+    assert "step 0" in figure(bars)["layout"]["title"]["text"]
+    counts = np.asarray(trace_values(bars, "y")[0])
     assert counts.sum() == 400 and not np.array_equal(counts, first_counts)
     at.segmented_control[0].set_value("Distribution").run()
-    over = next(c for c in charts(at) if c.key.endswith("_over"))
+    over = _hist_chart(at, "weights", "over")
     assert figure(over)["data"][-1]["name"] == "median" and len(figure(over)["data"]) == 5
 
 
@@ -153,7 +161,8 @@ def test_images_per_step_with_captions(detail) -> None:  # noqa: ANN001
     second = "second {} ![x](http://example.invalid/{}.png)".format  # shown as written, never an image
     assert _captions(at) == ["cap 4", second(4, 4)]  # the newest step, both images
     assert len(at.get("image")) == 2
-    images, histogram = [s for s in at.select_slider if s.label == "Step"]  # media above histograms
+    images, *histograms = [s for s in at.select_slider if s.label == "Step"]  # media above histograms
+    assert len(histograms) == 2
     assert images.options == ["0", "2", "4", "6", "8"]
     images.set_value(2).run()
     assert _captions(at) == ["cap 1", second(1, 1)]
@@ -243,8 +252,7 @@ def test_damaged_files_get_a_line_each_and_the_rest_is_shown(
     texts = [t.value for t in at.text]
     assert "0000000008_0.png: not an image (damaged?); not shown" in texts, texts
     assert _captions(at) == ["second 4 ![x](http://example.invalid/4.png)"]  # the other image of that step
-    bars = [c for c in charts(at) if c.key.endswith("_bars")]
-    assert "step 8" in figure(bars[0])["layout"]["title"]["text"]  # the bad line skipped
+    assert "step 8" in figure(_hist_chart(at, "weights", "bars"))["layout"]["title"]["text"]  # bad lines skipped
     assert list(_frame_with(at, "title")["title"]) == ["Loss high"]
     assert list(_frame_with(at, "file")["file"]) == ["model.txt"]  # the saved file; the artifact skipped
     assert not any("artifact" in df.columns for df in _frames(at))
