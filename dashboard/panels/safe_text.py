@@ -15,9 +15,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-# What makes markdown of text: images and links, emphasis, code, HTML and entities, Streamlit's
-# ":color[...]" and ":material/icon:", math. "/", ".", "-" stay as they are ("train/loss" is its own label).
-_SPECIAL = re.compile(r"([\\`*_\[\]()<>#!|~:$&])")
+# What makes markdown of text: images and links, emphasis, code, HTML and entities, math, and a colon
+# before a letter (Streamlit's ":blue[...]", ":material/icon:", ":smile:"). Nothing else: "train/loss"
+# stays its own label and "config.json: not valid JSON" its own message.
+_SPECIAL = re.compile(r"([\\`*_\[\]()<>#!|~$&]|:(?=[A-Za-z]))")
 _LINE_START = re.compile(r"^([ \t]*)([-+=]|\d+[.)])", re.MULTILINE)  # a list item, a heading's underline
 
 
