@@ -275,3 +275,22 @@ def test_distribution_bands_are_the_data_percentiles_and_offsets_sample_long_run
     assert len(steps) == hf.OFFSET_STEPS and steps[0] == 0 and steps[-1] == 499  # the first and the newest kept
     bad = (3, [1.0, 2.0], [0.0])  # edges do not fit the counts: left out, never drawn
     assert not hf.valid(bad) and len(hf.distribution([*hists[:3], bad], "w").data) == 5
+
+
+def test_a_new_image_step_shows_on_the_next_rerun(
+    logged: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The page keeps the steps it read until a tag folder changes: a step written since shows, the newest followed."""
+    import shutil
+
+    from runstore import media_store
+
+    copy = Path(shutil.copytree(logged, tmp_path / "runs" / logged.name, symlinks=True))
+    monkeypatch.setenv("JAXDASH_RUNS", str(copy.parent))
+    at = app("views/detail.py", run=logged.name)
+    assert _captions(at)[0] == "cap 4"
+    png = media_store.png_bytes(np.zeros((4, 4, 3), np.uint8))
+    media_store.write_image_step(copy, "samples", 10, [png], ["cap new"])  # as the client writes a step
+    at.run()
+    images = [s for s in at.select_slider if s.label == "Step"][0]
+    assert images.options[-1] == "10" and _captions(at) == ["cap new"]

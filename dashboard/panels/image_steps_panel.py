@@ -7,6 +7,7 @@ an image has none) are escaped (safe_text.md): a run's text is data, never markd
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 from pathlib import Path
@@ -75,10 +76,33 @@ def tag_panel(tag: str, items: list[media_store.ImageStep], key: str) -> None:
                 st.image(data, width=width, caption=safe_text.md(caption or f"{tag} · step {item.step:,}"))
 
 
+def _signature(run_dir: Path) -> tuple[tuple[str, int], ...]:
+    """(name, mtime) of every tag folder: a step written (files renamed in) or pruned changes its folder's mtime."""
+    root = Path(run_dir) / "artifacts" / "images"
+    if not safe_files.is_real_dir(root):
+        return ()
+    try:
+        return tuple(sorted((p.name, p.lstat().st_mtime_ns) for p in root.iterdir() if safe_files.is_real_dir(p)))
+    except OSError:
+        return ()
+
+
+@functools.lru_cache(maxsize=32)
+def _image_steps(run_dir: str, signature: tuple) -> dict[str, list[media_store.ImageStep]]:
+    return media_store.image_steps(Path(run_dir))
+
+
+def image_steps(run_dir: Path) -> dict[str, list[media_store.ImageStep]]:
+    """media_store.image_steps, re-read only when a tag folder changed (a live page reruns every few seconds,
+    and a tag keeps up to media_store.KEEP_STEPS steps, a JSON file each)."""
+    signature = _signature(run_dir)
+    return _image_steps(str(run_dir), signature) if signature else {}
+
+
 def draw(run_dir: Path, key: str) -> set[str]:
     """Every image key logged per step; returns their file names (media_store.tag_file) so the caller can
     leave out their latest-image copies (artifacts/images/<tag>.png)."""
-    found = media_store.image_steps(Path(run_dir))
+    found = image_steps(Path(run_dir))
     for tag, items in found.items():
         tag_panel(tag, items, key)
     return {media_store.tag_file(tag) for tag in found}
