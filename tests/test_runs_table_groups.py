@@ -101,3 +101,20 @@ def test_select_whole_wandb_group_compares_each_run_as_itself(table_root: Path) 
     assert len(at.session_state["selected_ids"]) == 2
     names = {t.get("name") for c in charts(at) for t in figure(c)["data"]}
     assert {"worker-0", "worker-1"} <= names and not any("mean of" in str(n) for n in names)
+
+
+def test_run_detail_compares_its_wandb_group(table_root: Path) -> None:
+    """From a run of a W&B group, one button opens Runs & compare with the group's runs selected."""
+    worker = next(d for d in table_root.iterdir() if "worker-0" in d.name)
+    at = app("views/detail.py", run=worker.name)
+    button = at.button(key="detail_wandb_group")
+    assert button.label == "Compare its W&B group (2 runs)"
+    button.click().run()
+    assert not at.exception
+    assert sorted(at.session_state["selected_ids"]) == sorted(
+        d.name for d in table_root.iterdir() if "worker" in d.name
+    )
+    names = {t.get("name") for c in charts(at) for t in figure(c)["data"]}
+    assert {"worker-0", "worker-1"} <= names
+    solo = next(d for d in table_root.iterdir() if "solo" in d.name)
+    assert "detail_wandb_group" not in [b.key for b in app("views/detail.py", run=solo.name).button]

@@ -6,7 +6,7 @@ A run's text is data: drawn with st.text and in tables, never as markdown.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +14,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard.panels import safe_text
-from runstore import run_notes, wandb_reads
+from runstore import run_notes, run_store, wandb_reads
 
 
 def meta_lines(meta: wandb_reads.WandbMeta, notes: run_notes.RunNotes | None = None) -> list[str]:
@@ -38,6 +38,20 @@ def header(run_dir: Path) -> wandb_reads.WandbMeta:
     if lines:
         st.text("\n".join(lines))
     return meta
+
+
+def group_ids(group: str, runs: Sequence[run_store.RunInfo]) -> list[str]:
+    """The ids of the runs of one W&B group (config.json "wandb_group", read once per change of a run's file)."""
+    return [r.run_id for r in runs if not r.damaged and wandb_reads.wandb_meta(r.path).group == group]
+
+
+def group_compare(run_id: str, group: str, runs: Sequence[run_store.RunInfo]) -> None:
+    """A button that compares the run's W&B group on Runs & compare (each run its own line), when it has others."""
+    ids = group_ids(group, runs)
+    if len(ids) > 1 and st.button(
+        f"Compare its W&B group ({len(ids)} runs)", icon=":material/compare_arrows:", key="detail_wandb_group"
+    ):
+        st.switch_page("views/runs.py", query_params={"compare": ",".join(ids)})
 
 
 def summary_table(summary: Mapping[str, Any]) -> pd.DataFrame:

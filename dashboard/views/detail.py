@@ -209,7 +209,9 @@ def page() -> None:
         damaged(run)
         return
     run_sections.notes_header(run)
-    wandb_run_panel.header(run.path)  # W&B group, job type (a W&B group is no population)
+    meta = wandb_run_panel.header(run.path)  # W&B group, job type (a W&B group is no population)
+    if meta.group:
+        wandb_run_panel.group_compare(run.run_id, meta.group, state.all_runs())
     group = groups.group_of(run)
     if group:
         st.caption(
