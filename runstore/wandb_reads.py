@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+import os
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runstore import safe_files
 from runstore.run_checks import DamagedRunFile, load_json_object
 
 STEP = "step"
@@ -72,13 +73,13 @@ def _meta(path: str, mtime_ns: int, size: int) -> WandbMeta:
 
 
 def wandb_meta(run_dir: Path) -> WandbMeta:
-    """The run's W&B fields (config.json re-read only when it changed; cheap for a table of many runs)."""
-    path = Path(run_dir) / "config.json"
+    """The run's W&B fields (config.json re-read only when it changed: one lstat a run for a table of many runs)."""
+    path = os.path.join(run_dir, "config.json")
     try:
-        st = path.lstat()
+        st = os.lstat(path)
     except OSError:
         return WandbMeta()
-    return _meta(str(path), st.st_mtime_ns, st.st_size) if safe_files.is_regular(path) else WandbMeta()
+    return _meta(path, st.st_mtime_ns, st.st_size) if stat.S_ISREG(st.st_mode) else WandbMeta()
 
 
 def read_summary(run_dir: Path) -> tuple[dict[str, Any], str | None]:
