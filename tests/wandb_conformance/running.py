@@ -136,7 +136,13 @@ def run_probe(probe: Probe, impl: str, tmp: Path) -> Result:
     except subprocess.TimeoutExpired as exc:
         out = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else exc.stdout or ""
         return Result(impl, probe, -999, out, f"timed out after {TIMEOUT_S:.0f} s", tmp)
-    rc = (
-        128 - proc.returncode if proc.returncode < 0 else proc.returncode
-    )  # killed by signal N: 128 + N, as a shell says
+    # killed by signal N: 128 + N, as a shell says
+    rc = 128 - proc.returncode if proc.returncode < 0 else proc.returncode
+    (tmp / "result.json").write_text(json.dumps({"rc": rc, "stdout": proc.stdout, "stderr": proc.stderr}))
     return Result(impl, probe, rc, proc.stdout, proc.stderr, tmp)
+
+
+def load_result(probe: Probe, impl: str, tmp: Path) -> Result:
+    """A run of `probe` kept in `tmp` (its result.json), to compare again without running it."""
+    doc = json.loads((tmp / "result.json").read_text())
+    return Result(impl, probe, doc["rc"], doc["stdout"], doc["stderr"], tmp)
