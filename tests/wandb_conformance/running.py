@@ -101,6 +101,7 @@ def _env(impl: str, probe: Probe, tmp: Path) -> dict[str, str]:
     for var in ("WANDB_CONFIG_DIR", "WANDB_CACHE_DIR", "WANDB_DATA_DIR"):
         env[var] = str(home)
     env["MPLBACKEND"] = "Agg"
+    env.setdefault("JAX_PLATFORMS", "cpu")
     if impl == "wandb":
         env["WANDB_DIR"] = str(tmp / "wandb")
     elif impl == "jaxdash":
