@@ -210,7 +210,7 @@ def test_run_detail_in_chromium_shows_the_alert_saved_file_and_histogram(served,
             page.wait_for_function(f"{CHART_TRACES_JS}.includes('bar:weights')", timeout=60_000)
             page.get_by_text("Files and artifacts").scroll_into_view_if_needed()
             assert page.get_by_text("W&B group: exp-a").count() == 1
-            assert page.get_by_text("cap 4", exact=True).count() == 1  # the newest step's caption
+            page.get_by_text("cap 4", exact=True).wait_for(timeout=30_000)  # the newest step's caption
             with page.expect_download(timeout=30_000) as download:
                 button = page.locator("[data-testid='stDownloadButton'] button").filter(has_text="Download")
                 button.first.dispatch_event("click")  # a click at its place may land on the sticky header
