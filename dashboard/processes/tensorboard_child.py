@@ -3,17 +3,36 @@
 `python tensorboard_child.py PARENT_PID ARGS...` runs `tensorboard ARGS...` in this process and
 ends it when PARENT_PID is gone, however the dashboard ended: SIGTERM (uvicorn may be killed
 before `atexit` runs), kill -9 or a crash. Run by path, with no import from this repository.
+
+TensorBoard reads event files with its own reader, which allocates whatever length a record header
+claims: a crafted 4 KB file claiming 1.9 GB grew it (and its Rust data server) to 1.9 GB here. So
+its address space is capped (JAXDASH_TENSORBOARD_MEMORY bytes, default 4 GiB, 0 = no cap): such a
+file makes TensorBoard fail to read, never take the machine. The dashboard's own reader has its own
+bounds (runstore/event_files.py).
 """
 
 from __future__ import annotations
 
 import os
+import resource
 import signal
 import sys
 import threading
 import time
 
 POLL_S = 1.0  # how soon TensorBoard notices that the dashboard is gone
+MEMORY_CAP = 4 << 30  # bytes of address space for TensorBoard and its data server (they inherit it)
+
+
+def cap_memory() -> int:
+    """Cap this process's address space (inherited by TensorBoard's data server); return the cap (0: none)."""
+    try:
+        cap = int(os.environ.get("JAXDASH_TENSORBOARD_MEMORY", MEMORY_CAP))
+    except ValueError:
+        cap = MEMORY_CAP
+    if cap > 0:
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+    return max(cap, 0)
 
 
 def follow_parent(parent_pid: int) -> None:
@@ -25,6 +44,7 @@ def follow_parent(parent_pid: int) -> None:
 
 def main() -> int:
     parent_pid = int(sys.argv[1])
+    cap_memory()
     sys.path.pop(0)  # this folder is not a place to import TensorBoard's modules from
     threading.Thread(target=follow_parent, args=(parent_pid,), daemon=True).start()
     from tensorboard.main import run_main
