@@ -114,3 +114,16 @@ def test_a_process_started_from_the_page_is_reaped_when_it_exits(
         time.sleep(0.1)
     assert _zombie_or_alive(pid) is None, "the page's training process stayed a zombie under the server"
     assert "usage: python -m training" in log.read_text()
+
+
+def test_the_runs_table_reads_a_stalled_run_as_stalled(tmp_path: Path) -> None:
+    from dashboard.panels import runs_index
+    from runstore import run_store
+
+    now = time.time()
+    runs = [
+        run_store.RunInfo(name, tmp_path / name, name, "regression", {}, training(updated=updated), now - 100)
+        for name, updated in (("moving", now), ("stuck", now - 60))
+    ]
+    df = runs_index.frame(runs, lambda task, config: "", lambda group: group)
+    assert dict(zip(df["run_id"], df["status"], strict=True)) == {"moving": "running", "stuck": "stalled"}

@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from dashboard.panels.compare_data import sort_tags
-from runstore import run_files, run_notes, run_store, wandb_reads
+from runstore import processes, run_files, run_notes, run_store, wandb_reads
 
 ACTIVE = ("queued", "starting", "running")
 PROBLEMS = ("failed", "diverged", "crashed", "damaged")
@@ -46,6 +46,14 @@ def _duration(s: dict[str, Any], created: float) -> float | None:
     return end - started if end and started else None
 
 
+def _state(s: dict[str, Any]) -> str:
+    """The run's state as the table shows it: "stalled" for an active run making no progress (runstore.processes)."""
+    state = s.get("state", "?")
+    if state in ACTIVE and processes.with_stall(s, time.time()).get("stalled_since"):
+        return "stalled"
+    return state
+
+
 def frame(
     runs: Sequence[run_store.RunInfo], key_config: Callable[[str, dict], str], short_group: Callable[[Any], Any]
 ) -> pd.DataFrame:
@@ -71,7 +79,7 @@ def frame(
                 "wandb group": meta.group or None,
                 "job type": meta.job_type or None,
                 "task": r.task,
-                "status": s.get("state", "?"),
+                "status": _state(s),
                 "alerts": run_files.alert_count(r.path) or None,
                 "config": config,
                 **{f"final {m}": v for m, v in final.items() if isinstance(v, (int, float))},
