@@ -31,8 +31,9 @@ def queue_resumed(root: str) -> bool:
     if (Path(root) / "queue.db").is_file():
         try:
             page_queue.dispatch(Path(root), launcher.start_now)
-        except (OSError, sqlite3.Error):  # a damaged queue.db must not take the page down
-            logging.getLogger(__name__).exception("could not resume the run queue in %s", root)
+        except (OSError, sqlite3.Error) as exc:  # a damaged queue.db must not take the page down
+            # One line in the server log (the Sweeps page names it too), never a traceback.
+            logging.getLogger(__name__).warning("could not resume the run queue in %s: %s", root, exc)
     return True
 
 

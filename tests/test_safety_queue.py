@@ -164,3 +164,23 @@ def test_a_bad_queue_db_is_one_line_on_the_sweeps_page_and_start_says_why(
     live = app("views/live.py", run=run_dir.name)  # where Start leads: the run's Live page says why, in one line
     shown = [re.sub(r"\\(.)", r"\1", e.value) for e in live.error]  # run data is shown as text: markdown escaped
     assert [e for e in shown if e.startswith(why) and "\n" not in e], shown
+
+
+def test_a_damaged_queue_db_at_server_start_is_one_log_line_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from streamlit.testing.v1 import AppTest
+
+    from tests.apptest_pages import APP
+
+    root = tmp_path / "runs"
+    root.mkdir()
+    (root / "queue.db").write_bytes(b"this is not a SQLite database\n" * 200)
+    monkeypatch.setenv("JAXDASH_WARM_WORKER", "0")
+    monkeypatch.setenv("JAXDASH_RUNS", str(root))
+    with caplog.at_level("WARNING"):
+        at = AppTest.from_file(APP, default_timeout=60).run()
+    assert not at.exception
+    resumed = [r for r in caplog.records if "resume the run queue" in r.getMessage()]
+    assert resumed and all(r.exc_info is None for r in resumed), [r.getMessage() for r in resumed]
+    assert "queue.db: damaged" in resumed[0].getMessage() and "\n" not in resumed[0].getMessage()
