@@ -57,6 +57,7 @@ class Run(RunFiles):
         self._defs = MetricDefs()
         self._synced: dict[str, Any] = {}  # step metrics' last values, for rows that lack them (step_sync)
         self._stats: dict[str, list[float]] = {}  # name -> [last, min, max, sum, count, first] of logged values
+        self._nested: set[str] = set()  # keys logged as nested dicts ("a.b"): nested again in the summary
         self._summary_dirty = self._hparams_sent = False
         self.config = Config(config)
         self.config._set_callback(self._config_changed)
@@ -78,12 +79,14 @@ class Run(RunFiles):
             logger.warning("jaxdash: log() after finish() of run %s; not logged", self.id)
             return
         if step is not None:
-            step = self._to_step(step)
-            if step is None:
-                return
+            if type(step) is not int or not self._step <= step <= INT64_MAX:  # the usual case skips the checks
+                step = self._to_step(step)
+                if step is None:
+                    return
             if step > self._step:
-                self._commit()
-                self._step = step
+                if self._open:
+                    self._fetcher.put(self._step, self._open)
+                self._open, self._step = None, step
         if type(data) is dict and all(type(v) in self._plain for v in data.values()):
             values = data  # the per-step case: numbers and arrays of types seen before, ~1 us
         else:
@@ -93,7 +96,9 @@ class Run(RunFiles):
         else:
             self._open.update(values)
         if commit or (commit is None and step is None):
-            self._commit()
+            if self._open:
+                self._fetcher.put(self._step, self._open)
+            self._open = None
             self._step += 1
 
     def _to_step(self, step: Any) -> int | None:
@@ -141,6 +146,8 @@ class Run(RunFiles):
                 logger.warning("jaxdash: %s at step %d could not be written (%s); not logged", ", ".join(media),
                                step, exc)  # fmt: skip
         values = flatten({k: v for k, v in data.items() if k not in media})
+        if any(isinstance(v, Mapping) for v in data.values()):
+            self._nested.update(k for k in values if k not in data)
         if self._synced or self._defs.defs:
             self._step_sync(values)
         elif not media and values.keys() == data.keys():  # no nesting, nothing left out
@@ -190,6 +197,9 @@ class Run(RunFiles):
             self._synced.setdefault(metric, None)
         self._plain.clear()  # the definition applies from the next log on
         self._persist("define_metric", self._defs.defs)
+        for w in getattr(self._writer, "writers", []):
+            if hasattr(w, "define_metric"):
+                w.define_metric(name, found)  # the W&B copy's own definition
         return _Metric(name, found)
 
     def should_stop(self) -> bool:
@@ -221,7 +231,7 @@ class Run(RunFiles):
         summary = self.summary.as_dict()
         for w in getattr(self._writer, "writers", []):
             if hasattr(w, "write_run_summary"):
-                w.write_run_summary(summary)
+                w.write_run_summary(summary, sorted(self._nested))
         close_run(self.dir, self._writer, state, message, final_numbers(summary))
         self._write_summary(summary)
 
@@ -244,7 +254,7 @@ class Run(RunFiles):
         if not self._finished and threading.current_thread() is not self._fetcher.thread:
             self._fetcher.sync()  # W&B's summary holds every row logged so far
         with self._lock:
-            return summary_of(self._stats, self._defs)
+            return summary_of(self._stats, self._defs, self._nested)
 
     # -- the fetcher thread's side -------------------------------------------------------------------
     def _write_rows(self, parts: list[Block | Histograms]) -> None:
@@ -266,7 +276,7 @@ class Run(RunFiles):
                 self._writer.flush()
                 self._last_flush = time.monotonic()
                 if self._summary_dirty:
-                    self._write_summary({**summary_of(self._stats, self._defs), **self.summary._set})
+                    self._write_summary({**summary_of(self._stats, self._defs, self._nested), **self.summary._set})
 
     def _note(self, columns: Mapping[str, np.ndarray]) -> None:
         """Each tag's last value, and min, max, sum, count and first of its values that are not NaN (the summary)."""

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from jaxdash import wandb_copy
 from training.writers.base import MetricWriter, Tracking
 
 log = logging.getLogger("jaxdash")
@@ -98,9 +99,14 @@ class SinkWriter(MetricWriter):
     def write_summary(self, metrics):  # noqa: D102, ANN001
         self._queue("write_summary", dict(metrics))
 
-    def write_run_summary(self, summary: dict[str, Any]) -> None:
-        """The run's summary as W&B keeps it (strings and {"min": ..} dicts too) for the W&B copy, at its end."""
-        self._queue("wandb_summary", dict(summary))
+    def write_run_summary(self, summary: dict[str, Any], nested: list[str] | None = None) -> None:
+        """The run's summary as W&B keeps it (strings and {"min": ..} dicts too) for the W&B copy, at its end;
+        `nested`: the row keys ("a.b") the summary holds nested instead."""
+        self._queue("wandb_summary", dict(summary), list(nested or []))
+
+    def define_metric(self, name: str, options: dict[str, Any]) -> None:
+        """The script's `define_metric` for the W&B copy."""
+        self._queue("wandb_define_metric", name, dict(options))
 
     def flush(self) -> None:
         """Send what was written since the last flush, as one message."""
@@ -156,7 +162,7 @@ def serve(stdin: Any = None, stdout: Any = None) -> int:
 
     stdin, stdout = stdin or sys.stdin.buffer, stdout or sys.stdout
     lowest_priority()
-    writer = None
+    writer, summary = None, None
     closed = False
     while not closed:
         try:
@@ -167,28 +173,22 @@ def serve(stdin: Any = None, stdout: Any = None) -> int:
             if method == "open":
                 run_dir, cfg, name, tracking, resume_step = args
                 writer, info = build_writer(run_dir, cfg, name=name, tracking=tracking, resume_step=resume_step)
+                wandb_copy.adapt(writer)
                 print(json.dumps(info, default=str), file=stdout, flush=True)
-            elif method == "wandb_summary" and writer is not None:
-                _wandb_summary(writer, *args)
-            elif writer is not None:
+            elif writer is None:
+                continue
+            elif method == "wandb_summary":
+                summary = args
+            elif method == "wandb_define_metric":
+                wandb_copy.define_metric(writer, *args)
+            else:
+                if method == "close":
+                    wandb_copy.close(writer, summary, args[0] if args else "finished")
                 getattr(writer, method)(*args)
                 closed = method == "close"
     if writer is not None and not closed:
         writer.close("crashed", "The training process ended without finishing the run.")
     return 0
-
-
-def _wandb_summary(writer: Any, summary: dict[str, Any]) -> None:
-    """Set the client's summary on the W&B copy, after its buffered rows (so W&B's own summary of them
-    does not replace the script's values); a failure warns, the run store has the summary anyway."""
-    for w in getattr(writer, "writers", []):
-        if not getattr(w, "active", False) or not hasattr(w, "wait_ready") or not w.wait_ready(CLOSE_TIMEOUT_S):
-            continue
-        try:
-            w._rows.flush()
-            w.run.summary.update(summary)
-        except Exception as exc:  # noqa: BLE001 - the W&B copy is best-effort
-            log.warning("jaxdash: the summary did not reach W&B (%s: %s)", type(exc).__name__, exc)
 
 
 if __name__ == "__main__":

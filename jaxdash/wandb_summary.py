@@ -79,8 +79,9 @@ def _ops(name: str, summary: str, goal: str | None) -> list[str]:
     return ops
 
 
-def summary_of(stats: Mapping[str, list[float]], defs: MetricDefs) -> dict[str, Any]:
-    """W&B's automatic summary from each metric's [last, min, max, sum, count, first] statistics."""
+def summary_of(stats: Mapping[str, list[float]], defs: MetricDefs, nested: set[str] = frozenset()) -> dict[str, Any]:
+    """W&B's automatic summary from each metric's [last, min, max, sum, count, first] statistics; a key
+    logged as a nested dict ("a.b" from {"a": {"b": ..}}, in `nested`) is nested again, as in W&B's summary."""
     out: dict[str, Any] = {}
     for name, (last, low, high, total, count, first) in stats.items():
         ops = (defs.find(name) or {}).get("summary")
@@ -95,17 +96,27 @@ def summary_of(stats: Mapping[str, list[float]], defs: MetricDefs) -> dict[str, 
                 "mean": total / count if count else math.nan,
             }
             out[name] = {op: picks[op] for op in ops if op in picks and not (count == 0 and op != "last")}
+    for name in nested & out.keys():
+        *parents, leaf = name.split(".")
+        node = out
+        for part in parents:
+            node = node.setdefault(part, {}) if isinstance(node.get(part, {}), dict) else {}
+        node[leaf] = out.pop(name)
     return out
 
 
-def final_numbers(summary: Mapping[str, Any]) -> dict[str, float]:
-    """One finite-or-not number a metric for status.json "final": a number itself, else its first op's."""
+def final_numbers(summary: Mapping[str, Any], prefix: str = "") -> dict[str, float]:
+    """One number a metric for status.json "final": a number itself, else its first op's ({"min": ..});
+    a nested summary's keys as "a.b"."""
     out = {}
     for key, value in summary.items():
+        if isinstance(value, dict) and value and not value.keys() <= set(OPS):
+            out.update(final_numbers(value, f"{prefix}{key}."))
+            continue
         if isinstance(value, dict):
             value = next((v for v in value.values() if isinstance(v, (int, float))), None)
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            out[str(key)] = float(value)
+            out[f"{prefix}{key}"] = float(value)
     return out
 
 

@@ -69,11 +69,11 @@ def wandb_records(wandb_dir: Path) -> list[dict[str, Any]]:
 
 
 def wandb_history(wandb_dir: Path) -> list[dict[str, Any]]:
-    """W&B's history rows with a metric, less W&B's own keys (_runtime, _timestamp) and our global_step."""
+    """W&B's history rows with a metric, less W&B's own keys (_runtime, _timestamp)."""
     out = []
     for r in wandb_records(wandb_dir):
         if r.get("type") == "history":
-            item = {k: v for k, v in r["history"]["item"].items() if k not in ("_runtime", "_timestamp", "global_step")}
+            item = {k: v for k, v in r["history"]["item"].items() if k not in ("_runtime", "_timestamp")}
             if set(item) - {"_step"}:
                 out.append(item)
     return out

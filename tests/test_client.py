@@ -85,12 +85,14 @@ def test_every_step_reaches_the_store_tensorboard_and_wandb(tmp_path: Path, runs
     assert status["state"] == "finished" and status["step"] == 9_999
     records = run_store.read_metrics(run_dir)[0]
     assert [r["step"] for r in records] == list(range(10_000))
-    assert records[-1]["train/loss"] < records[0]["train/loss"] and "params.w" in records[-1]  # W&B names nested keys "a.b"
+    assert (
+        records[-1]["train/loss"] < records[0]["train/loss"] and "params.w" in records[-1]
+    )  # W&B names nested keys "a.b"
     acc = ea.EventAccumulator(status["tensorboard"]["logdir"], size_guidance={ea.SCALARS: 0})
     acc.Reload()
     assert [e.step for e in acc.Scalars("train/loss")] == list(range(10_000))
     rows = [h for h in history(inspect_records(Path(status["wandb"]["dir"]))) if "train/loss" in h]
-    assert sorted(int(h["global_step"]) for h in rows) == list(range(10_000))
+    assert sorted(int(h["_step"]) for h in rows) == list(range(10_000))  # W&B's own step, no global_step
     config = run_store.read_json(run_dir / "config.json")
     assert config["task"] == "client-test" and config["name"] == "my-loop" and config["config"] == {"lr": 0.1}
 

@@ -82,7 +82,9 @@ def test_steps_config_and_summary_match_wandb(tmp_path: Path) -> None:
     run_dir = only_run(root)
     assert _ours(run_dir) == expected  # every step and value, W&B's keys ("n.i")
     copy = Path(run_store.read_status(run_dir)["wandb"]["dir"])
-    assert wandb_history(copy) == expected  # and the W&B copy our client wrote
+    assert wandb_history(copy) == expected  # and the W&B copy our client wrote (no keys of ours)
+    assert {k: v for k, v in inspect_summary(copy)["summary"].items() if not k.startswith("_")} == {
+        k: v for k, v in inspect_summary(their_dir)["summary"].items() if not k.startswith("_")}  # fmt: skip
     doc = run_store.read_json(run_dir / "config.json")
     assert doc["config"] == theirs["config"]
     assert {k: v for k, v in inspect_summary(copy)["config"].items() if not k.startswith("_")} == theirs["config"]

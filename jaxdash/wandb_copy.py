@@ -1,0 +1,91 @@
+"""The W&B copy of a client run, as W&B itself would have written it (in the writer process, jaxdash/sink.py).
+
+The W&B writer is built for `python -m training`'s runs: every row carries `global_step`, losses and
+accuracies get min/max summaries, and the end adds `run/state` to the summary. A W&B script switched
+to jaxdash expects its own W&B run instead, so here: rows are logged with the script's own keys at
+the script's own steps, the script's `define_metric` calls are made on the copy, its summary (strings
+and {"min": ..} dicts too) is set after the last row, and the end is the script's exit code alone.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from training.writers.wandb.rows import StepRows
+from training.writers.wandb.run import env_timeout
+
+log = logging.getLogger("jaxdash")
+
+
+class ScriptRows(StepRows):
+    """Rows as the script logged them: no `global_step` key, no summary kinds of our own."""
+
+    def log(self, step: int, data: Mapping[str, Any]) -> None:
+        """Log `data` into step's row, which stays open until a later step is logged (as W&B's `step=`)."""
+        if self.open_step is not None and step < self.open_step:
+            self.run.log(dict(data), step=self.open_step, commit=False)
+            return
+        self.run.log(dict(data), step=step, commit=False)
+        self.open_step = step
+
+
+def wandb_writers(writer: Any) -> list[Any]:
+    """The W&B writers among a MultiWriter's writers."""
+    return [w for w in getattr(writer, "writers", []) if hasattr(w, "wait_ready") and hasattr(w, "_rows")]
+
+
+def adapt(writer: Any) -> None:
+    """Make each W&B writer log the script's rows (right after it is built, before any row)."""
+    for w in wandb_writers(writer):
+        old, new = w._rows, ScriptRows()
+        w._rows = new
+        new.run = new.run or old.run  # `wandb.init` may have returned meanwhile
+
+
+def _ready(w: Any) -> bool:
+    return bool(w.active) and w.wait_ready(env_timeout("JAXDASH_WANDB_INIT_TIMEOUT", 15.0) * 2 + 5)
+
+
+def define_metric(writer: Any, name: str, options: Mapping[str, Any]) -> None:
+    """The script's `define_metric` on the copy (before its rows: they wait for the run anyway)."""
+    for w in wandb_writers(writer):
+        if not _ready(w):
+            continue
+        kwargs = {k: options[k] for k in ("step_metric", "step_sync", "hidden") if k in options}
+        if options.get("summary"):
+            kwargs["summary"] = ",".join(options["summary"])
+        try:
+            w.run.define_metric(name, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - the W&B copy is best-effort
+            log.warning("jaxdash: define_metric(%r) did not reach W&B (%s: %s)", name, type(exc).__name__, exc)
+
+
+def close(writer: Any, summary: tuple[Mapping[str, Any], list[str]] | None, state: str) -> None:
+    """End each W&B copy: media and rows, the last row committed, the script's summary (less the flat
+    keys of nested rows, which W&B's summary holds nested), then finish."""
+    from training.writers.wandb.run import EXIT_CODES
+
+    for w in wandb_writers(writer):
+        if not w.active or w._closed:
+            continue
+        w._closed = True  # its own close returns at once
+        if not _ready(w):
+            log.warning("jaxdash: W&B init did not finish; this run's W&B copy is incomplete")
+            continue
+        try:
+            w._log_media()
+            w._rows.flush()
+            w.write_hparams({})
+            if w._rows.open_step is not None:
+                w.run.log({}, commit=True)  # the open row is written before the summary that follows it
+            if summary:
+                values, nested = summary
+                w.run.summary.update(dict(values))
+                for key in nested:
+                    del w.run.summary[key]  # a key its rows held flat
+        except Exception as exc:  # noqa: BLE001 - the W&B copy is best-effort
+            log.warning("jaxdash: the W&B copy's end failed (%s: %s)", type(exc).__name__, exc)
+        finally:
+            w._finish(state if state in EXIT_CODES else "failed")
