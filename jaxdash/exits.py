@@ -22,39 +22,37 @@ _installed = False
 _exit_code: list[int] = [0]
 
 
-def install(current: Callable[[], Any]) -> None:
-    """Hook the script's end (once per process) for whatever run `current()` returns then."""
+def install(live: Callable[[], list[Any]]) -> None:
+    """Hook the script's end (once per process) for every run `live()` returns then (unfinished ones)."""
     global _installed
     if _installed:
         return
     _installed = True
-    _hook_excepthook(current)
+    _hook_excepthook(live)
     _hook_sys_exit()
-    _hook_sigterm(current)
+    _hook_sigterm(live)
     try:
-        threading._register_atexit(lambda: _at_exit(current))  # before atexit and the thread pools' shutdown
+        threading._register_atexit(lambda: _at_exit(live))  # before atexit and the thread pools' shutdown
     except (AttributeError, RuntimeError):  # another Python, or already shutting down
-        atexit.register(lambda: _at_exit(current))
+        atexit.register(lambda: _at_exit(live))
 
 
-def _at_exit(current: Callable[[], Any]) -> None:
-    run = current()
-    if run is not None:
-        run._end(_exit_code[0], None) if hasattr(run, "_end") else run.finish()
+def _at_exit(live: Callable[[], list[Any]]) -> None:
+    for run in live():
+        run._end(_exit_code[0], None)
 
 
-def _hook_excepthook(current: Callable[[], Any]) -> None:
+def _hook_excepthook(live: Callable[[], list[Any]]) -> None:
     previous = sys.excepthook
 
     def on_uncaught(kind: type[BaseException], exc: BaseException, tb: Any) -> None:
-        run = current()
-        if run is not None and hasattr(run, "_end"):
+        from jaxdash.client import _one_line
+
+        for run in live():
             if isinstance(exc, KeyboardInterrupt):
                 run._stopped = True
                 run._end(0, None)
             else:
-                from jaxdash.client import _one_line
-
                 run._end(1, _one_line(exc))
         previous(kind, exc, tb)
 
@@ -72,7 +70,7 @@ def _hook_sys_exit() -> None:
     sys.exit = exit
 
 
-def _hook_sigterm(current: Callable[[], Any]) -> None:
+def _hook_sigterm(live: Callable[[], list[Any]]) -> None:
     if threading.current_thread() is not threading.main_thread():
         return
     try:
@@ -82,8 +80,7 @@ def _hook_sigterm(current: Callable[[], Any]) -> None:
         return
 
     def on_sigterm(signum: int, frame: Any) -> None:
-        run = current()
-        if run is not None:
+        for run in live():
             run._stopped = True
         _exit_code[0] = 0  # stopped, not failed
         signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once

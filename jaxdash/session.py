@@ -26,6 +26,7 @@ from jaxdash.wandb_config import Config, parse_config
 from runstore import run_store, safe_files
 
 _CURRENT: Run | DisabledRun | None = None
+_RUNS: list[Run] = []  # every run of the process (reinit="create_new" keeps several): each ends at exit
 _UNUSED = ("anonymous", "save_code", "magic", "monitor_gym", "force", "sync_tensorboard", "fork_from", "resume_from")
 
 
@@ -74,7 +75,8 @@ def init(
         run: Run | DisabledRun = DisabledRun(cfg.as_dict(), args.name, args.project)
     else:
         run = _start(args, cfg.as_dict(), runs_root, tensorboard, wandb, total_steps, fork_from)
-        exits.install(current)
+        _RUNS[:] = [r for r in _RUNS if not r.finished] + [run]
+        exits.install(lambda: [r for r in _RUNS if not r.finished])
     if previous is None or args.reinit != "create_new":
         _CURRENT = run
     return run

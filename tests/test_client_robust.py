@@ -183,3 +183,19 @@ def test_a_full_disk_that_frees_up_again_loses_no_record(tmp_path: Path, small_d
     assert len(gaps) == 1 and "No space left on device" in gaps[0]["message"], status.get("events")
     assert gaps[0]["delayed"] > 0 and gaps[0]["lost"] == 0
     assert all(json.loads(line) for line in (run_dir / "metrics.jsonl").read_bytes().splitlines())
+
+
+def test_every_run_of_a_script_ends_at_exit(tmp_path: Path) -> None:
+    """reinit="create_new" keeps two runs open (wandb.run stays the first); neither calls finish."""
+    out, root = run(tmp_path, """
+        import jaxdash as wandb
+        first = wandb.init(project="a", tensorboard=False)
+        second = wandb.init(project="b", reinit="create_new", tensorboard=False)
+        assert wandb.run is first and second is not first
+        first.log({"x": 1.0})
+        second.log({"y": 2.0})
+    """, WANDB_MODE="disabled")  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    found = {run_store.read_run(d).task: d for d in run_store.run_folders(root)}
+    assert [run_store.read_status(found[t])["state"] for t in ("a", "b")] == ["finished", "finished"]
+    assert (rows(found["a"]), rows(found["b"])) == ([{"step": 0, "x": 1.0}], [{"step": 0, "y": 2.0}])
