@@ -121,7 +121,7 @@ def _read_wandb_file(path: Path, size: int) -> dict[str, Any]:
             obs["exit_code"] = body.get("exit_code", 0)
     _charts(history, config)
     obs["config"] = {k: v for k, v in config.items() if not k.startswith("_wandb")}
-    obs["summary"] = {k: v for k, v in summary.items() if not (isinstance(v, dict) and "_type" in v)}
+    obs["summary"] = summary_values(summary)
     obs["history"] = history
     code = obs.pop("exit_code")
     obs["state"] = "crashed" if code is None else "finished" if code == 0 else "failed"
@@ -162,6 +162,23 @@ def _store_media(run_dir: Path, history: dict[int, dict[str, Any]]) -> None:
             history.setdefault(int(fig.stem), {})[fig.parent.name.replace("__", "/")] = {"_type": "figure"}
 
 
+def flat(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested dicts (not media) as W&B's dotted keys: {"train": {"acc": 1}} -> {"train.acc": 1}; W&B writes a
+    summary either way (logged nested dicts arrive flat, `summary[k] = {...}` nested), and they are the same."""
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        if isinstance(value, dict) and "_type" not in value and value:
+            out.update(flat(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = _number(value)
+    return out
+
+
+def summary_values(summary: dict[str, Any]) -> dict[str, Any]:
+    """A summary's values under dotted keys, media left out (they are compared per step in the history)."""
+    return {k: v for k, v in flat(summary).items() if not (isinstance(v, dict) and "_type" in v)}
+
+
 def _first(key: str, *docs: dict[str, Any]) -> Any:
     return next((d[key] for d in docs if isinstance(d, dict) and d.get(key) not in (None, "", [])), None)
 
@@ -183,9 +200,9 @@ def read_store_run(run_dir: Path) -> dict[str, Any]:
     obs = empty()
     obs.update(
         state=status.get("state"), project=cfg.get("project", cfg.get("task")), name=cfg.get("name"),
-        run_id=run_dir.name, group=_first("group", cfg, status), job_type=_first("job_type", cfg, status),
+        run_id=run_dir.name, group=_first("wandb_group", cfg, status) or _first("group", cfg, status), job_type=_first("job_type", cfg, status),
         tags=list(_first("tags", cfg, status, page) or []), notes=_first("notes", cfg, status, page),
-        config=cfg.get("config", {}), summary={k: _number(v) for k, v in summary.items()}, history=history, created=cfg.get("created", 0),
+        config=cfg.get("config", {}), summary=summary_values(summary), history=history, created=cfg.get("created", 0),
     )  # fmt: skip
     return obs
 
