@@ -21,14 +21,7 @@ from tests.test_writers_wandb import history, inspect_records
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# Until jaxdash/__init__.py re-exports jaxdash.data_api, the scripts take the names from there (a no-op after).
-SHIM = """
-import jaxdash as wandb
-import jaxdash.data_api as _api
-for _name in _api.__all__:
-    if not hasattr(wandb, _name):
-        setattr(wandb, _name, getattr(_api, _name))
-"""
+HEAD = "import jaxdash as wandb\n"  # the one line a W&B script changes
 
 MEDIA = """
 import numpy as np, pandas as pd, plotly.graph_objects as go
@@ -102,9 +95,9 @@ wandb.finish()
 
 
 def run_script(tmp_path: Path, code: str) -> tuple[list[Path], str]:
-    """Run `code` (after the names shim) as a script in `tmp_path`; its run folders (oldest first) and stdout."""
+    """Run `code` (after `import jaxdash as wandb`) as a script in `tmp_path`; its run folders (oldest first) and stdout."""
     path = tmp_path / "script.py"
-    path.write_text(textwrap.dedent(SHIM) + textwrap.dedent(code))
+    path.write_text(textwrap.dedent(HEAD) + textwrap.dedent(code))
     root = tmp_path / "runs"
     env = {**os.environ, "JAXDASH_RUNS": str(root), "PYTHONPATH": str(ROOT), "WANDB_SILENT": "true"}
     out = subprocess.run(
