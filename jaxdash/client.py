@@ -57,7 +57,7 @@ class Run(RunFiles):
         self._defs = MetricDefs()
         self._synced: dict[str, Any] = {}  # step metrics' last values, for rows that lack them (step_sync)
         self._stats: dict[str, list[float]] = {}  # name -> [last, min, max, sum, count, first] of logged values
-        self._nested: set[str] = set()  # keys logged as nested dicts ("a.b"): nested again in the summary
+        self._nested: set[str] = set()  # keys logged as nested dicts ("a.b"): a path in the W&B copy's summary
         self._summary_dirty = self._hparams_sent = False
         self.config = Config(config)
         self.config._set_callback(self._config_changed)
@@ -254,7 +254,7 @@ class Run(RunFiles):
         if not self._finished and threading.current_thread() is not self._fetcher.thread:
             self._fetcher.sync()  # W&B's summary holds every row logged so far
         with self._lock:
-            return summary_of(self._stats, self._defs, self._nested)
+            return summary_of(self._stats, self._defs)
 
     # -- the fetcher thread's side -------------------------------------------------------------------
     def _write_rows(self, parts: list[Block | Histograms]) -> None:
@@ -276,7 +276,7 @@ class Run(RunFiles):
                 self._writer.flush()
                 self._last_flush = time.monotonic()
                 if self._summary_dirty:
-                    self._write_summary({**summary_of(self._stats, self._defs, self._nested), **self.summary._set})
+                    self._write_summary({**summary_of(self._stats, self._defs), **self.summary._set})
 
     def _note(self, columns: Mapping[str, np.ndarray]) -> None:
         """Each tag's last value, and min, max, sum, count and first of its values that are not NaN (the summary)."""

@@ -22,6 +22,20 @@ log = logging.getLogger("jaxdash")
 class ScriptRows(StepRows):
     """Rows as the script logged them: no `global_step` key, no summary kinds of our own."""
 
+    prepared = False
+
+    def prepare(self) -> None:
+        """Undo our writer's own `epoch` definition (plotted against `global_step`, which W&B's step sync
+        would add to the script's rows): once, before the script's definitions and rows."""
+        if not self.prepared and self.run is not None:
+            self.prepared = True
+            self.run.define_metric("epoch", overwrite=True)
+
+    def flush(self) -> None:
+        """Log the buffered rows in step order, after `prepare`."""
+        self.prepare()
+        super().flush()
+
     def log(self, step: int, data: Mapping[str, Any]) -> None:
         """Log `data` into step's row, which stays open until a later step is logged (as W&B's `step=`)."""
         if self.open_step is not None and step < self.open_step:
@@ -53,6 +67,8 @@ def define_metric(writer: Any, name: str, options: Mapping[str, Any]) -> None:
     for w in wandb_writers(writer):
         if not _ready(w):
             continue
+        if isinstance(w._rows, ScriptRows):
+            w._rows.prepare()
         kwargs = {k: options[k] for k in ("step_metric", "step_sync", "hidden") if k in options}
         if options.get("summary"):
             kwargs["summary"] = ",".join(options["summary"])
@@ -81,11 +97,26 @@ def close(writer: Any, summary: tuple[Mapping[str, Any], list[str]] | None, stat
             if w._rows.open_step is not None:
                 w.run.log({}, commit=True)  # the open row is written before the summary that follows it
             if summary:
-                values, nested = summary
-                w.run.summary.update(dict(values))
-                for key in nested:
-                    del w.run.summary[key]  # a key its rows held flat
+                _set_summary(w.run.summary, *summary)
         except Exception as exc:  # noqa: BLE001 - the W&B copy is best-effort
             log.warning("jaxdash: the W&B copy's end failed (%s: %s)", type(exc).__name__, exc)
         finally:
             w._finish(state if state in EXIT_CODES else "failed")
+
+
+def _set_summary(target: Any, values: Mapping[str, Any], nested: list[str]) -> None:
+    """`values` as W&B's own summary records hold them: a key logged as a nested dict ("a.b") as the path
+    ("a", "b") (W&B's summary of {"a": {"b": ..}}), in place of the literal key its flat rows gave it."""
+    from wandb.sdk.interface.summary_record import SummaryItem, SummaryRecord
+
+    record, paths = SummaryRecord(), set(nested)
+    for key, value in values.items():
+        item = SummaryItem()
+        item.key = tuple(key.split(".")) if key in paths else (key,)
+        item.value = value
+        record.update.append(item)
+    for key in paths & values.keys():
+        item = SummaryItem()
+        item.key = (key,)
+        record.remove.append(item)
+    target._update(record)

@@ -79,9 +79,9 @@ def _ops(name: str, summary: str, goal: str | None) -> list[str]:
     return ops
 
 
-def summary_of(stats: Mapping[str, list[float]], defs: MetricDefs, nested: set[str] = frozenset()) -> dict[str, Any]:
-    """W&B's automatic summary from each metric's [last, min, max, sum, count, first] statistics; a key
-    logged as a nested dict ("a.b" from {"a": {"b": ..}}, in `nested`) is nested again, as in W&B's summary."""
+def summary_of(stats: Mapping[str, list[float]], defs: MetricDefs) -> dict[str, Any]:
+    """W&B's automatic summary from each metric's [last, min, max, sum, count, first] statistics (a key
+    logged as a nested dict stays "a.b", as the rows and W&B's summary records name it)."""
     out: dict[str, Any] = {}
     for name, (last, low, high, total, count, first) in stats.items():
         ops = (defs.find(name) or {}).get("summary")
@@ -96,12 +96,6 @@ def summary_of(stats: Mapping[str, list[float]], defs: MetricDefs, nested: set[s
                 "mean": total / count if count else math.nan,
             }
             out[name] = {op: picks[op] for op in ops if op in picks and not (count == 0 and op != "last")}
-    for name in nested & out.keys():
-        *parents, leaf = name.split(".")
-        node = out
-        for part in parents:
-            node = node.setdefault(part, {}) if isinstance(node.get(part, {}), dict) else {}
-        node[leaf] = out.pop(name)
     return out
 
 
