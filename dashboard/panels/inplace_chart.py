@@ -153,6 +153,17 @@ def figure_spec(fig: Any) -> str:
     return plotly.io.to_json(safe_text.without_remote_images(fig), validate=False)
 
 
+def component_key(key: str) -> str:
+    """`key` as a key Streamlit's v2 components accept: they refuse `__` (their delimiter), and a run id is data.
+
+    A key without `__` or `%` is kept as it is (no chart remounts); any other has `%` and `_` percent-encoded,
+    so `adam__lr1e-3` and `adam_lr1e-3` stay two charts and an encoded key never equals a plain one.
+    """
+    if "__" not in key and "%" not in key:
+        return key
+    return key.replace("%", "%25").replace("_", "%5F")
+
+
 def inplace_chart(
     fig: Any,
     key: str,
@@ -170,6 +181,7 @@ def inplace_chart(
     run's rows after `offset` (dashboard/server/rows_route.py) and appends them to those traces.
     """
     spec = spec if spec is not None else figure_spec(fig)
+    key = component_key(key)
     data = {"spec": spec, "config": json.dumps(config or {}), "lazy": lazy, "feed": json.dumps(feed) if feed else ""}
     _chart(key=key, data={**data, **_urls()})
 
