@@ -26,7 +26,7 @@ import numpy as np
 
 from jaxdash.fetcher import Block, Fetcher, Histograms
 from jaxdash.media import is_media, write_media
-from jaxdash.run_files import RunFiles, flatten
+from jaxdash.run_files import RunFiles, RunPath, flatten
 from jaxdash.wandb_config import Config
 from jaxdash.wandb_summary import MetricDefs, Summary, final_numbers, summary_of
 from runstore import run_store
@@ -43,7 +43,7 @@ class Run(RunFiles):
     def __init__(self, run_dir: Path, name: str, config: Mapping[str, Any], writer: Any, start_step: int, total: int,
                  meta: Mapping[str, Any] | None = None) -> None:  # fmt: skip
         meta = dict(meta or {})
-        self.dir, self.id, self.name = run_dir, run_dir.name, name
+        self.dir, self.id, self.name = RunPath(run_dir), run_dir.name, name
         self.project, self.entity = meta.get("project") or "", meta.get("entity") or ""
         self.group, self.job_type = meta.get("group") or "", meta.get("job_type") or ""
         self.tags, self.notes = tuple(meta.get("tags") or ()), meta.get("notes")
@@ -269,7 +269,7 @@ class Run(RunFiles):
             for i, part in enumerate(parts):
                 if isinstance(part, Block):
                     self._writer.write_scalar_rows(part.steps, part.columns, progress if i == final else None)
-                    self._note(part.columns)
+                    self._note(part.columns, part.ints)
                 else:
                     self._writer.write_histograms(*part)
             if time.monotonic() - self._last_flush >= FLUSH_S or self._finished:
@@ -278,12 +278,13 @@ class Run(RunFiles):
                 if self._summary_dirty:
                     self._write_summary({**summary_of(self._stats, self._defs), **self.summary._set})
 
-    def _note(self, columns: Mapping[str, np.ndarray]) -> None:
-        """Each tag's last value, and min, max, sum, count and first of its values that are not NaN (the summary)."""
+    def _note(self, columns: Mapping[str, np.ndarray], ints: frozenset[str] = frozenset()) -> None:
+        """Each tag's last value, and min, max, sum, count and first of its values that are not NaN (the summary),
+        and whether its last value was an integer."""
         for name, column in columns.items():
             seen = column[~np.isnan(column)]
-            st = self._stats.setdefault(name, [math.nan, math.inf, -math.inf, 0.0, 0, math.nan])
-            st[0] = float(column[-1])
+            st = self._stats.setdefault(name, [math.nan, math.inf, -math.inf, 0.0, 0, math.nan, False])
+            st[0], st[6] = float(column[-1]), name in ints
             if seen.size:
                 if not st[4]:
                     st[5] = float(seen[0])

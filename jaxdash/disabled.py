@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import secrets
 import tempfile
-from pathlib import Path
 from typing import Any
 
+from jaxdash.run_files import RunPath
 from jaxdash.wandb_config import Config
 from jaxdash.wandb_summary import Summary
 
@@ -27,7 +27,7 @@ class DisabledRun:
         self.name = name or "dummy-" + self.id
         self.project, self.entity, self.group, self.job_type, self.notes = project or "", "", "", "", None
         self.tags: tuple[str, ...] = ()
-        self.dir = Path(tempfile.mkdtemp(prefix="jaxdash-disabled-"))  # wandb.save/alert land nowhere that matters
+        self.dir = RunPath(tempfile.mkdtemp(prefix="jaxdash-disabled-"))  # wandb.save/alert land nowhere that matters
         self.config = Config(config)
         self.summary = Summary(dict, lambda: None)
         self.resumed = False

@@ -50,10 +50,11 @@ def _fetch(batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
 class Block:
     """Scalars of consecutive steps as columns: `columns[tag][i]` belongs to `steps[i]` (float64)."""
 
-    __slots__ = ("columns", "steps")
+    __slots__ = ("columns", "ints", "steps")
 
-    def __init__(self, steps: np.ndarray, columns: dict[str, np.ndarray]) -> None:
+    def __init__(self, steps: np.ndarray, columns: dict[str, np.ndarray], ints: frozenset[str] = frozenset()) -> None:
         self.steps, self.columns = steps, columns
+        self.ints = ints  # tags whose last value was an integer (W&B's summary keeps it an int)
 
 
 Histograms = tuple[int, dict[str, np.ndarray]]  # (step, arrays) of one step
@@ -99,30 +100,37 @@ class Split:
             if column is None or column.shape != (len(group),):
                 return [part for step, values, _ in group for part in self._one(step, values)]
             columns[key] = column
-        return [self._block(np.array([step for step, _, _ in group]), columns)]
+        ints = frozenset(
+            k for k, v in group[-1][1].items() if isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+        )
+        return [self._block(np.array([step for step, _, _ in group]), columns, ints)]
 
     def _chunk(self, first: int, values: dict[str, Any], steps: int) -> list[Block | Histograms]:
         """A scanned chunk: arrays with a leading axis of `steps`."""
         arrays = {k: np.asarray(v) for k, v in values.items()}
         if all(a.shape == (steps,) and a.dtype.kind in "biuf" for a in arrays.values()):
-            return [self._block(np.arange(first, first + steps), {k: a.astype(np.float64) for k, a in arrays.items()})]
+            ints = frozenset(k for k, a in arrays.items() if a.dtype.kind in "iu")
+            columns = {k: a.astype(np.float64) for k, a in arrays.items()}
+            return [self._block(np.arange(first, first + steps), columns, ints)]
         return [part for i in range(steps) for part in self._one(first + i, {k: a[i] for k, a in arrays.items()})]
 
-    def _block(self, steps: np.ndarray, columns: dict[str, np.ndarray]) -> Block:
+    def _block(self, steps: np.ndarray, columns: dict[str, np.ndarray], ints: frozenset[str] = frozenset()) -> Block:
         for key, column in columns.items():
             if not np.isfinite(column).all():
                 bad = column[~np.isfinite(column)][0]
                 self.warn(key, f"{key}: {bad} logged (kept; the charts show a gap there)")
-        return Block(steps, columns)
+        return Block(steps, columns, ints)
 
     def _one(self, step: int, values: Mapping[str, Any]) -> list[Block | Histograms]:
         """One step whose values include arrays: its scalars as a block of one, its arrays as histograms."""
-        scalars, histograms = {}, {}
+        scalars, histograms, ints = {}, {}, set()
         for key, value in values.items():
             try:
                 arr = np.asarray(value)
                 if arr.size == 1:
                     scalars[key] = np.array([float(arr.item())])
+                    if arr.dtype.kind in "iu":
+                        ints.add(key)
                 elif arr.dtype.kind in "biuf" and 0 < arr.size <= HISTOGRAM_MAX:
                     histograms[key] = arr
                 else:
@@ -131,7 +139,7 @@ class Split:
                     )
             except (TypeError, ValueError, OverflowError) as exc:  # e.g. an int past a float's range
                 self.warn(key, f"{key}: {type(value).__name__} value cannot be stored ({exc}); not logged")
-        out: list[Block | Histograms] = [self._block(np.array([step]), scalars)] if scalars else []
+        out: list[Block | Histograms] = [self._block(np.array([step]), scalars, frozenset(ints))] if scalars else []
         return out + ([(step, histograms)] if histograms else [])
 
 

@@ -15,6 +15,22 @@ logger = logging.getLogger("jaxdash")
 _WARNED: set[str] = set()
 
 
+class RunPath(str):
+    """`run.dir`: a str as W&B's (`run.dir + "/model.pt"` works) that is also a Path (`run.dir / "x"`,
+    `.name`, `.exists()`, ...)."""
+
+    def __truediv__(self, other: str) -> Path:
+        return Path(self) / other
+
+    def __fspath__(self) -> str:
+        return str(self)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(Path(self), name)
+
+
 class RunFiles:
     """Mixed into `Run`: the run folder's files other than metrics.jsonl."""
 
