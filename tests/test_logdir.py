@@ -3,6 +3,9 @@ and by TensorBoard's own writer, read back with TensorBoard's EventFileLoader in
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -143,3 +146,16 @@ def test_a_file_over_one_read_budget_is_read_on_over_the_next_syncs(
     for _ in range(20):
         tb_logdir.sync(logs, runs)
     assert _steps(mirror, "loss") == list(range(50))
+
+
+def test_python_m_jaxdash_is_the_readme_jaxdash_command(tmp_path: Path) -> None:
+    """`python -m jaxdash --logdir DIR` works as the README's `jaxdash --logdir DIR`, without a RuntimeWarning."""
+    checkout = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": str(checkout), "JAXDASH_LOGDIR": ""}
+    cmd = [sys.executable, "-W", "error::RuntimeWarning", "-m", "jaxdash"]
+    run = subprocess.run([*cmd, "--help"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert "--logdir" in run.stdout and "usage: jaxdash" in run.stdout
+    args = ["--logdir", str(tmp_path), "--runs", str(tmp_path / "runs"), "--print-command"]
+    run = subprocess.run([*cmd, *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and "streamlit" in run.stdout and "server_app.py" in run.stdout, run.stderr
