@@ -36,13 +36,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runstore import run_store, safe_files, tb_reads
+from runstore import atomic, run_store, safe_files, tb_reads
 
 MIRROR = ".logdir"  # hidden folder under the runs root: never listed as a run itself
 TASK = "TensorBoard log"
 RECENT_S = 30.0  # a run whose newest event file grew within this many seconds is "running"
 SPLITS = ("train", "eval", "validation", "valid", "test")  # CLU / Keras sub-folders of one run
 EVENT_PREFIX = "events.out.tfevents."
+META = ("step", "wall", "ts")  # the keys of a metrics.jsonl record that are not tags
 ID_LEN = 80  # the longest mirror id kept as the name itself
 # A name kept as its own mirror id: lowercase segments of letters and digits joined by single "-" or "_",
 # separated by "/" (written "__", which no segment holds, so two names never give one id; no "." either,
@@ -54,6 +55,7 @@ _PLAIN_ID = re.compile(r"[a-z0-9]+(?:[-_][a-z0-9]+)*(?:/[a-z0-9]+(?:[-_][a-z0-9]
 class _Mirror:
     files: dict[Path, tb_reads.EventFile] = field(default_factory=dict)
     first_wall: float | None = None
+    last_step: dict[str, int] = field(default_factory=dict)  # each tag's last step in metrics.jsonl
 
 
 _MIRRORS: dict[Path, _Mirror] = {}  # mirror folder -> its loaders (shared by every session)
@@ -151,6 +153,42 @@ def _records(state: _Mirror, events: list[tb_reads.Event]) -> list[dict[str, Any
     return records
 
 
+def preempted(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`records` (oldest first) as TensorBoard serves them: a point at a step at or below its tag's last step
+    (a writer restarted in the same folder, steps from 0 again) drops that tag's earlier points at or after
+    its step. This is TensorBoard's default reader (the Rust data server's "preemption", per time series);
+    a record left with no value is dropped."""
+    kept: list[dict[str, Any]] = []
+    steps: dict[str, list[tuple[int, int]]] = {}  # tag -> (step, index in kept), steps increasing
+    for record in records:
+        step, at = record["step"], len(kept)
+        kept.append(dict(record))
+        for tag in [k for k in record if k not in META]:
+            seen = steps.setdefault(tag, [])
+            while seen and seen[-1][0] >= step:
+                kept[seen.pop()[1]].pop(tag, None)
+            seen.append((step, at))
+    return [r for r in kept if any(k not in META for k in r)]
+
+
+def _write_records(mirror: Path, state: _Mirror, records: list[dict[str, Any]]) -> None:
+    """Append a sync's records to metrics.jsonl; a restarted writer's records rewrite it as TensorBoard shows
+    the run (`preempted`), as a new file, which readers see replaced and read again."""
+    restart = any(state.last_step.get(k, -1) >= r["step"] for r in records for k in r if k not in META)
+    if restart:
+        old, _ = run_store.read_metrics(mirror)
+        records = preempted(old + records)
+        tmp = mirror / ".metrics.jsonl.tmp"
+        tmp.write_text(atomic.metric_lines(records))
+        tmp.replace(mirror / "metrics.jsonl")  # a new file (new inode): readers start over, as at _start_mirror
+        state.last_step.clear()
+    elif records:
+        records = preempted(records)
+        run_store.append_metrics(mirror, records)
+    for r in records:
+        state.last_step.update({k: r["step"] for k in r if k not in META})
+
+
 def _files(state: _Mirror, root: Path, files: list[tuple[Path, str]]) -> list[tb_reads.EventFile]:
     """A run's event files, each with the loader it keeps for the life of the process."""
     out = []
@@ -204,8 +242,7 @@ def sync(root: Path, runs_root: Path, now: float | None = None) -> list[Path]:
         wait(started, timeout=tb_reads.READ_LIMIT_S)
         for mirror, state, files in runs:
             records, damage = _new_records(state, files)
-            if records:
-                run_store.append_metrics(mirror, records)
+            _write_records(mirror, state, records)
             _write_status(mirror, files, records, now, damage)
     return out
 

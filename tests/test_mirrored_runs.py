@@ -6,16 +6,22 @@ once broke Live and Run detail: Streamlit's v2 components refuse a key with `__`
 
 from __future__ import annotations
 
+import json
+import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tensorboardX import SummaryWriter
 
+from dashboard.processes.tensorboard_server import start_tensorboard
 from dashboard.server.serve import CHROMIUM, CHROMIUM_ARGS, Server, start_server
+from runstore import run_store, tb_logdir
 from tests.apptest_pages import fake_run
 
 playwright = pytest.importorskip("playwright.sync_api")
-pytestmark = [pytest.mark.browser, pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")]
+browser = [pytest.mark.browser, pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")]
 # Points drawn per plotly chart on the page.
 DRAWN_JS = "Array.from(document.querySelectorAll('.js-plotly-plot')).map(g => (g.calcdata || []).length)"
 BROKEN = ("BidiComponentInvalidIdError", "delimiter sequence", "Traceback", "Something went wrong")
@@ -31,6 +37,8 @@ def server(tmp_path: Path) -> Iterator[tuple[Server, Path]]:
     srv.stop()
 
 
+@browser[0]
+@browser[1]
 def test_a_run_id_with_double_underscore_opens_live_and_run_detail(server: tuple[Server, Path]) -> None:
     srv, runs = server
     run = fake_run(runs, "regression", "finished", name="adam__lr1e-3")
@@ -46,3 +54,56 @@ def test_a_run_id_with_double_underscore_opens_live_and_run_detail(server: tuple
                 assert not any(b in body for b in BROKEN), (path, body[:2000])
         finally:
             browser.close()
+
+
+TAGS = ["loss", "other", "first_only"]
+
+
+def _write(folder: Path, steps: range, base: float, tags: tuple[str, ...] = ("other",)) -> None:
+    """One writer's life in `folder`: a new event file with `loss` at `steps` (and `tags` at the last)."""
+    writer = SummaryWriter(str(folder))
+    for step in steps:
+        writer.add_scalar("loss", base + step, step)
+    for tag in tags:
+        writer.add_scalar(tag, base, steps[-1])
+    writer.close()
+    time.sleep(0.01)  # the next writer's file name (its time in seconds) sorts after this one's
+
+
+def _tensorboard_scalars(url: str, run: str, tags: list[str]) -> dict[str, list[tuple[int, float]]]:
+    """{tag: [(step, value)]} as TensorBoard's own server answers its scalars plugin's HTTP API."""
+    out: dict[str, list[tuple[int, float]]] = {}
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and set(out) != set(tags):
+        time.sleep(0.5)
+        with urllib.request.urlopen(f"{url}data/plugin/scalars/tags") as r:
+            known = json.load(r).get(run, {})
+        for tag in set(tags) & set(known):
+            with urllib.request.urlopen(f"{url}data/plugin/scalars/scalars?run={run}&tag={tag}") as r:
+                out[tag] = [(step, value) for _, step, value in json.load(r)]
+    return out
+
+
+def _mirrored(runs: Path, run: str, tags: list[str]) -> dict[str, list[tuple[int, float]]]:
+    records, _ = run_store.read_metrics(tb_logdir.mirror_root(runs) / tb_logdir.mirror_id(run))
+    return {tag: [(r["step"], r[tag]) for r in records if tag in r] for tag in tags}
+
+
+def test_a_writer_restarted_in_the_same_folder_shows_as_tensorboard_shows_it(tmp_path: Path) -> None:
+    logs, live_runs, fresh_runs = tmp_path / "logs", tmp_path / "live", tmp_path / "fresh"
+    _write(logs / "r1", range(1, 21), 0.0, ("other", "first_only"))
+    tb_logdir.sync(logs, live_runs)  # the page saw the first writer's 20 points
+    assert len(_mirrored(live_runs, "r1", ["loss"])["loss"]) == 20
+    time.sleep(1.0)  # event file names hold the time in seconds
+    _write(logs / "r1", range(1, 13), 100.0)  # restarted: steps from 1 again, in a new file
+    tb_logdir.sync(logs, live_runs)  # read while it restarted
+    tb_logdir.sync(logs, fresh_runs)  # a server started afterwards reads both files at once
+    tb = start_tensorboard(logs)
+    try:
+        expected = _tensorboard_scalars(tb.url, "r1", TAGS)
+    finally:
+        tb.close()
+    assert [s for s, _ in expected["loss"]] == list(range(1, 13)), expected  # TensorBoard's own answer
+    assert expected["other"] == [(12, 100.0)] and expected["first_only"] == [(20, 0.0)]  # per tag, as TensorBoard
+    assert _mirrored(live_runs, "r1", TAGS) == expected
+    assert _mirrored(fresh_runs, "r1", TAGS) == expected
