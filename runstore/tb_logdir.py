@@ -41,6 +41,10 @@ from runstore import atomic, run_store, safe_files, tb_reads
 MIRROR = ".logdir"  # hidden folder under the runs root: never listed as a run itself
 TASK = "TensorBoard log"
 RECENT_S = 30.0  # a run whose newest event file grew within this many seconds is "running"
+# ... unless no process here holds its event files open (its writer closed them or exited) for IDLE_S: then it
+# is "finished" within seconds of its writer's exit (tb_reads.open_for_writing; a writer on another machine
+# is not seen, so its run reads "finished" after IDLE_S without growth and "running" again when it grows).
+IDLE_S = 3.0
 SPLITS = ("train", "eval", "validation", "valid", "test")  # CLU / Keras sub-folders of one run
 EVENT_PREFIX = "events.out.tfevents."
 META = ("step", "wall", "ts")  # the keys of a metrics.jsonl record that are not tags
@@ -219,8 +223,8 @@ def sync(root: Path, runs_root: Path, now: float | None = None) -> list[Path]:
 
     Reads only events appended since the last sync, each changed file on its own thread, and waits
     READ_LIMIT_S at most for them. A run's status.json says "running" while its newest event file
-    changed within RECENT_S, else "finished" (with its last step), or "damaged" naming the file
-    that could not be read.
+    changed within IDLE_S, or within RECENT_S while a local process holds one of its files open; else
+    "finished" (with its last step), or "damaged" naming the file that could not be read.
     """
     now = time.time() if now is None else now
     root = Path(root)
@@ -240,19 +244,46 @@ def sync(root: Path, runs_root: Path, now: float | None = None) -> list[Path]:
             out.append(mirror)
         started = tb_reads.start_reads([e for _, state, files in runs for e in _files(state, root, files)])
         wait(started, timeout=tb_reads.READ_LIMIT_S)
+        held = _held_open([files for _, _, files in runs], now)
         for mirror, state, files in runs:
             records, damage = _new_records(state, files)
             _write_records(mirror, state, records)
-            _write_status(mirror, files, records, now, damage)
+            _write_status(mirror, files, records, now, damage, held)
     return out
 
 
+def _held_open(runs: list[list[tuple[Path, str]]], now: float) -> set[str] | None:
+    """The event files a local process holds open, asked only of runs idle for IDLE_S but not RECENT_S."""
+    idle = [p for files in runs for p, _ in files if IDLE_S <= now - _newest(files) < RECENT_S]
+    return tb_reads.open_for_writing(idle) if idle else set()
+
+
+def _newest(files: list[tuple[Path, str]]) -> float:
+    return max((_mtime(p) for p, _ in files), default=0.0)
+
+
+def _running(files: list[tuple[Path, str]], now: float, held: set[str] | None) -> bool:
+    """Its newest event file grew within IDLE_S, or within RECENT_S with a writer still holding a file open
+    (or no way to tell)."""
+    age = now - _newest(files)
+    if age < IDLE_S:
+        return True
+    if age >= RECENT_S:
+        return False
+    return held is None or any(os.path.realpath(p) in held for p, _ in files)
+
+
 def _write_status(
-    mirror: Path, files: list[tuple[Path, str]], records: list[dict[str, Any]], now: float, damage: list[str]
+    mirror: Path,
+    files: list[tuple[Path, str]],
+    records: list[dict[str, Any]],
+    now: float,
+    damage: list[str],
+    held: set[str] | None = None,
 ) -> None:
-    """status.json of a mirror: state from the newest event file's age, or its damage; rewritten only on a change."""
-    newest = max((_mtime(p) for p, _ in files), default=0.0)
-    state = "damaged" if damage else "running" if now - newest < RECENT_S else "finished"
+    """status.json of a mirror: state from its writer (`_running`), or its damage; rewritten only on a change."""
+    newest = _newest(files)
+    state = "damaged" if damage else "running" if _running(files, now, held) else "finished"
     old = run_store.read_json(mirror / "status.json", {}) or {}
     step = max((r["step"] for r in records), default=old.get("step"))
     message = None

@@ -131,6 +131,31 @@ class EventFile:
         return events
 
 
+def open_for_writing(paths: list[Path]) -> set[str] | None:
+    """The real paths among `paths` that a process on this machine holds open (a TensorBoard writer keeps its
+    event file open until it closes or exits), read from /proc/<pid>/fd; None where /proc cannot tell (not Linux).
+    A writer on another machine (a shared mount) or of another user (its /proc/<pid>/fd hidden) is not seen."""
+    wanted = {os.path.realpath(p) for p in paths}
+    try:
+        pids = [p for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return None
+    held: set[str] = set()
+    for pid in pids:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue  # gone, or another user's
+        for fd in fds:
+            try:
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if target in wanted:
+                held.add(target)
+    return held
+
+
 def start_reads(files: list[EventFile]) -> list[Future]:
     """Reads of the files that changed, on at most MAX_THREADS daemon threads taking them in turn: a file that
     never answers holds one thread, the others go on. Returns their futures."""

@@ -7,6 +7,8 @@ once broke Live and Run detail: Streamlit's v2 components refuse a key with `__`
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -107,3 +109,35 @@ def test_a_writer_restarted_in_the_same_folder_shows_as_tensorboard_shows_it(tmp
     assert expected["other"] == [(12, 100.0)] and expected["first_only"] == [(20, 0.0)]  # per tag, as TensorBoard
     assert _mirrored(live_runs, "r1", TAGS) == expected
     assert _mirrored(fresh_runs, "r1", TAGS) == expected
+
+
+WRITER = """
+import sys, time
+from tensorboardX import SummaryWriter
+w = SummaryWriter(sys.argv[1], flush_secs=1)
+for step in range(3):
+    w.add_scalar("loss", 1.0 / (step + 1), step)
+w.flush()
+print("written", flush=True)
+sys.stdin.readline()  # alive, its event file open, until told to exit
+"""
+
+
+def test_a_mirrored_run_reads_finished_within_seconds_of_its_writers_exit(tmp_path: Path) -> None:
+    logs, runs = tmp_path / "logs", tmp_path / "runs"
+    writer = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(logs / "w1")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert writer.stdout is not None and writer.stdout.readline().strip() == "written"
+        mirror = tb_logdir.mirror_root(runs) / "w1"
+        tb_logdir.sync(logs, runs, now=time.time() + tb_logdir.IDLE_S + 1)  # idle, but its writer holds the file
+        assert tb_logdir.status(mirror)["state"] == "running"
+    finally:
+        writer.communicate("\n", timeout=30)  # the writer closes its file and exits
+    exited = time.monotonic()
+    while tb_logdir.status(mirror).get("state") == "running" and time.monotonic() - exited < 10:
+        time.sleep(0.5)
+        tb_logdir.sync(logs, runs)
+    assert tb_logdir.status(mirror)["state"] == "finished"
+    assert time.monotonic() - exited <= tb_logdir.IDLE_S + 2
