@@ -20,6 +20,7 @@ from tensorboardX import SummaryWriter
 from dashboard.processes.tensorboard_server import start_tensorboard
 from dashboard.server.serve import CHROMIUM, CHROMIUM_ARGS, Server, start_server
 from runstore import run_store, tb_logdir
+from tests import client_scripts
 from tests.apptest_pages import fake_run
 
 playwright = pytest.importorskip("playwright.sync_api")
@@ -141,3 +142,48 @@ def test_a_mirrored_run_reads_finished_within_seconds_of_its_writers_exit(tmp_pa
         tb_logdir.sync(logs, runs)
     assert tb_logdir.status(mirror)["state"] == "finished"
     assert time.monotonic() - exited <= tb_logdir.IDLE_S + 2
+
+
+CLIENT = """
+import jaxdash
+run = jaxdash.init(project="own-loop", name="plain")
+for step in range(5):
+    run.log({"step_loss": 1.0 / (step + 1)}, step=step)
+run.finish()
+"""
+IDLE_JS = "() => !document.querySelector('[data-testid=stStatusWidget]')"
+OUR_TASKS_ONLY = ("compile time", "starting…", "Process output")
+
+
+@browser[0]
+@browser[1]
+def test_runs_we_do_not_own_offer_no_stop_and_no_texts_of_our_tasks(tmp_path: Path) -> None:
+    runs, logs = tmp_path / "runs", tmp_path / "logs"
+    done = subprocess.run([sys.executable, "-c", CLIENT], env=client_scripts.script_env(runs), timeout=120)
+    assert done.returncode == 0
+    client_run = client_scripts.only_run(runs).name
+    writer = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(logs / "w1")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    env = {"WANDB_MODE": "disabled", "JAXDASH_WARM_WORKER": "0", "JAXDASH_LOGDIR": str(logs)}
+    srv = start_server(runs, tmp_path / "streamlit.log", env=env)
+    try:
+        assert writer.stdout is not None and writer.stdout.readline().strip() == "written"
+        with playwright.sync_playwright() as p:
+            chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            page = chromium.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(f"{srv.url}/live?run=w1")  # its writer is alive: the run is running
+            page.get_by_text("No Stop: a TensorBoard log's writer is not ours to stop", exact=False).wait_for(
+                timeout=60_000
+            )
+            assert page.get_by_role("button", name="Stop").count() == 0
+            for path in ("live", "detail"):
+                page.goto(f"{srv.url}/{path}?run={client_run}")
+                page.get_by_text("step_loss").first.wait_for(timeout=60_000)
+                page.wait_for_function(IDLE_JS, timeout=60_000, polling=100)
+                body = page.inner_text("body")
+                assert not [t for t in OUR_TASKS_ONLY if t in body], (path, body[:3000])
+            chromium.close()
+    finally:
+        srv.stop()
+        writer.communicate("\n", timeout=30)

@@ -36,6 +36,22 @@ FED_REBUILD_ROWS = LIVE_POINTS
 COMPILE_HELP = "First (compiling) chunk beyond a steady one."
 
 
+def own_task(run_dir: Path) -> bool:
+    """True for a run of one of our tasks (its config.json lists its "panels", or the page launched it): texts
+    about confusion matrices, compile time and process output apply to it, not to client or TensorBoard runs."""
+    return bool(artifacts.config_doc(run_dir).get("panels")) or (Path(run_dir) / "launch.json").exists()
+
+
+def drawn_kinds(run_dir: Path, kinds: list[str], records: MetricTable) -> list[str]:
+    """The panels `draw` shows: a run not of our tasks gets "loss" / "accuracy" only for tags it logged
+    (never an empty "Loss: starting…" panel for a client script or a TensorBoard log without train/loss)."""
+    if own_task(run_dir):
+        return kinds
+    logged = records.tags()
+    needs = {"loss": (tags.TRAIN_LOSS, "test/loss"), "accuracy": (tags.TRAIN_ACC, "test/acc")}
+    return [k for k in kinds if k not in needs or any(t in logged for t in needs[k])]
+
+
 def waiting_text(status: dict[str, Any]) -> str:
     """What an empty chart says: the run's phase ("loading data…", "compiling…") while it has no point yet."""
     phase = status.get("phase")
@@ -49,6 +65,8 @@ def waiting_text(status: dict[str, Any]) -> str:
 def metric_tiles(records: MetricTable, status: dict[str, Any]) -> None:
     """The latest value of each headline metric (accuracies in percent) and the compile time."""
     values = tile_values(records, status)
+    if not values:
+        return  # nothing logged yet, no compile time: no empty row
     for col, (label, text) in zip(st.columns(len(values)), values.items(), strict=True):
         col.metric(safe_text.md(label), text, help=COMPILE_HELP if label == COMPILE_TILE else None)
 
@@ -146,6 +164,7 @@ def draw(
     fed: the browser appends the run's new records to its curves between reruns (`curves_panel`).
     """
     empty = waiting_text(status)
+    kinds = drawn_kinds(run_dir, kinds, records)
     color = color or run_color(run_dir.name)
     feed_run = run_dir.name if fed else None
     draw_one = {

@@ -52,7 +52,10 @@ def tile_values(records: MetricTable, status: dict[str, Any]) -> dict[str, str]:
         v = records.last(tag)
         values[tag] = "—" if v is None else percent(v) if tag.endswith("acc") else fmt(v)
     comp = status.get("compile_seconds")
-    values[COMPILE_TILE] = "—" if comp is None else f"{comp:.1f} s"
+    # our training's chunks: a time once compiled, a phase ("compiling") before; a client script or a TensorBoard
+    # log compiles nothing of ours (its status says "training" with no compile time): no tile
+    if comp is not None or status.get("phase") not in (None, "training"):
+        values[COMPILE_TILE] = "—" if comp is None else f"{comp:.1f} s"
     return values
 
 

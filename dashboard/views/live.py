@@ -25,7 +25,7 @@ from dashboard.panels import (
     tab_visibility,
 )
 from dashboard.processes import launcher
-from runstore import artifacts, launch_files, run_store
+from runstore import artifacts, launch_files, run_store, tb_logdir
 from runstore.metrics.metric_table import MetricTable
 
 
@@ -47,7 +47,9 @@ def head(
         panels.progress(status, slot)
     with cols[2]:
         queued = status.get("state") == "queued"
-        if active and stop_dir is not None:
+        if active and stop_dir is not None and tb_logdir.is_mirror(stop_dir):
+            st.caption(NOT_OURS_TO_STOP)  # a stop file there is read by no one
+        elif active and stop_dir is not None:
             if st.button("Cancel" if queued else stop_label, icon=":material/stop:", key="stop_run", type="secondary"):
                 signalled = launcher.stop(stop_dir)
                 if queued:
@@ -57,6 +59,9 @@ def head(
         else:
             panels.resume_control(resume_dir, resume_status, "resume_run", resume_label)
     return slot
+
+
+NOT_OURS_TO_STOP = "No Stop: a TensorBoard log's writer is not ours to stop; it ends when its writer exits."
 
 
 def stopping_note(active: bool, stop_dir: Path | None) -> None:
