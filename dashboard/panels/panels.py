@@ -49,18 +49,24 @@ def guarded(fn: Callable[..., None]) -> Callable[..., None]:
 
 
 def pick_run(runs: list[run_store.RunInfo]) -> run_store.RunInfo | None:
-    """Run selector; defaults to ?run=, else the newest active run."""
+    """Run selector; defaults to ?run=, else the run chosen here, else the newest active run, else the newest.
+
+    Only a run the user picks (here, by a link, or on another page) is remembered: while none is, the page
+    follows the newest run, and the run watcher's rerun shows a run started after the page opened.
+    """
     current = state.select_run(runs)
     if current is None:
         return None
     by_id = {r.run_id: r for r in runs}
+    key = f"pick_run_{current.run_id}"  # a new default is a new widget showing it
     chosen = st.selectbox(
         "Run",
         list(by_id),
         index=list(by_id).index(current.run_id),
         format_func=lambda i: f"{by_id[i].name}  ·  {by_id[i].task}  ·  {i}",
+        key=key,
+        on_change=lambda: state.remember_run(st.session_state[key]),
     )
-    state.remember_run(chosen)
     return by_id[chosen]
 
 
