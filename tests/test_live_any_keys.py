@@ -51,3 +51,54 @@ def test_live_follows_a_client_run_started_after_the_page_opened(tmp_path: Path)
         srv.stop()
         if script is not None:
             script.communicate("\n", timeout=60)
+
+
+KEYS_SCRIPT = """
+import sys
+import jaxdash
+keys = [f"train/k{i}" for i in range(8)] + [f"eval/k{i}" for i in range(7)] + [f"opt/k{i}" for i in range(5)]
+run = jaxdash.init(project="own-loop", name="many-keys")
+for step in range(5):
+    run.log({k: step + i for i, k in enumerate(keys)}, step=step)
+print("logged", flush=True)
+sys.stdin.readline()
+run.log({"late/new_key": 1.0}, step=5, commit=True)
+print("late", flush=True)
+sys.stdin.readline()
+run.finish()
+"""
+# Titles of the charts on the page that have drawn points.
+DRAWN = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
+  .filter(g => g.calcdata && g.calcdata[0] && g.calcdata[0].length > 0)
+  .map(g => (g.layout.title && (g.layout.title.text || g.layout.title)) || '')"""
+
+
+def test_live_charts_every_key_of_a_client_run_in_sections_by_prefix(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    srv = start_server(runs, tmp_path / "streamlit.log", env={"WANDB_MODE": "disabled", "JAXDASH_WARM_WORKER": "0"})
+    env = client_scripts.script_env(runs, WANDB_MODE="disabled")
+    script = subprocess.Popen(
+        [sys.executable, "-c", KEYS_SCRIPT], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert script.stdout is not None and script.stdout.readline().strip() == "logged"
+        run_id = client_scripts.only_run(runs).name
+        with playwright.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": 1400, "height": 6000})  # every lazy chart in view
+            page.goto(f"{srv.url}/live?run={run_id}")
+            page.wait_for_function(f"({DRAWN})().length >= 20", timeout=60_000, polling=100)
+            titles = page.evaluate(DRAWN)
+            assert sorted(t for t in titles if "/" in t) == sorted(
+                [f"train/k{i}" for i in range(8)] + [f"eval/k{i}" for i in range(7)] + [f"opt/k{i}" for i in range(5)]
+            )
+            body = page.inner_text("body")
+            assert body.index("train · 8") < body.index("eval · 7") < body.index("opt · 5")  # first-appearance order
+            script.stdin.write("\n")  # type: ignore[union-attr]
+            script.stdin.flush()  # type: ignore[union-attr]
+            assert script.stdout.readline().strip() == "late"
+            page.wait_for_function(f"({DRAWN})().includes('late/new_key')", timeout=10_000, polling=100)  # no reload
+            browser.close()
+    finally:
+        srv.stop()
+        script.communicate("\n", timeout=60)

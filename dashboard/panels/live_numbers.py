@@ -48,9 +48,10 @@ function show(panel, got, tiles) {  // false when a tile is new (the panel's rer
   }
   return !tiles || Object.keys(got.tiles).every((t) => shown.has(t));
 }
+function newKey(f, got) { return f.keys !== null && f.keys !== undefined && got.keys > f.keys; }
 function handle(f, got) {  // the poll's answer: {streams} alone when the run wrote nothing since f.streams
   f.streams = got.streams;
-  if (got.text !== undefined && f.panel && !show(f.panel, got, f.tiles) && !f.asked) {
+  if (got.text !== undefined && f.panel && (!show(f.panel, got, f.tiles) || newKey(f, got)) && !f.asked) {
     f.asked = true; f.trigger("changed", Date.now());
   }
 }
@@ -59,7 +60,7 @@ export default function (component) {
   const hub = pollHub(data.hub_url);
   const f = hub.numbers[data.key] || (hub.numbers[data.key] = {next: 0});
   f.run = data.run_id; f.every = data.every_ms; f.panel = parentElement.closest("." + data.panel_class);
-  f.tiles = data.tiles; f.trigger = setTriggerValue; f.asked = false;  // a rerun drew the panel: a new tile may ask again
+  f.tiles = data.tiles; f.keys = data.keys; f.trigger = setTriggerValue; f.asked = false;  // a rerun drew the panel: a new tile may ask again
   f.on = data.on;  // off once the run ended: the element stays (the charts below keep their place)
   f.handle = (got) => handle(f, got);
   return () => { delete hub.numbers[data.key]; };
@@ -70,12 +71,15 @@ export default function (component) {
 _numbers = st.components.v2.component("jaxdash_live_numbers", js=NUMBERS_JS, isolate_styles=False)
 
 
-def follow(run_id: str, panel_key: str = panels.LIVE_PANEL_KEY, tiles: bool = True, on: bool = True) -> None:
+def follow(
+    run_id: str, panel_key: str = panels.LIVE_PANEL_KEY, tiles: bool = True, on: bool = True, keys: int | None = None
+) -> None:
     """Keep the progress bar and tiles of the panel this is placed in current (see module doc).
 
     panel_key: the key of the st.container that holds the panel (its CSS class is st-key-<key>).
     tiles: the panel shows the metric tiles (a new one reruns it); False: the progress line only.
     on: False once the run ended; placed all the same, so that what is below it does not move.
+    keys: how many keys the panel charts (a run with more reruns it: a chart per key); None: not followed.
     """
     data = {
         "key": f"{panel_key}_numbers",
@@ -84,6 +88,7 @@ def follow(run_id: str, panel_key: str = panels.LIVE_PANEL_KEY, tiles: bool = Tr
         "every_ms": EVERY_MS,
         "panel_class": f"st-key-{panel_key}",
         "tiles": tiles,
+        "keys": keys,
         "on": on,
     }
     _numbers(key=f"{panel_key}_numbers", data=data, on_changed_change=lambda: None)  # a new tile: rerun the panel

@@ -137,6 +137,24 @@ def curves_panel(
     live_chart(key, (built_at, x, empty_text, fed, shown), build, feed)
 
 
+def key_panel(tag: str, records: MetricTable, key: str, color: str | None = None, feed_run: str | None = None) -> None:
+    """One logged scalar's chart against the step (a client script's own key), drawn when scrolled near.
+
+    feed_run: the run whose new rows the browser appends between reruns (rows_route), as `curves_panel`.
+    """
+    tag_list = (tag,)
+    offset = records.offset  # before building: a record read meanwhile may come twice, never not at all
+
+    def build() -> Any:
+        style = {"uirevision": key, "height": 260, "max_points": LIVE_POINTS, **_run_style(tag_list, color)}
+        return figures.curves_figure(_curves(records, tag_list, "step"), tag, tag.rsplit("/", 1)[-1], **style)
+
+    shown = tag_list if tag in records.tags() else ()
+    built_at = _fed_built_at(key, offset, len(records), shown) if feed_run else offset
+    feed = rows_feed(feed_run, built_at, tag_list, None) if feed_run else None
+    live_chart(key, (built_at, feed_run is not None, shown), build, feed, lazy=True)
+
+
 def _fed_built_at(key: str, offset: int, rows: int, shown: tuple[str, ...]) -> int:
     """The offset a fed chart's figure stands for: that of its last build, until FED_REBUILD_ROWS rows came
     since, its rows doubled, a curve appeared, or the file was replaced (a smaller offset); then `offset`

@@ -65,4 +65,5 @@ def numbers(status: dict[str, Any], records: MetricTable) -> dict[str, Any]:
         "fraction": progress_fraction(status),
         "text": figures.progress_text(status, now=time.time()),
         "tiles": tile_values(records, status),
+        "keys": len(records.tags()),  # a new key: the Live panel reruns to chart it (live_numbers)
     }

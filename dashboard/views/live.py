@@ -16,6 +16,7 @@ from dashboard.forms.widgets import status_badge
 from dashboard.panels import (
     group_panels,
     inplace_chart,
+    key_panels,
     live_numbers,
     media_panels,
     panel_kinds,
@@ -156,9 +157,15 @@ def live_panel(members: list[run_store.RunInfo], selected: str, polled_ids: list
     kinds = artifacts.run_panels(members[0].path, info if single else None, records[0].tags())  # config.json "panels"
     if single:
         panel_kinds.metric_tiles(records[0], statuses[0])
-        live_numbers.follow(run_dir.name, on=fed and active)  # the progress line and tiles between reruns
+        every_key = not panel_kinds.own_task(run_dir) and not tb_logdir.is_mirror(run_dir)  # a user's loop
+        keys = len(records[0].tags()) if every_key else None
+        live_numbers.follow(run_dir.name, on=fed and active, keys=keys)  # the progress line and tiles between reruns
         color = run_color(run_dir.name)
         panel_kinds.draw(run_dir, kinds, records[0], statuses[0], f"live_{run_dir.name}", color, fed and active)
+        if every_key:
+            drawn = panel_kinds.drawn_kinds(run_dir, kinds, records[0])
+            feed_run = run_dir.name if fed and active else None
+            key_panels.draw(records[0], f"live_keys_{run_dir.name}", drawn, color, feed_run)
         media_panels.media_section(run_dir, records[0], f"live_media_{run_dir.name}")  # its own figures, images, tables
         return
     key = members[0].status.get("group", "group")

@@ -127,6 +127,10 @@ class MetricTable:
         """Metric names (x keys excluded)."""
         return set(self._cols.values) - set(X_KEYS)
 
+    def ordered_tags(self) -> list[str]:
+        """Metric names in the order they first appeared (x keys excluded)."""
+        return [t for t in self._cols.values if t not in X_KEYS]
+
     def series(self, tag: str, x: str = "step") -> tuple[np.ndarray, np.ndarray]:
         """(x, y) of the rows that have both `tag` and `x`, in file order (as `components.series.extract`)."""
         c = self._cols
