@@ -137,7 +137,7 @@ class Run(RunFiles):
             logger.warning("jaxdash: log() takes a dict of metrics, got %s; not logged", type(data).__name__)
             return {}
         data = {k if isinstance(k, str) else str(k): v for k, v in data.items()}
-        media = {k: v for k, v in data.items() if is_media(v)}
+        media, data = _split_media(data)
         if media:
             try:
                 with self._lock:  # the fetch thread writes too
@@ -145,7 +145,7 @@ class Run(RunFiles):
             except Exception as exc:  # noqa: BLE001 - a medium that cannot be written never stops logging
                 logger.warning("jaxdash: %s at step %d could not be written (%s); not logged", ", ".join(media),
                                step, exc)  # fmt: skip
-        values = flatten({k: v for k, v in data.items() if k not in media})
+        values = flatten(data)
         if any(isinstance(v, Mapping) for v in data.values()):
             self._nested.update(k for k in values if k not in data)
         if self._synced or self._defs.defs:
@@ -303,3 +303,21 @@ class _Metric:
 def _one_line(exc: BaseException | None) -> str:
     text = f"{type(exc).__name__}: {exc}" if exc is not None else ""
     return (text.strip().splitlines() or [""])[-1][:500]
+
+
+def _split_media(data: Mapping[str, Any], prefix: str = "") -> tuple[dict[str, Any], dict[str, Any]]:
+    """(media under their W&B keys, "a.b" for {"a": {"b": Image}}; `data` without them), as wandb.log finds
+    media at any depth of the dict."""
+    media: dict[str, Any] = {}
+    rest: dict[str, Any] = {}
+    for key, value in data.items():
+        if is_media(value):
+            media[f"{prefix}{key}"] = value
+        elif isinstance(value, Mapping) and value:
+            inner_media, inner_rest = _split_media(value, f"{prefix}{key}.")
+            media.update(inner_media)
+            if inner_rest:
+                rest[key] = inner_rest
+        else:
+            rest[key] = value
+    return media, rest

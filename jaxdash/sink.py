@@ -94,7 +94,7 @@ class SinkWriter(MetricWriter):
         self._queue("write_tables", step, dict(tables))
 
     def write_figures(self, step, figures):  # noqa: D102, ANN001
-        pass  # plotly figures go to the run store only (TensorBoard and W&B take images)
+        self._queue("write_figures", step, dict(figures))  # W&B keeps them as wandb.Plotly; TensorBoard lacks them
 
     def write_summary(self, metrics):  # noqa: D102, ANN001
         self._queue("write_summary", dict(metrics))

@@ -318,3 +318,27 @@ def test_a_disabled_run_saves_logs_and_alerts_nothing(tmp_path: Path) -> None:
     runs, output = run_script(tmp_path, DISABLED)
     assert runs == [] and "RESULTS [] None None" in output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt", "script.py"]
+
+
+NESTED = """
+import numpy as np, plotly.graph_objects as go
+
+wandb.init(project="nested", wandb="offline")
+for step in range(2):
+    wandb.log({"val": {"loss": 1.0 / (step + 1), "examples": [wandb.Image(np.zeros((4, 4)), caption=f"ex {step}")]},
+               "curve": go.Figure(go.Scatter(x=[0, 1], y=[step, 0]))})
+wandb.finish()
+"""
+
+
+def test_media_nested_in_a_dict_and_figures_reach_the_store_and_the_wandb_copy(tmp_path: Path) -> None:
+    """As wandb.log: a medium at any depth of the dict is kept under its W&B key ("val.examples"), beside the
+    nested metric ("val.loss"); a plotly figure reaches the client's W&B copy as W&B's plotly-file."""
+    (run_dir,), _ = run_script(tmp_path, NESTED)
+    steps = media_store.image_steps(run_dir)
+    assert [(s.step, s.captions) for s in steps["val.examples"]] == [(0, ("ex 0",)), (1, ("ex 1",))]
+    rows = history(inspect_records(Path(run_store.read_status(run_dir)["wandb"]["dir"])))
+    kept = [r for r in rows if "val.loss" in r]
+    assert [r["val.loss"] for r in kept] == [1.0, 0.5]
+    assert [r.get("val.examples._type") for r in kept] == ["images/separated"] * 2
+    assert [r.get("curve._type") for r in kept] == ["plotly-file"] * 2
