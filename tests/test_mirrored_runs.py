@@ -148,11 +148,11 @@ CLIENT = """
 import jaxdash
 run = jaxdash.init(project="own-loop", name="plain")
 for step in range(5):
-    run.log({"step_loss": 1.0 / (step + 1)}, step=step)
+    run.log({"step_loss": 1.0 / (step + 1), "train/acc": 0.5}, step=step)
 run.finish()
 """
 IDLE_JS = "() => !document.querySelector('[data-testid=stStatusWidget]')"
-OUR_TASKS_ONLY = ("compile time", "starting…", "Process output")
+OUR_TASKS_ONLY = ("compile time", "starting…", "Process output", "No confusion matrix yet", "mode: unknown")
 
 
 @browser[0]
@@ -183,6 +183,11 @@ def test_runs_we_do_not_own_offer_no_stop_and_no_texts_of_our_tasks(tmp_path: Pa
                 page.wait_for_function(IDLE_JS, timeout=60_000, polling=100)
                 body = page.inner_text("body")
                 assert not [t for t in OUR_TASKS_ONLY if t in body], (path, body[:3000])
+            page.goto(f"{srv.url}/detail?run=w1")
+            page.get_by_text("Weights & Biases").first.wait_for(timeout=60_000)
+            page.wait_for_function(IDLE_JS, timeout=60_000, polling=100)
+            body = page.inner_text("body")
+            assert not [t for t in OUR_TASKS_ONLY if t in body], ("detail w1", body[:3000])
             chromium.close()
     finally:
         srv.stop()

@@ -73,7 +73,7 @@ def results(run: run_store.RunInfo, records: MetricTable, fed: bool = False, def
     if problem:
         st.warning(f"artifacts/tables/{problem}; not shown.")
     if report is None:
-        if "accuracy" in kinds:
+        if "accuracy" in kinds and panel_kinds.own_task(run.path):  # our tasks write one; a script may not
             st.caption("No confusion matrix yet (written at the end of the run).")
         return
     left, right = st.columns([2, 3])
@@ -113,8 +113,10 @@ def tracking(run: run_store.RunInfo) -> None:
         elif wandb.get("sync_command"):
             # Inline code, not st.code: st.code makes a fresh tab load a 1.5 MB syntax highlighter.
             st.markdown(f"Logged offline. To upload it to W&B, run: `` {wandb['sync_command']} ``")
+        elif wandb.get("mode"):  # a mirrored TensorBoard log has no W&B side to speak of
+            st.caption(f"W&B was not used for this run (mode: {wandb['mode']}).")
         else:
-            st.caption(f"W&B was not used for this run (mode: {wandb.get('mode', 'unknown')}).")
+            st.caption("No W&B run was written for this run.")
         if wandb.get("error"):
             st.warning(f"W&B: {wandb['error']}")
     with right:

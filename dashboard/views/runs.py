@@ -11,7 +11,7 @@ from dashboard import state
 from dashboard.forms import groups
 from dashboard.panels import compare, inplace_chart, panels, refresh_trigger, runs_index
 from dashboard.processes import launcher
-from runstore import run_notes, run_store
+from runstore import run_notes, run_store, tb_logdir
 
 COLUMN_CONFIG = {
     "tags": st.column_config.ListColumn("tags"),
@@ -172,7 +172,7 @@ def actions(
             state.remember_run(run.run_id)
             st.switch_page("views/live.py", query_params={"run": run.run_id})
         panels.csv_download(run, row)
-    active = [r for r in selected if state.is_active(r.status)]
+    active = [r for r in selected if state.is_active(r.status) and not tb_logdir.is_mirror(r.path)]  # not ours to stop
     if active and row.button(f"Stop ({len(active)})", icon=":material/stop:"):
         signalled = sum(launcher.stop(r.path) for r in active)
         st.toast(f"Asked {len(active)} run(s) to stop.")
