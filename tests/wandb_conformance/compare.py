@@ -11,10 +11,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from tests.wandb_conformance import observe
+from tests.wandb_conformance import observe, store_reader
 from tests.wandb_conformance.running import Result
 
-FIELDS = ("state", "project", "name", "run_id", "group", "job_type", "tags", "notes", "config", "summary", "history")
+FIELDS = (
+    "state", "project", "name", "run_id", "group", "job_type", "tags", "notes", "config", "summary", "history",
+    "files", "artifacts", "alerts",
+)  # fmt: skip
 TRACKIO_FIELDS = ("config", "history")
 MAX_LINES = 14  # differences shown per section
 
@@ -29,8 +32,11 @@ def sides(result: Result) -> dict[str, list[dict[str, Any]]]:
     if result.impl == "wandb":
         return {"wandb": observe.read_wandb_runs(result.tmp)}
     if result.impl == "jaxdash":
-        return {"run store": observe.read_store_runs(result.tmp), "W&B copy": observe.read_copy_runs(result.tmp)}
-    return {"trackio": observe.read_trackio_runs(result.tmp / "trackio")}
+        return {
+            "run store": store_reader.read_store_runs(result.tmp),
+            "W&B copy": store_reader.read_copy_runs(result.tmp),
+        }
+    return {"trackio": store_reader.read_trackio_runs(result.tmp / "trackio")}
 
 
 def expected(reference: Result) -> dict[str, Any]:
@@ -109,9 +115,9 @@ def run_diff(want: dict[str, Any], got: dict[str, Any], fields: tuple[str, ...],
             out += _history_diff(w or {}, g or {})
         elif field in ("config", "summary"):
             out += _dict_diff(field, w or {}, g or {})
-        elif field == "tags":
+        elif field in ("tags", "files"):
             if sorted(map(str, w or [])) != sorted(map(str, g or [])):
-                out.append(f"tags: {_short(g)} (W&B: {_short(w)})")
+                out.append(f"{field}: {_short(g)} (W&B: {_short(w)})")
         elif not same(w, g):
             out.append(f"{field}: {_short(g)} (W&B: {_short(w)})")
     return out
