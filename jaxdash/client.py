@@ -84,9 +84,8 @@ class Run(RunFiles):
                 if step is None:
                     return
             if step > self._step:
-                if self._open:
-                    self._fetcher.put(self._step, self._open)
-                self._open, self._step = None, step
+                self._commit()
+                self._step = step
         if type(data) is dict and all(type(v) in self._plain for v in data.values()):
             values = data  # the per-step case: numbers and arrays of types seen before, ~1 us
         else:
@@ -96,9 +95,7 @@ class Run(RunFiles):
         else:
             self._open.update(values)
         if commit or (commit is None and step is None):
-            if self._open:
-                self._fetcher.put(self._step, self._open)
-            self._open = None
+            self._commit()
             self._step += 1
 
     def _to_step(self, step: Any) -> int | None:
