@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The engine's and the client's benchmarks on an accelerator machine (the README's GPU figures).
+# Run from the repository root on a machine whose python3 has JAX with a GPU (or TPU) backend.
+# A bare machine without the network gets the pure-Python packages it lacks as wheels in
+# .gpu/whl and Fashion-MNIST in .gpu/data/fashion_mnist (the four IDX .gz files):
+#   bash benchmarks/on_accelerator.sh [quick]
+# Output: each benchmark's own report, prefixed by the device JAX sees.
+set -uo pipefail
+PY=${PYTHON:-python3}
+if [ -d .gpu/whl ]; then
+  $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .gpu/whl/*.whl
+  export PYTHONPATH=/tmp/site
+fi
+[ -d .gpu/data ] && export JAXDASH_DATA_DIR=$PWD/.gpu/data
+export WANDB_MODE=offline WANDB_SILENT=true PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null
+$PY -c "import jax, flax, optax; print('jax', jax.__version__, 'flax', flax.__version__, 'optax', optax.__version__, jax.devices())"
+if [ "${1:-}" = quick ]; then
+  $PY -m benchmarks.train_speed --epochs 2 --no-variants
+  exit
+fi
+$PY -m benchmarks.train_speed --epochs 3 --no-variants
+for k in 1 4 16; do $PY -m benchmarks.population_speed --k "$k" --epochs 1; done
+$PY -m benchmarks.log_overhead --epochs 2 --repeats 1
