@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Set up everything the dashboard and the tests need: system packages (Debian's
-# Chromium for the browser tests, Fashion-MNIST for offline training) and the
-# Python virtual environment. Safe to run again: it skips what is already there.
+# Chromium for the browser tests, Fashion-MNIST for offline training, PostgreSQL
+# for the sweep-workers test on a real database server) and the Python virtual
+# environment. Safe to run again: it skips what is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PY=${PYTHON:-python3}
 VENV=${VENV:-.venv}
-WANT_APT=${WANT_APT:-"chromium dataset-fashion-mnist"}
+WANT_APT=${WANT_APT:-"chromium dataset-fashion-mnist postgresql"}
 
 apt_install() {
   local missing=()
@@ -18,16 +19,24 @@ apt_install() {
   local sudo=""
   if [ "$(id -u)" -ne 0 ]; then
     if command -v sudo >/dev/null 2>&1; then sudo="sudo"; else
-      echo "setup: cannot install ${missing[*]} (not root, no sudo); browser tests and offline Fashion-MNIST need them." >&2
+      echo "setup: cannot install ${missing[*]} (not root, no sudo); browser tests, offline Fashion-MNIST and the PostgreSQL sweep test need them." >&2
       return 0
     fi
   fi
   if command -v apt-get >/dev/null 2>&1; then
     echo "setup: installing system packages: ${missing[*]}"
     $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq || true
-    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" </dev/null
+    # Quiet unless it fails: dpkg's unpacking lines (and postgresql's cluster notes) go to a log.
+    local log
+    log=$(mktemp)
+    if ! $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" </dev/null >"$log" 2>&1; then
+      cat "$log" >&2
+      rm -f "$log"
+      return 1
+    fi
+    rm -f "$log"
   else
-    echo "setup: no apt-get; install Chromium yourself for the browser tests." >&2
+    echo "setup: no apt-get; install Chromium (browser tests) and PostgreSQL (sweep test) yourself." >&2
   fi
 }
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from runstore import run_store
+from training.sweep import server
 from training.sweep import study as studies
 from training.sweep.space import parse_space
 
@@ -45,7 +46,7 @@ def run_sweep(task: str, task_cls: type, raw: dict[str, Any], args: argparse.Nam
     name = args.study or f"{task_cls.name}-{time.strftime('%Y%m%d-%H%M%S')}"
     tensorboard = not args.no_tensorboard
     studies.create(name, url, task, base, space, args.sweep_method, args.trials, args.sweep_metric, tensorboard)
-    print(json.dumps({"study": name, "storage": url}), flush=True)
+    print(json.dumps({"study": name, "storage": server.shown(url)}), flush=True)
     helpers = []
     workers = args.workers or (args.max_parallel if not shares_program(space) and args.sweep_method != "grid" else 1)
     if workers > 1:

@@ -5,20 +5,30 @@ No Streamlit here. A study whose storage cannot be read gives a one-line message
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import optuna
+import sqlalchemy.exc
 from optuna.trial import TrialState
 
+from training.settings import ConfigError
+from training.sweep import server
 from training.sweep import study as studies
+
+STORAGE_ENV = "JAXDASH_SWEEP_STORAGE"  # the page's storage when it is not the runs root's sweeps.db
 
 
 def list_studies(url: str) -> list[dict[str, Any]]:
     """[{"name", "trials", "task", "method"}] of the jaxdash sweeps in `url`, newest first."""
     st = studies.storage(url)
+    try:
+        summaries = optuna.get_all_study_summaries(st, include_best_trial=False)
+    except sqlalchemy.exc.SQLAlchemyError as exc:  # e.g. the server went away after it was opened
+        raise ConfigError({"storage": server.open_error(url, exc)}) from None
     rows = []
-    for s in optuna.get_all_study_summaries(st, include_best_trial=False):
+    for s in summaries:
         if "space" in s.user_attrs:
             rows.append(
                 {
@@ -68,5 +78,8 @@ def importances(study: optuna.Study) -> dict[str, float] | str:
 
 
 def default_storage(root: Path) -> str | None:
-    """The runs root's `sweeps.db` URL when it exists."""
+    """The storage the Sweeps page reads: $JAXDASH_SWEEP_STORAGE (a team's PostgreSQL URL) when set, else
+    the runs root's `sweeps.db` URL when it exists."""
+    if os.environ.get(STORAGE_ENV):
+        return os.environ[STORAGE_ENV]
     return studies.default_url(root) if (Path(root) / "sweeps.db").is_file() else None

@@ -18,6 +18,7 @@ import sqlalchemy.exc
 
 from runstore import safe_files
 from training.settings import ConfigError
+from training.sweep import server
 from training.sweep.flags import METHODS
 from training.sweep.journal import HeartbeatJournalStorage
 from training.sweep.space import Param, from_specs, grid_size, to_specs
@@ -70,6 +71,9 @@ def checked_file(url: str) -> str | None:
 def storage(url: str) -> optuna.storages.BaseStorage:
     """An RDB storage (sqlite:///, postgresql://, mysql://) with heartbeats, or `journal:PATH`.
 
+    A server's storage is made once per process (`server.cached`); its errors name the URL with the
+    password hidden.
+
     Both fail a trial whose worker stopped beating and re-queue it (RetryHeartbeatStaleTrialCallback):
     RDB storages with Optuna's own heartbeats, the journal with ours (`journal.HeartbeatJournalStorage`).
     A file storage is checked first (`checked_file`: no links).
@@ -83,22 +87,25 @@ def storage(url: str) -> optuna.storages.BaseStorage:
             backend, HEARTBEAT_S, GRACE_S, optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRY)
         )
     if "://" not in url:
-        raise ConfigError({"storage": f"{url!r} is not a storage URL; use sqlite:///path.db or journal:/path/file"})
-    # SQLite serialises writers; a patient connection keeps two workers from failing on "database is locked".
-    kwargs = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {}
+        raise ConfigError(
+            {
+                "storage": f"{url!r} is not a storage URL; use sqlite:///path.db, postgresql://USER:PASSWORD@HOST/DB or journal:/path/file"
+            }
+        )
+    return server.cached(url, lambda: _rdb(url))
+
+
+def _rdb(url: str) -> optuna.storages.RDBStorage:
     try:
         return optuna.storages.RDBStorage(
             url,
-            engine_kwargs=kwargs,
+            engine_kwargs=server.engine_kwargs(url),
             heartbeat_interval=HEARTBEAT_S,
             grace_period=GRACE_S,
             heartbeat_stale_trial_callback=optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRY),
         )
     except (sqlalchemy.exc.SQLAlchemyError, ImportError, ValueError, RuntimeError) as exc:
-        reason = str(getattr(exc, "orig", None) or exc).splitlines()[0]
-        raise ConfigError(
-            {"storage": f"cannot open {url} ({reason}); check the URL and that its folder exists"}
-        ) from None
+        raise ConfigError({"storage": server.open_error(url, exc)}) from None
 
 
 def existing(url: str) -> None:
@@ -148,7 +155,9 @@ def create(
     try:
         study = optuna.create_study(study_name=name, storage=st, direction="minimize", load_if_exists=False)
     except optuna.exceptions.DuplicatedStudyError:
-        raise ConfigError({"sweep": f"a study named {name!r} already exists in {url}; pick another name"}) from None
+        raise ConfigError(
+            {"sweep": f"a study named {name!r} already exists in {server.shown(url)}; pick another name"}
+        ) from None
     attrs = {"task": task, "base": base, "space": to_specs(space), "method": method, "trials": n, "metric": metric}
     attrs["tensorboard"] = tensorboard
     for key, value in attrs.items():
@@ -178,10 +187,12 @@ def load(name: str, url: str, st: optuna.storages.BaseStorage | None = None) -> 
     try:
         plain = optuna.load_study(study_name=name, storage=st)
     except KeyError:
-        raise ConfigError({"sweep": f"no study named {name!r} in {url}"}) from None
+        raise ConfigError({"sweep": f"no study named {name!r} in {server.shown(url)}"}) from None
     attrs = plain.user_attrs
     if "space" not in attrs:
-        raise ConfigError({"sweep": f"study {name!r} in {url} was not made by a jaxdash sweep (no space)"})
+        raise ConfigError(
+            {"sweep": f"study {name!r} in {server.shown(url)} was not made by a jaxdash sweep (no space)"}
+        )
     return optuna.load_study(
         study_name=name,
         storage=st,

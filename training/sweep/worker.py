@@ -24,6 +24,7 @@ from optuna.trial import TrialState
 
 from runstore import safe_files
 from training.cli import MAX_MEMBERS
+from training.sweep import server
 from training.sweep import study as studies
 from training.sweep.trials import programs, run_batch, shares_program
 
@@ -50,17 +51,18 @@ def _counts(study: optuna.Study) -> dict[TrialState, int]:
 
 
 @contextlib.contextmanager
-def claim_lock(url: str) -> Iterator[None]:
-    """Workers sharing a storage file claim one at a time, so a program's trials stay together.
+def claim_lock(url: str, storage: optuna.storages.BaseStorage | None = None) -> Iterator[None]:
+    """Workers sharing a storage claim one at a time, so a program's trials stay together.
 
     Without it two workers asking at once each took some of one program's grid points, and a
     population of three trained as three runs. A file lock next to a SQLite or journal storage
-    (the workers of one machine, or of a shared filesystem that has locks); an RDB server's workers
-    claim without one, as before.
+    (the workers of one machine, or of a shared filesystem that has locks); a PostgreSQL advisory
+    lock on the server that holds `storage` (workers on any machine; released if a worker dies).
     """
     target = studies.storage_file(url)
     if target is None:
-        yield
+        with server.advisory_lock(storage):
+            yield
         return
     with os.fdopen(safe_files.open_append(target + ".claim-lock"), "a") as lock:  # never through a link
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -161,7 +163,7 @@ def run_worker(
         if open_ <= 0 and not counts[TrialState.WAITING]:
             time.sleep(IDLE_S)  # others are training the rest; stay to re-run any of theirs that dies
             continue
-        with claim_lock(url):
+        with claim_lock(url, study._storage):
             claimed = _claim(study, max(1, min(batch, open_)))
         beat.pending.update(t._trial_id for t in claimed)  # a claimed trial beats until it is told
         for group in programs(claimed):
