@@ -9,23 +9,32 @@ A task is named by a short name or a spec:
 
 The page lists the built-ins, the entry points and every spec in `$JAXDASH_TASKS` (comma-separated).
 config.json stores the spec, so a run resumes with the task it started with.
+
+A spec names either a Task subclass or a `TaskSettings` (training.tasks.base): a task's names,
+config and panels declared in a module that imports no JAX, naming its Task class by spec. The
+page asks `task_settings` and so never imports JAX for the built-ins, whose specs name their
+`*_settings:SETTINGS`; a spec naming a Task class is imported in the page's process the first
+time the page lists it (its title, then its form). Training asks `load_task`, which follows a
+TaskSettings to its class.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.util
 import os
 import sys
 from importlib.metadata import entry_points
 from pathlib import Path
+from typing import Any
 
 from training.settings import ConfigError
-from training.tasks.base import Task
+from training.tasks.base import Task, TaskSettings
 
-BUILTIN = {
-    "regression": "training.tasks.regression:RegressionTask",
-    "mnist": "training.tasks.mnist:MnistTask",
+BUILTIN = {  # settings only: the page lists these without importing JAX
+    "regression": "training.tasks.regression_settings:SETTINGS",
+    "mnist": "training.tasks.mnist_settings:SETTINGS",
 }
 ENTRY_POINT_GROUP = "jaxdash.tasks"
 
@@ -64,21 +73,55 @@ def canonical_spec(name_or_spec: str) -> str:
     return name_or_spec
 
 
+def _is_file(module: str) -> bool:
+    return module.endswith(".py") or "/" in module
+
+
+def _resolve(name_or_spec: str) -> tuple[str, Any]:
+    """(spec, the object it names); ConfigError naming the task and the fix when there is none."""
+    spec = available().get(name_or_spec, name_or_spec)
+    module, sep, attr = spec.partition(":")
+    if not sep or not attr:
+        names = ", ".join(k for k in available() if ":" not in k)
+        raise ConfigError({"task": f"unknown task {name_or_spec!r}; use one of {names} or package.module:Class."})
+    try:
+        return spec, getattr(_import_module(module), attr)
+    except (ImportError, FileNotFoundError, AttributeError) as exc:
+        raise ConfigError({"task": f"cannot load task {spec!r}: {type(exc).__name__}: {exc}"}) from None
+
+
+def _task_spec(settings: TaskSettings, spec: str) -> str:
+    """settings.task, a relative file path in it read from the folder of the settings file `spec` names."""
+    module = spec.partition(":")[0]
+    task_module, _, cls_name = settings.task.partition(":")
+    if _is_file(module) and _is_file(task_module):
+        return f"{Path(module).resolve().parent / task_module}:{cls_name}"
+    return settings.task
+
+
+def task_settings(name_or_spec: str) -> TaskSettings:
+    """The names, config class and panels of a task, without importing its model where it declares them apart.
+
+    Raises:
+      ConfigError: naming the task, with the fix (an unknown name, a missing module, neither a Task nor settings).
+    """
+    spec, found = _resolve(name_or_spec)
+    if isinstance(found, TaskSettings):
+        return dataclasses.replace(found, task=_task_spec(found, spec))
+    if isinstance(found, type) and issubclass(found, Task):
+        return TaskSettings.of(found)
+    raise ConfigError({"task": f"{spec!r} is neither a subclass of jaxdash.Task nor a jaxdash.TaskSettings."})
+
+
 def load_task(name_or_spec: str) -> type[Task]:
-    """The Task class named by a built-in name, an entry-point name or a "module:Class" spec.
+    """The Task class named by a built-in name, an entry-point name or a "module:Class" spec (imports its model).
 
     Raises:
       ConfigError: naming the task, with the fix (an unknown name, a missing module or class).
     """
-    spec = available().get(name_or_spec, name_or_spec)
-    module, sep, cls_name = spec.partition(":")
-    if not sep or not cls_name:
-        names = ", ".join(k for k in available() if ":" not in k)
-        raise ConfigError({"task": f"unknown task {name_or_spec!r}; use one of {names} or package.module:Class."})
-    try:
-        cls = getattr(_import_module(module), cls_name)
-    except (ImportError, FileNotFoundError, AttributeError) as exc:
-        raise ConfigError({"task": f"cannot load task {spec!r}: {type(exc).__name__}: {exc}"}) from None
-    if not (isinstance(cls, type) and issubclass(cls, Task)):
+    spec, found = _resolve(name_or_spec)
+    if isinstance(found, TaskSettings):
+        spec, found = _resolve(_task_spec(found, spec))
+    if not (isinstance(found, type) and issubclass(found, Task)):
         raise ConfigError({"task": f"{spec!r} is not a subclass of training.tasks.base.Task."})
-    return cls
+    return found

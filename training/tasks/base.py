@@ -156,3 +156,25 @@ class Task:
     def spec(cls) -> str:
         """ "module:Class", the way config.json and `--task` name this task."""
         return f"{cls.__module__}:{cls.__qualname__}"
+
+
+@dataclass(frozen=True)
+class TaskSettings:
+    """What the page needs of a task, declared without its model code: names, typed config, panels.
+
+    A settings module that imports no JAX (training/tasks/regression_settings.py) declares one and
+    names the Task class by spec in `task`; the page reads it and never imports that class, the
+    training process follows `task` to it (training.tasks.load_task). Its attributes are the Task
+    class's own (`name`, `title`, `Config`, `panels`), so either answers a page's question.
+    """
+
+    name: str
+    title: str
+    Config: type  # the task's config dataclass, with its fields' metadata
+    panels: tuple[str, ...]
+    task: str  # "module:Class" (or "path/to/file.py:Class") of the Task subclass
+
+    @classmethod
+    def of(cls, task: type[Task]) -> TaskSettings:
+        """The settings of an imported Task class."""
+        return cls(task.name, task.title, task.Config, tuple(task.panels), task.spec())

@@ -8,7 +8,6 @@ crosses host->device per step.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -18,76 +17,13 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from training.data import CLASS_NAMES, DATASET_SIZES, load_dataset
+from training.data import CLASS_NAMES, load_dataset
 from training.errors import TrainingError
-from training.settings import setting, with_default
-from training.tasks.base import Data, EpochsConfig, Task
+from training.tasks.base import Data, Task
+from training.tasks.mnist_settings import MnistConfig
 from training.tasks.summaries import ClassificationSummary
 
 SAMPLE_IMAGES = 64  # test images in the final report, misclassified first
-
-
-@dataclass(frozen=True)
-class MnistConfig(EpochsConfig):
-    """Flax MLP classifier on MNIST or Fashion-MNIST (the Flax/Optax seed's defaults)."""
-
-    ckpt_every: int = with_default(EpochsConfig, "ckpt_every", 0)  # epoch ends + every 30 s: cheap and enough
-    dataset: str = setting("mnist", "Dataset", "MNIST digits or Fashion-MNIST clothes.", choices=tuple(DATASET_SIZES))
-    data_dir: str | None = setting(
-        None,
-        "Data directory",
-        "Folder with the dataset's IDX files; empty = the default locations, then a download.",
-        advanced=True,
-    )
-    hidden: tuple[int, ...] = setting(
-        (128, 128), "Hidden layers", "Comma-separated layer sizes, e.g. 128,128.", min=1, max=65_536
-    )
-    train_limit: int | None = setting(
-        None, "Train examples", "Use only the first N; empty = all.", min=1, advanced=True
-    )
-    test_limit: int | None = setting(None, "Test examples", "Use only the first N; empty = all.", min=1, advanced=True)
-
-    def validate(self) -> dict[str, str]:
-        """Rules across fields: the batch must fit the training set and split over the devices."""
-        errors: dict[str, str] = {}
-        if not self.hidden:
-            errors["hidden"] = "Hidden layers must list one or more layer sizes, e.g. 128,128."
-        elif (need := training_bytes(self)) > (have := available_memory()):
-            errors["hidden"] = (
-                f"Hidden layers {','.join(map(str, self.hidden))} need about {need / 2**30:.1f} GiB "
-                f"for params, gradients and Adam's moments, more than the {have / 2**30:.1f} GiB "
-                "free; use smaller layers."
-            )
-        if self.batch_size > self.train_size:
-            errors["batch_size"] = (
-                f"Batch size must not exceed the {self.train_size} training examples (got {self.batch_size})."
-            )
-        elif self.devices > 0 and self.batch_size % self.devices:
-            errors["batch_size"] = (
-                f"Batch size must be a multiple of Devices ({self.devices}) so every device gets "
-                f"an equal share (got {self.batch_size})."
-            )
-        return errors
-
-    @property
-    def train_size(self) -> int:
-        """Number of training examples used."""
-        full = DATASET_SIZES[self.dataset][0]
-        return min(full, self.train_limit) if self.train_limit else full
-
-
-def training_bytes(cfg: MnistConfig) -> int:
-    """Rough memory a run needs: float32 params x4 (params, gradients, two Adam moments) plus activations."""
-    sizes = [28 * 28, *cfg.hidden, 10]
-    params = sum(a * b + b for a, b in zip(sizes, sizes[1:], strict=False))
-    return 4 * (4 * params + 3 * cfg.batch_size * sum(sizes))
-
-
-def available_memory() -> int:
-    """Bytes of memory free for a new run on this host."""
-    import psutil
-
-    return int(psutil.virtual_memory().available)
 
 
 class MLP(nn.Module):

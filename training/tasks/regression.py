@@ -8,7 +8,6 @@ a population over seeds fits K different data sets (`per_member_data`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import jax
@@ -16,24 +15,9 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from training.settings import setting, with_default
-from training.tasks.base import Data, StepsConfig, Task
+from training.tasks.base import Data, Task
+from training.tasks.regression_settings import RegressionConfig
 from training.tasks.summaries import FitSummary, subsample
-
-
-@dataclass(frozen=True)
-class RegressionConfig(StepsConfig):
-    """Linear regression y = w*x + b fitted by gradient descent (the JAX seed's defaults)."""
-
-    seed: int = with_default(StepsConfig, "seed", 42)
-    optimizer: str = with_default(StepsConfig, "optimizer", "sgd")
-    lr: float = with_default(StepsConfig, "lr", 0.005)
-    log_every: int = with_default(StepsConfig, "log_every", 10)
-    ckpt_every: int = with_default(StepsConfig, "ckpt_every", 200)
-    points: int = setting(128, "Data points", "Number of (x, y) samples.", min=2, max=50_000_000)
-    noise: float = setting(0.5, "Noise std", "Standard deviation of the Gaussian noise added to y.", min=0)
-    true_weight: float = setting(2.0, "True weight", "w of the line that generates the data.")
-    true_bias: float = setting(-1.0, "True bias", "b of the line that generates the data.")
 
 
 class Params(NamedTuple):
