@@ -1,0 +1,235 @@
+"""Sweep workers on a real PostgreSQL server, started and stopped here as a team would run it.
+
+The module starts Debian's PostgreSQL (initdb, pg_ctl) in a temporary data directory, as the
+`postgres` user when the tests run as root (postgres refuses root), listening on a free
+localhost port with password authentication. A sweep started from the CLI and two `worker`
+processes on one runs root finish a 12-trial study, one worker killed with SIGKILL mid-trial:
+every trial runs once, the killed one is re-queued, and the Sweeps page reads the study from
+$JAXDASH_SWEEP_STORAGE. A bad URL is one line naming it (password hidden) and the fix; workers
+claiming at once on the server each take whole programs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import optuna
+import pytest
+from optuna.trial import TrialState
+
+from runstore import run_store
+from training.sweep import report
+from training.sweep import study as studies
+from training.sweep.command import worker_main
+from training.sweep.space import parse_space
+from training.tasks import load_task
+
+PASSWORD = "s3cret-pw"
+ENV = {**os.environ, "JAXDASH_SWEEP_GRACE_S": "4", "WANDB_MODE": "disabled"}
+TINY = ["--log-every", "10", "--points", "32", "--quiet", "--wandb", "disabled", "--no-tensorboard"]
+
+
+def _pg_bin() -> Path | None:
+    """The newest installed server's bin folder (/usr/lib/postgresql/<ver>/bin), or None."""
+    found = [p.parent for p in Path("/usr/lib/postgresql").glob("*/bin/pg_ctl")]
+    return max(found, key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else 0) if found else None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _run(argv: list[str], cwd: Path, log: Path | None = None, **env: str) -> None:
+    proc = subprocess.run(argv, cwd=cwd, env={**os.environ, **env}, capture_output=True, text=True, timeout=120)
+    if proc.returncode:
+        tail = log.read_text()[-2000:] if log and log.exists() else ""
+        raise RuntimeError(f"{' '.join(argv)} failed ({proc.returncode}): {proc.stderr[-2000:]}{tail}")
+
+
+@pytest.fixture(scope="module")
+def postgres() -> Iterator[str]:
+    """A PostgreSQL server in a temporary data directory with a `sweeps` database; yields its URL."""
+    bin_ = _pg_bin()
+    if bin_ is None:
+        reason = "PostgreSQL is not installed: apt-get install postgresql (./scripts/setup.sh installs it)"
+        if os.environ.get("CI"):  # CI installs it (scripts/setup.sh): a missing server there is a failure
+            pytest.fail(reason)
+        pytest.skip(reason)
+    base = Path(tempfile.mkdtemp(prefix="jaxdash-pg-"))  # not tmp_path: its parents are root's, mode 0700
+    as_user: list[str] = []
+    if os.geteuid() == 0:  # postgres will not run as root: run it as the user the package made
+        pg = pwd.getpwnam("postgres")
+        os.chown(base, pg.pw_uid, pg.pw_gid)
+        as_user = ["runuser", "-u", "postgres", "--"]
+    (base / "pw").write_text(PASSWORD + "\n")
+    if as_user:
+        os.chown(base / "pw", pg.pw_uid, pg.pw_gid)
+    data, log, port = base / "data", base / "server.log", _free_port()
+    try:
+        _run(
+            [*as_user, str(bin_ / "initdb"), "-D", str(data), "-U", "jaxdash", f"--pwfile={base / 'pw'}"]
+            + ["--auth-host=scram-sha-256", "--auth-local=trust", "-E", "UTF8", "--no-sync"],
+            cwd=base,
+        )
+        opts = f"-p {port} -k {base} -c listen_addresses=127.0.0.1"
+        _run([*as_user, str(bin_ / "pg_ctl"), "-D", str(data), "-l", str(log), "-o", opts, "-w", "start"], base, log)
+        createdb = [str(bin_ / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "jaxdash", "sweeps"]
+        _run(createdb, base, log, PGPASSWORD=PASSWORD)
+        yield f"postgresql://jaxdash:{PASSWORD}@127.0.0.1:{port}/sweeps"
+    finally:
+        if (data / "postmaster.pid").exists():
+            subprocess.run([*as_user, str(bin_ / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"], cwd=base)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _training(argv: list[str]) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "training", *argv], env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+def _wait_for(what: str, check, timeout: float = 240.0, procs: tuple = ()):  # noqa: ANN001, ANN202
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        dead = [p for p in procs if p.poll() is not None]
+        assert not dead, f"waiting for {what}: a process ended: {dead[0].stderr.read()[-2000:]}"
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _training_run_of(root: Path, pids: set[int]) -> tuple[Path, int] | None:
+    """A run folder that one of `pids` is training, in its first half (a kill there is mid-trial)."""
+    for d in run_store.run_folders(root):
+        status = run_store.read_status(d)
+        if status.get("state") == "running" and status.get("pid") in pids and 0 < (status.get("step") or 0) <= 1500:
+            return d, status["pid"]
+    return None
+
+
+@pytest.mark.slow  # three processes importing and compiling JAX: about a minute
+def test_cli_and_two_workers_on_postgres_one_killed_finish_12_trials_once(
+    postgres: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "runs"
+    sweep = ["regression", "--steps", "3000", *TINY, "--runs-root", str(root), "--storage", postgres]
+    sweep += ["--sweep", "lr=loguniform(0.001,0.1)", "--sweep-method", "random", "--trials", "12", "--study", "team"]
+    cli = _training(sweep)  # machine 1 creates the study and trains; machines 2 and 3 run workers
+    _wait_for("the study", lambda: "team" in optuna.get_all_study_names(studies.storage(postgres)), procs=(cli,))
+    argv = ["worker", "--sweep", "team", "--storage", postgres, "--runs-root", str(root), "--wandb", "disabled"]
+    workers = [_training(argv) for _ in range(2)]
+    killed_dir, pid = _wait_for("a worker's trial mid-way", lambda: _training_run_of(root, {w.pid for w in workers}))
+    victim = next(w for w in workers if w.pid == pid)
+    victim.send_signal(signal.SIGKILL)  # mid-trial: its trial stops beating, is failed after 4 s and re-queued
+    victim.wait()
+    survivors = [cli, *(w for w in workers if w is not victim)]
+    outs = [p.communicate(timeout=500) for p in survivors]
+    assert [p.returncode for p in survivors] == [0, 0], [o[1][-2000:] for o in outs]
+    assert json.loads(outs[0][0].splitlines()[0]) == {"study": "team", "storage": postgres.replace(PASSWORD, "***")}
+    assert all(json.loads(o[0].strip().splitlines()[-1])["trials"] for o in outs)  # both survivors trained trials
+
+    trials = optuna.load_study(study_name="team", storage=studies.storage(postgres)).get_trials()
+    done = [t for t in trials if t.state in (TrialState.COMPLETE, TrialState.PRUNED)]
+    dead = [t for t in trials if t.state == TrialState.FAIL and "run_id" in t.user_attrs]
+    assert len(done) == 12 and [t.user_attrs["run_id"] for t in dead] == [killed_dir.name]
+    retry = [t for t in done if t.system_attrs.get("failed_trial") == dead[0].number]
+    assert len(retry) == 1 and retry[0].params == dead[0].params  # re-queued once, same settings
+    folders = {d.name for d in run_store.run_folders(root)}
+    ran = [t.user_attrs["run_id"] for t in trials if "run_id" in t.user_attrs]
+    assert len(ran) == len(set(ran)) == 13 and set(ran) == folders  # every trial once, one folder each
+    assert run_store.read_status(killed_dir)["state"] == "crashed"
+    for t in done:
+        cfg = json.loads((root / t.user_attrs["run_id"] / "config.json").read_text())
+        assert cfg["sweep"]["study"] == "team" and cfg["config"]["lr"] == pytest.approx(t.params["lr"])
+
+    # What the Sweeps page reads, from the server named by $JAXDASH_SWEEP_STORAGE
+    monkeypatch.setenv("JAXDASH_RUNS", str(root))
+    monkeypatch.setenv(report.STORAGE_ENV, postgres)
+    assert report.default_storage(root) == postgres
+    [listed] = [s for s in report.list_studies(postgres) if s["name"] == "team"]
+    assert listed["task"] == "regression" and listed["trials"] == len(trials)
+    rows = report.trial_rows(optuna.load_study(study_name="team", storage=studies.storage(postgres)))
+    assert sum(r["state"] in ("COMPLETE", "PRUNED") for r in rows) == 12
+    assert [r["retry_of"] for r in rows if r["retry_of"] is not None] == [dead[0].number]
+    from tests.apptest_pages import app
+
+    at = app("views/sweep.py")
+    captions = " ".join(c.value for c in at.caption)
+    assert "random sweep of regression" in captions and "of 12 trials" in captions, captions
+    assert not at.error, [e.value for e in at.error]
+
+
+@pytest.mark.parametrize(
+    ("url", "fix"),
+    [
+        ("postgresql://jaxdash:wrong-pw@127.0.0.1:{port}/sweeps", "password"),  # the server says which
+        ("postgresql://jaxdash:{pw}@127.0.0.1:{closed}/sweeps", "server is running"),
+        ("postgresql://jaxdash:{pw}@127.0.0.1:{port}/nosuchdb", "createdb"),
+        ("postgres://jaxdash:{pw}@127.0.0.1:{port}/sweeps", "write postgresql://"),
+    ],
+)
+def test_a_bad_server_url_is_one_line_naming_it_and_the_fix(postgres: str, url: str, fix: str, capsys) -> None:
+    port = postgres.rsplit(":", 1)[1].split("/")[0]
+    url = url.format(port=port, pw=PASSWORD, closed=_free_port())
+    assert worker_main(["--sweep", "team", "--storage", url]) == 2
+    err = capsys.readouterr().err.strip()
+    shown = url.replace(PASSWORD, "***").replace("wrong-pw", "***")
+    assert err.count("\n") == 0 and err.startswith("error: --storage cannot open " + shown), err
+    assert fix in err and PASSWORD not in err and "wrong-pw" not in err, err
+    assert "folder" not in err, err  # SQLite's fix, not a server's
+
+
+def test_a_bad_server_url_from_a_real_worker_has_no_traceback(postgres: str, tmp_path: Path) -> None:
+    bad = postgres.replace(PASSWORD, "nope")
+    proc = subprocess.run(
+        [sys.executable, "-m", "training", "worker", "--sweep", "x", "--storage", bad, "--runs-root", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=ENV,
+    )
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.strip().splitlines() == [proc.stderr.strip()] and "password authentication failed" in proc.stderr
+
+
+def test_workers_claiming_at_once_on_postgres_take_whole_programs(
+    postgres: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As with a SQLite file (test_sweep_workers), but the lock is the server's: workers on other machines
+    share no file. Without it each claim took some of both programs' grid points."""
+    from training.sweep import worker
+
+    cfg = load_task("regression").Config
+    space = parse_space(["points=32,64", "lr=0.01,0.02,0.03"], cfg, "grid")
+    studies.create("race", postgres, "regression", {"steps": 20, "log_every": 10}, space, "grid", None)
+    joins = worker._next_joins
+    monkeypatch.setattr(worker, "_next_joins", lambda *a: (time.sleep(0.05), joins(*a))[1])  # a slow network
+    claims: list[list[int]] = []
+
+    def claim() -> None:
+        study = optuna.load_study(study_name="race", storage=studies.storage(postgres))
+        with worker.claim_lock(postgres, study._storage):
+            claims.append([t.params["points"] for t in worker._claim(study, 3)])
+
+    threads = [threading.Thread(target=claim) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(claims) == [[32, 32, 32], [64, 64, 64]], claims
