@@ -220,6 +220,7 @@ class Run(RunFiles):
         state = "failed" if exit_code else "stopped" if self._stopped else "finished"
         if state == "failed" and not message:
             message = f"The script ended with exit code {exit_code}."
+        state, message = self._end_state(state, message)
         if self._fetcher.errors:  # recorded, not the run's state: the script decides that
             self._event("write_failed", f"{self._fetcher.errors} batches could not be written, the last: "
                         f"{type(self._fetcher.error).__name__}: {self._fetcher.error}")  # fmt: skip
@@ -231,6 +232,10 @@ class Run(RunFiles):
                 w.write_run_summary(summary, sorted(self._nested))
         close_run(self.dir, self._writer, state, message, final_numbers(summary))
         self._write_summary(summary)
+
+    def _end_state(self, state: str, message: str | None) -> tuple[str, str | None]:
+        """The state and message the run ends with (a multi-host run's may differ: jaxdash.multihost)."""
+        return state, message
 
     @property
     def finished(self) -> bool:

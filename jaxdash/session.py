@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from jaxdash import exits
+from jaxdash import exits, multihost
 from jaxdash.client import Run
 from jaxdash.disabled import DisabledRun
 from jaxdash.notices import notice
@@ -94,6 +94,9 @@ def _start(args: InitArgs, cfg: dict[str, Any], runs_root: Any, tensorboard: boo
            total_steps: int | None, fork_from: str | None) -> Run:  # fmt: skip
     """Create or resume the run folder, write config and status, build the writers."""
     root = run_store.runs_root(runs_root)
+    job = multihost.job()  # a jax.distributed job of 2+ processes: one run, process 0's
+    if job is not None and job.index > 0:
+        return job.follow(cfg, root)  # type: ignore[return-value] - a Run's surface, no folder, no writer
     project = args.project or "script"
     run_dir, start_step = _run_dir(root, project, args.name, args.id, args.resume)
     meta = {"project": project, "entity": args.entity, "group": args.group, "job_type": args.job_type,
@@ -113,7 +116,11 @@ def _start(args: InitArgs, cfg: dict[str, Any], runs_root: Any, tensorboard: boo
     copy_mode = args.mode if wandb == "auto" and args.mode in ("online", "offline") else wandb
     tb = True if tensorboard is None else bool(tensorboard)
     writer = _writers(run_dir, cfg, args, copy_mode, tb, start_step)
-    return Run(run_dir, args.name or run_dir.name, cfg, writer, start_step, total_steps or 0, meta)
+    run = (Run if job is None else multihost.LeadRun)(run_dir, args.name or run_dir.name, cfg, writer, start_step,
+                                                      total_steps or 0, meta)  # fmt: skip
+    if job is not None:
+        job.lead(run)
+    return run
 
 
 def _earlier_config(run_dir: Path) -> dict[str, Any]:

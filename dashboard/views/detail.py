@@ -22,6 +22,7 @@ from dashboard.panels import (
     alerts_panel,
     defined_grids,
     histogram_panel,
+    hosts_panel,
     inplace_chart,
     live_numbers,
     media_panels,
@@ -177,6 +178,7 @@ def summary(run: run_store.RunInfo, was_active: bool, polled_ids: list[str] | No
     panels.problem_message(status)
     alerts_panel.alerts_section(run.path)  # wandb.alert: above the charts, where it is seen
     alerts_panel.events_section(status)  # e.g. a write gap on a full disk
+    hosts_panel.section(run.path)  # a jax.distributed job's processes: heartbeat, state
     fed = bool(polled_ids) and state.is_active(status)
     live_numbers.follow(run.run_id, DETAIL_PANEL_KEY, tiles=False, on=fed)
     defs = wandb_reads.wandb_meta(run.path).define_metric
