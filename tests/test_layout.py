@@ -2,11 +2,16 @@
 
 runstore is the contract between training and the page: it imports neither of them, nor JAX nor
 Streamlit. components are pure figure builders: no Streamlit. training never imports the page.
+The page never imports JAX: checked by importing what `streamlit run` serves and drawing the New run page.
 """
 
 from __future__ import annotations
 
 import ast
+import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -82,6 +87,53 @@ def test_no_import_cycles() -> None:
 def test_only_entry_points_at_the_top_of_training_and_dashboard() -> None:
     top = {p: sorted(f.name for f in (ROOT / p).glob("*.py")) for p in ("training", "dashboard")}
     assert len(top["training"]) <= 8 and len(top["dashboard"]) <= 5, top
+
+
+HEAVY = ("jax", "flax", "optax")
+# Imports what `streamlit run` serves, draws New run (both built-in tasks' forms, a rule of each checked on
+# Start, the command a launch would run), then prints which modules of HEAVY the process holds.
+PAGE_SCRIPT = """
+import json, sys
+from pathlib import Path
+import dashboard.server_app
+from dashboard.processes import launcher
+from training.config import parse_config
+from streamlit.testing.v1 import AppTest
+at = AppTest.from_file(str(Path(dashboard.server_app.__file__).with_name("app.py")), default_timeout=120)
+at.run()
+drawn = [at.number_input(key="regression_points").label]
+at.number_input(key="regression_lr").set_value(0.0)
+at.form_submit_button[0].click().run()
+drawn += [e.value for e in at.error]
+at.segmented_control(key="task").set_value("mnist").run()
+at.number_input(key="mnist_batch_size").set_value(100_000)
+at.form_submit_button[0].click().run()
+drawn += [at.selectbox(key="mnist_dataset").label] + [e.value for e in at.error]
+drawn += [str(e.value) for e in at.exception]
+drawn.append(launcher.build_command("mnist", parse_config("mnist", {"hidden": "64"}), Path("x"), "n", "disabled")[3])
+print(json.dumps({"drawn": drawn, "heavy": sorted({m.split(".")[0] for m in sys.modules} & set(%r))}))
+"""
+
+
+def test_the_page_never_imports_jax(tmp_path: Path) -> None:
+    """The server app and the New run page (forms, checks, the launch command) import no jax, flax or optax."""
+    env = {k: v for k, v in os.environ.items() if k != "JAXDASH_TASKS"}  # the built-in tasks only
+    env.update(JAXDASH_RUNS=str(tmp_path), JAXDASH_WARM_WORKER="0", WANDB_MODE="disabled")
+    script = PAGE_SCRIPT % (HEAVY,)
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["drawn"] == [
+        "Data points",
+        "Learning rate must be > 0 (got 0).",
+        "Dataset",
+        "Batch size must not exceed the 60000 training examples (got 100000).",  # MnistConfig.validate
+        "mnist",
+    ], result["drawn"]
+    assert result["heavy"] == [], f"the page imported {result['heavy']}"
+    assert list(tmp_path.iterdir()) == []  # nothing launched
 
 
 def _strongly_connected(graph: dict[str, set[str]]) -> list[set[str]]:

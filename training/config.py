@@ -1,7 +1,8 @@
 """Configs by task name: the page and the CLI validate raw values here (see training.settings).
 
-`parse_config("mnist", {"lr": "3e-4"})` loads the task (built-in name or "module:Class" spec) and
-parses its Config; every problem comes back at once in one ConfigError, each naming its field.
+`parse_config("mnist", {"lr": "3e-4"})` reads the task's settings (built-in name or "module:Class"
+spec; training.tasks.task_settings, no model code for the built-ins) and parses its Config; every
+problem comes back at once in one ConfigError, each naming its field. No JAX here: the page imports it.
 """
 
 from __future__ import annotations
@@ -11,14 +12,14 @@ from typing import Any
 
 from training.settings import ConfigError, FieldInfo, config_to_dict, fields
 from training.settings import parse_config as parse_fields
-from training.tasks import available, load_task
+from training.tasks import available, task_settings
 
 __all__ = ["ConfigError", "FieldInfo", "config_class", "config_fields", "config_to_dict", "parse_config", "available"]
 
 
 def config_class(task: str) -> type:
     """The Config dataclass of `task`."""
-    return load_task(task).Config
+    return task_settings(task).Config
 
 
 def config_fields(task: str) -> list[FieldInfo]:
@@ -28,5 +29,5 @@ def config_fields(task: str) -> list[FieldInfo]:
 
 def parse_config(task: str, raw: Mapping[str, Any] | None = None) -> Any:
     """A validated config of `task` from raw values; ConfigError lists every bad field."""
-    cls = load_task(task)
-    return parse_fields(cls.Config, raw, cls.name)
+    settings = task_settings(task)
+    return parse_fields(settings.Config, raw, settings.name)

@@ -5,8 +5,7 @@ combination at once (one process, `jax.vmap`). Each member is an ordinary run di
 config.json and status.json carry "group" (group id) and "member" (index). No JAX and no
 Streamlit here. The form's lists are checked here, in the form's words (training.runs.population
 checks the CLI's `--population` specs),
-each combination through `parse_config` like a single run (no JAX is needed for that, though
-loading a task's module may import it).
+each combination through `parse_config` like a single run (the task's settings, no model code).
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ from training import cli
 from training.config import ConfigError, parse_config
 from training.runs.population import VARIED, member_raws
 from training.settings import field_label
-from training.tasks import load_task
+from training.tasks import task_settings
 
 MAX_MEMBERS = cli.MAX_MEMBERS  # all members train in one process; beyond this a typo is likelier than intent
 
@@ -50,7 +49,7 @@ def parse_population(task: str, raw: Mapping[str, Any], lists: Mapping[str, str]
       ConfigError: {"population": message} for a bad list (each member's other settings as usual).
     """
     axes = {k: split_list(v) for k, v in lists.items() if split_list(v)}
-    cls = load_task(task).Config
+    cls = task_settings(task).Config
     varied_words = " and ".join(field_label(cls, f) for f in VARIED)
     unknown = set(axes) - set(VARIED)
     if unknown:

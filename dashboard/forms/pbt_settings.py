@@ -12,7 +12,7 @@ from typing import Any
 
 from runstore import tags
 from training.config import ConfigError
-from training.tasks import load_task
+from training.tasks import task_settings
 
 METRIC_LABELS = {
     tags.TEST_LOSS: "Test loss",
@@ -36,7 +36,7 @@ def metric_choices(task: str) -> dict[str, str]:
     train loss only.
     """
     try:
-        classifies = "accuracy" in load_task(task).panels
+        classifies = "accuracy" in task_settings(task).panels
     except ConfigError:
         classifies = False
     order = (tags.TEST_LOSS, tags.TEST_ACC, tags.TRAIN_LOSS, tags.TRAIN_ACC) if classifies else (tags.TRAIN_LOSS,)

@@ -20,11 +20,10 @@ from training.sweep.flags import METHODS
 def sweep_argv(task: str, specs: str, fixed: str, method: str, trials: int, parallel: int, study: str) -> list[str]:
     """The `python -m training` arguments of a sweep; ConfigError (one line per field) when the input is bad."""
     from training.sweep.space import parse_space
-    from training.tasks import load_task
+    from training.tasks import task_settings
 
     lines = [s.strip() for s in specs.splitlines() if s.strip()]
-    task_cls = load_task(task)
-    parse_space(lines, task_cls.Config, method)  # raises, naming the field, before anything starts
+    parse_space(lines, task_settings(task).Config, method)  # raises, naming the field, before anything starts
     argv = [task, "--study", study, "--sweep-method", method, "--max-parallel", str(parallel), "--quiet"]
     argv += ["--runs-root", str(run_store.runs_root())]
     if method != "grid":

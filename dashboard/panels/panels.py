@@ -27,7 +27,7 @@ from dashboard.processes import launcher
 from dashboard.server import csv_route
 from runstore import run_store
 from training.config import ConfigError, config_fields
-from training.tasks import available, load_task
+from training.tasks import available, task_settings
 
 log = logging.getLogger(__name__)
 PLOT_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
@@ -95,7 +95,7 @@ def _field_infos(task: str) -> dict[str, Any]:
     """{field: FieldInfo} of a task's config, {} when the task cannot be loaded in this process."""
     for spec in (task, *available()):  # a short name of a user's task is found by loading the listed specs
         try:
-            if spec == task or load_task(spec).name == task:
+            if spec == task or task_settings(spec).name == task:
                 return {f.name: f for f in config_fields(spec)}
         except ConfigError:
             continue

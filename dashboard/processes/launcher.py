@@ -27,8 +27,8 @@ from dashboard.processes import warm_workers as worker
 from runstore import launch_files, run_store, safe_files
 from training.queue import store as queue_store
 from training.settings import config_to_dict, fields
-from training.tasks import load_task
-from training.tasks.base import Task
+from training.tasks import task_settings
+from training.tasks.base import TaskSettings
 
 REPO_ROOT = worker.REPO_ROOT
 WANDB_MODES = ("auto", "offline", "online", "disabled")
@@ -152,7 +152,7 @@ def _check_wandb(wandb_mode: str) -> None:
         raise ValueError(f"W&B mode must be one of {', '.join(WANDB_MODES)} (got {wandb_mode!r}).")
 
 
-def _launch_record(task: str, task_cls: type[Task], cmd: list[str], process: dict, launched: float) -> dict:
+def _launch_record(task: str, task_cls: TaskSettings, cmd: list[str], process: dict, launched: float) -> dict:
     """launch.json's common fields: enough for the pages to show the run before its config.json exists.
 
     `process` is `spawn`'s: the pid and how it started, or the queue job it waits as.
@@ -173,7 +173,7 @@ def launch(task: str, cfg: Any, name: str | None = None, wandb_mode: str = "auto
     Returns its run directory; the process writes stdout/stderr to process.log there.
     """
     _check_wandb(wandb_mode)
-    task_cls = load_task(task)
+    task_cls = task_settings(task)  # names and panels only: the page imports no JAX
     run_dir = run_store.new_run_dir(root or run_store.runs_root(), task_cls.name or "task", name)
     cmd = build_command(task, cfg, run_dir, name, wandb_mode)
     launched = time.time()
@@ -200,7 +200,7 @@ def launch_population(
     them by pid.
     """
     _check_wandb(wandb_mode)
-    task_cls = load_task(task)
+    task_cls = task_settings(task)
     short = task_cls.name or "task"
     root = root or run_store.runs_root()
     launch_dir = run_store.new_run_dir(root, short, f"{name or short}-m0")  # becomes member 0's run folder

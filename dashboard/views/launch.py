@@ -15,22 +15,22 @@ from runstore import run_store, run_watch
 from training import data
 from training.config import ConfigError, FieldInfo, config_fields, parse_config
 from training.runs.population import VARIED
-from training.tasks import available, load_task
+from training.tasks import available, task_settings
 
 
 def task_title(task: str) -> str:
     """The task's own title for the picker (its name or spec when it has none, or cannot be loaded)."""
     try:
-        cls = load_task(task)
+        settings = task_settings(task)
     except ConfigError:
         return task
-    return cls.title or cls.name or task
+    return settings.title or settings.name or task
 
 
 def form_prefix(task: str) -> str:
     """What keys the task's widgets: its short name (e.g. "mnist"), else its spec."""
     try:
-        return load_task(task).name or task
+        return task_settings(task).name or task
     except ConfigError:
         return task
 
