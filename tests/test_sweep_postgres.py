@@ -206,6 +206,7 @@ def test_a_bad_server_url_from_a_real_worker_has_no_traceback(postgres: str, tmp
     )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert proc.stderr.strip().splitlines() == [proc.stderr.strip()] and "password authentication failed" in proc.stderr
+    assert "nope" not in proc.stderr and "***" in proc.stderr  # the password is never printed
 
 
 def test_workers_claiming_at_once_on_postgres_take_whole_programs(

@@ -82,7 +82,12 @@ def open_error(url: str, exc: BaseException) -> str:
         fix = "write postgresql://USER:PASSWORD@HOST:PORT/DB" if scheme == "postgres" else "check the URL's scheme"
         return f"cannot open {shown(url)}: {scheme}:// is not a database SQLAlchemy knows; {fix}"
     if isinstance(exc, ImportError):
-        fix = DRIVER_FIX if scheme.startswith("postgresql") else f"install the Python driver for {scheme}"
+        if scheme in ("postgresql", "postgresql+psycopg"):
+            fix = DRIVER_FIX
+        elif scheme.startswith("postgresql"):
+            fix = f"write postgresql:// for psycopg 3 (in requirements.txt), or install the driver {scheme} names"
+        else:
+            fix = f"install the Python driver for {scheme}"
         return f"cannot open {shown(url)}: its database driver is not installed ({reason}); {fix}"
     return (
         f"cannot open {shown(url)} ({reason}); check that the server is running and reachable from this machine, "
