@@ -195,6 +195,16 @@ def test_a_bad_server_url_is_one_line_naming_it_and_the_fix(postgres: str, url: 
     assert "folder" not in err, err  # SQLite's fix, not a server's
 
 
+def test_a_missing_driver_names_the_package_to_install(postgres: str, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    """Without psycopg, Optuna said 'Failed to import DB access module ... Please install appropriate one'."""
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # `import psycopg` fails, as where it is not installed
+    url = postgres + "?application_name=no-driver"  # a URL no storage was made for yet in this process
+    assert worker_main(["--sweep", "team", "--storage", url]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and url.replace(PASSWORD, "***") in err, err
+    assert "driver is not installed" in err and "pip install 'psycopg[binary]'" in err and PASSWORD not in err, err
+
+
 def test_a_bad_server_url_from_a_real_worker_has_no_traceback(postgres: str, tmp_path: Path) -> None:
     bad = postgres.replace(PASSWORD, "nope")
     proc = subprocess.run(
