@@ -49,14 +49,111 @@ def fashion_dir() -> Path:
     return FASHION_DIR
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201 - a generator fixture
-    """A real dashboard server (dashboard/server_app.py) on its own empty runs root, for one test module:
-    (server, runs root). Read-only pages: no W&B, no warm worker."""
+# -- one Streamlit server and one Chromium per pytest session (per xdist worker) -----------------------
+# Starting either costs seconds of CPU on this 2-core machine, dozens of times a run when each test had
+# its own. Tests that share the server get its runs root emptied of what they wrote (`server`, `served`);
+# a test whose server needs other settings (a logdir, a TMPDIR, a warm worker, huge runs) starts its own.
+SHARED_SERVER_ENV = {"WANDB_MODE": "disabled", "JAXDASH_WARM_WORKER": "0"}
+
+
+@pytest.fixture(scope="session")
+def session_server(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201 - a generator fixture
+    """The session's dashboard server (W&B off, no warm worker) and its runs root: (server, runs root).
+
+    Use `server` (emptied after each test) or `served` (after each module) rather than this."""
     from dashboard.server.serve import start_server
 
-    root = tmp_path_factory.mktemp("served") / "runs"
+    root = tmp_path_factory.mktemp("session-server") / "runs"
     root.mkdir()
-    srv = start_server(root, root.parent / "streamlit.log", env={"WANDB_MODE": "disabled", "JAXDASH_WARM_WORKER": "0"})
+    srv = start_server(root, root.parent / "streamlit.log", env=SHARED_SERVER_ENV)
     yield srv, root
     srv.stop()
+
+
+def _emptied(srv: object, root: Path):  # noqa: ANN202 - a generator
+    """Yield (server, root); afterwards remove what was written meanwhile under `root` and beside it
+    (runs, mirrors, a test's files "outside" the root)."""
+    import shutil
+
+    if srv.proc.poll() is not None:  # type: ignore[attr-defined]
+        pytest.fail(f"the session's dashboard server exited ({srv.proc.returncode}); see {srv.log}")  # type: ignore[attr-defined]
+    before = {p for folder in (root, root.parent) for p in folder.iterdir()}
+    yield srv, root
+    for p in [p for folder in (root, root.parent) for p in folder.iterdir() if p not in before]:
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            p.unlink(missing_ok=True)
+
+
+@pytest.fixture
+def server(session_server: tuple):  # noqa: ANN201 - a generator fixture
+    """The session's dashboard server on a runs root with nothing of earlier tests: (server, runs root)."""
+    yield from _emptied(*session_server)
+
+
+@pytest.fixture(scope="module")
+def served(session_server: tuple):  # noqa: ANN201 - a generator fixture
+    """The session's dashboard server, its runs root holding only what this module writes: (server, runs root).
+    Read-only pages: no W&B, no warm worker."""
+    yield from _emptied(*session_server)
+
+
+class _SharedPlaywright:
+    """`sync_playwright()` for the whole session: Playwright's sync API refuses a second instance in one
+    thread while another lives, so every `with sync_playwright() as p:` of a test gets this session's
+    (started on first use, stopped at the session's end), and the session's Chromium is one of its browsers."""
+
+    playwright = None
+    original = None
+
+    def __enter__(self):  # noqa: ANN204
+        if _SharedPlaywright.playwright is None:
+            _SharedPlaywright.playwright = _SharedPlaywright.original().start()
+        return _SharedPlaywright.playwright
+
+    def __exit__(self, *exc: object) -> None:
+        pass  # stays for the next test; pytest_unconfigure stops it
+
+    start = __enter__
+
+
+def _share_playwright() -> None:
+    try:
+        import playwright.sync_api as sync_api
+    except ImportError:
+        return
+    if _SharedPlaywright.original is None:
+        _SharedPlaywright.original = sync_api.sync_playwright
+        sync_api.sync_playwright = _SharedPlaywright
+
+
+_share_playwright()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _SharedPlaywright.playwright is not None:
+        _SharedPlaywright.playwright.stop()
+        _SharedPlaywright.playwright = None
+
+
+@pytest.fixture(scope="session")
+def chromium():  # noqa: ANN201 - a generator fixture
+    """The session's headless Chromium (Playwright's Browser); skips where there is none."""
+    from dashboard.server.serve import CHROMIUM, CHROMIUM_ARGS
+
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no Chromium at {CHROMIUM}")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    yield browser
+    browser.close()
+
+
+@pytest.fixture
+def tab(chromium: object):  # noqa: ANN201 - a generator fixture
+    """A fresh tab (its own context: no cookies or storage of other tests) of the session's Chromium, 1400x950."""
+    context = chromium.new_context(viewport={"width": 1400, "height": 950})  # type: ignore[attr-defined]
+    yield context.new_page()
+    context.close()
