@@ -1,7 +1,7 @@
 """A task that draws its own panel: a 2-D classifier's decision boundary, live, with no change to dashboard/.
 
 Two interleaved half-moons, an MLP, and at every snapshot a plotly figure of the model's class-1
-probability over the plane with the data on top (training.tasks.summaries.FigureSummary). The page shows
+probability over the plane with the data on top (jaxdash.FigureSummary). The page shows
 it in the media section of Live and Run detail, with a step slider over the snapshots.
 
 python -m training examples/decision_boundary.py:DecisionBoundaryTask --steps 1500
@@ -20,9 +20,7 @@ import numpy as np
 import optax
 import plotly.graph_objects as go
 
-from training.settings import setting, with_default
-from training.tasks.base import Data, StepsConfig, Task
-from training.tasks.summaries import FigureSummary, subsample
+from jaxdash import Data, FigureSummary, StepsConfig, Task, setting, subsample, with_default
 
 GRID = 40  # cells a side of the probability map: 1,600 squares, light enough to redraw live
 TAG = "model/decision_boundary"

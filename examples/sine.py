@@ -16,9 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from training.settings import setting, with_default
-from training.tasks.base import Data, StepsConfig, Task
-from training.tasks.summaries import FitSummary, subsample
+from jaxdash import Data, FitSummary, StepsConfig, Task, setting, subsample, with_default
 
 
 @dataclass(frozen=True)

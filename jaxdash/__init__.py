@@ -14,6 +14,12 @@ rules), `finish` (also at exit), `config`, `summary`, `define_metric`, `Settings
 and `wandb.plot`, artifacts, `save`, `alert`, `login`, `watch`, `termlog`. `run.log_chunk` logs the
 metrics a `lax.scan` returned, one record per step. `load_dataset("mnist" | "fashion_mnist")` gives
 the dashboard's own data as NumPy arrays. Nothing here imports JAX until a run logs a JAX array.
+
+The Task API, for a task the engine trains (README "Add your own task"): `Task`, `Data`, the configs
+`StepsConfig` / `EpochsConfig` / `BaseConfig` with `setting` and `with_default`, `TaskSettings`
+(a task's settings declared without its model, so the page imports no JAX), and the summaries
+`FitSummary`, `ClassificationSummary`, `FigureSummary`, `ImageSummary` with `subsample`. They are
+loaded on first use, so `import jaxdash` stays light for a script that only logs.
 """
 
 from __future__ import annotations
@@ -31,18 +37,35 @@ from jaxdash.settings import Settings
 from jaxdash.wandb_config import Config, ConfigError
 from training.data import load_dataset
 
+# name -> the module that defines it, imported on first use (training.tasks.summaries pulls in the writers)
+_TASK_API = {
+    **dict.fromkeys(
+        ("Task", "Data", "BaseConfig", "StepsConfig", "EpochsConfig", "TaskSettings"), "training.tasks.base"
+    ),
+    **dict.fromkeys(("setting", "with_default"), "training.settings"),
+    **dict.fromkeys(
+        ("FitSummary", "ClassificationSummary", "FigureSummary", "ImageSummary", "subsample"),
+        "training.tasks.summaries",
+    ),
+}
+
 __all__ = [
     "Run", "init", "log", "finish", "define_metric", "load_dataset", "main", "train", "run", "config", "summary",  # noqa: F405
     "Settings", "Config", "ConfigError", "login", "teardown", "watch", "unwatch", "termlog", "termwarn", "termerror",
     *_data_names,
+    *_TASK_API,
 ]  # fmt: skip
 
 
 def __getattr__(name: str) -> Any:
-    """`jaxdash.run`, `jaxdash.config` and `jaxdash.summary` of the current run, as wandb offers them.
+    """`jaxdash.run`, `jaxdash.config` and `jaxdash.summary` of the current run, as wandb offers them; the Task API.
 
     Before `init` (or after `finish`), `config` and `summary` are empty objects a script may still read.
     """
+    if name in _TASK_API:
+        import importlib
+
+        return getattr(importlib.import_module(_TASK_API[name]), name)
     from jaxdash import session
 
     if name == "run":

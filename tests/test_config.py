@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 
 import pytest
 
 from training import cli
 from training.config import ConfigError, config_fields, config_to_dict, parse_config
 from training.settings import fields
-from training.tasks import available, load_task
+from training.tasks import BUILTIN, available, load_task, task_settings
 from training.tasks.mnist import MnistConfig, MnistTask
 from training.tasks.regression import RegressionConfig
 
@@ -130,3 +131,59 @@ def test_builtin_tasks_are_listed_and_declare_their_panels():
     assert load_task("mnist") is MnistTask and MnistTask.panels == ("loss", "accuracy")
     assert load_task("regression").panels == ("fit", "loss")
     assert [f.name for f in fields(MnistConfig) if f.choices] == ["optimizer", "dataset"]
+
+
+def test_the_builtin_settings_are_their_task_classes():
+    for name, spec in BUILTIN.items():
+        settings, cls = task_settings(name), load_task(name)
+        assert spec.endswith("_settings:SETTINGS")  # what the page reads: no model code
+        assert (settings.name, settings.title, settings.Config, settings.panels) == (
+            cls.name,
+            cls.title,
+            cls.Config,
+            tuple(cls.panels),
+        )
+        assert settings.task == cls.spec()
+
+
+USER_SETTINGS = """
+from dataclasses import dataclass
+from jaxdash import StepsConfig, TaskSettings, setting
+
+@dataclass(frozen=True)
+class WaveConfig(StepsConfig):
+    width: int = setting(8, "Width", "Units of the hidden layer.", min=1, max=64)
+
+SETTINGS = TaskSettings(name="wave", title="Wave", Config=WaveConfig, panels=("loss",), task="wave_model.py:WaveTask")
+MISSING = TaskSettings(name="gone", title="Gone", Config=WaveConfig, panels=("loss",), task="gone.py:Task")
+NOT_A_TASK = 3
+"""
+USER_MODEL = """
+from jaxdash import Task
+from wave_settings import SETTINGS
+
+class WaveTask(Task):
+    name, title, Config, panels = SETTINGS.name, SETTINGS.title, SETTINGS.Config, SETTINGS.panels
+"""
+
+
+def test_a_users_settings_module_is_read_without_its_model(tmp_path, monkeypatch):
+    (tmp_path / "wave_settings.py").write_text(USER_SETTINGS)
+    (tmp_path / "wave_model.py").write_text(USER_MODEL)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    model = "jaxdash_user_wave_model"  # how training.tasks names a module it imports by path
+    monkeypatch.delitem(sys.modules, model, raising=False)
+    settings = task_settings("wave_settings:SETTINGS")
+    assert settings.task == f"{tmp_path / 'wave_model.py'}:WaveTask"  # read from the settings' folder
+    assert [f.label for f in config_fields("wave_settings:SETTINGS")][-1] == "Width"
+    assert parse_config("wave_settings:SETTINGS", {"width": "12"}).width == 12
+    with pytest.raises(ConfigError, match="Width must be <= 64"):
+        parse_config("wave_settings:SETTINGS", {"width": "65"})
+    assert model not in sys.modules  # the form and its checks never imported the model
+    task = load_task("wave_settings:SETTINGS")  # training follows the settings to the class
+    assert (task.__name__, task.name, task.Config) == ("WaveTask", "wave", settings.Config)
+    assert task_settings(f"{tmp_path / 'wave_settings.py'}:SETTINGS").task == settings.task  # by path too
+    with pytest.raises(ConfigError, match=r"'wave_settings:NOT_A_TASK' is neither a subclass of jaxdash.Task"):
+        task_settings("wave_settings:NOT_A_TASK")
+    with pytest.raises(ConfigError, match=r"cannot load task '.*gone.py:Task': FileNotFoundError"):
+        load_task("wave_settings:MISSING")

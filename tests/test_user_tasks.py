@@ -3,7 +3,10 @@ and each population member's own data when `load_data` reads a setting the membe
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import jax
@@ -11,9 +14,8 @@ import jax.numpy as jnp
 import optax
 import pytest
 
+from jaxdash import Data, StepsConfig, Task, with_default
 from training.runs.in_memory import train
-from training.settings import with_default
-from training.tasks.base import Data, StepsConfig, Task
 from training.writers.base import MemoryWriter
 
 
@@ -88,3 +90,19 @@ def test_members_that_vary_only_lr_share_one_copy_of_the_data() -> None:
     tasks = [SeededLine(LineConfig(lr=lr)) for lr in (0.1, 0.2)]
     datas, per_member = load_members_data(tasks, stacked=True)
     assert len(datas) == 1 and not per_member  # load_data read seed, which both share
+
+
+def test_jaxdash_exports_the_task_api_on_first_use() -> None:
+    """`from jaxdash import Task, ...` (README "Add your own task"), while `import jaxdash` alone loads none of it."""
+    script = (
+        "import sys, jaxdash\n"
+        "print(sorted(m for m in ('training.tasks.base', 'training.tasks.summaries', 'jax') if m in sys.modules))\n"
+        "from jaxdash import Task, TaskSettings, StepsConfig, EpochsConfig, setting, FitSummary, subsample\n"
+        "import training.tasks.base as base, training.tasks.summaries as summaries\n"
+        "print(Task is base.Task, TaskSettings is base.TaskSettings, FitSummary is summaries.FitSummary)\n"
+        "print({'Task', 'Data', 'TaskSettings', 'ClassificationSummary'} <= set(jaxdash.__all__))"
+    )
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split("\n")[:3] == ["[]", "True True True", "True"], done.stdout

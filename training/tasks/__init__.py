@@ -91,12 +91,13 @@ def _resolve(name_or_spec: str) -> tuple[str, Any]:
 
 
 def _task_spec(settings: TaskSettings, spec: str) -> str:
-    """settings.task, a relative file path in it read from the folder of the settings file `spec` names."""
-    module = spec.partition(":")[0]
+    """settings.task, a relative file path in it read from the folder of the module that declares `settings`."""
     task_module, _, cls_name = settings.task.partition(":")
-    if _is_file(module) and _is_file(task_module):
-        return f"{Path(module).resolve().parent / task_module}:{cls_name}"
-    return settings.task
+    if not _is_file(task_module) or Path(task_module).is_absolute():
+        return settings.task
+    module = spec.partition(":")[0]
+    where = Path(module).resolve() if _is_file(module) else Path(getattr(sys.modules[module], "__file__", None) or ".")
+    return f"{where.parent / task_module}:{cls_name}"
 
 
 def task_settings(name_or_spec: str) -> TaskSettings:
