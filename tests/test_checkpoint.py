@@ -19,6 +19,7 @@ import pytest
 from tensorboard.backend.event_processing import event_accumulator as ea
 
 from runstore import run_store
+from tests.fixtures_runs import held_command, hold_env, wait_held
 from tests.test_data import write_idx_dataset
 from training.errors import CannotResume
 from training.runs.checkpoint import Checkpointer, checkpoint_steps, latest_step, resume_point, truncate_metrics
@@ -107,47 +108,34 @@ def test_stopped_mnist_resumes_mid_epoch(runs_root, monkeypatch, tmp_path):
     assert result.final == run_store.read_json(full / "final_metrics.json")
 
 
-def test_killed_run_resumes_from_its_last_checkpoint(runs_root):
-    # ~4 s of training; SIGKILL once a periodic checkpoint exists, then `python -m training resume`.
-    args = [
-        "--points",
-        "100000",
-        "--steps",
-        "80000",
-        "--log-every",
-        "100",
-        "--ckpt-every",
-        "5000",
-        "--optimizer",
-        "adam",
-        "--lr",
-        "0.01",
-    ]
-    run_dir = runs_root / "killed"
+def test_killed_run_resumes_from_its_last_checkpoint(runs_root, tmp_path):
+    # SIGKILL while held between two chunks past two periodic checkpoints, then `python -m training resume`.
+    args = ["--points", "10000", "--steps", "5000", "--log-every", "100", "--ckpt-every", "1000"]
+    args += ["--optimizer", "adam", "--lr", "0.01"]
+    run_dir, held = runs_root / "killed", tmp_path / "held"
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    cmd = [
-        sys.executable,
-        "-m",
-        "training",
-        "regression",
-        "--run-dir",
-        str(run_dir),
-        "--wandb",
-        "disabled",
-        "--quiet",
-        *args,
-    ]
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 120
-    while (latest_step(run_dir) or 0) < 10_000 and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.02)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=30)
+    cmd = held_command("regression", "--run-dir", str(run_dir), "--wandb", "disabled", "--quiet", *args)
+    proc = subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        env=hold_env(env, held, checkpoints=2, chunks=3),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        wait_held(proc, held)
+        deadline = time.monotonic() + 60  # the held process's metrics thread writes the records past it
+        while max(r["step"] for r in run_store.read_metrics(run_dir)[0]) <= latest_step(run_dir):
+            assert time.monotonic() < deadline, "no records past the newest checkpoint"
+            time.sleep(0.02)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
     status = run_store.read_status(run_dir)
     assert status["state"] == "crashed", proc.stderr.read().decode()[-2000:]  # it died mid-run
     # Normally the newest checkpoint; the one before if the kill beat that step's metrics to disk.
     ckpt_step = resume_point(run_dir)
-    assert ckpt_step in checkpoint_steps(run_dir) and 5_000 <= ckpt_step < 80_000
+    assert ckpt_step in checkpoint_steps(run_dir) and 1_000 <= ckpt_step < 5_000
 
     out = subprocess.run(
         [sys.executable, "-m", "training", "resume", str(run_dir), "--quiet"],
@@ -161,13 +149,13 @@ def test_killed_run_resumes_from_its_last_checkpoint(runs_root):
     line = json.loads(out.stdout.strip().splitlines()[-1])
     assert line["state"] == "finished" and line["resumed_from"] == ckpt_step
     steps = [r["step"] for r in run_store.read_metrics(run_dir)[0]]
-    assert steps == list(range(0, 80_001, 100))  # records past the checkpoint were dropped, then logged once
+    assert steps == list(range(0, 5_001, 100))  # records past the checkpoint were dropped, then logged once
     assert tb_steps(run_dir) == steps  # TensorBoard purged the killed process's events past the checkpoint
 
     from training.runs.in_memory import train
     from training.tasks.regression import RegressionConfig, RegressionTask
 
-    cfg = RegressionConfig(points=100_000, steps=80_000, log_every=100, optimizer="adam", lr=0.01)
+    cfg = RegressionConfig(points=10_000, steps=5_000, log_every=100, optimizer="adam", lr=0.01)
     assert line["final"] == train(RegressionTask, cfg)[0].final  # same process-independent result
 
 
@@ -212,7 +200,7 @@ def test_a_save_returns_once_the_arrays_are_copied_out_and_orbax_writes_behind_i
 
     import numpy as np
 
-    ckpt = Checkpointer(tmp_path, every=10)
+    ckpt = Checkpointer(tmp_path)
     release, saving_threads = threading.Event(), []
     orbax_save = ckpt.manager.save
 
@@ -230,7 +218,7 @@ def test_a_save_returns_once_the_arrays_are_copied_out_and_orbax_writes_behind_i
     release.set()
     ckpt.close()
     assert saving_threads and saving_threads[0].startswith("orbax") and checkpoint_steps(tmp_path) == [10]
-    restored, meta = Checkpointer(tmp_path, every=10, resume_step=10).restore({"w": np.zeros((2, 3))})
+    restored, meta = Checkpointer(tmp_path, resume_step=10).restore({"w": np.zeros((2, 3))})
     assert np.array_equal(restored["w"], np.arange(6.0).reshape(2, 3)) and meta == {"step": 10}
 
 
