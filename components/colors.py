@@ -19,11 +19,6 @@ def run_color(run_id: str) -> str:
     return PALETTE[int.from_bytes(digest[:4], "big") % len(PALETTE)]
 
 
-def run_colors(run_ids: list[str]) -> dict[str, str]:
-    """{run id: colour} for several runs (each its own `run_color`)."""
-    return {r: run_color(r) for r in run_ids}
-
-
 def distinct_colors(run_ids: list[str]) -> dict[str, str]:
     """{run id: colour} where no two runs share one (a population's members): each run's own colour,
     unless an earlier run in the list has it, then the next free colour of the palette."""

@@ -15,8 +15,6 @@ import plotly.graph_objects as go
 
 from components.figure_style import _empty, _style
 
-STATE_COLORS = {"COMPLETE": "#1f77b4", "PRUNED": "#ff7f0e", "FAIL": "#d62728", "RUNNING": "#2ca02c"}
-
 
 def _is_number(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)

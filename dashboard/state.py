@@ -199,15 +199,6 @@ def leave_page(url_path: str) -> None:
     st.session_state[PAGE_KEY] = url_path
 
 
-def run_config(run_dir: Path) -> dict[str, Any]:
-    """The "config" object of config.json, validated; {} if missing or damaged."""
-    try:
-        doc = run_store.load_json_object(Path(run_dir) / "config.json")
-        return run_store.validate_config(doc)["config"] if doc is not None else {}
-    except run_store.DamagedRunFile:
-        return {}
-
-
 def run_command(run_dir: Path) -> list[str] | None:
     """The command of config.json (a list of strings), or None."""
     try:
@@ -249,12 +240,6 @@ def metrics(run_dir: Path) -> MetricTable:
 def metrics_csv(run_dir: Path) -> Callable[[], bytes]:
     """A download button's data: the CSV of every record, built from the file only when clicked."""
     return functools.partial(metric_csv.metrics_csv, Path(run_dir))
-
-
-def read_artifact(run_dir: Path, name: str) -> Any:
-    """A JSON artifact of a run (a JSON object), or None if missing, unreadable or of another shape."""
-    doc = run_store.read_json(Path(run_dir) / "artifacts" / name)
-    return doc if isinstance(doc, dict) else None
 
 
 def select_run(runs: list[run_store.RunInfo]) -> run_store.RunInfo | None:

@@ -53,7 +53,6 @@ from runstore.run_checks import (  # noqa: F401 - part of this module's API
 )
 from runstore.safe_files import open_regular
 
-TERMINAL_STATES = ("finished", "failed", "diverged", "stopped", "crashed")
 _STATUS_LOCK = threading.Lock()
 _SLUG = re.compile(r"[^a-z0-9_-]+")
 

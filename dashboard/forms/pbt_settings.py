@@ -26,7 +26,6 @@ LABELS = {
     "pbt_fraction": "Share of members replaced",
     "pbt_resample": "Chance of a fresh learning rate",
 }
-DEFAULTS = {"pbt_interval": 100, "pbt_fraction": 0.25, "pbt_resample": 0.0}
 
 
 def metric_choices(task: str) -> dict[str, str]:

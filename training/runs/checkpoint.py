@@ -55,19 +55,16 @@ def _frozen(leaf: Any) -> Any:
 
 
 class Checkpointer:
-    """Saves every `every` steps (at the first chunk end at or past each multiple) and on demand.
+    """Saves when asked (the engine's schedule, training/engine/schedule.py, decides when) and restores.
 
     Args:
       run_dir: the run directory; checkpoints go to `run_dir/ckpt`.
-      every: steps between periodic checkpoints; 0 = only explicit saves (stop, end of run).
       resume_step: the checkpoint a resumed run starts from (see `resume_point`); None for a fresh run.
     """
 
-    def __init__(self, run_dir: str | Path, every: int, resume_step: int | None = None):
+    def __init__(self, run_dir: str | Path, resume_step: int | None = None):
         self.directory = Path(run_dir).absolute() / "ckpt"
-        self.every = every
         self.resume_step = resume_step
-        self._last = resume_step
         self._pending: Future | None = None  # the save handed to the Orbax thread last
         self.manager = _on_orbax_thread(self._open)
 
@@ -85,10 +82,6 @@ class Checkpointer:
         self._wait()
         return _on_orbax_thread(self.manager.latest_step)
 
-    def due(self, step: int) -> bool:
-        """True when `step` is the first chunk end at or past a multiple of `every` since the last save."""
-        return self.every > 0 and step // self.every > (self._last or 0) // self.every
-
     def save(self, step: int, arrays: Any, meta: Mapping[str, Any]) -> None:
         """Checkpoint `arrays` (any pytree of jax/numpy arrays) and JSON `meta` as `step`.
 
@@ -98,7 +91,6 @@ class Checkpointer:
         self._wait()  # the previous save (long done, normally): its error surfaces here, in the training thread
         host = jax.tree.map(_frozen, jax.device_get(arrays))  # sync point: before the next chunk reuses the buffers
         self._pending = _ORBAX.submit(self._save_now, step, host, dict(meta))
-        self._last = step
 
     def _save_now(self, step: int, host: Any, meta: dict[str, Any]) -> None:
         """On the Orbax thread: hand the host copy to Orbax (which writes it in its own threads)."""
@@ -116,13 +108,6 @@ class Checkpointer:
         if pending is not None:
             pending.result()
 
-    def maybe_save(self, step: int, arrays: Any, meta: Mapping[str, Any], force: bool = False) -> bool:
-        """Save when `due(step)` or `force`; returns whether it saved."""
-        if force or self.due(step):
-            self.save(step, arrays, meta)
-            return True
-        return False
-
     def restore(self, like: Any, step: int | None = None) -> tuple[Any, dict[str, Any]]:
         """(arrays, meta) of checkpoint `step` (default: `resume_step`, else the latest), laid out like `like`.
 
@@ -136,7 +121,6 @@ class Checkpointer:
         abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, like)
         args = ocp.args.Composite(arrays=ocp.args.StandardRestore(abstract), meta=ocp.args.JsonRestore())
         out = _on_orbax_thread(self.manager.restore, step, args=args)
-        self._last = step
         return out["arrays"], dict(out["meta"])
 
     def close(self) -> None:

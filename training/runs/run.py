@@ -138,7 +138,7 @@ def train_members(
             )
             writer = open_writer(d, cfg, n, member_tracking, resume_step)
             members.members.append(Member(d, writer, cfg.lr))
-            members.members[-1].ckpt = Checkpointer(d, 0, resume_step=resume_step)
+            members.members[-1].ckpt = Checkpointer(d, resume_step=resume_step)
         trained = Engine(task_cls, cfgs, members, stop, pbt=pbt).run(resume_step)
         for i in members.alive():
             results[i] = trained[i]
