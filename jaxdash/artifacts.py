@@ -1,10 +1,11 @@
 """`wandb.Artifact` and `run.log_artifact` / `use_artifact` under `import jaxdash as wandb`.
 
 An artifact's files are copied into the run folder (runstore.run_files: artifacts/logged/<name>/v<N>/
-with its manifest), where Run detail lists them.
+with its manifest), where Run detail lists them, and that copy is logged on the run's W&B copy as a
+wandb.Artifact (the writer process, jaxdash.wandb_copy).
 There is no W&B server here: `use_artifact` finds the newest logged version under the runs root and
-`download()` gives its local folder; what has no meaning here (references, upload policies, the W&B
-copy of an artifact) is accepted with one notice. Every destination stays inside the run folder.
+`download()` gives its local folder; what has no meaning here (references, upload policies) is
+accepted with one notice. Every destination stays inside the run folder.
 `wandb.save` and `wandb.alert` are in jaxdash/files_alerts.py.
 """
 
@@ -16,7 +17,16 @@ from pathlib import Path
 from typing import Any
 
 from jaxdash.data_types import notice
-from jaxdash.files_alerts import AlertLevel, alert, alert_to, current_run, disabled, save, save_to  # noqa: F401 - re-exported
+from jaxdash.files_alerts import (  # noqa: F401 - re-exported
+    AlertLevel,
+    alert,
+    alert_to,
+    current_run,
+    disabled,
+    save,
+    save_to,
+    to_copy,
+)
 from runstore import run_files, run_store, safe_files
 
 
@@ -108,7 +118,9 @@ def log_artifact_to(run: Any, artifact_or_path: Artifact | str, name: str | None
     doc = {"name": art.name, "type": art.type, "version": art.version, "aliases": art.aliases,
            "description": art.description, "metadata": art.metadata, "files": stored, "references": art.references}  # fmt: skip
     run_files.write_json_inside(folder, "manifest.json", doc)
-    notice("log_artifact", "artifacts are kept in the run folder (artifacts/logged/); the W&B copy does not get them")
+    to_copy(run, "log_artifact", doc, [(str(folder / rel), rel) for rel in stored], list(aliases or []))
+    if art.references:
+        notice("log_artifact", "references are kept in the manifest; the W&B copy gets the artifact's files only")
     return art
 
 

@@ -58,6 +58,7 @@ class Run(RunFiles):
         self._synced: dict[str, Any] = {}  # step metrics' last values, for rows that lack them (step_sync)
         self._stats: dict[str, list[float]] = {}  # name -> [last, min, max, sum, count, first] of logged values
         self._nested: set[str] = set()  # keys logged as nested dicts ("a.b"): a path in the W&B copy's summary
+        self._texts: dict[str, str] = {}  # each string key's last value (W&B's summary keeps it)
         self._summary_dirty = self._hparams_sent = False
         self.config = Config(config)
         self.config._set_callback(self._config_changed)
@@ -135,6 +136,7 @@ class Run(RunFiles):
             return {}
         data = {k if isinstance(k, str) else str(k): v for k, v in data.items()}
         media, data = _split_media(data)
+        self._texts.update((k, v) for k, v in media.items() if isinstance(v, str))
         if media:
             try:
                 with self._lock:  # the fetch thread writes too
@@ -227,9 +229,11 @@ class Run(RunFiles):
         from training.runs.lifecycle import close_run
 
         summary = self.summary.as_dict()
+        # a NaN last value is left to the W&B copy's own history summary: W&B's summary record would say null
+        copy = {k: v for k, v in summary.items() if k in self.summary._set or not _is_nan(v)}
         for w in getattr(self._writer, "writers", []):
             if hasattr(w, "write_run_summary"):
-                w.write_run_summary(summary, sorted(self._nested))
+                w.write_run_summary(copy, sorted(self._nested))
         close_run(self.dir, self._writer, state, message, final_numbers(summary))
         self._write_summary(summary)
 
@@ -256,7 +260,7 @@ class Run(RunFiles):
         if not self._finished and threading.current_thread() is not self._fetcher.thread:
             self._fetcher.sync()  # W&B's summary holds every row logged so far
         with self._lock:
-            return summary_of(self._stats, self._defs)
+            return {**summary_of(self._stats, self._defs), **self._texts}
 
     # -- the fetcher thread's side -------------------------------------------------------------------
     def _write_rows(self, parts: list[Block | Histograms]) -> None:
@@ -278,7 +282,7 @@ class Run(RunFiles):
                 self._writer.flush()
                 self._last_flush = time.monotonic()
                 if self._summary_dirty:
-                    self._write_summary({**summary_of(self._stats, self._defs), **self.summary._set})
+                    self._write_summary({**summary_of(self._stats, self._defs), **self._texts, **self.summary._set})
 
     def _note(self, columns: Mapping[str, np.ndarray], ints: frozenset[str] = frozenset()) -> None:
         """Each tag's last value, and min, max, sum, count and first of its values that are not NaN (the summary),
@@ -300,6 +304,10 @@ class _Metric:
     def __init__(self, name: str, options: Mapping[str, Any]) -> None:
         self.name, self.step_metric = name, options.get("step_metric")
         self.hidden, self.summary, self.goal = options.get("hidden"), options.get("summary"), options.get("goal")
+
+
+def _is_nan(value: Any) -> bool:
+    return isinstance(value, float) and math.isnan(value)
 
 
 def _one_line(exc: BaseException | None) -> str:

@@ -1,9 +1,10 @@
 """`wandb.save` and `wandb.alert` (and `run.save` / `run.alert`) under `import jaxdash as wandb`.
 
 `save` copies the matching files into the run folder's files/ with W&B's layout (runstore.run_files
-checks every destination stays inside the run folder); nothing is uploaded, so the "live" and "end"
-policies copy at once, with one notice. `alert` appends to the run folder's alerts.jsonl, which the
-page shows; nothing is sent. A `mode="disabled"` run does nothing, as in W&B.
+checks every destination stays inside the run folder); the "live" and "end" policies copy at once,
+with one notice. `alert` appends to the run folder's alerts.jsonl, which the page shows. Both are then
+made on the run's W&B copy (`to_copy`: the writer process saves the copies / sends the alert through
+its own wandb run, so W&B's run holds them as W&B's own). A `mode="disabled"` run does nothing, as in W&B.
 """
 
 from __future__ import annotations
@@ -28,6 +29,14 @@ def current_run(what: str) -> Any:
     if run is None:
         raise RuntimeError(f"jaxdash.{what}() before jaxdash.init()")
     return run
+
+
+def to_copy(run: Any, call: str, *args: Any) -> None:
+    """Hand one of the script's run calls (`alert`, `save`, `log_artifact`) to the run's W&B copy, where it
+    has one: the writer process (jaxdash/sink.py) makes it there (jaxdash.wandb_copy.CALLS)."""
+    for w in getattr(getattr(run, "_writer", None), "writers", None) or []:
+        if hasattr(w, "copy_call"):
+            w.copy_call(call, *args)
 
 
 def disabled(run: Any) -> bool:
@@ -73,6 +82,10 @@ def save_to(run: Any, glob_str: str | os.PathLike | None = None, base_path: str 
             notice(f"save({match})", "not copied: not a regular file, or a link leads out of the run folder's files/")
         else:
             copies.append(str(dest))
+    if copies:
+        to_copy(
+            run, "save", copies, str(Path(run.dir) / "files"), policy if policy in ("live", "now", "end") else "live"
+        )
     if policy != "now":
         notice("save", f"policy={policy!r}: the files are copied now, later changes are not followed")
     return copies
@@ -109,4 +122,5 @@ def alert_to(run: Any, title: str, text: str, level: str | AlertLevel | None = N
     _LAST_ALERT[key] = now
     step = getattr(run, "step", getattr(run, "_step", None))
     run_files.append_alert(run.dir, title, text, level, int(step) if isinstance(step, int) and step >= 0 else None)
-    notice("alert", "alerts are recorded in the run folder (alerts.jsonl) for the page; nothing is sent")
+    to_copy(run, "alert", str(title), str(text), level if level in AlertLevel.__members__ else "INFO")
+    notice("alert", "alerts are recorded in the run folder (alerts.jsonl) for the page and in its W&B copy")

@@ -10,7 +10,9 @@ interface, so the run store (the page), TensorBoard and the W&B copy each get th
 * Histogram: `write_histograms` (its bins); plotly figures, `wandb.Plotly`, matplotlib figures:
   `write_figures` (artifacts/figures/<key>/<step>.json);
 * Table: `write_tables`; `wandb.plot.*`: its figure under <key> and its table under <key>_table, as W&B;
-* Html, Audio, Video, Object3D, Molecule: a file in the run folder (artifacts/media/<key>/), one notice.
+* Html, Audio, Video, Object3D, Molecule: a file in the run folder (artifacts/media/<key>/), one notice;
+* a string (W&B keeps it as it is in its history): `write_texts` (TensorBoard's text, the W&B copy's row,
+  artifacts/texts.json's latest) and every step's in artifacts/texts/<key>.jsonl (runstore.media_store).
 """
 
 from __future__ import annotations
@@ -29,8 +31,8 @@ _TYPES = (Image, Table, Histogram, Plotly, CustomChart, _File)
 
 
 def is_media(value: Any) -> bool:
-    """A medium W&B takes in `log`: a data type, a list of Images, a plotly or matplotlib figure."""
-    if isinstance(value, _TYPES) or hasattr(value, "to_plotly_json"):
+    """A medium W&B takes in `log`: a data type, a list of Images, a plotly or matplotlib figure, a string."""
+    if isinstance(value, (str, *_TYPES)) or hasattr(value, "to_plotly_json"):
         return True
     if isinstance(value, (list, tuple)) and value:
         return all(isinstance(v, Image) for v in value)
@@ -47,8 +49,12 @@ def _images(value: Image | list[Image]) -> Images | None:
 
 def _sorted(media: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """The media by the writer call that takes them."""
-    out: dict[str, dict[str, Any]] = {"images": {}, "histograms": {}, "tables": {}, "figures": {}, "files": {}}
+    out: dict[str, dict[str, Any]] = {"images": {}, "histograms": {}, "tables": {}, "figures": {}, "files": {},
+                                      "texts": {}}  # fmt: skip
     for key, value in media.items():
+        if isinstance(value, str):
+            out["texts"][key] = value
+            continue
         if is_matplotlib(value) and not isinstance(value, _TYPES):
             value = Plotly(value)  # W&B: a figure plotly can draw becomes a plotly chart, else an image
         if isinstance(value, Plotly):
@@ -83,12 +89,15 @@ def write_media(writer: Any, step: int, media: dict[str, Any]) -> None:
     """
     found = _sorted(media)
     calls = [("write_images", "images"), ("write_histograms", "histograms"), ("write_tables", "tables"),
-             ("write_figures", "figures")]  # fmt: skip
+             ("write_figures", "figures"), ("write_texts", "texts")]  # fmt: skip
     for method, kind in calls:
         if found[kind]:
             _guarded(lambda m=method, k=kind: getattr(writer, m)(step, found[k]), sorted(found[kind]))
     if found["files"]:
         _guarded(lambda: _write_files(writer, step, found["files"]), sorted(found["files"]))
+    if found["texts"] and (run_dir := _run_dir(writer)) is not None:
+        texts = found["texts"]
+        _guarded(lambda: [media_store.append_text(run_dir, k, step, v) for k, v in texts.items()], sorted(texts))
 
 
 def _guarded(call: Any, keys: list[str]) -> None:

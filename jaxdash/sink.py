@@ -108,6 +108,10 @@ class SinkWriter(MetricWriter):
         """The script's `define_metric` for the W&B copy."""
         self._queue("wandb_define_metric", name, dict(options))
 
+    def copy_call(self, call: str, *args: Any) -> None:
+        """One of the script's run calls for the W&B copy (jaxdash.wandb_copy.CALLS: alert, save, log_artifact)."""
+        self._queue(f"wandb_{call}", *args)
+
     def flush(self) -> None:
         """Send what was written since the last flush, as one message."""
         with self._lock:
@@ -181,6 +185,8 @@ def serve(stdin: Any = None, stdout: Any = None) -> int:
                 summary = args
             elif method == "wandb_define_metric":
                 wandb_copy.define_metric(writer, *args)
+            elif method.startswith("wandb_") and method[len("wandb_") :] in wandb_copy.CALLS:
+                wandb_copy.call(writer, method[len("wandb_") :], args)
             else:
                 if method == "close":
                     wandb_copy.close(writer, summary, args[0] if args else "finished")

@@ -5,6 +5,8 @@ accuracies get min/max summaries, and the end adds `run/state` to the summary. A
 to jaxdash expects its own W&B run instead, so here: rows are logged with the script's own keys at
 the script's own steps, the script's `define_metric` calls are made on the copy, its summary (strings
 and {"min": ..} dicts too) is set after the last row, and the end is the script's exit code alone.
+The script's `alert`, `save` and `log_artifact` are made on the copy too (`call`), from the files our
+run folder already holds (files/, artifacts/logged/), so W&B's offline run keeps them as W&B's own would.
 """
 
 from __future__ import annotations
@@ -76,6 +78,42 @@ def define_metric(writer: Any, name: str, options: Mapping[str, Any]) -> None:
             w.run.define_metric(name, **kwargs)
         except Exception as exc:  # noqa: BLE001 - the W&B copy is best-effort
             log.warning("jaxdash: define_metric(%r) did not reach W&B (%s: %s)", name, type(exc).__name__, exc)
+
+
+def _alert(run: Any, title: str, text: str, level: str) -> None:
+    import wandb
+
+    run.alert(title=title, text=text, level=wandb.AlertLevel(level))
+
+
+def _save(run: Any, paths: list[str], base: str, policy: str) -> None:
+    for path in paths:
+        run.save(path, base_path=base, policy=policy)
+
+
+def _log_artifact(run: Any, doc: Mapping[str, Any], files: list[tuple[str, str]], aliases: list[str]) -> None:
+    import wandb
+
+    art = wandb.Artifact(doc["name"], type=doc["type"], description=doc.get("description"),
+                         metadata=dict(doc.get("metadata") or {}))  # fmt: skip
+    for path, name in files:
+        art.add_file(path, name=name)
+    run.log_artifact(art, aliases=aliases or None)
+
+
+# The script's run calls the copy repeats: (its arguments, from our run folder's copy of what they name).
+CALLS = {"alert": _alert, "save": _save, "log_artifact": _log_artifact}
+
+
+def call(writer: Any, name: str, args: tuple) -> None:
+    """The script's `name` call (CALLS) on each W&B copy, once its run exists; a failure only warns."""
+    for w in wandb_writers(writer):
+        if not _ready(w):
+            continue
+        try:
+            CALLS[name](w.run, *args)
+        except Exception as exc:  # noqa: BLE001 - the W&B copy is best-effort
+            log.warning("jaxdash: %s did not reach the W&B copy (%s: %s)", name, type(exc).__name__, exc)
 
 
 def close(writer: Any, summary: tuple[Mapping[str, Any], list[str]] | None, state: str) -> None:

@@ -6,7 +6,8 @@ Who writes what (the run store writer, training/writers/store.py, and the client
   and artifacts/images/<tag>/<step:010d>.json = {"tag", "step", "files", "captions"} written after
   them (a reader lists a step once its json exists). artifacts/images/<tag>.png stays the latest image;
 * artifacts/histograms/<tag>.jsonl: one line a step, {"step", "counts", "edges"} (W&B's 64 bins);
-* artifacts/media/<tag>/<step:010d>.<ext>: an Html, Audio, Video or Object3D file as logged.
+* artifacts/media/<tag>/<step:010d>.<ext>: an Html, Audio, Video or Object3D file as logged;
+* artifacts/texts/<tag>.jsonl: one line a step, {"tag", "step", "text"} (a string logged, as W&B keeps it).
 
 Each file is written then renamed, so a polling reader never opens half of one; the newest KEEP_STEPS
 steps of each tag are kept. Readers skip links, damaged files and other shapes.
@@ -100,6 +101,16 @@ def append_histogram(run_dir: Path, tag: str, step: int, counts: Sequence[float]
         fh.write(json.dumps(line) + "\n")
 
 
+def append_text(run_dir: Path, tag: str, step: int, text: str) -> None:
+    """One step of a text tag: a line of artifacts/texts/<tag>.jsonl."""
+    path = Path(run_dir) / "artifacts" / "texts" / f"{tag_file(tag)}.jsonl"
+    if not safe_files.inside(run_dir, path.parent.parent):
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"tag": tag, "step": int(step), "text": str(text)}) + "\n")
+
+
 def write_media_file(run_dir: Path, tag: str, step: int, suffix: str, data: bytes) -> Path | None:
     """An Html/Audio/Video/Object3D file as artifacts/media/<tag>/<step>.<suffix>; None if not writable."""
     folder = Path(run_dir) / "artifacts" / "media" / tag_file(tag)
@@ -164,4 +175,34 @@ def histograms(run_dir: Path) -> dict[str, list[tuple[int, list[float], list[flo
             except (ValueError, KeyError, TypeError):
                 continue  # a torn last line or another shape
             out.setdefault(str(doc.get("tag", path.stem.replace("__", "/"))), []).append(item)
+    return out
+
+
+def texts(run_dir: Path) -> dict[str, list[tuple[int, str]]]:
+    """Every text tag's (step, text) lines, oldest first; damaged lines skipped."""
+    root = Path(run_dir) / "artifacts" / "texts"
+    if not safe_files.inside(run_dir, root) or not root.is_dir():
+        return {}
+    out: dict[str, list[tuple[int, str]]] = {}
+    for path in sorted(p for p in root.glob("*.jsonl") if safe_files.is_regular(p)):
+        for doc in _json_lines(path):
+            if isinstance(doc.get("text"), str) and isinstance(doc.get("step"), int):
+                out.setdefault(str(doc.get("tag", path.stem.replace("__", "/"))), []).append((doc["step"], doc["text"]))
+    return out
+
+
+def _json_lines(path: Path) -> list[dict[str, Any]]:
+    """The JSON objects of a .jsonl file; a torn or damaged line is skipped."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return []
+    out = []
+    for line in lines:
+        try:
+            doc = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(doc, dict):
+            out.append(doc)
     return out

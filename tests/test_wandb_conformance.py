@@ -25,12 +25,7 @@ PROBES = running.all_probes()
 WORKERS = 2
 # Differences we know of and have not closed yet (issue #35 stays open for them): each is a strict xfail,
 # so the day one is fixed its test fails until it is taken off this list.
-KNOWN = {
-    "alert": "the W&B copy gets no alert (alerts.jsonl only) and a NaN summary reads None there",
-    "artifact": "logged artifacts are kept in the run folder; the W&B copy does not get them",
-    "save_file": "saved files are kept in the run folder (files/); the W&B copy does not get them",
-    "log_strings": "strings in log() are warned about and dropped (the page's metric readers take numbers)",
-}
+KNOWN: dict[str, str] = {}
 
 
 def _selected(session: pytest.Session) -> list[running.Probe]:

@@ -3,7 +3,7 @@
 The run folder: config.json (config, project as "task", W&B group as "wandb_group" or "group", job type,
 tags, notes), status.json (state; "crashed" when the process is gone), metrics.jsonl (a record a step),
 summary.json (else status.json "summary"/"final"), artifacts/ (images, histograms, tables and figures of
-every step; logged artifacts under artifacts/logged/<name>/<version>/manifest.json), files/ (`save`),
+every step, strings logged under artifacts/texts/; logged artifacts under artifacts/logged/<name>/<version>/manifest.json), files/ (`save`),
 alerts.jsonl, notes.json (the page's tags and notes). The W&B copy is the .wandb file inside the run folder,
 or where status.json "wandb"."dir" says.
 """
@@ -15,7 +15,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from runstore import run_notes, run_store
+from runstore import media_store, run_notes, run_store
 from tests.wandb_conformance.observe import as_number, empty, read_wandb_runs, summary_values
 
 DROP = ("step", "wall", "ts")  # the run store's own fields of a metrics.jsonl record
@@ -40,6 +40,9 @@ def _store_media(run_dir: Path, history: dict[int, dict[str, Any]]) -> None:
         if isinstance(doc, dict) and "step" in doc:
             value = {"_type": "table", "ncols": len(doc.get("columns", [])), "nrows": len(doc.get("rows", []))}
             history.setdefault(int(doc["step"]), {})[doc.get("tag", table.stem.replace("__", "/"))] = value
+    for tag, lines in media_store.texts(run_dir).items():
+        for step, text in lines:
+            history.setdefault(step, {})[tag] = text
     for fig in (art / "figures").glob("*/*.json"):
         if fig.stem.isdigit():
             history.setdefault(int(fig.stem), {})[fig.parent.name.replace("__", "/")] = {"_type": "figure"}

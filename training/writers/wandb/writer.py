@@ -201,6 +201,11 @@ class WandbWriter(MetricWriter):
 
             self._rows.row(step).update({k: _wandb_histogram(wandb, v) for k, v in arrays.items()})
 
+    def write_texts(self, step: int, texts: Mapping[str, str]) -> None:
+        """Strings in the step's row, as `wandb.log({"note": "text"})` keeps them."""
+        if self.active:
+            self._rows.row(step).update({k: str(v) for k, v in texts.items()})
+
     def write_figures(self, step: int, figures: Mapping[str, dict[str, Any]]) -> None:
         """Plotly figures (plotly JSON) as wandb.Plotly at their step, as `wandb.log({key: fig})` stores them."""
         if self.active:
