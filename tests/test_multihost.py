@@ -36,20 +36,23 @@ from jax.sharding import NamedSharding, PartitionSpec as P
 
 sharding = NamedSharding(jax.make_mesh((8,), ("data",)), P("data"))  # 2 processes x 4 devices
 loss_of = jax.jit(lambda x: jnp.mean(x ** 2))
-run = jaxdash.init(project="multihost", config={"lr": 0.1})
-print("run", run.id, jax.process_index(), jax.process_count(), flush=True)
+only0, steps = os.environ.get("ONLY0") == "1", int(os.environ.get("STEPS", "0"))
+run = jaxdash.init(project="multihost", config={"lr": 0.1}) if i == 0 or not only0 else None  # W&B's advice
+print("run", run and run.id, jax.process_index(), jax.process_count(), flush=True)
 step = 0
-while not run.should_stop():  # every process gets process 0's answer: all stop after the same step
+while (step < steps) if steps else not run.should_stop():  # every process gets process 0's answer
     if os.environ.get("GLOBAL") == "1":  # one global batch: 4 values from each process, a collective mean
         x = jax.make_array_from_process_local_data(sharding, np.full(4, step + 4.0 * i, np.float32))
         loss = loss_of(x)
     else:
         loss = jnp.float32(step)
-    run.log({"train/loss": loss})  # process 1: counted, never fetched, never written
+    if run is not None:
+        run.log({"train/loss": loss})  # process 1: counted, never fetched, never written
     step += 1
     time.sleep(0.01)  # the rest of a training step
 print("stopped after", step, flush=True)
-run.finish()
+if run is not None:
+    run.finish()
 """
 
 
@@ -186,3 +189,35 @@ def test_kill_9_of_process_1_reads_crashed_naming_host_1(tmp_path: Path, monkeyp
 def _crashed(run_dir: Path) -> dict[str, Any] | None:
     status = run_store.read_status(run_dir)
     return status if status.get("state") == "crashed" else None
+
+
+def test_init_on_process_0_only_is_one_run_and_never_a_lost_host(tmp_path: Path) -> None:
+    """W&B's advice (`if jax.process_index() == 0: wandb.init()`): process 1 never reports, and is not lost."""
+    procs, root = _start_job(tmp_path, GLOBAL="1", ONLY0="1", STEPS="150", JAXDASH_HOST_TIMEOUT_S="0.5")
+    try:
+        for p in procs:
+            p.wait(timeout=120)
+    finally:
+        _kill(procs)
+    logs = [(tmp_path / f"process{i}.log").read_text() for i in range(2)]
+    assert [p.returncode for p in procs] == [0, 0], logs
+    (run_dir,) = run_store.run_folders(root)
+    status = run_store.read_status(run_dir)
+    assert status["state"] == "finished" and "lost_host" not in status, status
+    assert [r["step"] for r in rows(run_dir) if "train/loss" in r] == list(range(150))
+    assert "sys/host0/cpu_percent" in _keys(run_dir) and not any(k.startswith("sys/host1/") for k in _keys(run_dir))
+    shown, _ = hosts.read_hosts(run_dir)
+    assert [(h["process"], h["state"], h["seen"]) for h in shown][1] == (1, "unknown", None)
+    assert shown[0]["state"] == "finished"
+
+
+def test_a_damaged_hosts_json_is_one_line_on_run_detail(root: Path) -> None:
+    from tests.apptest_pages import app, fake_run
+
+    run_dir = fake_run(root, state="finished")
+    (run_dir / hosts.FILE).write_text('{"hosts": [{"process": 0')  # truncated
+    at = app("views/detail.py", run=run_dir.name)
+    (warning,) = [w.value for w in at.warning if "hosts.json" in w.value]
+    assert warning.startswith("hosts.json: not valid JSON") and warning.endswith("the hosts of this run are not shown.")
+    assert "\n" not in warning
+    assert not at.table and not at.exception
