@@ -11,6 +11,7 @@ claiming at once on the server each take whole programs.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pwd
@@ -60,40 +61,65 @@ def _run(argv: list[str], cwd: Path, log: Path | None = None, **env: str) -> Non
         raise RuntimeError(f"{' '.join(argv)} failed ({proc.returncode}): {proc.stderr[-2000:]}{tail}")
 
 
-@pytest.fixture(scope="module")
-def postgres() -> Iterator[str]:
-    """A PostgreSQL server in a temporary data directory with a `sweeps` database; yields its URL."""
+class Server:
+    """A PostgreSQL server in a temporary data directory with a `sweeps` database, run as a user would."""
+
+    def __init__(self, bin_: Path):
+        self.bin, self.base = bin_, Path(tempfile.mkdtemp(prefix="jaxdash-pg-"))  # not tmp_path: root's, 0700
+        self.as_user: list[str] = []
+        if os.geteuid() == 0:  # postgres will not run as root: run it as the user the package made
+            pg = pwd.getpwnam("postgres")
+            os.chown(self.base, pg.pw_uid, pg.pw_gid)
+            self.as_user = ["runuser", "-u", "postgres", "--"]
+        self.data, self.log, self.port = self.base / "data", self.base / "server.log", _free_port()
+        self.url = f"postgresql://jaxdash:{PASSWORD}@127.0.0.1:{self.port}/sweeps"
+
+    def start(self) -> None:
+        pw = self.base / "pw"
+        pw.write_text(PASSWORD + "\n")
+        if self.as_user:
+            shutil.chown(pw, "postgres", "postgres")
+        _run(
+            [*self.as_user, str(self.bin / "initdb"), "-D", str(self.data), "-U", "jaxdash", f"--pwfile={pw}"]
+            + ["--auth-host=scram-sha-256", "--auth-local=trust", "-E", "UTF8", "--no-sync"],
+            cwd=self.base,
+        )
+        opts = f"-p {self.port} -k {self.base} -c listen_addresses=127.0.0.1"
+        pg_ctl = [*self.as_user, str(self.bin / "pg_ctl"), "-D", str(self.data)]
+        _run([*pg_ctl, "-l", str(self.log), "-o", opts, "-w", "start"], self.base, self.log)
+        createdb = [str(self.bin / "createdb"), "-h", "127.0.0.1", "-p", str(self.port), "-U", "jaxdash", "sweeps"]
+        _run(createdb, self.base, self.log, PGPASSWORD=PASSWORD)
+
+    def stop(self) -> None:
+        """`pg_ctl stop -m fast`: clients are disconnected, as when a database host goes down for a restart."""
+        if (self.data / "postmaster.pid").exists():
+            pg_ctl = [*self.as_user, str(self.bin / "pg_ctl"), "-D", str(self.data)]
+            subprocess.run([*pg_ctl, "-m", "fast", "-w", "stop"], cwd=self.base, capture_output=True, timeout=120)
+
+
+@contextlib.contextmanager
+def postgres_server() -> Iterator[Server]:
+    """A started server, stopped and deleted afterwards; skipped where PostgreSQL is not installed (not on CI)."""
     bin_ = _pg_bin()
     if bin_ is None:
         reason = "PostgreSQL is not installed: apt-get install postgresql (./scripts/setup.sh installs it)"
         if os.environ.get("CI"):  # CI installs it (scripts/setup.sh): a missing server there is a failure
             pytest.fail(reason)
         pytest.skip(reason)
-    base = Path(tempfile.mkdtemp(prefix="jaxdash-pg-"))  # not tmp_path: its parents are root's, mode 0700
-    as_user: list[str] = []
-    if os.geteuid() == 0:  # postgres will not run as root: run it as the user the package made
-        pg = pwd.getpwnam("postgres")
-        os.chown(base, pg.pw_uid, pg.pw_gid)
-        as_user = ["runuser", "-u", "postgres", "--"]
-    (base / "pw").write_text(PASSWORD + "\n")
-    if as_user:
-        os.chown(base / "pw", pg.pw_uid, pg.pw_gid)
-    data, log, port = base / "data", base / "server.log", _free_port()
+    server = Server(bin_)
     try:
-        _run(
-            [*as_user, str(bin_ / "initdb"), "-D", str(data), "-U", "jaxdash", f"--pwfile={base / 'pw'}"]
-            + ["--auth-host=scram-sha-256", "--auth-local=trust", "-E", "UTF8", "--no-sync"],
-            cwd=base,
-        )
-        opts = f"-p {port} -k {base} -c listen_addresses=127.0.0.1"
-        _run([*as_user, str(bin_ / "pg_ctl"), "-D", str(data), "-l", str(log), "-o", opts, "-w", "start"], base, log)
-        createdb = [str(bin_ / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "jaxdash", "sweeps"]
-        _run(createdb, base, log, PGPASSWORD=PASSWORD)
-        yield f"postgresql://jaxdash:{PASSWORD}@127.0.0.1:{port}/sweeps"
+        server.start()
+        yield server
     finally:
-        if (data / "postmaster.pid").exists():
-            subprocess.run([*as_user, str(bin_ / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"], cwd=base)
-        shutil.rmtree(base, ignore_errors=True)
+        server.stop()
+        shutil.rmtree(server.base, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def postgres() -> Iterator[str]:
+    """The URL of a server shared by this module's tests."""
+    with postgres_server() as server:
+        yield server.url
 
 
 def _training(argv: list[str]) -> subprocess.Popen:
@@ -173,6 +199,26 @@ def test_cli_and_two_workers_on_postgres_one_killed_finish_12_trials_once(
     captions = " ".join(c.value for c in at.caption)
     assert "random sweep of regression" in captions and "of 12 trials" in captions, captions
     assert not at.error, [e.value for e in at.error]
+
+
+@pytest.mark.slow  # a server of its own and a worker compiling JAX: about half a minute
+def test_a_worker_that_loses_the_server_mid_sweep_stops_with_one_line(tmp_path: Path) -> None:
+    """The database host goes down while a trial trains: the worker ends with one line naming the URL
+    (password hidden) and what to do, not a traceback from its heartbeat thread or its tell."""
+    with postgres_server() as server:
+        space = parse_space(["lr=loguniform(0.001,0.1)"], load_task("regression").Config, "random")
+        studies.create(
+            "lost", server.url, "regression", {"steps": 3000, "log_every": 10, "points": 32}, space, "random", 2
+        )
+        worker = _training(["worker", "--sweep", "lost", "--storage", server.url, "--runs-root", str(tmp_path)])
+        _wait_for("the worker's trial", lambda: _training_run_of(tmp_path, {worker.pid}), procs=(worker,))
+        server.stop()
+        out, err = worker.communicate(timeout=300)
+    assert worker.returncode == 2 and "Traceback" not in err, err[-3000:]
+    last = err.strip()
+    assert last.splitlines() == [last], err  # nothing from the heartbeat or report threads either
+    assert last.startswith("error: --storage " + server.url.replace(PASSWORD, "***") + " failed mid-sweep"), err
+    assert "start it again" in last and PASSWORD not in err, err
 
 
 @pytest.mark.parametrize(

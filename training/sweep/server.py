@@ -22,6 +22,7 @@ import zlib
 from collections.abc import Iterator
 from typing import Any
 
+import optuna
 import sqlalchemy
 import sqlalchemy.exc
 from sqlalchemy.engine import make_url
@@ -30,6 +31,9 @@ CONNECT_TIMEOUT_S = 10
 # One advisory lock key for every jaxdash claim in a database (pg_advisory_lock takes a bigint).
 CLAIM_KEY = zlib.crc32(b"jaxdash:sweep-claim")
 DRIVER_FIX = "pip install 'psycopg[binary]' (in requirements.txt; or pip install 'jax-dashboard[postgres]')"
+
+# What a storage call raises when its database fails: Optuna wraps SQLAlchemy's errors in a commit.
+STORAGE_ERRORS = (sqlalchemy.exc.SQLAlchemyError, optuna.exceptions.StorageInternalError)
 
 _storages_lock = threading.Lock()
 _storages: dict[str, Any] = {}
@@ -92,6 +96,17 @@ def open_error(url: str, exc: BaseException) -> str:
     return (
         f"cannot open {shown(url)} ({reason}); check that the server is running and reachable from this machine, "
         "and the user, password and database in the URL (createdb DB makes the database)"
+    )
+
+
+def lost_error(url: str, exc: BaseException) -> str:
+    """One line for a storage that failed mid-sweep (a server that went away, a database locked too long)."""
+    cause = exc.__cause__ if isinstance(exc, optuna.exceptions.StorageInternalError) and exc.__cause__ else exc
+    orig = getattr(cause, "orig", None)
+    reason = " ".join(str(orig).split()) if orig else str(cause).splitlines()[0]
+    return (
+        f"{shown(url)} failed mid-sweep ({reason}); this worker stopped and its unfinished trials go back to the "
+        "queue once their heartbeats are stale: start it again when the storage is reachable"
     )
 
 

@@ -9,6 +9,7 @@ cuts is stopped through its stop file and told PRUNED.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,6 +22,7 @@ from runstore.atomic import atomic_write_json, read_json
 from training.runs.population import VARIED
 from training.runs.run import create_runs, train_members
 from training.settings import parse_config
+from training.sweep import server
 from training.tasks import canonical_spec, load_task
 from training.writers.base import Tracking
 
@@ -67,14 +69,16 @@ class Watch(threading.Thread):
 
     def _report(self, i: int, trial: optuna.Trial, d: Path) -> None:
         records, self.offsets[i] = run_store.read_metrics(d, self.offsets[i])
-        for rec in records:
-            value = rec.get(self.metric, rec.get("train/loss"))
-            if isinstance(value, int | float) and isinstance(rec.get("step"), int):
-                trial.report(float(value), rec["step"])
-        # One program trains a population: cutting one member would stop them all, so only lone trials prune.
-        if records and len(self.trials) == 1 and i not in self.pruned and trial.should_prune():
-            self.pruned.add(i)
-            run_store.request_stop(d)
+        # The storage unreachable for a moment: these values go unreported, the run itself keeps them.
+        with contextlib.suppress(*server.STORAGE_ERRORS):
+            for rec in records:
+                value = rec.get(self.metric, rec.get("train/loss"))
+                if isinstance(value, int | float) and isinstance(rec.get("step"), int):
+                    trial.report(float(value), rec["step"])
+            # One program trains a population: cutting one member would stop them all, so only lone trials prune.
+            if records and len(self.trials) == 1 and i not in self.pruned and trial.should_prune():
+                self.pruned.add(i)
+                run_store.request_stop(d)
 
 
 def objective(final: dict[str, Any], metric: str) -> float | None:

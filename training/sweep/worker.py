@@ -24,6 +24,7 @@ from optuna.trial import TrialState
 
 from runstore import safe_files
 from training.cli import MAX_MEMBERS
+from training.settings import ConfigError
 from training.sweep import server
 from training.sweep import study as studies
 from training.sweep.trials import programs, run_batch, shares_program
@@ -125,7 +126,10 @@ class Heartbeat(threading.Thread):
             return
         while True:
             for trial_id in list(self.pending):
-                storage.record_heartbeat(trial_id)
+                # A blip of the server: beat again next time (pre-ping reconnects). A long outage ends the
+                # worker at its next storage call, and its trials go stale as a dead worker's do.
+                with contextlib.suppress(*server.STORAGE_ERRORS):
+                    storage.record_heartbeat(trial_id)
             time.sleep(studies.HEARTBEAT_S)
 
 
@@ -146,12 +150,22 @@ def run_worker(
     """Train trials of study `name` until its budget is finished; the states of the trials this worker ran."""
     studies.existing(url)
     study = studies.load(name, url)
-    budget = study.user_attrs["trials"]
     space = study.user_attrs["space"]
     # Random/TPE trials that change shapes each need their own program: claim one at a time.
     batch = min(max_parallel, MAX_MEMBERS) if shares_program(space) or study.user_attrs["method"] == "grid" else 1
     beat = Heartbeat(study)
     beat.start()
+    try:
+        return _work(study, url, root, batch, beat, wandb_mode, console)
+    except server.STORAGE_ERRORS as exc:  # the server went away mid-sweep: one line, never a traceback
+        raise ConfigError({"storage": server.lost_error(url, exc)}) from None
+
+
+def _work(
+    study: optuna.Study, url: str, root: Path, batch: int, beat: Heartbeat, wandb_mode: str, console: bool
+) -> list[str]:
+    """The worker's loop: fail stale trials, claim, train, tell, until the budget is met."""
+    budget = study.user_attrs["trials"]
     ran: list[str] = []
     while True:
         _stale(study)
