@@ -16,26 +16,32 @@ import pytest
 from tensorboard.backend.event_processing import event_accumulator as ea
 
 from runstore import run_store
+from tests.fixtures_runs import held_command, hold_env, wait_held
 from training.runs.checkpoint import checkpoint_steps, latest_step, resume_point
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONUNBUFFERED": "1", "WANDB_MODE": "disabled"}
-STEPS, LOG_EVERY = 60_000, 100
+STEPS, LOG_EVERY = 5_000, 100
 
 
 @pytest.fixture(scope="module")
 def killed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A regression run killed with SIGKILL once it holds two periodic checkpoints."""
-    run_dir = tmp_path_factory.mktemp("killed") / "run"
-    args = ["--points", "100000", "--steps", str(STEPS), "--log-every", str(LOG_EVERY), "--ckpt-every", "4000"]
-    cmd = [sys.executable, "-m", "training", "regression", "--run-dir", str(run_dir), "--quiet", *args]
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 120
-    while len(checkpoint_steps(run_dir)) < 2 and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.02)
-    time.sleep(0.3)  # a few more records past the newest checkpoint: what a bad resume would lose
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=30)
+    """A regression run killed with SIGKILL, held between chunks past two periodic checkpoints."""
+    folder = tmp_path_factory.mktemp("killed")
+    run_dir, held = folder / "run", folder / "held"
+    args = ["--points", "10000", "--steps", str(STEPS), "--log-every", str(LOG_EVERY), "--ckpt-every", "1000"]
+    cmd = held_command("regression", "--run-dir", str(run_dir), "--quiet", *args)
+    env = hold_env(ENV, held, checkpoints=2, chunks=3)
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_held(proc, held)
+        deadline = time.monotonic() + 60  # a few records past the newest checkpoint: what a bad resume would lose
+        while max(r["step"] for r in run_store.read_metrics(run_dir)[0]) <= latest_step(run_dir):
+            assert time.monotonic() < deadline, "no records past the newest checkpoint"
+            time.sleep(0.02)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
     assert run_store.read_status(run_dir)["state"] == "crashed", proc.stderr.read().decode()[-2000:]
     return run_dir
 

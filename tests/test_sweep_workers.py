@@ -20,6 +20,7 @@ import pytest
 from optuna.trial import TrialState
 
 from runstore import run_store
+from tests.fixtures_runs import held_command, hold_env, wait_held
 from training.sweep import study as studies
 from training.sweep.space import parse_space
 from training.tasks import load_task
@@ -37,11 +38,13 @@ def _study(root: Path, name: str, steps: int, trials: int, storage: str = "sqlit
     return url
 
 
-def _worker(root: Path, name: str, url: str) -> subprocess.Popen:
+def _worker(root: Path, name: str, url: str, held: Path | None = None) -> subprocess.Popen:
+    """A worker process; with `held`, it stops between its first trial's first chunks (see fixtures_runs)."""
     argv = ["worker", "--sweep", name, "--storage", url, "--runs-root", str(root), "--wandb", "disabled"]
-    return subprocess.Popen(
-        [sys.executable, "-m", "training", *argv], env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    cmd, env = [sys.executable, "-m", "training", *argv], ENV
+    if held is not None:
+        cmd, env = held_command(*argv), hold_env(ENV, held, chunks=1)
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def test_two_workers_finish_a_12_trial_random_sweep(tmp_path: Path) -> None:
@@ -65,18 +68,15 @@ def test_two_workers_finish_a_12_trial_random_sweep(tmp_path: Path) -> None:
 @pytest.mark.parametrize("storage", ["sqlite", "journal"])
 def test_killed_worker_loses_nothing_and_runs_no_trial_twice(tmp_path: Path, storage: str) -> None:
     """An RDB storage with Optuna's heartbeats, and the journal file (workers on a shared filesystem) with ours."""
-    url = _study(tmp_path, "kill", steps=4000, trials=3, storage=storage)
-    a = _worker(tmp_path, "kill", url)
-    deadline = time.monotonic() + 180
-    # kill -9 once worker A's first trial is training (metrics written), mid-trial
-    while time.monotonic() < deadline:
-        dirs = run_store.run_folders(tmp_path)
-        if dirs and (dirs[0] / "metrics.jsonl").exists() and (dirs[0] / "metrics.jsonl").stat().st_size > 500:
-            break
-        time.sleep(0.2)
-    assert dirs, a.stderr.read() if a.poll() is not None else "worker A never started a trial"
-    a.send_signal(signal.SIGKILL)
-    a.wait()
+    url = _study(tmp_path, "kill", steps=200, trials=3, storage=storage)
+    a = _worker(tmp_path, "kill", url, held=tmp_path / "held")
+    try:  # kill -9 while worker A's first trial is training (two chunks logged of 20), mid-trial
+        wait_held(a, tmp_path / "held")
+    finally:
+        a.send_signal(signal.SIGKILL)
+        a.wait()
+    dirs = run_store.run_folders(tmp_path)
+    assert len(dirs) == 1 and (dirs[0] / "metrics.jsonl").exists()
     killed_dir = dirs[0]
     b = _worker(tmp_path, "kill", url)
     out, err = b.communicate(timeout=500)
