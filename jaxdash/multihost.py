@@ -84,7 +84,8 @@ class Job:
     def lead(self, run: LeadRun) -> None:
         """Process 0: tell the others the run's id, and start watching them."""
         run._attach(self)
-        self.kv.set("run", json.dumps({"id": run.id, "name": run.name, "project": run.project}))
+        self.kv.set("run", json.dumps({"id": run.id, "name": run.name, "project": run.project, "step": run.step,
+                                       "resumed": run.resumed}))  # fmt: skip
 
     def follow(self, config: Mapping[str, Any], runs_root: Path) -> FollowerRun:
         """Any other process: process 0's run, once process 0 made it."""
@@ -179,9 +180,9 @@ class FollowerRun:
         self.id, self.name, self.project = str(doc["id"]), str(doc.get("name") or doc["id"]), doc.get("project") or ""
         self.entity, self.group, self.job_type, self.notes, self.tags = "", "", "", None, ()
         self.dir = RunPath(Path(runs_root) / self.id)  # process 0's folder, where the runs root is shared
-        self.process_index, self.resumed = job.index, False
+        self.process_index, self.resumed = job.index, bool(doc.get("resumed"))
         self.config, self.summary = Config(config), Summary(dict, lambda: None)
-        self._job, self._step, self._calls = job, 0, 0
+        self._job, self._step, self._calls = job, int(doc.get("step") or 0), 0  # a resumed run goes on from there
         self._finished = self._stopped = False
         self._beats = Beats(job.kv, job.index)
 

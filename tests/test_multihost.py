@@ -193,7 +193,7 @@ def _crashed(run_dir: Path) -> dict[str, Any] | None:
 
 def test_init_on_process_0_only_is_one_run_and_never_a_lost_host(tmp_path: Path) -> None:
     """W&B's advice (`if jax.process_index() == 0: wandb.init()`): process 1 never reports, and is not lost."""
-    procs, root = _start_job(tmp_path, GLOBAL="1", ONLY0="1", STEPS="150", JAXDASH_HOST_TIMEOUT_S="0.5")
+    procs, root = _start_job(tmp_path, GLOBAL="1", ONLY0="1", STEPS="100", JAXDASH_HOST_TIMEOUT_S="0.5")
     try:
         for p in procs:
             p.wait(timeout=120)
@@ -204,7 +204,7 @@ def test_init_on_process_0_only_is_one_run_and_never_a_lost_host(tmp_path: Path)
     (run_dir,) = run_store.run_folders(root)
     status = run_store.read_status(run_dir)
     assert status["state"] == "finished" and "lost_host" not in status, status
-    assert [r["step"] for r in rows(run_dir) if "train/loss" in r] == list(range(150))
+    assert [r["step"] for r in rows(run_dir) if "train/loss" in r] == list(range(100))
     assert "sys/host0/cpu_percent" in _keys(run_dir) and not any(k.startswith("sys/host1/") for k in _keys(run_dir))
     shown, _ = hosts.read_hosts(run_dir)
     assert [(h["process"], h["state"], h["seen"]) for h in shown][1] == (1, "unknown", None)
