@@ -221,3 +221,22 @@ def test_a_damaged_hosts_json_is_one_line_on_run_detail(root: Path) -> None:
     assert warning.startswith("hosts.json: not valid JSON") and warning.endswith("the hosts of this run are not shown.")
     assert "\n" not in warning
     assert not at.table and not at.exception
+
+
+def test_a_host_that_stops_beating_is_lost_after_the_timeout(tmp_path: Path) -> None:
+    """The path for a host on another machine (its pid cannot be looked at): no heartbeat for the timeout."""
+    procs, root = _start_job(tmp_path, JAXDASH_HOST_TIMEOUT_S="1.5")
+    try:
+        run_dir = _wait("the run folder", lambda: _run_dir(root), procs, tmp_path)
+        _wait("host 1 running", lambda: [h["state"] for h in hosts.read_hosts(run_dir)[0]] == ["running"] * 2, procs,
+              tmp_path)  # fmt: skip
+        os.kill(procs[1].pid, signal.SIGSTOP)  # alive, silent: as a hung or unreachable machine looks
+        status = _wait("the run crashed", lambda: _crashed(run_dir), procs, tmp_path)
+        assert (
+            status["message"].startswith("Host 1 (process 1 of 2, ") and "no heartbeat for 1.5 s" in status["message"]
+        )
+        assert [h["state"] for h in hosts.read_hosts(run_dir)[0]] == ["running", "crashed"]
+    finally:
+        if procs[1].poll() is None:
+            os.kill(procs[1].pid, signal.SIGCONT)
+        _kill(procs)
