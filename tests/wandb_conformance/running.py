@@ -93,7 +93,9 @@ def python_for(impl: str) -> str:
     return str(venv) if venv.exists() else sys.executable
 
 
-def _env(impl: str, probe: Probe, tmp: Path) -> dict[str, str]:
+def probe_env(impl: str, probe: Probe, tmp: Path) -> dict[str, str]:
+    """The environment a probe runs in: the test's, less its WANDB_/JAXDASH_/TRACKIO_ variables, with offline W&B
+    homes, the runs root (jaxdash) or TRACKIO_DIR (trackio) under `tmp`, and the probe's `# env:`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("WANDB_", "JAXDASH_", "TRACKIO_"))}
     env.pop("PYTHONPATH", None)
     home = tmp / "home"
@@ -115,8 +117,9 @@ def _env(impl: str, probe: Probe, tmp: Path) -> dict[str, str]:
     return env
 
 
-def run_probe(probe: Probe, impl: str, tmp: Path) -> Result:
-    """Run `probe` under `impl` in `tmp` (created) and wait for it and the processes holding its output."""
+def run_probe(probe: Probe, impl: str, tmp: Path, extra_env: dict[str, str] | None = None) -> Result:
+    """Run `probe` under `impl` in `tmp` (created) and wait for it and the processes holding its output;
+    `extra_env` (e.g. a shared W&B service's WANDB_SERVICE) goes on top of its environment."""
     work = tmp / "work"
     work.mkdir(parents=True, exist_ok=True)
     (tmp / "home").mkdir(exist_ok=True)
@@ -129,7 +132,7 @@ def run_probe(probe: Probe, impl: str, tmp: Path) -> Result:
         proc = subprocess.run(
             [python_for(impl), script.name],
             cwd=work,
-            env=_env(impl, probe, tmp),
+            env={**probe_env(impl, probe, tmp), **(extra_env or {})},
             capture_output=True,
             text=True,
             timeout=TIMEOUT_S,
