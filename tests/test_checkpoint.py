@@ -19,7 +19,7 @@ import pytest
 from tensorboard.backend.event_processing import event_accumulator as ea
 
 from runstore import run_store
-from tests.fixtures_runs import held_command, hold_env, wait_held
+from tests.fixtures_runs import hold_env, wait_held
 from tests.test_data import write_idx_dataset
 from training.errors import CannotResume
 from training.runs.checkpoint import Checkpointer, checkpoint_steps, latest_step, resume_point, truncate_metrics
@@ -114,7 +114,18 @@ def test_killed_run_resumes_from_its_last_checkpoint(runs_root, tmp_path):
     args += ["--optimizer", "adam", "--lr", "0.01"]
     run_dir, held = runs_root / "killed", tmp_path / "held"
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    cmd = held_command("regression", "--run-dir", str(run_dir), "--wandb", "disabled", "--quiet", *args)
+    cmd = [
+        sys.executable,
+        "-m",
+        "training",
+        "regression",
+        "--run-dir",
+        str(run_dir),
+        "--wandb",
+        "disabled",
+        "--quiet",
+        *args,
+    ]
     proc = subprocess.Popen(
         cmd,
         cwd=ROOT,

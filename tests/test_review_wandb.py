@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from runstore import run_store
-from tests.fixtures_runs import held_command, hold_env, wait_held
+from tests.fixtures_runs import hold_env, wait_held
 from training.runs.checkpoint import checkpoint_steps
 from training.writers.wandb.writer import WandbWriter
 
@@ -64,7 +64,7 @@ def test_kill_and_resume_without_the_environment_stay_one_wandb_run(tmp_path: Pa
     started = _env(tmp_path, WANDB_PROJECT="proj-a", WANDB_RUN_GROUP="grp-a", WANDB_DIR=str(wandb_dir))
     held = tmp_path / "held"
     args = ["--points", "1000", "--steps", "4000", "--log-every", "100", "--ckpt-every", "500", "--quiet"]
-    cmd = held_command("regression", "--run-dir", str(run_dir), *args)
+    cmd = [sys.executable, "-m", "training", "regression", "--run-dir", str(run_dir), *args]
     env = hold_env(started, held, checkpoints=2, pace=1.0)  # past two checkpoints, a chunk a second
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     wait_held(proc, held)

@@ -16,7 +16,7 @@ import pytest
 from tensorboard.backend.event_processing import event_accumulator as ea
 
 from runstore import run_store
-from tests.fixtures_runs import held_command, hold_env, wait_held
+from tests.fixtures_runs import hold_env, wait_held
 from training.runs.checkpoint import checkpoint_steps, latest_step, resume_point
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,7 +30,7 @@ def killed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("killed")
     run_dir, held = folder / "run", folder / "held"
     args = ["--points", "10000", "--steps", str(STEPS), "--log-every", str(LOG_EVERY), "--ckpt-every", "1000"]
-    cmd = held_command("regression", "--run-dir", str(run_dir), "--quiet", *args)
+    cmd = [sys.executable, "-m", "training", "regression", "--run-dir", str(run_dir), "--quiet", *args]
     env = hold_env(ENV, held, checkpoints=2, chunks=3)
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:

@@ -20,7 +20,7 @@ import pytest
 from optuna.trial import TrialState
 
 from runstore import run_store
-from tests.fixtures_runs import held_command, hold_env, wait_held
+from tests.fixtures_runs import hold_env, wait_held
 from training.sweep import study as studies
 from training.sweep.space import parse_space
 from training.tasks import load_task
@@ -41,10 +41,10 @@ def _study(root: Path, name: str, steps: int, trials: int, storage: str = "sqlit
 def _worker(root: Path, name: str, url: str, held: Path | None = None) -> subprocess.Popen:
     """A worker process; with `held`, it stops between its first trial's first chunks (see fixtures_runs)."""
     argv = ["worker", "--sweep", name, "--storage", url, "--runs-root", str(root), "--wandb", "disabled"]
-    cmd, env = [sys.executable, "-m", "training", *argv], ENV
-    if held is not None:
-        cmd, env = held_command(*argv), hold_env(ENV, held, chunks=1)
-    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    env = ENV if held is None else hold_env(ENV, held, chunks=1)
+    return subprocess.Popen(
+        [sys.executable, "-m", "training", *argv], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 def test_two_workers_finish_a_12_trial_random_sweep(tmp_path: Path) -> None:
