@@ -22,6 +22,10 @@ import os
 import subprocess
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # children load this module at start (hold_site): no pytest import there
+    import pytest
 
 HOLD_ENV = "JAXDASH_TEST_HOLD"  # "<checkpoints>:<chunks>:<pace>:<held file>"
 _ROOT = Path(__file__).resolve().parents[1]
@@ -83,3 +87,10 @@ def install_hold(spec: str) -> None:
         return True
 
     run_store.stop_requested = stop_requested
+
+
+def hold_children(monkeypatch: pytest.MonkeyPatch, held: Path, **hold: float) -> None:
+    """Hold the training processes this test starts through the page's launcher (they inherit os.environ)."""
+    env = hold_env(dict(os.environ), held, **hold)
+    for key in (HOLD_ENV, "PYTHONPATH"):
+        monkeypatch.setenv(key, env[key])

@@ -15,6 +15,7 @@ from dashboard.processes import launcher
 from runstore import launch_files, run_store
 from tests.apptest_pages import app, fake_run, wait_status
 from tests.chart_elements import charts, trace_lengths, trace_values
+from tests.fixtures_runs import hold_children, wait_held
 from training.config import parse_config
 
 # -- history, compare, detail (run dirs written by hand) ------------------------------------------------
@@ -109,11 +110,15 @@ def test_resume_button_only_for_stopped_or_crashed_runs_with_a_checkpoint(root: 
     assert all(b.key != "detail_resume" for b in app("views/detail.py", run=finished.name).button)
 
 
-def test_resume_button_continues_a_stopped_run_in_a_new_process(root: Path) -> None:
-    cfg = parse_config("regression", {"steps": 20000, "log_every": 100})
+def test_resume_button_continues_a_stopped_run_in_a_new_process(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hold_children(monkeypatch, tmp_path / "held", chunks=2)  # the run waits after 3 chunks for the stop
+    cfg = parse_config("regression", {"steps": 2000, "log_every": 100})
     run_dir = launcher.launch("regression", cfg, name="to-resume", wandb_mode="disabled")
     first_pid = launch_files.launch_info(run_dir)["pid"]
-    wait_status(run_dir, ("running",), min_step=1)
+    wait_held(None, tmp_path / "held")
+    assert run_store.read_status(run_dir)["state"] == "running"
     launcher.stop(run_dir)
     stopped = wait_status(run_dir, ("stopped", "finished", "failed", "crashed"), timeout=60)
     assert stopped["state"] == "stopped" and launcher.has_checkpoint(run_dir), stopped
@@ -129,6 +134,6 @@ def test_resume_button_continues_a_stopped_run_in_a_new_process(root: Path) -> N
     status = wait_status(run_dir, ("finished", "failed", "crashed", "stopped"))
     assert status["state"] == "finished" and status["resumed_from"] > 0 and status["pid"] == resume["pid"], status
     steps = [r["step"] for r in run_store.read_metrics(run_dir)[0]]
-    assert steps == sorted(set(steps)) and steps[-1] == 20000  # continued, nothing logged twice
+    assert steps == sorted(set(steps)) and steps[-1] == 2000  # continued, nothing logged twice
     at = app("views/live.py", run=run_dir.name)
     assert all(b.key != "resume_run" for b in at.button)
