@@ -33,6 +33,7 @@ from dashboard.panels import (
     run_files_panel,
     run_sections,
     safe_text,
+    text_panel,
     wandb_run_panel,
 )
 from runstore import artifacts, launch_files, run_store, wandb_reads
@@ -70,6 +71,7 @@ def results(run: run_store.RunInfo, records: MetricTable, fed: bool = False, def
     pbt_panels.member_panel(run, records, f"detail_pbt_{run.run_id}")  # PBT: its lr and copies
     media_panels.media_section(run.path, records, f"detail_media_{run.run_id}")  # the run's own figures, images, tables
     histogram_panel.section(run.path, f"detail_hist_{run.run_id}", defs)  # wandb.Histogram: per step, over steps
+    text_panel.section(run.path, defs)  # strings logged: step -> text
     report, problem = artifacts.classification(run.path)
     if problem:
         st.warning(f"artifacts/tables/{problem}; not shown.")

@@ -1,0 +1,40 @@
+"""Strings a run logged (`wandb.log({"phase": "warmup"})`, kept by W&B in its history): a table of step -> text
+per key, as W&B's run page lists a string key's values.
+
+Read through runstore.media_store (artifacts/texts/<key>.jsonl, written by the client); the texts are shown
+as plain table cells, never as markdown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from runstore import media_store, wandb_reads
+
+MAX_ROWS = 1000  # the newest steps of a key shown (a string logged every step of a long run)
+
+
+def section(run_dir: Path, defs: Mapping[str, Mapping[str, Any]] | None = None) -> int:
+    """Every text key of the run under one heading (nothing when there is none); returns how many.
+
+    defs: the run's define_metric definitions; a key defined hidden is not shown.
+    """
+    found = {
+        tag: lines
+        for tag, lines in media_store.texts(Path(run_dir)).items()
+        if lines and not wandb_reads.definition(defs or {}, tag).get("hidden")
+    }
+    if not found:
+        return 0
+    st.subheader("Text", divider="gray")
+    for tag, lines in found.items():
+        shown = lines[-MAX_ROWS:]
+        st.text(tag if len(shown) == len(lines) else f"{tag} (the newest {MAX_ROWS} of {len(lines)} steps)")
+        frame = pd.DataFrame(shown, columns=["step", tag])
+        st.dataframe(frame, hide_index=True)
+    return len(found)

@@ -1,0 +1,53 @@
+"""Strings a W&B script logs (`wandb.log({"phase": "warmup"})`, kept by W&B in its history) are kept every step
+and listed on Run detail as a table of step -> text, never rendered as markdown.
+
+The run folder comes from a real subprocess (`import jaxdash as wandb`); the page is driven with AppTest."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from runstore import media_store
+from tests.apptest_pages import app
+from tests.test_run_detail_wandb import run_script
+
+SCRIPT = """
+import jaxdash as wandb
+
+run = wandb.init(project="texts")
+for i, phase in enumerate(["warmup", "train", "**bold** ![x](http://example.invalid/x.png)"]):
+    run.log({"phase": phase, "loss": 1.0 / (i + 1), "eval": {"note": f"note {i}"}})
+run.finish()
+"""
+
+
+@pytest.fixture(scope="module")
+def logged(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The run folder the script above wrote."""
+    base = tmp_path_factory.mktemp("texts")
+    (root := base / "runs").mkdir()
+    (run_dir,) = run_script(root, base / "work", SCRIPT)
+    return run_dir
+
+
+def test_strings_are_kept_every_step_with_the_summarys_last(logged: Path) -> None:
+    found = media_store.texts(logged)
+    phases = ["warmup", "train", "**bold** ![x](http://example.invalid/x.png)"]
+    assert found["phase"] == list(enumerate(phases))
+    assert found["eval.note"] == [(i, f"note {i}") for i in range(3)]  # W&B's key of a nested dict
+    summary = (logged / "summary.json").read_text()
+    assert '"phase": "**bold**' in summary and '"eval.note": "note 2"' in summary
+
+
+def test_run_detail_lists_each_text_key_by_step_as_plain_text(logged: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JAXDASH_RUNS", str(logged.parent))
+    at = app("views/detail.py", run=logged.name)
+    assert "Text" in [h.value for h in at.subheader]
+    frames = {tuple(d.value.columns): d.value for d in at.dataframe}
+    phase = frames[("step", "phase")]
+    assert list(phase["step"]) == [0, 1, 2] and phase["phase"][2].startswith("**bold**")
+    assert list(frames[("step", "eval.note")]["eval.note"]) == ["note 0", "note 1", "note 2"]
+    shown = " ".join(m.value for m in at.markdown) + " ".join(c.value for c in at.caption)
+    assert "example.invalid" not in shown, "a logged string reached markdown"
