@@ -100,7 +100,9 @@ class Job:
         while (value := self.kv.get(f"stop/{call}", 1.0)) is None:
             if self.kv.try_get("ended") is not None:
                 return True
-        if self.kv.increment(f"acks/{call}") >= self.count - 1:  # the last to read it clears it
+        if self.count == 2:
+            self.kv.delete(f"stop/{call}")  # its only reader
+        elif self.kv.increment(f"acks/{call}") >= self.count - 1:  # the last to read it clears it
             self.kv.delete(f"stop/{call}")
             self.kv.delete(f"acks/{call}")
         return value == "1"
