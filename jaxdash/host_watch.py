@@ -1,6 +1,6 @@
 """Heartbeats and system metrics of a multi-host run's processes (`jaxdash.multihost`).
 
-Every process samples its own CPU and memory (`training.engine.system.SystemMetrics`) once a
+Every process samples its own CPU and memory (as the engine's `sys/*`) once a
 heartbeat (BEAT_S, $JAXDASH_HEARTBEAT_S). The other processes put theirs into JAX's coordination
 service (the key-value store `jax.distributed` runs in process 0, the one Orbax's multi-process
 checkpoints use), so no shared filesystem is needed for them. Process 0's `Hub` reads them, writes
@@ -53,16 +53,39 @@ def lost_s() -> float:
 
 
 class Sampler:
-    """This process's system metrics, without the "sys/" prefix ({"cpu_percent", "rss_mb", ...})."""
+    """This process's system metrics as the engine names them less "sys/": cpu_percent (since the previous
+    sample), rss_mb, and accel_mem_mb where JAX reports device memory (GPU, TPU)."""
 
     def __init__(self) -> None:
-        from training.engine.system import SystemMetrics
+        import psutil
 
-        self._metrics = SystemMetrics()  # built here, on the main thread (it asks JAX for the device once)
+        self._process = psutil.Process()
+        self._process.cpu_percent(None)  # starts psutil's CPU-time window
+        self._device: Any = None
+        self._looked = False
 
     def sample(self) -> dict[str, float]:
-        """One sample; CPU use is since the previous one."""
-        return {k.split("/", 1)[1]: float(v) for k, v in self._metrics.sample().items()}
+        """One sample; never starts JAX's backend (the script's settings come first), only reads it once started."""
+        out = {"cpu_percent": float(self._process.cpu_percent(None)), "rss_mb": self._process.memory_info().rss / 2**20}
+        device = self._accelerator()
+        if device is not None:
+            out["accel_mem_mb"] = (device.memory_stats() or {}).get("bytes_in_use", 0) / 2**20
+        return out
+
+    def _accelerator(self) -> Any:
+        if not self._looked:
+            try:
+                from jax._src import xla_bridge
+
+                if xla_bridge.backends_are_initialized():
+                    self._looked = True
+                    import jax
+
+                    device = jax.local_devices()[0]
+                    self._device = device if device.memory_stats() else None  # the CPU backend reports none
+            except Exception:  # noqa: BLE001 - no device memory on this backend or JAX version
+                self._looked, self._device = True, None
+        return self._device
 
 
 def own_record(process: int, sampler: Sampler, state: str = "running", message: str | None = None) -> dict[str, Any]:
