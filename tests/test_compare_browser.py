@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from dashboard.server.serve import CHROMIUM, CHROMIUM_ARGS, Server, start_server
+from dashboard.server.serve import Server
 from runstore import run_notes, run_store
 from tests.apptest_pages import fake_population, fake_run
 
-playwright = pytest.importorskip("playwright.sync_api")
-pytestmark = [pytest.mark.browser, pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")]
+pytest.importorskip("playwright.sync_api")
+pytestmark = pytest.mark.browser
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 # Names of every trace with points, per plotly chart on the page.
 TRACES_JS = (
@@ -23,106 +23,79 @@ TRACES_JS = (
 )
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[tuple[Server, Path]]:
-    runs = tmp_path / "runs"
-    runs.mkdir()
-    srv = start_server(runs, tmp_path / "streamlit.log", env={"WANDB_MODE": "offline", "JAXDASH_WARM_WORKER": "0"})
-    yield srv, runs
-    srv.stop()
-
-
-def test_compare_grid_band_differs_and_parallel_coordinates(server: tuple[Server, Path]) -> None:
+def test_compare_grid_band_differs_and_parallel_coordinates(server: tuple[Server, Path], tab: Any) -> None:
     srv, runs = server
     single = fake_run(runs, "regression", "finished", name="single", config={"lr": 0.05})
     pop = fake_population(runs, "regression")
     ids = ",".join([single.name, *(d.name for d in pop)])
     ARTIFACTS.mkdir(exist_ok=True)
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1600})
-        try:
-            page.goto(f"{srv.url}/runs?compare={ids}")
-            page.wait_for_function(
-                f"(() => {{ const c = {TRACES_JS}; return c.length >= 1 && c[0].length >= 21; }})()", timeout=90_000
-            )
-            assert page.get_by_text("What differs").count() == 1
-            assert page.locator(".js-plotly-plot .parcoords").count() == 0, "7 runs: drawn when asked"
-            page.get_by_text("Parallel coordinates", exact=True).click()
-            page.locator(".js-plotly-plot .parcoords").first.wait_for(timeout=30_000)
-            page.get_by_text("mean, min-max band").click()
-            page.wait_for_function(f"{TRACES_JS}[0].some(n => n.includes('(mean of 6)'))", timeout=30_000)
-            page.screenshot(path=str(ARTIFACTS / "compare.png"), full_page=True)
-        finally:
-            browser.close()
+    page = tab
+    page.set_viewport_size({"width": 1400, "height": 1600})
+    page.goto(f"{srv.url}/runs?compare={ids}")
+    page.wait_for_function(
+        f"(() => {{ const c = {TRACES_JS}; return c.length >= 1 && c[0].length >= 21; }})()", timeout=90_000
+    )
+    assert page.get_by_text("What differs").count() == 1
+    assert page.locator(".js-plotly-plot .parcoords").count() == 0, "7 runs: drawn when asked"
+    page.get_by_text("Parallel coordinates", exact=True).click()
+    page.locator(".js-plotly-plot .parcoords").first.wait_for(timeout=30_000)
+    page.get_by_text("mean, min-max band").click()
+    page.wait_for_function(f"{TRACES_JS}[0].some(n => n.includes('(mean of 6)'))", timeout=30_000)
+    page.screenshot(path=str(ARTIFACTS / "compare.png"), full_page=True)
 
 
-def test_search_filters_and_notes_survive_a_reload(server: tuple[Server, Path]) -> None:
+def test_search_filters_and_notes_survive_a_reload(server: tuple[Server, Path], tab: Any) -> None:
     srv, runs = server
     keep = fake_run(runs, "regression", "finished", name="keep-me")
     fake_run(runs, "mnist", "failed", name="other", message="no data")
     run_notes.save(keep, "Kept run", ["winner"], "note text", {})
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        try:
-            page.goto(f"{srv.url}/runs")
-            search = page.get_by_placeholder("name, settings, notes…")
-            search.wait_for(timeout=60_000)
-            search.fill("winner")
-            search.press("Enter")
-            page.get_by_text("1 of 2 runs match.").wait_for(timeout=30_000)
-            page.reload()  # notes live in the run folder: a reload shows them
-            page.get_by_placeholder("name, settings, notes…").fill("Kept")
-            page.get_by_placeholder("name, settings, notes…").press("Enter")
-            page.get_by_text("1 of 2 runs match.").wait_for(timeout=30_000)
-        finally:
-            browser.close()
+    page = tab
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    page.goto(f"{srv.url}/runs")
+    search = page.get_by_placeholder("name, settings, notes…")
+    search.wait_for(timeout=60_000)
+    search.fill("winner")
+    search.press("Enter")
+    page.get_by_text("1 of 2 runs match.").wait_for(timeout=30_000)
+    page.reload()  # notes live in the run folder: a reload shows them
+    page.get_by_placeholder("name, settings, notes…").fill("Kept")
+    page.get_by_placeholder("name, settings, notes…").press("Enter")
+    page.get_by_text("1 of 2 runs match.").wait_for(timeout=30_000)
 
 
-def test_run_page_shows_its_output_and_system_metrics_while_running(server: tuple[Server, Path]) -> None:
+def test_run_page_shows_its_output_and_system_metrics_while_running(server: tuple[Server, Path], tab: Any) -> None:
     srv, runs = server
     d = fake_run(runs, "regression", "running", pid=os.getpid(), name="sys")
     recs = [{"step": 600 + i, "wall": 60.0 + i, "ts": time.time(), "sys/rss_mb": 512.0 + i} for i in range(3)]
     run_store.append_metrics(d, recs)
     (d / "process.log").write_text("first line of output\n")
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 2000})
-        try:
-            page.goto(f"{srv.url}/detail?run={d.name}")
-            page.get_by_text("first line of output").wait_for(timeout=60_000)
-            with open(d / "process.log", "a") as f:
-                f.write("a line written later\n")
-            page.get_by_text("a line written later").wait_for(timeout=15_000)  # refreshed, no reload
-            page.locator(".jaxdash-chart").last.scroll_into_view_if_needed()  # the grids draw once in view
-            page.wait_for_function(
-                f"{TRACES_JS}.some(c => c.length > 0) && document.body.innerText.includes('sys/rss_mb')", timeout=30_000
-            )
-            page.screenshot(path=str(ARTIFACTS / "detail_sys_log.png"), full_page=True)
-            run_store.write_status(d, state="finished", ended=time.time())
-        finally:
-            browser.close()
+    page = tab
+    page.set_viewport_size({"width": 1400, "height": 2000})
+    page.goto(f"{srv.url}/detail?run={d.name}")
+    page.get_by_text("first line of output").wait_for(timeout=60_000)
+    with open(d / "process.log", "a") as f:
+        f.write("a line written later\n")
+    page.get_by_text("a line written later").wait_for(timeout=15_000)  # refreshed, no reload
+    page.locator(".jaxdash-chart").last.scroll_into_view_if_needed()  # the grids draw once in view
+    page.wait_for_function(
+        f"{TRACES_JS}.some(c => c.length > 0) && document.body.innerText.includes('sys/rss_mb')", timeout=30_000
+    )
+    page.screenshot(path=str(ARTIFACTS / "detail_sys_log.png"), full_page=True)
+    run_store.write_status(d, state="finished", ended=time.time())
 
 
-def test_run_detail_draws_its_metric_grids_when_they_scroll_into_view(server: tuple[Server, Path]) -> None:
+def test_run_detail_draws_its_metric_grids_when_they_scroll_into_view(server: tuple[Server, Path], tab: Any) -> None:
     """Below the run's own panels, the all-metrics grids cost a fresh tab nothing until scrolled to."""
     srv, runs = server
     d = fake_run(runs, "regression", "finished", name="lazy")
     recs = [{"step": 600 + i, "wall": 60.0 + i, "ts": time.time(), "sys/rss_mb": 512.0 + i} for i in range(3)]
     run_store.append_metrics(d, recs)
     points = "Array.from(document.querySelectorAll('.jaxdash-chart')).map(g => (g._fullData || []).length)"
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 700})
-        try:
-            page.goto(f"{srv.url}/detail?run={d.name}")
-            page.wait_for_function(
-                f"(() => {{ const c = {points}; return c.length >= 3 && c[0] > 0; }})()", timeout=60_000
-            )
-            time.sleep(1.0)
-            assert page.evaluate(points)[-1] == 0, "the system grid, a screen below, was drawn without being seen"
-            page.locator(".jaxdash-chart").last.scroll_into_view_if_needed()
-            page.wait_for_function(f"{points}.every(n => n > 0)", timeout=15_000)
-        finally:
-            browser.close()
+    page = tab
+    page.set_viewport_size({"width": 1400, "height": 700})
+    page.goto(f"{srv.url}/detail?run={d.name}")
+    page.wait_for_function(f"(() => {{ const c = {points}; return c.length >= 3 && c[0] > 0; }})()", timeout=60_000)
+    time.sleep(1.0)
+    assert page.evaluate(points)[-1] == 0, "the system grid, a screen below, was drawn without being seen"
+    page.locator(".jaxdash-chart").last.scroll_into_view_if_needed()
+    page.wait_for_function(f"{points}.every(n => n > 0)", timeout=15_000)

@@ -107,3 +107,38 @@ def test_live_charts_plotly_bundle_is_the_plotly_packages_version() -> None:
 
     header = (inplace_chart.VENDOR / "plotly-basic.min.js").read_text()[:200]
     assert f"plotly.js (basic - minified) v{get_plotlyjs_version()}" in header
+
+
+def test_run_detail_builds_a_training_runs_metric_grids_anew_every_30_s_and_every_run_once_it_ended(
+    runs_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """run_sections.GRID_REFRESH_S on a fake clock (the page's live_chart reads time.monotonic): Run detail's
+    reruns while its run trains send the grids kept, until they are 30 s old; once it ended, each run builds them.
+    End to end in Chromium: test_live_feed.py::test_run_detail_redraws_a_training_run_grids_only_every_30_s_or_when_it_ends."""
+    from types import SimpleNamespace
+
+    from components import compare_figures
+    from dashboard.panels import panels
+    from tests.apptest_pages import app, fake_run
+
+    monkeypatch.setenv("JAXDASH_WARM_WORKER", "0")
+    now = [1000.0]
+    monkeypatch.setattr(panels, "time", SimpleNamespace(monotonic=lambda: now[0], time=time.time))
+    built = []
+    grid = compare_figures.metric_grid
+    monkeypatch.setattr(compare_figures, "metric_grid", lambda *a, **k: built.append(now[0]) or grid(*a, **k))
+    run = fake_run(runs_root, "regression", "running", pid=os.getpid())
+    at = app("views/detail.py", run=run.name)
+    first = len(built)
+    assert first >= 1, "no metric grid built"
+    for later in (10.0, 29.0):  # reruns while it trains: the grids kept
+        now[0] = 1000.0 + later
+        at.run()
+        assert len(built) == first, f"the grids were built anew {later:.0f} s after the last build"
+    now[0] = 1031.0
+    at.run()
+    assert len(built) == 2 * first  # 30 s old: built anew
+    run_store.write_status(run, state="finished", ended=time.time())
+    for _ in range(2):  # it ended: every run builds them (max_age 0)
+        at.run()
+    assert len(built) == 4 * first

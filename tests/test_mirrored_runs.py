@@ -11,52 +11,34 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tensorboardX import SummaryWriter
 
 from dashboard.processes.tensorboard_server import start_tensorboard
-from dashboard.server.serve import CHROMIUM, CHROMIUM_ARGS, Server, start_server
+from dashboard.server.serve import Server, start_server
 from runstore import run_store, tb_logdir
 from tests import client_scripts
 from tests.apptest_pages import fake_run
 
-playwright = pytest.importorskip("playwright.sync_api")
-browser = [pytest.mark.browser, pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")]
+pytest.importorskip("playwright.sync_api")
 # Points drawn per plotly chart on the page.
 DRAWN_JS = "Array.from(document.querySelectorAll('.js-plotly-plot')).map(g => (g.calcdata || []).length)"
 BROKEN = ("BidiComponentInvalidIdError", "delimiter sequence", "Traceback", "Something went wrong")
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[tuple[Server, Path]]:
-    """The dashboard on a free port, with its own runs root and W&B off."""
-    runs = tmp_path / "runs"
-    runs.mkdir()
-    srv = start_server(runs, tmp_path / "streamlit.log", env={"WANDB_MODE": "disabled", "JAXDASH_WARM_WORKER": "0"})
-    yield srv, runs
-    srv.stop()
-
-
-@browser[0]
-@browser[1]
-def test_a_run_id_with_double_underscore_opens_live_and_run_detail(server: tuple[Server, Path]) -> None:
+@pytest.mark.browser
+def test_a_run_id_with_double_underscore_opens_live_and_run_detail(server: tuple[Server, Path], tab: Any) -> None:
     srv, runs = server
     run = fake_run(runs, "regression", "finished", name="adam__lr1e-3")
     assert "__" in run.name
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            for path in ("live", "detail"):
-                page.goto(f"{srv.url}/{path}?run={run.name}")
-                page.wait_for_function(f"{DRAWN_JS}.some(n => n > 0)", timeout=60_000, polling=100)
-                body = page.inner_text("body")
-                assert not any(b in body for b in BROKEN), (path, body[:2000])
-        finally:
-            browser.close()
+    for path in ("live", "detail"):
+        tab.goto(f"{srv.url}/{path}?run={run.name}")
+        tab.wait_for_function(f"{DRAWN_JS}.some(n => n > 0)", timeout=60_000, polling=100)
+        body = tab.inner_text("body")
+        assert not any(b in body for b in BROKEN), (path, body[:2000])
 
 
 TAGS = ["loss", "other", "first_only"]
@@ -155,9 +137,9 @@ IDLE_JS = "() => !document.querySelector('[data-testid=stStatusWidget]')"
 OUR_TASKS_ONLY = ("compile time", "starting…", "Process output", "No confusion matrix yet", "mode: unknown")
 
 
-@browser[0]
-@browser[1]
-def test_runs_we_do_not_own_offer_no_stop_and_no_texts_of_our_tasks(tmp_path: Path) -> None:
+@pytest.mark.browser
+def test_runs_we_do_not_own_offer_no_stop_and_no_texts_of_our_tasks(tmp_path: Path, tab: Any) -> None:
+    """A server of its own: it reads a TensorBoard logdir ($JAXDASH_LOGDIR)."""
     runs, logs = tmp_path / "runs", tmp_path / "logs"
     done = subprocess.run([sys.executable, "-c", CLIENT], env=client_scripts.script_env(runs), timeout=120)
     assert done.returncode == 0
@@ -169,26 +151,23 @@ def test_runs_we_do_not_own_offer_no_stop_and_no_texts_of_our_tasks(tmp_path: Pa
     srv = start_server(runs, tmp_path / "streamlit.log", env=env)
     try:
         assert writer.stdout is not None and writer.stdout.readline().strip() == "written"
-        with playwright.sync_playwright() as p:
-            chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            page = chromium.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(f"{srv.url}/live?run=w1")  # its writer is alive: the run is running
-            page.get_by_text("No Stop: a TensorBoard log's writer is not ours to stop", exact=False).wait_for(
-                timeout=60_000
-            )
-            assert page.get_by_role("button", name="Stop").count() == 0
-            for path in ("live", "detail"):
-                page.goto(f"{srv.url}/{path}?run={client_run}")
-                page.get_by_text("step_loss").first.wait_for(timeout=60_000)
-                page.wait_for_function(IDLE_JS, timeout=60_000, polling=100)
-                body = page.inner_text("body")
-                assert not [t for t in OUR_TASKS_ONLY if t in body], (path, body[:3000])
-            page.goto(f"{srv.url}/detail?run=w1")
-            page.get_by_text("Weights & Biases").first.wait_for(timeout=60_000)
+        page = tab
+        page.goto(f"{srv.url}/live?run=w1")  # its writer is alive: the run is running
+        page.get_by_text("No Stop: a TensorBoard log's writer is not ours to stop", exact=False).wait_for(
+            timeout=60_000
+        )
+        assert page.get_by_role("button", name="Stop").count() == 0
+        for path in ("live", "detail"):
+            page.goto(f"{srv.url}/{path}?run={client_run}")
+            page.get_by_text("step_loss").first.wait_for(timeout=60_000)
             page.wait_for_function(IDLE_JS, timeout=60_000, polling=100)
             body = page.inner_text("body")
-            assert not [t for t in OUR_TASKS_ONLY if t in body], ("detail w1", body[:3000])
-            chromium.close()
+            assert not [t for t in OUR_TASKS_ONLY if t in body], (path, body[:3000])
+        page.goto(f"{srv.url}/detail?run=w1")
+        page.get_by_text("Weights & Biases").first.wait_for(timeout=60_000)
+        page.wait_for_function(IDLE_JS, timeout=60_000, polling=100)
+        body = page.inner_text("body")
+        assert not [t for t in OUR_TASKS_ONLY if t in body], ("detail w1", body[:3000])
     finally:
         srv.stop()
         writer.communicate("\n", timeout=30)

@@ -17,6 +17,10 @@ import pytest
 from dashboard.panels import chart_feed, refresh_trigger
 
 pytestmark = pytest.mark.browser
+# The rules, in the page's milliseconds (the modules' constants are what the pages send; these are what they must be).
+POLL_MS = 250  # a run's changes show within a quarter of a second
+STEADY_POLL_MS = 2_000  # a run writing all the time is asked every 2 s
+GAP_MS = 500  # the Live panel reruns at most twice a second
 
 # Stand-ins for the server: window.__sig is every run's change signature ("EVENTS.STREAMS"); each poll
 # is noted in window.__polls, each rerun the trigger asks for in window.__reruns (page times, ms).
@@ -97,7 +101,7 @@ def test_a_run_that_writes_nothing_is_polled_every_250_ms_and_never_reruns_the_p
     clock_page.evaluate(_mount_js())
     clock_page.clock.run_for(10_000)
     polls = clock_page.evaluate("window.__polls")
-    assert len(polls) in (39, 40, 41) and set(_gaps(polls)) == {refresh_trigger.POLL_MS}, _gaps(polls)
+    assert len(polls) in (39, 40, 41) and set(_gaps(polls)) == {POLL_MS}, _gaps(polls)
     assert clock_page.evaluate("window.__reruns") == []
     # the first answer tells the charts to fetch what came since their figure was built; then nothing
     assert [t for t, _ in clock_page.evaluate("window.__events") if t > polls[0]] == []
@@ -124,12 +128,12 @@ def test_news_reruns_the_page_at_the_next_poll_and_never_twice_within_the_gap(cl
     t_news = clock_page.evaluate("performance.now()")
     clock_page.clock.run_for(300)
     reruns = clock_page.evaluate("window.__reruns")
-    assert len(reruns) == 1 and 0 < reruns[0][0] - t_news <= refresh_trigger.POLL_MS, (t_news, reruns)
+    assert len(reruns) == 1 and 0 < reruns[0][0] - t_news <= POLL_MS, (t_news, reruns)
     clock_page.evaluate(_mount_js(seen="e1.s0"))  # the rerun drew at once
     clock_page.evaluate("window.__sig = 'e2.s0'")  # and another state came
     clock_page.clock.run_for(refresh_trigger.GAP_MS + refresh_trigger.POLL_MS)
     reruns = clock_page.evaluate("window.__reruns")
-    assert len(reruns) == 2 and reruns[1][0] - reruns[0][0] >= refresh_trigger.GAP_MS, reruns
+    assert len(reruns) == 2 and reruns[1][0] - reruns[0][0] >= GAP_MS, reruns
 
 
 @pytest.mark.parametrize(("page", "stream_gap_ms"), [("Runs", 15_000), ("Run detail", 20_000)])
@@ -155,7 +159,7 @@ def test_records_rerun_a_page_once_its_stream_gap_passed_and_a_new_state_at_once
     t_state = clock_page.evaluate("performance.now()")
     clock_page.clock.run_for(2_000)
     reruns = clock_page.evaluate("window.__reruns")
-    assert len(reruns) == 3 and reruns[2][0] - t_state <= refresh_trigger.STEADY_POLL_MS, reruns
+    assert len(reruns) == 3 and reruns[2][0] - t_state <= STEADY_POLL_MS, reruns
 
 
 def test_a_steady_writer_is_polled_every_2_s_and_at_250_ms_again_after_a_pause(clock_page: Any) -> None:
@@ -163,7 +167,7 @@ def test_a_steady_writer_is_polled_every_2_s_and_at_250_ms_again_after_a_pause(c
     clock_page.clock.run_for(1_000)
     _writes(clock_page, 100, 10_000)  # a record every 0.1 s: news at every poll
     polls = clock_page.evaluate("window.__polls")
-    assert _gaps(polls[-4:]) == [refresh_trigger.STEADY_POLL_MS] * 3, _gaps(polls)
+    assert _gaps(polls[-4:]) == [STEADY_POLL_MS] * 3, _gaps(polls)
     events = clock_page.evaluate("window.__events")
     assert events[0][1] == {"steady": False, "resumed": False} and events[-1][1] == {"steady": True, "resumed": False}
     # A pause: the poll asked 2 s later has no news, so the one after it (2 s on) is asked 250 ms later again.
@@ -171,7 +175,7 @@ def test_a_steady_writer_is_polled_every_2_s_and_at_250_ms_again_after_a_pause(c
     t_write = clock_page.evaluate("performance.now()")
     _writes(clock_page, 250, 1_000)
     after = [t for t in clock_page.evaluate("window.__polls") if t > t_write]
-    assert set(_gaps(after)) == {refresh_trigger.POLL_MS}, _gaps(after)  # back at the full rate
+    assert set(_gaps(after)) == {POLL_MS}, _gaps(after)  # back at the full rate
     news = [d for t, d in clock_page.evaluate("window.__events") if t > t_write]
     assert news[0] == {"steady": False, "resumed": True}, news  # the charts draw it at once
 

@@ -200,29 +200,20 @@ def test_delete_removes_a_damaged_run_but_refuses_links_and_outside_folders(runs
 # -- the same folders in a real browser ------------------------------------------------------------
 
 
-@pytest.mark.browser
-def test_every_page_in_chromium_with_damaged_runs(runs, tmp_path: Path) -> None:
-    playwright = pytest.importorskip("playwright.sync_api")
-    from dashboard.server.serve import CHROMIUM, CHROMIUM_ARGS, start_server
+IDLE_JS = "() => !document.querySelector('[data-testid=stStatusWidget]')"  # no script run under way
 
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"no Chromium at {CHROMIUM}")
-    root, good, damaged = runs
-    srv = start_server(root, tmp_path / "streamlit.log", env={"WANDB_MODE": "offline", "JAXDASH_WARM_WORKER": "0"})
+
+@pytest.mark.browser
+def test_every_page_in_chromium_with_damaged_runs(server, tab) -> None:  # noqa: ANN001
+    srv, root = server
+    good, damaged = build(root)  # in the session server's runs root (emptied again after the test)
     picks = [damaged[k] for k in ("cfg-created-str", "cfg-config-null", "status-list", "no-config", "cfg-garbage")]
     urls = [("/", "New run"), ("/runs", "Runs & compare"), (f"/live?run={good.name}", "finished")]
     for d, expected in picks:
         urls += [(f"/live?run={d.name}", expected), (f"/detail?run={d.name}", expected)]
-    try:
-        with playwright.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            tab = browser.new_page(viewport={"width": 1400, "height": 950})
-            for url, expected in urls:
-                tab.goto(srv.url + url)
-                tab.get_by_text(expected).first.wait_for(timeout=60_000)
-                time.sleep(0.5)  # let the page finish its run
-                body = tab.inner_text("body")
-                assert BROKEN not in body and "Traceback" not in body, (url, body[:2000])
-            browser.close()
-    finally:
-        srv.stop()
+    for url, expected in urls:
+        tab.goto(srv.url + url)
+        tab.get_by_text(expected).first.wait_for(timeout=60_000)
+        tab.wait_for_function(IDLE_JS, timeout=60_000, polling=100)  # the page finished its run
+        body = tab.inner_text("body")
+        assert BROKEN not in body and "Traceback" not in body, (url, body[:2000])

@@ -24,7 +24,7 @@ import plotly.graph_objects as go
 import pytest
 
 from dashboard.server import stale_temp
-from dashboard.server.serve import CHROMIUM, CHROMIUM_ARGS, Server, start_server
+from dashboard.server.serve import Server, start_server
 from runstore import media_store, run_notes, run_store
 from tests.test_safety_damaged import GOOD_CFG, good_run
 
@@ -129,27 +129,20 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hostile]:
         pixel.shutdown()
 
 
-def _browser(p):  # noqa: ANN001, ANN202 - playwright's types
-    return p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-
-
 @pytest.mark.browser
-def test_charts_draw_after_a_poll_from_outside_a_page(hostile: Hostile) -> None:
-    from playwright.sync_api import sync_playwright
-
+def test_charts_draw_after_a_poll_from_outside_a_page(hostile: Hostile, chromium) -> None:  # noqa: ANN001
     assert hostile.first_poll == 200
-    with sync_playwright() as p:
-        browser = _browser(p)
-        try:
-            page = browser.new_page()
-            missing = []
-            page.on("response", lambda r: missing.append(r.url) if r.status >= 400 and "plotly" in r.url else None)
-            for path in (f"/live?run={hostile.good}", f"/detail?run={hostile.good}"):
-                page.goto(hostile.srv.url + path, timeout=30_000)
-                page.wait_for_selector(CHART, timeout=30_000)  # plotly.js loaded and drew
-            assert missing == []
-        finally:
-            browser.close()
+    browser = chromium.new_context()  # the session's Chromium, a context of this test's own
+    try:
+        page = browser.new_page()
+        missing = []
+        page.on("response", lambda r: missing.append(r.url) if r.status >= 400 and "plotly" in r.url else None)
+        for path in (f"/live?run={hostile.good}", f"/detail?run={hostile.good}"):
+            page.goto(hostile.srv.url + path, timeout=30_000)
+            page.wait_for_selector(CHART, timeout=30_000)  # plotly.js loaded and drew
+        assert missing == []
+    finally:
+        browser.close()
 
 
 def test_every_response_forbids_framing_by_another_site(hostile: Hostile) -> None:
@@ -176,25 +169,23 @@ def test_every_response_forbids_framing_by_another_site(hostile: Hostile) -> Non
 
 
 @pytest.mark.browser
-def test_chromium_does_not_draw_the_dashboard_in_another_sites_frame(hostile: Hostile) -> None:
-    from playwright.sync_api import sync_playwright
-
+def test_chromium_does_not_draw_the_dashboard_in_another_sites_frame(hostile: Hostile, chromium) -> None:  # noqa: ANN001
     _Pixel.frame_html = f'<iframe id="f" src="{hostile.srv.url}/new" width="800" height="600"></iframe>'.encode()
-    with sync_playwright() as p:
-        browser = _browser(p)
-        try:
-            page = browser.new_page()
-            blocked = []
-            page.on("console", lambda m: blocked.append(m.text) if "frame-ancestors" in m.text else None)
+    browser = chromium.new_context()  # the session's Chromium, a context of this test's own
+    try:
+        page = browser.new_page()
+        blocked = []
+        page.on("console", lambda m: blocked.append(m.text) if "frame-ancestors" in m.text else None)
+        refused = lambda m: "frame-ancestors" in m.text  # noqa: E731
+        with page.expect_console_message(refused, timeout=30_000):  # Chromium refused to draw the frame
             page.goto(f"http://localhost:{hostile.pixel.server_port}/frame", timeout=30_000)
-            page.wait_for_timeout(3000)  # what a framed page takes to load here: it never does
-            frame = page.frame_locator("#f")
-            assert frame.locator("#root").count() == 0  # no dashboard inside
-            assert blocked, "Chromium said nothing about frame-ancestors"
-            page.goto(f"{hostile.srv.url}/new", timeout=30_000)
-            page.locator("#root").wait_for(state="attached", timeout=30_000)  # our own page still loads
-        finally:
-            browser.close()
+        frame = page.frame_locator("#f")
+        assert frame.locator("#root").count() == 0  # no dashboard inside
+        assert blocked, "Chromium said nothing about frame-ancestors"
+        page.goto(f"{hostile.srv.url}/new", timeout=30_000)
+        page.locator("#root").wait_for(state="attached", timeout=30_000)  # our own page still loads
+    finally:
+        browser.close()
 
 
 @pytest.mark.parametrize(
@@ -220,46 +211,40 @@ def test_malformed_queries_get_400_and_one_line_never_a_traceback(hostile: Hosti
 
 
 @pytest.mark.browser
-def test_run_data_never_makes_chromium_fetch_from_another_host(hostile: Hostile) -> None:
-    from playwright.sync_api import sync_playwright
-
+def test_run_data_never_makes_chromium_fetch_from_another_host(hostile: Hostile, chromium) -> None:  # noqa: ANN001
     _Pixel.hits.clear()
-    with sync_playwright() as p:
-        browser = _browser(p)
-        try:
-            page = browser.new_page()
-            tried = []  # an image the CSP blocked: escaping missed it
-            page.on("console", lambda m: tried.append(m.text) if "img-src" in m.text else None)
-            for path in (f"/live?run={hostile.bad}", f"/detail?run={hostile.bad}", "/runs"):
-                page.goto(hostile.srv.url + path, timeout=30_000)
-                if path != "/runs":
-                    page.wait_for_selector(CHART, timeout=30_000)
-                    page.get_by_text("![message](", exact=False).first.wait_for(timeout=30_000)  # shown as text
-                else:  # the runs table (a canvas)
-                    page.wait_for_selector('[data-testid="stDataFrame"]', timeout=30_000)
-                page.wait_for_timeout(1500)  # the page's images, had it any, load meanwhile
-            page.goto(f"{hostile.srv.url}/detail?run={hostile.bad}", timeout=30_000)
-            for what in ("display", "notes", "metric"):
-                page.get_by_text(f"![{what}](", exact=False).first.wait_for(timeout=30_000)
-        finally:
-            browser.close()
+    browser = chromium.new_context()  # the session's Chromium, a context of this test's own
+    try:
+        page = browser.new_page()
+        tried = []  # an image the CSP blocked: escaping missed it
+        page.on("console", lambda m: tried.append(m.text) if "img-src" in m.text else None)
+        for path in (f"/live?run={hostile.bad}", f"/detail?run={hostile.bad}", "/runs"):
+            page.goto(hostile.srv.url + path, timeout=30_000)
+            if path != "/runs":
+                page.wait_for_selector(CHART, timeout=30_000)
+                page.get_by_text("![message](", exact=False).first.wait_for(timeout=30_000)  # shown as text
+            else:  # the runs table (a canvas)
+                page.wait_for_selector('[data-testid="stDataFrame"]', timeout=30_000)
+            page.wait_for_timeout(1500)  # the page's images, had it any, load meanwhile
+        page.goto(f"{hostile.srv.url}/detail?run={hostile.bad}", timeout=30_000)
+        for what in ("display", "notes", "metric"):
+            page.get_by_text(f"![{what}](", exact=False).first.wait_for(timeout=30_000)
+    finally:
+        browser.close()
     assert _Pixel.hits == []
     assert tried == []
 
 
 @pytest.mark.browser
-def test_no_temporary_chart_folder_while_serving_or_after_a_stop(hostile: Hostile) -> None:
+def test_no_temporary_chart_folder_while_serving_or_after_a_stop(hostile: Hostile, chromium) -> None:  # noqa: ANN001
     """Last in the module: it stops the server (SIGTERM, as Server.stop does)."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = _browser(p)
-        try:
-            page = browser.new_page()
-            page.goto(f"{hostile.srv.url}/live?run={hostile.good}", timeout=30_000)
-            page.wait_for_selector(CHART, timeout=30_000)  # the chart module is imported and serves plotly.js
-        finally:
-            browser.close()
+    browser = chromium.new_context()  # the session's Chromium, a context of this test's own
+    try:
+        page = browser.new_page()
+        page.goto(f"{hostile.srv.url}/live?run={hostile.good}", timeout=30_000)
+        page.wait_for_selector(CHART, timeout=30_000)  # the chart module is imported and serves plotly.js
+    finally:
+        browser.close()
     left = [hostile.tmp / "jaxdash-chart-other"]  # the dead server's folder went at start; one not ours stays
     assert sorted(hostile.tmp.glob("jaxdash-chart-*")) == left
     hostile.srv.stop()

@@ -22,14 +22,10 @@ import psutil
 import pytest
 
 from benchmarks.scale import PeakRss, cached, costed, make_run, write_metrics
-from dashboard.server.serve import CHROMIUM, CHROMIUM_ARGS, Server, start_server
+from dashboard.server.serve import Server, start_server
 
-playwright = pytest.importorskip("playwright.sync_api")
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.slow,
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}"),
-]
+pytest.importorskip("playwright.sync_api")
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 RECORDS = 1_000_000
 RUNS = 4  # compared together (the issue's 10 cost this test ~40 s more of background caching, same page work)
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
@@ -62,27 +58,23 @@ def best_of_two(browser, url: str, server: psutil.Process, shot: str) -> dict[st
     return min(got, key=lambda g: g["first"])
 
 
-def test_big_runs_are_cached_without_a_page_then_open_in_time(big_runs) -> None:
+def test_big_runs_are_cached_without_a_page_then_open_in_time(big_runs, chromium) -> None:  # noqa: ANN001
     srv, runs, rss = big_runs
     ARTIFACTS.mkdir(exist_ok=True)
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page()
-            page.goto(f"{srv.url}/runs")  # any page starts the server's run watcher, which queues the runs
-            page.wait_for_selector("[data-testid=stDataFrame] canvas", timeout=60_000)
-            page.close()
-            deadline = time.monotonic() + 300
-            while not all(cached(d) for d in runs) and time.monotonic() < deadline:
-                time.sleep(0.5)
-            assert all(cached(d) for d in runs), "the background builder did not cache the runs within 300 s"
-            server = psutil.Process(srv.proc.pid)
-            live = best_of_two(browser, f"{srv.url}/live?run={runs[0].name}", server, "scale_live.png")
-            detail = best_of_two(browser, f"{srv.url}/detail?run={runs[1].name}", server, "scale_detail.png")
-            ids = ",".join(d.name for d in runs)
-            compare = best_of_two(browser, f"{srv.url}/runs?compare={ids}", server, "scale_compare.png")
-        finally:
-            browser.close()
+    browser = chromium
+    page = browser.new_page()
+    page.goto(f"{srv.url}/runs")  # any page starts the server's run watcher, which queues the runs
+    page.wait_for_selector("[data-testid=stDataFrame] canvas", timeout=60_000)
+    page.close()
+    deadline = time.monotonic() + 300
+    while not all(cached(d) for d in runs) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert all(cached(d) for d in runs), "the background builder did not cache the runs within 300 s"
+    server = psutil.Process(srv.proc.pid)
+    live = best_of_two(browser, f"{srv.url}/live?run={runs[0].name}", server, "scale_live.png")
+    detail = best_of_two(browser, f"{srv.url}/detail?run={runs[1].name}", server, "scale_detail.png")
+    ids = ",".join(d.name for d in runs)
+    compare = best_of_two(browser, f"{srv.url}/runs?compare={ids}", server, "scale_compare.png")
     got = "; ".join(
         f"{name} {g['first']:.2f} s (CPU: page {g['page_cpu']:.2f} s, server {g['server_cpu']:.2f} s)"
         for name, g in (("Live", live), ("Run detail", detail), (f"compare of {RUNS}", compare))
@@ -94,29 +86,26 @@ def test_big_runs_are_cached_without_a_page_then_open_in_time(big_runs) -> None:
     print(got)
 
 
-def test_csv_download_of_a_big_run_streams_every_record(big_runs, tmp_path: Path) -> None:
+def test_csv_download_of_a_big_run_streams_every_record(big_runs, tmp_path: Path, tab) -> None:  # noqa: ANN001
     """Run detail's "Metrics CSV" link: dashboard/server_app.py's route writes the CSV as it sends it,
     so the server grows by what one part (~4 MB of records) takes, not by the 70 MB file."""
     srv, runs, _ = big_runs
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(f"{srv.url}/detail?run={runs[2].name}")
-            link = page.get_by_role("link", name="Metrics CSV")
-            link.wait_for(timeout=60_000)
-            time.sleep(1.0)  # the page's own work done: what grows from here is the download's
-            before = psutil.Process(srv.proc.pid).memory_info().rss
-            during = PeakRss(srv.proc.pid)
-            during.start()
-            with page.context.expect_event("download", timeout=120_000) as info:
-                link.click()  # opens a tab that the download replaces
-            path = tmp_path / "metrics.csv"
-            info.value.save_as(path)  # before the browser closes: that deletes its downloads
-            during.stop.set()
-            during.join()
-        finally:
-            browser.close()
+    page = tab
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    page.goto(f"{srv.url}/detail?run={runs[2].name}")
+    link = page.get_by_role("link", name="Metrics CSV")
+    link.wait_for(timeout=60_000)
+    page.wait_for_function("() => !document.querySelector('[data-testid=stStatusWidget]')", timeout=60_000)
+    time.sleep(1.0)  # the page's own work done: what grows from here is the download's
+    before = psutil.Process(srv.proc.pid).memory_info().rss
+    during = PeakRss(srv.proc.pid)
+    during.start()
+    with page.context.expect_event("download", timeout=120_000) as info:
+        link.click()  # opens a tab that the download replaces
+    path = tmp_path / "metrics.csv"
+    info.value.save_as(path)  # before the context closes: that deletes its downloads
+    during.stop.set()
+    during.join()
     with open(path, "rb") as f:
         header = f.readline().decode().strip().split(",")
         rows = sum(1 for _ in f)
