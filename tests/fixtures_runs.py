@@ -69,14 +69,14 @@ def install_hold(spec: str) -> None:
 
     checkpoints, chunks, pace, held = spec.split(":", 3)
     need, held_file, wait = int(checkpoints), Path(held), float(pace)
-    real, polls = run_store.stop_requested, [0]
+    real, polls = run_store.stop_requested, {}  # per run: a population asks once per member and chunk
 
     def stop_requested(run_dir: Path) -> bool:
-        if not polls[0] and held_file.exists():  # held in an earlier process: a resume runs straight through
+        if not polls and held_file.exists():  # held in an earlier process: a resume runs straight through
             return real(run_dir)
         if _checkpoints(run_dir) >= need:
-            polls[0] += 1
-        if polls[0] <= int(chunks):
+            polls[run_dir] = polls.get(run_dir, 0) + 1
+        if polls.get(run_dir, 0) <= int(chunks):
             return real(run_dir)
         held_file.write_text(str(os.getpid()))
         if wait:

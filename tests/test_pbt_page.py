@@ -23,6 +23,7 @@ from dashboard.processes import launcher
 from runstore import launch_files, run_store
 from tests.apptest_pages import app, errors_under, wait_status
 from tests.chart_elements import charts, figure
+from tests.fixtures_runs import hold_children, wait_held
 from training import cli
 from training.config import ConfigError, parse_config
 from training.tasks import load_task
@@ -221,14 +222,18 @@ def test_member_detail_shows_its_lr_and_copies(pbt_population: list[Path], monke
 # -- stop and resume -------------------------------------------------------------------------------
 
 
-def test_stop_all_and_resume_a_pbt_population_from_the_page(runs_root: Path) -> None:
-    cfg = parse_config("regression", {"steps": 50_000, "log_every": 100, "ckpt_every": 10_000})
+def test_stop_all_and_resume_a_pbt_population_from_the_page(
+    runs_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hold_children(monkeypatch, tmp_path / "held", chunks=12)  # past two PBT steps, it waits for the stop
+    cfg = parse_config("regression", {"steps": 4_000, "log_every": 100, "ckpt_every": 1_000})
     pbt = {"interval": 500, "metric": "train/loss", "fraction": 0.25, "resample": 0.0}
     axes = {"lr": ["0.0001", "0.001", "0.01", "0.1"]}
     launch_dir = launcher.launch_population("regression", cfg, axes, name="pbt-stop", wandb_mode="disabled", pbt=pbt)
     deadline = time.monotonic() + 120
     while len(members := sorted(runs_root.glob("*-m?-*"))) < 4 and time.monotonic() < deadline:
         time.sleep(0.2)
+    wait_held(None, tmp_path / "held")
     for d in members:
         wait_status(d, ("running",), min_step=1000)
     at = app("views/live.py", run=members[0].name)
@@ -250,7 +255,7 @@ def test_stop_all_and_resume_a_pbt_population_from_the_page(runs_root: Path) -> 
     assert {s["state"] for s in finals} == {"finished"}, finals
     for d in members:
         steps = [r["step"] for r in run_store.read_metrics(d)[0]]
-        assert steps == sorted(set(steps)) and steps[-1] == 50_000  # continued, nothing logged twice
+        assert steps == sorted(set(steps)) and steps[-1] == 4_000  # continued, nothing logged twice
         rows = lineage_rows(d)
         assert [r[0] for r in rows] == sorted({r[0] for r in rows})  # each copy recorded once, in order
     # PBT went on after the resume: every member logs its lr to the end (copies stop once members converge).
