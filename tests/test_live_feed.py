@@ -135,7 +135,7 @@ def test_a_steady_writer_is_polled_every_2_s_drawn_ever_less_often_and_a_record_
     page.evaluate(WATCH_JS)
     page.wait_for_function("0 in window.__seen", timeout=60_000, polling=50)
     page.evaluate(EXTEND_TIMES_JS)
-    step, t_end = 0, time.monotonic() + 8
+    step, t_end = 0, time.monotonic() + 12
     while time.monotonic() < t_end:  # a record every 0.1 s: news at every poll (steady after 2 s)
         step += 1
         _write(run, step)
@@ -145,7 +145,8 @@ def test_a_steady_writer_is_polled_every_2_s_drawn_ever_less_often_and_a_record_
     assert len(steady) <= 2, f"{len(steady)} polls in the last 3 s of a steady writer: {steady}"
     assert all(isinstance(t, float | int) for t in steady), f"a request outside the page's poll: {steady}"
     longest = _longest_draw_gap_s(page.evaluate("window.__extendAt"))
-    assert 1.9 < longest < 10.0, f"a steady writer's chart appended with gaps up to {longest:.1f} s, not 2-8 s"
+    # gaps of 1, 2, 4 s by now (polls alone would make them 2 s); the 8 s cap: tests/test_refresh_timing.py
+    assert 3.5 < longest < 10.0, f"a steady writer's chart appended with gaps up to {longest:.1f} s, not 4-8 s"
     time.sleep(4.5)  # the writer pauses: two of the trigger's 2 s polls, the second without news
     step += 1
     t_write = time.monotonic()
