@@ -7,8 +7,8 @@ or the page's launcher: any Python child inheriting the environment), the proces
 and, between two chunks (where the engine asks whether to stop), once its run holds `checkpoints`
 complete checkpoints and `chunks` more chunks have run, it writes the `held` file and waits there,
 its background writers (metrics, Orbax, TensorBoard) still running. The test then kills it with
-SIGKILL, or asks it to stop (the stop file, as the page's Stop button does) and the run stops as
-usual. It holds once: not again after the `held` file exists, so a resume started with the same
+SIGKILL, asks it to stop (the stop file, as the page's Stop button does) and the run stops as
+usual, or lets it go on (`release`). It holds once: not again after the `held` file exists, so a resume started with the same
 environment runs straight through.
 
 With `pace` > 0 it never waits for the test: from that point each chunk waits `pace` seconds, so
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -57,6 +58,21 @@ def wait_held(proc: subprocess.Popen | None, held: Path, timeout: float = 240) -
         time.sleep(0.02)
 
 
+def _released(held: Path) -> Path:
+    return held.with_name(held.name + ".released")
+
+
+def release(held: Path) -> None:
+    """Let a held process train on to its end."""
+    _released(held).touch()
+
+
+def _training() -> bool:
+    """Whether this process is `python -m training ...` (a run, a worker), not a page or a test."""
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    return spec is not None and spec.name.split(".")[0] == "training"
+
+
 def _checkpoints(run_dir: Path) -> int:
     """Complete checkpoints (training.runs.checkpoint.checkpoint_steps without importing Orbax this early)."""
     ckpt = Path(run_dir) / "ckpt"
@@ -72,6 +88,8 @@ def install_hold(spec: str) -> None:
     real, polls = run_store.stop_requested, {}  # per run: a population asks once per member and chunk
 
     def stop_requested(run_dir: Path) -> bool:
+        if not _training():  # e.g. the dashboard server, started with this environment too
+            return real(run_dir)
         if not polls and held_file.exists():  # held in an earlier process: a resume runs straight through
             return real(run_dir)
         if _checkpoints(run_dir) >= need:
@@ -82,7 +100,9 @@ def install_hold(spec: str) -> None:
         if wait:
             time.sleep(wait)
             return real(run_dir)
-        while not real(run_dir):  # until killed, or asked to stop
+        while not real(run_dir):  # until killed, asked to stop, or released
+            if _released(held_file).exists():
+                return False
             time.sleep(0.05)
         return True
 

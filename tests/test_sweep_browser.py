@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from dashboard.server.serve import CHROMIUM, CHROMIUM_ARGS, Server, start_server
+from tests.fixtures_runs import hold_env, release
 from training.queue.store import Queue
 
 playwright = pytest.importorskip("playwright.sync_api")
@@ -22,8 +23,10 @@ pytestmark = [
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[tuple[Server, Path]]:
+    """The page's server; the first training process it starts waits after its second chunk (`held`)."""
     runs = tmp_path / "runs"
-    srv = start_server(runs, tmp_path / "streamlit.log", env={"WANDB_MODE": "disabled"})
+    env = hold_env({"WANDB_MODE": "disabled"}, tmp_path / "held", chunks=1)
+    srv = start_server(runs, tmp_path / "streamlit.log", env=env)
     yield srv, runs
     srv.stop()
 
@@ -40,7 +43,7 @@ def test_sweep_from_the_page_shows_its_trials_live(server: tuple[Server, Path]) 
             page.get_by_text("Sweep: many runs").click(timeout=90_000)  # the toggle
             page.get_by_role("textbox", name="Swept settings").fill("lr=0.01,0.03,0.1")
             fixed = page.get_by_role("textbox", name="Fixed settings")
-            fixed.fill("steps=30000 log_every=100")  # ~17 s a population here: the page sees the third trial wait
+            fixed.fill("steps=2000 log_every=100")  # the first population is held: the page sees the third wait
             fixed.press("Enter")  # Enter keeps the value; it must not start anything
             page.get_by_role("textbox", name="Study name").fill("browser-sweep")
             page.get_by_role("textbox", name="Study name").press("Enter")
@@ -51,7 +54,8 @@ def test_sweep_from_the_page_shows_its_trials_live(server: tuple[Server, Path]) 
             # 3 lr values, 2 at once: one trial waits while a population of two trains
             page.get_by_text("queued 1", exact=False).first.wait_for(timeout=120_000)
             page.get_by_text("running 2", exact=False).first.wait_for(timeout=120_000)
-            page.get_by_text("finished 3 of 3 trials", exact=False).wait_for(timeout=240_000)
+            release(runs.parent / "held")
+            page.get_by_text("finished 3 of 3 trials", exact=False).first.wait_for(timeout=240_000)
             assert page.locator(".js-plotly-plot .parcoords").count() >= 1
         finally:
             page.screenshot(path=str(runs.parent / "sweep.png"))
