@@ -24,6 +24,7 @@ from tensorboard.plugins.hparams import metadata as hp_metadata
 
 from dashboard.views.detail import PINNED, tensorboard_link
 from runstore import run_store
+from tests.fixtures_runs import hold_env, wait_held
 
 ROOT = Path(__file__).resolve().parents[1]
 WANDB_CLI = str(Path(sys.executable).with_name("wandb"))
@@ -259,12 +260,13 @@ def test_kill_then_resume_leaves_every_step_in_wandb(tmp_path, env):
     """kill -9 early (W&B may not even be initialised), then `resume`: the run's W&B folders, in `wandb sync`
     order, hold every step metrics.jsonl holds."""
     run_dir = tmp_path / "runs" / "resumed"
-    args = ["--steps", "3000", "--log-every", "10", "--ckpt-every", "50", "--points", "200000"]
-    proc = _start(_cli("regression", run_dir, *args), env, tmp_path)
+    args = ["--steps", "600", "--log-every", "10", "--ckpt-every", "50", "--points", "1000"]
+    held = tmp_path / "held"  # held between two chunks once two checkpoints exist (Orbax writes them behind)
+    proc = _start(_cli("regression", run_dir, *args), hold_env(env, held, checkpoints=2, chunks=1), tmp_path)
     try:
-        _wait_for_chunks(proc, run_dir, n=12, min_age=0.0)
-        deadline = time.monotonic() + 60  # Orbax writes checkpoints in the background: wait for two
-        while len([p for p in (run_dir / "ckpt").glob("[0-9]*")]) < 2 and time.monotonic() < deadline:
+        wait_held(proc, held)
+        deadline = time.monotonic() + 120  # W&B starts in a thread: its file, maybe none of the rows yet
+        while not glob.glob(str(run_dir / "wandb" / "offline-run-*" / "*.wandb")) and time.monotonic() < deadline:
             time.sleep(0.05)
     finally:
         proc.send_signal(signal.SIGKILL)
@@ -286,11 +288,11 @@ def test_kill_then_resume_leaves_every_step_in_wandb(tmp_path, env):
     assert status["wandb"].get("sync_command") == "wandb sync " + " ".join(folders), (status, out.stderr[-3000:])
     in_wandb = [set(wandb_steps(run_dir, folder=f)) for f in folders]
     in_store = set(metric_steps(run_dir))
-    assert set(range(10, 3001, 10)) <= in_store
+    assert set(range(10, 601, 10)) <= in_store
     assert in_store <= in_wandb[0] | in_wandb[1], sorted(in_store - in_wandb[0] - in_wandb[1])[:20]
     print(
         f"\nkill -9 at ~step {status['resumed_from']}: first process wrote {len(in_wandb[0])} W&B rows, "
-        f"the resumed one {len(in_wandb[1])} (refilled {sorted(in_wandb[1] - set(range(status['resumed_from'] + 1, 3001)))[:10]}...)"
+        f"the resumed one {len(in_wandb[1])} (refilled {sorted(in_wandb[1] - set(range(status['resumed_from'] + 1, 601)))[:10]}...)"
     )
 
 
