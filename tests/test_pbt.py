@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 from pathlib import Path
 
@@ -90,11 +92,21 @@ def lineage(run_dir: Path) -> list:
     return doc["rows"] if doc else []
 
 
-def test_a_diverged_member_is_rescued_and_the_lineage_is_recorded(runs_root, capsys):
-    assert main(pbt_argv(runs_root)) == 0  # lr 2.0 diverges under SGD; PBT replaces it instead of ending it
-    lines = [json.loads(ln) for ln in capsys.readouterr().out.splitlines()]
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict]]:
+    """The small PBT population trained once without a stop, for both tests below: (runs root, output lines)."""
+    root = tmp_path_factory.mktemp("pbt") / "runs"
+    root.mkdir()
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(pbt_argv(root)) == 0
+    return root, [json.loads(ln) for ln in out.getvalue().splitlines()]
+
+
+def test_a_diverged_member_is_rescued_and_the_lineage_is_recorded(uninterrupted):
+    root, lines = uninterrupted  # lr 2.0 diverges under SGD; PBT replaces it instead of ending it
     assert [ln["state"] for ln in lines] == ["finished"] * 4
-    dirs = members(runs_root)
+    dirs = members(root)
     rescued = lineage(dirs[3])
     assert rescued[0][4] == "diverged" and rescued[0][1] in (1, 2)
     for d in dirs:
@@ -106,10 +118,8 @@ def test_a_diverged_member_is_rescued_and_the_lineage_is_recorded(runs_root, cap
     assert lrs[0] == pytest.approx(0.0001) and lrs[-1] != pytest.approx(0.0001)  # the slowest member was moved
 
 
-def test_a_stopped_pbt_population_resumes_identically(runs_root, tmp_path, monkeypatch):
-    full = tmp_path / "full"
-    full.mkdir()
-    assert main(pbt_argv(full)) == 0
+def test_a_stopped_pbt_population_resumes_identically(runs_root, monkeypatch, uninterrupted):
+    full = uninterrupted[0]
     real, polls = run_store.stop_requested, []
 
     def stop_requested(d: Path) -> bool:
