@@ -145,7 +145,13 @@ def live() -> None:
         st.error("; ".join(exc.errors.values()), icon=":material/error:")
         return
     except Exception as exc:  # noqa: BLE001 - a damaged sweeps.db: say so in one line, keep the page
-        st.error(f"{url}: cannot read the sweeps ({type(exc).__name__}: {exc}); move the file away to start over.")
+        from training.sweep.server import is_server, shown
+
+        fix = "check the server and the URL" if is_server(url) else "move the file away to start over"
+        reason = (
+            type(exc).__name__ if is_server(url) else f"{type(exc).__name__}: {exc}"
+        )  # a server's error may echo the URL
+        st.error(f"{shown(url)}: cannot read the sweeps ({reason}); {fix}.")
         return
     if not names:
         st.info("No sweeps yet.")
