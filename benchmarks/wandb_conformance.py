@@ -45,19 +45,21 @@ def ensure_trackio() -> bool:
     return True
 
 
-def check_probe(probe: running.Probe, impls: list[str], root: Path) -> dict[str, dict[str, list[str]]]:
-    """Run `probe` under real wandb and each of `impls`; {impl: {side: differences}}."""
-    want, own = reference.reference(probe, root / probe.name / "wandb")
-    found = {"wandb": own}
-    for impl in impls:
-        found[impl] = compare.diff(want, running.run_probe(probe, impl, root / probe.name / impl))
-    return found
-
-
 def run_all(probes: list[running.Probe], impls: list[str], root: Path, workers: int = 2) -> Iterator[tuple]:
-    """Every probe checked, `workers` at a time, yielded in order: (probe, {impl: {side: differences}})."""
+    """Every probe checked, yielded in order: (probe, {impl: {side: differences}}). Each run of a probe (real
+    wandb's, cached, and each implementation's) is a task of one pool, `workers` subprocesses at a time."""
     with ThreadPoolExecutor(workers) as pool:
-        yield from zip(probes, pool.map(lambda p: check_probe(p, impls, root), probes), strict=True)
+        tasks = [
+            (p, pool.submit(reference.reference, p, root / p.name / "wandb"),
+             {i: pool.submit(running.run_probe, p, i, root / p.name / i) for i in impls})
+            for p in probes
+        ]  # fmt: skip
+        try:
+            for probe, want_run, runs in tasks:
+                want, own = want_run.result()
+                yield probe, {"wandb": own, **{i: compare.diff(want, run.result()) for i, run in runs.items()}}
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def passed(found: dict[str, list[str]]) -> bool:

@@ -6,14 +6,20 @@ our writer process wrote: exit code, printed "OUT" lines, run state, project, na
 job type, tags, notes, config, summary, and every history step with its values and media. A failure
 lists each difference as `field: ours (W&B: theirs)`.
 
-The selected probes run once per session, two subprocesses at a time (the fixture below), so a test
-reads its result; `-k <probe>` runs only that probe's scripts. W&B's outcome of a probe is kept on disk
-until the probe, wandb or the comparer change (reference.py; CONFORMANCE_CACHE=off runs it every time).
+The selected probes' scripts run as tasks of one pool (`Runs`, WORKERS subprocesses at a time: W&B's and
+jaxdash's run of a probe side by side), queued at the first test, so a test waits only for its own; `-k
+<probe>` runs only that probe's scripts. W&B's outcome of a probe is kept on disk until the probe, wandb or
+the comparer change (reference.py; CONFORMANCE_CACHE=off runs it every time). Each W&B process starts its
+own wandb-core, as a user's script does: with one shared service (`wandb beta core start`, WANDB_SERVICE)
+a script ending without `finish()` read back with no history (the service still writing) and `init(dir=)`
+stored nowhere under the probe's folder, so W&B's outcome would not be what a user gets.
 """
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+import os
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +28,7 @@ import pytest
 from tests.wandb_conformance import compare, reference, running
 
 PROBES = running.all_probes()
-WORKERS = 2
+WORKERS = int(os.environ.get("CONFORMANCE_WORKERS", "3"))  # subprocesses in flight (mostly waiting on I/O)
 # Differences we know of and have not closed yet (issue #35 stays open for them): each is a strict xfail,
 # so the day one is fixed its test fails until it is taken off this list.
 KNOWN: dict[str, str] = {}
@@ -37,18 +43,43 @@ def _selected(session: pytest.Session) -> list[running.Probe]:
     return [p for p in PROBES if p.name in names]
 
 
-def _check(probe: running.Probe, root: Path) -> tuple[dict[str, Any], dict[str, list[str]], running.Result]:
-    want, own = reference.reference(probe, root / probe.name / "wandb")
-    return want, own, running.run_probe(probe, "jaxdash", root / probe.name / "jaxdash")
+class Runs:
+    """Each probe's two runs, W&B's (cached, see reference.py) and jaxdash's, as separate tasks of one pool, so
+    WORKERS subprocesses are always in flight. At the first test every selected probe is queued in test order;
+    under pytest-xdist (whose workers each collect every probe) only the probes a worker's tests ask for."""
+
+    def __init__(self, root: Path, probes: list[running.Probe], workers: int) -> None:
+        self.root, self.probes = root, probes
+        self.pool = ThreadPoolExecutor(workers)
+        self.futures: dict[str, tuple[Future, Future]] = {}
+
+    def _submit(self, probe: running.Probe) -> tuple[Future, Future]:
+        if probe.name not in self.futures:
+            where = self.root / probe.name
+            want = self.pool.submit(reference.reference, probe, where / "wandb")
+            ours = self.pool.submit(running.run_probe, probe, "jaxdash", where / "jaxdash")
+            self.futures[probe.name] = (want, ours)
+        return self.futures[probe.name]
+
+    def get(self, probe: running.Probe) -> tuple[dict[str, Any], dict[str, list[str]], running.Result]:
+        """(W&B's expected outcome, W&B's own differences from it, jaxdash's result) of `probe`."""
+        for other in self.probes:
+            self._submit(other)
+        want, ours = self._submit(probe)
+        return (*want.result(), ours.result())
+
+    def close(self) -> None:
+        """Wait for what is running; drop what has not started."""
+        self.pool.shutdown(wait=True, cancel_futures=True)
 
 
 @pytest.fixture(scope="session")
-def conformance(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple]:
-    """{probe name: (W&B's expected outcome, W&B's own differences from it, jaxdash's result)} of the selected probes."""
-    root = tmp_path_factory.mktemp("wandb-conformance")
-    probes = _selected(request.session)
-    with ThreadPoolExecutor(WORKERS) as pool:
-        return dict(zip([p.name for p in probes], pool.map(lambda p: _check(p, root), probes), strict=True))
+def conformance(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
+    """The probes' runs, started as the tests ask for them."""
+    xdist = bool(os.environ.get("PYTEST_XDIST_WORKER"))
+    runs = Runs(tmp_path_factory.mktemp("wandb-conformance"), [] if xdist else _selected(request.session), WORKERS)
+    yield runs
+    runs.close()
 
 
 def test_there_are_enough_probes() -> None:
@@ -64,9 +95,9 @@ def test_there_are_enough_probes() -> None:
     ],
     ids=[p.name for p in PROBES],
 )
-def test_probe_matches_wandb(probe: running.Probe, conformance: dict[str, tuple]) -> None:
+def test_probe_matches_wandb(probe: running.Probe, conformance: Runs) -> None:
     """What jaxdash stored for the probe (run folder and W&B copy) is what W&B stored for it."""
-    want, own, ours = conformance[probe.name]
+    want, own, ours = conformance.get(probe)
     if probe.expect:  # where W&B itself loses data (e.g. SIGTERM) the probe says what must be kept instead
         own = {}
     if any(own.values()):

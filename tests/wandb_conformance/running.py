@@ -117,9 +117,8 @@ def probe_env(impl: str, probe: Probe, tmp: Path) -> dict[str, str]:
     return env
 
 
-def run_probe(probe: Probe, impl: str, tmp: Path, extra_env: dict[str, str] | None = None) -> Result:
-    """Run `probe` under `impl` in `tmp` (created) and wait for it and the processes holding its output;
-    `extra_env` (e.g. a shared W&B service's WANDB_SERVICE) goes on top of its environment."""
+def run_probe(probe: Probe, impl: str, tmp: Path) -> Result:
+    """Run `probe` under `impl` in `tmp` (created) and wait for it and the processes holding its output."""
     work = tmp / "work"
     work.mkdir(parents=True, exist_ok=True)
     (tmp / "home").mkdir(exist_ok=True)
@@ -132,7 +131,7 @@ def run_probe(probe: Probe, impl: str, tmp: Path, extra_env: dict[str, str] | No
         proc = subprocess.run(
             [python_for(impl), script.name],
             cwd=work,
-            env={**probe_env(impl, probe, tmp), **(extra_env or {})},
+            env=probe_env(impl, probe, tmp),
             capture_output=True,
             text=True,
             timeout=TIMEOUT_S,

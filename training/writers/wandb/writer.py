@@ -42,6 +42,7 @@ __all__ = ["WandbWriter", "resolve_mode"]
 
 log = logging.getLogger(__name__)
 FLUSH_SECS = 0.5  # W&B log calls at most this often (rows stay buffered in between)
+INIT_WAIT_S = 120.0  # the longest a figure waits for the init thread (wandb's own init_timeout is 90 s)
 OWN_SYSTEM_METRICS = {"sys/rss_mb"}  # W&B's system panel already charts the process's memory
 
 
@@ -210,8 +211,10 @@ class WandbWriter(MetricWriter):
         """Plotly figures (plotly JSON) as wandb.Plotly at their step, as `wandb.log({key: fig})` stores them."""
         if self.active:
             # plotly imports pandas; importing it here while the init thread imports wandb's modules raced
-            # ("partially initialized module 'pandas'", the figure lost): figures wait for the init thread.
-            self.wait_ready(self.finish_timeout)
+            # ("partially initialized module 'pandas'", the figure lost): figures wait for the init thread to
+            # end (importing wandb, init, preload_pandas: past 30 s on a loaded machine), never import beside it.
+            if not self.wait_ready(INIT_WAIT_S):
+                return
             import plotly.graph_objects as go
             import wandb
 
