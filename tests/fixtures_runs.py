@@ -110,7 +110,12 @@ def install_hold(spec: str) -> None:
 
 
 def hold_children(monkeypatch: pytest.MonkeyPatch, held: Path, **hold: float) -> None:
-    """Hold the training processes this test starts through the page's launcher (they inherit os.environ)."""
+    """Hold the training processes this test starts through the page's launcher (they inherit os.environ).
+
+    They start cold: a warm worker this process started earlier (its pool outlives a test) runs
+    without the hold, and its job would run straight through.
+    """
     env = hold_env(dict(os.environ), held, **hold)
     for key in (HOLD_ENV, "PYTHONPATH"):
         monkeypatch.setenv(key, env[key])
+    monkeypatch.setenv("JAXDASH_WARM_WORKER", "0")
