@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shutil
 import threading
 import time
 from concurrent.futures import wait
@@ -36,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runstore import atomic, run_store, safe_files, tb_reads
+from runstore import atomic, run_store, safe_files, tb_media, tb_reads
 
 MIRROR = ".logdir"  # hidden folder under the runs root: never listed as a run itself
 TASK = "TensorBoard log"
@@ -138,6 +139,8 @@ def _start_mirror(mirror: Path, name: str, source: Path) -> _Mirror:
     if not (mirror / "config.json").exists():
         run_store.write_config(mirror, TASK, {"logdir": str(source)}, name=name, source=TASK)
     run_store.atomic_write_json(mirror / "status.json", {"state": "running", "source": TASK})
+    if safe_files.is_real_dir(mirror / "artifacts"):
+        shutil.rmtree(mirror / "artifacts", ignore_errors=True)  # read again from the start, as metrics.jsonl
     tmp = mirror / ".metrics.jsonl.tmp"
     tmp.write_bytes(b"")
     tmp.replace(mirror / "metrics.jsonl")  # a new file: readers see a replaced file and start over
@@ -248,6 +251,9 @@ def sync(root: Path, runs_root: Path, now: float | None = None) -> list[Path]:
         for mirror, state, files in runs:
             records, damage = _new_records(state, files)
             _write_records(mirror, state, records)
+            tb_media.write(
+                mirror, [m for p, _ in files if (e := state.files.get(p)) is not None for m in e.take_media()]
+            )
             _write_status(mirror, files, records, now, damage, held)
     return out
 

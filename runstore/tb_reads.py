@@ -19,6 +19,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
+from runstore import tb_media
 from runstore.event_files import BoundedEventFileLoader, DamagedEventFile
 
 MAX_THREADS = 4  # reading threads of one sync (each holds at most one record and its parse: event_files.MAX_RECORD)
@@ -48,10 +49,14 @@ def scalars(event: Any) -> list[tuple[str, float]]:
 
 def read_new(loader: BoundedEventFileLoader, prefix: str) -> tuple[list[Event], BaseException | None]:
     """The scalar events appended to an event file since its last read (all of it the first time), and the
-    error that stopped the read early (None if it read to the end): events before a damaged record are kept."""
+    error that stopped the read early (None if it read to the end): events before a damaged record are kept.
+    The events' images, histograms, text and hparams (runstore/tb_media.py) go to `loader.media` if it is set."""
+    media: list[tb_media.Item] | None = getattr(loader, "media", None)
     events = []
     try:
         for event in loader.Load():
+            if media is not None:
+                media += tb_media.safe_media_of(event, prefix)
             values = scalars(event)
             if values:
                 tagged = [(tag if tag.startswith(prefix) else prefix + tag, v) for tag, v in values]
@@ -92,13 +97,15 @@ class EventFile:
         self.future: Future | None = None  # the read in flight, queued or running
         self.started: float | None = None  # when a reading thread began it
         self.damage: str | None = None  # "<file>: <why>" while it cannot be read
+        self.media: list[tb_media.Item] = []  # the last finished read's images, histograms, text, hparams
+        self._reading: list[tb_media.Item] = []  # filled by the read in flight
 
     def due(self) -> Future | None:
         """A new read's future if the file changed since the last read and none is in flight (`run` answers it)."""
         key = file_key(self.path)
         if self.future is not None or key == self.key:
             return None
-        self.future, self.key, self.started = Future(), key, None
+        self.future, self.key, self.started, self._reading = Future(), key, None, []
         return self.future
 
     def run(self) -> None:
@@ -107,9 +114,15 @@ class EventFile:
         assert future is not None
         self.started = time.monotonic()
         try:
+            self.loader.media = self._reading  # type: ignore[attr-defined]  # read_new fills it
             future.set_result(read_new(self.loader, self.prefix))
         except BaseException as exc:  # never left unanswered
             future.set_exception(exc)
+
+    def take_media(self) -> list[tb_media.Item]:
+        """The media of the last finished read, once (a sync writes them to the mirror)."""
+        media, self.media = self.media, []
+        return media
 
     def collect(self) -> list[Event] | None:
         """The events of the finished read ([] while it runs, or on damage: see `damage`); None if the file is gone."""
@@ -119,6 +132,7 @@ class EventFile:
                 self.damage = f"{self.name}: no answer within {READ_LIMIT_S:.0f} s (a stalled disk or mount?)"
             return []
         future, self.future, self.started = self.future, None, None
+        self.media, self._reading = self._reading, []
         try:
             events, error = future.result()
         except BaseException as exc:

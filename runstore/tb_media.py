@@ -1,0 +1,126 @@
+"""Images, histograms, text and hparams of TensorBoard events, as the media panels take them (runstore/media_store).
+
+`media_of` reads one event's values (already migrated by TensorBoard's `EventFileLoader`: legacy image,
+histogram and text summaries arrive as tensors under their plugin's name) into plain items; `write` puts
+a run's new items into its mirror folder through runstore.media_store, so Run detail and Live draw a
+logdir's images (per step, slider), histograms (per step and over steps), text and hparams with the
+panels that draw a client run's. No JAX and no Streamlit here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from runstore import media_store, run_store
+
+MAX_TEXT = 100_000  # characters of one text value kept
+Item = tuple[str, str, int, Any]  # kind ("image", "histogram", "text", "hparams"), tag, step, payload
+
+
+def _tensor(value: Any) -> np.ndarray | None:
+    from tensorboard.util import tensor_util
+
+    dims = [d.size for d in value.tensor.tensor_shape.dim]
+    if any(d < 0 for d in dims) or int(np.prod(dims, dtype=np.int64)) > 1_000_000:
+        return None  # a claimed shape is never expanded past what a summary holds
+    try:
+        return tensor_util.make_ndarray(value.tensor)
+    except (ValueError, TypeError):
+        return None
+
+
+def _histogram(array: np.ndarray) -> tuple[list[float], list[float]] | None:
+    """(counts, edges) of TensorBoard's [k, 3] buckets (left, right, count); None for another shape."""
+    if array.ndim != 2 or array.shape[1] != 3 or array.shape[0] == 0 or array.dtype.kind not in "fiu":
+        return None
+    buckets = array.astype(np.float64)
+    if not np.isfinite(buckets).all():
+        return None
+    return buckets[:, 2].tolist(), buckets[:, 0].tolist() + [float(buckets[-1, 1])]
+
+
+def _text(array: np.ndarray) -> str:
+    """A text summary's strings: one as it is, several one a line (a table's rows joined by " | ")."""
+
+    def dec(b: Any) -> str:
+        return b.decode("utf-8", "replace") if isinstance(b, bytes) else str(b)
+
+    if array.size == 1:
+        return dec(array.reshape(()).item())[:MAX_TEXT]
+    rows = array.reshape(array.shape[0], -1) if array.ndim else array.reshape(1, 1)
+    return "\n".join(" | ".join(dec(c) for c in row) for row in rows)[:MAX_TEXT]
+
+
+def _hparams(content: bytes) -> dict[str, Any] | None:
+    """The hparams of a session start (TensorBoard's hparams plugin), or None for its other records."""
+    from tensorboard.plugins.hparams import plugin_data_pb2
+
+    data = plugin_data_pb2.HParamsPluginData()
+    try:
+        data.ParseFromString(content)
+    except Exception:  # noqa: BLE001 - a damaged record (protobuf's DecodeError): not shown
+        return None
+    if data.WhichOneof("data") != "session_start_info":
+        return None
+    out: dict[str, Any] = {}
+    for name, v in data.session_start_info.hparams.items():
+        kind = v.WhichOneof("kind")
+        out[name] = None if kind in (None, "null_value") else getattr(v, kind)
+    return out
+
+
+def media_of(event: Any, prefix: str = "") -> list[Item]:
+    """The image, histogram, text and hparams values of one event, tags under the split's `prefix`."""
+    out: list[Item] = []
+    step = int(event.step)
+    for value in event.summary.value:
+        plugin = value.metadata.plugin_data.plugin_name
+        tag = value.tag if value.tag.startswith(prefix) else prefix + value.tag
+        if plugin == "hparams":
+            hp = _hparams(value.metadata.plugin_data.content)
+            if hp is not None:
+                out.append(("hparams", tag, step, hp))
+            continue
+        if plugin not in ("images", "histograms", "text") or not value.HasField("tensor"):
+            continue
+        array = _tensor(value)
+        if array is None:
+            continue
+        if plugin == "images" and array.ndim == 1 and array.size >= 3 and array.dtype.kind in "OSU":
+            out.append(("image", tag, step, [bytes(b) for b in array[2:]]))  # [width, height, png, ...]
+        elif plugin == "histograms" and (hist := _histogram(array)) is not None:
+            out.append(("histogram", tag, step, hist))
+        elif plugin == "text" and array.dtype.kind in "OSU":
+            out.append(("text", tag, step, _text(array)))
+    return out
+
+
+def safe_media_of(event: Any, prefix: str = "") -> list[Item]:
+    """`media_of`, or nothing for an event whose media cannot be read (its scalars are still mirrored)."""
+    try:
+        return media_of(event, prefix)
+    except Exception:  # noqa: BLE001 - a value of an unexpected shape: left out, never the file's damage
+        return []
+
+
+def write(mirror: Path, items: list[Item]) -> None:
+    """A run's new media items into its mirror folder (media_store's layout); hparams into config.json."""
+    hparams: dict[str, Any] = {}
+    for kind, tag, step, payload in items:
+        if kind == "image":
+            media_store.write_image_step(mirror, tag, step, payload)
+        elif kind == "histogram":
+            media_store.append_histogram(mirror, tag, step, *payload)
+        elif kind == "text":
+            media_store.append_text(mirror, tag, step, payload)
+        elif kind == "hparams":
+            hparams.update(payload)
+    if hparams:
+        doc = run_store.read_json(mirror / "config.json")
+        if isinstance(doc, dict):
+            doc["config"] = {**(doc.get("config") or {}), **hparams}
+            doc["hparams"] = sorted(hparams)
+            run_store.atomic_write_json(mirror / "config.json", doc)

@@ -1,0 +1,122 @@
+"""Images, histograms, text and hparams of a mirrored TensorBoard logdir (runstore/tb_media.py), checked against
+what TensorBoard's plugins read (its plugin_event_accumulator) from the same folder: tensorboardX's writer and TensorBoard's
+plugins' own formats (each plugin's metadata, written by TensorBoard's EventFileWriter; no TF, no torch), read through the bounded reader."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+from tensorboard.backend.event_processing import plugin_event_accumulator as event_accumulator
+from tensorboard.compat.proto import event_pb2, summary_pb2
+from tensorboard.plugins.histogram import metadata as histogram_metadata
+from tensorboard.plugins.image import metadata as image_metadata
+from tensorboard.plugins.text import metadata as text_metadata
+from tensorboard.summary.writer.event_file_writer import EventFileWriter
+from tensorboard.util import tensor_util
+from tensorboardX import SummaryWriter
+
+from runstore import media_store, run_store, tb_logdir
+
+RNG = np.random.default_rng(0)
+
+
+def _accumulator(folder: Path) -> event_accumulator.EventAccumulator:
+    acc = event_accumulator.EventAccumulator(str(folder), size_guidance={event_accumulator.TENSORS: 0})
+    acc.Reload()
+    return acc
+
+
+def _sync_until(logs: Path, runs: Path, done: object) -> None:
+    for _ in range(100):
+        tb_logdir.sync(logs, runs)
+        if done():
+            return
+        time.sleep(0.05)
+
+
+def _check_against_tensorboard(folder: Path, mirror: Path) -> None:
+    """Image count per step, histogram buckets and text per step equal TensorBoard's own reading."""
+    acc = _accumulator(folder)
+    tags = acc.Tags()["tensors"]
+    images, hists, texts = media_store.image_steps(mirror), media_store.histograms(mirror), media_store.texts(mirror)
+    kinds = {t: acc.SummaryMetadata(t).plugin_data.plugin_name for t in tags}
+    assert {t for t, k in kinds.items() if k == "images"} == set(images)
+    assert {t for t, k in kinds.items() if k == "histograms"} == set(hists)
+    assert {t for t, k in kinds.items() if k == "text"} == set(texts)
+    for tag in images:
+        want = [(e.step, len(tensor_util.make_ndarray(e.tensor_proto)) - 2) for e in acc.Tensors(tag)]
+        assert [(i.step, len(i.paths)) for i in images[tag]] == want
+        png = tensor_util.make_ndarray(acc.Tensors(tag)[-1].tensor_proto)[2]
+        assert images[tag][-1].paths[0].read_bytes() == png
+    for tag in hists:
+        for (step, counts, edges), e in zip(hists[tag], acc.Tensors(tag), strict=True):
+            buckets = tensor_util.make_ndarray(e.tensor_proto)
+            assert step == e.step and counts == buckets[:, 2].tolist()
+            assert edges == buckets[:, 0].tolist() + [buckets[-1, 1]]
+    for tag in texts:
+        want = [
+            (e.step, tensor_util.make_ndarray(e.tensor_proto).reshape(()).item().decode()) for e in acc.Tensors(tag)
+        ]
+        assert texts[tag] == want
+
+
+def test_tensorboardx_images_histograms_text_and_hparams_match_tensorboard(tmp_path: Path) -> None:
+    logs, runs = tmp_path / "logs", tmp_path / "runs"
+    writer = SummaryWriter(str(logs / "exp"), flush_secs=0.1)
+    for step in (0, 5, 10):
+        writer.add_image("samples/digit", RNG.random((3, 8, 8)), step)
+        writer.add_histogram("weights/w", RNG.normal(step, 1.0, 500), step)
+        writer.add_text("notes", f"step {step}: **fine**", step)
+    writer.add_images("samples/batch", RNG.random((3, 3, 8, 8)), 10)  # one step, three images
+    writer.add_hparams({"lr": 0.01, "opt": "adam", "layers": 3}, {"hp/acc": 0.9}, name="hp")
+    writer.close()
+    mirror, hp = tb_logdir.mirror_root(runs) / "exp", tb_logdir.mirror_root(runs) / tb_logdir.mirror_id("exp/hp")
+    _sync_until(logs, runs, lambda: len(media_store.texts(mirror).get("notes", [])) == 3)
+    images = media_store.image_steps(mirror)
+    assert [len(i.paths) for i in images["samples/batch"]] == [1]  # tensorboardX tiles a batch into one grid
+    assert [i.step for i in images["samples/digit"]] == [0, 5, 10]
+    assert [h[0] for h in media_store.histograms(mirror)["weights/w"]] == [0, 5, 10]
+    _check_against_tensorboard(logs / "exp", mirror)
+    config = run_store.read_json(hp / "config.json")
+    assert {k: config["config"][k] for k in ("lr", "opt", "layers")} == {"lr": 0.01, "opt": "adam", "layers": 3}
+
+    tb_logdir._MIRRORS.pop(mirror)  # a new server process: the mirror is read again, never doubled
+    tb_logdir.sync(logs, runs)
+    _sync_until(logs, runs, lambda: len(media_store.texts(mirror).get("notes", [])) == 3)
+    assert [h[0] for h in media_store.histograms(mirror)["weights/w"]] == [0, 5, 10]
+
+
+def _summary(tag: str, plugin: object, data: object, dtype: str | None = None) -> summary_pb2.Summary:
+    """A summary as TensorBoard's plugin stores it (its summary.pb() needs TensorFlow, not installed here):
+    images [width, height, png, ...], histograms [k, 3] (left, right, count), text a string tensor."""
+    meta = plugin.create_summary_metadata(display_name=tag, description="")
+    tensor = tensor_util.make_tensor_proto(data, dtype=dtype)
+    return summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag=tag, metadata=meta, tensor=tensor)])
+
+
+def _buckets(values: np.ndarray, k: int) -> np.ndarray:
+    counts, edges = np.histogram(values, bins=k)
+    return np.stack([edges[:-1], edges[1:], counts.astype(np.float64)], axis=1)
+
+
+def test_tensorboard_plugin_formats_in_a_nested_run(tmp_path: Path) -> None:
+    logs, runs = tmp_path / "logs", tmp_path / "runs"
+    writer = EventFileWriter(str(logs / "tb" / "nested"))
+    for step in range(3):
+        pixels = (RNG.random((2, 6, 6, 3)) * 255).astype(np.uint8)
+        pngs = [b"6", b"6"] + [media_store.png_bytes(p) for p in pixels]
+        for summary in (
+            _summary("images/pair", image_metadata, pngs, "string"),
+            _summary("dist/x", histogram_metadata, _buckets(RNG.normal(0, step + 1, 200), 12)),
+            _summary("log", text_metadata, f"line {step}".encode(), "string"),
+        ):
+            writer.add_event(event_pb2.Event(wall_time=time.time(), step=step, summary=summary))
+    writer.close()
+    mirror = tb_logdir.mirror_root(runs) / tb_logdir.mirror_id("tb/nested")
+    _sync_until(logs, runs, lambda: len(media_store.texts(mirror).get("log", [])) == 3)
+    assert run_store.read_json(mirror / "config.json")["name"] == "tb/nested"
+    assert [len(i.paths) for i in media_store.image_steps(mirror)["images/pair"]] == [2, 2, 2]
+    assert all(len(c) == 12 for _, c, _ in media_store.histograms(mirror)["dist/x"])
+    _check_against_tensorboard(logs / "tb" / "nested", mirror)
