@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 from tensorboard.backend.event_processing import plugin_event_accumulator as event_accumulator
 from tensorboard.compat.proto import event_pb2, summary_pb2
 from tensorboard.plugins.histogram import metadata as histogram_metadata
@@ -120,3 +121,30 @@ def test_tensorboard_plugin_formats_in_a_nested_run(tmp_path: Path) -> None:
     assert [len(i.paths) for i in media_store.image_steps(mirror)["images/pair"]] == [2, 2, 2]
     assert all(len(c) == 12 for _, c, _ in media_store.histograms(mirror)["dist/x"])
     _check_against_tensorboard(logs / "tb" / "nested", mirror)
+
+
+def test_run_detail_draws_a_logdirs_images_histograms_and_text(
+    tmp_path: Path, runs_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """AppTest of Run detail on a mirrored tensorboardX run: the client run's panels draw its media."""
+    from tests.apptest_pages import app
+
+    logs = tmp_path / "logs"
+    monkeypatch.setenv("JAXDASH_LOGDIR", str(logs))
+    writer = SummaryWriter(str(logs / "tbx"), flush_secs=0.1)
+    for step in (1, 2):
+        writer.add_scalar("loss", 1.0 / step, step)
+        writer.add_image("samples/digit", RNG.random((3, 8, 8)), step)
+        writer.add_histogram("weights/w", RNG.normal(step, 1.0, 500), step)
+        writer.add_text("notes", f"note at {step}", step)
+    writer.close()
+    mirror = tb_logdir.mirror_root(runs_root) / "tbx"
+    _sync_until(logs, runs_root, lambda: len(media_store.texts(mirror).get("notes", [])) == 2)
+    at = app("views/detail.py", run="tbx")
+    headers = [h.value for h in at.subheader]
+    assert "Histograms" in headers and "Text" in headers, headers
+    captions = [i.caption.replace("\\", "") for el in at.get("image") for i in el.proto.imgs]
+    assert captions == ["samples/digit · step 2"], captions  # the newest step's image; a slider over both steps
+    assert [s.options for s in at.select_slider if s.label == "Step"][0][:2] == ["1", "2"]
+    shown = [t.value for t in at.text] + [str(getattr(d, "value", "")) for d in at.dataframe]
+    assert any("note at 2" in t for t in shown), shown
