@@ -10,10 +10,6 @@ its background writers (metrics, Orbax, TensorBoard) still running. The test the
 SIGKILL, asks it to stop (the stop file, as the page's Stop button does) and the run stops as
 usual, or lets it go on (`release`). It holds once: not again after the `held` file exists, so a resume started with the same
 environment runs straight through.
-
-With `pace` > 0 it never waits for the test: from that point each chunk waits `pace` seconds, so
-writers fed from the training thread (W&B's buffered rows) keep flushing while the test waits for
-what it needs.
 """
 
 from __future__ import annotations
@@ -28,19 +24,16 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # children load this module at start (hold_site): no pytest import there
     import pytest
 
-HOLD_ENV = "JAXDASH_TEST_HOLD"  # "<checkpoints>:<chunks>:<pace>:<held file>"
+HOLD_ENV = "JAXDASH_TEST_HOLD"  # "<checkpoints>:<chunks>:<held file>"
 _ROOT = Path(__file__).resolve().parents[1]
 
 
-def hold_env(
-    env: dict[str, str], held: Path, checkpoints: int = 0, chunks: int = 1, pace: float = 0.0
-) -> dict[str, str]:
-    """`env` with the hold set: wait once `checkpoints` checkpoints exist and `chunks` more chunks ran
-    (with `pace`: from then on, wait `pace` seconds after each chunk)."""
+def hold_env(env: dict[str, str], held: Path, checkpoints: int = 0, chunks: int = 1) -> dict[str, str]:
+    """`env` with the hold set: wait once `checkpoints` checkpoints exist and `chunks` more chunks ran."""
     path = [str(_ROOT / "tests" / "hold_site"), str(_ROOT), env.get("PYTHONPATH", "")]
     return {
         **env,
-        HOLD_ENV: f"{checkpoints}:{chunks}:{pace}:{held}",
+        HOLD_ENV: f"{checkpoints}:{chunks}:{held}",
         "PYTHONPATH": os.pathsep.join(p for p in path if p),
     }
 
@@ -83,8 +76,8 @@ def install_hold(spec: str) -> None:
     """Wrap the engine's per-chunk stop check with the hold (called by tests/hold_site/sitecustomize.py)."""
     from runstore import run_store
 
-    checkpoints, chunks, pace, held = spec.split(":", 3)
-    need, held_file, wait = int(checkpoints), Path(held), float(pace)
+    checkpoints, chunks, held = spec.split(":", 2)
+    need, held_file = int(checkpoints), Path(held)
     real, polls = run_store.stop_requested, {}  # per run: a population asks once per member and chunk
 
     def stop_requested(run_dir: Path) -> bool:
@@ -97,9 +90,6 @@ def install_hold(spec: str) -> None:
         if polls.get(run_dir, 0) <= int(chunks):
             return real(run_dir)
         held_file.write_text(str(os.getpid()))
-        if wait:
-            time.sleep(wait)
-            return real(run_dir)
         while not real(run_dir):  # until killed, asked to stop, or released
             if _released(held_file).exists():
                 return False
@@ -109,7 +99,7 @@ def install_hold(spec: str) -> None:
     run_store.stop_requested = stop_requested
 
 
-def hold_children(monkeypatch: pytest.MonkeyPatch, held: Path, **hold: float) -> None:
+def hold_children(monkeypatch: pytest.MonkeyPatch, held: Path, **hold: int) -> None:
     """Hold the training processes this test starts through the page's launcher (they inherit os.environ).
 
     They start cold: a warm worker this process started earlier (its pool outlives a test) runs
