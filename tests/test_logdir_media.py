@@ -148,3 +148,37 @@ def test_run_detail_draws_a_logdirs_images_histograms_and_text(
     assert [s.options for s in at.select_slider if s.label == "Step"][0][:2] == ["1", "2"]
     shown = [t.value for t in at.text] + [str(getattr(d, "value", "")) for d in at.dataframe]
     assert any("note at 2" in t for t in shown), shown
+
+
+@pytest.mark.browser
+def test_run_detail_in_chromium_shows_a_logdirs_media(tmp_path: Path, tab: object) -> None:
+    """The real page (a server of its own reading $JAXDASH_LOGDIR) in Chromium: image, histograms and text."""
+    from dashboard.server.serve import start_server
+
+    runs, logs = tmp_path / "runs", tmp_path / "logs"
+    writer = SummaryWriter(str(logs / "tbx"), flush_secs=0.1)
+    for step in (1, 2, 3):
+        writer.add_scalar("loss", 1.0 / step, step)
+        writer.add_image("samples/digit", RNG.random((3, 28, 28)), step)
+        writer.add_histogram("weights/w", RNG.normal(step, 1.0, 500), step)
+        writer.add_text("notes", f"note at {step}", step)
+    writer.close()
+    env = {"WANDB_MODE": "disabled", "JAXDASH_WARM_WORKER": "0", "JAXDASH_LOGDIR": str(logs)}
+    srv = start_server(runs, tmp_path / "streamlit.log", env=env)
+    try:
+        tab.goto(f"{srv.url}/detail?run=tbx")
+        tab.get_by_text("note at 3").first.wait_for(state="attached", timeout=90_000)  # a dataframe's cell
+        tab.get_by_role("heading", name="Text").wait_for(timeout=60_000)
+        tab.get_by_text("samples/digit · step 3").first.wait_for(timeout=60_000)  # the image's caption
+        assert tab.locator("[data-testid=stImage] img").count() >= 1
+        tab.get_by_role("heading", name="Histograms").wait_for(timeout=60_000)
+        tab.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 3", timeout=60_000)
+        out = Path(__file__).resolve().parent.parent / "test-artifacts"
+        out.mkdir(exist_ok=True)
+        tab.screenshot(path=str(out / "logdir_media_detail.png"))
+        tab.get_by_role("heading", name="Histograms").scroll_into_view_if_needed()
+        tab.screenshot(path=str(out / "logdir_media_detail_histograms.png"))
+        body = tab.inner_text("body")
+        assert "Traceback" not in body and "step 3 · 1 image" in body, body[:2000]
+    finally:
+        srv.stop()
