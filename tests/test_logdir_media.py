@@ -82,6 +82,10 @@ def test_tensorboardx_images_histograms_text_and_hparams_match_tensorboard(tmp_p
     _check_against_tensorboard(logs / "exp", mirror)
     config = run_store.read_json(hp / "config.json")
     assert {k: config["config"][k] for k in ("lr", "opt", "layers")} == {"lr": 0.01, "opt": "adam", "layers": 3}
+    from dashboard.panels import panels, runs_index
+
+    row = runs_index.frame([run_store.read_run(hp)], panels.key_config, str).iloc[0]
+    assert {"lr=0.01", "opt=adam", "layers=3"} <= set(row["config"].split()), row["config"]  # the Runs table
 
     tb_logdir._MIRRORS.pop(mirror)  # a new server process: the mirror is read again, never doubled
     tb_logdir.sync(logs, runs)
