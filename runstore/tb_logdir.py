@@ -141,6 +141,7 @@ def _start_mirror(mirror: Path, name: str, source: Path) -> _Mirror:
     run_store.atomic_write_json(mirror / "status.json", {"state": "running", "source": TASK})
     if safe_files.is_real_dir(mirror / "artifacts"):
         shutil.rmtree(mirror / "artifacts", ignore_errors=True)  # read again from the start, as metrics.jsonl
+    tb_media.forget(mirror)
     tmp = mirror / ".metrics.jsonl.tmp"
     tmp.write_bytes(b"")
     tmp.replace(mirror / "metrics.jsonl")  # a new file: readers see a replaced file and start over

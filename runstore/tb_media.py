@@ -9,12 +9,13 @@ panels that draw a client run's. No JAX and no Streamlit here.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from runstore import media_store, run_store
+from runstore import media_store, run_store, safe_files
 
 MAX_TEXT = 100_000  # characters of one text value kept
 Item = tuple[str, str, int, Any]  # kind ("image", "histogram", "text", "hparams"), tag, step, payload
@@ -106,10 +107,47 @@ def safe_media_of(event: Any, prefix: str = "") -> list[Item]:
         return []
 
 
+_LAST: dict[Path, dict[tuple[str, str], int]] = {}  # mirror -> (kind, tag) -> last step written this process
+
+
+def forget(mirror: Path) -> None:
+    """A mirror started afresh (its artifacts removed): no step of it is written yet."""
+    _LAST.pop(Path(mirror), None)
+
+
+def _purge(mirror: Path, kind: str, tag: str, step: int) -> None:
+    """A restarted writer (a step at or below the tag's last): drop the tag's steps at or after it, as
+    TensorBoard's reader does per time series (runstore.tb_logdir.preempted for scalars)."""
+    if kind == "image":
+        folder = mirror / "artifacts" / "images" / media_store.tag_file(tag)
+        for meta in [p for p in folder.glob("*.json") if p.stem.isdigit() and int(p.stem) >= step]:
+            for png in folder.glob(f"{meta.stem}_*.png"):
+                png.unlink(missing_ok=True)
+            meta.unlink(missing_ok=True)
+        return
+    sub = "histograms" if kind == "histogram" else "texts"
+    path = mirror / "artifacts" / sub / f"{media_store.tag_file(tag)}.jsonl"
+    if not safe_files.is_regular(path):
+        return
+    keep = [line for line in path.read_text(encoding="utf-8").splitlines() if _step_of(line) < step]
+    safe_files.replace_with(path, lambda out: out.write("".join(k + "\n" for k in keep).encode()))
+
+
+def _step_of(line: str) -> int:
+    try:
+        return int(json.loads(line)["step"])
+    except (ValueError, KeyError, TypeError):
+        return -1  # a torn line: kept out of the way (readers skip it)
+
+
 def write(mirror: Path, items: list[Item]) -> None:
     """A run's new media items into its mirror folder (media_store's layout); hparams into config.json."""
     hparams: dict[str, Any] = {}
+    last = _LAST.setdefault(Path(mirror), {})
     for kind, tag, step, payload in items:
+        if kind != "hparams" and last.get((kind, tag), -1) >= step:
+            _purge(Path(mirror), kind, tag, step)
+        last[(kind, tag)] = step
         if kind == "image":
             media_store.write_image_step(mirror, tag, step, payload)
         elif kind == "histogram":

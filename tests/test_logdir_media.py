@@ -35,6 +35,7 @@ def _sync_until(logs: Path, runs: Path, done: object) -> None:
         if done():
             return
         time.sleep(0.05)
+    assert done()
 
 
 def _check_against_tensorboard(folder: Path, mirror: Path) -> None:
@@ -74,7 +75,7 @@ def test_tensorboardx_images_histograms_text_and_hparams_match_tensorboard(tmp_p
     writer.add_hparams({"lr": 0.01, "opt": "adam", "layers": 3}, {"hp/acc": 0.9}, name="hp")
     writer.close()
     mirror, hp = tb_logdir.mirror_root(runs) / "exp", tb_logdir.mirror_root(runs) / tb_logdir.mirror_id("exp/hp")
-    _sync_until(logs, runs, lambda: len(media_store.texts(mirror).get("notes", [])) == 3)
+    _sync_until(logs, runs, lambda: len(media_store.texts(mirror).get("notes/text_summary", [])) == 3)
     images = media_store.image_steps(mirror)
     assert [len(i.paths) for i in images["samples/batch"]] == [1]  # tensorboardX tiles a batch into one grid
     assert [i.step for i in images["samples/digit"]] == [0, 5, 10]
@@ -89,7 +90,7 @@ def test_tensorboardx_images_histograms_text_and_hparams_match_tensorboard(tmp_p
 
     tb_logdir._MIRRORS.pop(mirror)  # a new server process: the mirror is read again, never doubled
     tb_logdir.sync(logs, runs)
-    _sync_until(logs, runs, lambda: len(media_store.texts(mirror).get("notes", [])) == 3)
+    _sync_until(logs, runs, lambda: len(media_store.texts(mirror).get("notes/text_summary", [])) == 3)
     assert [h[0] for h in media_store.histograms(mirror)["weights/w"]] == [0, 5, 10]
 
 
@@ -143,7 +144,7 @@ def test_run_detail_draws_a_logdirs_images_histograms_and_text(
         writer.add_text("notes", f"note at {step}", step)
     writer.close()
     mirror = tb_logdir.mirror_root(runs_root) / "tbx"
-    _sync_until(logs, runs_root, lambda: len(media_store.texts(mirror).get("notes", [])) == 2)
+    _sync_until(logs, runs_root, lambda: len(media_store.texts(mirror).get("notes/text_summary", [])) == 2)
     at = app("views/detail.py", run="tbx")
     headers = [h.value for h in at.subheader]
     assert "Histograms" in headers and "Text" in headers, headers
@@ -186,3 +187,23 @@ def test_run_detail_in_chromium_shows_a_logdirs_media(tmp_path: Path, tab: objec
         assert "Traceback" not in body and "step 3 · 1 image" in body, body[:2000]
     finally:
         srv.stop()
+
+
+def test_a_restarted_writers_media_replace_the_orphaned_steps_as_tensorboard_does(tmp_path: Path) -> None:
+    """TensorBoard's default reader (its data server) drops a series' steps at or after a step that went back,
+    as tb_logdir.preempted does for scalars (plugin_event_accumulator keeps them without a SessionLog START)."""
+    logs, runs = tmp_path / "logs", tmp_path / "runs"
+    mirror = tb_logdir.mirror_root(runs) / "exp"
+    for steps in (range(6), range(3)):  # a writer, then a restarted one in the same folder from step 0
+        writer = SummaryWriter(str(logs / "exp"), flush_secs=0.1)
+        for step in steps:
+            writer.add_image("img", RNG.random((3, 4, 4)), step)
+            writer.add_histogram("w", RNG.normal(0, 1, 50), step)
+            writer.add_text("t", f"{len(steps)}:{step}", step)
+        writer.close()
+        time.sleep(1.1)  # the next writer's file name (its time in seconds) sorts after this one's
+        want = f"{len(steps)}:{steps[-1]}"
+        _sync_until(logs, runs, lambda w=want: media_store.texts(mirror).get("t/text_summary", [(0, "")])[-1][1] == w)
+    assert [i.step for i in media_store.image_steps(mirror)["img"]] == [0, 1, 2]
+    assert [h[0] for h in media_store.histograms(mirror)["w"]] == [0, 1, 2]
+    assert media_store.texts(mirror)["t/text_summary"] == [(0, "3:0"), (1, "3:1"), (2, "3:2")]
