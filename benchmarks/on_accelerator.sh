@@ -20,5 +20,6 @@ if [ "${1:-}" = quick ]; then
   exit
 fi
 $PY -m benchmarks.train_speed --epochs 3 --no-variants
-for k in 1 4 16; do $PY -m benchmarks.population_speed --k "$k" --epochs 1; done
+for k in 4 16; do $PY -m benchmarks.population_speed --k "$k" --epochs 1; done
 $PY -m benchmarks.log_overhead --epochs 2 --repeats 1
+$PY -m benchmarks.step_costs
