@@ -109,3 +109,33 @@ def test_wandb_keeps_the_agents_run_id(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     info = json.loads(out.stdout.strip().splitlines()[-1])
     assert info["mode"] == "offline" and info["id"] == "agentrun7", info
+
+
+OPEN_AT = """
+import sys, time
+from training.settings import ConfigError
+from training.sweep import study
+start = float(sys.argv[2])
+while time.time() < start:
+    pass
+try:
+    study.storage(sys.argv[1])
+    print("opened")
+except ConfigError as exc:
+    print(exc.errors["storage"])
+"""
+
+
+def test_processes_opening_a_new_sweeps_db_at_once_all_open_it(tmp_path: Path) -> None:
+    """The page, the CLI and workers may create sweeps.db at the same moment (Optuna's schema and version row)."""
+    import time
+
+    for attempt in range(2):
+        url = f"sqlite:///{tmp_path / f'sweeps{attempt}.db'}"
+        start = time.time() + 5  # every process past its imports, then all at once
+        procs = [
+            subprocess.Popen([sys.executable, "-c", OPEN_AT, url, str(start)], stdout=subprocess.PIPE, text=True)
+            for _ in range(6)
+        ]
+        outputs = [p.communicate(timeout=120)[0].strip() for p in procs]
+        assert outputs == ["opened"] * 6, outputs

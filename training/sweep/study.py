@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -95,17 +96,31 @@ def storage(url: str) -> optuna.storages.BaseStorage:
     return server.cached(url, lambda: _rdb(url))
 
 
-def _rdb(url: str) -> optuna.storages.RDBStorage:
-    try:
-        return optuna.storages.RDBStorage(
-            url,
-            engine_kwargs=server.engine_kwargs(url),
-            heartbeat_interval=HEARTBEAT_S,
-            grace_period=GRACE_S,
-            heartbeat_stale_trial_callback=optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRY),
-        )
-    except (sqlalchemy.exc.SQLAlchemyError, ImportError, ValueError, RuntimeError) as exc:
-        raise ConfigError({"storage": server.open_error(url, exc)}) from None
+def _rdb(url: str, attempts: int = 8) -> optuna.storages.RDBStorage:
+    """Optuna's RDB storage; a schema another process is creating at this moment is waited for, not an error."""
+    for attempt in range(attempts):
+        try:
+            return optuna.storages.RDBStorage(
+                url,
+                engine_kwargs=server.engine_kwargs(url),
+                heartbeat_interval=HEARTBEAT_S,
+                grace_period=GRACE_S,
+                heartbeat_stale_trial_callback=optuna.storages.RetryHeartbeatStaleTrialCallback(max_retry=MAX_RETRY),
+            )
+        except (sqlalchemy.exc.IntegrityError, sqlalchemy.exc.OperationalError) as exc:
+            if attempt + 1 < attempts and _creating_schema(exc):
+                time.sleep(0.1 * (attempt + 1))  # the page, the CLI and workers may open a new sweeps.db at once
+                continue
+            raise ConfigError({"storage": server.open_error(url, exc)}) from None
+        except (sqlalchemy.exc.SQLAlchemyError, ImportError, ValueError, RuntimeError) as exc:
+            raise ConfigError({"storage": server.open_error(url, exc)}) from None
+    raise AssertionError("unreachable")
+
+
+def _creating_schema(exc: Exception) -> bool:
+    """Optuna's create_all or its alembic version row racing another process's (SQLite and PostgreSQL)."""
+    text = str(exc).lower()
+    return "already exists" in text or "alembic_version" in text or "duplicate key" in text
 
 
 def existing(url: str) -> None:
