@@ -152,7 +152,9 @@ def test_a_steady_writer_is_polled_every_2_s_drawn_ever_less_often_and_a_record_
     t_write = time.monotonic()
     _write(run, step)
     page.wait_for_function(f"{step} in window.__seen", timeout=10_000, polling=20)
-    assert time.monotonic() - t_write < 1.0, "a record after a pause waited for a steady writer's gap"
+    # at once: polls every 250 ms again, drawn without a gap (a steady writer's gap is 4-8 s by now, as checked
+    # above; 3 s leaves room for a loaded 2-core machine, where 1.26 s was seen; the exact rule: test_refresh_timing)
+    assert time.monotonic() - t_write < 3.0, "a record after a pause waited for a steady writer's gap"
     top = page.evaluate(CHART_TOP_JS)
     run_store.write_status(run, state="finished", ended=time.time())
     page.get_by_text("finished").first.wait_for(timeout=10_000)
