@@ -8,4 +8,4 @@ echo "lint: ruff check and ruff format --check"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 export WANDB_MODE=offline WANDB_SILENT=true
-exec .venv/bin/python -m pytest "$@"
+exec .venv/bin/python -m pytest --durations=25 "$@"  # the slowest 25: where the suite's time goes
