@@ -51,6 +51,23 @@ def wait_held(proc: subprocess.Popen | None, held: Path, timeout: float = 240) -
         time.sleep(0.02)
 
 
+def kill_past_checkpoint(proc: subprocess.Popen, held: Path, run_dir: Path, timeout: float = 60) -> None:
+    """Once `proc` is held, wait for records past its newest checkpoint (what a bad resume would lose: the held
+    process's metrics thread writes them), then SIGKILL it."""
+    from runstore import run_store
+    from training.runs.checkpoint import latest_step
+
+    try:
+        wait_held(proc, held)
+        deadline = time.monotonic() + timeout
+        while max(r["step"] for r in run_store.read_metrics(run_dir)[0]) <= latest_step(run_dir):
+            assert time.monotonic() < deadline, "no records past the newest checkpoint"
+            time.sleep(0.02)
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+
+
 def _released(held: Path) -> Path:
     return held.with_name(held.name + ".released")
 

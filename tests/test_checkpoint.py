@@ -9,7 +9,6 @@ from __future__ import annotations
 import glob
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -19,7 +18,7 @@ import pytest
 from tensorboard.backend.event_processing import event_accumulator as ea
 
 from runstore import run_store
-from tests.fixtures_runs import hold_env, wait_held
+from tests.fixtures_runs import hold_env, kill_past_checkpoint
 from tests.test_data import write_idx_dataset
 from training.errors import CannotResume
 from training.runs.checkpoint import Checkpointer, checkpoint_steps, latest_step, resume_point, truncate_metrics
@@ -133,15 +132,7 @@ def test_killed_run_resumes_from_its_last_checkpoint(runs_root, tmp_path):
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
-    try:
-        wait_held(proc, held)
-        deadline = time.monotonic() + 60  # the held process's metrics thread writes the records past it
-        while max(r["step"] for r in run_store.read_metrics(run_dir)[0]) <= latest_step(run_dir):
-            assert time.monotonic() < deadline, "no records past the newest checkpoint"
-            time.sleep(0.02)
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
+    kill_past_checkpoint(proc, held, run_dir)
     status = run_store.read_status(run_dir)
     assert status["state"] == "crashed", proc.stderr.read().decode()[-2000:]  # it died mid-run
     # Normally the newest checkpoint; the one before if the kill beat that step's metrics to disk.

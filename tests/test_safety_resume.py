@@ -6,17 +6,15 @@ from __future__ import annotations
 
 import hashlib
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from tensorboard.backend.event_processing import event_accumulator as ea
 
 from runstore import run_store
-from tests.fixtures_runs import hold_env, wait_held
+from tests.fixtures_runs import hold_env, kill_past_checkpoint
 from training.runs.checkpoint import checkpoint_steps, latest_step, resume_point
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,15 +31,7 @@ def killed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     cmd = [sys.executable, "-m", "training", "regression", "--run-dir", str(run_dir), "--quiet", *args]
     env = hold_env(ENV, held, checkpoints=2, chunks=3)
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        wait_held(proc, held)
-        deadline = time.monotonic() + 60  # a few records past the newest checkpoint: what a bad resume would lose
-        while max(r["step"] for r in run_store.read_metrics(run_dir)[0]) <= latest_step(run_dir):
-            assert time.monotonic() < deadline, "no records past the newest checkpoint"
-            time.sleep(0.02)
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
+    kill_past_checkpoint(proc, held, run_dir)
     assert run_store.read_status(run_dir)["state"] == "crashed", proc.stderr.read().decode()[-2000:]
     return run_dir
 
