@@ -21,7 +21,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -270,25 +269,9 @@ def test_workers_claiming_at_once_on_postgres_take_whole_programs(
 ) -> None:
     """As with a SQLite file (test_sweep_workers), but the lock is the server's: workers on other machines
     share no file. Without it each claim took some of both programs' grid points."""
-    from training.sweep import worker
+    from tests.test_sweep_workers import claims_at_once
 
-    cfg = load_task("regression").Config
-    space = parse_space(["points=32,64", "lr=0.01,0.02,0.03"], cfg, "grid")
-    studies.create("race", postgres, "regression", {"steps": 20, "log_every": 10}, space, "grid", None)
-    joins = worker._next_joins
-    monkeypatch.setattr(worker, "_next_joins", lambda *a: (time.sleep(0.05), joins(*a))[1])  # a slow network
-    claims: list[list[int]] = []
-
-    def claim() -> None:
-        study = optuna.load_study(study_name="race", storage=studies.storage(postgres))
-        with worker.claim_lock(postgres, study._storage):
-            claims.append([t.params["points"] for t in worker._claim(study, 3)])
-
-    threads = [threading.Thread(target=claim) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    claims = claims_at_once(postgres, monkeypatch)
     assert sorted(claims) == [[32, 32, 32], [64, 64, 64]], claims
 
 

@@ -123,11 +123,17 @@ def test_workers_claiming_at_once_each_take_whole_programs(tmp_path: Path, monke
     """Two workers asking at the same moment took some of one program's grid points each (a
     population of three trained as three runs, the sweep benchmark's 3 x 3 grid slower than its
     queue); under claim_lock each claim is one program's members."""
+    claims = claims_at_once(studies.default_url(tmp_path), monkeypatch)
+    assert sorted(claims) == [[32, 32, 32], [64, 64, 64]], claims
+
+
+def claims_at_once(url: str, monkeypatch: pytest.MonkeyPatch) -> list[list[int]]:
+    """Two threads claiming 3 trials each at once from a 2 x 3 grid (points x lr) under claim_lock, storage slowed:
+    the `points` of each claim."""
     import threading
 
     from training.sweep import worker
 
-    url = studies.default_url(tmp_path)
     cfg = load_task("regression").Config
     space = parse_space(["points=32,64", "lr=0.01,0.02,0.03"], cfg, "grid")
     studies.create("race", url, "regression", {"steps": 20, "log_every": 10}, space, "grid", None)
@@ -137,7 +143,7 @@ def test_workers_claiming_at_once_each_take_whole_programs(tmp_path: Path, monke
 
     def claim() -> None:
         study = optuna.load_study(study_name="race", storage=studies.storage(url))
-        with worker.claim_lock(url):
+        with worker.claim_lock(url, study._storage):  # a file lock beside SQLite, the server's lock on PostgreSQL
             claims.append([t.params["points"] for t in worker._claim(study, 3)])
 
     threads = [threading.Thread(target=claim) for _ in range(2)]
@@ -145,4 +151,4 @@ def test_workers_claiming_at_once_each_take_whole_programs(tmp_path: Path, monke
         t.start()
     for t in threads:
         t.join()
-    assert sorted(claims) == [[32, 32, 32], [64, 64, 64]], claims
+    return claims
