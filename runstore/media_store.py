@@ -185,13 +185,13 @@ def texts(run_dir: Path) -> dict[str, list[tuple[int, str]]]:
         return {}
     out: dict[str, list[tuple[int, str]]] = {}
     for path in sorted(p for p in root.glob("*.jsonl") if safe_files.is_regular(p)):
-        for doc in _json_lines(path):
+        for doc in json_lines(path):
             if isinstance(doc.get("text"), str) and isinstance(doc.get("step"), int):
                 out.setdefault(str(doc.get("tag", path.stem.replace("__", "/"))), []).append((doc["step"], doc["text"]))
     return out
 
 
-def _json_lines(path: Path) -> list[dict[str, Any]]:
+def json_lines(path: Path) -> list[dict[str, Any]]:
     """The JSON objects of a .jsonl file; a torn or damaged line is skipped."""
     try:
         lines = path.read_text(encoding="utf-8").splitlines()

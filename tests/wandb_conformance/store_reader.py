@@ -31,7 +31,7 @@ def _store_media(run_dir: Path, history: dict[int, dict[str, Any]]) -> None:
             value = {"_type": "images", "count": len(doc.get("files", [])), "captions": caps}
             history.setdefault(int(doc["step"]), {})[doc.get("tag", doc_path.parent.name)] = value
     for hist in (art / "histograms").glob("*.jsonl"):
-        for rec in _lines(hist):
+        for rec in media_store.json_lines(hist):
             counts = rec.get("counts", [])
             value = {"_type": "histogram", "bins": len(counts), "total": sum(counts)}
             history.setdefault(int(rec.get("step", 0)), {})[rec.get("tag", hist.stem.replace("__", "/"))] = value
@@ -46,23 +46,6 @@ def _store_media(run_dir: Path, history: dict[int, dict[str, Any]]) -> None:
     for fig in (art / "figures").glob("*/*.json"):
         if fig.stem.isdigit():
             history.setdefault(int(fig.stem), {})[fig.parent.name.replace("__", "/")] = {"_type": "figure"}
-
-
-def _lines(path: Path) -> list[dict[str, Any]]:
-    """The JSON objects of a .jsonl file, [] if it is missing."""
-    try:
-        text = path.read_text()
-    except OSError:
-        return []
-    out = []
-    for line in text.splitlines():
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(rec, dict):
-            out.append(rec)
-    return out
 
 
 def _first(key: str, *docs: dict[str, Any]) -> Any:
@@ -87,7 +70,7 @@ def read_store_run(run_dir: Path) -> dict[str, Any]:
         doc = run_store.read_json(manifest, {}) or {}
         artifacts.append({"name": doc.get("name"), "type": doc.get("type"), "files": sorted(doc.get("files", []))})
     alerts = []
-    for line in _lines(run_dir / "alerts.jsonl"):
+    for line in media_store.json_lines(run_dir / "alerts.jsonl"):
         alerts.append({k: line.get(k) for k in ("title", "text", "level")})
     summary = run_store.read_json(run_dir / "summary.json", None)
     if not isinstance(summary, dict):
