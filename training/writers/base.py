@@ -4,7 +4,7 @@ Every method is general-purpose: scalars, images, texts, histograms, hparams and
 Task-specific summaries (a fitted line, a confusion matrix) are turned into these calls in one
 place, `training.tasks.summaries`. Backends live next to this module, one per file, and override what
 they support; a call a backend lacks is dropped (a progress bar has no images: nothing to warn
-about; one debug line per method). `MultiWriter` is a loop:
+about; one debug line per method). `MultiWriter` has one explicit method per call, as CLU's:
 its first writer (the run store) is required, so its failures end the run; the others are
 best-effort and a failure warns once.
 """
@@ -137,24 +137,11 @@ class MetricWriter:
         """End of run; `state` is finished | failed | diverged | stopped."""
 
 
-_METHODS = (
-    "write_hparams",
-    "write_scalars",
-    "write_scalar_rows",
-    "write_images",
-    "write_histograms",
-    "write_texts",
-    "write_pr_curves",
-    "write_tables",
-    "write_figures",
-    "write_summary",
-    "flush",
-    "close",
-)
-
-
 class MultiWriter(MetricWriter):
-    """Fans every call out; the first writer (the run store) is required, the others best-effort.
+    """Writes every call to each of its writers, as CLU's `MultiWriter`: one explicit method per call.
+
+    The first writer (the run store) is required: its failure propagates and ends the run. The
+    others are best-effort: a failure warns once per writer and method, and training goes on.
 
     Args:
       writers: the required writer first, then the optional ones.
@@ -164,11 +151,56 @@ class MultiWriter(MetricWriter):
         self.writers = list(writers)
         self._warned: set[tuple[int, str]] = set()
 
+    def write_hparams(self, hparams: Mapping[str, Any]) -> None:  # noqa: D102 - as MetricWriter's
+        self._each("write_hparams", hparams)
+
+    def write_scalars(self, step: int, scalars: Mapping[str, float], progress: Progress | None = None) -> None:  # noqa: D102
+        self._each("write_scalars", step, scalars, progress)
+
+    def write_scalar_rows(  # noqa: D102
+        self, steps: np.ndarray, columns: Mapping[str, np.ndarray], progress: Progress | None = None
+    ) -> None:
+        self._each("write_scalar_rows", steps, columns, progress)
+
+    def write_images(self, step: int, images: Mapping[str, np.ndarray]) -> None:  # noqa: D102
+        self._each("write_images", step, images)
+
+    def write_histograms(self, step: int, arrays: Mapping[str, np.ndarray]) -> None:  # noqa: D102
+        self._each("write_histograms", step, arrays)
+
+    def write_texts(self, step: int, texts: Mapping[str, str]) -> None:  # noqa: D102
+        self._each("write_texts", step, texts)
+
+    def write_pr_curves(self, step: int, curves: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> None:  # noqa: D102
+        self._each("write_pr_curves", step, curves)
+
+    def write_tables(self, step: int, tables: Mapping[str, Table]) -> None:  # noqa: D102
+        self._each("write_tables", step, tables)
+
+    def write_figures(self, step: int, figures: Mapping[str, dict[str, Any]]) -> None:  # noqa: D102
+        self._each("write_figures", step, figures)
+
+    def write_summary(self, metrics: Mapping[str, float]) -> None:  # noqa: D102
+        self._each("write_summary", metrics)
+
+    def flush(self) -> None:  # noqa: D102
+        self._each("flush")
+
+    def close(self, state: str = "finished", message: str | None = None) -> None:
+        """Close every writer, the optional ones even when the required one fails."""
+        try:
+            self._each_optional("close", state, message)
+        finally:
+            if self.writers:
+                self.writers[0].close(state, message)
+
     def _each(self, method: str, *args: Any) -> None:
-        for i, w in enumerate(self.writers):
-            if i == 0:
-                getattr(w, method)(*args)  # the run store: a failure ends the run (training.runs.run reports it)
-                continue
+        if self.writers:
+            getattr(self.writers[0], method)(*args)  # the run store: a failure ends the run (training.runs.run)
+        self._each_optional(method, *args)
+
+    def _each_optional(self, method: str, *args: Any) -> None:
+        for i, w in enumerate(self.writers[1:], start=1):
             try:
                 getattr(w, method)(*args)
             except Exception as exc:  # noqa: BLE001 - optional tracking must never stop training
@@ -181,36 +213,6 @@ class MultiWriter(MetricWriter):
                         type(exc).__name__,
                         exc,
                     )
-
-    def close(self, state: str = "finished", message: str | None = None) -> None:
-        """Close every writer, the optional ones even when the required one fails."""
-        try:
-            self._each_optional("close", state, message)
-        finally:
-            if self.writers:
-                self.writers[0].close(state, message)
-
-    def _each_optional(self, method: str, *args: Any) -> None:
-        for i, w in enumerate(self.writers[1:], start=1):
-            try:
-                getattr(w, method)(*args)
-            except Exception as exc:  # noqa: BLE001 - optional tracking must never stop training
-                if (i, method) not in self._warned:
-                    self._warned.add((i, method))
-                    log.warning("%s.%s failed (%s: %s).", type(w).__name__, method, type(exc).__name__, exc)
-
-
-def _fan_out(method: str) -> Any:
-    def call(self: MultiWriter, *args: Any) -> None:
-        self._each(method, *args)
-
-    call.__name__ = method
-    call.__doc__ = getattr(MetricWriter, method).__doc__
-    return call
-
-
-for _name in _METHODS[:-1]:
-    setattr(MultiWriter, _name, _fan_out(_name))
 
 
 class MemoryWriter(MetricWriter):
