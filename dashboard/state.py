@@ -20,15 +20,25 @@ import streamlit as st
 from dashboard.panels import refresh_trigger
 from dashboard.processes import page_queue, tensorboard_server
 from dashboard.server import changes_route
-from runstore import launch_files, processes, run_log, run_reads, run_store, run_watch, safe_files, tb_logdir
+from runstore import (
+    launch_files,
+    processes,
+    run_log,
+    run_reads,
+    run_states,
+    run_store,
+    run_watch,
+    safe_files,
+    tb_logdir,
+)
 from runstore.metrics import metric_csv
 from runstore.metrics.metric_table import MetricTable
 
-ACTIVE_STATES = ("queued", "starting", "running")
+ACTIVE_STATES = run_states.ACTIVE
 LIVE_REFRESH_S = 0.5  # fragment interval while a run is active (>= 1 refresh/s with margin)
 
 
-RESUMABLE_STATES = ("stopped", "crashed", "failed")  # failed: e.g. a full disk ("free some space, then resume")
+RESUMABLE_STATES = run_states.RESUMABLE
 
 
 def run_status(run_dir: Path) -> dict[str, Any]:

@@ -17,9 +17,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from runstore import run_store
+from runstore import run_states, run_store
 
-ENDED_STATES = ("finished", "failed", "stopped", "diverged", "crashed")
+ENDED_STATES = run_states.ENDED
 KEY_FILES = ("config.json", "status.json", "launch.json")
 
 FileKey = tuple[tuple[int, int, int], ...]

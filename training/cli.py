@@ -17,12 +17,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from runstore import run_store
+from runstore import run_states, run_store
 from training.settings import FieldInfo, fields
 from training.tasks import available
 
 PAGE_FILES = ("launch.json", "process.log")  # what a page-launched run dir holds before its process starts
-EXIT_CODES = {"finished": 0, "stopped": 0, "failed": 1, "diverged": 3}
+EXIT_CODES = run_states.EXIT_CODES
 WANDB_MODES = ("auto", "online", "offline", "disabled")
 
 

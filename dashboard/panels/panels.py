@@ -25,13 +25,13 @@ from dashboard.panels.run_numbers import fmt as fmt  # used by the pages as pane
 from dashboard.panels.run_numbers import progress_fraction
 from dashboard.processes import launcher
 from dashboard.server import csv_route
-from runstore import run_store
+from runstore import run_states, run_store
 from training.config import ConfigError, config_fields
 from training.tasks import available, task_settings
 
 log = logging.getLogger(__name__)
 PLOT_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
-PROBLEM_STATES = ("failed", "diverged", "crashed", "damaged")
+PROBLEM_STATES = run_states.PROBLEMS
 
 
 def guarded(fn: Callable[..., None]) -> Callable[..., None]:

@@ -17,10 +17,10 @@ from typing import Any
 import pandas as pd
 
 from dashboard.panels.compare_data import sort_tags
-from runstore import processes, run_files, run_notes, run_store, wandb_reads
+from runstore import processes, run_files, run_notes, run_states, run_store, wandb_reads
 
 ACTIVE = ("queued", "starting", "running")
-PROBLEMS = ("failed", "diverged", "crashed", "damaged")
+PROBLEMS = run_states.PROBLEMS
 BASE_COLUMNS = ["name", "tags", "group", "wandb group", "job type", "task", "status", "alerts", "config"]
 TAIL_COLUMNS = ["duration", "started", "message", "run_id", "search"]
 

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from runstore import run_store
+from runstore import run_states, run_store
 from training.engine.pbt import PbtConfig
 from training.errors import CannotResume
 from training.runs.run import Outcome, train_members
@@ -44,7 +44,7 @@ def population_dirs(run_dir: Path, doc: dict[str, Any]) -> list[Path]:
     for d in run_dir.parent.iterdir():
         other = run_store.read_json(d / "config.json") if d.is_dir() else None
         if isinstance(other, dict) and other.get("group") == doc["group"]:
-            if run_store.read_status(d).get("state") not in ("finished", "diverged"):
+            if run_store.read_status(d).get("state") not in run_states.NOT_RESUMED:
                 found.append((int(other.get("member", 0)), d))
     return [d for _, d in sorted(found)]
 

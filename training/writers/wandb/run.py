@@ -19,11 +19,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from runstore import run_states
 from training.writers.wandb import mode as wandb_mode
 
 log = logging.getLogger(__name__)
 
-EXIT_CODES = {"finished": 0, "stopped": 0, "failed": 1, "diverged": 3}
+EXIT_CODES = run_states.EXIT_CODES
 _FLUSH_SETTING = "x_transaction_log_flush_interval"
 
 
