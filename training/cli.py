@@ -20,10 +20,10 @@ from typing import Any
 from runstore import run_states, run_store
 from training.settings import FieldInfo, fields
 from training.tasks import available
+from training.writers.wandb.mode import MODES as WANDB_MODES
 
 PAGE_FILES = ("launch.json", "process.log")  # what a page-launched run dir holds before its process starts
 EXIT_CODES = run_states.EXIT_CODES
-WANDB_MODES = ("auto", "online", "offline", "disabled")
 
 
 def _default_text(f: FieldInfo) -> str:

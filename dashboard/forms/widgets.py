@@ -13,8 +13,8 @@ from typing import Any
 import streamlit as st
 
 from training.settings import FieldInfo
+from training.writers.wandb.mode import MODES as WANDB_MODES
 
-WANDB_MODES = ("auto", "offline", "online", "disabled")
 STATE_STYLE: dict[str, tuple[str, str]] = {  # state -> (badge color, material icon)
     "queued": ("gray", ":material/schedule:"),
     "starting": ("blue", ":material/hourglass_top:"),

@@ -29,9 +29,9 @@ from training.queue import store as queue_store
 from training.settings import config_to_dict, fields
 from training.tasks import task_settings
 from training.tasks.base import TaskSettings
+from training.writers.wandb.mode import MODES as WANDB_MODES
 
 REPO_ROOT = worker.REPO_ROOT
-WANDB_MODES = ("auto", "offline", "online", "disabled")
 log = logging.getLogger(__name__)
 
 

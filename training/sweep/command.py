@@ -21,6 +21,7 @@ from runstore import run_store
 from training.sweep import server
 from training.sweep import study as studies
 from training.sweep.space import parse_space
+from training.writers.wandb.mode import MODES as WANDB_MODES
 
 
 def _worker_argv(name: str, url: str, root: Path, args: argparse.Namespace) -> list[str]:
@@ -85,7 +86,7 @@ def worker_main(argv: list[str]) -> int:
     p.add_argument("--storage", default=None, help="Optuna storage URL (default sqlite:///<runs root>/sweeps.db)")
     p.add_argument("--runs-root", type=Path, default=None, help="where the trials' run folders go (shared)")
     p.add_argument("--max-parallel", type=int, default=1, help="lr/seed trials trained together as a population")
-    p.add_argument("--wandb", default=None, choices=("auto", "online", "offline", "disabled"))
+    p.add_argument("--wandb", default=None, choices=WANDB_MODES)
     args = p.parse_args(argv)
     from training.cli import wandb_mode
 

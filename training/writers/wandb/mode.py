@@ -23,7 +23,7 @@ from runstore import atomic
 
 log = logging.getLogger(__name__)
 
-MODES = ("auto", "online", "offline", "disabled")
+MODES = ("auto", "online", "offline", "disabled")  # the one list: the CLI, sweeps and the page check against it
 _ALIASES = {"dryrun": "offline", "run": "online"}  # older values wandb still accepts for WANDB_MODE
 ID_FILE = "wandb_id"
 SETTINGS_FILE = "wandb_settings.json"  # the wandb.init settings a run started with, for its resume
@@ -80,7 +80,7 @@ def resolve_mode(mode: str | None) -> str:
         return mode
     env = os.environ.get("WANDB_MODE", "").strip().lower()
     env = _ALIASES.get(env, env)
-    if env in ("online", "offline", "disabled"):
+    if env in MODES[1:]:
         return env
     if env and env != "auto":
         log.warning("Ignoring WANDB_MODE=%r (expected online, offline or disabled).", env)
