@@ -17,6 +17,7 @@ from typing import Any
 
 import streamlit as st
 
+from dashboard import refresh_timings
 from dashboard.panels import refresh_trigger
 from dashboard.processes import page_queue, tensorboard_server
 from dashboard.server import changes_route
@@ -35,7 +36,7 @@ from runstore.metrics import metric_csv
 from runstore.metrics.metric_table import MetricTable
 
 ACTIVE_STATES = run_states.ACTIVE
-LIVE_REFRESH_S = 0.5  # fragment interval while a run is active (>= 1 refresh/s with margin)
+LIVE_REFRESH_S = refresh_timings.seconds("live_rerun")
 
 
 RESUMABLE_STATES = run_states.RESUMABLE
@@ -160,11 +161,11 @@ def _logdir_runs(root: Path) -> list[run_store.RunInfo]:
     return run_reads.list_runs(tb_logdir.mirror_root(root), run_status)
 
 
-WATCH_S = 0.5  # how often every page checks the list of runs (new, ended or deleted runs show within 3 s)
+WATCH_S = refresh_timings.seconds("runs_watch")
 # The browser asks for the list's signature this often (served with the change route): at 1 s, with the
 # pages' other pollers at 2 s while a run writes all the time, it alone made each open page poll
 # every second (Live + Run detail + Runs: Chromium 0.35 s and the server 0.1 s of CPU a minute each).
-WATCH_POLL_MS = 2000
+WATCH_POLL_MS = refresh_timings.ms("runs_watch_poll")
 
 
 def check_runs() -> None:

@@ -23,11 +23,13 @@ from __future__ import annotations
 from typing import Any
 
 from components.figures import SPARSE_POINTS
+from dashboard import refresh_timings
 from dashboard.server import rows_route
 
 # JavaScript joined into the in-place chart's module (dashboard/panels/inplace_chart.py).
-FEED_JS = """
-const FEED_GAP = 25, FEED_MIN_GAP_MS = 1000, FEED_MAX_GAP_MS = 8000, SPARSE_POINTS = __SPARSE_POINTS__;
+FEED_JS = (
+    """
+const FEED_GAP = 25, FEED_MIN_GAP_MS = __FEED_MIN_GAP_MS__, FEED_MAX_GAP_MS = __FEED_MAX_GAP_MS__, SPARSE_POINTS = __SPARSE_POINTS__;
 function follow(div, text) {
   div.__feedText = text;
   div.__feed = text ? JSON.parse(text) : null;
@@ -119,6 +121,9 @@ function widen(div, ys, clamp) {  // a zoomed y axis (accuracy) grows to show ap
   div.layout.yaxis.range = next;
 }
 """.replace("__SPARSE_POINTS__", str(SPARSE_POINTS))
+    .replace("__FEED_MIN_GAP_MS__", str(refresh_timings.ms("feed_min_gap")))
+    .replace("__FEED_MAX_GAP_MS__", str(refresh_timings.ms("feed_max_gap")))
+)
 
 
 def rows_feed(run_id: str, offset: int, tag_list: tuple[str, ...], clamp: list[float] | None = None) -> Any:

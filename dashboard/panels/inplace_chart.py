@@ -35,6 +35,7 @@ import streamlit as st
 import streamlit.components.v1 as components
 from streamlit import runtime
 
+from dashboard import refresh_timings
 from dashboard.panels import safe_text
 from dashboard.panels.chart_feed import FEED_JS
 from dashboard.server import url_paths
@@ -46,7 +47,7 @@ PLOTLY_DATA = Path(plotly.__file__).resolve().parent / "package_data"  # plotly.
 CHART_JS = (
     """
 const BASIC = new Set(["scatter", "bar", "pie"]);  // the trace types of plotly-basic.min.js
-const DRAW_GAP = 8, MAX_GAP_MS = 2000;  // after a draw of T ms, the next waits up to 8 T (at most 2 s)
+const DRAW_GAP = 8, MAX_GAP_MS = __INPLACE_MAX_GAP_MS__;  // after a draw of T ms, the next waits up to 8 T (at most this)
 function load(src) {
   const loads = (window.__jaxdashPlotly = window.__jaxdashPlotly || {});
   loads[src] = loads[src] || new Promise((ok, fail) => {
@@ -115,7 +116,7 @@ export default async function (component) {
   div.__nextDraw = performance.now() + Math.min(MAX_GAP_MS, DRAW_GAP * took);
 }
 """
-)
+).replace("__INPLACE_MAX_GAP_MS__", str(refresh_timings.ms("inplace_max_gap")))
 
 
 # Basic bundle missing (a trimmed checkout): the full one stands in for it.

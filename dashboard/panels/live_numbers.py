@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import streamlit as st
 
+from dashboard import refresh_timings
 from dashboard.panels import panels, refresh_trigger
 from dashboard.server import poll_route
 
-EVERY_MS = 1000
+EVERY_MS = refresh_timings.ms("numbers")
 
 NUMBERS_JS = (
     refresh_trigger.POLL_HUB_JS

@@ -18,7 +18,7 @@ import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from components import figures
-from dashboard import state
+from dashboard import refresh_timings, state
 from dashboard.panels import safe_text
 from dashboard.panels.inplace_chart import figure_spec, inplace_chart
 from dashboard.panels.run_numbers import fmt as fmt  # used by the pages as panels.fmt
@@ -126,7 +126,7 @@ def chart(fig: Any, key: str, lazy: bool = False, spec: str | None = None, feed:
 # the page's timed refreshes at most every CHART_EVERY_S; otherwise the same figure is sent again
 # (same id: no remount). In-place charts (dashboard/panels/inplace_chart.py, the default) are never
 # remounted, so they have no throttle.
-CHART_EVERY_S = 1.0
+CHART_EVERY_S = refresh_timings.seconds("chart_rebuild")
 LIVE_PANEL_KEY = "live_panel"  # the container of a Live page's refreshing panel (CSS class st-key-live_panel)
 RUN_HEAD_KEY = "run_head"  # badge, progress and Stop/Resume: as tall with a button as without (no jump when a run ends)
 # Streamlit fades an element to a third of its opacity while a rerun has not sent it again yet. The

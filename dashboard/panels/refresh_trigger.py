@@ -30,12 +30,13 @@ from typing import Any
 
 import streamlit as st
 
+from dashboard import refresh_timings
 from dashboard.server import changes_route, poll_route
 
-POLL_MS = 250
+POLL_MS = refresh_timings.ms("poll")
 STEADY_POLLS = 8  # polls in a row (2 s) with stream news and no event: the run writes all the time
-STEADY_POLL_MS = 2000
-GAP_MS = 500  # = state.LIVE_REFRESH_S: at most two reruns a second, as the timer gave
+STEADY_POLL_MS = refresh_timings.ms("steady_poll")
+GAP_MS = refresh_timings.ms("live_rerun")  # at most two reruns a second, as the timer gave
 
 # One request per poll for every poller of the page (dashboard/server/poll_route.py): the run
 # watcher, the panel's trigger and the run's numbers (live_numbers) each asked on their own before
@@ -87,7 +88,7 @@ async function hubPoll(hub) {
 TRIGGER_JS = (
     POLL_HUB_JS
     + """
-const LOST_MS = 3000;  // a rerun asked for and not drawn by then is asked for again
+const LOST_MS = __LOST_MS__;  // a rerun asked for and not drawn by then is asked for again
 function wants(p, now) {  // ask for this poller's signature now?
   const since = now - p.asked;
   // After asking, wait for the rerun's own draw (it brings the signature it read); ask again
@@ -131,7 +132,7 @@ export default function (component) {
   return () => { delete hub.pollers[data.key]; hubSchedule(hub); };
 }
 """
-)
+).replace("__LOST_MS__", str(refresh_timings.ms("lost_rerun")))
 
 _trigger = st.components.v2.component("jaxdash_refresh_trigger", js=TRIGGER_JS, isolate_styles=False)
 

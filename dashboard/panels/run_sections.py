@@ -10,6 +10,7 @@ import streamlit as st
 
 from components import compare_figures
 from components.colors import run_color
+from dashboard import refresh_timings
 from dashboard.panels import compare_data, panel_kinds, safe_text
 from dashboard.panels.panels import live_chart
 from runstore import run_log, run_notes, run_store, tags
@@ -19,7 +20,7 @@ LOG_LINES = 200
 # While the run trains, its grids (below its own fed panels) are built anew at most this often, as
 # TensorBoard reloads every 30 s: at every 10-20 s rerun, two grids of 3-8 subplots each cost Run detail
 # Plotly.react work on the machine the run trains on. A zoom, a new metric or the run's end redraws at once.
-GRID_REFRESH_S = 30.0
+GRID_REFRESH_S = refresh_timings.seconds("grid_rebuild")
 
 
 def notes_header(run: run_store.RunInfo) -> None:

@@ -15,7 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from components import figures
-from dashboard import state
+from dashboard import refresh_timings, state
 from dashboard.forms import groups
 from dashboard.forms.widgets import status_badge
 from dashboard.panels import (
@@ -39,15 +39,15 @@ from dashboard.panels import (
 from runstore import artifacts, launch_files, run_store, wandb_reads
 from runstore.metrics.metric_table import MetricTable
 
-DETAIL_REFRESH_S = 1.0  # slower than Live: this page also redraws the confusion matrix and images
+DETAIL_REFRESH_S = refresh_timings.seconds("detail_rerun")
 # While its run trains, the curves and the progress line follow the records in the browser (chart_feed,
 # live_numbers); the summary reruns for a new state or phase after DETAIL_REFRESH_S, for records (every
 # metric's chart, media) at most every DETAIL_FED_MS, as the Live panel, since each rerun sends the page
 # ~28 messages (`benchmarks/page_probe.py detail`: Chromium 3.5-4.1 s of CPU a minute at 10 s, 2.3 at
 # 20 s with the feed's 8 s gap). A run with process output (started from this dashboard: process.log)
 # follows it only through these reruns: every DETAIL_OUTPUT_MS then, so a new line shows within ~10 s.
-DETAIL_FED_MS = 20_000
-DETAIL_OUTPUT_MS = 10_000
+DETAIL_FED_MS = refresh_timings.ms("detail_fed_rerun")
+DETAIL_OUTPUT_MS = refresh_timings.ms("detail_output_rerun")
 DETAIL_PANEL_KEY = "detail_panel"
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import streamlit as st
 
-from dashboard import state
+from dashboard import refresh_timings, state
 from dashboard.forms import groups, pbt_settings
 from dashboard.forms.widgets import config_form, dataset_title, field_error, population_input
 from dashboard.panels import inplace_chart, pbt_panels
@@ -85,7 +85,7 @@ def start(
     return launcher.launch_population(task, cfg, axes, name=name or None, wandb_mode=wandb_mode, pbt=pbt).name
 
 
-TRAINING_NOW_EVERY_S = 1.0  # with run_watch's 0.25 s poll: a run shows or goes within 2 s
+TRAINING_NOW_EVERY_S = refresh_timings.seconds("launch_training_now")
 
 
 def active_runs() -> None:

@@ -10,7 +10,7 @@ from typing import Any
 import streamlit as st
 
 from components.colors import run_color
-from dashboard import state
+from dashboard import refresh_timings, state
 from dashboard.forms import groups
 from dashboard.forms.widgets import status_badge
 from dashboard.panels import (
@@ -76,9 +76,9 @@ def stopping_note(active: bool, stop_dir: Path | None) -> None:
 # new state, phase or tile, and for anything else (new media, the charts downsampled anew) this often:
 # at 10 s these reruns cost Chromium ~0.9 s of CPU a minute (`benchmarks/page_probe.py live`:
 # 3.6 and 3.1 s/min at 10 s, 2.9 and 2.8 at 20 s), on the machine the run trains on.
-FED_RERUN_MS = 20_000
-FIRST_POINT_WAIT_S = 1.5  # at most, in one refresh (then the timed refreshes go on)
-FIRST_POINT_POLL_S = 0.03
+FED_RERUN_MS = refresh_timings.ms("live_fed_rerun")
+FIRST_POINT_WAIT_S = refresh_timings.seconds("first_point_wait")
+FIRST_POINT_POLL_S = refresh_timings.seconds("first_point_poll")
 
 
 def first_records(run_dir: Path, status: dict, progress_slot: Any) -> MetricTable:

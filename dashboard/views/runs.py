@@ -7,7 +7,7 @@ import hashlib
 import pandas as pd
 import streamlit as st
 
-from dashboard import state
+from dashboard import refresh_timings, state
 from dashboard.forms import groups
 from dashboard.panels import compare, inplace_chart, panels, refresh_trigger, runs_index
 from dashboard.processes import launcher
@@ -69,11 +69,11 @@ def table(df: pd.DataFrame, key: str, default: list[int]) -> list[int]:
     return list(event.selection.rows) if event is not None else []
 
 
-REFRESH_S = 2.0  # while a run is active: a new run or state shows in the table within this
+REFRESH_S = refresh_timings.seconds("runs_rerun")
 # Records alone (the table's step, progress and steps/s) rerun it at most this often: each rerun redraws
 # the whole table canvas (every 2 s: ~640 messages and 2.0 s of Chromium CPU a minute here; every 5 s,
 # 209 messages and 1.8 s; every 15 s, 76 and 1.2 s, a page with nothing to follow ~0.95: page_probe runs).
-RECORDS_REFRESH_S = 15.0
+RECORDS_REFRESH_S = refresh_timings.seconds("runs_records_rerun")
 FILTER_KEYS = ("runs_search", *(f"runs_filter_{name}" for name in (*FILTERS, *WANDB_FILTERS)))
 
 

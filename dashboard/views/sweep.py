@@ -11,10 +11,11 @@ import pandas as pd
 import streamlit as st
 
 from components.sweep_figures import best_so_far, parallel_coordinates
+from dashboard import refresh_timings
 from runstore import run_store
 from training.settings import ConfigError
 
-REFRESH_S = 2.0
+REFRESH_S = refresh_timings.seconds("sweep_rerun")
 REFUSED_SHOWN_S = 3600.0  # a refused job is named on this page for an hour
 # Words, not emoji: headless browsers and some desktops have no emoji font (they drew empty boxes).
 STATE_MARKS = {"COMPLETE": "finished", "RUNNING": "running", "PRUNED": "PRUNED", "FAIL": "FAILED"}
