@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from runstore.safe_files import create_new, open_regular, temp_name
+from runstore.safe_files import create_new, open_regular, replace_with, temp_name
 
 
 def atomic_write_json(path: Path, data: Any, indent: int | None = 1) -> None:
@@ -39,6 +39,21 @@ def atomic_write_json(path: Path, data: Any, indent: int | None = 1) -> None:
             _rewrite_in_place(path, text)  # a full disk: the old file's own blocks still fit the new text
             return
         raise OSError(exc.errno, exc.strerror, str(path)) from exc
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write `data` so a reader sees the old or the new file, never half of one (fsync'd, never through a link).
+
+    Raises:
+      OSError: naming `path` (e.g. a full disk); no temp file is left behind.
+    """
+
+    def write(f: Any) -> None:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+    replace_with(path, write)
 
 
 def _rewrite_in_place(path: Path, text: str) -> None:

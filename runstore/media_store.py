@@ -31,7 +31,7 @@ RAW_BINS = 32  # what W&B bins an array logged as it is (more than 32 numbers) i
 
 
 def tag_file(tag: str) -> str:
-    """A tag's file name without suffix: "val/examples" -> "val__examples"."""
+    """A tag's file name without suffix, the one rule for every media kind: "val/examples" -> "val__examples"."""
     return run_store.slugify(tag.replace("/", "__"), 80)
 
 

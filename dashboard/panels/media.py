@@ -17,12 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runstore import artifacts, run_store, safe_files, tags
-from training.writers.store import table_file
+from runstore import artifacts, media_store, run_store, safe_files, tags
 
 # Drawn by the page's own panels (dashboard/panels/panel_kinds.py, views/detail.py), so not repeated here.
-OWN_TABLES = {table_file(t) for t in (tags.FIT_DATA, tags.FIT_CURVE, tags.CONFUSION, tags.PREDICTIONS)}
-OWN_IMAGES = {table_file(t) for t in (tags.FIT_IMAGE, tags.CONFUSION_IMAGE, tags.PREDICTIONS_IMAGE)}
+OWN_TABLES = {media_store.tag_file(t) for t in (tags.FIT_DATA, tags.FIT_CURVE, tags.CONFUSION, tags.PREDICTIONS)}
+OWN_IMAGES = {media_store.tag_file(t) for t in (tags.FIT_IMAGE, tags.CONFUSION_IMAGE, tags.PREDICTIONS_IMAGE)}
 PANEL_SCALARS = (tags.TRAIN_LOSS, tags.TEST_LOSS, tags.TRAIN_ACC, tags.TEST_ACC)  # the loss / accuracy panels
 
 

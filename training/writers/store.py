@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from runstore import media_store, run_store
+from runstore import atomic, media_store, run_store
 from training.writers.base import Bins, Images, MetricWriter, Progress, Table
 
 log = logging.getLogger(__name__)
@@ -140,7 +140,7 @@ class RunStoreWriter(MetricWriter):
         out.mkdir(exist_ok=True)
         for tag, table in tables.items():
             doc = {"tag": tag, "step": int(step), "columns": list(table.columns), "rows": table.rows}
-            run_store.atomic_write_json(out / f"{table_file(tag)}.json", doc, indent=None)
+            run_store.atomic_write_json(out / f"{media_store.tag_file(tag)}.json", doc, indent=None)
 
     def write_images(self, step: int, images: Mapping[str, np.ndarray | Images]) -> None:
         """Every image of each tag at this step, with captions, and the latest as artifacts/images/<tag>.png
@@ -159,10 +159,10 @@ class RunStoreWriter(MetricWriter):
         import plotly.utils  # plotly's encoder turns NumPy arrays inside a figure into lists
 
         for tag, fig in figures.items():
-            out = self.artifacts / "figures" / table_file(tag)
+            out = self.artifacts / "figures" / media_store.tag_file(tag)
             out.mkdir(parents=True, exist_ok=True)
             data = json.dumps({"tag": tag, "step": int(step), "figure": fig}, cls=plotly.utils.PlotlyJSONEncoder)
-            _atomic_write_bytes(out / f"{int(step):010d}.json", data.encode())
+            atomic.atomic_write_bytes(out / f"{int(step):010d}.json", data.encode())
             for old in sorted(out.glob("*.json"))[:-KEEP_FIGURES]:  # bounded: a long run keeps its recent steps
                 old.unlink(missing_ok=True)
 
@@ -212,15 +212,3 @@ def _lines(items: list[dict[str, Any] | tuple]) -> str:
         records = []
     out.append(run_store.metric_lines(records))
     return "".join(out)
-
-
-def table_file(tag: str) -> str:
-    """The file name (no suffix) a tag is stored under: "fit/curve" -> "fit__curve"."""
-    return run_store.slugify(tag.replace("/", "__"), 80)
-
-
-def _atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write-then-rename so a polling reader never opens a half-written file."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
