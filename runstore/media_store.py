@@ -16,6 +16,7 @@ steps of each tag are kept. Readers skip links, damaged files and other shapes.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,10 +96,8 @@ def append_histogram(run_dir: Path, tag: str, step: int, counts: Sequence[float]
     path = Path(run_dir) / "artifacts" / "histograms" / f"{tag_file(tag)}.jsonl"
     if not safe_files.inside(run_dir, path.parent.parent):
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
     line = {"tag": tag, "step": int(step), "counts": [float(c) for c in counts], "edges": [float(e) for e in edges]}
-    with open(path, "a", encoding="utf-8") as fh:
-        fh.write(json.dumps(line) + "\n")
+    _append_line(run_dir, path, line)
 
 
 def append_text(run_dir: Path, tag: str, step: int, text: str) -> None:
@@ -106,9 +105,18 @@ def append_text(run_dir: Path, tag: str, step: int, text: str) -> None:
     path = Path(run_dir) / "artifacts" / "texts" / f"{tag_file(tag)}.jsonl"
     if not safe_files.inside(run_dir, path.parent.parent):
         return
+    _append_line(run_dir, path, {"tag": tag, "step": int(step), "text": str(text)})
+
+
+def _append_line(run_dir: Path, path: Path, record: dict[str, Any]) -> None:
+    """One JSON line appended to `path`, never through a link planted under its name (safe_files.open_append).
+
+    Raises:
+      safe_files.UnsafePath: a link or a non-regular file at `path`; its one-line message names it.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a", encoding="utf-8") as fh:
-        fh.write(json.dumps({"tag": tag, "step": int(step), "text": str(text)}) + "\n")
+    with os.fdopen(safe_files.open_append(path, run_dir), "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(record) + "\n")
 
 
 def write_media_file(run_dir: Path, tag: str, step: int, suffix: str, data: bytes) -> Path | None:

@@ -120,3 +120,26 @@ def test_a_linked_queue_folder_or_job_log_never_takes_a_jobs_output(tmp_path: Pa
     assert list(elsewhere.iterdir()) == [] and victim.read_text() == "precious\n"
     mine = q.submit(["tasks"])  # the queue itself still works
     assert q.wait(mine, poll=0.1, timeout=120) == "ended" and "usage" in q.log_path(mine).read_text()
+
+
+@pytest.mark.parametrize("kind", ["texts", "histograms"])
+def test_a_link_planted_as_a_runs_text_or_histogram_file_is_refused_and_its_target_untouched(
+    tmp_path: Path, kind: str
+) -> None:
+    """A client run's strings and histograms are appended to artifacts/<kind>/<tag>.jsonl: a link planted
+    under that name (another user's file, /etc/...) is refused in one line naming it, never written through."""
+    from runstore import media_store
+    from runstore.safe_files import UnsafePath
+
+    run, target = tmp_path / "run", tmp_path / "victim.txt"
+    target.write_text("keep me\n")
+    (run / "artifacts" / kind).mkdir(parents=True)
+    (run / "artifacts" / kind / "notes.jsonl").symlink_to(target)
+    with pytest.raises(UnsafePath, match="notes.jsonl"):
+        if kind == "texts":
+            media_store.append_text(run, "notes", 1, "hello")
+        else:
+            media_store.append_histogram(run, "notes", 1, [1.0], [0.0, 1.0])
+    assert target.read_text() == "keep me\n"
+    media_store.append_text(run, "other", 2, "fine")  # a plain file beside it is still written
+    assert media_store.texts(run)["other"] == [(2, "fine")]
