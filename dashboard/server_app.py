@@ -44,6 +44,7 @@ from dashboard.server import (  # noqa: E402
 )
 from runstore import run_store, safe_files  # noqa: E402
 from runstore.metrics import metric_csv  # noqa: E402
+from runstore.run_folder import RunFolder  # noqa: E402
 
 MAX_OFFSET_DIGITS = 19  # any file's size fits; int() of a longer text could cost seconds or raise
 
@@ -65,9 +66,10 @@ def metrics_csv(request: Request) -> Response:
     folder = csv_route.run_folder(run_id)
     if folder is None:
         return _no_run(run_id)
-    if not (folder / "metrics.jsonl").exists():
+    records = RunFolder(folder).records_path
+    if not records.exists():
         return PlainTextResponse(f"Run {run_id!r} has logged no metrics yet (no metrics.jsonl).", status_code=404)
-    if not safe_files.is_regular(folder / "metrics.jsonl"):
+    if not safe_files.is_regular(records):
         msg = f"Run {run_id!r}: metrics.jsonl is {safe_files.NOT_REGULAR}; replace it with the run's own file."
         return PlainTextResponse(msg, status_code=404)
     return StreamingResponse(

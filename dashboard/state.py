@@ -34,6 +34,7 @@ from runstore import (
 )
 from runstore.metrics import metric_csv
 from runstore.metrics.metric_table import MetricTable
+from runstore.run_folder import RunFolder
 
 ACTIVE_STATES = run_states.ACTIVE
 LIVE_REFRESH_S = refresh_timings.seconds("live_rerun")
@@ -74,7 +75,7 @@ def run_status(run_dir: Path) -> dict[str, Any]:
     ended = _population_outcome(info)
     if ended is not None:
         return ended
-    if (run_dir / "config.json").exists() or info:
+    if RunFolder(run_dir).has_config() or info:
         last = run_log.last_lines(run_dir, 1) or "no output"
         return {
             "state": "failed",
@@ -121,7 +122,7 @@ def all_runs() -> list[run_store.RunInfo]:
         entries = []
     for d in entries:
         info = launch_files.launch_info(d) if safe_files.is_real_dir(d) else None
-        if info == {} and (d / "launch.json").exists():
+        if info == {} and RunFolder(d).has_launch():
             pending.append(run_store.damaged_run(d, launch_files.launch_damage(d)))
             continue
         if info and info.get("population") and not info.get("group"):
@@ -213,7 +214,7 @@ def leave_page(url_path: str) -> None:
 def run_command(run_dir: Path) -> list[str] | None:
     """The command of config.json (a list of strings), or None."""
     try:
-        doc = run_store.load_json_object(Path(run_dir) / "config.json")
+        doc = RunFolder(run_dir).checked_config()
         return run_store.validate_config(doc).get("command") if doc is not None else None
     except run_store.DamagedRunFile:
         return None

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from runstore import run_store
+from runstore.run_folder import RunFolder
 
 logger = logging.getLogger("jaxdash")
 _WARNED: set[str] = set()
@@ -64,7 +65,7 @@ class RunFiles:
         try:
             run_store.update_config(self.dir, **{field: value})
         except (OSError, TypeError, ValueError) as exc:
-            logger.warning("jaxdash: %s could not be written to %s (%s)", field, self.dir / "config.json", exc)
+            logger.warning("jaxdash: %s could not be written to %s (%s)", field, RunFolder(self.dir).config_path, exc)
 
     def _summary_changed(self) -> None:
         self._summary_dirty = True

@@ -3,6 +3,7 @@
 runstore is the contract between training and the page: it imports neither of them, nor JAX nor
 Streamlit. components are pure figure builders: no Streamlit. training never imports the page.
 The page never imports JAX: checked by importing what `streamlit run` serves and drawing the New run page.
+runstore owns the run folder: no module outside it names a run file (runstore.run_folder.RunFolder is the way in).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from runstore import run_folder, run_store
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("runstore", "training", "dashboard", "components", "jaxdash")
@@ -87,6 +90,81 @@ def test_no_import_cycles() -> None:
 def test_only_entry_points_at_the_top_of_training_and_dashboard() -> None:
     top = {p: sorted(f.name for f in (ROOT / p).glob("*.py")) for p in ("training", "dashboard")}
     assert len(top["training"]) <= 8 and len(top["dashboard"]) <= 5, top
+
+
+# A run folder's file names (runstore.run_folder.NAMES and the files only a training process writes).
+RUN_FILE_NAMES = frozenset(run_folder.NAMES) | frozenset(run_store.RUN_FILES)
+# Modules other helpers are moving onto RunFolder in parallel (issue #38); each entry is a TODO to empty.
+NOT_YET_MOVED = {
+    "training/runs/checkpoint.py": "TODO(#38, helper A): ckpt/ and rewriting metrics.jsonl through RunFolder",
+    "training/runs/checkpoint_check.py": "TODO(#38, helper A): ckpt/<step> through RunFolder.checkpoints",
+    "training/runs/lifecycle.py": "TODO(#38, helper A): the ckpt/ path in its disk-full message",
+    "training/runs/run.py": "TODO(#38, helper A): config.json and the stop file through RunFolder",
+    "training/cli.py": "TODO(#38): PAGE_FILES (launch.json, process.log) from runstore.run_folder",
+    "training/writers/build.py": "TODO(#38): tb/ through RunFolder.tensorboard",
+    "training/writers/wandb/writer.py": "TODO(#38): status.json through RunFolder",
+    "jaxdash/session.py": "TODO(#38): config.json through RunFolder",
+    "dashboard/panels/panel_kinds.py": "TODO(#38, helper D): launch.json through RunFolder.has_launch",
+    "dashboard/panels/histogram_panel.py": "TODO(#38, helper D): artifacts/ through RunFolder.artifacts",
+    "dashboard/panels/image_steps_panel.py": "TODO(#38, helper D): artifacts/ through RunFolder.artifacts",
+    "dashboard/panels/media.py": "TODO(#38, helper D): artifacts/ through RunFolder.artifacts",
+    "dashboard/panels/run_sections.py": "TODO(#38, helper D): process.log through RunFolder.log_path",
+    "training/writers/wandb/mode.py": "TODO(#38): wandb/ through RunFolder",
+}
+
+
+def _path_part(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
+    """Whether a string constant is joined onto a path: `x / "ckpt"`, os.path.join(..., "ckpt"), joinpath."""
+    parent = parents.get(node)
+    if isinstance(parent, ast.BinOp) and isinstance(parent.op, ast.Div):
+        return True
+    return isinstance(parent, ast.Call) and ast.unparse(parent.func).split(".")[-1] in ("join", "joinpath")
+
+
+def run_file_names(path: Path) -> Iterator[tuple[int, str]]:
+    """(line, name) of each run file a module names: a file name with a dot anywhere as a string of its own
+    (a tuple of names, a default), a bare folder or flag name ("ckpt", "stop") where it is joined onto a path."""
+    tree = ast.parse(path.read_text(), str(path))
+    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Constant) and isinstance(node.value, str)) or node.value not in RUN_FILE_NAMES:
+            continue
+        if isinstance(parents.get(node), ast.JoinedStr):
+            continue  # part of a message
+        if "." in node.value or _path_part(node, parents):
+            yield node.lineno, node.value
+
+
+def run_file_offenders(paths: list[Path]) -> list[str]:
+    """`file:line names "x"` for each run file named by a module outside runstore/ and not allow-listed."""
+    bad = []
+    for path in paths:
+        rel = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else str(path)
+        if rel.startswith("runstore/") or rel in NOT_YET_MOVED:
+            continue
+        bad += [f"{rel}:{line} names {name!r}" for line, name in run_file_names(path)]
+    return bad
+
+
+def test_only_runstore_names_a_run_file() -> None:
+    """Every module outside runstore/ reaches a run's files through runstore (RunFolder), never by name."""
+    bad = run_file_offenders(sorted(modules().values()))
+    assert not bad, "use runstore.run_folder.RunFolder instead:\n" + "\n".join(bad)
+
+
+def test_the_run_file_check_finds_a_named_file(tmp_path: Path) -> None:
+    """The check sees each way of naming a run file (not a vacuous pass), and leaves messages alone."""
+    module = tmp_path / "offender.py"
+    module.write_text(
+        "import os\n"
+        "a = run_dir / 'metrics.jsonl'\n"
+        "b = os.path.join(run_dir, 'ckpt')\n"
+        "FILES = ('status.json',)\n"
+        "c = d / 'stop'\n"
+        "msg = f'{x}: no metrics.jsonl'\n"
+        "mode = status.get('wandb')\n"
+    )
+    assert [line for line, _ in run_file_names(module)] == [2, 3, 4, 5]
 
 
 HEAVY = ("jax", "flax", "optax")

@@ -25,6 +25,7 @@ from typing import Any
 from dashboard.processes import page_queue
 from dashboard.processes import warm_workers as worker
 from runstore import launch_files, run_store, safe_files
+from runstore.run_folder import RunFolder
 from training.queue import store as queue_store
 from training.settings import config_to_dict, fields
 from training.tasks import task_settings
@@ -177,7 +178,7 @@ def launch(task: str, cfg: Any, name: str | None = None, wandb_mode: str = "auto
     run_dir = run_store.new_run_dir(root or run_store.runs_root(), task_cls.name or "task", name)
     cmd = build_command(task, cfg, run_dir, name, wandb_mode)
     launched = time.time()
-    process = spawn(cmd, launch_files.process_log(run_dir), run_dir / "metrics.jsonl")
+    process = spawn(cmd, launch_files.process_log(run_dir), RunFolder(run_dir).records_path)
     record = _launch_record(task, task_cls, cmd, process, launched)
     launch_files.write_launch(run_dir, {**record, "name": name or run_dir.name})
     return run_dir
@@ -219,8 +220,7 @@ def launch_population(
 
 def has_checkpoint(run_dir: Path) -> bool:
     """Whether the run has a complete checkpoint (Orbax renames a finished save to its step number)."""
-    ckpt = Path(run_dir) / "ckpt"
-    return ckpt.is_dir() and any(p.name.isdigit() for p in ckpt.iterdir())
+    return RunFolder(run_dir).has_checkpoint()
 
 
 def resume(run_dir: Path) -> int | None:
@@ -234,7 +234,7 @@ def resume(run_dir: Path) -> int | None:
     run_dir = Path(run_dir)
     cmd = [sys.executable, "-m", "training", "resume", str(run_dir), "--quiet"]
     launched = time.time()
-    process = spawn(cmd, launch_files.process_log(run_dir), run_dir / "metrics.jsonl")
+    process = spawn(cmd, launch_files.process_log(run_dir), RunFolder(run_dir).records_path)
     info = launch_files.launch_info(run_dir)
     info["resume"] = {**process, "command": cmd, "launched": launched}
     launch_files.write_launch(run_dir, info)

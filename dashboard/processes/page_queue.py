@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from runstore import launch_files, run_store
+from runstore.run_folder import RunFolder
 from training.queue.store import Queue
 
 DISPATCH_S = 1.0  # how often the dispatcher looks for a free slot while jobs wait
@@ -38,7 +39,7 @@ _lock = threading.Lock()
 def _metrics_of(log_path: Path) -> Path | None:
     """The run's metrics.jsonl next to its process.log (None for a population's launch folder or a sweep's log)."""
     info = launch_files.launch_info(log_path.parent)
-    return log_path.parent / "metrics.jsonl" if info and not info.get("population") else None
+    return RunFolder(log_path.parent).records_path if info and not info.get("population") else None
 
 
 def _starter(

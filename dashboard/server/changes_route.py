@@ -21,13 +21,13 @@ import os
 from typing import Any
 
 from dashboard.server import csv_route
-from runstore import run_store, run_watch
+from runstore import run_folder, run_store, run_watch
 
 ROUTE_ON = False  # set by dashboard/server_app.py
 MAX_IDS = 64  # a population's members at most (training.cli.MAX_MEMBERS)
-FILES = ("launch.json",)  # with the status's state and phase: what the page shows as soon as it changes
-STREAMS = ("metrics.jsonl", "status.json", "process.log")  # what changes with every chunk
-MEDIA = "artifacts"  # tables, figures, images: written by rename or as new files, so their folders' times move
+FILES = (run_folder.LAUNCH,)  # with the status's state and phase: what the page shows as soon as it changes
+STREAMS = (run_folder.RECORDS, run_folder.STATUS, run_folder.LOG)  # what changes with every chunk
+MEDIA = run_folder.ARTIFACTS  # tables, figures, images: written by rename or as new files, so their folders' times move
 
 
 def watchable(runs: list[Any]) -> bool:
@@ -51,7 +51,7 @@ def _stamp(folder: os.PathLike | None) -> str:
     """What a page shows at once when it changes: the run's state and phase, its launch file."""
     if folder is None:
         return "-"
-    status = run_store.read_json(os.path.join(folder, "status.json"), {})
+    status = run_folder.RunFolder(folder).raw_status({})
     status = status if isinstance(status, dict) else {}
     parts = [repr([status.get(k) for k in ("state", "phase", "message", "resuming")])]
     return ",".join(parts + _file_stamps(folder, FILES))

@@ -15,12 +15,11 @@ and waits for the page's next figure. Served by dashboard/server_app.py with the
 from __future__ import annotations
 
 import math
-import os
 import urllib.parse
 from typing import Any
 
 from dashboard.server import csv_route, url_paths
-from runstore import run_store
+from runstore.run_folder import RunFolder
 
 MAX_BYTES = 1 << 20  # ~10,000 records: more than a few seconds of any run's rows
 MAX_TAGS = 16
@@ -43,12 +42,12 @@ def rows(run_id: str, after: int, tags: list[str]) -> dict[str, Any] | None:
     if folder is None:
         return None
     try:
-        size = os.stat(folder / "metrics.jsonl", follow_symlinks=False).st_size
+        size = RunFolder(folder).records_size()
     except OSError:
         size = 0
     if not 0 <= size - after <= MAX_BYTES:  # replaced, truncated, or far behind: the page's next figure starts over
         return {"offset": after, "behind": True}
-    records, end = run_store.read_metrics(folder, after, max_bytes=MAX_BYTES)
+    records, end = RunFolder(folder).records(after, max_bytes=MAX_BYTES)
     xs: dict[str, list[int]] = {t: [] for t in tags[:MAX_TAGS]}
     ys: dict[str, list[float]] = {t: [] for t in tags[:MAX_TAGS]}
     for rec in records:

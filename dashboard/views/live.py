@@ -28,6 +28,7 @@ from dashboard.panels import (
 from dashboard.processes import launcher
 from runstore import artifacts, launch_files, run_store, tb_logdir
 from runstore.metrics.metric_table import MetricTable
+from runstore.run_folder import RunFolder
 
 
 def head(
@@ -123,7 +124,7 @@ def live_panel(members: list[run_store.RunInfo], selected: str, polled_ids: list
     sel = next(i for i, m in enumerate(members) if m.run_id == selected)
     run_dir = members[sel].path
     info = launch_files.launch_info(run_dir) if single else {}
-    if info.get("population") and not (run_dir / "config.json").exists():
+    if info.get("population") and not RunFolder(run_dir).has_config():
         first = state.launched_population(run_dir.name, state.all_runs())
         if first is not None:  # the population's members exist now: show them
             state.remember_run(first.run_id)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from runstore import run_states, run_store
+from runstore.run_folder import RunFolder
 from training.engine.pbt import PbtConfig
 from training.errors import CannotResume
 from training.runs.run import Outcome, train_members
@@ -30,7 +31,7 @@ _WHY_NOT = {
 
 
 def _read_config(run_dir: Path) -> dict[str, Any]:
-    doc = run_store.read_json(run_dir / "config.json")
+    doc = RunFolder(run_dir).config()
     if not isinstance(doc, dict) or not isinstance(doc.get("config"), dict):
         raise CannotResume(f"{run_dir} is not a run directory (no readable config.json).")
     return doc
@@ -42,7 +43,7 @@ def population_dirs(run_dir: Path, doc: dict[str, Any]) -> list[Path]:
         return [run_dir]
     found = []
     for d in run_dir.parent.iterdir():
-        other = run_store.read_json(d / "config.json") if d.is_dir() else None
+        other = RunFolder(d).config() if d.is_dir() else None
         if isinstance(other, dict) and other.get("group") == doc["group"]:
             if run_store.read_status(d).get("state") not in run_states.NOT_RESUMED:
                 found.append((int(other.get("member", 0)), d))
@@ -70,7 +71,7 @@ def _check(run_dir: Path) -> int:
     if newest is None:
         steps = checkpoint_steps(run_dir)
         found = f"its checkpoints {steps} are all past its last logged step" if steps else "it has no checkpoint"
-        raise CannotResume(f"Cannot resume {run_dir.name}: {found} (in {run_dir / 'ckpt'}).")
+        raise CannotResume(f"Cannot resume {run_dir.name}: {found} (in {RunFolder(run_dir).checkpoints}).")
     step, damaged = first_intact(run_dir, sorted((s for s in checkpoint_steps(run_dir) if s <= newest), reverse=True))
     damaged = [f"checkpoint {why}" for why in damaged]
     if step is not None:
@@ -149,7 +150,7 @@ def resume(
             "disabled" if previous.get("mode", "disabled") == "disabled" else previous.get("requested_mode", "auto")
         )
     if tensorboard is None:
-        tensorboard = (run_dir / "tb").is_dir()
+        tensorboard = RunFolder(run_dir).has_tensorboard()
     for d in dirs:
         _restart_at(d, step)
     names = [dd.get("name") or d.name for dd, d in zip(docs, dirs, strict=True)]

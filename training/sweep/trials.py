@@ -17,8 +17,7 @@ from typing import Any
 
 import optuna
 
-from runstore import run_store
-from runstore.atomic import atomic_write_json, read_json
+from runstore.run_folder import RecordsReader, RunFolder
 from training.runs.population import VARIED
 from training.runs.run import create_runs, train_members
 from training.settings import parse_config
@@ -45,9 +44,10 @@ def programs(trials: Sequence[optuna.Trial]) -> list[list[optuna.Trial]]:
 
 def _mark(d: Path, study: str, trial: optuna.Trial, program: str) -> None:
     """config.json records the study and trial number (read by the sweep page)."""
-    cfg = read_json(d / "config.json", {})
+    folder = RunFolder(d)
+    cfg = folder.config({})
     cfg["sweep"] = {"study": study, "trial": trial.number, "program": program}
-    atomic_write_json(d / "config.json", cfg)
+    folder.update_config(cfg)
     trial.set_user_attr("run_id", d.name)
     trial.set_user_attr("program", program)
 
@@ -58,7 +58,7 @@ class Watch(threading.Thread):
     def __init__(self, study: optuna.Study, trials: list[optuna.Trial], dirs: list[Path], metric: str):
         super().__init__(daemon=True)
         self.study, self.trials, self.dirs, self.metric = study, trials, dirs, metric
-        self.offsets = [0] * len(dirs)
+        self.readers = [RecordsReader(d) for d in dirs]
         self.pruned: set[int] = set()
         self.done = threading.Event()
 
@@ -68,7 +68,7 @@ class Watch(threading.Thread):
                 self._report(i, trial, d)
 
     def _report(self, i: int, trial: optuna.Trial, d: Path) -> None:
-        records, self.offsets[i] = run_store.read_metrics(d, self.offsets[i])
+        records = self.readers[i].read_new()
         # The storage unreachable for a moment: these values go unreported, the run itself keeps them.
         with contextlib.suppress(*server.STORAGE_ERRORS):
             for rec in records:
@@ -78,7 +78,7 @@ class Watch(threading.Thread):
             # One program trains a population: cutting one member would stop them all, so only lone trials prune.
             if records and len(self.trials) == 1 and i not in self.pruned and trial.should_prune():
                 self.pruned.add(i)
-                run_store.request_stop(d)
+                RunFolder(d).request_stop()
 
 
 def objective(final: dict[str, Any], metric: str) -> float | None:

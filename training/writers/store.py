@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from runstore import atomic, media_store, run_store
+from runstore.run_folder import RunFolder
 from training.writers.base import Bins, Images, MetricWriter, Progress, Table
 
 log = logging.getLogger(__name__)
@@ -59,7 +60,7 @@ class RunStoreWriter(MetricWriter):
 
     def __init__(self, run_dir: str | Path):
         self.run_dir = Path(run_dir)
-        self.artifacts = self.run_dir / "artifacts"
+        self.artifacts = RunFolder(self.run_dir).artifacts
         self.artifacts.mkdir(parents=True, exist_ok=True)
         self._t0 = time.monotonic()
         self._wall_at = (0.0, self._t0)  # (last progress.wall_seconds, monotonic time it arrived)
@@ -187,7 +188,7 @@ class RunStoreWriter(MetricWriter):
         """Final metrics: status.json "final" and artifacts/final_metrics.json."""
         final = {str(k): _float(v) for k, v in metrics.items()}
         self.drain()  # status.json is read-modify-write: never alongside the writer thread
-        run_store.atomic_write_json(self.artifacts / "final_metrics.json", final)
+        RunFolder(self.run_dir).write_final_metrics(final)
         run_store.write_status(self.run_dir, final=final)
 
     def close(self, state: str = "finished", message: str | None = None) -> None:
