@@ -1,0 +1,81 @@
+"""runstore.run_folder: the records reader's loader contract and RunFolder's reads and writes, on real files
+written by the run store's own writer (runstore.atomic)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from runstore import atomic, launch_files, run_store
+from runstore.run_folder import RecordsReader, RunFolder
+
+
+def _records(n: int, start: int = 0) -> list[dict]:
+    return [{"step": s, "wall": 0.0, "ts": 1.0, "train/loss": 1.0 / (s + 1)} for s in range(start, start + n)]
+
+
+def test_every_record_is_yielded_once_and_a_torn_tail_waits_for_its_newline(tmp_path: Path) -> None:
+    reader = RecordsReader(tmp_path)
+    assert reader.read_new() == []  # no metrics.jsonl yet
+    atomic.append_metrics(tmp_path, _records(3))
+    assert [r["step"] for r in reader.read_new()] == [0, 1, 2]
+    assert reader.read_new() == []
+    with open(tmp_path / "metrics.jsonl", "a") as f:  # a writer half way through a line
+        f.write('{"step": 3, "train/lo')
+    assert reader.read_new() == []
+    with open(tmp_path / "metrics.jsonl", "a") as f:
+        f.write('ss": 0.25}\n')
+    assert [r["step"] for r in reader.read_new()] == [3]
+    atomic.append_metrics(tmp_path, _records(2, start=4))
+    assert [r["step"] for r in reader.read_new()] == [4, 5]
+
+
+def test_what_was_read_is_never_read_again(tmp_path: Path) -> None:
+    atomic.append_metrics(tmp_path, _records(2))
+    reader = RecordsReader(tmp_path)
+    assert len(reader.read_new()) == 2
+    path = tmp_path / "metrics.jsonl"
+    data = path.read_bytes()
+    with open(path, "r+b") as f:  # the bytes already read change in place (same file, same size)
+        f.write(data.replace(b'"step": 0', b'"step": 9'))
+    atomic.append_metrics(tmp_path, _records(1, start=2))
+    assert [r["step"] for r in reader.read_new()] == [2]
+    assert reader.offset == path.stat().st_size
+
+
+def test_a_replaced_file_is_read_from_its_start(tmp_path: Path) -> None:
+    """A resume cutting records past its checkpoint writes a new file: the reader starts over on it."""
+    atomic.append_metrics(tmp_path, _records(5))
+    reader = RecordsReader(tmp_path)
+    assert len(reader.read_new()) == 5
+    tmp = tmp_path / "new.jsonl"
+    tmp.write_text(atomic.metric_lines(_records(3)) + atomic.metric_lines(_records(1, start=10)))
+    os.replace(tmp, tmp_path / "metrics.jsonl")  # a new inode, as long as the old file or not
+    assert [r["step"] for r in reader.read_new()] == [0, 1, 2, 10]
+    assert reader.read_new() == []
+
+
+def test_run_folder_reads_and_writes_through_the_run_store(tmp_path: Path) -> None:
+    run_dir = run_store.new_run_dir(tmp_path, "regression", "r")
+    folder = RunFolder(run_dir)
+    assert not folder.has_config() and folder.config({}) == {} and not folder.has_checkpoint()
+    run_store.write_config(run_dir, "regression", {"lr": 0.1})
+    assert folder.has_config() and folder.checked_config()["config"] == {"lr": 0.1}
+    folder.update_config({**folder.config(), "sweep": {"trial": 3}})
+    assert run_store.read_json(run_dir / "config.json")["sweep"] == {"trial": 3}
+    folder.request_stop()
+    assert folder.stop_requested() and run_store.stop_requested(run_dir)
+    folder.clear_stop()
+    assert not folder.stop_requested()
+    (folder.checkpoints / "120.orbax-checkpoint-tmp-1").mkdir(parents=True)
+    assert not folder.has_checkpoint()  # a save in progress is not a checkpoint
+    (folder.checkpoints / "100").mkdir()
+    assert folder.has_checkpoint()
+    launch_files.write_launch(run_dir, {"pid": 1, "launched": 1.0})
+    assert folder.has_launch() and folder.log_path == launch_files.process_log(run_dir)
+    atomic.append_metrics(run_dir, _records(2))
+    records, end = folder.records()
+    assert [r["step"] for r in records] == [0, 1] and end == folder.records_size()
+    folder.artifacts.mkdir()  # the store writer makes it when it opens the run
+    folder.write_final_metrics({"test/acc": 0.5})
+    assert run_store.read_json(folder.artifacts / "final_metrics.json") == {"test/acc": 0.5}
