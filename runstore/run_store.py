@@ -1,5 +1,8 @@
 """The run directory: the only contract between a training process and the page.
 
+Who writes which file and what a reader may assume: `runstore.run_folder` (RunFolder, the API the
+other packages use; it delegates here).
+
 Layout of `<root>/<run_id>/`:
 
     config.json      {"run_id", "name", "task", "task_spec", "panels", "config": {...}, "created", "command"}
