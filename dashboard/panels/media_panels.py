@@ -17,7 +17,7 @@ import streamlit as st
 
 from dashboard.panels import image_steps_panel, media, safe_text
 from dashboard.panels.inplace_chart import inplace_chart
-from runstore import tb_logdir
+from runstore import media_store, tb_logdir
 from runstore.metrics.metric_table import MetricTable
 
 
@@ -49,10 +49,13 @@ def figure_panels(run_dir: Path, key: str) -> int:
     return len(found)
 
 
-def image_panels(run_dir: Path, key: str = "media") -> int:
+def image_panels(run_dir: Path, key: str = "media", stepped_drawn: bool = False) -> int:
     """Each tag's images at a chosen step (image_steps_panel), else its latest image with when it was written;
-    returns how many tags."""
-    stepped = image_steps_panel.draw(run_dir, key)  # logged per step: a slider, captions
+    returns how many tags. stepped_drawn: the per-step ones are drawn elsewhere (data_panels); only the others."""
+    if stepped_drawn:
+        stepped = {media_store.tag_file(t) for t in image_steps_panel.image_steps(Path(run_dir))}
+    else:
+        stepped = image_steps_panel.draw(run_dir, key)  # logged per step: a slider, captions
     found = [p for p in media.images(run_dir) if p.stem not in stepped]
     cols = st.columns(min(3, len(found))) if found else []
     for i, path in enumerate(found):
@@ -88,19 +91,23 @@ def scalar_panels(records: MetricTable, key: str) -> int:
     return len(names)
 
 
-def media_section(run_dir: Path, records: MetricTable, key: str) -> None:
+def media_section(run_dir: Path, records: MetricTable, key: str, per_key: bool = False) -> None:
     """Everything a run logged beyond the task's panels: figures, images, tables (nothing if none).
 
     A TensorBoard log's run also gets a chart per scalar tag: its names are its writer's, not ours,
     so the loss / accuracy panels would be empty. (Our runs' other scalars are the metric tiles.)
+    per_key: scalars and per-step images have a panel per key elsewhere (data_panels); figures, tables and
+    latest-only images here.
     """
     run_dir = Path(run_dir)
-    scalars = tb_logdir.is_mirror(run_dir) and bool(media.other_scalars(records.tags()))
-    if not (scalars or media.figures(run_dir) or media.images(run_dir) or media.tables(run_dir)):
+    scalars = not per_key and tb_logdir.is_mirror(run_dir) and bool(media.other_scalars(records.tags()))
+    stepped = {media_store.tag_file(t) for t in image_steps_panel.image_steps(run_dir)} if per_key else set()
+    images = [p for p in media.images(run_dir) if p.stem not in stepped]
+    if not (scalars or media.figures(run_dir) or images or media.tables(run_dir)):
         return
     st.subheader("Media" if not scalars else "Logged scalars and media", divider="gray")
     if scalars:
         scalar_panels(records, key)
     figure_panels(run_dir, key)
-    image_panels(run_dir, key)
+    image_panels(run_dir, key, stepped_drawn=per_key)
     table_panels(run_dir)

@@ -38,3 +38,11 @@ def section(run_dir: Path, defs: Mapping[str, Mapping[str, Any]] | None = None) 
         frame = pd.DataFrame(shown, columns=["step", tag])
         st.dataframe(frame, hide_index=True)
     return len(found)
+
+
+def tag_panel(tag: str, lines: list[tuple[int, str]]) -> None:
+    """One text key: its newest MAX_ROWS steps as a step -> text table (plain cells, never markdown)."""
+    shown = lines[-MAX_ROWS:]
+    with st.container(border=True):
+        st.text(tag if len(shown) == len(lines) else f"{tag} (the newest {MAX_ROWS} of {len(lines)} steps)")
+        st.dataframe(pd.DataFrame(shown, columns=["step", tag]), hide_index=True)

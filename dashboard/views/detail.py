@@ -20,10 +20,11 @@ from dashboard.forms import groups
 from dashboard.forms.widgets import status_badge
 from dashboard.panels import (
     alerts_panel,
+    data_panels,
     defined_grids,
-    histogram_panel,
     hosts_panel,
     inplace_chart,
+    key_panels,
     live_numbers,
     media_panels,
     panel_kinds,
@@ -33,7 +34,6 @@ from dashboard.panels import (
     run_files_panel,
     run_sections,
     safe_text,
-    text_panel,
     wandb_run_panel,
 )
 from runstore import artifacts, launch_files, run_store, wandb_reads
@@ -69,9 +69,11 @@ def results(run: run_store.RunInfo, records: MetricTable, fed: bool = False, def
     kinds = artifacts.run_panels(run.path, None, records.tags())
     panel_kinds.draw(run.path, kinds, records, run.status, f"detail_{run.run_id}", fed=fed)
     pbt_panels.member_panel(run, records, f"detail_pbt_{run.run_id}")  # PBT: its lr and copies
-    media_panels.media_section(run.path, records, f"detail_media_{run.run_id}")  # the run's own figures, images, tables
-    histogram_panel.section(run.path, f"detail_hist_{run.run_id}", defs)  # wandb.Histogram: per step, over steps
-    text_panel.section(run.path, defs)  # strings logged: step -> text
+    media_panels.media_section(run.path, records, f"detail_media_{run.run_id}", per_key=True)  # figures, tables
+    # a panel per logged key of every kind (scalars, histograms, images, text), a section per prefix
+    hidden = {k for k, d in (defs or {}).items() if d.get("hidden")}
+    owned = {t for kind in kinds for t in key_panels.OWNED.get(kind, ())} | hidden
+    data_panels.draw(run.path, records, "detail_keys", run_store.runs_root(), data_panels.project_of(run.path), owned)
     report, problem = artifacts.classification(run.path)
     if problem:
         st.warning(f"artifacts/tables/{problem}; not shown.")

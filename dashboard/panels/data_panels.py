@@ -1,0 +1,127 @@
+"""A panel for every key a run logged, of every kind (scalar, histogram, image, text), as W&B draws them.
+
+Keys are grouped into sections by the prefix before `/` (key_panels.sections), in the order they first
+appeared; each key is drawn by its kind's own panel (panel_kinds.key_panel, histogram_panel.tag_panel,
+image_steps_panel.tag_panel, text_panel.tag_panel). A filter box narrows the keys by name; a "Pinned"
+section on top holds the keys a user pins; sections collapse. Pins and collapsed sections are kept per
+project in the runs root (runstore.layout_prefs). A section draws its panels only while open, so a run
+of thousands of keys draws only what is looked at; a section of more than OPEN_MAX keys starts closed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import streamlit as st
+
+from dashboard.panels import histogram_panel, image_steps_panel, key_panels, panel_kinds, safe_text, text_panel
+from runstore import artifacts, layout_prefs, media_store, tags
+from runstore.metrics.metric_table import MetricTable
+
+OPEN_MAX = 24  # a section of more keys starts collapsed (drawn when opened)
+PINNED = "Pinned"
+
+
+def project_of(run_dir: Path) -> str:
+    """The project whose layout a run's page uses: the client's `project`, else the task, else "default"."""
+    doc = artifacts.config_doc(run_dir)
+    for field in ("project", "task"):
+        if isinstance(doc.get(field), str) and doc[field]:
+            return doc[field]
+    return "default"
+
+
+def logged_keys(run_dir: Path, records: MetricTable, owned: set[str] = frozenset()) -> dict[str, str]:
+    """{key: kind} of every key the run logged, scalars first in first-appearance order, then its media."""
+    out = {t: "scalar" for t in records.ordered_tags() if t not in owned and not t.startswith(f"{tags.SYS}/")}
+    for kind, found in (
+        ("histogram", histogram_panel.histograms(run_dir)),
+        ("image", image_steps_panel.image_steps(run_dir)),
+        ("text", media_store.texts(run_dir)),
+    ):
+        for tag, items in found.items():
+            if items:
+                out.setdefault(tag, kind)
+    return out
+
+
+def matching(keys: dict[str, str], query: str) -> dict[str, str]:
+    """The keys whose name holds every word of `query` (case-insensitive); all of them for an empty query."""
+    words = query.lower().split()
+    return {k: v for k, v in keys.items() if all(w in k.lower() for w in words)}
+
+
+def _wkey(key: str, name: str) -> str:
+    """A widget key for a section or key name: a digest, whatever characters the name holds."""
+    return f"{key}_{hashlib.sha1(name.encode()).hexdigest()[:12]}"
+
+
+def _panel(run_dir: Path, records: MetricTable, tag: str, kind: str, key: str, color: str | None) -> None:
+    k = _wkey(key, tag)
+    if kind == "scalar":
+        panel_kinds.key_panel(tag, records, k, color)
+    elif kind == "histogram":
+        histogram_panel.tag_panel(tag, histogram_panel.histograms(run_dir)[tag], k)
+    elif kind == "image":
+        image_steps_panel.tag_panel(tag, image_steps_panel.image_steps(run_dir)[tag], k)
+    else:
+        text_panel.tag_panel(tag, media_store.texts(run_dir)[tag])
+
+
+def _grid(run_dir: Path, records: MetricTable, shown: dict[str, str], key: str, color: str | None) -> None:
+    cols = st.columns(2)
+    for i, (tag, kind) in enumerate(shown.items()):
+        with cols[i % 2]:
+            _panel(run_dir, records, tag, kind, key, color)
+
+
+def _pins(keys: dict[str, str], layout: layout_prefs.Layout, key: str) -> tuple[str, ...]:
+    """The pin picker: the keys chosen (kept in the layout's order)."""
+    options = list(dict.fromkeys([*[p for p in layout.pinned if p in keys], *keys]))
+    chosen = st.multiselect(
+        "Pin panels on top", options, default=[p for p in layout.pinned if p in keys], key=f"{key}_pins"
+    )
+    return tuple(chosen) + tuple(p for p in layout.pinned if p not in keys)  # pins of keys not logged here stay
+
+
+def draw(run_dir: Path, records: MetricTable, key: str, root: Path, project: str, owned: set[str] = frozenset()) -> int:
+    """Every logged key's panel: filter, pinned section, then a collapsible section per prefix; returns how many."""
+    keys = logged_keys(Path(run_dir), records, owned)
+    if not keys:
+        return 0
+    st.subheader("Logged keys", divider="gray")
+    layout, problem = layout_prefs.load(root, project)
+    if problem:
+        st.warning(problem)
+    color = None
+    query = st.text_input("Filter panels", key=f"{key}_filter", placeholder="key name, e.g. train/loss")
+    shown = matching(keys, query)
+    pinned = _pins(keys, layout, key)
+    collapsed, opened = list(layout.collapsed), list(layout.opened)
+    pinned_here = {t: keys[t] for t in pinned if t in shown}
+    if pinned_here:
+        st.markdown(f"**{PINNED}** · {len(pinned_here)}")
+        _grid(run_dir, records, pinned_here, f"{key}_pin", color)
+    for prefix, group in key_panels.sections([t for t in shown if t not in pinned_here]).items():
+        default_open = prefix not in collapsed and (len(group) <= OPEN_MAX or prefix in opened)
+        box = st.expander(
+            f"{safe_text.md(prefix)} · {len(group)}", expanded=default_open, key=_wkey(key, prefix), on_change="rerun"
+        )
+        if box.open != default_open:  # the user opened or closed it: kept for the project
+            collapsed = [c for c in collapsed if c != prefix] + ([] if box.open else [prefix])
+            opened = [c for c in opened if c != prefix] + ([prefix] if box.open and len(group) > OPEN_MAX else [])
+        if box.open:
+            with box:
+                _grid(run_dir, records, {t: keys[t] for t in group}, key, color)
+    new = layout_prefs.Layout(pinned, tuple(collapsed), tuple(opened))
+    if new != layout:
+        _save(root, project, new)
+    return len(shown)
+
+
+def _save(root: Path, project: str, layout: layout_prefs.Layout) -> None:
+    try:
+        layout_prefs.save(root, project, layout)
+    except OSError as exc:
+        st.caption(f"{layout_prefs.path(root)}: the panel layout could not be saved ({exc.strerror}).")
