@@ -10,13 +10,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from runstore import run_store
+from tests.fixtures_runs import hold_env, wait_held
 from training.runs.checkpoint import checkpoint_steps
 from training.writers.wandb.writer import WandbWriter
 
@@ -57,22 +57,21 @@ def history_steps(records: list[dict]) -> list[int]:
 
 
 def test_kill_and_resume_without_the_environment_stay_one_wandb_run(tmp_path: Path) -> None:
-    """Started under WANDB_PROJECT/GROUP/DIR, killed -9 past a checkpoint, resumed with none of them set."""
-    run_dir, wandb_dir = tmp_path / "run", tmp_path / "wandb-elsewhere"
+    """Started under WANDB_PROJECT/GROUP/DIR, killed -9 past a checkpoint and resumed at once with none of
+    them set: the killed trainer's wandb-core service may still be writing its folder when the resume reads
+    it, and the replayed steps it holds (media rows included) must not be logged a second time."""
+    run_dir, wandb_dir, held = tmp_path / "run", tmp_path / "wandb-elsewhere", tmp_path / "held"
     wandb_dir.mkdir()
     started = _env(tmp_path, WANDB_PROJECT="proj-a", WANDB_RUN_GROUP="grp-a", WANDB_DIR=str(wandb_dir))
-    args = ["--points", "1000000", "--steps", "60000", "--log-every", "100", "--ckpt-every", "2000", "--quiet"]
+    args = ["--points", "1000000", "--steps", "3000", "--log-every", "100", "--ckpt-every", "1000", "--quiet"]
     cmd = [sys.executable, "-m", "training", "regression", "--run-dir", str(run_dir), *args]
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=started, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 180
-    while proc.poll() is None and time.monotonic() < deadline:  # until W&B holds steps past a checkpoint
-        folder = (run_store.read_status(run_dir).get("wandb") or {}).get("dir")
-        saved = checkpoint_steps(run_dir)
-        if folder and len(saved) >= 2 and max(history_steps(inspect(Path(folder))), default=0) > max(saved) + 200:
-            break
-        time.sleep(0.2)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=30)
+    env = hold_env(started, held, checkpoints=1, chunks=8)  # held at ~1,800: W&B holds steps past 1,000
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_held(proc, held)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
     assert run_store.read_status(run_dir)["state"] == "crashed", proc.stderr.read().decode()[-2000:]
     newest_checkpoint = max(checkpoint_steps(run_dir))
 

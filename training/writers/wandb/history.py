@@ -13,6 +13,7 @@ import json
 import logging
 import subprocess
 import sys
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 _SKIP = ("step", "wall", "ts")  # run-store bookkeeping, not metrics
+QUIET_S = 1.0  # an earlier folder unchanged this long: its wandb-core service is done with it
 
 
 def _wandb_cli() -> str:
@@ -52,11 +54,28 @@ def history_steps(folder: Path, timeout: float = 60) -> set[int]:
 
 
 def held_steps(folders: Iterable[Path]) -> set[int]:
-    """The steps any of the run's earlier W&B folders holds."""
+    """The steps any of the run's earlier W&B folders holds, read once their writers are done with them."""
+    folders = list(folders)
+    _wait_written(folders)
     have: set[int] = set()
     for folder in folders:
         have |= history_steps(folder)
     return have
+
+
+def _wait_written(folders: list[Path], quiet_s: float = QUIET_S, at_most_s: float = 10.0) -> None:
+    """Until no folder's transaction log changed for `quiet_s` (at most `at_most_s`).
+
+    A killed trainer's wandb-core service is a process of its own: it still writes the rows it had
+    received for a moment after the kill. A resume started at once would read the folder short,
+    and log again the rows the service writes after the read (steps in two folders)."""
+    deadline = time.monotonic() + at_most_s
+    while time.monotonic() < deadline:
+        newest = max((f.stat().st_mtime for d in folders for f in d.glob("*.wandb") if f.is_file()), default=0.0)
+        idle = time.time() - newest
+        if idle >= quiet_s:
+            return
+        time.sleep(min(quiet_s - idle, max(0.0, deadline - time.monotonic())) + 0.01)
 
 
 def missing_rows(run_dir: Path, have: set[int], upto: int) -> list[tuple[int, dict[str, Any]]]:

@@ -36,7 +36,7 @@ class StepRows:
         self.run: Any = None
         self.open_step: int | None = None  # logged with commit=False: media of the same step still join it
         self.lock = threading.Lock()  # the init thread refills rows while the trainer may flush
-        self.skip_upto: int | None = None  # a resume's earlier W&B folders hold the scalars up to this step
+        self.held: set[int] = set()  # steps a resume's earlier W&B folders hold: their rows are there, whole
         self._rows: dict[int, dict[str, Any]] = {}
         self._defined: set[str] = set()
 
@@ -52,11 +52,8 @@ class StepRows:
         with self.lock, one_hop(self.run):
             rows, self._rows = self._rows, {}
             for step in sorted(rows):
-                row = rows[step]
-                if self.skip_upto is not None and step <= self.skip_upto:
-                    row = {k: v for k, v in row.items() if not isinstance(v, (int, float))}  # media still join
-                if row:
-                    self.log(step, row)
+                if rows[step] and step not in self.held:  # a held step's row, media too, is in an earlier folder
+                    self.log(step, rows[step])
 
     def _define(self, keys: Any) -> None:
         for key in keys:

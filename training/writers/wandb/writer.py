@@ -143,7 +143,8 @@ class WandbWriter(MetricWriter):
 
     def _refill(self, earlier: list[Path]) -> None:
         """Log the checkpointed steps the earlier processes' W&B folders lack (a kill lost them), and skip
-        the replayed steps after the checkpoint that they already hold: no step is in two folders."""
+        the replayed steps after the checkpoint that they already hold, media included: no step is in two
+        folders, and a replayed step they lack (the killed process's open row) is logged once, here."""
         from training.writers.wandb.history import held_steps, missing_rows
 
         held = held_steps(earlier)
@@ -151,7 +152,7 @@ class WandbWriter(MetricWriter):
         if rows:
             log.info("W&B: refilling %d steps from metrics.jsonl that the interrupted process lost.", len(rows))
         with self._rows.lock, one_hop(self.run):
-            self._rows.skip_upto = max(held, default=None)
+            self._rows.held = held
             for step, scalars in rows:
                 self._rows.log(step, scalars)
 
