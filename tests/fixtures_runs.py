@@ -25,15 +25,20 @@ if TYPE_CHECKING:  # children load this module at start (hold_site): no pytest i
     import pytest
 
 HOLD_ENV = "JAXDASH_TEST_HOLD"  # "<checkpoints>:<chunks>:<held file>"
+HOLD_WANDB_ENV = "JAXDASH_TEST_HOLD_WANDB"  # "1": count chunks once status.json names the W&B folder
 _ROOT = Path(__file__).resolve().parents[1]
 
 
-def hold_env(env: dict[str, str], held: Path, checkpoints: int = 0, chunks: int = 1) -> dict[str, str]:
-    """`env` with the hold set: wait once `checkpoints` checkpoints exist and `chunks` more chunks ran."""
+def hold_env(
+    env: dict[str, str], held: Path, checkpoints: int = 0, chunks: int = 1, wandb_ready: bool = False
+) -> dict[str, str]:
+    """`env` with the hold set: wait once `checkpoints` checkpoints exist and `chunks` more chunks ran
+    (with `wandb_ready`, chunks run after the W&B run exists: its folder then holds their rows)."""
     path = [str(_ROOT / "tests" / "hold_site"), str(_ROOT), env.get("PYTHONPATH", "")]
     return {
-        **env,
+        **{k: v for k, v in env.items() if k != HOLD_WANDB_ENV},
         HOLD_ENV: f"{checkpoints}:{chunks}:{held}",
+        **({HOLD_WANDB_ENV: "1"} if wandb_ready else {}),
         "PYTHONPATH": os.pathsep.join(p for p in path if p),
     }
 
@@ -95,6 +100,7 @@ def install_hold(spec: str) -> None:
 
     checkpoints, chunks, held = spec.split(":", 2)
     need, held_file = int(checkpoints), Path(held)
+    need_wandb = os.environ.get(HOLD_WANDB_ENV) == "1"
     real, polls = run_store.stop_requested, {}  # per run: a population asks once per member and chunk
 
     def stop_requested(run_dir: Path) -> bool:
@@ -102,7 +108,9 @@ def install_hold(spec: str) -> None:
             return real(run_dir)
         if not polls and held_file.exists():  # held in an earlier process: a resume runs straight through
             return real(run_dir)
-        if _checkpoints(run_dir) >= need:
+        if _checkpoints(run_dir) >= need and (
+            not need_wandb or (run_store.read_status(run_dir).get("wandb") or {}).get("dir")
+        ):
             polls[run_dir] = polls.get(run_dir, 0) + 1
         if polls.get(run_dir, 0) <= int(chunks):
             return real(run_dir)
