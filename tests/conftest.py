@@ -26,6 +26,14 @@ os.environ.setdefault("JAXDASH_RUNS", tempfile.mkdtemp(prefix="jaxdash-runs-"))
 FASHION_DIR = Path("/usr/share/datasets/fashion-mnist")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Tests that train in this process use JAX's on-disk compilation cache, as `python -m training` runs do
+    (the same folder: ~/.cache/jaxdash/jax, warm from earlier runs); $JAXDASH_JIT_CACHE=0 turns it off."""
+    from training.runs.warm_worker import enable_compilation_cache
+
+    enable_compilation_cache()
+
+
 @pytest.fixture
 def runs_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A fresh runs root, also exported as $JAXDASH_RUNS for subprocesses."""
