@@ -108,7 +108,10 @@ def metric_grid(
     for tag in tags:
         lacking = list((missing or {}).get(tag, ()))
         titles.append(f"{tag}<br><sup>not logged by {', '.join(lacking)}</sup>" if lacking else tag)
-    fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles or None, vertical_spacing=0.6 / rows / 2 + 0.04)
+    spacing = 0.6 / rows / 2 + 0.04
+    if rows > 1:
+        spacing = min(spacing, 0.5 / (rows - 1))  # plotly refuses more than 1 / (rows - 1): many tags, many rows
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles or None, vertical_spacing=spacing)
     shown: set[str] = set()
     for i, tag in enumerate(tags):
         row, col = i // cols + 1, i % cols + 1

@@ -147,7 +147,8 @@ def test_run_detail_draws_a_logdirs_images_histograms_and_text(
     _sync_until(logs, runs_root, lambda: len(media_store.texts(mirror).get("notes/text_summary", [])) == 2)
     at = app("views/detail.py", run="tbx")
     headers = [h.value for h in at.subheader]
-    assert "Histograms" in headers and "Text" in headers, headers
+    assert "Logged keys" in headers, headers  # a panel per key of every kind (data_panels)
+    assert {"weights/w", "notes/text_summary", "samples/digit"} <= {t.value for t in at.text}
     captions = [i.caption.replace("\\", "") for el in at.get("image") for i in el.proto.imgs]
     assert captions == ["samples/digit · step 2"], captions  # the newest step's image; a slider over both steps
     assert [s.options for s in at.select_slider if s.label == "Step"][0][:2] == ["1", "2"]

@@ -44,7 +44,7 @@ def test_strings_are_kept_every_step_with_the_summarys_last(logged: Path) -> Non
 def test_run_detail_lists_each_text_key_by_step_as_plain_text(logged: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("JAXDASH_RUNS", str(logged.parent))
     at = app("views/detail.py", run=logged.name)
-    assert "Text" in [h.value for h in at.subheader]
+    assert "Logged keys" in [h.value for h in at.subheader]  # a panel per key (data_panels), text ones too
     frames = {tuple(d.value.columns): d.value for d in at.dataframe}
     phase = frames[("step", "phase")]
     assert list(phase["step"]) == [0, 1, 2] and phase["phase"][2].startswith("**bold**")

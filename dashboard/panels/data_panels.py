@@ -33,11 +33,12 @@ def project_of(run_dir: Path) -> str:
 
 
 def logged_keys(run_dir: Path, records: MetricTable, owned: set[str] = frozenset()) -> dict[str, str]:
-    """{key: kind} of every key the run logged, scalars first in first-appearance order, then its media."""
+    """{key: kind} of every key the run logged, scalars first in first-appearance order, then images,
+    histograms and texts (each in its files' order: their first step is not compared across kinds)."""
     out = {t: "scalar" for t in records.ordered_tags() if t not in owned and not t.startswith(f"{tags.SYS}/")}
     for kind, found in (
-        ("histogram", histogram_panel.histograms(run_dir)),
         ("image", image_steps_panel.image_steps(run_dir)),
+        ("histogram", histogram_panel.histograms(run_dir)),
         ("text", media_store.texts(run_dir)),
     ):
         for tag, items in found.items():
@@ -70,10 +71,11 @@ def _panel(run_dir: Path, records: MetricTable, tag: str, kind: str, key: str, c
 
 
 def _grid(run_dir: Path, records: MetricTable, shown: dict[str, str], key: str, color: str | None) -> None:
-    cols = st.columns(2)
-    for i, (tag, kind) in enumerate(shown.items()):
-        with cols[i % 2]:
-            _panel(run_dir, records, tag, kind, key, color)
+    items = list(shown.items())
+    for i in range(0, len(items), 2):  # a row of two at a time: panels read (and are laid out) in key order
+        for col, (tag, kind) in zip(st.columns(2), items[i : i + 2], strict=False):
+            with col:
+                _panel(run_dir, records, tag, kind, key, color)
 
 
 def _pins(keys: dict[str, str], layout: layout_prefs.Layout, key: str) -> tuple[str, ...]:

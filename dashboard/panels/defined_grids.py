@@ -48,6 +48,9 @@ def metric_grids(
         return
     colors = {run.name: run_color(run.run_id)}
     for title, x, group in grids:
+        if len(group) > run_sections.GRID_MAX:
+            st.caption(f"{len(group)} {title}: too many for one grid; each has its own panel under Logged keys.")
+            continue
         if title == "system":
             st.caption("System: the training process's CPU (100 = one core), resident memory and accelerator memory.")
         elif x != wandb_reads.STEP:

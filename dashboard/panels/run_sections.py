@@ -21,6 +21,9 @@ LOG_LINES = 200
 # TensorBoard reloads every 30 s: at every 10-20 s rerun, two grids of 3-8 subplots each cost Run detail
 # Plotly.react work on the machine the run trains on. A zoom, a new metric or the run's end redraws at once.
 GRID_REFRESH_S = refresh_timings.seconds("grid_rebuild")
+# More metrics than this are not put in one grid (one figure of hundreds of subplots is slow to build and to
+# draw): each has its own panel under "Logged keys" (data_panels), in sections drawn when opened.
+GRID_MAX = 48
 
 
 def notes_header(run: run_store.RunInfo) -> None:
@@ -70,6 +73,9 @@ def metric_grids(run: run_store.RunInfo, records: MetricTable, key: str, active:
     zoomed = tuple(window) if (int(full[0]), int(full[1])) != tuple(int(w) for w in window) else None
     for title, group in (("metrics", [t for t in all_tags if t not in system]), ("system", system)):
         if not group:
+            continue
+        if len(group) > GRID_MAX:
+            st.caption(f"{len(group)} {title}: too many for one grid; each has its own panel under Logged keys.")
             continue
 
         def build(group: list[str] = group, title: str = title) -> Any:
