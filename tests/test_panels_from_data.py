@@ -14,7 +14,8 @@ SCRIPT = """
 import numpy as np
 import jaxdash as wandb
 
-wandb.init(project="keys", name="three-prefixes", wandb="disabled", tensorboard=False)
+wandb.init(project="keys", name="three-prefixes", wandb="disabled", tensorboard=False,
+           config={"lr": 0.01, "optimizer": "adam", "layers": [64, 64]})
 for step in range(3):
     frame = np.full((6, 6), step * 60, np.uint8)
     wandb.log({"train/a": 1.0 * step, "train/b": 2.0, "eval/c": 3.0, "opt/lr": 0.1, "opt/notes": f"step {step}",
@@ -53,3 +54,11 @@ def test_the_filter_box_narrows_the_panels_to_matching_keys(logged: Path, monkey
     assert _sections(at) == ["eval · 1"]
     assert "eval/frame" in [t.value for t in at.text]
     assert "train/grads" not in [t.value for t in at.text]
+
+
+def test_hparams_are_columns_of_the_runs_table(logged: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JAXDASH_RUNS", str(logged.parent))
+    at = app("views/runs.py")
+    (table,) = [d.value for d in at.dataframe if "config" in d.value.columns]
+    assert table["config.lr"].tolist() == [0.01] and table["config.optimizer"].tolist() == ["adam"]
+    assert "config.layers" not in table.columns  # a list stays in the config text

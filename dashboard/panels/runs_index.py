@@ -23,6 +23,18 @@ ACTIVE = ("queued", "starting", "running")
 PROBLEMS = run_states.PROBLEMS
 BASE_COLUMNS = ["name", "tags", "group", "wandb group", "job type", "task", "status", "alerts", "config"]
 TAIL_COLUMNS = ["duration", "started", "message", "run_id", "search"]
+HPARAM_PREFIX = "config."  # a hyperparameter's column, as W&B's runs table names them ("config.lr")
+MAX_HPARAMS = 40  # columns at most (in first-seen order): a config of hundreds of keys stays in "config"
+
+
+def hparams(config: dict[str, Any]) -> dict[str, Any]:
+    """A run's hyperparameters as their own columns: its config's numbers, strings and booleans
+    (a logdir's add_hparams and a client's config land in config.json alike); lists and tables stay in "config"."""
+    return {
+        f"{HPARAM_PREFIX}{k}": v
+        for k, v in config.items()
+        if isinstance(v, (int, float, str, bool)) and not isinstance(k, bool)
+    }
 
 
 @dataclass
@@ -61,7 +73,7 @@ def frame(
 
     "search" holds the lower-cased text the free-text filter looks in (name, id, settings, tags, notes).
     """
-    rows, finals = [], set()
+    rows, finals, hp_names = [], set(), {}
     for r in runs:
         s, final = r.status, r.status.get("final") or {}
         finals |= set(final)
@@ -71,6 +83,10 @@ def frame(
         started = s.get("started") or r.created
         text = [notes.display_name, r.name, r.run_id, r.task, config, json.dumps(r.config), notes.notes, *notes.tags]
         text += [meta.group, meta.job_type]
+        hp = hparams(r.config if isinstance(r.config, dict) else {})
+        for name in hp:
+            if len(hp_names) < MAX_HPARAMS:
+                hp_names.setdefault(name, None)
         rows.append(
             {
                 "name": notes.display_name or r.name,
@@ -89,10 +105,16 @@ def frame(
                 "run_id": r.run_id,
                 "search": " ".join(text).lower(),
                 "_group": s.get("group"),
+                **{k: v for k, v in hp.items() if k in hp_names},
             }
         )
     metrics = [f"final {m}" for m in sort_tags(finals)]
-    return pd.DataFrame(rows, columns=[*BASE_COLUMNS, *metrics, *TAIL_COLUMNS, "_group"])
+    columns = [*BASE_COLUMNS, *hp_names, *metrics, *TAIL_COLUMNS, "_group"]
+    frame = pd.DataFrame(rows, columns=columns)
+    for name in hp_names:  # one type a column: a column of mixed numbers and strings shows as text
+        if frame[name].map(lambda v: isinstance(v, str)).any():
+            frame[name] = frame[name].map(lambda v: v if v is None or isinstance(v, str) else str(v))
+    return frame
 
 
 def metric_columns(df: pd.DataFrame) -> list[str]:
