@@ -62,3 +62,13 @@ def test_hparams_are_columns_of_the_runs_table(logged: Path, monkeypatch: pytest
     (table,) = [d.value for d in at.dataframe if "config" in d.value.columns]
     assert table["config.lr"].tolist() == [0.01] and table["config.optimizer"].tolist() == ["adam"]
     assert "config.layers" not in table.columns  # a list stays in the config text
+
+
+def test_compare_draws_a_grid_per_prefix_section(logged: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.chart_elements import charts, figure
+
+    monkeypatch.setenv("JAXDASH_RUNS", str(logged.parent))
+    at = app("views/runs.py", selected_ids=[logged.name])
+    assert sorted(_sections(at)) == ["eval · 1", "opt · 1", "train · 2"]
+    grids = [{a["text"] for a in figure(c)["layout"].get("annotations", [])} for c in charts(at)]
+    assert {"train/a", "train/b"} in grids and {"eval/c"} in grids and {"opt/lr"} in grids, grids  # one per section

@@ -15,7 +15,7 @@ from components import compare_figures
 from components.colors import run_color
 from dashboard import state
 from dashboard.forms import groups
-from dashboard.panels import compare_data, panels, run_sections, safe_text
+from dashboard.panels import compare_data, data_panels, key_panels, panels, run_sections, safe_text
 from runstore import run_store
 from runstore.metrics.metric_table import MetricTable
 
@@ -98,7 +98,17 @@ def draw(selected: list[run_store.RunInfo], display: Mapping[str, str]) -> None:
         shown = "shown below with a note" if opts["partial"] else "turn on 'metrics not all have' to see them"
         st.info(f"Not every selected run has these metrics ({shown}):  \n" + "  \n".join(lines), icon=":material/info:")
     tags = shared + (compare_data.sort_tags(list(missing)) if opts["partial"] else [])
-    grid(selected, labels, tables, tags, missing, pops, opts)
+    sections = key_panels.sections(tags)
+    for prefix, group in sections.items():  # a grid per prefix (as W&B's sections), drawn only while open
+        if len(sections) == 1:
+            grid(selected, labels, tables, group, missing, pops, opts)
+            break
+        open_ = len(group) <= data_panels.OPEN_MAX
+        key = data_panels.widget_key("compare_section", prefix)
+        box = st.expander(f"{safe_text.md(prefix)} · {len(group)}", expanded=open_, key=key, on_change="rerun")
+        if box.open:
+            with box:
+                grid(selected, labels, tables, group, missing, pops, opts, chart_key=f"{key}_grid")
     differs_and_parcoords(selected, labels)
 
 
@@ -110,6 +120,7 @@ def grid(
     missing: Mapping[str, list[str]],
     pops: Mapping[str, list[run_store.RunInfo]],
     opts: Mapping[str, Any],
+    chart_key: str = "compare_grid",
 ) -> None:
     """Small multiples of `tags`: a line per run, or a band per population when asked."""
     banded = {r.run_id: g for g, rs in pops.items() for r in rs} if opts["pop"] != "curves" else {}
@@ -140,7 +151,7 @@ def grid(
         smoothing=opts["smoothing"],
         log_y=opts["log_y"],
     )
-    panels.chart(fig, "compare_grid")
+    panels.chart(fig, chart_key)
 
 
 PARCOORDS_AUTO_RUNS = 4  # parallel coordinates drawn without asking for up to this many runs

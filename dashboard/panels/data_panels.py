@@ -53,13 +53,13 @@ def matching(keys: dict[str, str], query: str) -> dict[str, str]:
     return {k: v for k, v in keys.items() if all(w in k.lower() for w in words)}
 
 
-def _wkey(key: str, name: str) -> str:
+def widget_key(key: str, name: str) -> str:
     """A widget key for a section or key name: a digest, whatever characters the name holds."""
     return f"{key}_{hashlib.sha1(name.encode()).hexdigest()[:12]}"
 
 
 def _panel(run_dir: Path, records: MetricTable, tag: str, kind: str, key: str, color: str | None) -> None:
-    k = _wkey(key, tag)
+    k = widget_key(key, tag)
     if kind == "scalar":
         panel_kinds.key_panel(tag, records, k, color)
     elif kind == "histogram":
@@ -108,7 +108,10 @@ def draw(run_dir: Path, records: MetricTable, key: str, root: Path, project: str
     for prefix, group in key_panels.sections([t for t in shown if t not in pinned_here]).items():
         default_open = prefix not in collapsed and (len(group) <= OPEN_MAX or prefix in opened)
         box = st.expander(
-            f"{safe_text.md(prefix)} · {len(group)}", expanded=default_open, key=_wkey(key, prefix), on_change="rerun"
+            f"{safe_text.md(prefix)} · {len(group)}",
+            expanded=default_open,
+            key=widget_key(key, prefix),
+            on_change="rerun",
         )
         if box.open != default_open:  # the user opened or closed it: kept for the project
             collapsed = [c for c in collapsed if c != prefix] + ([] if box.open else [prefix])
