@@ -26,6 +26,9 @@ if TYPE_CHECKING:  # children load this module at start (hold_site): no pytest i
 
 HOLD_ENV = "JAXDASH_TEST_HOLD"  # "<checkpoints>:<chunks>:<held file>"
 HOLD_WANDB_ENV = "JAXDASH_TEST_HOLD_WANDB"  # "1": count chunks once status.json names the W&B folder
+# ...and pace them: the W&B writer flushes at most every 0.5 s (writer.FLUSH_SECS), so counted chunks at least
+# this far apart give its folder the rows of all but the last few of them, however fast a chunk is.
+WANDB_PACE_S = 0.1
 _ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -33,7 +36,8 @@ def hold_env(
     env: dict[str, str], held: Path, checkpoints: int = 0, chunks: int = 1, wandb_ready: bool = False
 ) -> dict[str, str]:
     """`env` with the hold set: wait once `checkpoints` checkpoints exist and `chunks` more chunks ran
-    (with `wandb_ready`, chunks run after the W&B run exists: its folder then holds their rows)."""
+    (with `wandb_ready`, counted from when the W&B run exists and paced by WANDB_PACE_S: its folder then holds
+    the rows of all but the last of them)."""
     path = [str(_ROOT / "tests" / "hold_site"), str(_ROOT), env.get("PYTHONPATH", "")]
     return {
         **{k: v for k, v in env.items() if k != HOLD_WANDB_ENV},
@@ -112,6 +116,7 @@ def install_hold(spec: str) -> None:
             not need_wandb or (run_store.read_status(run_dir).get("wandb") or {}).get("dir")
         ):
             polls[run_dir] = polls.get(run_dir, 0) + 1
+            time.sleep(WANDB_PACE_S if need_wandb else 0.0)
         if polls.get(run_dir, 0) <= int(chunks):
             return real(run_dir)
         held_file.write_text(str(os.getpid()))
