@@ -22,13 +22,19 @@ for var in ("WANDB_CACHE_DIR", "WANDB_CONFIG_DIR", "WANDB_DATA_DIR"):
     os.environ[var] = _WANDB_HOME
 os.environ.pop("WANDB_DIR", None)  # honoured by the W&B writer: W&B files stay in each run's directory
 os.environ.setdefault("JAXDASH_RUNS", tempfile.mkdtemp(prefix="jaxdash-runs-"))
+# One JAX compilation cache for the pytest process and every trainer it starts, also under a test's own
+# XDG_CACHE_HOME or HOME (the trainers' default folder is under it): a warm cache skips XLA compiles.
+os.environ.setdefault(
+    "JAX_COMPILATION_CACHE_DIR",
+    str(Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "jaxdash" / "jax"),
+)
 
 FASHION_DIR = Path("/usr/share/datasets/fashion-mnist")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     """Tests that train in this process use JAX's on-disk compilation cache, as `python -m training` runs do
-    (the same folder: ~/.cache/jaxdash/jax, warm from earlier runs); $JAXDASH_JIT_CACHE=0 turns it off."""
+    (the same folder, $JAX_COMPILATION_CACHE_DIR above, warm from earlier runs); $JAXDASH_JIT_CACHE=0 turns it off."""
     from training.runs.warm_worker import enable_compilation_cache
 
     enable_compilation_cache()
