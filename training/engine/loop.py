@@ -95,7 +95,7 @@ class Engine:
             raise TrainingError("The members' states differ in structure; a population may only vary lr and seed.")
         shuffle = [jax.random.key_data(jax.random.split(key)[1]) for key in keys]  # (init, shuffle) = split(key)
         self.state = self.dp.replicate(stack(states) if self.stacked else states[0])
-        self.shuffle = stack(shuffle) if self.stacked else shuffle[0]
+        self.shuffle = self.dp.replicate(stack(shuffle) if self.stacked else shuffle[0])
 
     def _restore(self, step: int) -> Position:
         """Each member's checkpoint at `step`, restacked; the loop's position from their meta."""
@@ -107,7 +107,7 @@ class Engine:
             shuffles.append(arrays["shuffle_key"])
             metas.append(meta)
         self.state = self.dp.replicate(stack(states) if self.stacked else states[0])
-        self.shuffle = stack(shuffles) if self.stacked else shuffles[0]
+        self.shuffle = self.dp.replicate(stack(shuffles) if self.stacked else shuffles[0])
         self.clock.start -= metas[0]["wall_seconds"]  # wall time continues where the checkpoint left it
         return Position.from_meta([m["position"] for m in metas])
 

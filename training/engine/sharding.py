@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import jax
+import numpy as np
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
@@ -32,6 +33,14 @@ def resolve_devices(requested: int, batch_size: int) -> list[jax.Device]:
     """
     available = jax.local_devices()
     n = requested or len(available)
+    if jax.process_count() > 1:  # one job over many processes: the mesh spans every process's devices
+        if n != len(available):
+            raise ConfigError(
+                {
+                    "devices": f"a job of {jax.process_count()} processes uses all {len(available)} devices of each; use --devices 0."
+                }
+            )
+        available, n = jax.devices(), len(jax.devices())
     if n > len(available):
         kind = available[0].platform.upper()
         raise ConfigError(
@@ -73,7 +82,12 @@ class DataParallel:
 
     def replicate(self, tree: Any) -> Any:
         """A full copy of every leaf on every device (parameters, optimizer state, the data set)."""
-        return jax.device_put(tree, self.replicated)
+        if jax.process_count() == 1:
+            return jax.device_put(tree, self.replicated)
+        # Across processes each one hands over its own (identical) copy: no device_put to remote devices.
+        return jax.tree.map(
+            lambda a: jax.make_array_from_process_local_data(self.replicated, np.asarray(jax.device_get(a))), tree
+        )
 
     def constrain_batch(self, batch: Any) -> Any:
         """Inside jit: split the leading (example) axis of every leaf over the devices."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import secrets
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,6 +27,9 @@ from training.writers.base import DEFAULT_TRACKING, MetricWriter, Tracking
 
 Outcome = tuple[Path, str, TrainResult | None]  # (run dir, final state, result or None)
 
+
+# A job's process k > 0: no TensorBoard, no W&B, no progress bar, no run store (its scratch folder only).
+FOLLOWER = Tracking(wandb_mode="disabled", tensorboard=False, console=False, run_store=False)
 
 RUN_FACTS = ("task", "group", "member", "pbt")  # config.json fields W&B config and HParams show too
 
@@ -183,6 +187,11 @@ def execute(
     Returns:
       [(run_dir, final state, result or None)] per member.
     """
+    from training.engine import processes
+
+    processes.join(processes.from_env())  # a jax.distributed job: before JAX's backend starts
+    if not processes.is_lead():  # process k > 0 trains the same run and writes nothing of it
+        run_dir, name, tracking = Path(tempfile.mkdtemp(prefix="jaxdash-follower-")), name, FOLLOWER
     task_cls = load_task(task)
     cfgs = [c if isinstance(c, task_cls.Config) else parse_config(task_cls.Config, c, task_cls.name) for c in raw_cfgs]
     if pbt is not None:
