@@ -33,7 +33,7 @@ def test_compare_grid_band_differs_and_parallel_coordinates(server: tuple[Server
     page.set_viewport_size({"width": 1400, "height": 1600})
     page.goto(f"{srv.url}/runs?compare={ids}")
     page.wait_for_function(
-        f"(() => {{ const c = {TRACES_JS}; return c.length >= 1 && c[0].length >= 21; }})()", timeout=90_000
+        f"(() => {{ const c = {TRACES_JS}; return c.length >= 1 && c.flat().length >= 21; }})()", timeout=90_000
     )
     assert page.get_by_text("What differs").count() == 1
     assert page.locator(".js-plotly-plot .parcoords").count() == 0, "7 runs: drawn when asked"
@@ -97,5 +97,6 @@ def test_run_detail_draws_its_metric_grids_when_they_scroll_into_view(server: tu
     page.wait_for_function(f"(() => {{ const c = {points}; return c.length >= 3 && c[0] > 0; }})()", timeout=60_000)
     time.sleep(1.0)
     assert page.evaluate(points)[-1] == 0, "the system grid, a screen below, was drawn without being seen"
-    page.locator(".jaxdash-chart").last.scroll_into_view_if_needed()
+    for chart in page.locator(".jaxdash-chart").all():  # the per-key panels (data_panels), then the grids
+        chart.scroll_into_view_if_needed()
     page.wait_for_function(f"{points}.every(n => n > 0)", timeout=15_000)
