@@ -176,15 +176,15 @@ def test_run_detail_in_chromium_shows_a_logdirs_media(tmp_path: Path, tab: objec
     try:
         tab.goto(f"{srv.url}/detail?run=tbx")
         tab.get_by_text("note at 3").first.wait_for(state="attached", timeout=90_000)  # a dataframe's cell
-        tab.get_by_role("heading", name="Text").wait_for(timeout=60_000)
+        tab.get_by_role("heading", name="Logged keys").wait_for(timeout=60_000)  # a panel per key (data_panels)
         tab.get_by_text("samples/digit · step 3").first.wait_for(timeout=60_000)  # the image's caption
         assert tab.locator("[data-testid=stImage] img").count() >= 1
-        tab.get_by_role("heading", name="Histograms").wait_for(timeout=60_000)
+        tab.get_by_text("weights/w", exact=True).first.wait_for(timeout=60_000)  # the histogram's panel
         tab.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 3", timeout=60_000)
         out = Path(__file__).resolve().parent.parent / "test-artifacts"
         out.mkdir(exist_ok=True)
         tab.screenshot(path=str(out / "logdir_media_detail.png"))
-        tab.get_by_role("heading", name="Histograms").scroll_into_view_if_needed()
+        tab.get_by_text("weights/w", exact=True).first.scroll_into_view_if_needed()
         tab.screenshot(path=str(out / "logdir_media_detail_histograms.png"))
         body = tab.inner_text("body")
         assert "Traceback" not in body and "step 3 · 1 image" in body, body[:2000]

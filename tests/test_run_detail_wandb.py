@@ -220,7 +220,7 @@ def test_run_detail_in_chromium_shows_the_alert_saved_file_and_histogram(served,
             assert page.get_by_text("model.txt", exact=True).count() >= 1  # the files tables' cells
             assert not page.locator("img[src*='example.invalid']").count(), "a run's text loaded a remote image"
             page.screenshot(path=str(ARTIFACTS / "run_detail_wandb_files.png"))
-            page.locator("#media").scroll_into_view_if_needed()  # the images with their captions, the histograms
+            page.locator("#logged-keys").scroll_into_view_if_needed()  # the images with their captions, the histograms
             page.wait_for_function("Array.from(document.images).filter(i => i.naturalWidth > 0).length >= 2")
             page.screenshot(path=str(ARTIFACTS / "run_detail_wandb_media.png"))
         finally:
