@@ -198,6 +198,11 @@ class RunFolder:
         """Replace config.json (atomic)."""
         atomic.atomic_write_json(self.config_path, doc)
 
+    def replace_records(self, records: list[dict[str, Any]]) -> None:
+        """Replace metrics.jsonl by a new file holding `records` (atomic, fsync'd, a new inode: a
+        `RecordsReader` starts over on it). Only the run's writer: a mirror starting over or rewriting."""
+        atomic.atomic_write_bytes(self.records_path, atomic.metric_lines(records).encode())
+
     def write_final_metrics(self, final: dict[str, Any]) -> None:
         """artifacts/final_metrics.json (atomic): the run's final metrics."""
         atomic.atomic_write_json(self.artifacts / FINAL_METRICS, final)

@@ -37,7 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runstore import atomic, run_store, safe_files, tb_media, tb_reads
+from runstore import run_store, safe_files, tb_media, tb_reads
+from runstore.run_folder import RunFolder
 
 MIRROR = ".logdir"  # hidden folder under the runs root: never listed as a run itself
 TASK = "TensorBoard log"
@@ -142,9 +143,7 @@ def _start_mirror(mirror: Path, name: str, source: Path) -> _Mirror:
     if safe_files.is_real_dir(mirror / "artifacts"):
         shutil.rmtree(mirror / "artifacts", ignore_errors=True)  # read again from the start, as metrics.jsonl
     tb_media.forget(mirror)
-    tmp = mirror / ".metrics.jsonl.tmp"
-    tmp.write_bytes(b"")
-    tmp.replace(mirror / "metrics.jsonl")  # a new file: readers see a replaced file and start over
+    RunFolder(mirror).replace_records([])  # a new file: readers see a replaced file and start over
     return _Mirror()
 
 
@@ -186,9 +185,7 @@ def _write_records(mirror: Path, state: _Mirror, records: list[dict[str, Any]]) 
     if restart:
         old, _ = run_store.read_metrics(mirror)
         records = preempted(old + records)
-        tmp = mirror / ".metrics.jsonl.tmp"
-        tmp.write_text(atomic.metric_lines(records))
-        tmp.replace(mirror / "metrics.jsonl")  # a new file (new inode): readers start over, as at _start_mirror
+        RunFolder(mirror).replace_records(records)  # a new file (new inode): readers start over, as at _start_mirror
         state.last_step.clear()
     elif records:
         records = preempted(records)

@@ -53,6 +53,8 @@ def test_a_replaced_file_is_read_from_its_start(tmp_path: Path) -> None:
     os.replace(tmp, tmp_path / "metrics.jsonl")  # a new inode, as long as the old file or not
     assert [r["step"] for r in reader.read_new()] == [0, 1, 2, 10]
     assert reader.read_new() == []
+    RunFolder(tmp_path).replace_records(_records(1, start=7))  # the writers' one way to rewrite it
+    assert [r["step"] for r in reader.read_new()] == [7]
 
 
 def test_run_folder_reads_and_writes_through_the_run_store(tmp_path: Path) -> None:
