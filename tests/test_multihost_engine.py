@@ -13,6 +13,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -27,8 +28,8 @@ def _port() -> int:
         return s.getsockname()[1]
 
 
-def _train(root: Path, fashion: Path, processes: int, devices: int) -> list[dict]:
-    """Run the CLI in `processes` processes of `devices` forced CPU devices each; their final JSON lines."""
+def _start(root: Path, fashion: Path, processes: int, devices: int, args: list[str]) -> list[subprocess.Popen]:
+    """The CLI in `processes` processes of `devices` forced CPU devices each."""
     port, procs = _port(), []
     for i in range(processes):
         env = {**os.environ, "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices}"}
@@ -37,16 +38,30 @@ def _train(root: Path, fashion: Path, processes: int, devices: int) -> list[dict
             env.update(JAX_COORDINATOR_ADDRESS=f"localhost:{port}", JAX_NUM_PROCESSES=str(processes))
             env["JAX_PROCESS_ID"] = str(i)
         cmd = [sys.executable, "-m", "training", "mnist", "--dataset", "fashion_mnist", "--data-dir", str(fashion)]
-        cmd += ["--devices", "0", "--runs-root", str(root), "--quiet", "--wandb", "disabled", *ARGS]
+        cmd += ["--devices", "0", "--runs-root", str(root), "--quiet", "--wandb", "disabled", *args]
         procs.append(
             subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         )
+    return procs
+
+
+def _ends(procs: list[subprocess.Popen]) -> list[dict]:
+    """Each process's final JSON line, once it exited 0."""
     outs = []
     for p in procs:
-        out, err = p.communicate(timeout=300)
+        try:
+            out, err = p.communicate(timeout=240)
+        except subprocess.TimeoutExpired:  # a process left waiting in a collective the others never joined
+            for q in procs:
+                q.kill()
+            raise
         assert p.returncode == 0, err[-3000:]
         outs.append(json.loads(out.strip().splitlines()[-1]))
     return outs
+
+
+def _train(root: Path, fashion: Path, processes: int, devices: int) -> list[dict]:
+    return _ends(_start(root, fashion, processes, devices, ARGS))
 
 
 def _event_files(run: Path) -> list[Path]:
@@ -78,3 +93,25 @@ def test_two_processes_train_one_run_equal_to_one_process_of_eight_devices(tmp_p
     logged = [r["step"] for r in rows if "train/loss" in r]
     assert len(logged) == len(set(logged)) and max(logged) == 16
     assert (runs[0] / "ckpt").is_dir() and any((runs[0] / "ckpt").iterdir())  # the job's checkpoint
+
+
+@pytest.mark.slow
+def test_a_stop_in_the_run_folder_ends_every_process_of_the_job_at_one_step(tmp_path: Path, fashion_dir: Path) -> None:
+    root = tmp_path / "runs"
+    long = ["--epochs", "20", "--batch-size", "32", "--train-limit", "2048", "--test-limit", "100", "--log-every", "4"]
+    procs = _start(root, fashion_dir, 2, 4, long)
+    deadline = time.monotonic() + 240
+    run = None
+    while time.monotonic() < deadline:  # wait for process 0's run to log a few chunks
+        runs = [p for p in root.iterdir() if p.is_dir()] if root.exists() else []
+        if runs and (runs[0] / "metrics.jsonl").exists() and (runs[0] / "metrics.jsonl").read_text().count("\n") >= 3:
+            run = runs[0]
+            break
+        assert all(p.poll() is None for p in procs), [p.communicate()[1][-2000:] for p in procs]
+        time.sleep(0.2)
+    assert run is not None, "process 0 logged nothing"
+    (run / "stop").write_text("")  # the page's Stop: seen by process 0 only
+    outs = _ends(procs)
+    assert [o["state"] for o in outs] == ["stopped", "stopped"]
+    assert outs[0]["final"] == outs[1]["final"]  # both left after the same step
+    assert outs[0]["final"]["train/loss"] > 0

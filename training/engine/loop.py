@@ -11,6 +11,7 @@ differ in learning rate (held in the optimizer state) and seed only, so one prog
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from concurrent.futures import Future
 from typing import Any
@@ -20,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from runstore import tags
+from training.engine import processes
 from training.engine.chunks import (
     ChunkCompiler,
     Clock,
@@ -34,7 +36,7 @@ from training.engine.members import Members, stack, take
 from training.engine.pbt import Exploiter, PbtConfig, learning_rates
 from training.engine.position import Plan, Position, data_for, param_arrays, reduce_chunk
 from training.engine.result import TrainResult
-from training.engine.schedule import Schedules
+from training.engine.schedule import Due, Schedules
 from training.engine.sharding import AXIS, DataParallel, resolve_devices
 from training.engine.system import SystemMetrics
 from training.errors import TrainingError
@@ -202,6 +204,7 @@ class Engine:
         due = self.schedules.after_chunk(
             pos.step, epoch_end, self.plan.batched, self.should_stop, self.test is not None, "fit" in self.task.panels
         )
+        due = Due(*processes.agreed(dataclasses.astuple(due)))  # a job's processes all do process 0's
         if due.evaluate:
             pos.test = self._evaluate()
             pos.evaluated_at = pos.step

@@ -14,6 +14,7 @@ others train into a scratch folder with no writers. CPU collectives across proce
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 ENV = ("JAX_COORDINATOR_ADDRESS", "JAX_NUM_PROCESSES", "JAX_PROCESS_ID")
@@ -74,3 +75,19 @@ def count() -> int:
     if jax is None or not jax.distributed.is_initialized():
         return 1
     return jax.process_count()
+
+
+def agreed(flags: Sequence[bool]) -> tuple[bool, ...]:
+    """Process 0's `flags` in every process (one small collective); `flags` as they are outside a job.
+
+    What runs after a chunk (stop, checkpoint, evaluation, snapshots) launches jitted collectives and
+    Orbax's barriers; every process must run the same ones, and the time-based ones (checkpoints
+    every 30 s, the live fit) or a Stop seen by process 0 alone would otherwise differ.
+    """
+    if count() == 1:
+        return tuple(flags)
+    import numpy as np
+    from jax.experimental import multihost_utils
+
+    got = multihost_utils.broadcast_one_to_all(np.asarray(flags, dtype=np.int32))  # sync point: one per chunk
+    return tuple(bool(v) for v in np.asarray(got))
