@@ -80,10 +80,10 @@ def _wait_written(folders: list[Path], quiet_s: float = QUIET_S, at_most_s: floa
 
 def missing_rows(run_dir: Path, have: set[int], upto: int) -> list[tuple[int, dict[str, Any]]]:
     """metrics.jsonl rows up to step `upto` that are not in `have` (steps held), as (step, scalars), by step."""
-    from runstore import run_store
+    from runstore.run_folder import RecordsReader
 
     rows: dict[int, dict[str, Any]] = {}
-    for rec in run_store.read_metrics(Path(run_dir))[0]:
+    for rec in RecordsReader(Path(run_dir)).load():
         step = rec.get("step")
         if isinstance(step, int) and step <= upto and step not in have:
             scalars = {k: v for k, v in rec.items() if k not in _SKIP and isinstance(v, (int, float))}
