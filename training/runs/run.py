@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import secrets
+import shutil
 import tempfile
 import time
 from collections.abc import Sequence
@@ -201,4 +202,9 @@ def execute(
     stop = StopFlag([])
     stop.install()  # before status.json says "running" with this pid
     dirs, names, group = create_runs(canonical_spec(task), task_cls, cfgs, axes, root, run_dir, name, command, pbt)
-    return train_members(task_cls, cfgs, dirs, names, dataclasses.replace(tracking, group=group), pbt=pbt, stop=stop)
+    outcomes = train_members(
+        task_cls, cfgs, dirs, names, dataclasses.replace(tracking, group=group), pbt=pbt, stop=stop
+    )
+    if not processes.is_lead():
+        shutil.rmtree(dirs[0], ignore_errors=True)  # the follower's scratch folder: process 0 holds the run
+    return outcomes
