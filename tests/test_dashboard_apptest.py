@@ -212,7 +212,12 @@ def test_a_users_task_appears_in_the_form_starts_from_the_page_and_is_drawn(
     assert "train/loss" in [m.label for m in live.metric]
     detail = app("views/detail.py", run=run_dir.name)
     keys = [c.key for c in charts(detail)]  # its panels, then the all-metrics and system grids
-    assert [k.rsplit("_", 1)[-1] for k in keys] == ["fit", "loss", "metrics", "system"] and not detail.error
+    # its own panels, one per other logged key (perf/steps_per_sec), then the all-metrics and system grids
+    assert [k.rsplit("_", 1)[-1] for k in keys[:2] + keys[3:]] == ["fit", "loss", "metrics", "system"]
+    assert keys[2].startswith("detail_keys_") and "perf/steps_per_sec" in charts(detail)[2].proto.spec.replace(
+        "\\u002f", "/"
+    )
+    assert not detail.error
 
 
 def test_cli_run_appears_in_the_table(root: Path) -> None:
