@@ -83,6 +83,7 @@ def test_two_processes_train_one_run_equal_to_one_process_of_eight_devices(tmp_p
     runs = [p for p in (tmp_path / "two").iterdir() if p.is_dir()]
     assert len(runs) == 1, runs  # one run folder for the job: process 0's
     assert two[0]["run_dir"] == str(runs[0])
+    assert json.loads((runs[0] / "status.json").read_text())["devices"] == 8  # one mesh over both processes
     events = _event_files(runs[0])
     assert len(events) == 1, events  # one TensorBoard writer
     acc = EventAccumulator(str(events[0].parent))

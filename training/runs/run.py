@@ -148,6 +148,7 @@ def train_members(
         for i in members.alive():
             results[i] = trained[i]
             members.writer(i).write_summary(trained[i].final)
+            run_store.write_status(dirs[i], devices=trained[i].extra.get("devices"))  # a job's: all processes'
             members.end(i, trained[i].state, None, trained[i].final)
     except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - every live member records the failure
         state, message = failure(exc, dirs[0])
