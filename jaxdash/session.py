@@ -24,6 +24,7 @@ from jaxdash.notices import notice
 from jaxdash.settings import InitArgs, resolve
 from jaxdash.wandb_config import Config, parse_config
 from runstore import run_store, safe_files
+from runstore.run_folder import RunFolder
 
 _CURRENT: Run | DisabledRun | None = None
 _RUNS: list[Run] = []  # every run of the process (reinit="create_new" keeps several): each ends at exit
@@ -124,7 +125,7 @@ def _start(args: InitArgs, cfg: dict[str, Any], runs_root: Any, tensorboard: boo
 
 
 def _earlier_config(run_dir: Path) -> dict[str, Any]:
-    doc = run_store.read_json(run_dir / "config.json", {}) or {}
+    doc = RunFolder(run_dir).config({}) or {}
     return dict(doc.get("config") or {}) if isinstance(doc, dict) else {}
 
 
@@ -148,7 +149,7 @@ def _run_dir(root: Path, project: str, name: str | None, run_id: str | None, res
     if not safe_files.plain_name(run_id):
         raise ValueError(f"jaxdash.init: id {run_id!r} must be a plain folder name (letters, digits, . _ -)")
     run_dir = root / run_id
-    if (run_dir / "config.json").exists():
+    if RunFolder(run_dir).has_config():
         if resume not in ("allow", "must", "auto", True):
             raise ValueError(f"jaxdash.init: run {run_id} exists in {root}; pass resume='allow' to continue it")
         steps = [int(r.get("step", 0)) for r in run_store.read_metrics(run_dir)[0]]

@@ -100,16 +100,6 @@ NOT_YET_MOVED = {
     "training/runs/checkpoint_check.py": "TODO(#38, helper A): ckpt/<step> through RunFolder.checkpoints",
     "training/runs/lifecycle.py": "TODO(#38, helper A): the ckpt/ path in its disk-full message",
     "training/runs/run.py": "TODO(#38, helper A): config.json and the stop file through RunFolder",
-    "training/cli.py": "TODO(#38): PAGE_FILES (launch.json, process.log) from runstore.run_folder",
-    "training/writers/build.py": "TODO(#38): tb/ through RunFolder.tensorboard",
-    "training/writers/wandb/writer.py": "TODO(#38): status.json through RunFolder",
-    "jaxdash/session.py": "TODO(#38): config.json through RunFolder",
-    "dashboard/panels/panel_kinds.py": "TODO(#38, helper D): launch.json through RunFolder.has_launch",
-    "dashboard/panels/histogram_panel.py": "TODO(#38, helper D): artifacts/ through RunFolder.artifacts",
-    "dashboard/panels/image_steps_panel.py": "TODO(#38, helper D): artifacts/ through RunFolder.artifacts",
-    "dashboard/panels/media.py": "TODO(#38, helper D): artifacts/ through RunFolder.artifacts",
-    "dashboard/panels/run_sections.py": "TODO(#38, helper D): process.log through RunFolder.log_path",
-    "training/writers/wandb/mode.py": "TODO(#38): wandb/ through RunFolder",
 }
 
 

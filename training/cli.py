@@ -17,12 +17,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from runstore import run_states, run_store
+from runstore import run_folder, run_states, run_store
 from training.settings import FieldInfo, fields
 from training.tasks import available
 from training.writers.wandb.mode import MODES as WANDB_MODES
 
-PAGE_FILES = ("launch.json", "process.log")  # what a page-launched run dir holds before its process starts
+PAGE_FILES = (run_folder.LAUNCH, run_folder.LOG)  # what a page-launched run dir holds before its process starts
 EXIT_CODES = run_states.EXIT_CODES
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from runstore import artifacts, media_store, run_store, safe_files, tags
+from runstore.run_folder import RunFolder
 
 # Drawn by the page's own panels (dashboard/panels/panel_kinds.py, views/detail.py), so not repeated here.
 OWN_TABLES = {media_store.tag_file(t) for t in (tags.FIT_DATA, tags.FIT_CURVE, tags.CONFUSION, tags.PREDICTIONS)}
@@ -35,7 +36,7 @@ class FigureSteps:
 
 
 def _folder(run_dir: Path, name: str) -> Path | None:
-    folder = Path(run_dir) / "artifacts" / name
+    folder = RunFolder(run_dir).artifacts / name
     return folder if safe_files.inside(run_dir, folder) and folder.is_dir() else None
 
 

@@ -23,6 +23,7 @@ from dashboard.panels.panels import live_chart
 from dashboard.panels.run_numbers import COMPILE_TILE, tile_values
 from runstore import artifacts, tags
 from runstore.metrics.metric_table import MetricTable
+from runstore.run_folder import RunFolder
 
 # Points per curve on a live chart (min/max buckets: spikes kept): ~1 per pixel of a half-page chart.
 # Each refresh sends and redraws them all (the page_cost benchmark measures what that costs training).
@@ -39,7 +40,7 @@ COMPILE_HELP = "First (compiling) chunk beyond a steady one."
 def own_task(run_dir: Path) -> bool:
     """True for a run of one of our tasks (its config.json lists its "panels", or the page launched it): texts
     about confusion matrices, compile time and process output apply to it, not to client or TensorBoard runs."""
-    return bool(artifacts.config_doc(run_dir).get("panels")) or (Path(run_dir) / "launch.json").exists()
+    return bool(artifacts.config_doc(run_dir).get("panels")) or RunFolder(run_dir).has_launch()
 
 
 def drawn_kinds(run_dir: Path, kinds: list[str], records: MetricTable) -> list[str]:

@@ -15,6 +15,7 @@ from dashboard.panels import compare_data, panel_kinds, safe_text
 from dashboard.panels.panels import live_chart
 from runstore import run_log, run_notes, run_store, tags
 from runstore.metrics.metric_table import MetricTable
+from runstore.run_folder import RunFolder
 
 LOG_LINES = 200
 # While the run trains, its grids (below its own fed panels) are built anew at most this often, as
@@ -94,7 +95,7 @@ def metric_grids(run: run_store.RunInfo, records: MetricTable, key: str, active:
 
 def process_output(run_dir: Path, active: bool) -> None:
     """The tail of process.log: the run's own output, refreshed with the page while it runs."""
-    if not (run_dir / "process.log").exists() and not panel_kinds.own_task(run_dir):
+    if not RunFolder(run_dir).log_path.exists() and not panel_kinds.own_task(run_dir):
         return  # a client script's or TensorBoard log's run: its output is not ours to show
     # Read and drawn only while open: st.code makes a fresh tab load a 1.5 MB syntax highlighter.
     box = st.expander(

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from runstore.run_folder import RunFolder
 from training.writers.base import DEFAULT_TRACKING, MetricWriter, MultiWriter, NullWriter, Tracking
 from training.writers.store import RunStoreWriter
 
@@ -78,7 +79,9 @@ def _add_tensorboard(
 
         # Its given name, a member's varied values, or the task.
         given = name if name and name != run_dir.name else None
-        tb = TensorBoardWriter(run_dir / "tb", run_name=given or job_type or "run", resume_step=resume_step)
+        tb = TensorBoardWriter(
+            RunFolder(run_dir).tensorboard, run_name=given or job_type or "run", resume_step=resume_step
+        )
         writers.append(tb)
         info["tensorboard"] = {"logdir": str(tb.logdir)}
     except Exception as exc:  # noqa: BLE001 - tracking must never stop training

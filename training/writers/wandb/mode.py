@@ -19,7 +19,7 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-from runstore import atomic
+from runstore import atomic, run_folder
 
 log = logging.getLogger(__name__)
 
@@ -170,7 +170,7 @@ def _warn_if_environment_differs(kept: dict[str, Any]) -> None:
 def wandb_root(run_dir: Path) -> Path:
     """The folder wandb writes this run's `wandb/` folder into: the kept `dir`, else `$WANDB_DIR` or the run."""
     kept = kept_settings(run_dir).get("dir")
-    return Path(kept or os.environ.get("WANDB_DIR") or run_dir) / "wandb"
+    return Path(kept or os.environ.get("WANDB_DIR") or run_dir) / run_folder.WANDB
 
 
 def run_folders(run_dir: Path, wandb_id: str) -> list[Path]:

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from runstore.run_folder import RunFolder
 from training.writers.base import Bins, Images, MetricWriter, Progress, Table
 from training.writers.wandb import media as wandb_media
 from training.writers.wandb import mode as wandb_mode
@@ -138,7 +139,7 @@ class WandbWriter(MetricWriter):
     def _write_status(self) -> None:
         from runstore import run_store
 
-        if (self.run_dir / "status.json").exists():
+        if RunFolder(self.run_dir).status_path.exists():
             run_store.write_status(self.run_dir, wandb=self.info)
 
     def _refill(self, earlier: list[Path]) -> None:
