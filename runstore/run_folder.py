@@ -207,6 +207,11 @@ class RunFolder:
         """artifacts/final_metrics.json (atomic): the run's final metrics."""
         atomic.atomic_write_json(self.artifacts / FINAL_METRICS, final)
 
+    def write_run_final(self, final: dict[str, Any]) -> None:
+        """final_metrics.json beside config.json (atomic): the ended run's final metrics, as the CLI and
+        resume read them (the store writer's copy is artifacts/final_metrics.json)."""
+        atomic.atomic_write_json(self.path / FINAL_METRICS, final)
+
     def request_stop(self) -> None:
         """Ask the process to stop after its current chunk."""
         run_store.request_stop(self.path)

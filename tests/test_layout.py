@@ -95,12 +95,7 @@ def test_only_entry_points_at_the_top_of_training_and_dashboard() -> None:
 # A run folder's file names (runstore.run_folder.NAMES and the files only a training process writes).
 RUN_FILE_NAMES = frozenset(run_folder.NAMES) | frozenset(run_store.RUN_FILES)
 # Modules other helpers are moving onto RunFolder in parallel (issue #38); each entry is a TODO to empty.
-NOT_YET_MOVED = {
-    "training/runs/checkpoint.py": "TODO(#38, helper A): ckpt/ and rewriting metrics.jsonl through RunFolder",
-    "training/runs/checkpoint_check.py": "TODO(#38, helper A): ckpt/<step> through RunFolder.checkpoints",
-    "training/runs/lifecycle.py": "TODO(#38, helper A): the ckpt/ path in its disk-full message",
-    "training/runs/run.py": "TODO(#38, helper A): config.json and the stop file through RunFolder",
-}
+NOT_YET_MOVED = {}
 
 
 def _path_part(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:

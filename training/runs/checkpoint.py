@@ -16,9 +16,7 @@ the latest one. A failed save surfaces at the next save, or at `close`.
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -29,6 +27,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 
 from runstore import run_store
+from runstore.run_folder import RunFolder
 
 log = logging.getLogger(__name__)
 # Orbax logs a failed background save with its whole traceback through absl before raising it to us;
@@ -63,7 +62,7 @@ class Checkpointer:
     """
 
     def __init__(self, run_dir: str | Path, resume_step: int | None = None):
-        self.directory = Path(run_dir).absolute() / "ckpt"
+        self.directory = RunFolder(Path(run_dir).absolute()).checkpoints
         self.resume_step = resume_step
         self._pending: Future | None = None  # the save handed to the Orbax thread last
         self.manager = _on_orbax_thread(self._open)
@@ -136,7 +135,7 @@ class Checkpointer:
 
 def checkpoint_steps(run_dir: str | Path) -> list[int]:
     """Steps of the complete checkpoints of a run, ascending, from the directory names (no JAX, no Orbax)."""
-    ckpt = Path(run_dir) / "ckpt"
+    ckpt = RunFolder(run_dir).checkpoints
     # An unfinished save lives in "<step>.orbax-checkpoint-tmp-*" until Orbax renames it.
     return sorted(int(p.name) for p in ckpt.iterdir() if p.name.isdigit()) if ckpt.is_dir() else []
 
@@ -164,14 +163,9 @@ def truncate_metrics(run_dir: str | Path, step: int) -> int:
     Returns how many records were dropped. The file is replaced atomically, so a dashboard
     polling it sees the old or the new file (its byte offset is reset by the shorter file).
     """
-    path = Path(run_dir) / "metrics.jsonl"
-    records, _ = run_store.read_metrics(Path(run_dir))
+    folder = RunFolder(run_dir)
+    records, _ = folder.records()
     keep = [r for r in records if int(r.get("step", 0)) <= step]
     if len(keep) != len(records):
-        tmp = path.with_name(f".{path.name}.resume.tmp")
-        with open(tmp, "w") as f:
-            f.writelines(json.dumps(r, allow_nan=False) + "\n" for r in keep)
-            f.flush()
-            os.fsync(f.fileno())
-        tmp.replace(path)
+        folder.replace_records(keep)
     return len(records) - len(keep)

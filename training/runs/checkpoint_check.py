@@ -15,6 +15,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from runstore.run_folder import RunFolder
+
 CHECK_TIMEOUT_S = 300
 
 
@@ -25,7 +27,7 @@ def damage(run_dir: str | Path, step: int) -> str | None:
     it out: a file torn in half, an empty `_CHECKPOINT_METADATA` or a missing array all show here,
     before resume changes anything.
     """
-    folder = Path(run_dir).absolute() / "ckpt" / str(step)
+    folder = RunFolder(Path(run_dir).absolute()).checkpoints / str(step)
     for name in ("_CHECKPOINT_METADATA", "meta/metadata"):
         path = folder / name
         try:

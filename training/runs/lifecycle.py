@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from runstore import run_store
+from runstore.run_folder import RunFolder
 from training.errors import TrainingError
 from training.settings import ConfigError
 from training.writers.base import MetricWriter
@@ -80,7 +81,9 @@ def failure(exc: BaseException, run_dir: Path) -> tuple[str, str]:
     if isinstance(exc, OSError):
         return "failed", describe_os_error(exc)
     if os.strerror(errno.ENOSPC) in str(exc):  # e.g. Orbax/TensorStore's "RESOURCE_EXHAUSTED: ... No space left"
-        return "failed", describe_os_error(OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(run_dir / "ckpt")))
+        return "failed", describe_os_error(
+            OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(RunFolder(run_dir).checkpoints))
+        )
     if isinstance(exc, MemoryError) or "RESOURCE_EXHAUSTED" in str(exc):
         return "failed", (
             "Out of memory: the model or data do not fit. Use fewer points, smaller layers or a smaller batch."
@@ -110,7 +113,7 @@ def close_run(run_dir: Path, writer: MetricWriter, state: str, message: str | No
             state, message = "failed", describe_os_error(exc)
     try:
         if final:
-            run_store.atomic_write_json(run_dir / "final_metrics.json", dict(final))
+            RunFolder(run_dir).write_run_final(dict(final))
         run_store.write_status(run_dir, state=state, message=message, ended=time.time(), final=dict(final) or None)
     except OSError as exc:
         log.error("%s: could not record the end of the run: %s", run_dir, describe_os_error(exc))

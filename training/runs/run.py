@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from runstore import atomic, run_store
+from runstore import run_store
+from runstore.run_folder import RunFolder
 from training.engine.members import Member, Members
 from training.engine.pbt import PbtConfig
 from training.engine.result import TrainResult
@@ -43,7 +44,7 @@ def open_writer(run_dir: Path, cfg: Any, name: str, tracking: Tracking, resume_s
     """
     from training.writers.build import build_writer
 
-    doc = atomic.read_json(Path(run_dir) / "config.json", {})
+    doc = RunFolder(run_dir).config({})
     facts = {k: doc[k] for k in RUN_FACTS if isinstance(doc, dict) and doc.get(k) is not None}
     settings = {**config_to_dict(cfg), **facts}
     writer, info = build_writer(run_dir, settings, name=name, tracking=tracking, resume_step=resume_step)
@@ -126,7 +127,7 @@ def train_members(
     from training.runs.checkpoint import Checkpointer
 
     for d in dirs:
-        (d / "stop").unlink(missing_ok=True)
+        RunFolder(d).clear_stop()
     if stop is None:
         stop = StopFlag(dirs)
         stop.install()
