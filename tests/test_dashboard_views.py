@@ -37,11 +37,12 @@ def test_compare_overlays_selected_runs_downsampled(root: Path) -> None:
     b = fake_run(root, "regression", "stopped", n=40, name="short")
     at = app("views/runs.py", selected_ids=[a.name, b.name])
     assert not at.exception
-    (chart,) = charts(at)  # the compare grid: train/loss, regression/bias, regression/weight
-    lengths = trace_lengths(chart)
+    grids = charts(at)  # a compare grid per prefix: train/ (loss), regression/ (bias, weight)
+    assert all("compare_section" in c.key for c in grids) and len(grids) == 2
+    lengths = [n for c in grids for n in trace_lengths(c)]
     assert len(lengths) == 2 * 3 and max(lengths) <= 2000 and min(lengths) == 40
     at.slider(key="cmp_smooth").set_value(0.9).run()
-    assert len(trace_lengths(charts(at)[0])) == 4 * 3  # raw (faint) + smoothed per run
+    assert sum(len(trace_lengths(c)) for c in charts(at)) == 4 * 3  # raw (faint) + smoothed per run
     assert at.get("download_button") == []  # the CSV is per run: offered for a single selection
 
 

@@ -91,4 +91,5 @@ def test_runs_table_shows_groups_and_selects_a_whole_population(root: Path) -> N
     at.button(key=next(b.key for b in at.button if b.label == "Select whole population (6)")).click().run()
     assert not at.exception
     assert set(at.session_state["selected_ids"]) == {d.name for d in pop} | {single.name}
-    assert len(trace_lengths(charts(at)[0])) == 7 * 3  # compare grid: every member plus the single run
+    # the compare grids (one per prefix): every member plus the single run, for each of the 3 metrics
+    assert sum(len(trace_lengths(c)) for c in charts(at) if "compare_section" in c.key) == 7 * 3
