@@ -48,12 +48,13 @@ def _file_stamps(folder: os.PathLike, names: tuple[str, ...]) -> list[str]:
 
 
 def _stamp(folder: os.PathLike | None) -> str:
-    """What a page shows at once when it changes: the run's state and phase, its launch file."""
+    """What a page shows at once when it changes: the run's state and phase, its number of scalar keys (a new
+    key gets its panel at once, not at the next rerun for records), its launch file."""
     if folder is None:
         return "-"
     status = run_folder.RunFolder(folder).raw_status({})
     status = status if isinstance(status, dict) else {}
-    parts = [repr([status.get(k) for k in ("state", "phase", "message", "resuming")])]
+    parts = [repr([status.get(k) for k in ("state", "phase", "message", "resuming", "keys")])]
     return ",".join(parts + _file_stamps(folder, FILES))
 
 

@@ -68,6 +68,8 @@ class RunStoreWriter(MetricWriter):
         self._progress: Progress | None = None
         self._progress_dirty = False
         self._wrote_sample = False
+        self._keys: set[str] = set()  # every scalar key written: a new one is news the page reruns for at once
+        self._keys_dirty = False
         self._pool: ThreadPoolExecutor | None = ThreadPoolExecutor(1, thread_name_prefix="run-store")
         self._pending: Future | None = None
 
@@ -78,6 +80,7 @@ class RunStoreWriter(MetricWriter):
         record: dict[str, Any] = {"step": int(step), "wall": round(float(wall), 4), "ts": time.time()}
         record.update({str(k): _float(v) for k, v in scalars.items()})
         self._buffer.append(record)
+        self._note_keys(scalars)
         if progress is not None:
             self._progress = progress
             self._progress_dirty = True
@@ -91,9 +94,15 @@ class RunStoreWriter(MetricWriter):
         wall = self._wall(progress)
         cols = {str(k): np.asarray(v, dtype=np.float64).tolist() for k, v in columns.items()}
         self._buffer.append((np.asarray(steps).astype(int).tolist(), round(wall, 4), time.time(), cols))
+        self._note_keys(cols)
         if progress is not None:
             self._progress = progress
             self._progress_dirty = True
+
+    def _note_keys(self, scalars: Mapping[str, Any]) -> None:
+        if not self._keys.issuperset(scalars):
+            self._keys.update(str(k) for k in scalars)
+            self._keys_dirty = True
 
     def _wall(self, progress: Progress | None) -> float:
         """The run's clock: `progress`'s wall time, else the last one continued (e.g. for an eval record)."""
@@ -116,6 +125,9 @@ class RunStoreWriter(MetricWriter):
                 for k, v in fields.items()
             }
             self._progress_dirty = False
+        if self._keys_dirty:  # status.json's "keys": the count of scalar keys, so a page sees a new key at once
+            fields = {**(fields or {}), "keys": len(self._keys)}
+            self._keys_dirty = False
         if not records and not fields:
             return
         if self._pool is None:  # closed: write in the caller's thread
