@@ -156,10 +156,15 @@ class RunFolder:
         """Whether the run has a tb/ folder."""
         return self.tensorboard.is_dir()
 
-    def has_checkpoint(self) -> bool:
-        """Whether ckpt/ holds a complete checkpoint (Orbax renames a finished save to its step number)."""
+    def checkpoint_steps(self) -> list[int]:
+        """Steps of the complete checkpoints in ckpt/, ascending: Orbax renames a finished save to its step
+        number (an unfinished one lives in "<step>.orbax-checkpoint-tmp-*"). No JAX, no Orbax."""
         ckpt = self.checkpoints
-        return ckpt.is_dir() and any(p.name.isdigit() for p in ckpt.iterdir())
+        return sorted(int(p.name) for p in ckpt.iterdir() if p.name.isdigit()) if ckpt.is_dir() else []
+
+    def has_checkpoint(self) -> bool:
+        """Whether ckpt/ holds a complete checkpoint."""
+        return bool(self.checkpoint_steps())
 
     def records_size(self) -> int:
         """metrics.jsonl's size in bytes, never following a link (OSError when it is missing)."""

@@ -93,9 +93,10 @@ def _training() -> bool:
 
 
 def _checkpoints(run_dir: Path) -> int:
-    """Complete checkpoints (training.runs.checkpoint.checkpoint_steps without importing Orbax this early)."""
-    ckpt = Path(run_dir) / "ckpt"
-    return sum(p.name.isdigit() for p in ckpt.iterdir()) if ckpt.is_dir() else 0
+    """Complete checkpoints (RunFolder's rule: training.runs.checkpoint would import Orbax this early)."""
+    from runstore.run_folder import RunFolder
+
+    return len(RunFolder(run_dir).checkpoint_steps())
 
 
 def install_hold(spec: str) -> None:

@@ -134,10 +134,8 @@ class Checkpointer:
 
 
 def checkpoint_steps(run_dir: str | Path) -> list[int]:
-    """Steps of the complete checkpoints of a run, ascending, from the directory names (no JAX, no Orbax)."""
-    ckpt = RunFolder(run_dir).checkpoints
-    # An unfinished save lives in "<step>.orbax-checkpoint-tmp-*" until Orbax renames it.
-    return sorted(int(p.name) for p in ckpt.iterdir() if p.name.isdigit()) if ckpt.is_dir() else []
+    """Steps of the complete checkpoints of a run, ascending (RunFolder.checkpoint_steps: no JAX, no Orbax)."""
+    return RunFolder(run_dir).checkpoint_steps()
 
 
 def latest_step(run_dir: str | Path) -> int | None:
