@@ -8,4 +8,6 @@ echo "lint: ruff check and ruff format --check"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 export WANDB_MODE=offline WANDB_SILENT=true
-exec .venv/bin/python -m pytest --durations=25 "$@"  # the slowest 25: where the suite's time goes
+# -n 2: two pytest-xdist workers (each with its own Streamlit server and Chromium), one per core of a 2-core machine;
+# pass -n 0 to run serially. --durations=25: the slowest 25, where the suite's time goes.
+exec .venv/bin/python -m pytest -n 2 --durations=25 "$@"
