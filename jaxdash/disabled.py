@@ -7,7 +7,9 @@ steps, every other attribute is a no-op callable, so a script runs unchanged.
 from __future__ import annotations
 
 import secrets
+import shutil
 import tempfile
+import weakref
 from typing import Any
 
 from jaxdash.run_files import RunPath
@@ -27,7 +29,10 @@ class DisabledRun:
         self.name = name or "dummy-" + self.id
         self.project, self.entity, self.group, self.job_type, self.notes = project or "", "", "", "", None
         self.tags: tuple[str, ...] = ()
-        self.dir = RunPath(tempfile.mkdtemp(prefix="jaxdash-disabled-"))  # wandb.save/alert land nowhere that matters
+        # wandb.save/alert and files a script writes under run.dir land in a temporary folder, removed at finish
+        # (or when the run is collected, or at exit): a disabled run leaves nothing behind.
+        self.dir = RunPath(tempfile.mkdtemp(prefix="jaxdash-disabled-"))
+        self._remove_dir = weakref.finalize(self, shutil.rmtree, str(self.dir), True)
         self.config = Config(config)
         self.summary = Summary(dict, lambda: None)
         self.resumed = False
@@ -52,8 +57,9 @@ class DisabledRun:
             self._step += 1
 
     def finish(self, exit_code: int | None = None, quiet: bool | None = None) -> None:
-        """Ends nothing (there is nothing to end)."""
+        """Ends nothing (there is nothing to end) but removes the run's temporary folder."""
         self._finished = True
+        self._remove_dir()
 
     def should_stop(self) -> bool:
         """Never: nothing can ask a disabled run to stop."""

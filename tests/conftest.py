@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -21,7 +23,10 @@ os.environ.pop("WANDB_API_KEY", None)
 for var in ("WANDB_CACHE_DIR", "WANDB_CONFIG_DIR", "WANDB_DATA_DIR"):
     os.environ[var] = _WANDB_HOME
 os.environ.pop("WANDB_DIR", None)  # honoured by the W&B writer: W&B files stay in each run's directory
-os.environ.setdefault("JAXDASH_RUNS", tempfile.mkdtemp(prefix="jaxdash-runs-"))
+if "JAXDASH_RUNS" not in os.environ:
+    os.environ["JAXDASH_RUNS"] = tempfile.mkdtemp(prefix="jaxdash-runs-")
+    atexit.register(shutil.rmtree, os.environ["JAXDASH_RUNS"], True)
+atexit.register(shutil.rmtree, _WANDB_HOME, True)  # each pytest process's folders go when it exits
 # One JAX compilation cache for the pytest process and every trainer it starts, also under a test's own
 # XDG_CACHE_HOME or HOME (the trainers' default folder is under it): a warm cache skips XLA compiles.
 os.environ.setdefault(

@@ -309,14 +309,19 @@ art = wandb.Artifact("model", type="model")
 art.add_file("notes.txt")
 print("RESULTS", wandb.save("notes.txt"), wandb.log_artifact(art).version, wandb.alert(title="t", text="x"))
 wandb.log({"frame": wandb.Image(np.zeros((4, 4))), "h": wandb.Histogram([1, 2, 3])})
+open(run.dir + "/scratch.txt", "w").write("a file a script puts in run.dir")
 wandb.finish()
+print("DIR", run.dir)
 """
 
 
 def test_a_disabled_run_saves_logs_and_alerts_nothing(tmp_path: Path) -> None:
-    """As W&B's mode="disabled": every call accepted, nothing written (its `dir` is a temp folder, not a run)."""
+    """As W&B's mode="disabled": every call accepted, nothing written (its `dir` is a temp folder, not a run,
+    removed at finish: a disabled run leaves no folder behind)."""
     runs, output = run_script(tmp_path, DISABLED)
     assert runs == [] and "RESULTS [] None None" in output
+    (run_dir,) = [line.split(" ", 1)[1] for line in output.splitlines() if line.startswith("DIR ")]
+    assert not Path(run_dir).exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt", "script.py"]
 
 
