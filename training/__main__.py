@@ -16,19 +16,27 @@ def _fail(message: str, code: int = 2) -> int:
 
 
 def _resume(argv: list[str]) -> int:
+    from training.engine.processes import JobError
     from training.errors import CannotResume
     from training.runs.resume import resume
 
     args = cli.resume_parser().parse_args(argv)
+    try:
+        job = cli.job_flags(args)
+    except ValueError as exc:
+        return _fail(str(exc))
     try:
         outcomes = resume(
             args.run_dir,
             wandb_mode=args.wandb,
             tensorboard=False if args.no_tensorboard else None,
             console=not args.quiet,
+            job=job,
         )
     except (CannotResume, ConfigError) as exc:
         return _fail(str(exc))
+    except JobError as exc:
+        return _fail(str(exc), 1)
     for run_dir, state, result in outcomes:
         from runstore import run_store
 
@@ -50,11 +58,16 @@ def _train(task: str, argv: list[str]) -> int:
     problem = cli.check_run_dir(args.run_dir) or cli.check_runs_root(args.runs_root)
     if problem:
         return _fail(problem)
+    try:
+        job = cli.job_flags(args)
+    except ValueError as exc:
+        return _fail(str(exc))
     if args.population and os.environ.get("WANDB_SWEEP_ID") and args.wandb != "disabled":
         # The agent made one W&B run (WANDB_RUN_ID) for this trial; K members cannot all be it.
         return _fail("--population under a W&B sweep agent: let the sweep vary lr/seed instead.")
     if args.sweep or args.queue or args.queue_limit is not None:
         return _sweep_or_queue(task, task_cls, raw, args, argv)
+    from training.engine.processes import JobError
     from training.runs.run import execute
     from training.writers.base import Tracking
 
@@ -73,9 +86,12 @@ def _train(task: str, argv: list[str]) -> int:
             tracking=Tracking(cli.wandb_mode(args.wandb), not args.no_tensorboard, not args.quiet),
             command=["python", "-m", "training", task, *argv],
             pbt=cli.pbt_config(args, int(raw.get("seed") or 0)),
+            job=job,
         )
     except ConfigError as exc:
         return _fail(str(exc))
+    except JobError as exc:
+        return _fail(str(exc), 1)
     except OSError as exc:
         from training.runs.lifecycle import describe_os_error
 

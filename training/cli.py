@@ -87,6 +87,7 @@ def task_parser(task: str, task_cls: type) -> argparse.ArgumentParser:
     from training.sweep.flags import add_flags
 
     add_flags(p)  # --sweep ..., --queue
+    add_job_flags(p)
     pbt = p.add_argument_group("population-based training (with --population lr=...)")
     pbt.add_argument(
         "--pbt-interval",
@@ -134,6 +135,7 @@ def top_help() -> str:
     return (
         f"usage: python -m training TASK [--FIELD VALUE ...]   (TASK --help lists its settings)\n"
         f"       python -m training resume RUN_DIR [--wandb MODE] [--no-tensorboard] [--quiet]\n"
+        f"       (either, in every process of a job: --coordinator HOST:PORT --num-processes N --process-id I)\n"
         f"       python -m training TASK --sweep FIELD=V1,V2 [--sweep-method grid|random|tpe] [--trials N]\n"
         f"       python -m training worker --sweep STUDY --storage URL [--runs-root DIR]\n\n"
         f"tasks (a name, or package.module:Class, or path/to/file.py:Class):\n{tasks}\n"
@@ -149,7 +151,31 @@ def resume_parser() -> argparse.ArgumentParser:
     r.add_argument("--wandb", choices=WANDB_MODES, default=None, help="W&B mode (default: the run's own)")
     r.add_argument("--no-tensorboard", action="store_true", help="do not write TensorBoard event files")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_job_flags(r)
     return r
+
+
+def add_job_flags(p: argparse.ArgumentParser) -> None:
+    """--coordinator, --num-processes, --process-id: one run trained by N processes (`jax.distributed`)."""
+    job = p.add_argument_group(
+        "one job on many processes (jax.distributed; each flag wins over its JAX_* variable)",
+        "start the same command in every process; process 0 writes the run, the others only train",
+    )
+    job.add_argument(
+        "--coordinator",
+        default=None,
+        metavar="HOST:PORT",
+        help="process 0's host and a free port ($JAX_COORDINATOR_ADDRESS)",
+    )
+    job.add_argument("--num-processes", default=None, metavar="N", help="processes in the job ($JAX_NUM_PROCESSES)")
+    job.add_argument("--process-id", default=None, metavar="I", help="this process's index, 0..N-1 ($JAX_PROCESS_ID)")
+
+
+def job_flags(args: argparse.Namespace) -> Any:
+    """The job of the command line's flags, else of the JAX_* variables (a JobFlags); ValueError names a bad one."""
+    from training.engine.processes import resolve
+
+    return resolve(args.coordinator, args.num_processes, args.process_id)
 
 
 def report(run_dir: Path, state: str, final: dict, **extra: Any) -> None:

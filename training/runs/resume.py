@@ -7,18 +7,24 @@ resumes with every resumable member of its population, as one program again.
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import shutil
 import socket
 import sys
+import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from runstore import run_states, run_store
 from runstore.run_folder import RunFolder
+from training.engine import processes
 from training.engine.pbt import PbtConfig
+from training.engine.processes import JobFlags
 from training.errors import CannotResume
-from training.runs.run import Outcome, train_members
+from training.runs.run import FOLLOWER, Outcome, train_members
 from training.settings import parse_config
 from training.tasks import load_task
 from training.writers.base import Tracking
@@ -122,25 +128,25 @@ def _restart_at(run_dir: Path, step: int) -> None:
     )
 
 
-def resume(
-    run_dir: str | Path, wandb_mode: str | None = None, tensorboard: bool | None = None, console: bool = True
-) -> list[Outcome]:
-    """Continue `run_dir` (and the rest of its population) from the latest common checkpoint.
+@dataclass
+class _Plan:
+    """What a resume trains: the members' run dirs, configs and names, and how it writes."""
 
-    Args:
-      run_dir: the run directory, or any member of a population.
-      wandb_mode: default: the mode the run was started with.
-      tensorboard: default: whether the run has a tb/ folder.
-      console: show a progress bar.
+    task_cls: type
+    dirs: list[Path]
+    cfgs: list[Any]
+    names: list[str]
+    tracking: Tracking
+    pbt: PbtConfig | None
+    step: int | None  # the checkpoint (process 0 of a job, or one process); None where not looked for
 
-    Raises:
-      CannotResume: not a run, still running, finished, diverged, or without a checkpoint.
-    """
-    run_dir = Path(run_dir)
+
+def _plan(run_dir: Path, wandb_mode: str | None, tensorboard: bool | None, console: bool, find_step: bool) -> _Plan:
+    """Read the run (nothing is changed): its population, configs, writers' modes and, with `find_step`, its checkpoint."""
     doc = _read_config(run_dir)
     _check_state(run_dir)
     dirs = population_dirs(run_dir, doc)
-    step = _common_step(dirs)  # every checkpoint it uses read back whole: nothing is cut before this
+    step = _common_step(dirs) if find_step else None  # every checkpoint it uses read back whole
     task_cls = load_task(doc.get("task_spec") or doc["task"])
     docs = [_read_config(d) for d in dirs]
     cfgs = [parse_config(task_cls.Config, dd["config"], task_cls.name) for dd in docs]
@@ -151,11 +157,103 @@ def resume(
         )
     if tensorboard is None:
         tensorboard = RunFolder(run_dir).has_tensorboard()
-    for d in dirs:
-        _restart_at(d, step)
     names = [dd.get("name") or d.name for dd, d in zip(docs, dirs, strict=True)]
     tracking = Tracking(wandb_mode, tensorboard, console, group=doc.get("group"))
-    return train_members(task_cls, cfgs, dirs, names, tracking, resume_step=step, pbt=pbt_of(doc))
+    return _Plan(task_cls, dirs, cfgs, names, tracking, pbt_of(doc), step)
+
+
+def resume(
+    run_dir: str | Path,
+    wandb_mode: str | None = None,
+    tensorboard: bool | None = None,
+    console: bool = True,
+    job: JobFlags | None = None,
+) -> list[Outcome]:
+    """Continue `run_dir` (and the rest of its population) from the latest common checkpoint.
+
+    Args:
+      run_dir: the run directory, or any member of a population.
+      wandb_mode: default: the mode the run was started with.
+      tensorboard: default: whether the run has a tb/ folder.
+      console: show a progress bar.
+      job: the `jax.distributed` job every process of which resumes the run (default: the JAX_*
+        variables); see `_resume_job`.
+
+    Raises:
+      CannotResume: not a run, still running, finished, diverged, or without a checkpoint.
+    """
+    processes.join(processes.from_env(job))  # before JAX's backend starts
+    run_dir = Path(run_dir)
+    if processes.count() > 1:
+        return _resume_job(run_dir, wandb_mode, tensorboard, console)
+    plan = _plan(run_dir, wandb_mode, tensorboard, console, find_step=True)
+    for d in plan.dirs:
+        _restart_at(d, plan.step)
+    return train_members(
+        plan.task_cls, plan.cfgs, plan.dirs, plan.names, plan.tracking, resume_step=plan.step, pbt=plan.pbt
+    )
+
+
+def _resume_job(run_dir: Path, wandb_mode: str | None, tensorboard: bool | None, console: bool) -> list[Outcome]:
+    """Every process of a job resumes the run: process 0 as one process does; the others restore the same
+    checkpoints from the runs root (a shared filesystem) and train into a scratch folder.
+
+    Each process reads the run before process 0 changes anything, then all agree (two collectives):
+    first on the step (or that one process cannot read the run: all end with one message), then
+    that process 0 deleted the checkpoints past it, before any process's Orbax manager lists them.
+    """
+    lead = processes.is_lead()
+    plan, problem = None, None
+    try:
+        plan = _plan(run_dir, wandb_mode, tensorboard, console, find_step=lead)
+    except Exception as exc:  # noqa: BLE001 - raised below, once every process heard of it
+        problem = exc
+    answers = processes.gathered(-1 if plan is None else plan.step if lead else 0)
+    if problem is not None:
+        raise problem
+    if -1 in answers:
+        k = answers.index(-1)
+        raise CannotResume(
+            f"Cannot resume {run_dir.name}: process 0 refused it (its error says why)."
+            if k == 0
+            else f"Cannot resume {run_dir.name}: process {k} cannot read it; the runs root must be one shared "
+            "folder, at the same path in every process."
+        )
+    step = answers[0]
+    if lead:
+        _drop_checkpoints_after(plan.dirs, step)
+        for d in plan.dirs:
+            _restart_at(d, step)
+    processes.gathered(0)  # sync point: process 0 has dropped the checkpoints past `step`
+    if lead:
+        return train_members(
+            plan.task_cls, plan.cfgs, plan.dirs, plan.names, plan.tracking, resume_step=step, pbt=plan.pbt
+        )
+    scratch = Path(tempfile.mkdtemp(prefix="jaxdash-follower-"))
+    own = [scratch / str(i) for i in range(len(plan.dirs))]
+    for d in own:
+        d.mkdir()
+    try:
+        tracking = dataclasses.replace(FOLLOWER, group=plan.tracking.group)
+        outcomes = train_members(
+            plan.task_cls, plan.cfgs, own, plan.names, tracking, resume_step=step, pbt=plan.pbt, ckpt_dirs=plan.dirs
+        )
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return [(d, state, result) for d, (_, state, result) in zip(plan.dirs, outcomes, strict=True)]
+
+
+def _drop_checkpoints_after(dirs: list[Path], step: int) -> None:
+    """Delete the checkpoints past `step` (ahead of the kept metrics) before a job's Orbax managers open.
+
+    Each process's manager deletes such steps itself otherwise, with a barrier per step: a process
+    listing the folder after process 0 deleted one would skip that barrier and the job would hang.
+    """
+    for d in dirs:
+        ckpt = RunFolder(d).checkpoints
+        for p in ckpt.iterdir() if ckpt.is_dir() else []:
+            if p.name.isdigit() and int(p.name) > step:
+                shutil.rmtree(p, ignore_errors=True)
 
 
 def pbt_of(doc: dict[str, Any]) -> PbtConfig | None:

@@ -18,6 +18,7 @@ from typing import Any
 
 from runstore import run_store
 from runstore.run_folder import RunFolder
+from training.engine import processes
 from training.engine.members import Member, Members
 from training.engine.pbt import PbtConfig
 from training.engine.result import TrainResult
@@ -117,14 +118,18 @@ def train_members(
     resume_step: int | None = None,
     pbt: PbtConfig | None = None,
     stop: StopFlag | None = None,
+    ckpt_dirs: Sequence[Path] | None = None,
 ) -> list[Outcome]:
     """Writers, stop flag and checkpoints around one engine run; each member's end recorded.
 
     `stop`: a flag installed before the run folders were made (a SIGTERM in between then stops the
     run cleanly instead of killing it with a "running" status.json).
+    `ckpt_dirs`: where the members' checkpoints are (default: `dirs`); a resumed job's process k > 0
+    writes into scratch `dirs` and restores the run's own checkpoints (Orbax writes them from process 0).
     """
     from training.engine.loop import Engine
     from training.runs.checkpoint import Checkpointer
+    from training.runs.job_watch import JobWatch
 
     for d in dirs:
         RunFolder(d).clear_stop()
@@ -134,6 +139,8 @@ def train_members(
     stop.run_dirs = [Path(d) for d in dirs]
     members = Members([])
     results: list[TrainResult | None] = [None] * len(cfgs)
+    ckpt_dirs = list(ckpt_dirs) if ckpt_dirs is not None else list(dirs)
+    watch = JobWatch(dirs)  # a job's hosts: heartbeats to process 0, a lost one named (nothing in one process)
     try:
         for i, (cfg, d, n) in enumerate(zip(cfgs, dirs, names, strict=True)):
             member_tracking = dataclasses.replace(  # one progress bar: member 0's
@@ -144,19 +151,22 @@ def train_members(
             )
             writer = open_writer(d, cfg, n, member_tracking, resume_step)
             members.members.append(Member(d, writer, cfg.lr))
-            members.members[-1].ckpt = Checkpointer(d, resume_step=resume_step)
+            members.members[-1].ckpt = Checkpointer(ckpt_dirs[i], resume_step=resume_step)
         trained = Engine(task_cls, cfgs, members, stop, pbt=pbt).run(resume_step)
+        watch.end(trained[0].state, trained[0].extra.get("message"))
         for i in members.alive():
             results[i] = trained[i]
             members.writer(i).write_summary(trained[i].final)
             run_store.write_status(dirs[i], devices=trained[i].extra.get("devices"))  # a job's: all processes'
             members.end(i, trained[i].state, None, trained[i].final)
     except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - every live member records the failure
-        state, message = failure(exc, dirs[0])
+        state, message = watch.verdict() or failure(exc, dirs[0])  # a lost host is why, not its symptom
+        watch.end(state, message)
         for i in members.alive():
             members.end(i, state, message)
         for d in dirs[len(members) :]:  # writers never opened: record the failure all the same
             run_store.write_status(d, state=state, message=message, ended=time.time())
+    watch.close()
     states = [m.state for m in members.members] + ["failed"] * (len(dirs) - len(members))
     return list(zip(dirs, states, results, strict=True))
 
@@ -172,6 +182,7 @@ def execute(
     tracking: Tracking = DEFAULT_TRACKING,
     command: list[str] | None = None,
     pbt: PbtConfig | None = None,
+    job: processes.JobFlags | None = None,
 ) -> list[Outcome]:
     """Train a task into new run directories: one run, or a population when `axes` names the varied fields.
 
@@ -186,15 +197,15 @@ def execute(
       tensorboard, console: write TensorBoard event files; show a progress bar (member 0).
       command: the command line, saved in config.json.
       pbt: population-based training settings (a population varying lr only).
+      job: the `jax.distributed` job to join (the CLI's --coordinator ...; default: the JAX_* variables).
 
     Returns:
       [(run_dir, final state, result or None)] per member.
     """
-    from training.engine import processes
-
-    processes.join(processes.from_env())  # a jax.distributed job: before JAX's backend starts
+    processes.join(processes.from_env(job))  # a jax.distributed job: before JAX's backend starts
     if not processes.is_lead():  # process k > 0 trains the same run and writes nothing of it
-        run_dir, name, tracking = Path(tempfile.mkdtemp(prefix="jaxdash-follower-")), name, FOLLOWER
+        run_dir, tracking = Path(tempfile.mkdtemp(prefix="jaxdash-follower-")), FOLLOWER
+        root = run_dir / "members"  # a population's other members: beside it, not in the shared runs root
     task_cls = load_task(task)
     cfgs = [c if isinstance(c, task_cls.Config) else parse_config(task_cls.Config, c, task_cls.name) for c in raw_cfgs]
     if pbt is not None:
