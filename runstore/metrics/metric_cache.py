@@ -38,7 +38,19 @@ from runstore import run_store, safe_files
 CACHE_DIR = "metrics.cache"
 PART_BYTES = 4 << 20  # one part: ~28,000 records
 MIN_GROWTH = 512 << 10  # the last part is rewritten after this much growth (or on `sync(force=True)`)
-MAX_TAGS = 256
+# Keys (columns) kept per run: W&B keeps every key a run logs, so does this cache up to this bound. It protects
+# the server from a file that invents a new key per line; a key past it is left out of the cache's columns
+# (still in metrics.jsonl) and the page says how many (runstore.metrics.metric_table.MetricTable.dropped_keys).
+MAX_TAGS = 10_000
+# Cells (records x keys) of one parsed piece as dense float64 columns: 32 MB. Lines of many sparse keys (each
+# logged on few of them) past it are cut into shorter pieces (`parse_piece`: the cache's parts and the page's
+# reads), so a piece never costs more memory than this, however its keys are spread.
+MAX_CELLS = 4 << 20
+# A piece whose sampled lines hold more distinct keys goes to `_python_table` too: pyarrow's JSON reader slows
+# with the square of its columns (3,000 one-key-a-line columns: 1.8 s, 4,000: 6 s here; Python: 0.3 s).
+WIDE_KEYS = 128
+WIDE_CELLS = 1 << 20  # a part of more cells is written compressed (ipc_writer)
+DROPPED = b"jaxdash_dropped"  # schema metadata of a piece: the keys left out of it (JSON list)
 SKIPPED: tuple[str, ...] = ()  # every key is kept: the CSV download is written from the cache ("ts" too)
 VERSION = 2  # 1 left out "ts"
 # JSON has no NaN: the run store writes "nan"/"inf"/"-inf"; pyarrow reads these sentinels instead.
@@ -77,39 +89,97 @@ def _float(v: object) -> float | None:
         return math.nan
 
 
-def _python_table(data: bytes) -> pa.Table:
-    """`data` (whole lines) parsed line by line: bad lines skipped, every value as float or NaN."""
-    cols: dict[str, list[float | None]] = {}
-    n = 0
-    for line in data.splitlines():
+def _python_table(data: bytes, split: bool = False) -> tuple[pa.Table, int]:
+    """`data` (whole lines) parsed line by line: bad lines skipped, every value as float or NaN; returns the
+    table and the bytes of `data` it covers (all of them unless `split`).
+
+    Kept sparse while parsing (per key: the lines that had it). As dense columns a piece holds at most
+    MAX_CELLS cells: with `split` it ends before the line whose new keys would take it past that (at least one
+    line), else a key that would is left out of it; a key past MAX_TAGS is left out too. A key left out is
+    named in the table's schema metadata (DROPPED).
+    """
+    lines = data.splitlines(keepends=True)
+    max_keys = MAX_TAGS if split else min(MAX_TAGS, max(1, MAX_CELLS // max(1, len(lines))))
+    cols: dict[str, tuple[list[int], list[float]]] = {}
+    dropped: set[str] = set()
+    n = used = 0
+    for line in lines:
+        try:
+            rec = json.loads(line)
+        except (ValueError, RecursionError):
+            used += len(line)
+            continue
+        if not isinstance(rec, dict):
+            used += len(line)
+            continue
+        if split and n and (len(cols) + sum(k not in cols for k in rec)) * (n + 1) > MAX_CELLS:
+            break  # the rest in the next piece
+        used += len(line)
+        for k, v in rec.items():
+            if k in SKIPPED:
+                continue
+            if k not in cols and len(cols) >= max_keys:
+                if len(dropped) < MAX_TAGS:
+                    dropped.add(k)
+                continue
+            at, vals = cols.setdefault(k, ([], []))
+            at.append(n)
+            vals.append(_float(v))
+        n += 1
+    out = {}
+    for k, (at, vals) in cols.items():
+        column, has = np.full(n, np.nan), np.zeros(n, bool)
+        column[at], has[at] = vals, True
+        out[k] = pa.array(column, pa.float64(), mask=~has)
+    table = pa.table(out) if n else pa.table({})
+    return (table.replace_schema_metadata({DROPPED: json.dumps(sorted(dropped))}) if dropped else table), used
+
+
+def dropped_keys(table: pa.Table) -> list[str]:
+    """The keys `_python_table` left out of a piece (its schema metadata), [] for most."""
+    try:
+        names = json.loads((table.schema.metadata or {}).get(DROPPED, b"[]"))
+    except ValueError:
+        return []
+    return [str(k) for k in names] if isinstance(names, list) else []
+
+
+def _wide(data: bytes, sample: int = 256) -> bool:
+    """True when lines spread over `data` hold more than WIDE_KEYS distinct keys."""
+    lines = data.splitlines()
+    keys: set[str] = set()
+    for line in lines[:: max(1, len(lines) // sample)]:
         try:
             rec = json.loads(line)
         except (ValueError, RecursionError):
             continue
-        if not isinstance(rec, dict):
-            continue
-        for k, v in rec.items():
-            if k in SKIPPED:
-                continue
-            if k not in cols:
-                if len(cols) >= MAX_TAGS:
-                    continue
-                cols[k] = [None] * n
-            cols[k].append(_float(v))
-        n += 1
-        for c in cols.values():
-            if len(c) < n:
-                c.append(None)
-    return pa.table({k: pa.array(v, pa.float64()) for k, v in cols.items()}) if n else pa.table({})
+        if isinstance(rec, dict):
+            keys.update(rec)
+            if len(keys) > WIDE_KEYS:
+                return True
+    return False
 
 
 def parse(data: bytes, threads: bool = True) -> pa.Table:
     """Whole JSON lines as a table of float64 columns (null = key absent, NaN = not a finite number).
 
-    `threads=False` parses in the calling thread only (Arrow's shared pool is left to the pages).
+    `threads=False` parses in the calling thread only (Arrow's shared pool is left to the pages). A piece past
+    MAX_CELLS leaves keys out (`dropped_keys`); `parse_piece` splits it instead.
     """
+    return _parse(data, threads, split=False)[0]
+
+
+def parse_piece(data: bytes, threads: bool = True) -> tuple[pa.Table, int]:
+    """As `parse`, but a piece of many sparse keys is cut short (before MAX_CELLS cells as dense columns):
+    returns the table and the bytes of `data` it covers, the rest for the next piece."""
+    return _parse(data, threads, split=True)
+
+
+def _parse(data: bytes, threads: bool, split: bool) -> tuple[pa.Table, int]:
     if not data.strip():
-        return pa.table({})
+        return pa.table({}), len(data)
+    if _wide(data):
+        return _python_table(data, split)
     try:
         fixed = data
         for text, (sentinel, _) in SENTINELS.items():
@@ -121,7 +191,7 @@ def parse(data: bytes, threads: bool = True) -> pa.Table:
         numeric = all(
             pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_null(t) for t in table.schema.types
         )
-        if table.num_columns > MAX_TAGS or not numeric:
+        if table.num_columns > MAX_TAGS or table.num_columns * table.num_rows > MAX_CELLS or not numeric:
             raise TypeError("not all columns are numbers")
         out = {}
         for name, col in zip(table.column_names, table.columns, strict=True):
@@ -130,9 +200,9 @@ def parse(data: bytes, threads: bool = True) -> pa.Table:
             for sentinel, value in SENTINELS.values():
                 values[values == sentinel] = value
             out[name] = pa.array(values, pa.float64(), mask=~np.asarray(arr.is_valid()))
-        return pa.table(out)
+        return pa.table(out), len(data)
     except (pa.ArrowInvalid, TypeError, ValueError):
-        return _python_table(data)  # e.g. a torn line, a string column, a line that is not an object
+        return _python_table(data, split)  # e.g. a torn line, a string column, a line that is not an object
 
 
 def read_piece(path: Path, start: int, max_bytes: int) -> tuple[bytes, int]:
@@ -194,8 +264,9 @@ def _load_index(cache: Path, ident: dict) -> list[Part]:
     return parts if all(safe_files.is_regular(cache / p.name) for p in parts) else []
 
 
-def _write_part(cache: Path, start: int, data: bytes, end: int, threads: bool) -> Part:
-    table = parse(data, threads)
+def _write_part(cache: Path, start: int, data: bytes, threads: bool) -> Part:
+    table, used = parse_piece(data, threads)
+    end = start + used
     name = part_name(start, end)
     safe_files.replace_with(cache / name, ipc_writer(table))
     step = table.column("step").to_numpy(zero_copy_only=False) if "step" in table.column_names else np.empty(0)
@@ -207,8 +278,13 @@ def _write_part(cache: Path, start: int, data: bytes, end: int, threads: bool) -
 def ipc_writer(table: pa.Table) -> Callable[[BinaryIO], None]:
     """A function writing `table` as an Arrow IPC file into an open file (for `safe_files.replace_with`)."""
 
+    # Columns of many sparse keys are mostly nulls: compressed, such a part takes on disk about what its
+    # JSON did, not 8 bytes a cell (read back whole, as every part is).
+    wide = table.num_columns * table.num_rows > WIDE_CELLS
+    options = ipc.IpcWriteOptions(compression="zstd") if wide else None
+
     def write(f: BinaryIO) -> None:
-        with ipc.new_file(pa.PythonFile(f, mode="w"), table.schema) as writer:
+        with ipc.new_file(pa.PythonFile(f, mode="w"), table.schema, options=options) as writer:
             writer.write_table(table)
 
     return write
@@ -248,8 +324,8 @@ def sync(run_dir: Path, force: bool = False, max_parts: int | None = None, threa
                 data, new_end = read_piece(path, end, PART_BYTES)
                 if new_end == end:
                     break
-                parts.append(_write_part(cache, end, data, new_end, threads))
-                end, written = new_end, written + 1
+                parts.append(_write_part(cache, end, data, threads))  # may cover less: a piece of many keys
+                end, written = parts[-1].end, written + 1
             doc = {"version": VERSION, **{k: ident[k] for k in ("dev", "ino", "head")}}
             doc["parts"] = [asdict(p) for p in parts]
             run_store.atomic_write_json(cache / "index.json", doc)
