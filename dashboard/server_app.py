@@ -46,8 +46,6 @@ from runstore import run_store, safe_files  # noqa: E402
 from runstore.metrics import metric_csv  # noqa: E402
 from runstore.run_folder import RunFolder  # noqa: E402
 
-MAX_OFFSET_DIGITS = 19  # any file's size fits; int() of a longer text could cost seconds or raise
-
 
 def content_disposition(filename: str) -> str:
     """An attachment header for any file name: an ASCII fallback, and the name itself per RFC 6266 / 5987."""
@@ -79,19 +77,6 @@ def metrics_csv(request: Request) -> Response:
     )
 
 
-def run_rows(request: Request) -> Response:
-    """A run's records after a byte offset, for some tags (dashboard/server/rows_route.py), polled by live charts."""
-    run_id = request.path_params["run_id"]
-    after = request.query_params.get("after", "0")
-    if not (after.isascii() and after.isdigit() and len(after) <= MAX_OFFSET_DIGITS):  # "²" is a digit to Python
-        msg = f"after: a byte offset into metrics.jsonl (a whole number of at most {MAX_OFFSET_DIGITS} digits 0-9)"
-        return PlainTextResponse(msg, status_code=400)
-    answer = rows_route.rows(run_id, int(after), request.query_params.getlist("tag"))
-    if answer is None:
-        return _no_run(run_id)
-    return JSONResponse(answer, headers={"Cache-Control": "no-store"})
-
-
 def _numbers_of(run_id: str) -> dict | None:
     """A run's progress line and tile texts (run_numbers), from the status and metric caches the pages share."""
     from dashboard import state  # its st.cache_resource needs the running server: imported at the first poll
@@ -115,7 +100,7 @@ app = st.App(
     Path(__file__).parent / "app.py",
     routes=[
         Route(csv_route.route(), metrics_csv),
-        Route(rows_route.route(), run_rows),
+        Route(rows_route.route(), rows_route.serve),
         Route(poll_route.route(), poll),
     ],
     middleware=[

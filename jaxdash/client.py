@@ -24,16 +24,15 @@ from typing import Any
 
 import numpy as np
 
-from jaxdash.fetcher import Block, Fetcher, Histograms
+from jaxdash.fetcher import Fetcher
 from jaxdash.media import is_media, write_media
+from jaxdash.rows_out import RowsOut
 from jaxdash.run_files import RunFiles, RunPath, flatten
 from jaxdash.wandb_config import Config
-from jaxdash.wandb_summary import MetricDefs, Summary, final_numbers, summary_of
+from jaxdash.wandb_summary import MetricDefs, Summary, final_numbers
 from runstore import run_store
-from training.writers.base import Progress
 
 logger = logging.getLogger("jaxdash")
-FLUSH_S = 0.25  # writers flush at most this often (each flush appends metrics.jsonl and rewrites status.json)
 INT64_MAX = 2**63 - 1
 
 
@@ -48,25 +47,41 @@ class Run(RunFiles):
         self.group, self.job_type = meta.get("group") or "", meta.get("job_type") or ""
         self.tags, self.notes = tuple(meta.get("tags") or ()), meta.get("notes")
         self.resumed, self.start_time = start_step >= 0, time.time()
-        self._writer, self._total = writer, total
-        self._step, self._t0, self._last_flush = start_step + 1, time.monotonic(), 0.0  # W&B's _step: the next row
-        self._rate_from = (max(start_step, 0), 0.0)  # (step, wall seconds) the steps/s shown counts from
+        self._step = start_step + 1  # W&B's _step: the next row
         self._stopped = self._finished = False
         self._open: dict[str, Any] | None = None  # the row of step `_step`, being built (commit=False, step=)
-        self._lock = threading.Lock()
         self._defs = MetricDefs()
         self._synced: dict[str, Any] = {}  # step metrics' last values, for rows that lack them (step_sync)
-        self._stats: dict[str, list[float]] = {}  # name -> [last, min, max, sum, count, first] of logged values
         self._nested: set[str] = set()  # keys logged as nested dicts ("a.b"): a path in the W&B copy's summary
-        self._texts: dict[str, str] = {}  # each string key's last value (W&B's summary keeps it)
-        self._summary_dirty = self._hparams_sent = False
+        self._hparams_sent = False
         self.config = Config(config)
         self.config._set_callback(self._config_changed)
         self.summary = Summary(self._logged_summary, self._summary_changed)
-        self._fetcher = Fetcher(self._write_rows)
+        # The rows leave through here: fetched on the fetch thread, handed to the writers (jaxdash.rows_out).
+        self._rows = RowsOut(run_dir, writer, total, start_step, self._defs, self.summary._set)
+        self._lock = self._rows.lock
+        self._fetcher = Fetcher(self._rows.write)
         # Value types `log` accepted before (JAX arrays, floats, NumPy scalars): a call holding only
         # these skips the checks. NumPy arrays are left out (their dtype may be a string's).
         self._plain: set[type] = set()
+
+    @property
+    def _writer(self) -> Any:
+        """The run's writers (`jaxdash.multihost` wraps them after `init`)."""
+        return self._rows.writer
+
+    @_writer.setter
+    def _writer(self, writer: Any) -> None:
+        self._rows.writer = writer
+
+    @property
+    def _summary_dirty(self) -> bool:
+        """The script changed `run.summary` since summary.json was last written."""
+        return self._rows.summary_due
+
+    @_summary_dirty.setter
+    def _summary_dirty(self, due: bool) -> None:
+        self._rows.summary_due = due
 
     # -- the training thread's side: cheap, never waits for the device ------------------------------
     def log(self, data: Mapping[str, Any], step: int | None = None, commit: bool | None = None,
@@ -136,7 +151,7 @@ class Run(RunFiles):
             return {}
         data = {k if isinstance(k, str) else str(k): v for k, v in data.items()}
         media, data = _split_media(data)
-        self._texts.update((k, v) for k, v in media.items() if isinstance(v, str))
+        self._rows.texts.update((k, v) for k, v in media.items() if isinstance(v, str))
         if media:
             try:
                 with self._lock:  # the fetch thread writes too
@@ -214,7 +229,7 @@ class Run(RunFiles):
     def _end(self, exit_code: int, message: str | None) -> None:
         if self._finished:
             return
-        self._finished = True
+        self._finished = self._rows.finishing = True
         if not self._hparams_sent:
             self._send_hparams()
         self._commit()
@@ -260,42 +275,7 @@ class Run(RunFiles):
         if not self._finished and threading.current_thread() is not self._fetcher.thread:
             self._fetcher.sync()  # W&B's summary holds every row logged so far
         with self._lock:
-            return {**summary_of(self._stats, self._defs), **self._texts}
-
-    # -- the fetcher thread's side -------------------------------------------------------------------
-    def _write_rows(self, parts: list[Block | Histograms]) -> None:
-        """Hand fetched blocks to the writers (one Progress, on the batch's last step); flush at most every FLUSH_S."""
-        with self._lock:
-            wall = time.monotonic() - self._t0
-            last = max((int(p.steps[-1]) if isinstance(p, Block) else p[0] for p in parts), default=self._rate_from[0])
-            rate = (last - self._rate_from[0]) / (wall - self._rate_from[1]) if wall > self._rate_from[1] else None
-            self._rate_from = (last, wall)
-            progress = Progress(step=last, total_steps=self._total, wall_seconds=wall, steps_per_sec=rate)
-            final = max((i for i, p in enumerate(parts) if isinstance(p, Block)), default=-1)
-            for i, part in enumerate(parts):
-                if isinstance(part, Block):
-                    self._writer.write_scalar_rows(part.steps, part.columns, progress if i == final else None)
-                    self._note(part.columns, part.ints)
-                else:
-                    self._writer.write_histograms(*part)
-            if time.monotonic() - self._last_flush >= FLUSH_S or self._finished:
-                self._writer.flush()
-                self._last_flush = time.monotonic()
-                if self._summary_dirty:
-                    self._write_summary({**summary_of(self._stats, self._defs), **self._texts, **self.summary._set})
-
-    def _note(self, columns: Mapping[str, np.ndarray], ints: frozenset[str] = frozenset()) -> None:
-        """Each tag's last value, and min, max, sum, count and first of its values that are not NaN (the summary),
-        and whether its last value was an integer."""
-        for name, column in columns.items():
-            seen = column[~np.isnan(column)]
-            st = self._stats.setdefault(name, [math.nan, math.inf, -math.inf, 0.0, 0, math.nan, False])
-            st[0], st[6] = float(column[-1]), name in ints
-            if seen.size:
-                if not st[4]:
-                    st[5] = float(seen[0])
-                st[1], st[2] = min(st[1], float(seen.min())), max(st[2], float(seen.max()))
-                st[3], st[4] = st[3] + float(seen.sum()), st[4] + int(seen.size)
+            return self._rows.logged_summary()
 
 
 class _Metric:

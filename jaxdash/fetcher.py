@@ -4,7 +4,8 @@
 so a per-step jitted loop waits for every step to finish before it can dispatch the next: the
 device idles while Python logs. Here `log` only queues the (still computing) arrays; this thread
 wakes every BATCH_S, takes everything queued, fetches it with one `jax.device_get` (the one host/
-device sync point, on this thread) and hands the values to the run's writers.
+device sync point, on this thread) and hands the values on as blocks of columns to `jaxdash.rows_out`
+(the run's writers), never back to the client.
 """
 
 from __future__ import annotations
@@ -144,7 +145,8 @@ class Split:
 
 
 class Fetcher:
-    """The background thread: batches queued steps, fetches them, writes them through `write`.
+    """The background thread: batches queued steps, fetches them, writes them through `write`
+    (a client run's `jaxdash.rows_out.RowsOut.write`).
 
     The queue is a deque: `append` from the training thread and `popleft` here are atomic under the
     GIL, so `put` costs ~0.1 us and never takes a lock this thread may hold (a `queue.Queue` put

@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from runstore import run_store
-from training.writers.store import RunStoreWriter, _lines
+from runstore import atomic, run_store
+from training.writers.store import RunStoreWriter
 
 log = logging.getLogger("jaxdash")
 RETRY_S = 1.0
@@ -50,8 +50,7 @@ class RetryingStoreWriter(RunStoreWriter):
         """Records logged but not yet on disk because writes failed."""
         return self._records
 
-    def _write(self, records: list[dict[str, Any] | tuple], fields: dict[str, Any] | None) -> None:
-        text = _lines(records)
+    def _append(self, text: str, fields: dict[str, Any] | None) -> None:
         if text:
             self._backlog.append(text)
             self._backlog_bytes += len(text)
@@ -71,7 +70,7 @@ class RetryingStoreWriter(RunStoreWriter):
             return True
         self._tried = time.monotonic()
         try:
-            run_store.append_metric_lines(self.run_dir, "".join(self._backlog))
+            atomic.append_metric_lines(self.run_dir, "".join(self._backlog))
         except OSError as exc:
             if self._failing is None:
                 self._failing = (time.time(), f"{exc.strerror or type(exc).__name__} writing {exc.filename}")

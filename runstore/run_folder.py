@@ -30,12 +30,14 @@ a failed write leaves no temp file and no half line. No JAX and no Streamlit her
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from runstore import atomic, launch_files, run_notes, run_store
+from runstore.safe_files import open_regular
 
 CONFIG = "config.json"
 STATUS = "status.json"
@@ -52,6 +54,33 @@ LAUNCH = launch_files.LAUNCH
 LOG = launch_files.LOG
 # Every name a run folder's contract gives a file or folder: no module outside runstore/ spells one.
 NAMES = (CONFIG, STATUS, RECORDS, SUMMARY, STOP, CHECKPOINTS, TENSORBOARD, WANDB, ARTIFACTS, NOTES, LAUNCH, LOG)
+
+
+def read_records(run_dir: str | os.PathLike, offset: int = 0, max_bytes: int | None = None,
+                 ) -> tuple[list[dict[str, Any]], int]:  # fmt: skip
+    """metrics.jsonl's records from byte `offset` on, and the new offset (for incremental polling).
+
+    A trailing partial line (a write in progress, or left by a crash) is left for the next call;
+    lines that are not JSON objects are skipped. With `max_bytes`, reads about that much (whole
+    lines), so a huge file can be consumed in bounded pieces.
+    """
+    path = Path(run_dir) / RECORDS
+    try:
+        with open_regular(path) as f:  # never through a link, never a FIFO
+            f.seek(offset)
+            data = f.read() if max_bytes is None else f.read(max_bytes) + f.readline()
+    except OSError:
+        return [], offset
+    end = data.rfind(b"\n") + 1
+    records = []
+    for line in data[:end].splitlines():
+        try:
+            rec = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(rec, dict):
+            records.append(rec)
+    return records, offset + end
 
 
 class RecordsReader:
@@ -81,7 +110,7 @@ class RecordsReader:
         """The records written since the last call, in file order (none when the file is missing)."""
         if self._replaced():
             self.offset = 0
-        records, self.offset = run_store.read_metrics(self.path.parent, self.offset, self.max_bytes)
+        records, self.offset = read_records(self.path.parent, self.offset, self.max_bytes)
         yield from records
 
     def read_new(self) -> list[dict[str, Any]]:
@@ -187,8 +216,8 @@ class RunFolder:
         return atomic.read_json(self.status_path, default)
 
     def records(self, offset: int = 0, max_bytes: int | None = None) -> tuple[list[dict[str, Any]], int]:
-        """Records from byte `offset` on and the new offset (`run_store.read_metrics`)."""
-        return run_store.read_metrics(self.path, offset, max_bytes)
+        """Records from byte `offset` on and the new offset (`read_records`)."""
+        return read_records(self.path, offset, max_bytes)
 
     def records_reader(self, max_bytes: int | None = None) -> RecordsReader:
         """A reader yielding each new record once."""

@@ -26,7 +26,6 @@ No JAX here: the dashboard imports this module.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import secrets
@@ -54,7 +53,6 @@ from runstore.run_checks import (  # noqa: F401 - part of this module's API
     validate_config,
     validate_status,
 )
-from runstore.safe_files import open_regular
 
 _STATUS_LOCK = threading.Lock()
 _SLUG = re.compile(r"[^a-z0-9_-]+")
@@ -201,29 +199,10 @@ def read_status(run_dir: Path) -> dict[str, Any]:
 
 
 def read_metrics(run_dir: Path, offset: int = 0, max_bytes: int | None = None) -> tuple[list[dict[str, Any]], int]:
-    """Records from byte `offset` on, and the new offset (for incremental polling).
+    """Records from byte `offset` on, and the new offset: `runstore.run_folder.read_records`."""
+    from runstore.run_folder import read_records  # run_folder imports this module
 
-    A trailing partial line (a write in progress, or left by a crash) is left for the next call;
-    lines that are not JSON objects are skipped. With `max_bytes`, reads about that much (whole
-    lines), so a huge file can be consumed in bounded pieces.
-    """
-    path = Path(run_dir) / "metrics.jsonl"
-    try:
-        with open_regular(path) as f:  # never through a link, never a FIFO
-            f.seek(offset)
-            data = f.read() if max_bytes is None else f.read(max_bytes) + f.readline()
-    except OSError:
-        return [], offset
-    end = data.rfind(b"\n") + 1
-    records = []
-    for line in data[:end].splitlines():
-        try:
-            rec = json.loads(line)
-        except (ValueError, RecursionError):
-            continue
-        if isinstance(rec, dict):
-            records.append(rec)
-    return records, offset + end
+    return read_records(run_dir, offset, max_bytes)
 
 
 def request_stop(run_dir: Path) -> None:

@@ -8,8 +8,8 @@ them with Plotly.extendTraces, so a record reaches the chart without a rerun of 
 panel reruns for records only every few seconds, each rerun bringing a freshly downsampled figure.
 
 At most MAX_BYTES are read per call (whole lines): a client further behind gets {"behind": true}
-and waits for the page's next figure. Served by dashboard/server_app.py with the change route
-(`changes_route.ROUTE_ON`): the pages feed only runs they poll.
+and waits for the page's next figure. `serve` answers the route; dashboard/server_app.py serves it with
+the change route (`changes_route.ROUTE_ON`): the pages feed only runs they poll.
 """
 
 from __future__ import annotations
@@ -18,9 +18,14 @@ import math
 import urllib.parse
 from typing import Any
 
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+
 from dashboard.server import csv_route, url_paths
+from runstore import run_store
 from runstore.run_folder import RunFolder
 
+MAX_OFFSET_DIGITS = 19  # any file's size fits; int() of a longer text could cost seconds or raise
 MAX_BYTES = 1 << 20  # ~10,000 records: more than a few seconds of any run's rows
 MAX_TAGS = 16
 
@@ -60,3 +65,16 @@ def rows(run_id: str, after: int, tags: list[str]) -> dict[str, Any] | None:
                 xs[tag].append(step)
                 ys[tag].append(value)
     return {"offset": end, "x": xs, "y": ys}
+
+
+def serve(request: Request) -> Response:
+    """The route's answer: `rows` as JSON; 400 for an `after` that is no byte offset, 404 for no such run."""
+    run_id = request.path_params["run_id"]
+    after = request.query_params.get("after", "0")
+    if not (after.isascii() and after.isdigit() and len(after) <= MAX_OFFSET_DIGITS):  # "²" is a digit to Python
+        msg = f"after: a byte offset into metrics.jsonl (a whole number of at most {MAX_OFFSET_DIGITS} digits 0-9)"
+        return PlainTextResponse(msg, status_code=400)
+    answer = rows(run_id, int(after), request.query_params.getlist("tag"))
+    if answer is None:
+        return PlainTextResponse(f"No run {run_id!r} under {run_store.runs_root()}.", status_code=404)
+    return JSONResponse(answer, headers={"Cache-Control": "no-store"})

@@ -136,7 +136,13 @@ class RunStoreWriter(MetricWriter):
             self._pending = self._pool.submit(self._write, records, fields)
 
     def _write(self, records: list[dict[str, Any] | tuple], fields: dict[str, Any] | None) -> None:
-        run_store.append_metric_lines(self.run_dir, _lines(records))
+        """On the writer thread: the records as metrics.jsonl lines (`runstore.atomic`), handed to `_append`."""
+        self._append(_lines(records), fields)
+
+    def _append(self, lines: str, fields: dict[str, Any] | None) -> None:
+        """Append `lines` to metrics.jsonl (fsync'd) and write the progress `fields` into status.json; raises
+        a failed write (the client's `jaxdash.store_retry` keeps and retries it instead)."""
+        atomic.append_metric_lines(self.run_dir, lines)
         if fields:
             run_store.write_status(self.run_dir, **fields)
 
@@ -221,7 +227,7 @@ def _lines(items: list[dict[str, Any] | tuple]) -> str:
         if isinstance(item, dict):
             records.append(item)
             continue
-        out += [run_store.metric_lines(records), run_store.column_lines(*item)]
+        out += [atomic.metric_lines(records), atomic.column_lines(*item)]
         records = []
-    out.append(run_store.metric_lines(records))
+    out.append(atomic.metric_lines(records))
     return "".join(out)

@@ -1,0 +1,104 @@
+"""A client run's rows, from the fetch thread to the writers: the step after `jaxdash.fetcher`, never back.
+
+`Run.log` queues values (`jaxdash.client`); the fetch thread (`jaxdash.fetcher.Fetcher`) takes them off
+the device in batches and hands each batch, as blocks of scalar columns and per-step histograms, to
+`RowsOut.write`. It hands them on to the run's writers (`training.writers.base.MultiWriter`: the run
+store first, then TensorBoard and W&B) with one `Progress` for the batch, flushes at most every FLUSH_S,
+and keeps what W&B's summary needs of the rows (each key's last, min, max, sum, count, first value), so
+the run's summary.json is written here too when the script changed the summary since the last flush.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from jaxdash.fetcher import Block, Histograms
+from jaxdash.wandb_summary import MetricDefs, summary_of
+from runstore import run_store
+from training.writers.base import Progress
+
+logger = logging.getLogger("jaxdash")
+FLUSH_S = 0.25  # writers flush at most this often (each flush appends metrics.jsonl and rewrites status.json)
+
+
+class RowsOut:
+    """The writers' side of a client run, called on the fetch thread (`write`) and, under `lock`, by the run.
+
+    Args:
+      run_dir: the run folder (its summary.json).
+      writer: the run's writers (a `MultiWriter`; `jaxdash.multihost` swaps in its own).
+      total: the steps the script said it runs (0: unknown), for the progress line.
+      start_step: the last step of a resumed run (-1 for a new one): steps/s counts from there.
+      defs: the run's `define_metric` definitions (the summary's ops).
+      user_summary: the values the script set in `run.summary` (they win over logged ones).
+    """
+
+    def __init__(self, run_dir: Path, writer: Any, total: int, start_step: int, defs: MetricDefs,
+                 user_summary: Mapping[str, Any]) -> None:  # fmt: skip
+        self.run_dir, self.writer, self.total = Path(run_dir), writer, total
+        self.defs, self.user_summary = defs, user_summary
+        self.lock = threading.Lock()  # the writers take calls from the script's thread too (media, hparams)
+        self.stats: dict[str, list[Any]] = {}  # name -> [last, min, max, sum, count, first, last was an int]
+        self.texts: dict[str, str] = {}  # each string key's last value (W&B's summary keeps it)
+        self.summary_due = False  # the script changed `run.summary`: summary.json at the next flush
+        self.finishing = False  # `finish` began: the last batch flushes whatever the time
+        self._t0, self._last_flush = time.monotonic(), 0.0
+        self._rate_from = (max(start_step, 0), 0.0)  # (step, wall seconds) the steps/s shown counts from
+
+    def write(self, parts: list[Block | Histograms]) -> None:
+        """Hand fetched blocks to the writers (one Progress, on the batch's last step); flush at most every FLUSH_S."""
+        with self.lock:
+            progress = self._progress(parts)
+            final = max((i for i, p in enumerate(parts) if isinstance(p, Block)), default=-1)
+            for i, part in enumerate(parts):
+                if isinstance(part, Block):
+                    self.writer.write_scalar_rows(part.steps, part.columns, progress if i == final else None)
+                    self._note(part.columns, part.ints)
+                else:
+                    self.writer.write_histograms(*part)
+            if time.monotonic() - self._last_flush >= FLUSH_S or self.finishing:
+                self.writer.flush()
+                self._last_flush = time.monotonic()
+                if self.summary_due:
+                    self.write_summary({**self.logged_summary(), **self.user_summary})
+
+    def _progress(self, parts: list[Block | Histograms]) -> Progress:
+        """Where the run stands after this batch: its last step and the steps/s since the batch before."""
+        wall = time.monotonic() - self._t0
+        last = max((int(p.steps[-1]) if isinstance(p, Block) else p[0] for p in parts), default=self._rate_from[0])
+        rate = (last - self._rate_from[0]) / (wall - self._rate_from[1]) if wall > self._rate_from[1] else None
+        self._rate_from = (last, wall)
+        return Progress(step=last, total_steps=self.total, wall_seconds=wall, steps_per_sec=rate)
+
+    def _note(self, columns: Mapping[str, np.ndarray], ints: frozenset[str] = frozenset()) -> None:
+        """Each tag's last value, and min, max, sum, count and first of its values that are not NaN (the summary),
+        and whether its last value was an integer."""
+        for name, column in columns.items():
+            seen = column[~np.isnan(column)]
+            st = self.stats.setdefault(name, [math.nan, math.inf, -math.inf, 0.0, 0, math.nan, False])
+            st[0], st[6] = float(column[-1]), name in ints
+            if seen.size:
+                if not st[4]:
+                    st[5] = float(seen[0])
+                st[1], st[2] = min(st[1], float(seen.min())), max(st[2], float(seen.max()))
+                st[3], st[4] = st[3] + float(seen.sum()), st[4] + int(seen.size)
+
+    def logged_summary(self) -> dict[str, Any]:
+        """W&B's summary of what was logged so far (numbers by their ops, strings' last values); hold `lock`."""
+        return {**summary_of(self.stats, self.defs), **self.texts}
+
+    def write_summary(self, summary: Mapping[str, Any]) -> None:
+        """summary.json (a failed write warns: the script goes on)."""
+        self.summary_due = False
+        try:
+            run_store.write_summary(self.run_dir, summary)
+        except (OSError, TypeError, ValueError) as exc:
+            logger.warning("jaxdash: summary.json of %s could not be written (%s)", self.run_dir.name, exc)
