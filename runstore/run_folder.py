@@ -14,6 +14,9 @@ Who writes which file, and what a reader may assume (in the style of Optuna's `B
   in progress, or a kill): it is never parsed, and read again once its newline is there. The file is
   replaced as a whole (a new inode) only by a resume cutting records past its checkpoint or by a
   TensorBoard mirror starting over; `RecordsReader` then starts over from byte 0.
+* ``final_metrics.json`` - the ended run's final metrics, one number a metric, written once, atomically, by the
+  run's process when it records its end (`training.runs.lifecycle.close_run`, also status.json "final").
+  A run folder from before #38 may hold only ``artifacts/final_metrics.json``: `final_metrics()` reads either.
 * ``artifacts/``, ``summary.json`` - media (tables, images, texts, histograms): each file replaced
   atomically or appended line by line by the run's process (`runstore.media_store`).
 * ``ckpt/<step>/`` - checkpoints, written by the training process (Orbax); `checkpoints()` is their place.
@@ -48,12 +51,13 @@ CHECKPOINTS = "ckpt"
 TENSORBOARD = "tb"
 WANDB = "wandb"
 ARTIFACTS = "artifacts"
-FINAL_METRICS = "final_metrics.json"  # under artifacts/
+FINAL_METRICS = "final_metrics.json"  # beside config.json (before #38 the store writer kept a copy under artifacts/)
 NOTES = run_notes.FILE
 LAUNCH = launch_files.LAUNCH
 LOG = launch_files.LOG
 # Every name a run folder's contract gives a file or folder: no module outside runstore/ spells one.
-NAMES = (CONFIG, STATUS, RECORDS, SUMMARY, STOP, CHECKPOINTS, TENSORBOARD, WANDB, ARTIFACTS, NOTES, LAUNCH, LOG)
+NAMES = (CONFIG, STATUS, RECORDS, SUMMARY, FINAL_METRICS, STOP, CHECKPOINTS, TENSORBOARD, WANDB, ARTIFACTS, NOTES,
+         LAUNCH, LOG)  # fmt: skip
 
 
 def read_records(run_dir: str | os.PathLike, offset: int = 0, max_bytes: int | None = None,
@@ -144,6 +148,11 @@ class RunFolder:
         return self.path / RECORDS
 
     @property
+    def final_metrics_path(self) -> Path:
+        """final_metrics.json."""
+        return self.path / FINAL_METRICS
+
+    @property
     def checkpoints(self) -> Path:
         """ckpt/: where the training process keeps its checkpoints, one folder a step."""
         return self.path / CHECKPOINTS
@@ -155,7 +164,7 @@ class RunFolder:
 
     @property
     def artifacts(self) -> Path:
-        """artifacts/: the run's media (tables, images, texts, histograms) and final metrics."""
+        """artifacts/: the run's media (tables, images, texts, histograms)."""
         return self.path / ARTIFACTS
 
     @property
@@ -223,6 +232,15 @@ class RunFolder:
         """A reader yielding each new record once."""
         return RecordsReader(self.path, max_bytes=max_bytes)
 
+    def final_metrics(self) -> dict[str, Any]:
+        """The ended run's final metrics: final_metrics.json, else (a run folder from before #38) the store
+        writer's artifacts/final_metrics.json; {} when neither holds a JSON object."""
+        for path in (self.final_metrics_path, self.artifacts / FINAL_METRICS):
+            found = atomic.read_json(path, None)
+            if isinstance(found, dict):
+                return found
+        return {}
+
     def stop_requested(self) -> bool:
         """Whether someone asked the run to stop."""
         return run_store.stop_requested(self.path)
@@ -238,13 +256,8 @@ class RunFolder:
         atomic.atomic_write_bytes(self.records_path, atomic.metric_lines(records).encode())
 
     def write_final_metrics(self, final: dict[str, Any]) -> None:
-        """artifacts/final_metrics.json (atomic): the run's final metrics."""
-        atomic.atomic_write_json(self.artifacts / FINAL_METRICS, final)
-
-    def write_run_final(self, final: dict[str, Any]) -> None:
-        """final_metrics.json beside config.json (atomic): the ended run's final metrics, as the CLI and
-        resume read them (the store writer's copy is artifacts/final_metrics.json)."""
-        atomic.atomic_write_json(self.path / FINAL_METRICS, final)
+        """final_metrics.json beside config.json (atomic): the ended run's final metrics, their one place."""
+        atomic.atomic_write_json(self.final_metrics_path, final)
 
     def request_stop(self) -> None:
         """Ask the process to stop after its current chunk."""

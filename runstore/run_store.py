@@ -13,7 +13,8 @@ Layout of `<root>/<run_id>/`:
                      "define_metric", "job_type", "wandb_group" (a W&B group, not a population), "tags",
                      "notes", "entity"; status.json "events": [{"time", "kind", "message"}] (`add_event`)
     artifacts/       tables/<tag>.json (e.g. fit__curve.json, test__confusion.json: latest table of a tag),
-                     images/<tag>.png, texts.json, final_metrics.json
+                     images/<tag>.png, texts.json (before #38 also final_metrics.json: see run_folder)
+    final_metrics.json  the ended run's final metrics (`run_folder.RunFolder.write_final_metrics`)
     tb/<name>/       tensorboardX event files
     wandb/           wandb run files
     ckpt/            checkpoints

@@ -78,6 +78,19 @@ def test_run_folder_reads_and_writes_through_the_run_store(tmp_path: Path) -> No
     atomic.append_metrics(run_dir, _records(2))
     records, end = folder.records()
     assert [r["step"] for r in records] == [0, 1] and end == folder.records_size()
-    folder.artifacts.mkdir()  # the store writer makes it when it opens the run
     folder.write_final_metrics({"test/acc": 0.5})
-    assert run_store.read_json(folder.artifacts / "final_metrics.json") == {"test/acc": 0.5}
+    assert run_store.read_json(run_dir / "final_metrics.json") == {"test/acc": 0.5}
+
+
+def test_final_metrics_live_in_one_file_and_an_old_run_folder_still_reads(tmp_path: Path) -> None:
+    """final_metrics.json beside config.json is the one place; a run folder from before #38, whose store writer
+    kept them under artifacts/ only, reads the same; a folder with neither reads {}."""
+    new, old, none = (RunFolder(tmp_path / n) for n in ("new", "old", "none"))
+    for folder in (new, old, none):
+        folder.artifacts.mkdir(parents=True)
+    new.write_final_metrics({"test/acc": 0.5})
+    assert sorted(p.name for p in new.path.rglob("*.json")) == ["final_metrics.json"]
+    assert new.final_metrics() == {"test/acc": 0.5}
+    atomic.atomic_write_json(old.artifacts / "final_metrics.json", {"test/acc": 0.25})
+    assert old.final_metrics() == {"test/acc": 0.25}
+    assert none.final_metrics() == {}

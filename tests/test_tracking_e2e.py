@@ -164,8 +164,9 @@ def test_cli_regression_writes_every_store(tmp_path, env):
     status = run_store.read_status(run_dir)
     assert status["state"] == "finished" and status["step"] == 200 and status["final"]["train/loss"] > 0
     assert status["wandb"]["mode"] == "offline" and status["wandb"]["sync_command"].startswith("wandb sync ")
-    for name in ("tables/fit__data.json", "tables/fit__curve.json", "images/fit__plot.png", "final_metrics.json"):
+    for name in ("tables/fit__data.json", "tables/fit__curve.json", "images/fit__plot.png"):
         assert (run_dir / "artifacts" / name).exists()
+    assert (run_dir / "final_metrics.json").exists() and not (run_dir / "artifacts" / "final_metrics.json").exists()
 
     acc = tb_load(run_dir)
     assert [e.step for e in acc.Scalars("train/loss")] == steps

@@ -113,7 +113,7 @@ def close_run(run_dir: Path, writer: MetricWriter, state: str, message: str | No
             state, message = "failed", describe_os_error(exc)
     try:
         if final:
-            RunFolder(run_dir).write_run_final(dict(final))
+            RunFolder(run_dir).write_final_metrics(dict(final))
         run_store.write_status(run_dir, state=state, message=message, ended=time.time(), final=dict(final) or None)
     except OSError as exc:
         log.error("%s: could not record the end of the run: %s", run_dir, describe_os_error(exc))

@@ -1,4 +1,4 @@
-"""Run-store backend: metrics.jsonl, the progress fields of status.json, and artifacts/.
+"""Run-store backend: metrics.jsonl, the progress fields of status.json, and artifacts/ (media).
 
 This is the writer the dashboard reads, so it is built first and kept cheap:
 scalars are buffered in memory and written once per `flush`, i.e. once per chunk.
@@ -203,10 +203,10 @@ class RunStoreWriter(MetricWriter):
                 media_store.append_histogram(self.run_dir, tag, step, *found)
 
     def write_summary(self, metrics: Mapping[str, float]) -> None:
-        """Final metrics: status.json "final" and artifacts/final_metrics.json."""
+        """Final metrics in status.json "final" (final_metrics.json is written once, with the run's end:
+        `training.runs.lifecycle.close_run`)."""
         final = {str(k): _float(v) for k, v in metrics.items()}
         self.drain()  # status.json is read-modify-write: never alongside the writer thread
-        RunFolder(self.run_dir).write_final_metrics(final)
         run_store.write_status(self.run_dir, final=final)
 
     def close(self, state: str = "finished", message: str | None = None) -> None:
