@@ -47,7 +47,7 @@ def step_bars(hist: Hist, tag: str, x_title: str = "step", uirevision: str = "hi
         go.Bar(
             x=(e[:-1] + e[1:]) / 2,
             y=np.asarray(counts, float),
-            width=np.diff(e),
+            width=np.abs(np.diff(e)),  # TensorBoard's server may serve an empty end bucket backwards (min > limit)
             marker=dict(color=f"rgb{BLUE}", line=dict(width=0)),
             name=tag,
             hovertemplate="%{x:.4g}: %{y:g}<extra></extra>",

@@ -21,7 +21,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+import numpy as np
+from tensorboard import data_compat, dataclass_compat
+from tensorboard.backend.event_processing.event_file_loader import EventFileLoader, LegacyEventFileLoader
+from tensorboard.compat.proto import event_pb2
+from tensorboard.plugins.histogram import metadata as histogram_metadata
 
 from runstore import safe_files
 
@@ -215,12 +219,40 @@ class _Records:
             raise
 
 
+def histograms_as_served(event: event_pb2.Event) -> event_pb2.Event:
+    """`event` with its legacy histograms (a HistogramProto: tensorboardX, TF1) as TensorBoard's server serves them.
+
+    TensorBoard's default server (its Rust data server) makes every bucket a [left, right, count] row of doubles,
+    empty ones included: lefts [min, limit_0, .., limit_k-2], rights [limit_0, .., limit_k-2, max]. The Python
+    compat layer that `EventFileLoader` runs (data_compat) drops empty end buckets and rounds to float32, so a
+    tensorboardX histogram read through it alone had other buckets and edges than TensorBoard's HTTP API.
+    """
+    if not event.HasField("summary") or not any(v.HasField("histo") for v in event.summary.value):
+        return event
+    out = event_pb2.Event()
+    out.CopyFrom(event)
+    for value in out.summary.value:
+        if not value.HasField("histo"):
+            continue
+        histo = value.histo
+        counts, limits = list(histo.bucket), list(histo.bucket_limit)
+        k = len(counts) if len(limits) >= len(counts) else 0  # limits missing: no bucket can be placed
+        lefts, rights = [histo.min, *limits[: k - 1]], [*limits[: k - 1], histo.max]
+        buckets = np.array([lefts, rights, counts], dtype=np.float64).T if k else np.zeros((0, 3))
+        meta = histogram_metadata.create_summary_metadata(
+            display_name=value.metadata.display_name or value.tag, description=value.metadata.summary_description
+        )
+        value.CopyFrom(data_compat.make_summary(value.tag, meta, buckets))
+    return out
+
+
 class BoundedEventFileLoader(EventFileLoader):
     """TensorBoard's `EventFileLoader` reading its records through a `RecordReader`.
 
-    `Load()` is TensorBoard's own (events parsed and migrated by its compat layers); only where the
-    record bytes come from differs. The parent's __init__ is not called: it opens the file by name
-    with TensorBoard's unbounded reader. Raises DamagedEventFile / OSError from `Load()`.
+    `Load()` is TensorBoard's own (events parsed and migrated by its compat layers) but for legacy histograms,
+    migrated as TensorBoard's server serves them (`histograms_as_served`), and where the record bytes come
+    from. The parent's __init__ is not called: it opens the file by name with TensorBoard's unbounded reader.
+    Raises DamagedEventFile / OSError from `Load()`.
     """
 
     def __init__(self, path: Path, logdir: Path) -> None:  # noqa: D107 - see the class
@@ -230,3 +262,9 @@ class BoundedEventFileLoader(EventFileLoader):
         self._file_size = None
         self._iterator = _Records(self.reader)
         self._initial_metadata: dict = {}
+
+    def Load(self) -> Iterator[event_pb2.Event]:  # noqa: N802 - TensorBoard's name
+        """The events appended since the last call, through TensorBoard's compat layers (`EventFileLoader.Load`)."""
+        for event in LegacyEventFileLoader.Load(self):
+            event = data_compat.migrate_event(histograms_as_served(event))
+            yield from dataclass_compat.migrate_event(event, self._initial_metadata)

@@ -1,0 +1,67 @@
+"""A logdir written by tensorboardX while our mirror reads it, checked against TensorBoard's own HTTP API.
+
+TensorBoard's server (its Rust data server, as `tensorboard --logdir` starts it) and the mirror
+(runstore/tb_logdir.py) read the same folder; per run and plugin (scalars, images, histograms, text,
+hparams) the tags, steps, counts and values must be the same (tests/tb_http.py reads both).
+The real writers (Keras, tf.summary, CLU, torch) are in tests/test_tb_peers.py (`-m peers`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from tensorboardX import SummaryWriter
+
+from dashboard.processes.tensorboard_server import start_tensorboard
+from runstore import tb_logdir
+from tests import tb_http
+
+RNG = np.random.default_rng(7)
+
+
+def _write_while_mirrored(logs: Path, runs: Path) -> None:
+    """Two runs, one nested (`a/b`, with a `train` split folded into it), written step by step with a mirror
+    sync after each flush, so the mirror reads every file as it grows."""
+    exp = SummaryWriter(str(logs / "exp"), flush_secs=3600)
+    nested = SummaryWriter(str(logs / "a" / "b"), flush_secs=3600)
+    split = SummaryWriter(str(logs / "a" / "b" / "train"), flush_secs=3600)
+    for step in range(6):
+        exp.add_scalar("loss", 1.0 / (step + 1), step)
+        exp.add_scalar("train/acc", 0.1 * step, step)
+        exp.add_scalars("lr", {"adam": 1e-3 * (step + 1), "sgd": 0.1}, step)  # sub-runs exp/lr/adam, exp/lr/sgd
+        if step % 2 == 0:
+            exp.add_image("samples/digit", RNG.random((3, 8, 8)), step)
+            exp.add_histogram("weights/w", RNG.normal(step, 1.0, 300), step)
+            exp.add_text("notes", f"step {step} done", step)
+        nested.add_scalar("loss", 2.0 - 0.1 * step, step)
+        nested.add_histogram("grads", RNG.normal(0.0, 0.1 + step, 100), step)
+        split.add_scalar("loss", 3.0 - 0.2 * step, step)
+        for writer in (exp, nested, split):
+            writer.flush()
+        tb_logdir.sync(logs, runs)
+    exp.add_images("samples/batch", RNG.random((4, 3, 8, 8)), 5)
+    exp.add_scalar("loss", float("nan"), 6)  # a diverged step: TensorBoard charts it as NaN
+    exp.add_hparams({"lr": 0.01, "opt": "adam", "layers": 3, "bn": True}, {"hp/acc": 0.9}, name="hp")
+    for writer in (exp, nested, split):
+        writer.close()
+    tb_logdir.sync(logs, runs)
+
+
+def test_a_tensorboardx_logdir_mirrored_while_written_matches_tensorboards_http_api(tmp_path: Path) -> None:
+    logs, runs = tmp_path / "logs", tmp_path / "runs"
+    _write_while_mirrored(logs, runs)
+    tb = start_tensorboard(logs)
+    try:
+        want, diff = tb_http.wait_for_match(tb.url, runs, logs.name)
+    finally:
+        tb.close()
+    assert not diff, "\n".join(diff)
+    # What was compared: every run and plugin TensorBoard has, so an empty answer cannot pass.
+    assert set(want) == {"exp", "exp/lr/adam", "exp/lr/sgd", "exp/hp", "a/b"}, sorted(want)
+    assert [s for s, _, _ in want["exp"]["scalars"]["loss"]] == list(range(7))
+    assert [(s, len(h)) for s, h in want["exp"]["images"]["samples/digit"]] == [(0, 1), (2, 1), (4, 1)]
+    assert len(want["exp"]["histograms"]["weights/w"]) == 3 and len(want["a/b"]["histograms"]["grads"]) == 6
+    assert want["exp"]["text"]["notes/text_summary"][-1] == (4, "step 4 done")
+    assert want["exp/hp"]["hparams"] == {"lr": 0.01, "opt": "adam", "layers": 3.0, "bn": True}
+    assert "train/loss" in want["a/b"]["scalars"] and "loss" in want["a/b"]["scalars"]
