@@ -14,6 +14,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import jax
@@ -114,30 +115,50 @@ class Clock:
         """Seconds since the run started (a resumed run continues its checkpoint's clock)."""
         return time.perf_counter() - self.start
 
-    def run_chunk(
+    def launch(
         self, fn: Callable[..., Any], length: int, *args: Any, dispatched: Callable[[Any], None] | None = None
-    ) -> tuple[Any, Any]:
-        """Run one compiled chunk and bring its metrics to the host.
+    ) -> Launched:
+        """Dispatch one compiled chunk (JAX returns at once; the device computes meanwhile).
 
-        Returns (device state, host metrics). The `jax.device_get` is the chunk's one
-        device->host sync; timing stops after it, so steps/s is real compute, not dispatch.
-        A compiled chunk's first run pays one-off warm-up (allocation, thread pools), so it
-        only sets the rate when there is no steadier one yet. `dispatched(state)` is called
-        while the device computes (the new state's shapes are known, its values not yet).
+        `dispatched(state)` is called while the device computes (the new state's shapes are
+        known, its values not yet).
         """
         t0 = time.perf_counter()
         state, metrics = fn(*args)
         if dispatched is not None:
             dispatched(state)
-        metrics = jax.device_get(metrics)  # sync point: metrics leave the device once per chunk
-        dt = time.perf_counter() - t0
+        return Launched(fn, length, t0, state, metrics)
+
+    def land(self, launched: Launched) -> tuple[Any, Any]:
+        """Bring a launched chunk's metrics to the host: (device state, host metrics).
+
+        The `jax.device_get` is the chunk's one device->host sync; timing stops after it, so
+        steps/s is real compute, not dispatch (a chunk launched before the previous chunk's writes
+        counts those writes' wall time, which overlapped it). A compiled chunk's first run pays
+        one-off warm-up (allocation, thread pools), so it only sets the rate when there is no
+        steadier one yet.
+        """
+        fn, length = launched.fn, launched.length
+        metrics = jax.device_get(launched.metrics)  # sync point: metrics leave the device once per chunk
+        dt = time.perf_counter() - launched.t0
         rate = length / dt if dt > 0 else math.inf
         if self.steps_per_sec is None:
             self.steps_per_sec = rate
         elif id(fn) in self._ran:
             self.steps_per_sec += self.SMOOTHING * (rate - self.steps_per_sec)
         self._ran.add(id(fn))
-        return state, metrics
+        return launched.state, metrics
+
+
+@dataclass
+class Launched:
+    """A chunk dispatched to the device: its compiled function, length, start time and output futures."""
+
+    fn: Any
+    length: int
+    t0: float
+    state: Any
+    metrics: Any
 
 
 def check_scalar_metrics(metrics: Mapping[str, Any]) -> None:

@@ -25,6 +25,7 @@ from training.engine import processes
 from training.engine.chunks import (
     ChunkCompiler,
     Clock,
+    Launched,
     TraceCounter,
     check_scalar_metrics,
     chunk_lengths,
@@ -48,6 +49,11 @@ EVALS_PER_RUN = 20  # a full-batch task with `evaluate` (no epochs to evaluate a
 SNAPSHOTS = 10  # task summaries spread over a run, besides the first and the last
 CKPT_SECS = 30.0  # a checkpoint at least this often, whatever --ckpt-every says
 LIVE_FIT_SECS = 0.5  # the page's fitted curve (a table only, no images) at least this often
+
+
+def _finite(losses: Any) -> bool:
+    """True when a chunk's losses (or no losses at all) are all finite: no member diverged in it."""
+    return losses is None or bool(np.isfinite(np.asarray(losses)).all())
 
 
 class Engine:
@@ -176,22 +182,35 @@ class Engine:
         for epoch in range(pos.epoch + (pos.pos == self.plan.steps_per_epoch), self.plan.epochs + 1):
             pos.begin_epoch(epoch)
             perm = self.permute(self.shuffle, np.int32(epoch)) if self.plan.batched else None
-            for length in lengths[pos.pos // cfg.log_every :]:  # chunks start at multiples of log_every
-                stopped = self._chunk(length, perm, pos)
+            todo = lengths[pos.pos // cfg.log_every :]  # chunks start at multiples of log_every
+            launched = None  # the next chunk, when it was dispatched before this chunk's writes
+            for i, length in enumerate(todo):
+                launched = launched or self._launch(length, perm, pos.pos)
+                following = todo[i + 1] if i + 1 < len(todo) else None
+                stopped, launched = self._chunk(launched, perm, pos, following)
                 if stopped or not self.members.alive():
                     break
             if stopped or not self.members.alive():
                 break
         return self._finish(pos, stopped)
 
-    def _chunk(self, length: int, perm: Any, pos: Position) -> bool:
-        """Run one chunk and everything due after it; returns True when a stop was requested."""
-        args = (self.state, self.train, perm, np.int32(pos.pos))  # only this scalar goes host->device
-        started = self.clock.elapsed()
+    def _launch(self, length: int, perm: Any, start: int) -> Launched:
+        """Dispatch the chunk of `length` steps from `start` in this epoch; the device computes while we go on."""
+        args = (self.state, self.train, perm, np.int32(start))  # only this scalar goes host->device
         fn = self.compiler.get(length, *args)
-        self.state, metrics = self.clock.run_chunk(
-            fn, length, *args, dispatched=lambda state: self._compile_ahead(state, args[1:])
-        )
+        launched = self.clock.launch(fn, length, *args, dispatched=lambda state: self._compile_ahead(state, args[1:]))
+        self.state = launched.state  # the old state was donated
+        return launched
+
+    def _chunk(self, launched: Launched, perm: Any, pos: Position, following: int | None) -> tuple[bool, Any]:
+        """Land one chunk and do everything due after it; returns (stop requested?, the next chunk if launched).
+
+        When nothing due needs this chunk's state (no evaluation, snapshot, checkpoint, PBT step,
+        epoch end, stop or divergence), the following chunk is dispatched before this chunk's
+        writes, so the writers' ~10 ms a chunk overlap the device's work instead of following it.
+        """
+        length, started = launched.length, launched.t0 - self.clock.start  # wall time when it was dispatched
+        self.state, metrics = self.clock.land(launched)
         if not self.stacked:
             metrics = jax.tree.map(lambda a: np.asarray(a)[None], metrics)
         check_scalar_metrics(metrics)
@@ -205,6 +224,9 @@ class Engine:
             pos.step, epoch_end, self.plan.batched, self.should_stop, self.test is not None, "fit" in self.task.panels
         )
         due = Due(*processes.agreed(dataclasses.astuple(due)))  # a job's processes all do process 0's
+        ahead = None
+        if following is not None and not (epoch_end or due.needs_state) and _finite(metrics.get("loss")):
+            ahead = self._launch(following, perm, pos.pos)  # state donated: nothing below may read it
         if due.evaluate:
             pos.test = self._evaluate()
             pos.evaluated_at = pos.step
@@ -238,7 +260,7 @@ class Engine:
                 lambda i: {"position": pos.meta(i), "wall_seconds": self.clock.elapsed()},
                 self.stacked,
             )
-        return due.stopped
+        return due.stopped, ahead
 
     def _compile_ahead(self, state: Any, data: tuple[Any, ...]) -> None:
         """While the device runs a chunk: compile what the epoch's end needs (its shorter last chunk, evaluate)."""

@@ -56,6 +56,11 @@ class Due:
     live_fit: bool  # the fitted curve only (a table, no images), between snapshots
     checkpoint: bool
 
+    @property
+    def needs_state(self) -> bool:
+        """Something due reads the state after this chunk (so the next chunk may not start before it)."""
+        return self.stopped or self.pbt or self.evaluate or self.snapshot or self.live_fit or self.checkpoint
+
 
 class Schedules:
     """Every periodic decision of a run, asked once per chunk.

@@ -149,7 +149,9 @@ class Task:
         """
         import optax
 
-        make = {"adam": optax.adam, "sgd": optax.sgd}[self.cfg.optimizer]
+        from training.tasks.optimizers import adam  # optax.adam's state, one divide per parameter (#39)
+
+        make = {"adam": adam, "sgd": optax.sgd}[self.cfg.optimizer]
         return optax.inject_hyperparams(make)(learning_rate=self.cfg.lr)
 
     @classmethod
