@@ -15,6 +15,7 @@ steps of each tag are kept. Readers skip links, damaged files and other shapes.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Sequence
@@ -32,8 +33,15 @@ RAW_BINS = 32  # what W&B bins an array logged as it is (more than 32 numbers) i
 
 
 def tag_file(tag: str) -> str:
-    """A tag's file name without suffix, the one rule for every media kind: "val/examples" -> "val__examples"."""
-    return run_store.slugify(tag.replace("/", "__"), 80)
+    """A tag's file name without suffix, the one rule for every media kind: "val/examples" -> "val__examples".
+
+    A tag that is not its own slug ("Img", "样本", "a b", "a__b", a long one) gets 16 hex digits of its hash too
+    ("img.3f..."), so two tags never share a file (TensorBoard shows "Img" and "img" apart)."""
+    plain = tag.replace("/", "__")
+    slug = run_store.slugify(plain, 80)
+    if slug == plain and "__" not in tag:
+        return slug
+    return f"{slug[:60] or 'tag'}.{hashlib.blake2b(tag.encode('utf-8', 'surrogateescape'), digest_size=8).hexdigest()}"
 
 
 def _write_bytes(path: Path, data: bytes) -> None:

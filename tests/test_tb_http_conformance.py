@@ -34,6 +34,9 @@ def _write_while_mirrored(logs: Path, runs: Path) -> None:
             exp.add_image("samples/digit", RNG.random((3, 8, 8)), step)
             exp.add_histogram("weights/w", RNG.normal(step, 1.0, 300), step)
             exp.add_text("notes", f"step {step} done", step)
+            exp.add_image("Samples/digit", RNG.random((3, 4, 4)), step)  # a tag apart from samples/digit, by case
+            exp.add_image("样本", RNG.random((3, 4, 4)), step)  # a tag with no ASCII letter
+            exp.add_text("说明", f"第 {step} 步", step)
         nested.add_scalar("loss", 2.0 - 0.1 * step, step)
         nested.add_histogram("grads", RNG.normal(0.0, 0.1 + step, 100), step)
         split.add_scalar("loss", 3.0 - 0.2 * step, step)
@@ -60,7 +63,8 @@ def test_a_tensorboardx_logdir_mirrored_while_written_matches_tensorboards_http_
     # What was compared: every run and plugin TensorBoard has, so an empty answer cannot pass.
     assert set(want) == {"exp", "exp/lr/adam", "exp/lr/sgd", "exp/hp", "a/b"}, sorted(want)
     assert [s for s, _, _ in want["exp"]["scalars"]["loss"]] == list(range(7))
-    assert [(s, len(h)) for s, h in want["exp"]["images"]["samples/digit"]] == [(0, 1), (2, 1), (4, 1)]
+    for tag in ("samples/digit", "Samples/digit", "样本"):
+        assert [(s, len(h)) for s, h in want["exp"]["images"][tag]] == [(0, 1), (2, 1), (4, 1)], tag
     assert len(want["exp"]["histograms"]["weights/w"]) == 3 and len(want["a/b"]["histograms"]["grads"]) == 6
     assert want["exp"]["text"]["notes/text_summary"][-1] == (4, "step 4 done")
     assert want["exp/hp"]["hparams"] == {"lr": 0.01, "opt": "adam", "layers": 3.0, "bn": True}
