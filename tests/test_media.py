@@ -17,6 +17,7 @@ import plotly.graph_objects as go
 import pytest
 from tensorboardX import SummaryWriter
 
+from dashboard.panels.image_steps_panel import widget_key
 from runstore import run_store, tb_logdir
 from tests.apptest_pages import app, fake_run
 from tests.chart_elements import charts, figure, trace_lengths
@@ -41,9 +42,9 @@ def test_logged_figure_image_and_table_shown_with_their_step(runs_root: Path) ->
     writer.write_tables(20, {"eval/worst": Table(["id", "loss"], [[1, 0.5], [2, 0.25]])})
     writer.close()
 
-    for page, key in (("views/live.py", "live_media_"), ("views/detail.py", "detail_media_")):
+    for page, key in (("views/live.py", "live_media"), ("views/detail.py", "detail_media")):
         at = app(page, run=run_dir.name)
-        shown = _media_charts(at, f"{key}{run_dir.name}_fig_panel/mine")
+        shown = _media_charts(at, f"{widget_key(key, run_dir.name)}_fig_panel/mine")  # a run id's digest
         assert len(shown) == 1 and trace_lengths(shown[0]) == [5], page  # the newest step by default
         slider = at.select_slider[0]
         assert slider.options == ["10", "20"] and slider.value == 20

@@ -19,7 +19,7 @@ from dashboard.panels import histogram_panel, image_steps_panel, key_panels, pan
 from runstore import artifacts, layout_prefs, media_store, tags
 from runstore.metrics.metric_table import MetricTable
 
-OPEN_MAX = 24  # a section of more keys starts collapsed (drawn when opened)
+OPEN_MAX = key_panels.OPEN_MAX  # a section of more keys starts collapsed (drawn when opened)
 PINNED = "Pinned"
 
 
@@ -93,6 +93,7 @@ def draw(run_dir: Path, records: MetricTable, key: str, root: Path, project: str
     if not keys:
         return 0
     st.subheader("Logged keys", divider="gray")
+    key_panels.dropped_note(records)
     layout, problem = layout_prefs.load(root, project)
     if problem:
         st.warning(problem)

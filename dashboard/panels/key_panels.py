@@ -1,4 +1,4 @@
-"""A chart for every scalar key a run logged, grouped into sections by the prefix before `/` (as W&B groups them).
+"""A panel for every scalar, histogram and text key a run logged, in sections by the prefix before `/` (as W&B).
 
 For runs of users' own loops (the `jaxdash` client): their keys are theirs, not our tasks' names, so Live
 draws each one (`train/step_loss` charted from its first point, not only shown as a number). Sections and the
@@ -8,14 +8,17 @@ its new tile (dashboard/panels/live_numbers.py). Our tasks' richer panels (panel
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
-from dashboard.panels import panel_kinds, safe_text
-from runstore import tags
-from runstore.metrics.metric_table import MetricTable
+from dashboard.panels import histogram_panel, image_steps_panel, panel_kinds, safe_text, text_panel
+from runstore import media_store, tags
+from runstore.metrics.metric_table import MAX_TAGS, MetricTable
 
 OWNED = {"loss": (tags.TRAIN_LOSS, "test/loss"), "accuracy": (tags.TRAIN_ACC, "test/acc")}  # drawn by panel_kinds
 OTHER = "Charts"  # the section of keys without a prefix
+OPEN_MAX = 24  # a section of more keys starts collapsed (drawn when opened)
 
 
 def sections(names: list[str]) -> dict[str, list[str]]:
@@ -26,14 +29,74 @@ def sections(names: list[str]) -> dict[str, list[str]]:
     return out
 
 
-def draw(records: MetricTable, key: str, drawn_kinds: list[str], color: str | None, feed_run: str | None) -> int:
-    """Every logged scalar no drawn panel shows, a section per prefix, two charts a row; returns how many."""
+def dropped_note(records: MetricTable) -> None:
+    """One line when the run logged more keys than the server keeps (MAX_TAGS): how many are not drawn, and where
+    they are."""
+    if records.dropped_keys:
+        st.caption(
+            f"This run logged more than {MAX_TAGS:,} metric keys: {records.dropped_keys:,} past the first "
+            f"{MAX_TAGS:,} are not kept by the dashboard (they stay in the run's metrics.jsonl)."
+        )
+
+
+def logged_kinds(run_dir: Path | None, names: list[str]) -> dict[str, str]:
+    """{key: kind}: the scalars `names`, then the run's histogram and text keys (images: media_panels)."""
+    out = dict.fromkeys(names, "scalar")
+    if run_dir is None:
+        return out
+    for kind, found in (("histogram", histogram_panel.histograms(run_dir)), ("text", media_store.texts(run_dir))):
+        for tag, items in found.items():
+            if items:
+                out.setdefault(tag, kind)
+    return out
+
+
+def draw(
+    records: MetricTable,
+    key: str,
+    drawn_kinds: list[str],
+    color: str | None,
+    feed_run: str | None,
+    run_dir: Path | None = None,
+) -> int:
+    """Every logged key no drawn panel shows, a section per prefix, two panels a row; returns how many.
+
+    Scalars are charts (fed: their new points appended between reruns); with `run_dir`, histograms and texts
+    get their panels too (histogram_panel, text_panel), re-read when the panel reruns for the run's news
+    (a changed media folder is news: dashboard/server/changes_route.py), never on a timer.
+    """
     owned = {t for kind in drawn_kinds for t in OWNED.get(kind, ())}
     names = [t for t in records.ordered_tags() if t not in owned and not t.startswith(f"{tags.SYS}/")]
-    for prefix, group in sections(names).items():
-        st.markdown(f"**{safe_text.md(prefix)}** · {len(group)}")
-        cols = st.columns(2)
-        for i, tag in enumerate(group):
-            with cols[i % 2]:
-                panel_kinds.key_panel(tag, records, f"{key}_{tag}", color, feed_run)
-    return len(names)
+    dropped_note(records)
+    kinds = logged_kinds(run_dir, names)
+    for prefix, group in sections(list(kinds)).items():
+        label = f"{safe_text.md(prefix)} · {len(group)}"
+        if len(group) <= OPEN_MAX:
+            st.markdown(f"**{label}**")
+            _grid(run_dir, records, {t: kinds[t] for t in group}, key, color, feed_run)
+            continue
+        box = st.expander(label, expanded=False, key=image_steps_panel.widget_key(key, prefix), on_change="rerun")
+        if box.open:  # a section of many keys draws when opened: a run of thousands of keys stays fast
+            with box:
+                _grid(run_dir, records, {t: kinds[t] for t in group}, key, color, feed_run)
+    return len(kinds)
+
+
+def _grid(
+    run_dir: Path | None, records: MetricTable, shown: dict[str, str], key: str, color: str | None, feed: str | None
+) -> None:
+    cols = st.columns(2)
+    for i, (tag, kind) in enumerate(shown.items()):
+        with cols[i % 2]:
+            _panel(run_dir, records, tag, kind, image_steps_panel.widget_key(key, tag), color, feed)
+
+
+def _panel(
+    run_dir: Path | None, records: MetricTable, tag: str, kind: str, key: str, color: str | None, feed: str | None
+) -> None:
+    if kind == "scalar" or run_dir is None:
+        panel_kinds.key_panel(tag, records, key, color, feed)
+    elif kind == "histogram":
+        histogram_panel.tag_panel(tag, histogram_panel.histograms(run_dir)[tag], key)
+    else:
+        text_panel.tag_panel(tag, media_store.texts(run_dir)[tag])

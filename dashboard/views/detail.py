@@ -51,6 +51,12 @@ DETAIL_OUTPUT_MS = refresh_timings.ms("detail_output_rerun")
 DETAIL_PANEL_KEY = "detail_panel"
 
 
+def _rk(run_id: str) -> str:
+    """The part of a widget key that stands for a run: `_` and a digest of its id (an id is data: `__`, spaces,
+    unicode, 200 characters), never the id itself."""
+    return data_panels.widget_key("", run_id)
+
+
 def results(run: run_store.RunInfo, records: MetricTable, fed: bool = False, defs: dict | None = None) -> None:
     """Final metrics, the task's panels (config.json "panels"), then its test report when it wrote one.
 
@@ -67,9 +73,9 @@ def results(run: run_store.RunInfo, records: MetricTable, fed: bool = False, def
         for i, (tag, v) in enumerate(final.items()):
             cols[i % len(cols)].metric(safe_text.md(tag), f"{v:.2%}" if "acc" in tag else panels.fmt(v))
     kinds = artifacts.run_panels(run.path, None, records.tags())
-    panel_kinds.draw(run.path, kinds, records, run.status, f"detail_{run.run_id}", fed=fed)
-    pbt_panels.member_panel(run, records, f"detail_pbt_{run.run_id}")  # PBT: its lr and copies
-    media_panels.media_section(run.path, records, f"detail_media_{run.run_id}", per_key=True)  # figures, tables
+    panel_kinds.draw(run.path, kinds, records, run.status, f"detail{_rk(run.run_id)}", fed=fed)
+    pbt_panels.member_panel(run, records, f"detail_pbt{_rk(run.run_id)}")  # PBT: its lr and copies
+    media_panels.media_section(run.path, records, f"detail_media{_rk(run.run_id)}", per_key=True)  # figures, tables
     # a panel per logged key of every kind (scalars, histograms, images, text), a section per prefix
     hidden = {k for k, d in (defs or {}).items() if d.get("hidden")}
     owned = {t for kind in kinds for t in key_panels.OWNED.get(kind, ())} | hidden
@@ -83,7 +89,9 @@ def results(run: run_store.RunInfo, records: MetricTable, fed: bool = False, def
         return
     left, right = st.columns([2, 3])
     with left:
-        panels.chart(figures.confusion_matrix_figure(report.confusion, report.class_names), f"detail_cm_{run.run_id}")
+        panels.chart(
+            figures.confusion_matrix_figure(report.confusion, report.class_names), f"detail_cm{_rk(run.run_id)}"
+        )
     with right:
         mistakes(run.path, report)
 
@@ -104,7 +112,7 @@ def mistakes(run_dir: Path, report: artifacts.Classification, limit: int = 32) -
         report.class_names,
         title=f"Misclassified ({wrong.size} shown): pred (true)",
     )
-    panels.chart(fig, f"detail_imgs_{run_dir.name}")
+    panels.chart(fig, f"detail_imgs{_rk(run_dir.name)}")
 
 
 def tracking(run: run_store.RunInfo) -> None:
@@ -135,7 +143,9 @@ def tracking(run: run_store.RunInfo) -> None:
         if st.session_state.get("tb_url"):
             link = tensorboard_link(st.session_state["tb_url"], run.run_id)
             st.link_button("Open TensorBoard", link, icon=":material/open_in_new:")
-            st.caption(f"Shows this run (`{run.run_id}/tb/...`); clear the run filter to compare with others.")
+            st.caption(
+                f"Shows this run ({safe_text.code(run.run_id + '/tb/...')}); clear the run filter to compare with others."
+            )
 
 
 PINNED = ("train/loss", "test/loss", "train/acc", "test/acc")  # pinned on top of TensorBoard's Time Series
@@ -187,9 +197,9 @@ def summary(run: run_store.RunInfo, was_active: bool, polled_ids: list[str] | No
     live_numbers.follow(run.run_id, DETAIL_PANEL_KEY, tiles=False, on=fed)
     defs = wandb_reads.wandb_meta(run.path).define_metric
     results(run, records, fed, defs)
-    defined_grids.metric_grids(run, records, f"detail_all_{run.run_id}", defs, state.is_active(status))
+    defined_grids.metric_grids(run, records, f"detail_all{_rk(run.run_id)}", defs, state.is_active(status))
     wandb_run_panel.summary_section(run.path)
-    run_files_panel.section(run.path, f"detail_files_{run.run_id}")
+    run_files_panel.section(run.path, f"detail_files{_rk(run.run_id)}")
     run_sections.process_output(run.path, state.is_active(status))
     if was_active and not state.is_active(status):
         st.rerun()  # full rerun: final results, and no more refresh timer

@@ -15,6 +15,7 @@ from dashboard.forms import groups
 from dashboard.forms.widgets import status_badge
 from dashboard.panels import (
     group_panels,
+    histogram_panel,
     inplace_chart,
     key_panels,
     live_numbers,
@@ -24,7 +25,9 @@ from dashboard.panels import (
     refresh_trigger,
     safe_text,
     tab_visibility,
+    text_panel,
 )
+from dashboard.panels.image_steps_panel import widget_key
 from dashboard.processes import launcher
 from runstore import artifacts, launch_files, run_store, tb_logdir
 from runstore.metrics.metric_table import MetricTable
@@ -162,12 +165,16 @@ def live_panel(members: list[run_store.RunInfo], selected: str, polled_ids: list
         keys = len(records[0].tags()) if every_key else None
         live_numbers.follow(run_dir.name, on=fed and active, keys=keys)  # the progress line and tiles between reruns
         color = run_color(run_dir.name)
-        panel_kinds.draw(run_dir, kinds, records[0], statuses[0], f"live_{run_dir.name}", color, fed and active)
-        if every_key:
+        rk = widget_key("", run_dir.name)  # a run id is data: keys hold its digest, never the id
+        panel_kinds.draw(run_dir, kinds, records[0], statuses[0], f"live{rk}", color, fed and active)
+        if every_key:  # every scalar, histogram and text key in its prefix's section
             drawn = panel_kinds.drawn_kinds(run_dir, kinds, records[0])
             feed_run = run_dir.name if fed and active else None
-            key_panels.draw(records[0], f"live_keys_{run_dir.name}", drawn, color, feed_run)
-        media_panels.media_section(run_dir, records[0], f"live_media_{run_dir.name}")  # its own figures, images, tables
+            key_panels.draw(records[0], f"live_keys{rk}", drawn, color, feed_run, run_dir)
+        media_panels.media_section(run_dir, records[0], f"live_media{rk}")  # its own figures, images, tables
+        if not every_key:  # our tasks' and TensorBoard logs' histograms and texts (a user's loop: in its sections)
+            histogram_panel.section(run_dir, f"live_hist{rk}")
+            text_panel.section(run_dir)
         return
     key = members[0].status.get("group", "group")
     seeds_vary = "seed" in groups.varied([m.config for m in members])

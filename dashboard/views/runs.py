@@ -9,7 +9,7 @@ import streamlit as st
 
 from dashboard import refresh_timings, state
 from dashboard.forms import groups
-from dashboard.panels import compare, inplace_chart, panels, refresh_trigger, runs_index
+from dashboard.panels import compare, data_panels, inplace_chart, panels, refresh_trigger, runs_index
 from dashboard.processes import launcher
 from runstore import run_notes, run_store, tb_logdir
 
@@ -67,6 +67,12 @@ def table(df: pd.DataFrame, key: str, default: list[int]) -> list[int]:
         column_config=COLUMN_CONFIG | metric_config,
     )
     return list(event.selection.rows) if event is not None else []
+
+
+def compare_ids(values: list[str], known: set[str]) -> list[str]:
+    """The run ids a compare link names: `?compare=a,b` or `?compare=a&compare=b`; a value that is a run's
+    whole id is that run (an id is data: it may hold a comma)."""
+    return [i for v in values for i in ([v] if v in known else v.split(","))]
 
 
 REFRESH_S = refresh_timings.seconds("runs_rerun")
@@ -130,7 +136,7 @@ def notes_editor(run: run_store.RunInfo, known: list[str]) -> None:
     """Display name, tags and notes of one run: saved to its folder, TensorBoard and (online) W&B."""
     current = run_notes.load(run.path)
     with st.expander("Name, tags and notes", icon=":material/edit_note:", expanded=False):
-        with st.form(f"notes_{run.run_id}", border=False):
+        with st.form(data_panels.widget_key("notes", run.run_id), border=False):
             name = st.text_input("Display name", value=current.display_name, placeholder=run.name, key="notes_name")
             tags = st.multiselect(
                 "Tags",
@@ -219,7 +225,8 @@ def body(active_ids: list[str] | None = None) -> None:
         return
     df = runs_frame(runs)
     if st.query_params.get("compare"):  # a shared link: ?compare=<id>,<id>,... selects those runs once
-        st.session_state["selected_ids"] = st.query_params.pop("compare").split(",")
+        st.session_state["selected_ids"] = compare_ids(st.query_params.get_all("compare"), set(df["run_id"]))
+        del st.query_params["compare"]
     shown = runs_index.apply(df, filters(df))
     if df["wandb group"].notna().any() and st.toggle("Group by W&B group", key="runs_by_wandb_group"):
         shown = runs_index.by_wandb_group(shown)  # each run keeps its row: its own state and config
