@@ -117,6 +117,23 @@ def join(flags: JobFlags) -> None:
             f"process {flags.process_id} of {flags.num_processes} could not join the job at {flags.coordinator} "
             f"({why}); start every process with the same --coordinator and --num-processes."
         ) from None
+    _orbax_barriers_by_coordinator()
+
+
+def _orbax_barriers_by_coordinator() -> None:
+    """Orbax's multi-process barriers through JAX's coordination service instead of device collectives.
+
+    Orbax runs its barriers on its own threads (our Orbax thread, its commit threads) while the
+    training thread launches the next chunk; as collectives, two processes can issue them in a
+    different order than the chunk's all-reduce and deadlock in gloo (a job hung at its second
+    checkpoint). Coordination-service barriers involve no device and time out.
+    """
+    from absl import flags
+    from orbax.checkpoint._src.multihost import multihost  # defines the flag
+
+    if not flags.FLAGS.is_parsed():
+        flags.FLAGS.mark_as_parsed()  # our CLI parses argparse, not absl: every absl flag keeps its default
+    flags.FLAGS[multihost.EXPERIMENTAL_ORBAX_USE_DISTRIBUTED_BARRIER.name].value = True
 
 
 def is_lead() -> bool:
