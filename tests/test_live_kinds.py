@@ -41,11 +41,10 @@ def _start(root: Path, tmp_path: Path) -> subprocess.Popen:
     return proc
 
 
-def _next(proc: subprocess.Popen, expect: str | None) -> None:
+def _next(proc: subprocess.Popen, expect: str) -> None:
     proc.stdin.write("\n")  # type: ignore[union-attr]
     proc.stdin.flush()  # type: ignore[union-attr]
-    if expect:
-        assert proc.stdout.readline().strip() == expect  # type: ignore[union-attr]
+    assert proc.stdout.readline().strip() == expect  # type: ignore[union-attr]
 
 
 def test_live_draws_a_training_runs_histogram_and_text(runs_root: Path, tmp_path: Path) -> None:
@@ -59,10 +58,9 @@ def test_live_draws_a_training_runs_histogram_and_text(runs_root: Path, tmp_path
         (phases,) = [df.value for df in at.dataframe if "train/phase" in df.value.columns]
         assert phases["train/phase"].tolist() == ["warmup"] * 3
         assert "**train · 2**" in [m.value for m in at.markdown]  # the histogram and the text (train/loss: Loss panel)
-    finally:
         _next(proc, "again")
-        _next(proc, None)
-        proc.wait(timeout=60)
+    finally:
+        proc.communicate("\n\n", timeout=60)  # whatever it waits for: its next step, then its end
 
 
 @pytest.mark.browser
@@ -89,5 +87,4 @@ def test_live_shows_a_new_text_step_without_a_reload_in_chromium(served: tuple, 
         )
         page.screenshot(path=str(Path(__file__).resolve().parents[1] / "test-artifacts" / "live_kinds.png"))
     finally:
-        _next(proc, None)
-        proc.wait(timeout=60)
+        proc.communicate("\n\n", timeout=60)  # whatever it waits for: its next step, then its end
