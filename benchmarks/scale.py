@@ -38,8 +38,8 @@ import psutil  # noqa: E402
 from playwright.sync_api import Browser, Page, sync_playwright  # noqa: E402
 
 from benchmarks.scale_navigation import IN_VIEW_JS, navigate  # noqa: E402
-from dashboard.forms import groups  # noqa: E402
 from dashboard.panels import panels, runs_index  # noqa: E402
+from dashboard.reading import groups  # noqa: E402
 from dashboard.server.serve import CHROMIUM, CHROMIUM_ARGS, start_server  # noqa: E402
 from runstore import (
     run_reads,  # noqa: E402

@@ -17,8 +17,9 @@ import streamlit as st  # noqa: E402
 
 from dashboard import state  # noqa: E402
 from dashboard.panels import panels  # noqa: E402
-from dashboard.processes import launcher, page_queue  # noqa: E402
+from dashboard.processes import launcher, page_queue, page_tensorboard  # noqa: E402
 from dashboard.processes import warm_workers as worker  # noqa: E402
+from dashboard.reading import runs_watch  # noqa: E402
 from runstore import run_store  # noqa: E402
 
 # Not "pages/": on a fresh server a deep link would run such a folder's files directly, without this frame.
@@ -42,8 +43,8 @@ def run() -> None:
     st.set_option("client.showErrorDetails", "none")  # never a traceback in the page
     st.set_option("client.toolbarMode", "minimal")
     st.set_page_config(page_title="JAX training dashboard", page_icon=":material/monitoring:", layout="wide")
-    if state.is_shared():
-        where = state.server_address() or "every network interface"
+    if page_tensorboard.is_shared():
+        where = page_tensorboard.server_address() or "every network interface"
         st.warning(
             f"This dashboard is served on **{where}**: anyone who can reach it can start, stop and delete "
             "training runs, that is, run code on this machine. Serve it on 127.0.0.1 (the default of "
@@ -75,7 +76,7 @@ def run() -> None:
     # delta path index", a blank page in 2 of 3 tries in Chromium); its list refreshes itself.
     try:
         if page.url_path != "new":
-            state.watch_runs()  # first: a page run cut short by a rerun still leaves its watcher
+            runs_watch.watch_runs()  # first: a page run cut short by a rerun still leaves its watcher
         page.run()
     except Exception as exc:  # noqa: BLE001 - a message in the page, the traceback only in the server log
         logging.getLogger("dashboard").exception("page %s failed", page.title)

@@ -18,7 +18,6 @@ run declared its components unregistered (#36); the poll's numbers come from pan
 from __future__ import annotations
 
 import sys
-import urllib.parse
 from pathlib import Path
 
 # `streamlit run` puts dashboard/ on sys.path, not the repository root that holds the packages.
@@ -29,7 +28,7 @@ if str(ROOT) not in sys.path:
 import streamlit as st  # noqa: E402
 from starlette.middleware import Middleware  # noqa: E402
 from starlette.requests import Request  # noqa: E402
-from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse  # noqa: E402
+from starlette.responses import JSONResponse, PlainTextResponse, Response  # noqa: E402
 from starlette.routing import Route  # noqa: E402
 
 from dashboard.panels import run_numbers  # noqa: E402
@@ -40,49 +39,19 @@ from dashboard.server import (  # noqa: E402
     host_check,
     poll_route,
     rows_route,
+    run_lookup,
     stale_temp,
 )
-from runstore import run_store, safe_files  # noqa: E402
-from runstore.metrics import metric_csv  # noqa: E402
-from runstore.run_folder import RunFolder  # noqa: E402
-
-
-def content_disposition(filename: str) -> str:
-    """An attachment header for any file name: an ASCII fallback, and the name itself per RFC 6266 / 5987."""
-    fallback = "".join(c if c.isascii() and c.isprintable() and c not in '"\\' else "_" for c in filename)
-    return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{urllib.parse.quote(filename, safe='')}"
-
-
-def _no_run(run_id: str) -> Response:
-    """404 for a run id that names no run folder under the runs root (csv_route.run_folder)."""
-    return PlainTextResponse(f"No run {run_id!r} under {run_store.runs_root()}.", status_code=404)
-
-
-def metrics_csv(request: Request) -> Response:
-    """Every record of the run's metrics.jsonl as CSV, streamed as it is written."""
-    run_id = request.path_params["run_id"]
-    folder = csv_route.run_folder(run_id)
-    if folder is None:
-        return _no_run(run_id)
-    records = RunFolder(folder).records_path
-    if not records.exists():
-        return PlainTextResponse(f"Run {run_id!r} has logged no metrics yet (no metrics.jsonl).", status_code=404)
-    if not safe_files.is_regular(records):
-        msg = f"Run {run_id!r}: metrics.jsonl is {safe_files.NOT_REGULAR}; replace it with the run's own file."
-        return PlainTextResponse(msg, status_code=404)
-    return StreamingResponse(
-        metric_csv.iter_csv(folder),  # a plain iterator: Starlette runs it in a worker thread
-        media_type="text/csv",
-        headers={"Content-Disposition": content_disposition(f"{run_id}.csv")},
-    )
 
 
 def _numbers_of(run_id: str) -> dict | None:
     """A run's progress line and tile texts (run_numbers), from the status and metric caches the pages share."""
-    from dashboard import state  # its st.cache_resource needs the running server: imported at the first poll
+    # run_metrics' st.cache_resource needs the running server: imported at the first poll
+    from dashboard.processes.launch_status import run_status
+    from dashboard.reading.run_metrics import metrics
 
-    folder = csv_route.run_folder(run_id)
-    return None if folder is None else run_numbers.numbers(state.run_status(folder), state.metrics(folder))
+    folder = run_lookup.run_folder(run_id)
+    return None if folder is None else run_numbers.numbers(run_status(folder), metrics(folder))
 
 
 def poll(request: Request) -> Response:
@@ -99,7 +68,7 @@ csv_route.ROUTE_ON = changes_route.ROUTE_ON = True  # the poll and rows routes c
 app = st.App(
     Path(__file__).parent / "app.py",
     routes=[
-        Route(csv_route.route(), metrics_csv),
+        Route(csv_route.route(), csv_route.serve),
         Route(rows_route.route(), rows_route.serve),
         Route(poll_route.route(), poll),
     ],

@@ -50,7 +50,7 @@ def list_runs(
 
     Damaged runs are included (state "damaged", with the file that is wrong), links directly under
     the root too (listed as damaged, never read). Folders without a run (a page launch whose process
-    has not written config.json yet) are left out; the page adds those (dashboard/state.py).
+    has not written config.json yet) are left out; the page adds those (dashboard/reading/run_list.py).
     """
     root = run_store.runs_root(root)
     entries = run_store.run_folders(root)

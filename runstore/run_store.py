@@ -247,7 +247,7 @@ def damaged_run(d: Path, message: str, name: str | None = None, task: str = "?")
 
 
 def read_run(d: Path) -> RunInfo | None:
-    """The run in folder `d`, validated; None if `d` holds no run (or only a page launch, see dashboard.state)."""
+    """The run in folder `d`, validated; None if `d` holds no run (or only a page launch, see dashboard/processes/launch_status.py)."""
     try:
         cfg = load_json_object(d / "config.json")
     except DamagedRunFile as exc:

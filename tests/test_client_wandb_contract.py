@@ -11,7 +11,7 @@ from pathlib import Path
 from tensorboard.backend.event_processing import event_accumulator as ea
 from tensorboard.plugins.hparams import metadata as hp_metadata
 
-from dashboard.forms import groups
+from dashboard.reading import groups
 from runstore import run_notes, run_store
 from tests.client_scripts import only_run, rows, run, wandb_history, wandb_run_record
 from tests.test_writers_wandb import inspect_summary

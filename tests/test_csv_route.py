@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.server import csv_route
+from dashboard.server import run_lookup
 from runstore import run_store
 
 
@@ -61,6 +61,6 @@ def test_only_plain_folder_names_under_the_runs_root_are_runs(tmp_path: Path, mo
     (tmp_path / "elsewhere").mkdir()
     (root / "link").symlink_to(tmp_path / "elsewhere")
     monkeypatch.setenv("JAXDASH_RUNS", str(root))
-    assert csv_route.run_folder("a-run") == (root / "a-run").resolve()
+    assert run_lookup.run_folder("a-run") == (root / "a-run").resolve()
     for name in ("..", "../elsewhere", "/etc", "link", ".hidden", "a-run/..", "missing", ""):
-        assert csv_route.run_folder(name) is None, name
+        assert run_lookup.run_folder(name) is None, name

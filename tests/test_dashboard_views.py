@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dashboard import state as dashboard_state
-from dashboard.processes import launcher
+from dashboard.processes import launch_status, launcher
 from runstore import launch_files, run_store
 from tests.apptest_pages import app, fake_run, wait_status
 from tests.chart_elements import charts, trace_lengths, trace_values
@@ -128,7 +127,7 @@ def test_resume_button_continues_a_stopped_run_in_a_new_process(
     assert not at.exception
     resume = launch_files.launch_info(run_dir)["resume"]
     assert resume["pid"] != first_pid and resume["command"][3:5] == ["resume", str(run_dir)]
-    assert dashboard_state.run_status(run_dir)["state"] in ("starting", "running", "finished")  # no longer "stopped"
+    assert launch_status.run_status(run_dir)["state"] in ("starting", "running", "finished")  # no longer "stopped"
     deadline = time.monotonic() + 120
     while run_store.read_status(run_dir).get("pid") != resume["pid"] and time.monotonic() < deadline:
         time.sleep(0.2)

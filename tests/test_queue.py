@@ -73,8 +73,7 @@ def test_cli_queue_runs_the_run_through_the_queue(tmp_path: Path) -> None:
 def test_page_starts_wait_in_the_queue_show_their_place_start_in_turn_and_cancel(tmp_path: Path, monkeypatch) -> None:
     """With one slot, the page's second and third Start wait as queued (#1, #2); Cancel takes one out; the
     server's dispatcher starts the other when the first run ends, into its own run folder."""
-    from dashboard import state
-    from dashboard.processes import launcher
+    from dashboard.processes import launch_status, launcher
     from runstore import run_store
     from tests.apptest_pages import app
     from training.settings import parse_config
@@ -88,17 +87,17 @@ def test_page_starts_wait_in_the_queue_show_their_place_start_in_turn_and_cancel
     infos = [json.loads((d / "launch.json").read_text()) for d in (first, second, third)]
     assert "pid" in infos[0] and infos[0]["queue_job"] == 1
     assert [i["via"] for i in infos[1:]] == ["queue", "queue"] and not any("pid" in i for i in infos[1:])
-    assert [state.run_status(d).get("position") for d in (second, third)] == [1, 2]
+    assert [launch_status.run_status(d).get("position") for d in (second, third)] == [1, 2]
 
     at = app("views/live.py", run=third.name)
     assert any("Queued: #2 in the run queue" in i.value for i in at.info)
     at.button(key="stop_run").click().run()  # labelled Cancel while it waits
     assert Queue(tmp_path).state(infos[2]["queue_job"]) == "cancelled"
-    assert state.run_status(third)["state"] == "stopped"
-    assert "Cancelled while it waited" in state.run_status(third)["message"]
+    assert launch_status.run_status(third)["state"] == "stopped"
+    assert "Cancelled while it waited" in launch_status.run_status(third)["message"]
 
     deadline = time.monotonic() + 240
-    while state.run_status(second).get("state") not in ("finished", "failed") and time.monotonic() < deadline:
+    while launch_status.run_status(second).get("state") not in ("finished", "failed") and time.monotonic() < deadline:
         time.sleep(0.5)
     done = [run_store.read_status(d) for d in (first, second)]
     assert [s.get("state") for s in done] == ["finished", "finished"], (second / "process.log").read_text()[-2000:]

@@ -7,7 +7,7 @@ import shutil
 import time
 from pathlib import Path
 
-from dashboard import state
+from dashboard.processes import launch_status
 from runstore import run_reads, run_store
 
 
@@ -28,31 +28,33 @@ def test_ended_runs_are_reused_until_a_file_changes(tmp_path: Path, monkeypatch)
     reads: list[Path] = []
     real = run_store.read_run
     monkeypatch.setattr(run_store, "read_run", lambda d: reads.append(d) or real(d))
-    first = by_name(run_reads.list_runs(tmp_path, state.run_status))
+    first = by_name(run_reads.list_runs(tmp_path, launch_status.run_status))
     assert first["done"].status["state"] == "finished" and first["live"].status["state"] == "running"
     reads.clear()
-    again = by_name(run_reads.list_runs(tmp_path, state.run_status))
+    again = by_name(run_reads.list_runs(tmp_path, launch_status.run_status))
     assert reads == [live]  # the running run is read again, the ended one is not
     again["done"].status["state"] = "changed by a caller"
-    assert by_name(run_reads.list_runs(tmp_path, state.run_status))["done"].status["state"] == "finished"
+    assert by_name(run_reads.list_runs(tmp_path, launch_status.run_status))["done"].status["state"] == "finished"
     run_store.write_status(done, final={"train/loss": 0.5})
     reads.clear()
-    assert by_name(run_reads.list_runs(tmp_path, state.run_status))["done"].status["final"] == {"train/loss": 0.5}
+    assert by_name(run_reads.list_runs(tmp_path, launch_status.run_status))["done"].status["final"] == {
+        "train/loss": 0.5
+    }
     assert done in reads
 
 
 def test_a_run_that_ends_or_is_deleted_shows_at_once(tmp_path: Path) -> None:
     live = make(tmp_path, "live", "running", pid=os.getpid())
-    assert run_reads.list_runs(tmp_path, state.run_status)[0].status["state"] == "running"
+    assert run_reads.list_runs(tmp_path, launch_status.run_status)[0].status["state"] == "running"
     run_store.write_status(live, state="stopped", ended=time.time())
-    assert run_reads.list_runs(tmp_path, state.run_status)[0].status["state"] == "stopped"
+    assert run_reads.list_runs(tmp_path, launch_status.run_status)[0].status["state"] == "stopped"
     shutil.rmtree(live)
-    assert run_reads.list_runs(tmp_path, state.run_status) == []
+    assert run_reads.list_runs(tmp_path, launch_status.run_status) == []
 
 
 def test_a_damaged_run_is_read_every_time(tmp_path: Path) -> None:
     d = make(tmp_path, "bad", "finished")
     (d / "status.json").write_text("{not json")
-    assert run_reads.list_runs(tmp_path, state.run_status)[0].status["state"] == "damaged"
+    assert run_reads.list_runs(tmp_path, launch_status.run_status)[0].status["state"] == "damaged"
     run_store.atomic_write_json(d / "status.json", {"state": "finished", "pid": 1, "started": 1.0})
-    assert run_reads.list_runs(tmp_path, state.run_status)[0].status["state"] == "finished"
+    assert run_reads.list_runs(tmp_path, launch_status.run_status)[0].status["state"] == "finished"

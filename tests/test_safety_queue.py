@@ -126,8 +126,7 @@ def sweeps_page(root: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 def start_from_the_page(root: Path) -> tuple[float, Path, dict, dict]:
     """Start a run as the New run page does: (seconds it took, its folder, launch.json, the status the pages show)."""
-    from dashboard import state
-    from dashboard.processes import launcher
+    from dashboard.processes import launch_status, launcher
     from training.settings import parse_config
     from training.tasks import load_task
 
@@ -135,7 +134,7 @@ def start_from_the_page(root: Path) -> tuple[float, Path, dict, dict]:
     t0 = time.monotonic()
     run_dir = launcher.launch("regression", cfg, wandb_mode="disabled", root=root)
     took = time.monotonic() - t0
-    return took, run_dir, json.loads((run_dir / "launch.json").read_text()), state.run_status(run_dir)
+    return took, run_dir, json.loads((run_dir / "launch.json").read_text()), launch_status.run_status(run_dir)
 
 
 @pytest.mark.parametrize("problem", ["damaged", "read-only", "locked"])

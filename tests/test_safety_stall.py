@@ -63,7 +63,7 @@ def _wait(what: str, ok, timeout: float) -> None:  # noqa: ANN001 - a predicate
 
 
 def test_a_training_process_stopped_with_sigstop_reads_stalled_within_seconds(tmp_path: Path) -> None:
-    from dashboard import state
+    from dashboard.processes import launch_status
 
     run_dir = tmp_path / "runs" / "paused"
     cmd = [sys.executable, "-m", "training", "regression", "--steps", "100000000", "--log-every", "500"]
@@ -71,19 +71,19 @@ def test_a_training_process_stopped_with_sigstop_reads_stalled_within_seconds(tm
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         _wait("training steps", lambda: (_status(run_dir).get("step") or 0) > 0 and proc.poll() is None, 180)
-        moving = progress_text(state.run_status(run_dir), now=time.time())
+        moving = progress_text(launch_status.run_status(run_dir), now=time.time())
         assert "steps/s" in moving and "stalled" not in moving, moving
         proc.send_signal(signal.SIGSTOP)
         stopped_at = time.time()
-        _wait("the stall", lambda: "stalled_since" in state.run_status(run_dir), WITHIN_S + 5)
+        _wait("the stall", lambda: "stalled_since" in launch_status.run_status(run_dir), WITHIN_S + 5)
         took = time.time() - stopped_at
-        status = state.run_status(run_dir)
+        status = launch_status.run_status(run_dir)
         text = progress_text(status, now=time.time())
         assert text.startswith(f"stalled since {clock(status['stalled_since'])}"), text
         assert "steps/s" not in text and "ETA" not in text
         assert took < WITHIN_S, f"{took:.1f} s to read stalled"
         proc.send_signal(signal.SIGCONT)
-        _wait("progress again", lambda: "stalled_since" not in state.run_status(run_dir), 60)
+        _wait("progress again", lambda: "stalled_since" not in launch_status.run_status(run_dir), 60)
     finally:
         proc.send_signal(signal.SIGCONT)
         proc.kill()

@@ -228,7 +228,7 @@ def check_runs_root(root: Path | None) -> str | None:
     return None
 
 
-MAX_MEMBERS = 64  # one program trains every member; the page has the same cap (dashboard/forms/groups.py)
+MAX_MEMBERS = 64  # one program trains every member; the page has the same cap (dashboard/forms/population_form.py)
 
 
 def check_members(count: int) -> str | None:

@@ -15,9 +15,10 @@ import streamlit as st
 from components import pbt_figures
 from components.colors import distinct_colors, run_color
 from dashboard import state
-from dashboard.forms import groups, pbt_settings
+from dashboard.forms import pbt_settings, population_form
 from dashboard.forms.widgets import pbt_input
 from dashboard.panels.panels import chart
+from dashboard.reading import groups
 from runstore import artifacts, run_store, tags
 from runstore.metrics.metric_table import MetricTable
 
@@ -33,7 +34,7 @@ def population_pbt(
     Pops the "pbt_*" messages from `errors` (drawn under their settings). Returns the form's raw
     settings (checked by `pbt_settings.check` on Start), or None without PBT.
     """
-    lrs = groups.split_list((population or {}).get("lr", ""))
+    lrs = population_form.split_list((population or {}).get("lr", ""))
     if population is None or len(lrs) < 2:
         for name in pbt_settings.LABELS:
             errors.pop(name, None)
@@ -43,7 +44,7 @@ def population_pbt(
     metrics = pbt_settings.metric_choices(task)
     pbt = pbt_input(prefix, pbt_settings.LABELS, metrics, errors)
     if pbt is not None:
-        k = groups.population_size(population)
+        k = population_form.population_size(population)
         label = metrics.get(pbt["metric"], str(pbt["metric"]))
         try:
             text = pbt_settings.summary(k, float(pbt["fraction"]), int(pbt["interval"]), label)

@@ -197,7 +197,7 @@ def launch_population(
 
     The page makes member 0's folder (launch.json with "population", process.log): it stands for
     the population until the process writes its members, member 0 into that same folder (so no
-    launch folder is left behind) and the others beside it; `state.population_members` finds
+    launch folder is left behind) and the others beside it; `launch_status.population_members` finds
     them by pid.
     """
     _check_wandb(wandb_mode)

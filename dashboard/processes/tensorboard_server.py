@@ -1,6 +1,6 @@
 """Serve TensorBoard over the runs root from the dashboard process.
 
-No Streamlit here: `state.tensorboard_url` caches the server this module starts. A server
+No Streamlit here: `page_tensorboard.tensorboard_url` caches the server this module starts. A server
 lives as long as the dashboard (closed at exit; tensorboard_child.py ends it if the dashboard is
 killed) and is only as reachable as the page.
 """

@@ -20,7 +20,7 @@ import hashlib
 import os
 from typing import Any
 
-from dashboard.server import csv_route
+from dashboard.server import run_lookup
 from runstore import run_folder, run_store, run_watch
 
 ROUTE_ON = False  # set by dashboard/server_app.py
@@ -33,7 +33,7 @@ MEDIA = run_folder.ARTIFACTS  # tables, figures, images: written by rename or as
 def watchable(runs: list[Any]) -> bool:
     """Whether the route is served and answers for every run (each a run folder under the runs root;
     a TensorBoard logdir's mirrored runs are not: their pages refresh on a timer)."""
-    return ROUTE_ON and len(runs) <= MAX_IDS and all(csv_route.run_folder(r.run_id) == r.path for r in runs)
+    return ROUTE_ON and len(runs) <= MAX_IDS and all(run_lookup.run_folder(r.run_id) == r.path for r in runs)
 
 
 def _file_stamps(folder: os.PathLike, names: tuple[str, ...]) -> list[str]:
@@ -85,7 +85,7 @@ def _hash(text: str) -> str:
 
 def streams(run_id: str) -> str:
     """The STREAMS hash of one run alone: it changes when the run wrote records, progress, output or media."""
-    return _hash(_stream_stamp(csv_route.run_folder(run_id)))
+    return _hash(_stream_stamp(run_lookup.run_folder(run_id)))
 
 
 def signature(run_ids: list[str], listing: Any = None) -> str:
@@ -98,6 +98,6 @@ def signature(run_ids: list[str], listing: Any = None) -> str:
     listing: the list of runs as a page saw it (run_watch's signature), instead of the current one.
     """
     listing = run_watch.watcher(run_store.runs_root()).current if listing is None else listing
-    folders = [csv_route.run_folder(i) for i in run_ids[:MAX_IDS]]
+    folders = [run_lookup.run_folder(i) for i in run_ids[:MAX_IDS]]
     events = repr(listing) + "|" + "|".join(_stamp(f) for f in folders)
     return _hash(events) + "." + _hash("|".join(_stream_stamp(f) for f in folders))

@@ -1,15 +1,18 @@
-"""Where a run's streamed CSV is served (dashboard/server_app.py), and whether it is."""
+"""A run's metrics as a streamed CSV: GET <base>/api/runs/<run id>/metrics.csv (served by dashboard/server_app.py)."""
 
 from __future__ import annotations
 
 import urllib.parse
-from pathlib import Path
 
-from dashboard.server import url_paths
-from runstore import run_store, safe_files
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response, StreamingResponse
+
+from dashboard.server import run_lookup, url_paths
+from runstore import safe_files
+from runstore.metrics import metric_csv
+from runstore.run_folder import RunFolder
 
 ROUTE_ON = False  # set by dashboard/server_app.py, the module `streamlit run` serves
-MAX_NAME_BYTES = 255  # a longer name is no folder on any common file system (ENAMETOOLONG)
 
 
 def route() -> str:
@@ -22,15 +25,26 @@ def path(run_id: str) -> str:
     return url_paths.under_base("api", "runs", urllib.parse.quote(run_id, safe=""), "metrics.csv")
 
 
-def run_folder(run_id: str) -> Path | None:
-    """The folder of run `run_id` directly under the runs root, or None (unknown, or not a plain name).
+def content_disposition(filename: str) -> str:
+    """An attachment header for any file name: an ASCII fallback, and the name itself per RFC 6266 / 5987."""
+    fallback = "".join(c if c.isascii() and c.isprintable() and c not in '"\\' else "_" for c in filename)
+    return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{urllib.parse.quote(filename, safe='')}"
 
-    A plain name is any folder name (spaces, non-ASCII, even a newline) without "/" or NUL, not
-    starting with ".", at most 255 bytes: never a path, never hidden, never too long to look up.
-    """
-    if not run_id or run_id.startswith(".") or "/" in run_id or "\0" in run_id:
-        return None
-    if len(run_id.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES:
-        return None
-    folder = run_store.runs_root() / run_id
-    return folder if safe_files.is_real_dir(folder) else None
+
+def serve(request: Request) -> Response:
+    """Every record of the run's metrics.jsonl as CSV, streamed as it is written; 404 naming what is missing."""
+    run_id = request.path_params["run_id"]
+    folder = run_lookup.run_folder(run_id)
+    if folder is None:
+        return run_lookup.no_run(run_id)
+    records = RunFolder(folder).records_path
+    if not records.exists():
+        return PlainTextResponse(f"Run {run_id!r} has logged no metrics yet (no metrics.jsonl).", status_code=404)
+    if not safe_files.is_regular(records):
+        msg = f"Run {run_id!r}: metrics.jsonl is {safe_files.NOT_REGULAR}; replace it with the run's own file."
+        return PlainTextResponse(msg, status_code=404)
+    return StreamingResponse(
+        metric_csv.iter_csv(folder),  # a plain iterator: Starlette runs it in a worker thread
+        media_type="text/csv",
+        headers={"Content-Disposition": content_disposition(f"{run_id}.csv")},
+    )

@@ -21,8 +21,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
-from dashboard.server import csv_route, url_paths
-from runstore import run_store
+from dashboard.server import run_lookup, url_paths
 from runstore.run_folder import RunFolder
 
 MAX_OFFSET_DIGITS = 19  # any file's size fits; int() of a longer text could cost seconds or raise
@@ -43,7 +42,7 @@ def path(run_id: str, tags: list[str]) -> str:
 
 def rows(run_id: str, after: int, tags: list[str]) -> dict[str, Any] | None:
     """The new rows of `tags` after byte `after` of the run's metrics.jsonl; None for no such run."""
-    folder = csv_route.run_folder(run_id)
+    folder = run_lookup.run_folder(run_id)
     if folder is None:
         return None
     try:
@@ -76,5 +75,5 @@ def serve(request: Request) -> Response:
         return PlainTextResponse(msg, status_code=400)
     answer = rows(run_id, int(after), request.query_params.getlist("tag"))
     if answer is None:
-        return PlainTextResponse(f"No run {run_id!r} under {run_store.runs_root()}.", status_code=404)
+        return run_lookup.no_run(run_id)
     return JSONResponse(answer, headers={"Cache-Control": "no-store"})

@@ -16,7 +16,6 @@ import streamlit as st
 
 from components import figures
 from dashboard import refresh_timings, state
-from dashboard.forms import groups
 from dashboard.forms.widgets import status_badge
 from dashboard.panels import (
     alerts_panel,
@@ -36,6 +35,7 @@ from dashboard.panels import (
     safe_text,
     wandb_run_panel,
 )
+from dashboard.reading import groups
 from runstore import artifacts, launch_files, run_store, wandb_reads
 from runstore.metrics.metric_table import MetricTable
 

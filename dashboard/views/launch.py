@@ -7,7 +7,7 @@ from typing import Any
 import streamlit as st
 
 from dashboard import refresh_timings, state
-from dashboard.forms import groups, pbt_settings
+from dashboard.forms import pbt_settings, population_form
 from dashboard.forms.widgets import config_form, dataset_title, field_error, population_input
 from dashboard.panels import inplace_chart, pbt_panels
 from dashboard.processes import launcher
@@ -74,7 +74,7 @@ def start(
         if population is None:
             cfg, axes = parse_config(task, raw), None
         else:
-            axes, cfg = groups.parse_population(task, raw, population)
+            axes, cfg = population_form.parse_population(task, raw, population)
             pbt = pbt_settings.check(pbt, axes, task, raw.get("steps")) if pbt is not None else None
     except ConfigError as exc:
         st.session_state[f"errors_{task}"] = exc.errors
@@ -119,9 +119,9 @@ def population_lists(task: str, prefix: str, infos: list[FieldInfo], error: str 
     population = population_input(prefix, labels) if labels else None
     if population is None:
         return None
-    k = groups.population_size(population)
+    k = population_form.population_size(population)
     if k > 1:
-        sizes = [f"{len(groups.split_list(v))} {labels[f].lower()}" for f, v in population.items() if v.strip()]
+        sizes = [f"{len(population_form.split_list(v))} {labels[f].lower()}" for f, v in population.items() if v.strip()]
         st.caption(f"**K = {k} runs** ({' × '.join(sizes)}), trained together in one process.")
     else:
         st.caption("K = 1: list at least two values (comma-separated).")
@@ -137,7 +137,7 @@ def task_form(task: str) -> tuple[Any, dict[str, str] | None, dict | None]:
     errors = dict(st.session_state.get(f"errors_{task}", {}))
     population = population_lists(task, prefix, infos, errors.pop("population", None))
     pbt = pbt_panels.population_pbt(task, prefix, population, errors)
-    k = groups.population_size(population) if population is not None else 0
+    k = population_form.population_size(population) if population is not None else 0
     label = f"Start population ({k} runs)" if k > 1 else "Start run"
     notes, defaults = dataset_fields(infos, prefix)
     disabled = [f for f, v in (population or {}).items() if v.strip()]

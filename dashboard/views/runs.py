@@ -8,9 +8,9 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import refresh_timings, state
-from dashboard.forms import groups
 from dashboard.panels import compare, data_panels, inplace_chart, panels, refresh_trigger, runs_index
 from dashboard.processes import launcher
+from dashboard.reading import groups
 from runstore import run_notes, run_store, tb_logdir
 
 COLUMN_CONFIG = {

@@ -1,0 +1,85 @@
+"""The page's list of runs: every run folder under the runs root, the runs the page launched that have not
+written config.json yet, and a TensorBoard logdir's mirrored runs; newest first, a population together."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Any
+
+import streamlit as st
+
+from dashboard.processes.launch_status import population_members, run_status
+from runstore import launch_files, run_reads, run_states, run_store, safe_files, tb_logdir
+from runstore.run_folder import RunFolder
+
+ACTIVE_STATES = run_states.ACTIVE
+
+
+def all_runs() -> list[run_store.RunInfo]:
+    """All runs, newest first, including page-launched runs whose process has not written config.json yet.
+
+    A population launched from the page stands as one such run until its members appear.
+    """
+    root = run_store.runs_root()
+    runs = run_reads.list_runs(root, run_status)  # an ended run's files are re-read only when changed
+    known = {r.run_id for r in runs}
+    pending = []
+    try:
+        entries = [d for d in root.iterdir() if d.name not in known and not d.name.startswith(".")]
+    except OSError:
+        entries = []
+    for d in entries:
+        info = launch_files.launch_info(d) if safe_files.is_real_dir(d) else None
+        if info == {} and RunFolder(d).has_launch():
+            pending.append(run_store.damaged_run(d, launch_files.launch_damage(d)))
+            continue
+        if info and info.get("population") and not info.get("group"):
+            found = population_members(info, runs)
+            if found:  # remember it, so the launch stays hidden when its members are deleted later
+                with contextlib.suppress(OSError):  # another session may be writing the same note
+                    launch_files.write_launch(d, {**info, "group": found[0].status["group"]})
+                continue
+        if info and not info.get("group"):
+            run = run_store.RunInfo(
+                d.name, d, info.get("name", d.name), info.get("task", "?"), {}, {}, info.get("launched", 0.0)
+            )
+            run.status = run_status(d)
+            pending.append(run)
+    logged = _logdir_runs(root)
+    if logged:  # the logdir may be the runs root: its TensorBoard folders are those runs, not damaged ones
+        foreign = tb_logdir.covered(tb_logdir.logdir() or root, tb_logdir.find_runs(tb_logdir.logdir() or root))
+        runs = [r for r in runs if not (r.damaged and r.path in foreign)]
+    runs += pending + logged
+    # Newest first; a population's members stay together, in member order.
+    first: dict[str, float] = {}
+    for r in runs:
+        if r.status.get("group"):
+            first[r.status["group"]] = min(first.get(r.status["group"], r.created), r.created)
+    return sorted(runs, key=lambda r: (-first.get(r.status.get("group"), r.created), r.status.get("member") or 0))
+
+
+def _logdir_runs(root: Path) -> list[run_store.RunInfo]:
+    """The runs of the TensorBoard logdir this dashboard reads (--logdir), brought up to date first."""
+    logdir = tb_logdir.logdir()
+    if logdir is None:
+        return []
+    try:
+        tb_logdir.sync_if_due(logdir, root)
+    except OSError as exc:  # an unreadable logdir never breaks the page; its runs so far stay listed
+        st.warning(f"TensorBoard logdir `{logdir}`: {exc}", icon=":material/warning:")
+    return run_reads.list_runs(tb_logdir.mirror_root(root), run_status)
+
+
+def is_active(status: dict[str, Any]) -> bool:
+    """True while a run is starting or running."""
+    return status.get("state") in ACTIVE_STATES
+
+
+def run_command(run_dir: Path) -> list[str] | None:
+    """The command of config.json (a list of strings), or None."""
+    try:
+        doc = RunFolder(run_dir).checked_config()
+        return run_store.validate_config(doc).get("command") if doc is not None else None
+    except run_store.DamagedRunFile:
+        return None

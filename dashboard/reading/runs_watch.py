@@ -1,0 +1,50 @@
+"""Every page follows the list of runs: a run that appeared, started, ended or was deleted reruns the page."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import refresh_timings
+from dashboard.panels import refresh_trigger
+from dashboard.server import changes_route
+from runstore import run_store, run_watch
+
+WATCH_S = refresh_timings.seconds("runs_watch")
+# The browser asks for the list's signature this often (served with the change route): at 1 s, with the
+# pages' other pollers at 2 s while a run writes all the time, it alone made each open page poll
+# every second (Live + Run detail + Runs: Chromium 0.35 s and the server 0.1 s of CPU a minute each).
+WATCH_POLL_MS = refresh_timings.ms("runs_watch_poll")
+
+
+def check_runs() -> None:
+    """Rerun the whole page when the list of runs changed since this page's run noted it (watch_runs).
+
+    runstore/run_watch.py keeps the signature current (run folders and whether each is active; a
+    background thread), so this is a comparison. starting -> running is no change: the pages' own
+    refresh draws it.
+    """
+    if run_watch.watcher(run_store.runs_root()).current != st.session_state.get("_runs_seen"):
+        st.rerun(scope="app")
+
+
+def watch_runs() -> None:
+    """Rerun the whole page when the list of runs changed, whoever changed it (a CLI run, another tab).
+
+    Call once per full page run, first: it notes the runs as this run saw them, and a fragment that
+    draws nothing runs check_runs. Every list of runs (pickers, tables, "Training now") and every
+    page's refresh then follow a run that appeared, started, ended or was deleted. Served with the
+    change route (dashboard/server/changes_route.py), the browser polls the list's signature and the
+    fragment reruns only when it changed: a page left open costs no reruns. Without it (AppTest, plain
+    app.py), the fragment reruns every WATCH_S.
+    """
+    st.session_state["_runs_seen"] = seen = run_watch.watcher(run_store.runs_root()).current
+    if changes_route.ROUTE_ON:
+
+        def check_on_change() -> None:
+            gap_ms = int(WATCH_S * 1000)  # a page's own panel follows its runs; the list can wait a second
+            refresh_trigger.rerun_on_change([], key="runs_watch", gap_ms=gap_ms, listing=seen, poll_ms=WATCH_POLL_MS)
+            check_runs()
+
+        st.fragment(check_on_change)()
+    else:
+        st.fragment(check_runs, run_every=WATCH_S)()
