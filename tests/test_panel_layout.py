@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from dashboard.panels.data_panels import widget_key
 from runstore import layout_prefs
 from tests.apptest_pages import app
 from tests.test_panels_from_data import _sections, logged  # noqa: F401 - the module-scoped client run
@@ -29,14 +30,16 @@ def _markdown(at) -> list[str]:  # noqa: ANN001
 
 def test_a_pinned_key_is_drawn_on_top_and_kept_for_the_project(run_copy: Path) -> None:
     at = app("views/detail.py", run=run_copy.name)
-    at.multiselect(key="detail_keys_pins").set_value(["opt/lr"]).run()
+    at.button(key=widget_key("detail_keys_pin_button", "opt/lr")).click().run()  # the pin button on its panel
     assert "**Pinned** · 1" in _markdown(at)
     assert _sections(at) == ["train · 3", "eval · 2", "opt · 1"]  # the pinned key left its section
     doc = json.loads((run_copy.parent / layout_prefs.LAYOUT_FILE).read_text())
     assert doc["projects"]["keys"]["pinned"] == ["opt/lr"]
     fresh = app("views/detail.py", run=run_copy.name)  # a new session: the project's pins come back
     assert "**Pinned** · 1" in _markdown(fresh)
-    assert fresh.multiselect(key="detail_keys_pins").value == ["opt/lr"]
+    assert fresh.button(key=widget_key("detail_keys_pin_button", "opt/lr")).label == "Unpin"
+    fresh.button(key=widget_key("detail_keys_pin_button", "opt/lr")).click().run()  # unpinned: back in its section
+    assert "**Pinned** · 1" not in _markdown(fresh) and _sections(fresh) == ["train · 3", "eval · 2", "opt · 2"]
 
 
 def test_a_collapsed_section_draws_none_of_its_panels(run_copy: Path) -> None:

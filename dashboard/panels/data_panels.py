@@ -3,18 +3,20 @@
 Keys are grouped into sections by the prefix before `/` (key_panels.sections), in the order they first
 appeared; each key is drawn by its kind's own panel (panel_kinds.key_panel, histogram_panel.tag_panel,
 image_steps_panel.tag_panel, text_panel.tag_panel). A filter box narrows the keys by name; a "Pinned"
-section on top holds the keys a user pins; sections collapse. Pins and collapsed sections are kept per
+section on top holds the keys a user pins (the pin button on each panel); sections collapse. Pins and collapsed sections are kept per
 project in the runs root (runstore.layout_prefs). A section draws its panels only while open, so a run
 of thousands of keys draws only what is looked at; a section of more than OPEN_MAX keys starts closed.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from pathlib import Path
 
 import streamlit as st
 
+from components.colors import run_color
 from dashboard.panels import histogram_panel, image_steps_panel, key_panels, panel_kinds, safe_text, text_panel
 from runstore import artifacts, layout_prefs, media_store, tags
 from runstore.metrics.metric_table import MetricTable
@@ -70,21 +72,42 @@ def _panel(run_dir: Path, records: MetricTable, tag: str, kind: str, key: str, c
         text_panel.tag_panel(tag, media_store.texts(run_dir)[tag])
 
 
-def _grid(run_dir: Path, records: MetricTable, shown: dict[str, str], key: str, color: str | None) -> None:
+def _grid(run_dir: Path, records: MetricTable, shown: dict[str, str], key: str, color: str | None, pins: _Pins) -> None:
     items = list(shown.items())
     for i in range(0, len(items), 2):  # a row of two at a time: panels read (and are laid out) in key order
         for col, (tag, kind) in zip(st.columns(2), items[i : i + 2], strict=False):
             with col:
+                pins.button(tag)
                 _panel(run_dir, records, tag, kind, key, color)
 
 
-def _pins(keys: dict[str, str], layout: layout_prefs.Layout, key: str) -> tuple[str, ...]:
-    """The pin picker: the keys chosen (kept in the layout's order)."""
-    options = list(dict.fromkeys([*[p for p in layout.pinned if p in keys], *keys]))
-    chosen = st.multiselect(
-        "Pin panels on top", options, default=[p for p in layout.pinned if p in keys], key=f"{key}_pins"
-    )
-    return tuple(chosen) + tuple(p for p in layout.pinned if p not in keys)  # pins of keys not logged here stay
+@dataclasses.dataclass(frozen=True)
+class _Pins:
+    """The pin button on each panel: a click pins its key on top (or unpins it) in the project's layout."""
+
+    root: Path
+    project: str
+    pinned: tuple[str, ...]
+    key: str
+
+    def button(self, tag: str) -> None:
+        here = tag in self.pinned
+        st.button(
+            "Unpin" if here else "Pin",
+            icon=":material/keep_off:" if here else ":material/keep:",
+            key=widget_key(f"{self.key}_pin_button", tag),
+            type="tertiary",
+            help="Take this panel out of Pinned" if here else "Pin this panel on top (kept for the project)",
+            on_click=_toggle_pin,
+            args=(self.root, self.project, tag),
+        )
+
+
+def _toggle_pin(root: Path, project: str, tag: str) -> None:
+    """Callback of a pin button: runs before the rerun it causes, so that rerun draws the new pins."""
+    layout, _ = layout_prefs.load(root, project)
+    pinned = tuple(p for p in layout.pinned if p != tag) if tag in layout.pinned else (*layout.pinned, tag)
+    _save(root, project, dataclasses.replace(layout, pinned=pinned))
 
 
 def draw(run_dir: Path, records: MetricTable, key: str, root: Path, project: str, owned: set[str] = frozenset()) -> int:
@@ -97,15 +120,16 @@ def draw(run_dir: Path, records: MetricTable, key: str, root: Path, project: str
     layout, problem = layout_prefs.load(root, project)
     if problem:
         st.warning(problem)
-    color = None
+    color = run_color(Path(run_dir).name)
     query = st.text_input("Filter panels", key=f"{key}_filter", placeholder="key name, e.g. train/loss")
     shown = matching(keys, query)
-    pinned = _pins(keys, layout, key)
+    pinned = layout.pinned
+    pins = _Pins(root, project, pinned, key)
     collapsed, opened = list(layout.collapsed), list(layout.opened)
     pinned_here = {t: keys[t] for t in pinned if t in shown}
     if pinned_here:
         st.markdown(f"**{PINNED}** · {len(pinned_here)}")
-        _grid(run_dir, records, pinned_here, f"{key}_pin", color)
+        _grid(run_dir, records, pinned_here, f"{key}_pin", color, pins)
     for prefix, group in key_panels.sections([t for t in shown if t not in pinned_here]).items():
         default_open = prefix not in collapsed and (len(group) <= OPEN_MAX or prefix in opened)
         box = st.expander(
@@ -119,7 +143,7 @@ def draw(run_dir: Path, records: MetricTable, key: str, root: Path, project: str
             opened = [c for c in opened if c != prefix] + ([prefix] if box.open and len(group) > OPEN_MAX else [])
         if box.open:
             with box:
-                _grid(run_dir, records, {t: keys[t] for t in group}, key, color)
+                _grid(run_dir, records, {t: keys[t] for t in group}, key, color, pins)
     new = layout_prefs.Layout(pinned, tuple(collapsed), tuple(opened))
     if new != layout:
         _save(root, project, new)
