@@ -14,8 +14,8 @@ import streamlit as st
 from components import compare_figures
 from components.colors import run_color
 from dashboard import state
-from dashboard.panels import compare_data, data_panels, key_panels, panels, run_sections, safe_text
-from dashboard.reading import groups
+from dashboard.forms import groups
+from dashboard.panels import compare_data, compare_media, data_panels, key_panels, panels, run_sections, safe_text
 from runstore import run_store
 from runstore.metrics.metric_table import MetricTable
 
@@ -109,6 +109,7 @@ def draw(selected: list[run_store.RunInfo], display: Mapping[str, str]) -> None:
         if box.open:
             with box:
                 grid(selected, labels, tables, group, missing, pops, opts, chart_key=f"{key}_grid")
+    compare_media.draw(selected, labels)  # histograms and images side by side, a run a column
     differs_and_parcoords(selected, labels)
 
 

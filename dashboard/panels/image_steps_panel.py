@@ -58,23 +58,28 @@ def tag_panel(tag: str, items: list[media_store.ImageStep], key: str) -> None:
         st.text(tag)
         item = items[step_index(widget_key(key, tag), [i.step for i in items])]
         st.caption(f"step {item.step:,} · {len(item.paths)} image{'s' if len(item.paths) != 1 else ''}")
-        cols = st.columns(min(COLUMNS, len(item.paths)))
-        for i, (path, caption) in enumerate(zip(item.paths, item.captions, strict=True)):
-            with cols[i % len(cols)]:
-                try:
-                    data = safe_files.read_regular(path, MAX_IMAGE_BYTES + 1)
-                except OSError:
-                    st.text(f"{path.name}: gone (pruned or being replaced)")
-                    continue
-                if len(data) > MAX_IMAGE_BYTES:
-                    st.text(f"{path.name}: larger than {MAX_IMAGE_BYTES >> 20} MB; not shown")
-                    continue
-                width = display_width(data)
-                if width is None:
-                    st.text(f"{path.name}: not an image (damaged?); not shown")
-                    continue
-                # escaped: a caption is the run's text, shown as written (st.image draws captions as markdown)
-                st.image(data, width=width, caption=safe_text.md(caption or f"{tag} · step {item.step:,}"))
+        step_images(item, tag)
+
+
+def step_images(item: media_store.ImageStep, tag: str, columns: int = COLUMNS) -> None:
+    """Every image of one step of an image key, `columns` a row, with its caption (escaped)."""
+    cols = st.columns(min(columns, len(item.paths)))
+    for i, (path, caption) in enumerate(zip(item.paths, item.captions, strict=True)):
+        with cols[i % len(cols)]:
+            try:
+                data = safe_files.read_regular(path, MAX_IMAGE_BYTES + 1)
+            except OSError:
+                st.text(f"{path.name}: gone (pruned or being replaced)")
+                continue
+            if len(data) > MAX_IMAGE_BYTES:
+                st.text(f"{path.name}: larger than {MAX_IMAGE_BYTES >> 20} MB; not shown")
+                continue
+            width = display_width(data)
+            if width is None:
+                st.text(f"{path.name}: not an image (damaged?); not shown")
+                continue
+            # escaped: a caption is the run's text, shown as written (st.image draws captions as markdown)
+            st.image(data, width=width, caption=safe_text.md(caption or f"{tag} · step {item.step:,}"))
 
 
 def _signature(run_dir: Path) -> tuple[tuple[str, int], ...]:
