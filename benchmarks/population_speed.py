@@ -9,6 +9,11 @@ seed (4 learning rates x K/4 seeds). Printed per task: seconds of the population
 (median of the K sequential runs) and of all K, and the training throughput in member-steps/s.
 The last two lines are `population_vs_one_run=X.XX` and `population_vs_sequential=X.XX` for
 MNIST (population seconds / one run's seconds, and / the K runs' seconds).
+
+    python -m benchmarks.population_speed --per-member 1,4,16 [--train-limit 60000] [--epochs 1]
+
+times MNIST populations of each size alone (no sequential runs) and prints the steps/s per member:
+end to end, and steady (the engine's smoothed chunk rate), as `per_member K=.. steady=.. end_to_end=..`.
 """
 
 from __future__ import annotations
@@ -65,6 +70,15 @@ def compare(name: str, cfgs: list[Any], task: Any) -> tuple[float, float, float]
     return pop_s, one_s, seq_s
 
 
+def per_member(sizes: list[int], base: Any) -> None:
+    """Steps/s per member of MNIST populations of each size (after one untimed warm-up run)."""
+    train(MnistTask, base, NullWriter())
+    for k in sizes:
+        seconds, results = timed(lambda k=k: train(MnistTask, members(base, k), [NullWriter() for _ in range(k)]))
+        steps, steady = results[0].steps, results[0].extra["steps_per_sec"] or 0
+        print(f"per_member K={k} steady={steady:,.0f} end_to_end={steps / seconds:,.0f} steps/s ({seconds:.2f} s)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--k", type=int, default=8)
@@ -72,7 +86,12 @@ def main() -> None:
     ap.add_argument("--train-limit", type=int, default=60_000)
     ap.add_argument("--epochs", type=int, default=1)
     ap.add_argument("--reg-steps", type=int, default=1000)
+    ap.add_argument("--per-member", default="", help="e.g. 1,4,16: steps/s per member of each population size only")
     args = ap.parse_args()
+    if args.per_member:
+        base = MnistConfig(dataset=args.dataset, train_limit=args.train_limit, epochs=args.epochs, devices=1)
+        per_member([int(k) for k in args.per_member.split(",")], base)
+        return
     reg = RegressionConfig(steps=args.reg_steps, optimizer="adam")
     compare("regression", members(reg, args.k), RegressionTask)
     mn = MnistConfig(dataset=args.dataset, train_limit=args.train_limit, epochs=args.epochs, devices=1)

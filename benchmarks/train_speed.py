@@ -12,7 +12,8 @@ Fashion-MNIST 60k, MLP 784-128-128-10, Adam 1e-3, batch 32 (1875 steps per epoch
     records' `wall` stamps in metrics.jsonl: steady state, start-up and compile excluded, every
     writer call, evaluation, histogram and checkpoint of the epoch included.
 (d) bound: the epoch's matmul FLOPs (3 x forward FLOPs of 784-128-128-10 x 32 x 1875, forward +
-    backward) / the GFLOP/s of a large f32 matmul measured here.
+    backward) / the GFLOP/s of a large f32 matmul measured here, on all threads (the goal's
+    bound) and, in a fresh process, on the one XLA thread (c) trains on unless told otherwise.
 (a) and (b) time every epoch after the first (which compiles); all report the best epoch, as
 the machine is shared, and the median. Variants then rerun (c) with one change each (XLA CPU
 threading flags, chunk length, checkpoint cadence, writers off) and print what it changed.
@@ -43,12 +44,13 @@ BATCH, HIDDEN = 32, (128, 128)
 STEPS = 60_000 // BATCH  # per epoch
 BLOCK = 100  # steps per timed stretch: the CLI's default chunk (log_every)
 SINGLE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+ALL_THREADS = {"JAXDASH_XLA_THREADS": "all"}  # the CLI runs XLA on one thread unless told (warm_worker.py)
 VARIANTS = {  # name: (extra CLI flags, extra environment)
-    "xla single-thread": ([], {"XLA_FLAGS": SINGLE_THREAD}),
+    "xla on all threads": ([], ALL_THREADS),
     "ckpt only at epoch end": (["--ckpt-every", "0"], {}),
     "chunk 625 steps": (["--log-every", "625"], {}),
     "writers off": (["--no-tensorboard", "--wandb", "disabled"], {}),
-    "the first three together": (["--ckpt-every", "0", "--log-every", "625"], {"XLA_FLAGS": SINGLE_THREAD}),
+    "the first three together": (["--ckpt-every", "0", "--log-every", "625"], ALL_THREADS),
 }
 
 
@@ -152,6 +154,14 @@ def matmul_gflops(n: int = 2048, repeats: int = 5) -> float:
     return 2 * n**3 / best / 1e9
 
 
+def matmul_gflops_one_thread() -> float:
+    """`matmul_gflops()` in a fresh process whose XLA runs on one thread, as the CLI's training does."""
+    code = "from benchmarks.train_speed import matmul_gflops; print(matmul_gflops())"
+    env = {**os.environ, "XLA_FLAGS": SINGLE_THREAD}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    return float(out.stdout.split()[-1]) if out.returncode == 0 else float("nan")
+
+
 def epoch_gflop(steps: int, exact: bool = False) -> float:
     """Matmul GFLOPs of one epoch of 784-128-128-10 at BATCH: forward + backward = 3x forward.
 
@@ -243,9 +253,10 @@ def _r(values: list[float]) -> list[float]:
     return [round(float(v), 3) for v in values]
 
 
-def report(seed: Timing, host: Timing, ours: dict, gflops: float, epochs: int) -> None:
+def report(seed: Timing, host: Timing, ours: dict, gflops: float, gflops_one: float, epochs: int) -> None:
     """Print (a)-(d) and the ratios (best whole epochs; the steady rates in brackets)."""
     bound, exact = epoch_gflop(STEPS) / gflops, epoch_gflop(STEPS, exact=True) / gflops
+    one = epoch_gflop(STEPS) / gflops_one
     print(_line("(a) seed loop (device, per-step)", seed.epochs, seed.steady(STEPS)))
     print(_line("(b) per-step loop, host batches", host.epochs, host.steady(STEPS)))
     print(_line("(c) ours, CLI, all writers", ours["epochs"], ours["steady"]))
@@ -257,6 +268,10 @@ def report(seed: Timing, host: Timing, ours: dict, gflops: float, epochs: int) -
     print(
         f"(d) bound: {epoch_gflop(STEPS):.1f} GFLOP/epoch (3x forward) / {gflops:.1f} GFLOP/s (2048^2 f32 matmul) "
         f"= {bound:.3f} s/epoch; without the unneeded input gradient of layer 1: {exact:.3f} s/epoch"
+    )
+    print(
+        f"    one XLA thread, as (c) trains: {gflops_one:.1f} GFLOP/s = {one:.3f} s/epoch; "
+        f"ours_over_one_thread_bound={min(ours['epochs']) / one:.2f}x ({ours['steady'] / one:.2f}x steady)"
     )
     best = min(ours["epochs"])
     print(f"    (c) overhead per epoch (best epoch - steady): {best - ours['steady']:.3f} s")
@@ -318,7 +333,7 @@ def main(argv: list[str] | None = None) -> None:
         seed = seed_loop(x, train_y, tx_, test_y, epochs)
         host = host_loop(x, train_y, epochs)
         seed.epochs, host.epochs = seed.epochs[1:], host.epochs[1:]  # the first epoch compiles
-        report(seed, host, ours, matmul_gflops(), epochs)
+        report(seed, host, ours, matmul_gflops(), matmul_gflops_one_thread(), epochs)
         if not args.no_variants:
             variants(max(2, args.variant_epochs), root, ours)
     print(f"load at the end: {os.getloadavg()[0]:.1f} (on {os.cpu_count()} cpus)")
