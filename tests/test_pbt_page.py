@@ -229,7 +229,8 @@ def test_stop_all_and_resume_a_pbt_population_from_the_page(
     cfg = parse_config("regression", {"steps": 4_000, "log_every": 100, "ckpt_every": 1_000})
     pbt = {"interval": 500, "metric": "train/loss", "fraction": 0.25, "resample": 0.0}
     axes = {"lr": ["0.0001", "0.001", "0.01", "0.1"]}
-    launch_dir = launcher.launch_population("regression", cfg, axes, name="pbt-stop", wandb_mode="disabled", pbt=pbt)
+    population = launcher.Population(axes, pbt)
+    launch_dir = launcher.launch_population("regression", cfg, population, name="pbt-stop", wandb_mode="disabled")
     deadline = time.monotonic() + 120
     while len(members := sorted(runs_root.glob("*-m?-*"))) < 4 and time.monotonic() < deadline:
         time.sleep(0.2)

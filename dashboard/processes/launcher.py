@@ -10,6 +10,7 @@ warm worker when one is ready (dashboard/processes/warm_workers.py), else as a f
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import os
@@ -19,6 +20,7 @@ import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -66,29 +68,41 @@ def config_flags(cfg: Any) -> list[str]:
     return flags
 
 
+@dataclass(frozen=True)
+class Population:
+    """What makes a launch a population: one member per combination of `axes`' values, trained together.
+
+    axes: the varied fields' values, e.g. {"lr": ["0.001", "0.01"], "seed": ["0", "1"]}.
+    pbt: PBT's settings ({"interval": 100, "metric": ..., "fraction": ..., "resample": ...}), or None.
+    root: where the members' folders go (None: the runs root).
+    """
+
+    axes: Mapping[str, Sequence[str]]
+    pbt: Mapping[str, Any] | None = None
+    root: Path | None = None
+
+
 def build_command(
     task: str,
     cfg: Any,
     run_dir: Path | None,
     name: str | None,
     wandb_mode: str = "auto",
-    *,
-    population: Mapping[str, Sequence[str]] | None = None,
-    runs_root: Path | None = None,
-    pbt: Mapping[str, Any] | None = None,
+    population: Population | None = None,
 ) -> list[str]:
     """The exact CLI command that trains `cfg` of `task` (a name or "module:Class" spec) into `run_dir`.
 
-    With `population` ({"lr": [...], "seed": [...]}) it trains one run per combination: member 0
-    in `run_dir` (the launch folder, when given), the others in new directories under `runs_root`.
-    `pbt` ({"interval": 100, "metric": ..., "fraction": ..., "resample": ...}) adds the --pbt-* flags.
+    With a `population` it trains one run per combination of its axes (with PBT when it has `pbt`): member 0
+    in `run_dir` (the launch folder, when given), the others in new directories under its root.
     """
     flags = config_flags(cfg)
-    for axis, values in (population or {}).items():
-        flags += ["--population", f"{axis}={','.join(str(v) for v in values)}"]
-    for key, value in (pbt or {}).items():
-        flags += [f"--pbt-{key}", f"{value:g}" if isinstance(value, float) else str(value)]
-    where = ["--runs-root", str(runs_root)] if population else []
+    where = []
+    if population is not None:
+        for axis, values in population.axes.items():
+            flags += ["--population", f"{axis}={','.join(str(v) for v in values)}"]
+        for key, value in (population.pbt or {}).items():
+            flags += [f"--pbt-{key}", f"{value:g}" if isinstance(value, float) else str(value)]
+        where = ["--runs-root", str(population.root or run_store.runs_root())]
     where += ["--run-dir", str(run_dir)] if run_dir is not None else []  # a population's: member 0's folder
     cmd = [sys.executable, "-m", "training", cli_task(task), *flags, *where, "--wandb", wandb_mode, "--quiet"]
     if name:
@@ -184,16 +198,10 @@ def launch(task: str, cfg: Any, name: str | None = None, wandb_mode: str = "auto
     return run_dir
 
 
-def launch_population(
-    task: str,
-    cfg: Any,
-    axes: Mapping[str, Sequence[str]],
-    name: str | None = None,
-    wandb_mode: str = "auto",
-    root: Path | None = None,
-    pbt: Mapping[str, Any] | None = None,
-) -> Path:
-    """Start a population of `task` (one process training every combination of `axes`); returns its launch directory.
+def launch_population(task: str, cfg: Any, population: Population, name: str | None = None, wandb_mode: str = "auto",
+                      ) -> Path:  # fmt: skip
+    """Start a population of `task` (one process training every combination of its axes); returns its launch
+    directory.
 
     The page makes member 0's folder (launch.json with "population", process.log): it stands for
     the population until the process writes its members, member 0 into that same folder (so no
@@ -203,9 +211,10 @@ def launch_population(
     _check_wandb(wandb_mode)
     task_cls = task_settings(task)
     short = task_cls.name or "task"
-    root = root or run_store.runs_root()
-    launch_dir = run_store.new_run_dir(root, short, f"{name or short}-m0")  # becomes member 0's run folder
-    cmd = build_command(task, cfg, launch_dir, name, wandb_mode, population=axes, runs_root=root, pbt=pbt)
+    population = dataclasses.replace(population, root=population.root or run_store.runs_root())
+    launch_dir = run_store.new_run_dir(population.root, short, f"{name or short}-m0")  # becomes member 0's folder
+    cmd = build_command(task, cfg, launch_dir, name, wandb_mode, population)
+    axes = population.axes
     launched = time.time()
     process = spawn(cmd, launch_files.process_log(launch_dir))
     record = _launch_record(task, task_cls, cmd, process, launched)

@@ -82,7 +82,8 @@ def start(
     st.session_state.pop(f"errors_{task}", None)
     if axes is None:
         return launcher.launch(task, cfg, name=name or None, wandb_mode=wandb_mode).name
-    return launcher.launch_population(task, cfg, axes, name=name or None, wandb_mode=wandb_mode, pbt=pbt).name
+    population = launcher.Population(axes, pbt)
+    return launcher.launch_population(task, cfg, population, name=name or None, wandb_mode=wandb_mode).name
 
 
 TRAINING_NOW_EVERY_S = refresh_timings.seconds("launch_training_now")
@@ -121,7 +122,9 @@ def population_lists(task: str, prefix: str, infos: list[FieldInfo], error: str 
         return None
     k = population_form.population_size(population)
     if k > 1:
-        sizes = [f"{len(population_form.split_list(v))} {labels[f].lower()}" for f, v in population.items() if v.strip()]
+        sizes = [
+            f"{len(population_form.split_list(v))} {labels[f].lower()}" for f, v in population.items() if v.strip()
+        ]
         st.caption(f"**K = {k} runs** ({' × '.join(sizes)}), trained together in one process.")
     else:
         st.caption("K = 1: list at least two values (comma-separated).")
