@@ -13,8 +13,9 @@ training set, state donated), with a smaller step in the body:
   optax.adam the task's step with `optax.adam` (two divides and a root per parameter);
   full step  the task's own step: its Adam (training/tasks/optimizers.py: one divide and a root).
 
-The difference between two rows is that piece's cost (the last row's: our Adam against optax's). Rows run round-robin and report their
-best chunk, so a shared machine's load hits them alike; `uptime` is printed beside the table.
+The difference between two rows is that piece's cost (the last row's: our Adam against optax's).
+Rows run round-robin and report their best chunk, so a shared machine's load hits them alike;
+`uptime` is printed beside the table.
 Synthetic data of MNIST's shapes: the arithmetic, not the values, decides the time.
 """
 
