@@ -155,7 +155,7 @@ def _records(state: _Mirror, events: list[tb_reads.Event]) -> list[dict[str, Any
         if state.first_wall is None:
             state.first_wall = wall
         record: dict[str, Any] = {"step": step, "wall": round(wall - state.first_wall, 4), "ts": wall}
-        record.update(values)
+        record.update((tag, v) for tag, v in values if tag not in META)  # a tag "step" is not the record's step
         records.append(record)
     return records
 

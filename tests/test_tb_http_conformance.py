@@ -11,6 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from tensorboard.compat.proto import event_pb2, summary_pb2
+from tensorboard.summary.writer.event_file_writer import EventFileWriter
 from tensorboardX import SummaryWriter
 
 from dashboard.processes.tensorboard_server import start_tensorboard
@@ -69,3 +71,16 @@ def test_a_tensorboardx_logdir_mirrored_while_written_matches_tensorboards_http_
     assert want["exp"]["text"]["notes/text_summary"][-1] == (4, "step 4 done")
     assert want["exp/hp"]["hparams"] == {"lr": 0.01, "opt": "adam", "layers": 3.0, "bn": True}
     assert "train/loss" in want["a/b"]["scalars"] and "loss" in want["a/b"]["scalars"]
+
+
+def test_a_scalar_tagged_step_never_moves_the_other_values_of_its_event(tmp_path: Path) -> None:
+    """A TF1 merged summary holds several values in one event; one tagged "step" (or "wall", "ts": metrics.jsonl's
+    own keys) once overwrote the record's step, so `loss` showed at step 10 instead of 3. Such a tag cannot be a
+    metrics.jsonl key: it is left out (TensorBoard shows it), the others keep their step."""
+    logs, runs = tmp_path / "logs", tmp_path / "runs"
+    writer = EventFileWriter(str(logs / "tf1"))
+    values = [summary_pb2.Summary.Value(tag=t, simple_value=v) for t, v in (("step", 10.0), ("loss", 0.5), ("ts", 1.0))]
+    writer.add_event(event_pb2.Event(wall_time=1.0e9, step=3, summary=summary_pb2.Summary(value=values)))
+    writer.close()
+    tb_logdir.sync(logs, runs)
+    assert tb_http.mirror_view(runs)["tf1"]["scalars"] == {"loss": [(3, 0.5, 1.0e9)]}
