@@ -63,8 +63,16 @@ def _tagged(prefix: str, tag: str) -> str:
 
 
 def _plain(text_html: str) -> str:
-    """Text plugin's HTML (markdown rendered) as plain text: tags dropped, entities unescaped."""
-    return html.unescape(re.sub(r"<[^>]+>", "", text_html)).strip()
+    """Text plugin's HTML (markdown rendered, a [1]-shaped text in a one-cell table) as plain text: tags dropped,
+    entities unescaped, white space runs as one space."""
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", text_html)).split())
+
+
+def _rendered(text: str) -> str:
+    """A mirror's text as the text plugin shows it: its markdown rendered by TensorBoard's own renderer."""
+    from tensorboard import plugin_util
+
+    return _plain(plugin_util.markdown_to_safe_html(text))
 
 
 def _series(url: str, plugin: str, run: str, tag: str) -> list[Any]:
@@ -140,7 +148,7 @@ def mirror_view(runs_root: Path) -> View:
         for tag, hist in media_store.histograms(mirror).items():
             run.setdefault("histograms", {})[tag] = [(s, c, e) for s, c, e in hist]
         for tag, texts in media_store.texts(mirror).items():
-            run.setdefault("text", {})[tag] = [(s, t.strip()) for s, t in texts]
+            run.setdefault("text", {})[tag] = [(s, _rendered(t)) for s, t in texts]
         names = config.get("hparams") or []
         if names:
             run["hparams"] = {k: number((config.get("config") or {}).get(k)) for k in names}
