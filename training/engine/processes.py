@@ -105,18 +105,17 @@ def join(flags: JobFlags) -> None:
         raise ValueError(f"--process-id {flags.process_id} is outside 0..{flags.num_processes - 1}")
     import jax
 
-    if jax.distributed.is_initialized():
-        return
-    # CPU devices of different processes only talk through a collectives backend (default: none).
-    jax.config.update("jax_cpu_collectives_implementation", "gloo")
-    try:
-        jax.distributed.initialize(flags.coordinator, flags.num_processes, flags.process_id)
-    except Exception as exc:  # noqa: BLE001 - gRPC/XLA errors of many kinds: one line for the user
-        why = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-        raise JobError(
-            f"process {flags.process_id} of {flags.num_processes} could not join the job at {flags.coordinator} "
-            f"({why}); start every process with the same --coordinator and --num-processes."
-        ) from None
+    if not jax.distributed.is_initialized():
+        # CPU devices of different processes only talk through a collectives backend (default: none).
+        jax.config.update("jax_cpu_collectives_implementation", "gloo")
+        try:
+            jax.distributed.initialize(flags.coordinator, flags.num_processes, flags.process_id)
+        except Exception as exc:  # noqa: BLE001 - gRPC/XLA errors of many kinds: one line for the user
+            why = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+            raise JobError(
+                f"process {flags.process_id} of {flags.num_processes} could not join the job at "
+                f"{flags.coordinator} ({why}); start every process with the same --coordinator and --num-processes."
+            ) from None
     _orbax_barriers_by_coordinator()
 
 
@@ -125,8 +124,8 @@ def _orbax_barriers_by_coordinator() -> None:
 
     Orbax runs its barriers on its own threads (our Orbax thread, its commit threads) while the
     training thread launches the next chunk; as collectives, two processes can issue them in a
-    different order than the chunk's all-reduce and deadlock in gloo (a job hung at its second
-    checkpoint). Coordination-service barriers involve no device and time out.
+    different order than the chunk's all-reduce and deadlock in gloo (a job hung at its first
+    mid-run checkpoint). Coordination-service barriers involve no device and time out.
     """
     from absl import flags
     from orbax.checkpoint._src.multihost import multihost  # defines the flag
