@@ -27,11 +27,8 @@ if str(ROOT) not in sys.path:
 
 import streamlit as st  # noqa: E402
 from starlette.middleware import Middleware  # noqa: E402
-from starlette.requests import Request  # noqa: E402
-from starlette.responses import JSONResponse, PlainTextResponse, Response  # noqa: E402
 from starlette.routing import Route  # noqa: E402
 
-from dashboard.panels import run_numbers  # noqa: E402
 from dashboard.server import (  # noqa: E402
     changes_route,
     csv_route,
@@ -39,29 +36,8 @@ from dashboard.server import (  # noqa: E402
     host_check,
     poll_route,
     rows_route,
-    run_lookup,
     stale_temp,
 )
-
-
-def _numbers_of(run_id: str) -> dict | None:
-    """A run's progress line and tile texts (run_numbers), from the status and metric caches the pages share."""
-    # run_metrics' st.cache_resource needs the running server: imported at the first poll
-    from dashboard.processes.launch_status import run_status
-    from dashboard.reading.run_metrics import metrics
-
-    folder = run_lookup.run_folder(run_id)
-    return None if folder is None else run_numbers.numbers(run_status(folder), metrics(folder))
-
-
-def poll(request: Request) -> Response:
-    """What a page polls, in one request: signatures and numbers (dashboard/server/poll_route.py)."""
-    try:
-        answer = poll_route.answer(request.query_params.get("q", ""), _numbers_of)
-    except poll_route.BadPoll as exc:
-        return PlainTextResponse(str(exc), status_code=400)
-    return JSONResponse(answer, headers={"Cache-Control": "no-store"})
-
 
 stale_temp.remove_leftovers()  # plotly.js copies of servers before #36 that are gone
 csv_route.ROUTE_ON = changes_route.ROUTE_ON = True  # the poll and rows routes come with them
@@ -70,7 +46,7 @@ app = st.App(
     routes=[
         Route(csv_route.route(), csv_route.serve),
         Route(rows_route.route(), rows_route.serve),
-        Route(poll_route.route(), poll),
+        Route(poll_route.route(), poll_route.serve),
     ],
     middleware=[
         Middleware(frame_headers.FrameHeaders),  # outermost: every response, a refused one too, carries them

@@ -21,7 +21,11 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from dashboard.server import changes_route, url_paths
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+
+from dashboard.panels import run_numbers
+from dashboard.server import changes_route, run_lookup, url_paths
 
 MAX_QUERY = 16_384  # characters of `q`: 8 keys of 64 run ids each fit
 MAX_KEYS = 8
@@ -92,3 +96,22 @@ def answer(text: str, numbers_of: Callable[[str], dict[str, Any] | None]) -> dic
         got = numbers_of(run_id)
         out["n"][key] = None if got is None else {**got, "streams": streams}
     return out
+
+
+def numbers_of(run_id: str) -> dict[str, Any] | None:
+    """A run's progress line and tile texts (run_numbers), from the status and metric caches the pages share."""
+    # run_metrics' st.cache_resource needs the running server: imported at the first poll
+    from dashboard.processes.launch_status import run_status
+    from dashboard.reading.run_metrics import metrics
+
+    folder = run_lookup.run_folder(run_id)
+    return None if folder is None else run_numbers.numbers(run_status(folder), metrics(folder))
+
+
+def serve(request: Request) -> Response:
+    """The route's answer to `q` (see module doc) as JSON; 400 naming the fault for a query of the wrong shape."""
+    try:
+        found = answer(request.query_params.get("q", ""), numbers_of)
+    except BadPoll as exc:
+        return PlainTextResponse(str(exc), status_code=400)
+    return JSONResponse(found, headers={"Cache-Control": "no-store"})
