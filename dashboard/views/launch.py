@@ -11,6 +11,7 @@ from dashboard.forms import pbt_settings, population_form
 from dashboard.forms.widgets import config_form, dataset_title, field_error, population_input
 from dashboard.panels import inplace_chart, pbt_panels
 from dashboard.processes import launcher
+from dashboard.reading import run_list
 from runstore import run_store, run_watch
 from training import data
 from training.config import ConfigError, FieldInfo, config_fields, parse_config
@@ -106,7 +107,7 @@ def _training_now() -> None:
     signature = run_watch.watcher(run_store.runs_root()).current
     cached = st.session_state.get("_training_now")
     if cached is None or cached[0] != signature:
-        active = [(r.run_id, f"{r.name} · {r.task}") for r in state.all_runs() if state.is_active(r.status)]
+        active = [(r.run_id, f"{r.name} · {r.task}") for r in run_list.all_runs() if run_list.is_active(r.status)]
         cached = st.session_state["_training_now"] = (signature, active)
     if cached[1]:
         st.caption(f"Training now ({len(cached[1])}):")
