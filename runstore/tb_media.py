@@ -34,9 +34,12 @@ def _tensor(value: Any) -> np.ndarray | None:
 
 
 def _histogram(array: np.ndarray) -> tuple[list[float], list[float]] | None:
-    """(counts, edges) of TensorBoard's [k, 3] buckets (left, right, count); None for another shape."""
-    if array.ndim != 2 or array.shape[1] != 3 or array.shape[0] == 0 or array.dtype.kind not in "fiu":
+    """(counts, edges) of TensorBoard's [k, 3] buckets (left, right, count); None for another shape. No bucket (a
+    histogram of nothing) is ([], []): TensorBoard lists that step with no bucket, so the mirror keeps it too."""
+    if array.ndim != 2 or array.shape[1] != 3 or array.dtype.kind not in "fiu":
         return None
+    if array.shape[0] == 0:
+        return [], []
     buckets = array.astype(np.float64)
     if not np.isfinite(buckets).all():
         return None

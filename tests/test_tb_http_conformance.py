@@ -84,3 +84,23 @@ def test_a_scalar_tagged_step_never_moves_the_other_values_of_its_event(tmp_path
     writer.close()
     tb_logdir.sync(logs, runs)
     assert tb_http.mirror_view(runs)["tf1"]["scalars"] == {"loss": [(3, 0.5, 1.0e9)]}
+
+
+def test_a_histogram_of_nothing_keeps_its_step_as_tensorboard_does(tmp_path: Path) -> None:
+    """A legacy histogram with no bucket (TF1's histogram of an empty tensor): TensorBoard serves its step with no
+    bucket; the mirror once dropped the step."""
+    logs, runs = tmp_path / "logs", tmp_path / "runs"
+    writer = EventFileWriter(str(logs / "tf1"))
+    for step in range(3):
+        histo = summary_pb2.HistogramProto(min=0.0, max=2.0, num=3, bucket_limit=[1.0, 2.0], bucket=[1, 2])
+        value = summary_pb2.Summary.Value(tag="h", histo=histo if step != 1 else summary_pb2.HistogramProto())
+        writer.add_event(event_pb2.Event(wall_time=1.0e9 + step, step=step, summary=summary_pb2.Summary(value=[value])))
+    writer.close()
+    tb_logdir.sync(logs, runs)
+    tb = start_tensorboard(logs)
+    try:
+        want, diff = tb_http.wait_for_match(tb.url, runs, logs.name)
+    finally:
+        tb.close()
+    assert not diff, "\n".join(diff)
+    assert [(s, c) for s, c, _ in want["tf1"]["histograms"]["h"]] == [(0, [1.0, 2.0]), (1, []), (2, [1.0, 2.0])]

@@ -41,7 +41,8 @@ def _signature(run_dir: Path) -> tuple[tuple[str, int, int], ...]:
 @functools.lru_cache(maxsize=32)
 def _read(run_dir: str, signature: tuple) -> dict[str, list[histogram_figures.Hist]]:
     found = media_store.histograms(Path(run_dir))
-    return {tag: [h for h in hists if histogram_figures.valid(h)] for tag, hists in found.items()}
+    valid = {tag: [h for h in hists if histogram_figures.valid(h)] for tag, hists in found.items()}
+    return {tag: hists for tag, hists in valid.items() if hists}  # a tag of empty histograms only: no panel
 
 
 def histograms(run_dir: Path) -> dict[str, list[histogram_figures.Hist]]:
