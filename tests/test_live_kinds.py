@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import urllib.parse
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,8 @@ import sys
 import numpy as np
 import jaxdash
 
-run = jaxdash.init(project="kinds", name="hist-and-text", wandb="disabled", tensorboard=False)
+run = jaxdash.init(project="kinds", id="hist__text=1, wd 0.1", name="hist-and-text", wandb="disabled",
+                   tensorboard=False)  # an id with `__`, spaces and a comma: data, while the run trains
 for step in range(3):
     run.log({"train/loss": 1.0 / (step + 1), "train/grads": jaxdash.Histogram(np.arange(20.0) * (step + 1)),
              "train/phase": "warmup"}, step=step)
@@ -71,7 +73,7 @@ def test_live_shows_a_new_text_step_without_a_reload_in_chromium(served: tuple, 
         run_id = client_scripts.only_run(root).name
         page = tab
         page.set_viewport_size({"width": 1400, "height": 2400})
-        page.goto(f"{srv.url}/live?run={run_id}")
+        page.goto(f"{srv.url}/live?run={urllib.parse.quote(run_id)}")
         page.get_by_text("train/grads", exact=True).wait_for(timeout=60_000)  # the histogram panel
         page.get_by_text("train/phase", exact=True).first.wait_for(timeout=30_000)  # the text panel
         page.wait_for_function(

@@ -3,7 +3,7 @@ steps, then a column per run showing its own value at that step (or the newest b
 panels put runs next to each other.
 
 Keys come from the runs' media (histogram_panel.histograms, image_steps_panel.image_steps, both cached until a
-file changes); a section per prefix, closed when it holds more than key_panels.OPEN_MAX keys. At most
+file changes); a section per prefix, an expander drawn when opened past key_panels.OPEN_MAX keys. At most
 MAX_RUNS runs side by side (the first selected); the rest are named.
 """
 
@@ -64,13 +64,15 @@ def draw(selected: list[run_store.RunInfo], labels: Mapping[str, str], key: str 
         st.caption(safe_text.md(f"The first {MAX_RUNS} selected runs side by side; not shown: {rest}."))
     for prefix, group in key_panels.sections(list(keys)).items():
         label = f"{safe_text.md(prefix)} · {len(group)}"
+        if len(group) <= key_panels.OPEN_MAX:
+            st.markdown(f"**{label}**")
+            for tag in group:
+                _row(tag, keys[tag], runs, media, labels, image_steps_panel.widget_key(key, tag))
+            continue
         box = st.expander(
-            label,
-            expanded=len(group) <= key_panels.OPEN_MAX,
-            key=image_steps_panel.widget_key(f"{key}_section", prefix),
-            on_change="rerun",
+            label, expanded=False, key=image_steps_panel.widget_key(f"{key}_section", prefix), on_change="rerun"
         )
-        if box.open:
+        if box.open:  # a section of many keys draws when opened
             with box:
                 for tag in group:
                     _row(tag, keys[tag], runs, media, labels, image_steps_panel.widget_key(key, tag))

@@ -18,7 +18,7 @@ import streamlit as st
 
 from components.colors import run_color
 from dashboard.panels import histogram_panel, image_steps_panel, key_panels, panel_kinds, safe_text, text_panel
-from runstore import artifacts, layout_prefs, media_store, tags
+from runstore import artifacts, layout_prefs, tags
 from runstore.metrics.metric_table import MetricTable
 
 OPEN_MAX = key_panels.OPEN_MAX  # a section of more keys starts collapsed (drawn when opened)
@@ -41,7 +41,7 @@ def logged_keys(run_dir: Path, records: MetricTable, owned: set[str] = frozenset
     for kind, found in (
         ("image", image_steps_panel.image_steps(run_dir)),
         ("histogram", histogram_panel.histograms(run_dir)),
-        ("text", media_store.texts(run_dir)),
+        ("text", text_panel.texts(run_dir)),
     ):
         for tag, items in found.items():
             if items:
@@ -69,7 +69,7 @@ def _panel(run_dir: Path, records: MetricTable, tag: str, kind: str, key: str, c
     elif kind == "image":
         image_steps_panel.tag_panel(tag, image_steps_panel.image_steps(run_dir)[tag], k)
     else:
-        text_panel.tag_panel(tag, media_store.texts(run_dir)[tag])
+        text_panel.tag_panel(tag, text_panel.texts(run_dir)[tag])
 
 
 def _grid(run_dir: Path, records: MetricTable, shown: dict[str, str], key: str, color: str | None, pins: _Pins) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import streamlit as st
 
 from dashboard.panels import histogram_panel, image_steps_panel, panel_kinds, safe_text, text_panel
-from runstore import media_store, tags
+from runstore import tags
 from runstore.metrics.metric_table import MAX_TAGS, MetricTable
 
 OWNED = {"loss": (tags.TRAIN_LOSS, "test/loss"), "accuracy": (tags.TRAIN_ACC, "test/acc")}  # drawn by panel_kinds
@@ -44,7 +44,7 @@ def logged_kinds(run_dir: Path | None, names: list[str]) -> dict[str, str]:
     out = dict.fromkeys(names, "scalar")
     if run_dir is None:
         return out
-    for kind, found in (("histogram", histogram_panel.histograms(run_dir)), ("text", media_store.texts(run_dir))):
+    for kind, found in (("histogram", histogram_panel.histograms(run_dir)), ("text", text_panel.texts(run_dir))):
         for tag, items in found.items():
             if items:
                 out.setdefault(tag, kind)
@@ -99,4 +99,4 @@ def _panel(
     elif kind == "histogram":
         histogram_panel.tag_panel(tag, histogram_panel.histograms(run_dir)[tag], key)
     else:
-        text_panel.tag_panel(tag, media_store.texts(run_dir)[tag])
+        text_panel.tag_panel(tag, text_panel.texts(run_dir)[tag])

@@ -7,6 +7,7 @@ as plain table cells, never as markdown.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -14,9 +15,32 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from runstore import media_store, wandb_reads
+from runstore import media_store, safe_files, wandb_reads
+from runstore.run_folder import RunFolder
 
 MAX_ROWS = 1000  # the newest steps of a key shown (a string logged every step of a long run)
+
+
+def _signature(run_dir: Path) -> tuple[tuple[str, int, int], ...]:
+    """(name, mtime, size) of every text file: what the cache below is keyed on."""
+    root = RunFolder(run_dir).artifacts / "texts"
+    if not safe_files.is_real_dir(root):
+        return ()
+    try:
+        return tuple((p.name, p.lstat().st_mtime_ns, p.lstat().st_size) for p in sorted(root.glob("*.jsonl")))
+    except OSError:
+        return ()
+
+
+@functools.lru_cache(maxsize=32)
+def _read(run_dir: str, signature: tuple) -> dict[str, list[tuple[int, str]]]:
+    return media_store.texts(Path(run_dir))
+
+
+def texts(run_dir: Path) -> dict[str, list[tuple[int, str]]]:
+    """media_store.texts, re-read only when a text file changed (a live page reruns for its run's news)."""
+    signature = _signature(run_dir)
+    return _read(str(run_dir), signature) if signature else {}
 
 
 def section(run_dir: Path, defs: Mapping[str, Mapping[str, Any]] | None = None) -> int:
@@ -26,7 +50,7 @@ def section(run_dir: Path, defs: Mapping[str, Mapping[str, Any]] | None = None) 
     """
     found = {
         tag: lines
-        for tag, lines in media_store.texts(Path(run_dir)).items()
+        for tag, lines in texts(Path(run_dir)).items()
         if lines and not wandb_reads.definition(defs or {}, tag).get("hidden")
     }
     if not found:
