@@ -175,12 +175,14 @@ def _short(value: Any) -> str:
     return text if len(text) <= 300 else text[:300] + "..."
 
 
-def wait_for_match(url: str, runs_root: Path, root_name: str, timeout_s: float = 60.0) -> tuple[View, list[str]]:
-    """TensorBoard's view once it equals the mirror's (its first load may take a few reloads), or its last
-    view and the differences after `timeout_s`."""
+def wait_for_match(url: str, logs: Path, runs_root: Path, timeout_s: float = 60.0) -> tuple[View, list[str]]:
+    """TensorBoard's view of `logs` once it equals the mirror's, or its last view and the differences after
+    `timeout_s`. TensorBoard's first load may take a few reloads; the mirror is synced each time, as the page
+    polls it (a sync waits for its reads a few seconds at most: a loaded machine may need another)."""
     deadline = time.monotonic() + timeout_s
     while True:
-        want, got = tensorboard_view(url, root_name), mirror_view(runs_root)
+        tb_logdir.sync(logs, runs_root)
+        want, got = tensorboard_view(url, logs.name), mirror_view(runs_root)
         diff = differences(want, got)
         if not diff or time.monotonic() > deadline:
             return want, diff

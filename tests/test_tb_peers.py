@@ -106,7 +106,7 @@ def test_a_peers_logdir_mirrored_while_written_matches_tensorboards_http_api(
     _write_while_mirrored(python, SCRIPTS[writer], logs, runs)
     tb = start_tensorboard(logs)
     try:
-        want, diff = tb_http.wait_for_match(tb.url, runs, logs.name)
+        want, diff = tb_http.wait_for_match(tb.url, logs, runs)
     finally:
         tb.close()
     assert not diff, "\n".join(diff)
