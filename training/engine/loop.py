@@ -4,7 +4,9 @@ Read top to bottom: set up data and state, then per chunk
   run K steps on the device (one jitted call, state donated)      -> metrics leave the device once
   reduce metrics per member, evaluate when due, write, check divergence
   snapshot / histograms / stop / checkpoint when their schedule says so
-and finally evaluate and summarise. Nothing inside jit logs or touches the host.
+and finally evaluate and summarise. Nothing inside jit logs or touches the host. When nothing due
+after a chunk reads its state, the next chunk is dispatched before the chunk's writes (JAX returns
+at once), so the device computes while the host writes.
 A population stacks its members' states on a leading axis and `jax.vmap`s the same chunk: members
 differ in learning rate (held in the optimizer state) and seed only, so one program fits all.
 """
