@@ -11,6 +11,7 @@ import streamlit as st
 
 from components.colors import run_color
 from dashboard import refresh_timings, state
+from dashboard.forms import groups
 from dashboard.forms.widgets import status_badge
 from dashboard.panels import (
     group_panels,
@@ -28,7 +29,6 @@ from dashboard.panels import (
 )
 from dashboard.panels.image_steps_panel import widget_key
 from dashboard.processes import launcher
-from dashboard.reading import groups
 from runstore import artifacts, launch_files, run_store, tb_logdir
 from runstore.metrics.metric_table import MetricTable
 from runstore.run_folder import RunFolder
@@ -172,7 +172,9 @@ def live_panel(members: list[run_store.RunInfo], selected: str, polled_ids: list
             feed_run = run_dir.name if fed and active else None
             key_panels.draw(records[0], f"live_keys{rk}", drawn, color, feed_run, run_dir)
         media_panels.media_section(run_dir, records[0], f"live_media{rk}")  # its own figures, images, tables
-        if not every_key:  # our tasks' and TensorBoard logs' histograms and texts (a user's loop: in its sections)
+        # A TensorBoard log's histograms and texts (a user's loop: in its key sections). Our tasks' parameter
+        # histograms stay on Run detail: twelve more charts on Live for every epoch's snapshot of the weights.
+        if tb_logdir.is_mirror(run_dir):
             histogram_panel.section(run_dir, f"live_hist{rk}")
             text_panel.section(run_dir)
         return

@@ -145,9 +145,11 @@ def dropped_keys(table: pa.Table) -> list[str]:
 
 
 def _wide(data: bytes, sample: int = 256) -> bool:
-    """True when lines spread over `data` hold more than WIDE_KEYS distinct keys."""
+    """True when lines spread over `data` hold more than WIDE_KEYS distinct keys, most of them on few lines
+    (sparse: pyarrow's reader would make a column of each; lines that all hold the same 1,000 keys are not)."""
     lines = data.splitlines()
     keys: set[str] = set()
+    widest = 0
     for line in lines[:: max(1, len(lines) // sample)]:
         try:
             rec = json.loads(line)
@@ -155,9 +157,8 @@ def _wide(data: bytes, sample: int = 256) -> bool:
             continue
         if isinstance(rec, dict):
             keys.update(rec)
-            if len(keys) > WIDE_KEYS:
-                return True
-    return False
+            widest = max(widest, len(rec))
+    return len(keys) > WIDE_KEYS and len(keys) > 2 * widest
 
 
 def parse(data: bytes, threads: bool = True) -> pa.Table:

@@ -29,10 +29,13 @@ from runstore.metrics.downsample import bucket_extremes
 X_KEYS = ("step", "wall")
 NOT_STORED = ("ts",)  # unix time of each record: no page plots it
 # Keys kept per run (W&B keeps every key; so does this table, up to this bound). It protects the server from
-# a file that invents a new key per line: with MIN_KEY_POINTS points each, 10,000 keys hold at most ~1.6 M
-# points (~40 MB with their rows); a key past it is counted in `dropped_keys` and named by the page.
+# a file that invents a new key per line; a key past it is counted in `dropped_keys` and named by the page.
 MAX_TAGS = metric_cache.MAX_TAGS
-MIN_KEY_POINTS = 160  # a key's points are never thinned below this, however many keys share max_rows
+# Points a key keeps: its share of max_rows (a few keys: as many rows as before), else of POINT_BUDGET (1,000
+# keys: 1,000 points each, more than a live chart draws), never fewer than MIN_KEY_POINTS. A table then holds
+# at most ~1-2 M points (16 bytes each, their rows 26): under ~90 MB however many keys, ~1 MB for a few.
+POINT_BUDGET = 1_000_000
+MIN_KEY_POINTS = 100
 READ_BYTES = 1 << 20  # one piece of the file parsed at a time (~7,000 records) when not from the cache
 EMPTY_I, EMPTY_F = np.empty(0, np.int64), np.empty(0)
 
@@ -205,7 +208,8 @@ class MetricTable:
     def _bounded(self, cols: _Columns) -> _Columns:
         """`cols` with each key over its share of max_rows thinned to half of it, and the rows no key
         refers to let go (the first and last kept: the run's extent) once more are held than the limit."""
-        cap = min(self.max_rows, max(MIN_KEY_POINTS, self.max_rows // max(1, len(cols.points))))
+        keys = max(1, len(cols.points))
+        cap = min(self.max_rows, max(self.max_rows // keys, MIN_KEY_POINTS, POINT_BUDGET // keys))
         over = [k for k, (at, _) in cols.points.items() if at.size > cap]
         if not over and cols.rows <= self._row_limit:
             return cols
