@@ -14,8 +14,8 @@ import streamlit as st
 from components import compare_figures
 from components.colors import run_color
 from dashboard import state
-from dashboard.forms import groups
 from dashboard.panels import compare_data, compare_media, data_panels, key_panels, panels, run_sections, safe_text
+from dashboard.reading import groups
 from runstore import run_store
 from runstore.metrics.metric_table import MetricTable
 

@@ -11,7 +11,6 @@ import streamlit as st
 
 from components.colors import run_color
 from dashboard import refresh_timings, state
-from dashboard.forms import groups
 from dashboard.forms.widgets import status_badge
 from dashboard.panels import (
     group_panels,
@@ -29,6 +28,7 @@ from dashboard.panels import (
 )
 from dashboard.panels.image_steps_panel import widget_key
 from dashboard.processes import launcher
+from dashboard.reading import groups
 from runstore import artifacts, launch_files, run_store, tb_logdir
 from runstore.metrics.metric_table import MetricTable
 from runstore.run_folder import RunFolder
