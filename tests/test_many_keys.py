@@ -77,3 +77,29 @@ def test_live_draws_train_loss_of_a_thousand_key_run(wide: Path, monkeypatch: py
     loss = [c for c in charts(at) if [t["name"] for t in figure(c)["data"]] == ["train/loss"]]
     assert loss and trace_lengths(loss[0]) == [5]
     assert len(charts(at)) < 10  # not a chart per key of the closed section
+
+
+PAST_BOUND = """
+import jaxdash
+
+run = jaxdash.init(project="wide", name="past-the-bound", wandb="disabled", tensorboard=False)
+for i in range(10_050):
+    run.log({f"k/{i:05d}": float(i)}, step=i)  # a new key every step
+run.log({"train/loss": 0.5}, step=10_050)
+run.finish()
+"""
+
+
+def test_run_detail_says_how_many_keys_past_the_bound_were_not_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out, root = client_scripts.run(tmp_path, PAST_BOUND)
+    assert out.returncode == 0, out.stderr
+    monkeypatch.setenv("JAXDASH_RUNS", str(root))
+    for page in ("views/detail.py", "views/live.py"):
+        at = app(page, run=client_scripts.only_run(root).name)
+        notes = [c.value for c in at.caption if "metric keys" in c.value]
+        assert notes == [
+            "This run logged more than 10,000 metric keys: 51 past the first 10,000 are not kept by the dashboard "
+            "(they stay in the run's metrics.jsonl)."
+        ], page
