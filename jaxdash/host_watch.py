@@ -134,6 +134,7 @@ class Hub:
         self._columns: dict[str, float] = {}  # samples not yet in a row
         self._lost: list[str] = []  # the messages of hosts that died, first first
         self._failed: list[str] = []
+        self._gone: set[int] = set()  # hosts whose process was gone at the last poll, with no end heard yet
         self._since = time.monotonic()
         self.solo = False  # no other process ever reported: a script calling init on process 0 only
         self._thread = threading.Thread(target=self._loop, name="jaxdash-hosts", daemon=True)
@@ -191,7 +192,10 @@ class Hub:
             if k == 0 or host.get("state") != "running":
                 continue
             why = None
-            if host.get("host") == socket.gethostname() and not pid_alive(host.get("pid")):
+            gone = host.get("host") == socket.gethostname() and not pid_alive(host.get("pid"))
+            if gone and k not in self._gone:
+                self._gone.add(k)  # its last heartbeat (its end) may have landed after this poll's read: ask again
+            elif gone:
                 why = "its process is gone (killed or crashed)"
             elif mono - self._heard[k][1] > lost_s():
                 why = f"no heartbeat for {lost_s():g} s"

@@ -7,13 +7,10 @@ real processes on localhost (2 x 4 forced CPU devices), a real coordinator, real
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from runstore import hosts, run_store
-from tests.engine_jobs import ends, records, start_job
 from training.engine import processes
 from training.engine.processes import JobFlags, resolve
 
@@ -80,23 +77,3 @@ def test_a_bad_job_variable_is_named(
         err
         == "error: $JAX_PROCESS_ID -1 is outside 0..1 ($JAX_NUM_PROCESSES 2); give each process its own id from 0 to 1.\n"
     )
-
-
-@pytest.mark.slow
-def test_two_processes_joined_by_flags_train_one_run(tmp_path: Path, fashion_dir: Path) -> None:
-    root = tmp_path / "runs"
-    argv = ["mnist", "--dataset", "fashion_mnist", "--data-dir", str(fashion_dir), "--devices", "0"]
-    argv += ["--epochs", "1", "--batch-size", "32", "--train-limit", "256", "--test-limit", "100", "--log-every", "4"]
-    argv += ["--runs-root", str(root), "--quiet", "--wandb", "disabled"]
-    # Variables naming another job: the flags win (the variables alone would wait for a third process).
-    wrong = {"JAX_COORDINATOR_ADDRESS": "localhost:1", "JAX_NUM_PROCESSES": "3", "JAX_PROCESS_ID": "2"}
-    outs = ends(start_job(argv, tmp_path, **wrong), tmp_path)
-    assert [o["state"] for o in outs] == ["finished", "finished"]
-    assert outs[0]["final"] == outs[1]["final"] and outs[0]["final"]["test/acc"] > 0
-    (run,) = run_store.run_folders(root)  # one run folder for the job: process 0's
-    assert outs[0]["run_dir"] == str(run)
-    assert json.loads((run / "status.json").read_text())["devices"] == 8  # one mesh over both processes
-    steps = [r["step"] for r in records(run) if "train/loss" in r]
-    assert len(steps) == len(set(steps)) and max(steps) == 8  # every step once (256 / 32)
-    shown, problem = hosts.read_hosts(run)  # both processes reported to process 0
-    assert problem is None and [(h["process"], h["state"]) for h in shown] == [(0, "finished"), (1, "finished")]

@@ -36,9 +36,13 @@ def _run_dir(root: Path) -> Path | None:
 @pytest.mark.slow
 def test_a_stopped_job_resumed_on_two_processes_ends_as_an_uninterrupted_one(tmp_path: Path, fashion_dir: Path) -> None:
     (tmp_path / "whole").mkdir()
-    whole = ends(
-        start_job(_mnist(fashion_dir, tmp_path / "whole" / "runs", SHORT), tmp_path / "whole"), tmp_path / "whole"
-    )
+    # Variables naming another job: the flags win (the variables alone would wait for a third process).
+    wrong = {"JAX_COORDINATOR_ADDRESS": "localhost:1", "JAX_NUM_PROCESSES": "3", "JAX_PROCESS_ID": "2"}
+    whole_root = tmp_path / "whole" / "runs"
+    whole = ends(start_job(_mnist(fashion_dir, whole_root, SHORT), tmp_path / "whole", **wrong), tmp_path / "whole")
+    (whole_run,) = run_store.run_folders(whole_root)  # one run folder for the job: process 0's
+    assert whole[0]["run_dir"] == str(whole_run)
+    assert run_store.read_status(whole_run)["devices"] == 8  # one mesh over both processes
 
     root = tmp_path / "runs"
     procs = start_job(_mnist(fashion_dir, root, SHORT), tmp_path)
@@ -75,7 +79,7 @@ def test_kill_9_of_process_1_crashes_the_run_naming_host_1_and_process_0_exits(
     tmp_path: Path, fashion_dir: Path
 ) -> None:
     root = tmp_path / "runs"
-    procs = start_job(_mnist(fashion_dir, root, LONG), tmp_path)
+    procs = start_job(_mnist(fashion_dir, root, LONG), tmp_path, JAXDASH_LOST_HOST_GRACE_S="2")
     try:
         run = wait_for("process 0's run folder", lambda: _run_dir(root), procs)
         wait_for("a few chunks", lambda: len(records(run)) >= 3 if (run / "metrics.jsonl").exists() else False, procs)

@@ -29,7 +29,7 @@ from runstore import run_store
 log = logging.getLogger(__name__)
 
 PREFIX = "jaxdash-engine/"  # the engine's heartbeat keys; a client script's runs use "jaxdash/<n>/"
-GRACE_S = 10.0  # after a host is lost (or failed), process 0 exits this much later
+GRACE_S = 10.0  # after a host is lost (or failed), process 0 exits this much later ($JAXDASH_LOST_HOST_GRACE_S)
 EXIT_CODE = 1  # the CLI's code for a crashed run
 
 
@@ -90,7 +90,7 @@ class JobWatch:
             time.sleep(beat_s())
             found = self._hub.verdict()
             if found is not None:
-                self._closed.wait(GRACE_S)
+                self._closed.wait(_grace_s())
                 self._abandon(*found)
 
     def _abandon(self, state: str, message: str) -> None:
@@ -110,6 +110,14 @@ class JobWatch:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(EXIT_CODE)
+
+
+def _grace_s() -> float:
+    """Seconds process 0 gives a job that lost a host to end on its own: GRACE_S, or $JAXDASH_LOST_HOST_GRACE_S."""
+    try:
+        return max(0.0, float(os.environ.get("JAXDASH_LOST_HOST_GRACE_S", GRACE_S)))
+    except ValueError:
+        return GRACE_S
 
 
 def _coordination() -> tuple[Any, int, int]:
