@@ -5,7 +5,8 @@ million JSON lines takes seconds, so the page parses each byte range once (runst
 pyarrow's multithreaded JSON reader, Python's `json` for pieces it refuses) and keeps the result as Arrow
 IPC files of float64 columns, one per ~4 MB piece of the file (shorter for many sparse keys; written
 compressed past WIDE_CELLS cells): `<start>-<end>.arrow` plus `index.json` naming them with their
-step range. A null is a record without that key; NaN a value that is not a finite number ("nan", "inf" strings, null, booleans).
+step range. A null is a record without that key; NaN a value that is not a finite number ("nan", "inf"
+strings, null, booleans).
 
 Only the last part ever changes: it is rewritten (atomically) when the file grew by
 `MIN_GROWTH` bytes. A replaced or truncated metrics.jsonl throws the cache away; a run folder
