@@ -61,4 +61,5 @@ def test_histograms_and_images_of_two_runs_side_by_side(two_runs: list[Path], mo
     at.run()  # each key's slider moves every run's column
     bars = [figure(c) for c in charts(at) if any(t.get("type") == "bar" for t in figure(c)["data"])]
     assert len(bars) == 2 and {b["layout"]["title"]["text"] for b in bars} == {"train/grads at step 0"}
-    assert [i.caption.replace("\\", "") for el in at.get("image") for i in el.proto.imgs] == ["eval/frame · step 0"] * 2
+    captions = [i.caption.replace("\\", "") for el in at.get("image") for i in el.proto.imgs]
+    assert captions == ["eval/frame · step 0"] * 2

@@ -83,7 +83,8 @@ def test_live_shows_a_new_text_step_without_a_reload_in_chromium(served: tuple, 
         # a rerun for the run's news (its records and media folders changed), at most every FED_RERUN_MS (20 s):
         # the histogram's step slider reaches the new step 3
         page.wait_for_function(
-            "() => [...document.querySelectorAll('[data-testid=stSliderTickBar]')].some(e => e.innerText.includes('3'))",
+            "() => [...document.querySelectorAll('[data-testid=stSliderTickBar]')]"
+            ".some(e => e.innerText.includes('3'))",
             timeout=60_000,
             polling=500,
         )

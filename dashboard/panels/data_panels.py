@@ -3,9 +3,10 @@
 Keys are grouped into sections by the prefix before `/` (key_panels.sections), in the order they first
 appeared; each key is drawn by its kind's own panel (panel_kinds.key_panel, histogram_panel.tag_panel,
 image_steps_panel.tag_panel, text_panel.tag_panel). A filter box narrows the keys by name; a "Pinned"
-section on top holds the keys a user pins (the pin button on each panel); sections collapse. Pins and collapsed sections are kept per
-project in the runs root (runstore.layout_prefs). A section draws its panels only while open, so a run
-of thousands of keys draws only what is looked at; a section of more than OPEN_MAX keys starts closed.
+section on top holds the keys a user pins (the pin button on each panel); sections collapse. Pins and
+collapsed sections are kept per project in the runs root (runstore.layout_prefs). A section draws its
+panels only while open, so a run of thousands of keys draws only what is looked at; a section of more
+than OPEN_MAX keys starts closed.
 """
 
 from __future__ import annotations

@@ -144,7 +144,8 @@ def tracking(run: run_store.RunInfo) -> None:
             link = tensorboard_link(st.session_state["tb_url"], run.run_id)
             st.link_button("Open TensorBoard", link, icon=":material/open_in_new:")
             st.caption(
-                f"Shows this run ({safe_text.code(run.run_id + '/tb/...')}); clear the run filter to compare with others."
+                f"Shows this run ({safe_text.code(run.run_id + '/tb/...')}); "
+                "clear the run filter to compare with others."
             )
 
 
