@@ -33,11 +33,20 @@ def progress_fraction(status: dict[str, Any]) -> float:
     return min(1.0, max(0.0, step / total)) if total else 0.0
 
 
+HEADLINE_WORDS = ("loss", "acc")  # a key whose name says loss or accuracy is a headline number, whatever its prefix
+
+
 def tile_tags(records: MetricTable) -> list[str]:
-    """The metrics worth a number at the top: the task's own tags first, then train/*, then test/*."""
+    """The metrics worth a number at the top: losses and accuracies first (a run of 300 keys shows its
+    train/loss, not grads/layer000..005), then the task's own tags, then train/*, then test/*."""
     shown = [t for t in records.tags() if not t.startswith(HIDDEN_PREFIXES)]
     rank = {tags.TRAIN: 1, tags.TEST: 2}
-    return sorted(shown, key=lambda t: (rank.get(t.split("/")[0], 0), t))[:MAX_TILES]
+
+    def order(tag: str) -> tuple[int, int, str]:
+        name = tag.rsplit("/", 1)[-1].lower()
+        return (0 if any(w in name for w in HEADLINE_WORDS) else 1, rank.get(tag.split("/")[0], 0), tag)
+
+    return sorted(shown, key=order)[:MAX_TILES]
 
 
 def percent(v: float) -> str:
