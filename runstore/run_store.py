@@ -193,10 +193,24 @@ def read_status(run_dir: Path) -> dict[str, Any]:
         if not pid_alive(status.get("pid")):
             status["state"] = "crashed"
             status.setdefault("message", None)
-            status["message"] = (
-                status["message"] or "The training process exited without finishing (killed or crashed)."
-            )
+            status["message"] = status["message"] or _lost_host(run_dir, status) or PROCESS_GONE
     return status
+
+
+PROCESS_GONE = "The training process exited without finishing (killed or crashed)."
+
+
+def _lost_host(run_dir: Path, status: dict[str, Any]) -> str | None:
+    """A job's message when its process 0 ended without a word and another of its processes is gone too (a
+    collective aborts process 0 the moment a peer dies, before it can record why): that host, named."""
+    from runstore import hosts  # hosts imports this module's neighbours only; imported when needed
+
+    shown, _ = hosts.read_hosts(run_dir)
+    gone = [h for h in shown if h["process"] not in (0, None) and h["state"] == "crashed"]
+    if not gone:
+        return None
+    status["lost_host"] = gone[0]["process"]
+    return hosts.lost_message(gone[0], len(shown), "its process is gone (killed or crashed)")
 
 
 def read_metrics(run_dir: Path, offset: int = 0, max_bytes: int | None = None) -> tuple[list[dict[str, Any]], int]:

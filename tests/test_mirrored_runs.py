@@ -156,6 +156,7 @@ def test_runs_we_do_not_own_offer_no_stop_and_no_texts_of_our_tasks(tmp_path: Pa
         page.get_by_text("No Stop: a TensorBoard log's writer is not ours to stop", exact=False).wait_for(
             timeout=60_000
         )
+        page.wait_for_function(IDLE_JS, timeout=60_000, polling=100)  # the script run ended: no element left over
         assert page.get_by_role("button", name="Stop").count() == 0
         for path in ("live", "detail"):
             page.goto(f"{srv.url}/{path}?run={client_run}")

@@ -249,3 +249,29 @@ def test_store_writer_keeps_the_latest_table_image_and_text_of_each_tag(tmp_path
     w.write_texts(5, {"notes": "hello"})
     assert json.loads((tmp_path / "artifacts" / "texts.json").read_text()) == {"notes": {"step": 5, "text": "hello"}}
     assert not list(tmp_path.rglob("*.tmp"))
+
+
+def test_a_job_whose_process_0_died_without_a_word_reads_crashed_naming_the_host_that_died(tmp_path: Path) -> None:
+    """An engine job's process 0 aborted by gloo the moment process 1 died (no status written): the reader names
+    host 1 from hosts.json, as the job's watchdog would have."""
+    import socket
+    import subprocess
+    import sys
+
+    from runstore import hosts
+
+    # two processes that ran and ended: their pids are gone
+    pid0, pid1 = (int(subprocess.check_output([sys.executable, "-c", "import os; print(os.getpid())"])) for _ in "01")
+    run = tmp_path / "run"
+    run.mkdir()
+    run_store.write_status(run, state="running", pid=pid0, started=1.0)
+    here = socket.gethostname()
+    hosts.write_hosts(
+        run, 2, [{"process": k, "host": here, "pid": p, "state": "running"} for k, p in ((0, pid0), (1, pid1))]
+    )
+    status = run_store.read_status(run)
+    assert status["state"] == "crashed" and status["lost_host"] == 1, status
+    assert (
+        status["message"]
+        == f"Host 1 (process 1 of 2, pid {pid1} on {here}) died: its process is gone (killed or crashed)."
+    )
