@@ -187,3 +187,17 @@ def wait_for_match(url: str, logs: Path, runs_root: Path, timeout_s: float = 60.
         if not diff or time.monotonic() > deadline:
             return want, diff
         time.sleep(0.5)
+
+
+def matched_view(logs: Path, runs_root: Path) -> View:
+    """TensorBoard's own server started on `logs`, its view once it equals the mirror's under `runs_root`;
+    fails with one line per run, plugin and tag that still differs after wait_for_match's time."""
+    from dashboard.processes.tensorboard_server import start_tensorboard
+
+    tb = start_tensorboard(logs)
+    try:
+        want, diff = wait_for_match(tb.url, logs, runs_root)
+    finally:
+        tb.close()
+    assert not diff, "\n".join(diff)
+    return want
