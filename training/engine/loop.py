@@ -35,7 +35,7 @@ from training.engine.chunks import (
 )
 from training.engine.data_reads import load_members_data
 from training.engine.inits import init_states
-from training.engine.members import Members, stack, take
+from training.engine.members import Members, first_nonfinite, stack, take
 from training.engine.pbt import Exploiter, PbtConfig, learning_rates
 from training.engine.position import Plan, Position, data_for, param_arrays, reduce_chunk
 from training.engine.result import TrainResult
@@ -55,7 +55,7 @@ LIVE_FIT_SECS = 0.5  # the page's fitted curve (a table only, no images) at leas
 
 def _finite(losses: Any) -> bool:
     """True when a chunk's losses (or no losses at all) are all finite: no member diverged in it."""
-    return losses is None or bool(np.isfinite(np.asarray(losses)).all())
+    return losses is None or first_nonfinite(np.ravel(losses)) is None  # the members' own divergence test
 
 
 class Engine:
