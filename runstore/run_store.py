@@ -193,24 +193,26 @@ def read_status(run_dir: Path) -> dict[str, Any]:
         if not pid_alive(status.get("pid")):
             status["state"] = "crashed"
             status.setdefault("message", None)
-            status["message"] = status["message"] or _lost_host(run_dir, status) or PROCESS_GONE
+            lost = _lost_host(run_dir) if not status["message"] else None
+            if lost is not None:
+                status["lost_host"], status["message"] = lost
+            status["message"] = status["message"] or PROCESS_GONE
     return status
 
 
 PROCESS_GONE = "The training process exited without finishing (killed or crashed)."
 
 
-def _lost_host(run_dir: Path, status: dict[str, Any]) -> str | None:
-    """A job's message when its process 0 ended without a word and another of its processes is gone too (a
-    collective aborts process 0 the moment a peer dies, before it can record why): that host, named."""
+def _lost_host(run_dir: Path) -> tuple[int, str] | None:
+    """(process, message) of a job's host that is gone, when its process 0 ended without a word (a collective
+    aborts process 0 the moment a peer dies, before it can record why); None when no other host is gone."""
     from runstore import hosts  # hosts imports this module's neighbours only; imported when needed
 
     shown, _ = hosts.read_hosts(run_dir)
     gone = [h for h in shown if h["process"] not in (0, None) and h["state"] == "crashed"]
     if not gone:
         return None
-    status["lost_host"] = gone[0]["process"]
-    return hosts.lost_message(gone[0], len(shown), "its process is gone (killed or crashed)")
+    return gone[0]["process"], hosts.lost_message(gone[0], len(shown), "its process is gone (killed or crashed)")
 
 
 def read_metrics(run_dir: Path, offset: int = 0, max_bytes: int | None = None) -> tuple[list[dict[str, Any]], int]:
