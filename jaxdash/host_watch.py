@@ -30,6 +30,7 @@ from training.writers.base import MultiWriter, Progress
 
 logger = logging.getLogger("jaxdash")
 BEAT_S = 2.0  # a heartbeat (and a system-metrics sample) per process this often
+END_WAIT_S = 10.0  # at the end, process 0 waits this long at most for the others' last heartbeats
 LOST_S = 30.0  # no heartbeat for this long: the host is lost (JAX's own heartbeat timeout is 100 s)
 
 
@@ -222,12 +223,13 @@ class Hub:
             return ("failed", self._failed[0]) if self._failed else None
 
     def stop(self) -> None:
-        """Stop polling, then poll until every other process sent its end (up to two heartbeats), so
-        what they sent last is in the run. A process that ends later stays "running" in hosts.json."""
+        """Stop polling, then poll until every other process sent its end or is gone (up to END_WAIT_S, or two
+        heartbeats if longer), so what they sent last is in the run. A process that ends later stays "running"
+        in hosts.json. (Two heartbeats alone, 0.4 s at a 0.2 s beat, lost a loaded peer's end: read as crashed.)"""
         self._done.set()
         if self._thread.is_alive():
             self._thread.join(timeout=10)
-        deadline = time.monotonic() + 2 * beat_s()
+        deadline = time.monotonic() + max(2 * beat_s(), END_WAIT_S)
         while True:
             try:
                 self.poll()
