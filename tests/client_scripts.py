@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from runstore import run_store
+from tests import wandb_leet
 
 ROOT = Path(__file__).resolve().parents[1]
-WANDB_CLI = str(Path(sys.executable).with_name("wandb"))
 
 
 def script_env(root: Path, **extra: str) -> dict[str, str]:
@@ -62,8 +62,7 @@ def rows(run_dir: Path) -> list[dict[str, Any]]:
 
 def wandb_records(wandb_dir: Path) -> list[dict[str, Any]]:
     """Every record of a W&B offline run folder, through W&B's own reader (`wandb leet inspect --json`)."""
-    out = subprocess.run([WANDB_CLI, "leet", "inspect", "--json", str(wandb_dir)], capture_output=True, text=True,
-                         timeout=60)  # fmt: skip
+    out = wandb_leet.inspect(wandb_dir, "--json")
     assert out.returncode == 0, out.stderr
     return [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
 

@@ -19,11 +19,11 @@ import pytest
 from tensorboard.backend.event_processing import event_accumulator as ea
 
 from runstore import run_store
+from tests import wandb_leet
 from training.settings import ConfigError, parse_config
 from training.tasks import available, load_task
 
 ROOT = Path(__file__).resolve().parents[1]
-WANDB_CLI = str(Path(sys.executable).with_name("wandb"))
 STEPS, LOG_EVERY = 600, 50
 LOGGED = [0, *range(LOG_EVERY, STEPS + 1, LOG_EVERY)]  # the initial loss, then one row per chunk
 
@@ -60,9 +60,7 @@ def _train(tmp: Path, spec: str, *args: str) -> list[dict]:
 
 def _wandb(run_dir: Path, *flags: str) -> str:
     folder = run_store.read_status(run_dir)["wandb"]["dir"]  # where the run says its W&B files are
-    out = subprocess.run(
-        [WANDB_CLI, "leet", "inspect", *flags, "--json", folder], capture_output=True, text=True, timeout=60
-    )
+    out = wandb_leet.inspect(folder, *flags, "--json")
     assert out.returncode == 0, out.stderr
     return out.stdout
 

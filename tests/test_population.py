@@ -9,14 +9,13 @@ from __future__ import annotations
 import dataclasses
 import glob
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from runstore import run_store
+from tests import wandb_leet
 from tests.test_data import write_idx_dataset
 from training.__main__ import main
 from training.config import ConfigError
@@ -27,8 +26,6 @@ from training.runs.run import execute
 from training.tasks.mnist import MnistConfig, MnistTask
 from training.tasks.regression import RegressionConfig, RegressionTask
 from training.writers.base import MemoryWriter
-
-WANDB_CLI = str(Path(sys.executable).with_name("wandb"))
 
 
 def train_regression(cfg, writer):
@@ -92,7 +89,7 @@ def test_cli_population_writes_one_run_per_member(runs_root, capsys):
         assert lines[i]["final"] == pytest.approx(result.final, rel=1e-6)
     # Each member is its own W&B run, all in the population's group.
     (folder,) = glob.glob(str(dirs[3] / "wandb" / "offline-run-*"))
-    out = subprocess.run([WANDB_CLI, "leet", "inspect", "--json", folder], capture_output=True, text=True, timeout=60)
+    out = wandb_leet.inspect(folder, "--json")
     (run,) = [json.loads(ln)["run"] for ln in out.stdout.splitlines() if '"type": "run"' in ln or '"type":"run"' in ln]
     assert run["run_group"] == group
 

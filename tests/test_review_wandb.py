@@ -16,12 +16,12 @@ import numpy as np
 import pytest
 
 from runstore import run_store
+from tests import wandb_leet
 from tests.fixtures_runs import hold_env, wait_held
 from training.runs.checkpoint import checkpoint_steps
 from training.writers.wandb.writer import WandbWriter
 
 ROOT = Path(__file__).resolve().parents[1]
-WANDB_CLI = str(Path(sys.executable).with_name("wandb"))
 
 
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
@@ -42,7 +42,7 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
 
 
 def inspect(folder: Path) -> list[dict]:
-    out = subprocess.run([WANDB_CLI, "leet", "inspect", "--json", str(folder)], capture_output=True, text=True)
+    out = wandb_leet.inspect(folder, "--json")
     assert out.returncode == 0, out.stderr
     return [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
 
@@ -156,9 +156,7 @@ def test_one_final_number_everywhere_and_no_writer_warnings(tmp_path: Path, fash
     assert final["train/loss"] != pytest.approx(chunk_means[-1]), "the epoch mean, not the last chunk's"
 
     folder = Path(run_store.read_status(run_dir)["wandb"]["dir"])
-    summary = json.loads(
-        subprocess.run([WANDB_CLI, "leet", "inspect", "--summary", "--json", str(folder)], capture_output=True).stdout
-    )
+    summary = json.loads(wandb_leet.inspect(folder, "--summary", "--json").stdout)
     assert summary["summary"]["final"] == pytest.approx(final)
     assert summary["config"]["task"] == "mnist"
 

@@ -24,10 +24,10 @@ from tensorboard.plugins.hparams import metadata as hp_metadata
 
 from dashboard.views.detail import PINNED, tensorboard_link
 from runstore import run_store
+from tests import wandb_leet
 from tests.fixtures_runs import hold_env, wait_held
 
 ROOT = Path(__file__).resolve().parents[1]
-WANDB_CLI = str(Path(sys.executable).with_name("wandb"))
 MNIST_ARGS = [
     "--dataset",
     "fashion_mnist",
@@ -87,12 +87,7 @@ def wandb_dir(run_dir: Path) -> str:
 
 
 def wandb_records(run_dir: Path, folder: str | None = None) -> list[dict]:
-    out = subprocess.run(
-        [WANDB_CLI, "leet", "inspect", "--json", folder or wandb_dir(run_dir)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    out = wandb_leet.inspect(folder or wandb_dir(run_dir), "--json")
     assert out.returncode == 0, out.stderr
     return [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
 
@@ -103,12 +98,7 @@ def wandb_steps(run_dir: Path, key: str = "train/loss", folder: str | None = Non
 
 
 def wandb_summary(run_dir: Path) -> dict:
-    out = subprocess.run(
-        [WANDB_CLI, "leet", "inspect", "--summary", "--json", wandb_dir(run_dir)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    out = wandb_leet.inspect(wandb_dir(run_dir), "--summary", "--json")
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 

@@ -8,18 +8,16 @@ included (a step in two folders shows twice after `wandb sync`), and the ones it
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from runstore import atomic
+from tests import wandb_leet
 from training.writers.wandb import writer as wandb_writer
 from training.writers.wandb.writer import WandbWriter
 
-WANDB_CLI = str(Path(sys.executable).with_name("wandb"))
 CONFIG = {"task": "regression", "lr": 0.01}
 
 
@@ -37,7 +35,7 @@ def _wandb_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _history(folder: Path) -> list[dict]:
-    out = subprocess.run([WANDB_CLI, "leet", "inspect", "--json", str(folder)], capture_output=True, text=True)
+    out = wandb_leet.inspect(folder, "--json")
     assert out.returncode == 0, out.stderr
     records = [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
     return [r["history"]["item"] for r in records if r.get("type") == "history"]

@@ -12,13 +12,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests import wandb_leet
 from training.tasks.summaries import ClassificationSummary, FitSummary, write_summaries
 from training.writers.base import Progress
 from training.writers.wandb import writer as wandb_writer
 from training.writers.wandb.mode import init_kwargs
 from training.writers.wandb.writer import WandbWriter, resolve_mode
 
-WANDB_CLI = str(Path(sys.executable).with_name("wandb"))
 CONFIG = {"task": "mnist", "dataset": "fashion_mnist", "hidden": [32], "lr": 0.001, "epochs": 1}
 STEPS = [20, 40, 60, 80, 100]
 
@@ -43,17 +43,13 @@ def wandb_offline_env(tmp_path, monkeypatch):
 
 def inspect_records(run_dir: Path) -> list[dict]:
     """Every record of the run's .wandb file (works on an unfinished or killed run too)."""
-    out = subprocess.run(
-        [WANDB_CLI, "leet", "inspect", "--json", str(run_dir)], capture_output=True, text=True, timeout=60
-    )
+    out = wandb_leet.inspect(run_dir, "--json")
     assert out.returncode == 0, out.stderr
     return [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
 
 
 def inspect_summary(run_dir: Path) -> dict:
-    out = subprocess.run(
-        [WANDB_CLI, "leet", "inspect", "--summary", "--json", str(run_dir)], capture_output=True, text=True, timeout=60
-    )
+    out = wandb_leet.inspect(run_dir, "--summary", "--json")
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 

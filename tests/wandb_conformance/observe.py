@@ -14,13 +14,10 @@ from __future__ import annotations
 import copy
 import functools
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
-from tests.wandb_conformance.running import REPO
-
-WANDB_CLI = REPO / ".venv" / "bin" / "wandb"
+from tests import wandb_leet
 
 
 def _media(d: dict[str, Any]) -> dict[str, Any]:
@@ -98,7 +95,7 @@ def read_wandb_file(path: Path) -> dict[str, Any]:
 
 @functools.lru_cache(maxsize=1024)
 def _read_wandb_file(path: Path, size: int) -> dict[str, Any]:
-    proc = subprocess.run([str(WANDB_CLI), "leet", "inspect", "--json", str(path)], capture_output=True, text=True)
+    proc = wandb_leet.inspect(path, "--json")
     obs = empty()
     config: dict[str, Any] = {}
     history: dict[int, dict[str, Any]] = {}
