@@ -6,6 +6,8 @@ and draws with `components.compare_figures`. One colour per run (`components.col
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
@@ -14,7 +16,16 @@ import streamlit as st
 from components import compare_figures
 from components.colors import run_color
 from dashboard import state
-from dashboard.panels import compare_data, compare_media, data_panels, key_panels, panels, run_sections, safe_text
+from dashboard.panels import (
+    compare_data,
+    compare_media,
+    data_panels,
+    inplace_chart,
+    key_panels,
+    panels,
+    run_sections,
+    safe_text,
+)
 from dashboard.reading import groups
 from runstore import run_store
 from runstore.metrics.metric_table import MetricTable
@@ -99,7 +110,7 @@ def draw(selected: list[run_store.RunInfo], display: Mapping[str, str]) -> None:
         st.info(f"Not every selected run has these metrics ({shown}):  \n" + "  \n".join(lines), icon=":material/info:")
     tags = shared + (compare_data.sort_tags(list(missing)) if opts["partial"] else [])
     sections = key_panels.sections(tags)
-    for prefix, group in sections.items():  # a grid per prefix (as W&B's sections), drawn only while open
+    for i, (prefix, group) in enumerate(sections.items()):  # a grid per prefix (as W&B's sections), drawn while open
         if len(sections) == 1:
             grid(selected, labels, tables, group, missing, pops, opts)
             break
@@ -107,8 +118,8 @@ def draw(selected: list[run_store.RunInfo], display: Mapping[str, str]) -> None:
         key = data_panels.widget_key("compare_section", prefix)
         box = st.expander(f"{safe_text.md(prefix)} · {len(group)}", expanded=open_, key=key, on_change="rerun")
         if box.open:
-            with box:
-                grid(selected, labels, tables, group, missing, pops, opts, chart_key=f"{key}_grid")
+            with box:  # the first grid at once; the others when scrolled near (50 runs: 50 lines a subplot)
+                grid(selected, labels, tables, group, missing, pops, opts, chart_key=f"{key}_grid", lazy=i > 0)
     compare_media.draw(selected, labels)  # histograms and images side by side, a run a column
     differs_and_parcoords(selected, labels)
 
@@ -122,9 +133,20 @@ def grid(
     pops: Mapping[str, list[run_store.RunInfo]],
     opts: Mapping[str, Any],
     chart_key: str = "compare_grid",
+    lazy: bool = False,
 ) -> None:
-    """Small multiples of `tags`: a line per run, or a band per population when asked."""
+    """Small multiples of `tags`: a line per run, or a band per population when asked.
+
+    The figure's JSON is kept for every session (`_SPECS`) while its runs' columns and the view's settings
+    stay the same: a fresh tab opening the same comparison sends it again instead of building it anew.
+    lazy: drawn by the browser once scrolled near (panels.chart).
+    """
     banded = {r.run_id: g for g, rs in pops.items() for r in rs} if opts["pop"] != "curves" else {}
+    version = _version(selected, labels, tables, tags, missing, banded, opts, chart_key)
+    spec = _spec_kept(version) if panels.inplace_charts() else None
+    if spec is not None:
+        panels.chart(None, chart_key, lazy=lazy, spec=spec)
+        return
     colors = {labels[r.run_id]: run_color(r.run_id) for r in selected}
     colors |= {f"{groups.short_id(g)} (mean of {len(rs)})": run_color(g) for g, rs in pops.items()}
     curves: dict[str, dict[str, Any]] = {}
@@ -152,7 +174,57 @@ def grid(
         smoothing=opts["smoothing"],
         log_y=opts["log_y"],
     )
-    panels.chart(fig, chart_key)
+    spec = _keep_spec(version, inplace_chart.figure_spec(fig)) if panels.inplace_charts() else None
+    panels.chart(fig, chart_key, lazy=lazy, spec=spec)
+
+
+SPECS_KEPT = 8  # comparison figures kept for every session (50 runs x 2 metrics: ~1 MB of JSON each)
+_SPECS: OrderedDict[tuple, str] = OrderedDict()
+_SPECS_LOCK = threading.Lock()
+
+
+def _version(
+    selected: list[run_store.RunInfo],
+    labels: Mapping[str, str],
+    tables: Mapping[str, MetricTable],
+    tags: list[str],
+    missing: Mapping[str, list[str]],
+    banded: Mapping[str, str],
+    opts: Mapping[str, Any],
+    chart_key: str,
+) -> tuple:
+    """What a grid's figure depends on: each run's label, table and its changes, epoch scale and population, the
+    metrics and runs lacking them, and the view's settings."""
+    runs = tuple(
+        (
+            r.run_id,
+            labels[r.run_id],
+            id(tables[r.run_id]),
+            tables[r.run_id].changes,
+            compare_data.epoch_scale(r.status),
+            banded.get(r.run_id),
+        )
+        for r in selected
+    )
+    lacking = tuple((t, tuple(missing.get(t, ()))) for t in tags)
+    view = tuple((k, tuple(v) if isinstance(v, (list, tuple)) else v) for k, v in sorted(opts.items()))
+    return chart_key, runs, lacking, view
+
+
+def _spec_kept(version: tuple) -> str | None:
+    with _SPECS_LOCK:
+        spec = _SPECS.get(version)
+        if spec is not None:
+            _SPECS.move_to_end(version)
+        return spec
+
+
+def _keep_spec(version: tuple, spec: str) -> str:
+    with _SPECS_LOCK:
+        _SPECS[version] = spec
+        while len(_SPECS) > SPECS_KEPT:
+            _SPECS.popitem(last=False)
+    return spec
 
 
 PARCOORDS_AUTO_RUNS = 4  # parallel coordinates drawn without asking for up to this many runs

@@ -93,6 +93,7 @@ class MetricTable:
         self.offset = 0  # bytes of the file consumed
         self.records = 0  # records read in all (held rows may be fewer)
         self._file: tuple[int, int] | None = None  # (device, inode): a replaced file is read again
+        self.changes = 0  # how many updates changed the held columns: a figure built from them is current while equal
         self._cache_end = 0  # bytes the on-disk cache covered when last synced
         self._reset()
         self._lock = threading.Lock()
@@ -117,35 +118,40 @@ class MetricTable:
         Large catch-ups (a first open) come from the columnar cache, built on the way; small
         appends (a live run's last chunk) are parsed directly.
         """
-        path = Path(run_dir) / "metrics.jsonl"
         with self._lock:
-            try:
-                st_ = os.stat(path)
-            except OSError:
-                st_ = None
-            ident = (st_.st_dev, st_.st_ino) if st_ else None
-            if ident != self._file or (st_ and st_.st_size < self.offset):  # new, deleted, replaced or truncated
-                self._file, self.offset, self.records, self._cache_end = ident, 0, 0, 0
-                self._reset()
-            if st_ is None:
-                return self
-            if self.use_cache and self.offset == 0 and st_.st_size >= metric_cache.MIN_GROWTH:
-                self._start_from_overview(Path(run_dir))
-            if self.use_cache and st_.st_size - max(self._cache_end, self.offset) >= metric_cache.MIN_GROWTH:
-                parts = metric_cache.sync(Path(run_dir))
-                self._cache_end = parts[-1].end if parts else self._cache_end
-                for part in parts:
-                    if part.start == self.offset:  # parts are contiguous: follow them while they line up
-                        self._append(metric_cache.read_part(Path(run_dir), part))
-                        self.offset = part.end
-            while self.offset < st_.st_size:
-                data, offset = metric_cache.read_piece(path, self.offset, READ_BYTES)
-                if offset == self.offset:
-                    break  # only a partial last line: the rest comes later
-                table, used = metric_cache.parse_piece(data)  # a piece of many sparse keys: less than `data`
-                self.offset += used
-                self._append(table)
+            before = self._cols
+            self._update(Path(run_dir))
+            self.changes += self._cols is not before  # snapshots are immutable: a new one is a change
         return self
+
+    def _update(self, run_dir: Path) -> None:
+        path = run_dir / "metrics.jsonl"
+        try:
+            st_ = os.stat(path)
+        except OSError:
+            st_ = None
+        ident = (st_.st_dev, st_.st_ino) if st_ else None
+        if ident != self._file or (st_ and st_.st_size < self.offset):  # new, deleted, replaced or truncated
+            self._file, self.offset, self.records, self._cache_end = ident, 0, 0, 0
+            self._reset()
+        if st_ is None:
+            return
+        if self.use_cache and self.offset == 0 and st_.st_size >= metric_cache.MIN_GROWTH:
+            self._start_from_overview(Path(run_dir))
+        if self.use_cache and st_.st_size - max(self._cache_end, self.offset) >= metric_cache.MIN_GROWTH:
+            parts = metric_cache.sync(Path(run_dir))
+            self._cache_end = parts[-1].end if parts else self._cache_end
+            for part in parts:
+                if part.start == self.offset:  # parts are contiguous: follow them while they line up
+                    self._append(metric_cache.read_part(Path(run_dir), part))
+                    self.offset = part.end
+        while self.offset < st_.st_size:
+            data, offset = metric_cache.read_piece(path, self.offset, READ_BYTES)
+            if offset == self.offset:
+                break  # only a partial last line: the rest comes later
+            table, used = metric_cache.parse_piece(data)  # a piece of many sparse keys: less than `data`
+            self.offset += used
+            self._append(table)
 
     def _start_from_overview(self, run_dir: Path) -> None:
         """Start from the thinned columns the cache builder saved (runstore/metrics/metric_overview.py), if valid."""

@@ -1,0 +1,58 @@
+"""Compare of many runs from a fresh tab: a comparison's figures are built once for every session, and only
+the first section's grid is drawn at once (the others when scrolled near)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from components import compare_figures
+from dashboard.panels import compare
+from runstore import run_store
+from tests.apptest_pages import app, fake_run
+from tests.chart_elements import charts, figure, trace_lengths
+
+
+@pytest.fixture
+def builds(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
+    """The tags of every compare grid built (compare_figures.metric_grid called), in order."""
+    built: list[tuple[str, ...]] = []
+    grid = compare_figures.metric_grid
+    monkeypatch.setattr(
+        compare_figures, "metric_grid", lambda tags, *a, **k: built.append(tuple(tags)) or grid(tags, *a, **k)
+    )
+    monkeypatch.setattr(compare, "_SPECS", type(compare._SPECS)())  # none kept from other tests
+    return built
+
+
+def _grids(at: object) -> list[dict]:
+    return [figure(c) for c in charts(at) if "compare_section" in c.key]
+
+
+def test_a_fresh_tab_opening_the_same_comparison_is_sent_the_kept_figures_not_new_ones(
+    runs_root: Path, builds: list[tuple[str, ...]]
+) -> None:
+    runs = [fake_run(runs_root, "mnist", "finished", name=f"r{i}", config={"lr": 0.01 * (i + 1)}) for i in range(3)]
+    ids = [d.name for d in runs]
+    first = app("views/runs.py", selected_ids=ids)
+    assert builds == [("train/acc", "train/loss"), ("test/acc",)]
+    second = app("views/runs.py", selected_ids=ids)  # another session: a fresh tab
+    assert builds == [("train/acc", "train/loss"), ("test/acc",)]  # nothing built again
+    assert _grids(second) == _grids(first) and len(_grids(second)) == 2
+    # a run that logged more, or another setting, is built anew
+    run_store.append_metrics(runs[0], [{"step": 1000 + i, "wall": 9.0 + i, "train/loss": 0.01} for i in range(5)])
+    third = app("views/runs.py", selected_ids=ids)
+    assert builds[2:] == [("train/acc", "train/loss"), ("test/acc",)]
+    lengths = trace_lengths(charts(third)[0])
+    assert sorted(n for t, n in zip(_grids(third)[0]["data"], lengths, strict=True) if t["name"] == "r0") == [50, 55]
+    third.slider(key="cmp_smooth").set_value(0.5).run()
+    assert len(builds) > 3
+
+
+def test_only_the_first_sections_grid_is_drawn_at_once(runs_root: Path, builds: list[tuple[str, ...]]) -> None:
+    runs = [fake_run(runs_root, "mnist", "finished", name=f"r{i}") for i in range(2)]
+    at = app("views/runs.py", selected_ids=[d.name for d in runs])
+    lazy = [json.loads(el.proto.json)["lazy"] for el in at.get("bidi_component") if "compare_section" in el.proto.id]
+    assert lazy == [False, True]  # train/ at once; test/ when scrolled near
