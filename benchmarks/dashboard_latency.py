@@ -13,6 +13,8 @@
     phases the progress line showed before it ("loading data…", "compiling…").
 (d) blink: a multi-epoch Fashion-MNIST run started from the CLI, its Live page open; every 100 ms
     every chart's effective opacity, size and drawn state (benchmarks/browser_probes.py).
+--keys N: instead, a client run logging N scalar keys in four prefixes, its Live page's N panels all in view:
+    each key's first point, log -> drawn and blink (benchmarks/latency_keys.py; goals <= 1 s, <= 0.5 s, <= 1%).
 
 Times on both sides are wall clock (Date.now() in the page, time.time() here): same host.
 Goals: (a) <= 1 s median, (b) <= 1 s, (c) <= 3 s, (d) <= 1% of samples faded, missing or jumped.
@@ -204,9 +206,15 @@ def main() -> None:
     ap.add_argument("--gap", type=float, default=5.0, help="seconds on the New run page before each Start")
     ap.add_argument("--wandb", default="disabled", choices=("auto", "offline", "disabled"), help="W&B mode of runs")
     ap.add_argument("--blink-epochs", type=int, default=10, help="epochs of the (d) run; 0 skips (d)")
+    ap.add_argument("--keys", type=int, default=0, help="N: only the N-panel measurements (benchmarks/latency_keys.py)")
     args = ap.parse_args()
     sys.stdout.reconfigure(line_buffering=True)  # each result as soon as it is measured
     tmp = Path(tempfile.mkdtemp(prefix="jaxdash-bench-"))
+    if args.keys:
+        from benchmarks import latency_keys  # imports this module's `stats`
+
+        latency_keys.measure(tmp, args.keys, args.writes)
+        return
     if args.blink_epochs:  # first: the measurement most sensitive to what else the machine does
         report = blink(tmp, args.blink_epochs)
         print(f"(d) blink, {args.blink_epochs}-epoch Fashion-MNIST CLI run: {report}   goal <= 1%")

@@ -16,6 +16,9 @@ run that writes every second or less often, or again after a pause, is drawn as 
 and one that writes all the time (21 records a second) every 8 s: each draw is a full Plotly redraw
 (~25 ms of Chromium's CPU per chart here), on the machine the run trains on.
 A new figure restarts the feed from its own offset; a request from before it is dropped.
+A chart scrolled out of sight (more than 200 px from the window) asks for nothing and draws nothing; back in
+sight it fetches what it missed at once. A page of 50 panels a user scrolled through then costs, per write,
+the requests and redraws of the few charts in view, not 50 (benchmarks/latency_keys.py).
 """
 
 from __future__ import annotations
@@ -43,6 +46,13 @@ function follow(div, text) {
     div.__pull = (e) => pull(div, e.detail && e.detail.steady ? 3 : 1, !!(e.detail && e.detail.resumed));
     window.addEventListener("jaxdash-streams", div.__pull);
   }
+  if (!div.__sight) {  // a chart scrolled out of sight asks for nothing; back in sight, it catches up at once
+    div.__sight = new IntersectionObserver((entries) => {
+      div.__inSight = entries[entries.length - 1].isIntersecting;
+      if (div.__inSight && div.__missed) { div.__missed = false; pull(div); }
+    }, {rootMargin: "200px 0px"});
+    div.__sight.observe(div);
+  }
   pull(div);  // what was written since the figure was built
 }
 // news: the trigger saw the records grow (3: a run that writes all the time); resumed: after a poll without news
@@ -51,9 +61,11 @@ async function pull(div, news = 0, resumed = false) {
   if (!f || !div.isConnected) {  // its run ended, or the chart is gone
     window.removeEventListener("jaxdash-streams", div.__pull);
     div.__pull = null;
+    if (div.__sight) { div.__sight.disconnect(); div.__sight = null; }
     return;
   }
   if (document.hidden) return;
+  if (div.__inSight === false) { div.__missed = true; return; }  // 50 panels: only those in sight fetch and draw
   if (div.__fetching) { div.__again = true; return; }
   if (resumed && div.__soonest < (div.__feedNext || 0)) {  // a pause: the writer is not steady any more
     div.__feedNext = div.__soonest; div.__gap = FEED_MIN_GAP_MS; div.__waited = 0;

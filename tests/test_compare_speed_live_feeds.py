@@ -1,0 +1,70 @@
+"""A Live page of many panels: only the charts in sight fetch and draw a run's new rows (chart_feed.py).
+
+In Chromium against a real server: a running run of 16 keys besides its loss, its Live page scrolled through
+(every panel drawn and fed), then back to the top. New records reach the charts in sight; a chart out of
+sight asks for nothing and draws nothing, and catches up at once when scrolled back into sight.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks import browser_probes
+from benchmarks.dashboard_latency import fake_running_run
+from benchmarks.latency_keys import SCROLL_THROUGH_JS, TO_TOP_JS
+from dashboard.server.serve import Server
+from runstore import run_store
+
+pytest.importorskip("playwright.sync_api")
+KEYS = [f"extra/k{i}" for i in range(16)]
+# The steps the chart of trace `name` holds ([] while it has no such chart drawn).
+STEPS_JS = (
+    "(name) => { for (const g of "
+    + browser_probes.PLOTS_JS
+    + ") for (const t of (g._fullData || [])) if (t.name === name) return Array.from(t.x || []); return []; }"
+)
+ROWS_ASKED_JS = """(tag) => performance.getEntriesByType("resource")
+  .filter((e) => e.name.includes("/rows?") && e.name.includes("tag=" + encodeURIComponent(tag))).length"""
+
+
+def _write(run: Path, step: int) -> None:
+    record = {"step": step, "wall": float(step), "ts": time.time(), "train/loss": 1 / (step + 1)}
+    run_store.append_metrics(run, [record | {k: step + i for i, k in enumerate(KEYS)}])
+    run_store.write_status(run, step=step)
+
+
+def _holds(page: Any, tag: str, step: int, timeout_ms: int = 20_000) -> None:
+    page.wait_for_function(f"({STEPS_JS})({tag!r}).includes({step})", timeout=timeout_ms, polling=50)
+
+
+@pytest.mark.browser
+def test_charts_out_of_sight_fetch_nothing_and_catch_up_when_scrolled_back(
+    server: tuple[Server, Path], tab: Any
+) -> None:
+    srv, runs = server
+    run = fake_running_run(runs)
+    _write(run, 1)
+    tab.goto(f"{srv.url}/live?run={run.name}")
+    _holds(tab, "train/loss", 1, 60_000)
+    tab.evaluate(SCROLL_THROUGH_JS)  # every panel drawn (and fed), as a user who looked at each
+    _holds(tab, KEYS[-1], 1)
+    tab.evaluate(TO_TOP_JS)
+    tab.wait_for_function("(h) => document.querySelector('.jaxdash-chart').getBoundingClientRect().top < h", arg=950)
+    tab.evaluate("performance.clearResourceTimings()")
+    _write(run, 2)
+    _holds(tab, "train/loss", 2)  # the loss chart, in sight, appends the record
+    _write(run, 3)  # a full feed cycle later (each chart draws at most every second): every fetch of step 2 is done
+    _holds(tab, "train/loss", 3)
+    assert tab.evaluate(ROWS_ASKED_JS, "train/loss") >= 1
+    assert tab.evaluate(ROWS_ASKED_JS, KEYS[-1]) == 0, "a chart far out of sight fetched the run's rows"
+    assert 2 not in tab.evaluate(STEPS_JS, KEYS[-1])
+    tab.evaluate(
+        f"(name) => {{ for (const g of {browser_probes.PLOTS_JS}) if (g.data[0].name === name) g.scrollIntoView(); }}",
+        KEYS[-1],
+    )
+    _holds(tab, KEYS[-1], 3)  # back in sight: what it missed, at once
+    run_store.write_status(run, state="stopped", ended=time.time())
