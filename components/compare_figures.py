@@ -113,6 +113,7 @@ def metric_grid(
         spacing = min(spacing, 0.5 / (rows - 1))  # plotly refuses more than 1 / (rows - 1): many tags, many rows
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles or None, vertical_spacing=spacing)
     shown: set[str] = set()
+    every: list[go.Scatter] = []
     for i, tag in enumerate(tags):
         row, col = i // cols + 1, i % cols + 1
         traces = []
@@ -124,9 +125,11 @@ def metric_grid(
             t.showlegend = t.showlegend is not False and t.name not in shown and t.hoverinfo != "skip"
             if t.showlegend:
                 shown.add(t.name)
-            fig.add_trace(t, row=row, col=col)
+            t.xaxis, t.yaxis = f"x{i + 1 if i else ''}", f"y{i + 1 if i else ''}"  # make_subplots' axes, row-major
+        every += traces
         fig.update_yaxes(type="log" if log_y and "acc" not in tag else "linear", row=row, col=col)
         fig.update_xaxes(title_text=x_title if row == rows else None, row=row, col=col)
+    fig.add_traces(every)  # at once: add_trace(row=, col=) per trace cost 50 runs' comparison ~0.1 s a grid
     set_template(fig).update_layout(
         height=90 + 260 * rows,
         margin=dict(l=50, r=20, t=90, b=40),

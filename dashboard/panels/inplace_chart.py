@@ -82,7 +82,9 @@ export default async function (component) {
     return;
   }
   div.__spec = data.spec; div.__config = data.config;
-  if (!div.style.height) div.style.height = (JSON.parse(data.spec).layout?.height || 450) + "px";  // its room
+  const fig = JSON.parse(data.spec);  // once: a comparison's figure is ~1 MB of JSON
+  const layout = fig.layout || {};
+  if (!div.style.height) div.style.height = (layout.height || 450) + "px";  // its room
   if (document.hidden) {  // a tab nobody sees draws nothing; the newest figure draws when it is shown
     await (window.__jaxdashShown = window.__jaxdashShown || new Promise((ok) => {
       const shown = () => { if (!document.hidden) { document.removeEventListener("visibilitychange", shown); window.__jaxdashShown = null; ok(); } };
@@ -95,8 +97,6 @@ export default async function (component) {
     await new Promise((ok) => setTimeout(ok, gap));
     if (div.__spec !== data.spec) return;
   }
-  const fig = JSON.parse(data.spec);
-  const layout = fig.layout || {};
   div.style.height = (layout.height || 450) + "px";  // its room in the page, drawn or not yet
   if (data.lazy && !div.__inView) {  // drawn once it is (nearly) in view
     div.__inView = new Promise((ok) => {
