@@ -101,6 +101,24 @@ def chunk_lengths(steps: int, k: int) -> list[int]:
     return [k] * full + ([rest] if rest else [])
 
 
+def chunk_plan(epoch: int, pos: int, steps_per_epoch: int, k: int, epochs: int) -> list[tuple[int, int, int]]:
+    """Every chunk left from step `pos` of `epoch` (1-based) to the end: (epoch, start in the epoch, length).
+
+    One flat list, so the chunk after an epoch's last is known and can be dispatched before the
+    epoch-end work (evaluation, histograms, checkpoint). Chunks start at multiples of `k`.
+    """
+    if pos == steps_per_epoch:  # resumed at an epoch's end: the next epoch is next
+        epoch, pos = epoch + 1, 0
+    lengths = chunk_lengths(steps_per_epoch, k)
+    plan = []
+    for e in range(epoch, epochs + 1):
+        start = pos if e == epoch else 0
+        for length in lengths[start // k :]:
+            plan.append((e, start, length))
+            start += length
+    return plan
+
+
 class Clock:
     """Wall time since training started and a smoothed steps/s over recent chunks."""
 

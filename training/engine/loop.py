@@ -4,9 +4,11 @@ Read top to bottom: set up data and state, then per chunk
   run K steps on the device (one jitted call, state donated)      -> metrics leave the device once
   reduce metrics per member, evaluate when due, write, check divergence
   snapshot / histograms / stop / checkpoint when their schedule says so
-and finally evaluate and summarise. Nothing inside jit logs or touches the host. When nothing due
-after a chunk reads its state, the next chunk is dispatched before the chunk's writes (JAX returns
-at once), so the device computes while the host writes.
+and finally evaluate and summarise. Nothing inside jit logs or touches the host. The next chunk
+(of this epoch or the next) is dispatched before the chunk's writes (JAX returns at once), so the
+device computes while the host writes; when something due reads the chunk's state (evaluation,
+histograms, snapshot, checkpoint) it reads a device copy taken first, as the next chunk donates
+the state. Only PBT, a stop or a diverged member make the next chunk wait.
 A population stacks its members' states on a leading axis and `jax.vmap`s the same chunk: members
 differ in learning rate (held in the optimizer state) and seed only, so one program fits all.
 """
@@ -30,7 +32,7 @@ from training.engine.chunks import (
     Launched,
     TraceCounter,
     check_scalar_metrics,
-    chunk_lengths,
+    chunk_plan,
     compile_ahead,
 )
 from training.engine.data_reads import load_members_data
@@ -51,6 +53,7 @@ EVALS_PER_RUN = 20  # a full-batch task with `evaluate` (no epochs to evaluate a
 SNAPSHOTS = 10  # task summaries spread over a run, besides the first and the last
 CKPT_SECS = 30.0  # a checkpoint at least this often, whatever --ckpt-every says
 LIVE_FIT_SECS = 0.5  # the page's fitted curve (a table only, no images) at least this often
+HOLD_MAX_BYTES = 1 << 30  # a larger state is not copied to overlap the epoch-end work: the next chunk waits
 
 
 def _finite(losses: Any) -> bool:
@@ -106,6 +109,7 @@ class Engine:
         shuffle = [jax.random.key_data(jax.random.split(key)[1]) for key in keys]  # (init, shuffle) = split(key)
         self.state = self.dp.replicate(stack(states) if self.stacked else states[0])
         self.shuffle = self.dp.replicate(stack(shuffle) if self.stacked else shuffle[0])
+        self.can_hold = sum(leaf.nbytes for leaf in jax.tree.leaves(self.state)) <= HOLD_MAX_BYTES
 
     def _restore(self, step: int) -> Position:
         """Each member's checkpoint at `step`, restacked; the loop's position from their meta."""
@@ -157,6 +161,8 @@ class Engine:
                 evaluate = jax.vmap(evaluate, in_axes=(0, 0 if self.per_member else None))
             self.eval_fn = jax.jit(self.traces.wrap("evaluate", evaluate))
         self.evaluate_ahead: Future | None = None  # eval_fn compiled while the first chunk runs
+        self.hold = jax.jit(lambda state: jax.tree.map(jnp.copy, state))  # a device copy: the next chunk donates
+        self.perms: dict[int, Any] = {}  # epoch -> its permutation (this epoch's and, dispatched early, the next)
 
     # ---- the loop ------------------------------------------------------------------------------------
     def run(self, resume_step: int | None = None) -> list[TrainResult]:
@@ -179,37 +185,43 @@ class Engine:
         )
         if pos.step == 0:
             self._snapshot(0, final=False, first=True)
-        lengths = chunk_lengths(self.plan.steps_per_epoch, cfg.log_every)
-        stopped = False
-        for epoch in range(pos.epoch + (pos.pos == self.plan.steps_per_epoch), self.plan.epochs + 1):
+        todo = chunk_plan(pos.epoch, pos.pos, self.plan.steps_per_epoch, cfg.log_every, self.plan.epochs)
+        stopped, launched = False, None  # launched: the next chunk, when dispatched before this chunk's writes
+        for i, (epoch, start, length) in enumerate(todo):
             pos.begin_epoch(epoch)
-            perm = self.permute(self.shuffle, np.int32(epoch)) if self.plan.batched else None
-            todo = lengths[pos.pos // cfg.log_every :]  # chunks start at multiples of log_every
-            launched = None  # the next chunk, when it was dispatched before this chunk's writes
-            for i, length in enumerate(todo):
-                launched = launched or self._launch(length, perm, pos.pos)
-                following = todo[i + 1] if i + 1 < len(todo) else None
-                stopped, launched = self._chunk(launched, perm, pos, following)
-                if stopped or not self.members.alive():
-                    break
+            launched = launched or self._launch(epoch, start, length)
+            following = todo[i + 1] if i + 1 < len(todo) else None
+            stopped, launched = self._chunk(launched, pos, following)
             if stopped or not self.members.alive():
                 break
         return self._finish(pos, stopped)
 
-    def _launch(self, length: int, perm: Any, start: int) -> Launched:
-        """Dispatch the chunk of `length` steps from `start` in this epoch; the device computes while we go on."""
-        args = (self.state, self.train, perm, np.int32(start))  # only this scalar goes host->device
+    def _perm(self, epoch: int) -> Any:
+        """The epoch's batch order on the device (None for a full-batch task), dispatched once per epoch."""
+        if not self.plan.batched:
+            return None
+        if epoch not in self.perms:
+            self.perms = {e: p for e, p in self.perms.items() if e >= epoch - 1}  # this epoch's and the next
+            self.perms[epoch] = self.permute(self.shuffle, np.int32(epoch))
+        return self.perms[epoch]
+
+    def _launch(self, epoch: int, start: int, length: int) -> Launched:
+        """Dispatch the chunk of `length` steps from `start` in `epoch`; the device computes while we go on."""
+        args = (self.state, self.train, self._perm(epoch), np.int32(start))  # only this scalar goes host->device
         fn = self.compiler.get(length, *args)
         launched = self.clock.launch(fn, length, *args, dispatched=lambda state: self._compile_ahead(state, args[1:]))
         self.state = launched.state  # the old state was donated
         return launched
 
-    def _chunk(self, launched: Launched, perm: Any, pos: Position, following: int | None) -> tuple[bool, Any]:
+    def _chunk(self, launched: Launched, pos: Position, following: tuple[int, int, int] | None) -> tuple[bool, Any]:
         """Land one chunk and do everything due after it; returns (stop requested?, the next chunk if launched).
 
-        When nothing due needs this chunk's state (no evaluation, snapshot, checkpoint, PBT step,
-        epoch end, stop or divergence), the following chunk is dispatched before this chunk's
-        writes, so the writers' ~10 ms a chunk overlap the device's work instead of following it.
+        The following chunk (epoch, start, length) is dispatched before this chunk's writes, so the
+        writers' ~10 ms a chunk, and at an epoch's end its evaluation, histograms and checkpoint
+        (~90 ms for MNIST), overlap the device's work instead of following it. What reads this
+        chunk's state then reads `held`, a device copy taken before the next chunk donates it. A
+        PBT step, a stop or a non-finite loss (or a state over HOLD_MAX_BYTES that something due
+        reads) make the next chunk wait.
         """
         length, started = launched.length, launched.t0 - self.clock.start  # wall time when it was dispatched
         self.state, metrics = self.clock.land(launched)
@@ -226,11 +238,21 @@ class Engine:
             pos.step, epoch_end, self.plan.batched, self.should_stop, self.test is not None, "fit" in self.task.panels
         )
         due = Due(*processes.agreed(dataclasses.astuple(due)))  # a job's processes all do process 0's
-        ahead = None
-        if following is not None and not (epoch_end or due.needs_state) and _finite(metrics.get("loss")):
-            ahead = self._launch(following, perm, pos.pos)  # state donated: nothing below may read it
+        reads = due.needs_state or (epoch_end and self.plan.batched)  # histograms at an epoch's end
+        ahead, held, tested = None, self.state, None
+        if (
+            following is not None
+            and not (due.pbt or due.stopped)
+            and (self.can_hold or not reads)
+            and _finite(metrics.get("loss"))
+        ):
+            if reads:
+                held = self.hold(self.state)  # dispatched before the next chunk, which donates the state
+            if due.evaluate:
+                tested = self._evaluate_start(held)  # ahead of the next chunk on the device
+            ahead = self._launch(*following)  # state donated: below, only `held` is read
         if due.evaluate:
-            pos.test = self._evaluate()
+            pos.test = self._evaluate_end(tested if tested is not None else self._evaluate_start(held))
             pos.evaluated_at = pos.step
             for i in range(self.k):
                 scalars[i].update(pos.test[i])
@@ -252,13 +274,13 @@ class Engine:
                 self.state, self.lrs, pos.step, scalars, diverged, pos.lineage, writers
             )
         if epoch_end and self.plan.batched:
-            self._histograms(pos.step)
+            self._histograms(pos.step, held)
         if due.snapshot or due.live_fit:
-            self._snapshot(pos.step, final=False, images=due.snapshot)
+            self._snapshot(pos.step, final=False, images=due.snapshot, state=held)
         if due.checkpoint:
             self.members.checkpoint(
                 pos.step,
-                {"state": self.state, "shuffle_key": self.shuffle},
+                {"state": held, "shuffle_key": self.shuffle},
                 lambda i: {"position": pos.meta(i), "wall_seconds": self.clock.elapsed()},
                 self.stacked,
             )
@@ -311,15 +333,20 @@ class Engine:
             phase="training",
         )
 
-    def _evaluate(self) -> list[dict[str, float]]:
+    def _evaluate_start(self, state: Any) -> Any:
+        """Dispatch the test evaluation of `state` (device futures)."""
         evaluate = self.evaluate_ahead.result() if self.evaluate_ahead is not None else self.eval_fn
-        out = jax.device_get(evaluate(self.state, self.test))  # sync point: a few scalars per evaluation
+        return evaluate(state, self.test)
+
+    def _evaluate_end(self, tested: Any) -> list[dict[str, float]]:
+        """Each member's test metrics from `_evaluate_start`'s futures."""
+        out = jax.device_get(tested)  # sync point: a few scalars per evaluation
         if not self.stacked:
             out = {k: np.asarray(v)[None] for k, v in out.items()}
         return [{tags.metric_tag(tags.TEST, k): float(v[i]) for k, v in out.items()} for i in range(self.k)]
 
-    def _histograms(self, step: int) -> None:
-        params = self.state.get("params") if isinstance(self.state, dict) else None
+    def _histograms(self, step: int, state: Any) -> None:
+        params = state.get("params") if isinstance(state, dict) else None
         if params is None:
             return
         host = jax.device_get(params)  # sync point: once per epoch
@@ -327,15 +354,15 @@ class Engine:
             arrays = param_arrays(take(host, i, self.stacked))
             self.members.writer(i).write_histograms(step, {f"params/{k}": v for k, v in arrays.items()})
 
-    def _snapshot(self, step: int, final: bool, first: bool = False, images: bool = True) -> None:
+    def _snapshot(self, step: int, final: bool, first: bool = False, images: bool = True, state: Any = None) -> None:
         for i in self.members.alive():
-            member_state = take(self.state, i, self.stacked)
+            member_state = take(self.state if state is None else state, i, self.stacked)
             summaries = self.tasks[i].summarize(member_state, data_for(self.data, i), final)
             write_summaries(self.members.writer(i), step, summaries, first, images)
 
     def _finish(self, pos: Position, stopped: bool) -> list[TrainResult]:
         if self.test is not None and pos.evaluated_at != pos.step and self.members.alive():
-            pos.test = self._evaluate()  # stopped between evaluations: test the final params
+            pos.test = self._evaluate_end(self._evaluate_start(self.state))  # stopped between evaluations
         self._snapshot(pos.step, final=True)
         extra = {
             "compile_seconds": self.compiler.compile_seconds,
