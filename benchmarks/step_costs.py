@@ -1,6 +1,6 @@
 """Where an MNIST step's time goes: the engine's scanned chunk cut down one piece at a time.
 
-    python -m benchmarks.step_costs [--rounds 6] [--chunk 100]
+    python -m benchmarks.step_costs [--rounds 6] [--chunk 100] [--ops 12]
 
 Each row is a jitted chunk of `--chunk` steps of `lax.scan`, built as the engine builds it (the
 chunk's slice of the epoch permutation, a per-step gather of the batch from the device-resident
@@ -17,12 +17,20 @@ The difference between two rows is that piece's cost (the last row's: our Adam a
 Rows run round-robin and report their best chunk, so a shared machine's load hits them alike;
 `uptime` is printed beside the table.
 Synthetic data of MNIST's shapes: the arithmetic, not the values, decides the time.
+
+`--ops N` then traces the full step's chunk with `jax.profiler` and prints its N costliest XLA
+ops: the median duration of each op times its runs per step (medians, so a loaded machine's
+preemptions barely move them), with the JAX operation each op came from (the HLO's metadata).
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
+import glob
 import os
+import re
+import tempfile
 import time
 from collections.abc import Callable
 from typing import Any
@@ -101,11 +109,55 @@ def measure(rounds: int, length: int) -> dict[str, float]:
     return best
 
 
+def op_costs(length: int, chunks: int = 8) -> tuple[dict[str, float], dict[str, str]]:
+    """(XLA op -> median us a step, XLA op -> its shape and JAX operation) of the full step's chunk, from a trace."""
+    from jax._src.lib import _profile_data  # the profiler's own reader of its XSpace files
+
+    task = MnistTask(MnistConfig(dataset="fashion_mnist", batch_size=BATCH))
+    rng = np.random.default_rng(0)
+    train = {
+        "image": jnp.asarray(rng.random((N, 28 * 28), dtype=np.float32)),
+        "label": jnp.asarray(rng.integers(0, 10, N).astype(np.int32)),
+    }
+    perm = jax.random.permutation(jax.random.key(0), N)[: STEPS * BATCH].reshape(STEPS, BATCH)
+    fn, state = _chunk(task.step, length), task.init(jax.random.key(0))
+    hlo = fn.lower(state, train, perm, 0).compile().as_text()
+    origin = {name: f"{shape} {op}" for name, shape, op in re.findall(r'%([\w.-]+) = (\S+) .*?op_name="([^"]+)"', hlo)}
+    for _ in range(2):  # compile and warm up
+        state, metrics = fn(state, train, perm, np.int32(0))
+        jax.device_get(metrics)
+    durations = collections.defaultdict(list)
+    with tempfile.TemporaryDirectory(prefix="step-ops-") as folder:
+        with jax.profiler.trace(folder):
+            for r in range(chunks):
+                state, metrics = fn(state, train, perm, np.int32(r * length % (STEPS - length)))
+                jax.device_get(metrics)  # sync point: as the engine's
+        trace = _profile_data.ProfileData.from_file(glob.glob(f"{folder}/**/*.xplane.pb", recursive=True)[0])
+        for plane in trace.planes:
+            for line in plane.lines:
+                if line.name.startswith("tf_XLA"):  # XLA's CPU threads: one event per op run
+                    for event in line.events:
+                        durations[event.name].append(event.duration_ns / 1e3)
+    steps = chunks * length
+    ops = {name: float(np.median(d)) * len(d) / steps for name, d in durations.items() if name in origin}
+    return ops, origin
+
+
+def print_ops(count: int, length: int) -> None:
+    """The `count` costliest ops of the full step, and the sum over all ops."""
+    ops, origin = op_costs(length)
+    print(f"\n{'XLA op':26s} {'us/step':>8s}   from (full step; sum of all {len(ops)} ops {sum(ops.values()):.1f} us)")
+    for name, us in sorted(ops.items(), key=lambda kv: -kv[1])[:count]:
+        where = re.sub(r"\{[\d,]*\}|jit\(chunk\)/while/body/|closed_call/", "", origin[name])
+        print(f"{name:26s} {us:8.1f}   {where}")
+
+
 def main() -> None:
     """Print the table: each row's best ms per step and what it adds to the row above."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=6, help="timed chunks per row (best is reported)")
     parser.add_argument("--chunk", type=int, default=100, help="steps per chunk (the CLI's log_every)")
+    parser.add_argument("--ops", type=int, default=0, help="then print the full step's N costliest XLA ops")
     args = parser.parse_args()
     load = os.getloadavg()[0]
     best = measure(args.rounds, args.chunk)
@@ -114,6 +166,8 @@ def main() -> None:
     for name, ms in best.items():
         print(f"{name:28s} {ms:8.3f} {ms - previous:8.3f}")
         previous = ms
+    if args.ops:
+        print_ops(args.ops, args.chunk)
 
 
 if __name__ == "__main__":
