@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 from tensorboard.backend.event_processing import event_accumulator as ea
 
-from dashboard.server.serve import CHROMIUM, CHROMIUM_ARGS, start_server
 from runstore import run_store
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,33 +54,23 @@ def test_the_flax_loop_example_writes_a_run_like_a_launched_one(tmp_path: Path) 
 
 
 @pytest.mark.browser
-def test_the_flax_loop_example_shows_up_live_on_an_open_page(tmp_path: Path) -> None:
-    playwright = pytest.importorskip("playwright.sync_api")
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"no Chromium at {CHROMIUM}")
-    root = tmp_path / "runs"
-    root.mkdir()
-    srv = start_server(root, tmp_path / "streamlit.log", env={"WANDB_MODE": "disabled", "JAXDASH_WARM_WORKER": "0"})
+def test_the_flax_loop_example_shows_up_live_on_an_open_page(server: tuple, tab: object) -> None:
+    srv, root = server
     proc = None
     try:
-        with playwright.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            page = browser.new_page(viewport={"width": 1400, "height": 950})
-            page.goto(f"{srv.url}/live")
-            page.get_by_text("No runs yet").wait_for(timeout=60_000)
-            proc = start_example(root, "--limit", "32000", "--epochs", "3")
-            while not list(root.glob("*/metrics.jsonl")) and proc.poll() is None:
-                time.sleep(0.02)
-            first_record = time.monotonic()
-            page.wait_for_function(f"({LOSS_POINTS})() >= 1", timeout=SHOW_BOUND_S * 1000, polling=50)
-            shown = time.monotonic() - first_record
-            earlier = page.evaluate(LOSS_POINTS)
-            page.wait_for_function(f"({LOSS_POINTS})() > {earlier}", timeout=SHOW_BOUND_S * 1000, polling=100)
-            print(f"flax example: first record -> drawn on the open Live page {shown:.2f} s")
-            browser.close()
+        tab.goto(f"{srv.url}/live")  # type: ignore[attr-defined]
+        tab.get_by_text("No runs yet").wait_for(timeout=60_000)  # type: ignore[attr-defined]
+        proc = start_example(root, "--limit", "32000", "--epochs", "3")
+        while not list(root.glob("*/metrics.jsonl")) and proc.poll() is None:
+            time.sleep(0.02)
+        first_record = time.monotonic()
+        tab.wait_for_function(f"({LOSS_POINTS})() >= 1", timeout=SHOW_BOUND_S * 1000, polling=50)  # type: ignore[attr-defined]
+        shown = time.monotonic() - first_record
+        earlier = tab.evaluate(LOSS_POINTS)  # type: ignore[attr-defined]
+        tab.wait_for_function(f"({LOSS_POINTS})() > {earlier}", timeout=SHOW_BOUND_S * 1000, polling=100)  # type: ignore[attr-defined]
+        print(f"flax example: first record -> drawn on the open Live page {shown:.2f} s")
         assert shown <= SHOW_BOUND_S
     finally:
         if proc is not None:
             proc.kill()
             proc.wait()
-        srv.stop()

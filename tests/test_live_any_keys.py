@@ -5,14 +5,15 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from dashboard.server.serve import CHROMIUM, CHROMIUM_ARGS, start_server
+from dashboard.server.serve import CHROMIUM, Server
 from tests import client_scripts
 from tests.apptest_pages import fake_run
 
-playwright = pytest.importorskip("playwright.sync_api")
+pytest.importorskip("playwright.sync_api")
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")]
 
 # The run the Live page shows: its picker's value ("name · task · id").
@@ -28,27 +29,21 @@ run.finish()
 """
 
 
-def test_live_follows_a_client_run_started_after_the_page_opened(tmp_path: Path) -> None:
-    runs = tmp_path / "runs"
+def test_live_follows_a_client_run_started_after_the_page_opened(server: tuple[Server, Path], tab: Any) -> None:
+    srv, runs = server
     old = fake_run(runs, "regression", "finished", name="the-old-one")
-    srv = start_server(runs, tmp_path / "streamlit.log", env={"WANDB_MODE": "disabled", "JAXDASH_WARM_WORKER": "0"})
     script = None
     try:
-        with playwright.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(f"{srv.url}/live")  # no run picked: the newest
-            page.wait_for_function(SHOWS, arg=old.name, timeout=60_000, polling=100)
-            env = client_scripts.script_env(runs, WANDB_MODE="disabled")
-            script = subprocess.Popen(
-                [sys.executable, "-c", TRAINING], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-            )
-            assert script.stdout is not None and script.stdout.readline().strip() == "logged"
-            page.wait_for_function(SHOWS, arg="started-later", timeout=15_000, polling=100)  # no reload
-            assert "run=" not in page.url or "started-later" in page.url
-            browser.close()
+        tab.goto(f"{srv.url}/live")  # no run picked: the newest
+        tab.wait_for_function(SHOWS, arg=old.name, timeout=60_000, polling=100)
+        env = client_scripts.script_env(runs, WANDB_MODE="disabled")
+        script = subprocess.Popen(
+            [sys.executable, "-c", TRAINING], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        assert script.stdout is not None and script.stdout.readline().strip() == "logged"
+        tab.wait_for_function(SHOWS, arg="started-later", timeout=15_000, polling=100)  # no reload
+        assert "run=" not in tab.url or "started-later" in tab.url
     finally:
-        srv.stop()
         if script is not None:
             script.communicate("\n", timeout=60)
 
@@ -73,35 +68,34 @@ DRAWN = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
   .map(g => (g.layout.title && (g.layout.title.text || g.layout.title)) || '')"""
 
 
-def test_live_charts_every_key_of_a_client_run_in_sections_by_prefix(tmp_path: Path) -> None:
-    runs = tmp_path / "runs"
-    srv = start_server(runs, tmp_path / "streamlit.log", env={"WANDB_MODE": "disabled", "JAXDASH_WARM_WORKER": "0"})
+def test_live_charts_every_key_of_a_client_run_in_sections_by_prefix(
+    server: tuple[Server, Path], chromium: Any
+) -> None:
+    srv, runs = server
     env = client_scripts.script_env(runs, WANDB_MODE="disabled")
     script = subprocess.Popen(
         [sys.executable, "-c", KEYS_SCRIPT], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )
+    context = chromium.new_context(viewport={"width": 1400, "height": 6000})  # every lazy chart in view
     try:
         assert script.stdout is not None and script.stdout.readline().strip() == "logged"
         run_id = client_scripts.only_run(runs).name
-        with playwright.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            page = browser.new_page(viewport={"width": 1400, "height": 6000})  # every lazy chart in view
-            page.goto(f"{srv.url}/live?run={run_id}")
-            page.wait_for_function(f"({DRAWN})().length >= 20", timeout=60_000, polling=100)
-            titles = page.evaluate(DRAWN)
-            assert sorted(t for t in titles if "/" in t) == sorted(
-                [f"train/k{i}" for i in range(8)] + [f"eval/k{i}" for i in range(7)] + [f"opt/k{i}" for i in range(5)]
-            )
-            body = page.inner_text("body")
-            assert body.index("train · 8") < body.index("eval · 7") < body.index("opt · 5")  # first-appearance order
-            script.stdin.write("\n")  # type: ignore[union-attr]
-            script.stdin.flush()  # type: ignore[union-attr]
-            assert script.stdout.readline().strip() == "late"
-            # no reload: a new key is news of its own (status.json's "keys", an event of changes_route)
-            # Its panel within a second or so (0.6-0.8 s seen), not at the panel's next rerun for records (every
-            # 20 s while its charts are fed: 17.3 s seen before status.json counted keys); 3 s for a loaded machine.
-            page.wait_for_function(f"({DRAWN})().includes('late/new_key')", timeout=3_000, polling=100)
-            browser.close()
+        page = context.new_page()
+        page.goto(f"{srv.url}/live?run={run_id}")
+        page.wait_for_function(f"({DRAWN})().length >= 20", timeout=60_000, polling=100)
+        titles = page.evaluate(DRAWN)
+        assert sorted(t for t in titles if "/" in t) == sorted(
+            [f"train/k{i}" for i in range(8)] + [f"eval/k{i}" for i in range(7)] + [f"opt/k{i}" for i in range(5)]
+        )
+        body = page.inner_text("body")
+        assert body.index("train · 8") < body.index("eval · 7") < body.index("opt · 5")  # first-appearance order
+        script.stdin.write("\n")  # type: ignore[union-attr]
+        script.stdin.flush()  # type: ignore[union-attr]
+        assert script.stdout.readline().strip() == "late"
+        # no reload: a new key is news of its own (status.json's "keys", an event of changes_route)
+        # Its panel within a second or so (0.6-0.8 s seen), not at the panel's next rerun for records (every
+        # 20 s while its charts are fed: 17.3 s seen before status.json counted keys); 3 s for a loaded machine.
+        page.wait_for_function(f"({DRAWN})().includes('late/new_key')", timeout=3_000, polling=100)
     finally:
-        srv.stop()
+        context.close()
         script.communicate("\n", timeout=60)

@@ -191,40 +191,34 @@ CHART_TRACES_JS = (
 
 
 @pytest.mark.browser
-def test_run_detail_in_chromium_shows_the_alert_saved_file_and_histogram(served, tmp_path: Path) -> None:  # noqa: ANN001
+def test_run_detail_in_chromium_shows_the_alert_saved_file_and_histogram(served, chromium, tmp_path: Path) -> None:  # noqa: ANN001
     """A real server and Chromium: the alert, the saved file (downloaded) and the histogram are on the page."""
-    playwright = pytest.importorskip("playwright.sync_api")
-    from dashboard.server.serve import CHROMIUM, CHROMIUM_ARGS
-
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"no Chromium at {CHROMIUM}")
     srv, root = served
     (run_dir,) = run_script(root, tmp_path / "work")
     ARTIFACTS.mkdir(exist_ok=True)
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1800}, accept_downloads=True)
-        try:
-            page.goto(f"{srv.url}/detail?run={run_dir.name}")
-            page.get_by_text("1 alert raised by the run").wait_for(timeout=90_000)
-            page.wait_for_function(f"{CHART_TRACES_JS}.includes('bar:weights')", timeout=60_000)
-            page.get_by_text("Files and artifacts").scroll_into_view_if_needed()
-            assert page.get_by_text("W&B group: exp-a").count() == 1
-            page.get_by_text("cap 4", exact=True).wait_for(timeout=30_000)  # the newest step's caption
-            with page.expect_download(timeout=30_000) as download:
-                button = page.locator("[data-testid='stDownloadButton'] button").filter(has_text="Download")
-                button.first.dispatch_event("click")  # a click at its place may land on the sticky header
-            assert Path(download.value.path()).read_bytes() == b"weights v1"
-            assert download.value.suggested_filename == "model.txt"
-            page.get_by_text("Loss high").first.wait_for(state="attached", timeout=10_000)  # the alerts table's cell
-            assert page.get_by_text("model.txt", exact=True).count() >= 1  # the files tables' cells
-            assert not page.locator("img[src*='example.invalid']").count(), "a run's text loaded a remote image"
-            page.screenshot(path=str(ARTIFACTS / "run_detail_wandb_files.png"))
-            page.locator("#logged-keys").scroll_into_view_if_needed()  # the images with their captions, the histograms
-            page.wait_for_function("Array.from(document.images).filter(i => i.naturalWidth > 0).length >= 2")
-            page.screenshot(path=str(ARTIFACTS / "run_detail_wandb_media.png"))
-        finally:
-            browser.close()
+    context = chromium.new_context(viewport={"width": 1400, "height": 1800}, accept_downloads=True)
+    page = context.new_page()
+    try:
+        page.goto(f"{srv.url}/detail?run={run_dir.name}")
+        page.get_by_text("1 alert raised by the run").wait_for(timeout=90_000)
+        page.wait_for_function(f"{CHART_TRACES_JS}.includes('bar:weights')", timeout=60_000)
+        page.get_by_text("Files and artifacts").scroll_into_view_if_needed()
+        assert page.get_by_text("W&B group: exp-a").count() == 1
+        page.get_by_text("cap 4", exact=True).wait_for(timeout=30_000)  # the newest step's caption
+        with page.expect_download(timeout=30_000) as download:
+            button = page.locator("[data-testid='stDownloadButton'] button").filter(has_text="Download")
+            button.first.dispatch_event("click")  # a click at its place may land on the sticky header
+        assert Path(download.value.path()).read_bytes() == b"weights v1"
+        assert download.value.suggested_filename == "model.txt"
+        page.get_by_text("Loss high").first.wait_for(state="attached", timeout=10_000)  # the alerts table's cell
+        assert page.get_by_text("model.txt", exact=True).count() >= 1  # the files tables' cells
+        assert not page.locator("img[src*='example.invalid']").count(), "a run's text loaded a remote image"
+        page.screenshot(path=str(ARTIFACTS / "run_detail_wandb_files.png"))
+        page.locator("#logged-keys").scroll_into_view_if_needed()  # the images with their captions, the histograms
+        page.wait_for_function("Array.from(document.images).filter(i => i.naturalWidth > 0).length >= 2")
+        page.screenshot(path=str(ARTIFACTS / "run_detail_wandb_media.png"))
+    finally:
+        context.close()
 
 
 def test_damaged_files_get_a_line_each_and_the_rest_is_shown(
