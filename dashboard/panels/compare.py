@@ -201,6 +201,7 @@ def _version(
             labels[r.run_id],
             id(tables[r.run_id]),
             tables[r.run_id].changes,
+            tables[r.run_id].offset,  # with the table's id and changes: a table made anew at the same address too
             compare_data.epoch_scale(r.status),
             banded.get(r.run_id),
         )
