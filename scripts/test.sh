@@ -9,7 +9,8 @@ echo "lint: ruff check and ruff format --check"
 .venv/bin/ruff format --check .
 export WANDB_MODE=offline WANDB_SILENT=true
 # -n 3: three pytest-xdist workers (each with its own Streamlit server and Chromium): on a 2-core machine the third
-# keeps the cores busy while a browser test waits on the page (11:07 against 12:54 with -n 2 in clean-clone runs);
-# worksteal: an idle worker takes queued tests from a busy one, so no worker ends long after the others.
+# keeps the cores busy while a browser test waits on the page (11:07 against 12:54 with -n 2 in clean-clone runs).
+# --dist loadfile --no-loadscope-reorder: a worker takes the next whole file when it runs out, in the order of
+# tests/run_order.py (the longest files first), so no worker starts a long file while the others finish.
 # Pass -n 0 to run serially. --durations=25: the slowest 25, where the suite's time goes.
-exec .venv/bin/python -m pytest -n 3 --dist worksteal --durations=25 "$@"
+exec .venv/bin/python -m pytest -n 3 --dist loadfile --no-loadscope-reorder --durations=25 "$@"

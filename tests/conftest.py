@@ -37,6 +37,13 @@ os.environ.setdefault(
 FASHION_DIR = Path("/usr/share/datasets/fashion-mnist")
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The longest files first (tests/run_order.py), so that no worker starts a long file last."""
+    from tests import run_order
+
+    run_order.longest_first(items)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Tests that train in this process use JAX's on-disk compilation cache, as `python -m training` runs do
     (the same folder, $JAX_COMPILATION_CACHE_DIR above, warm from earlier runs); $JAXDASH_JIT_CACHE=0 turns it off."""

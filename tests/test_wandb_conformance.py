@@ -8,7 +8,9 @@ lists each difference as `field: ours (W&B: theirs)`.
 
 The selected probes' scripts run as tasks of one pool (`Runs`, WORKERS subprocesses at a time: W&B's and
 jaxdash's run of a probe side by side), queued at the first test, so a test waits only for its own; `-k
-<probe>` runs only that probe's scripts. W&B's outcome of a probe is kept on disk until the probe, wandb or
+<probe>` runs only that probe's scripts. Under pytest-xdist the file runs whole on one worker
+(scripts/test.sh: `--dist loadfile`), whose pool holds every probe; `--dist load` or `worksteal` would
+split the file across workers that each queued every probe. W&B's outcome of a probe is kept on disk until the probe, wandb or
 the comparer change (reference.py; CONFORMANCE_CACHE=off runs it every time). Each W&B process starts its
 own wandb-core, as a user's script does: with one shared service (`wandb beta core start`, WANDB_SERVICE)
 a script ending without `finish()` read back with no history (the service still writing) and `init(dir=)`
@@ -45,8 +47,7 @@ def _selected(session: pytest.Session) -> list[running.Probe]:
 
 class Runs:
     """Each probe's two runs, W&B's (cached, see reference.py) and jaxdash's, as separate tasks of one pool, so
-    WORKERS subprocesses are always in flight. At the first test every selected probe is queued in test order;
-    under pytest-xdist (whose workers each collect every probe) only the probes a worker's tests ask for."""
+    WORKERS subprocesses are always in flight. At the first test every selected probe is queued in test order."""
 
     def __init__(self, root: Path, probes: list[running.Probe], workers: int) -> None:
         self.root, self.probes = root, probes
@@ -76,8 +77,7 @@ class Runs:
 @pytest.fixture(scope="session")
 def conformance(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
     """The probes' runs, started as the tests ask for them."""
-    xdist = bool(os.environ.get("PYTEST_XDIST_WORKER"))
-    runs = Runs(tmp_path_factory.mktemp("wandb-conformance"), [] if xdist else _selected(request.session), WORKERS)
+    runs = Runs(tmp_path_factory.mktemp("wandb-conformance"), _selected(request.session), WORKERS)
     yield runs
     runs.close()
 
