@@ -163,7 +163,9 @@ def lowest_priority() -> None:
 def serve(stdin: Any = None, stdout: Any = None) -> int:
     """The sink process: build the writers from the first message, then replay every call until the end."""
     from training.writers.build import build_writer
+    from training.writers.wandb import run as wandb_run
 
+    wandb_run.PRELOAD_PANDAS = False  # a first table or figure imports it here, where no training waits on it
     stdin, stdout = stdin or sys.stdin.buffer, stdout or sys.stdout
     lowest_priority()
     writer, summary = None, None
