@@ -90,3 +90,12 @@ def test_next_epochs_first_chunk_runs_while_the_epoch_end_is_evaluated_and_writt
     assert histograms[STEPS_PER_EPOCH][0] != histograms[2 * STEPS_PER_EPOCH][0]
     steps = [s for s, scalars in writer.scalars if "train/loss" in scalars and s > 0]
     assert steps == list(range(4, 2 * STEPS_PER_EPOCH + 1, 4))  # every chunk written once, in order
+
+
+def test_chunk_plan_runs_across_epochs_from_a_resumed_position():
+    from training.engine.chunks import chunk_plan
+
+    # epoch 2 resumed at step 8 of 10, chunks of 4, 3 epochs: its last chunk, then epoch 3 whole
+    assert chunk_plan(2, 8, 10, 4, 3) == [(2, 8, 2), (3, 0, 4), (3, 4, 4), (3, 8, 2)]
+    assert chunk_plan(1, 10, 10, 4, 2) == [(2, 0, 4), (2, 4, 4), (2, 8, 2)]  # resumed at epoch 1's end
+    assert chunk_plan(2, 10, 10, 4, 2) == []  # the run's end
