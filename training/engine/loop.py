@@ -161,7 +161,8 @@ class Engine:
                 evaluate = jax.vmap(evaluate, in_axes=(0, 0 if self.per_member else None))
             self.eval_fn = jax.jit(self.traces.wrap("evaluate", evaluate))
         self.evaluate_ahead: Future | None = None  # eval_fn compiled while the first chunk runs
-        self.hold = jax.jit(lambda state: jax.tree.map(jnp.copy, state))  # a device copy: the next chunk donates
+        self.hold: Any = jax.jit(lambda state: jax.tree.map(jnp.copy, state))  # a device copy: the next chunk donates
+        self.hold_ahead: Future | None = None  # hold compiled while the first chunk runs
         self.perms: dict[int, Any] = {}  # epoch -> its permutation (this epoch's and, dispatched early, the next)
 
     # ---- the loop ------------------------------------------------------------------------------------
@@ -229,8 +230,6 @@ class Engine:
             metrics = jax.tree.map(lambda a: np.asarray(a)[None], metrics)
         check_scalar_metrics(metrics)
         first = pos.step + 1
-        if first == 1:
-            self._log_step_zero(metrics, started)
         pos.advance(length, metrics)
         epoch_end = pos.pos == self.plan.steps_per_epoch
         scalars = [reduce_chunk(metrics, i, self.task.last_value) for i in range(self.k)]
@@ -247,10 +246,14 @@ class Engine:
             and _finite(metrics.get("loss"))
         ):
             if reads:
+                if self.hold_ahead is not None:
+                    self.hold, self.hold_ahead = self.hold_ahead.result(), None
                 held = self.hold(self.state)  # dispatched before the next chunk, which donates the state
             if due.evaluate:
                 tested = self._evaluate_start(held)  # ahead of the next chunk on the device
             ahead = self._launch(*following)  # state donated: below, only `held` is read
+        if first == 1:  # after the dispatch: the writers' first records (files opened) overlap the device's work
+            self._log_step_zero(metrics, started)
         if due.evaluate:
             pos.test = self._evaluate_end(tested if tested is not None else self._evaluate_start(held))
             pos.evaluated_at = pos.step
@@ -287,12 +290,14 @@ class Engine:
         return due.stopped, ahead
 
     def _compile_ahead(self, state: Any, data: tuple[Any, ...]) -> None:
-        """While the device runs a chunk: compile what the epoch's end needs (its shorter last chunk, evaluate)."""
+        """While the device runs a chunk: compile what the epoch's end needs (its shorter last chunk, evaluate, hold)."""
         rest = self.plan.steps_per_epoch % self.cfg.log_every  # the length of an epoch's shorter last chunk
         if rest:
             self.compiler.compile_ahead(rest, state, *data)
         if self.test is not None and self.evaluate_ahead is None:
             self.evaluate_ahead = compile_ahead(self.eval_fn, state, self.test)
+        if self.can_hold and self.hold_ahead is None and not isinstance(self.hold, jax.stages.Compiled):
+            self.hold_ahead = compile_ahead(self.hold, state)
 
     def _log_step_zero(self, metrics: Any, wall: float) -> None:
         """A record at step 0: the loss (and accuracy) of the initial params, which the first step saw.
