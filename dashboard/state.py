@@ -12,16 +12,8 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import refresh_timings
-
-# Names the pages still call as state.X (issue #38), until they import these modules themselves:
-# run_status, launched_population (views/live, detail, runs), RESUMABLE_STATES and metrics_csv (panels/panels),
-# all_runs (views/live, detail, runs, panels/pbt_panels), is_active (views/live, detail, runs), run_command and
-# tensorboard_url (views/detail), metrics (views/live, detail, panels/compare), watch_runs (views/live).
-from dashboard.processes.launch_status import RESUMABLE_STATES, launched_population, run_status  # noqa: F401
-from dashboard.processes.page_tensorboard import tensorboard_url  # noqa: F401
-from dashboard.reading.run_list import all_runs, is_active, run_command  # noqa: F401
-from dashboard.reading.run_metrics import metrics, metrics_csv  # noqa: F401
-from dashboard.reading.runs_watch import watch_runs  # noqa: F401
+from dashboard.processes.launch_status import launched_population
+from dashboard.reading.run_list import is_active
 from runstore import run_store
 
 LIVE_REFRESH_S = refresh_timings.seconds("live_rerun")

@@ -1,6 +1,6 @@
 """Which runs exist and which are active, kept current by one background thread per server.
 
-Every page compares this signature every state.WATCH_S (state.watch_runs) and reruns itself when it
+Every page compares this signature every WATCH_S (dashboard/reading/runs_watch.watch_runs) and reruns itself when it
 changed, so lists of runs follow runs started, ended or deleted anywhere (a CLI run, another tab).
 The thread, not the page, reads the run directories: a page's check costs a dict lookup, and never
 delays the Live page's chart refreshes on a busy machine. It also hands every run it sees first, and

@@ -5,6 +5,7 @@ its loss without a reload. Skipped where the dataset is not installed (dataset-f
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -34,7 +35,11 @@ LOSS_POINTS = """() => {
 def start_example(root: Path, *args: str) -> subprocess.Popen:
     env = {**os.environ, "JAXDASH_RUNS": str(root), "PYTHONPATH": str(ROOT), "WANDB_MODE": "offline"}
     cmd = [sys.executable, str(EXAMPLE), *args]
-    return subprocess.Popen(cmd, cwd=root.parent, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # A session of its own: a kill takes its writer process (jaxdash's sink) and W&B's service with it, so none
+    # of them writes into the (shared) runs root after the test.
+    return subprocess.Popen(
+        cmd, cwd=root.parent, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
 
 
 def test_the_flax_loop_example_writes_a_run_like_a_launched_one(tmp_path: Path) -> None:
@@ -72,5 +77,5 @@ def test_the_flax_loop_example_shows_up_live_on_an_open_page(server: tuple, tab:
         assert shown <= SHOW_BOUND_S
     finally:
         if proc is not None:
-            proc.kill()
+            os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()

@@ -15,7 +15,6 @@ import streamlit as st
 
 from components import compare_figures
 from components.colors import run_color
-from dashboard import state
 from dashboard.panels import (
     compare_data,
     compare_media,
@@ -26,7 +25,7 @@ from dashboard.panels import (
     run_sections,
     safe_text,
 )
-from dashboard.reading import groups
+from dashboard.reading import groups, run_metrics
 from runstore import run_store
 from runstore.metrics.metric_table import MetricTable
 
@@ -95,7 +94,7 @@ def series(run: run_store.RunInfo, table: MetricTable, tag: str, opts: Mapping[s
 def draw(selected: list[run_store.RunInfo], display: Mapping[str, str]) -> None:
     """The whole compare section for the selected runs."""
     labels = compare_data.labels(selected, display)
-    tables = {r.run_id: state.metrics(r.path) for r in selected}
+    tables = {r.run_id: run_metrics.metrics(r.path) for r in selected}
     shared, missing = compare_data.metric_sets({labels[r.run_id]: tables[r.run_id].tags() for r in selected})
     if not shared and not missing:
         st.info("The selected runs have no metrics yet.", icon=":material/info:")

@@ -23,7 +23,8 @@ from dashboard.panels import safe_text
 from dashboard.panels.inplace_chart import figure_spec, inplace_chart
 from dashboard.panels.run_numbers import fmt as fmt  # used by the pages as panels.fmt
 from dashboard.panels.run_numbers import progress_fraction
-from dashboard.processes import launcher
+from dashboard.processes import launch_status, launcher
+from dashboard.reading import run_metrics
 from dashboard.server import csv_route
 from runstore import run_states, run_store
 from training.config import ConfigError, config_fields
@@ -195,7 +196,7 @@ def csv_download(run: run_store.RunInfo, where: Any = None) -> None:
         return
     (where or st).download_button(
         "Metrics CSV",
-        state.metrics_csv(run.path),
+        run_metrics.metrics_csv(run.path),
         file_name=f"{run.run_id}.csv",
         mime="text/csv",
         icon=":material/download:",
@@ -207,7 +208,7 @@ def resume_control(run_dir: Path, status: dict[str, Any], key: str, label: str =
     """A Resume button for a stopped, crashed or failed run with a checkpoint; says why when a resume failed."""
     if status.get("resume_error"):
         st.warning(f"Resume failed: {safe_text.md(status['resume_error'])}", icon=":material/warning:")
-    if status.get("state") not in state.RESUMABLE_STATES or not launcher.has_checkpoint(run_dir):
+    if status.get("state") not in launch_status.RESUMABLE_STATES or not launcher.has_checkpoint(run_dir):
         return
     if st.button(
         label, icon=":material/replay:", key=key, help="Continue from its latest checkpoint in a new process."

@@ -14,11 +14,10 @@ import streamlit as st
 
 from components import pbt_figures
 from components.colors import distinct_colors, run_color
-from dashboard import state
 from dashboard.forms import pbt_settings, population_form
 from dashboard.forms.widgets import pbt_input
 from dashboard.panels.panels import chart
-from dashboard.reading import groups
+from dashboard.reading import groups, run_list
 from runstore import artifacts, run_store, tags
 from runstore.metrics.metric_table import MetricTable
 
@@ -124,7 +123,7 @@ def member_panel(run: run_store.RunInfo, records: MetricTable, key: str) -> None
     group = groups.group_of(run)
     if not isinstance(run.status.get("pbt"), dict) or not group:
         return
-    members = groups.members(state.all_runs(), group)
+    members = groups.members(run_list.all_runs(), group)
     names = dict(zip([m.run_id for m in members], groups.labels(members), strict=True))
     name = names.get(run.run_id, run.name)
     sources = source_names(members, list(names.values()))

@@ -153,7 +153,7 @@ def rerun_on_change(
     reruns. stream_gap_ms: the least time between two reruns for records and progress alone (a
     changed state or phase reruns after gap_ms); gap_ms if not given. poll_ms: how often it asks.
     on: False places the element without polling (a panel whose run ended keeps its layout).
-    listing: the list of runs as the page saw it (state.watch_runs), if not the current one.
+    listing: the list of runs as the page saw it (runs_watch.watch_runs), if not the current one.
     """
     data = {
         "key": key,

@@ -15,7 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from components import figures
-from dashboard import refresh_timings, state
+from dashboard import refresh_timings
 from dashboard.forms.widgets import status_badge
 from dashboard.panels import (
     alerts_panel,
@@ -35,7 +35,8 @@ from dashboard.panels import (
     safe_text,
     wandb_run_panel,
 )
-from dashboard.reading import groups
+from dashboard.processes import launch_status, page_tensorboard
+from dashboard.reading import groups, run_list, run_metrics
 from runstore import artifacts, launch_files, run_store, wandb_reads
 from runstore.metrics.metric_table import MetricTable
 
@@ -137,7 +138,7 @@ def tracking(run: run_store.RunInfo) -> None:
         if st.button("Start TensorBoard", icon=":material/query_stats:", key="tb_start"):
             with st.spinner("Starting TensorBoard…"):
                 try:
-                    st.session_state["tb_url"] = state.tensorboard_url()
+                    st.session_state["tb_url"] = page_tensorboard.tensorboard_url()
                 except (RuntimeError, OSError) as exc:
                     st.error(f"Could not start TensorBoard: {exc}")
         if st.session_state.get("tb_url"):
@@ -178,9 +179,9 @@ def summary(run: run_store.RunInfo, was_active: bool, polled_ids: list[str] | No
     refresh_trigger.rerun_on_change(
         polled_ids or [], key="detail_trigger", gap_ms=gap_ms, stream_gap_ms=stream_gap_ms, on=bool(polled_ids)
     )
-    status = state.run_status(run.path)
+    status = launch_status.run_status(run.path)
     run = dataclasses.replace(run, status=status)
-    records = state.metrics(run.path)
+    records = run_metrics.metrics(run.path)
     head = st.columns([1, 6, 2, 2], vertical_alignment="center")
     with head[0]:
         status_badge(status.get("state"))
@@ -194,15 +195,15 @@ def summary(run: run_store.RunInfo, was_active: bool, polled_ids: list[str] | No
     alerts_panel.alerts_section(run.path)  # wandb.alert: above the charts, where it is seen
     alerts_panel.events_section(status)  # e.g. a write gap on a full disk
     hosts_panel.section(run.path)  # a jax.distributed job's processes: heartbeat, state
-    fed = bool(polled_ids) and state.is_active(status)
+    fed = bool(polled_ids) and run_list.is_active(status)
     live_numbers.follow(run.run_id, DETAIL_PANEL_KEY, tiles=False, on=fed)
     defs = wandb_reads.wandb_meta(run.path).define_metric
     results(run, records, fed, defs)
-    defined_grids.metric_grids(run, records, f"detail_all{_rk(run.run_id)}", defs, state.is_active(status))
+    defined_grids.metric_grids(run, records, f"detail_all{_rk(run.run_id)}", defs, run_list.is_active(status))
     wandb_run_panel.summary_section(run.path)
     run_files_panel.section(run.path, f"detail_files{_rk(run.run_id)}")
-    run_sections.process_output(run.path, state.is_active(status))
-    if was_active and not state.is_active(status):
+    run_sections.process_output(run.path, run_list.is_active(status))
+    if was_active and not run_list.is_active(status):
         st.rerun()  # full rerun: final results, and no more refresh timer
 
 
@@ -220,7 +221,7 @@ def page() -> None:
     """Pick a run, then show its summary, results, config and tracking links (refreshing while it trains)."""
     inplace_chart.warm_up()  # first: plotly.js loads while the server runs the rest of the page
     st.title("Run detail")
-    run = panels.pick_run(state.all_runs())
+    run = panels.pick_run(run_list.all_runs())
     if run is None:
         st.info("No runs yet.")
         return
@@ -230,14 +231,14 @@ def page() -> None:
     run_sections.notes_header(run)
     meta = wandb_run_panel.header(run.path)  # W&B group, job type (a W&B group is no population)
     if meta.group:
-        wandb_run_panel.group_compare(run.run_id, meta.group, state.all_runs())
+        wandb_run_panel.group_compare(run.run_id, meta.group, run_list.all_runs())
     group = groups.group_of(run)
     if group:
         st.caption(
             f"Member {safe_text.md(run.status.get('member'))} of population {safe_text.code(group)}; "
             "the Live page shows all its members."
         )
-    active = state.is_active(run.status)
+    active = run_list.is_active(run.status)
     refresh, polled_ids = refresh_trigger.follow([run] if active else [], DETAIL_REFRESH_S)
     with st.container(key=DETAIL_PANEL_KEY):
         st.fragment(panels.guarded(summary), run_every=refresh)(run, active, polled_ids)
@@ -250,7 +251,7 @@ def page() -> None:
                 pd.DataFrame({"setting": list(run.config), "value": [str(v) for v in run.config.values()]}),
                 hide_index=True,
             )
-            command = state.run_command(run.path)
+            command = run_list.run_command(run.path)
             if command:
                 st.code(shlex.join(command), language="bash", wrap_lines=True)
 

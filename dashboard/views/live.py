@@ -27,8 +27,8 @@ from dashboard.panels import (
     text_panel,
 )
 from dashboard.panels.image_steps_panel import widget_key
-from dashboard.processes import launcher
-from dashboard.reading import groups
+from dashboard.processes import launch_status, launcher
+from dashboard.reading import groups, run_list, run_metrics
 from runstore import artifacts, launch_files, run_store, tb_logdir
 from runstore.metrics.metric_table import MetricTable
 from runstore.run_folder import RunFolder
@@ -94,14 +94,14 @@ def first_records(run_dir: Path, status: dict, progress_slot: Any) -> MetricTabl
     point shows within ~0.1 s of being written. A new phase ("compiling…") is drawn meanwhile.
     """
     deadline = time.monotonic() + FIRST_POINT_WAIT_S
-    records, polls = state.metrics(run_dir), 0
+    records, polls = run_metrics.metrics(run_dir), 0
     while not len(records) and time.monotonic() < deadline:
         time.sleep(FIRST_POINT_POLL_S)
-        records, polls = state.metrics(run_dir), polls + 1
+        records, polls = run_metrics.metrics(run_dir), polls + 1
         if polls % 3:
             continue  # the status every ~0.1 s
-        now = state.run_status(run_dir)
-        if not state.is_active(now):  # failed or stopped before its first point: draw that now
+        now = launch_status.run_status(run_dir)
+        if not run_list.is_active(now):  # failed or stopped before its first point: draw that now
             break
         if (now.get("state"), now.get("phase")) != (status.get("state"), status.get("phase")):
             panels.progress(now, progress_slot)
@@ -114,7 +114,7 @@ def live_panel(members: list[run_store.RunInfo], selected: str, polled_ids: list
 
     One path for one run and K members (a run is a population of one, as in the engine); only the
     charts differ: one run's train and test curves in its colour, or every member's curve overlaid.
-    A run that ends here is drawn ended (no Stop); the page's run watcher (state.watch_runs) then
+    A run that ends here is drawn ended (no Stop); the page's run watcher (runs_watch.watch_runs) then
     reruns the whole page without the refresh timer. polled_ids: the panel reruns when these runs
     changed (refresh_trigger), not on a timer; one run's curves, progress line and tiles then follow
     its records themselves and the panel reruns for records at most every FED_RERUN_MS.
@@ -128,15 +128,15 @@ def live_panel(members: list[run_store.RunInfo], selected: str, polled_ids: list
     run_dir = members[sel].path
     info = launch_files.launch_info(run_dir) if single else {}
     if info.get("population") and not RunFolder(run_dir).has_config():
-        first = state.launched_population(run_dir.name, state.all_runs())
+        first = launch_status.launched_population(run_dir.name, run_list.all_runs())
         if first is not None:  # the population's members exist now: show them
             state.remember_run(first.run_id)
             st.rerun(scope="app")
-    statuses = [state.run_status(m.path) for m in members]
-    records = [state.metrics(m.path) for m in members]
+    statuses = [launch_status.run_status(m.path) for m in members]
+    records = [run_metrics.metrics(m.path) for m in members]
     names = [members[0].name] if single else groups.labels(members)
-    active = any(state.is_active(s) for s in statuses)
-    live = next((m.path for m, s in zip(members, statuses, strict=True) if state.is_active(s)), None)
+    active = any(run_list.is_active(s) for s in statuses)
+    live = next((m.path for m, s in zip(members, statuses, strict=True) if run_list.is_active(s)), None)
     if single:
         progress_slot = head(statuses[0], active, run_dir, run_dir, statuses[0], "Stop")
     else:
@@ -206,7 +206,7 @@ def page() -> None:
     """Run picker, then the live panel of the run or its population (auto-refreshing only while active)."""
     inplace_chart.warm_up()  # first: plotly.js loads while the server runs the rest of the page
     st.title("Live")
-    runs = state.all_runs()
+    runs = run_list.all_runs()
     run = panels.pick_run(runs)
     if run is None:
         st.info("No runs yet.", icon=":material/info:")
@@ -224,7 +224,7 @@ def page() -> None:
         st.caption(f"Population {safe_text.code(group)} · {len(members)} members · varying {varying}")
     else:
         st.caption(safe_text.md(" · ".join(x for x in (run.task, panels.key_config(run.task, run.config)) if x)))
-    active = any(state.is_active(m.status) for m in members)
+    active = any(run_list.is_active(m.status) for m in members)
     visible = tab_visibility.tab_visible()  # placed whether or not the run is active: the panel never moves
     followed = members if active and visible else []  # hidden tab: no refresh
     refresh, polled_ids = refresh_trigger.follow(followed, state.LIVE_REFRESH_S)

@@ -9,8 +9,8 @@ import streamlit as st
 
 from dashboard import refresh_timings, state
 from dashboard.panels import compare, data_panels, inplace_chart, panels, refresh_trigger, runs_index
-from dashboard.processes import launcher
-from dashboard.reading import groups
+from dashboard.processes import launch_status, launcher
+from dashboard.reading import groups, run_list
 from runstore import run_notes, run_store, tb_logdir
 
 COLUMN_CONFIG = {
@@ -149,7 +149,7 @@ def notes_editor(run: run_store.RunInfo, known: list[str]) -> None:
             notes = st.text_area("Notes", value=current.notes, key="notes_text", height=100)
             saved = st.form_submit_button("Save", icon=":material/save:")
         if saved:
-            current = run_notes.save(run.path, name, tags, notes, state.run_status(run.path))
+            current = run_notes.save(run.path, name, tags, notes, launch_status.run_status(run.path))
             st.toast("Saved with the run.", icon=":material/check:")
         for sink, outcome in current.sent.items():
             st.caption(f"{'TensorBoard' if sink == 'tensorboard' else 'W&B'}: {outcome}")
@@ -178,7 +178,9 @@ def actions(
             state.remember_run(run.run_id)
             st.switch_page("views/live.py", query_params={"run": run.run_id})
         panels.csv_download(run, row)
-    active = [r for r in selected if state.is_active(r.status) and not tb_logdir.is_mirror(r.path)]  # not ours to stop
+    active = [
+        r for r in selected if run_list.is_active(r.status) and not tb_logdir.is_mirror(r.path)
+    ]  # not ours to stop
     if active and row.button(f"Stop ({len(active)})", icon=":material/stop:"):
         signalled = sum(launcher.stop(r.path) for r in active)
         st.toast(f"Asked {len(active)} run(s) to stop.")
@@ -219,7 +221,7 @@ def body(active_ids: list[str] | None = None) -> None:
         refresh_trigger.rerun_on_change(
             active_ids, key="runs_trigger", gap_ms=int(REFRESH_S * 1000), stream_gap_ms=int(RECORDS_REFRESH_S * 1000)
         )
-    runs = st.session_state.pop("_runs_listed", None) or state.all_runs()  # listed once per full page run
+    runs = st.session_state.pop("_runs_listed", None) or run_list.all_runs()  # listed once per full page run
     if not runs:
         st.info(f"No runs under `{run_store.runs_root()}` yet.")
         return
@@ -253,6 +255,6 @@ def body(active_ids: list[str] | None = None) -> None:
 if st.session_state.get("selected_ids") or st.query_params.get("compare"):
     inplace_chart.warm_up()  # a comparison follows: plotly.js loads while the server runs the page
 st.title("Runs & compare")
-st.session_state["_runs_listed"] = listed = state.all_runs()
-refresh, polled_ids = refresh_trigger.follow([r for r in listed if state.is_active(r.status)], REFRESH_S)
+st.session_state["_runs_listed"] = listed = run_list.all_runs()
+refresh, polled_ids = refresh_trigger.follow([r for r in listed if run_list.is_active(r.status)], REFRESH_S)
 st.fragment(panels.guarded(body), run_every=refresh)(polled_ids)
