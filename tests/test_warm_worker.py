@@ -31,6 +31,31 @@ def test_a_job_on_stdin_abandons_the_rehearsal_at_once(monkeypatch: object) -> N
     os.close(write_end)
 
 
+def test_an_abandon_swallowed_where_python_only_reports_it_is_sent_again(monkeypatch: object) -> None:
+    """A raise landing in a gc callback or a __del__ is reported, not raised: the next signal ends the rehearsal."""
+    read_end, write_end = os.pipe()
+    monkeypatch.setattr(sys, "stdin", os.fdopen(read_end))  # type: ignore[attr-defined]
+    swallowed = []
+
+    def swallows_the_first_abandon() -> None:
+        end = time.monotonic() + 60  # a minute of work unless abandoned
+        while time.monotonic() < end:
+            try:
+                time.sleep(0.005)
+            except BaseException as exc:  # as Python does with a raise in a gc callback
+                if swallowed:
+                    raise
+                swallowed.append(exc)
+
+    monkeypatch.setattr(rehearsal, "_jobs", lambda: [swallows_the_first_abandon])  # type: ignore[attr-defined]
+    threading.Timer(0.5, lambda: os.write(write_end, b'{"argv": []}\n')).start()
+    t0 = time.monotonic()
+    rehearsal.rehearse()
+    took = time.monotonic() - t0
+    assert len(swallowed) == 1 and type(swallowed[0]).__name__ == "_Abandon"
+    assert 0.5 <= took < 10, took
+
+
 def test_the_rehearsal_trains_both_tasks(monkeypatch: object) -> None:
     read_end, write_end = os.pipe()
     monkeypatch.setattr(sys, "stdin", os.fdopen(read_end))  # type: ignore[attr-defined]

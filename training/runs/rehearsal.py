@@ -96,12 +96,24 @@ def _on_signal(signum: int, frame: Any) -> None:
     raise _Abandon
 
 
+RESEND_S = 0.25  # an abandon the main thread swallowed is sent again this much later
+
+
 def _abandon_when_a_job_arrives(done: threading.Event) -> None:
-    while not done.wait(POLL_S):
-        if job_waiting():
-            with _lock:
-                if _state["rehearsing"]:
-                    os.kill(os.getpid(), signal.SIGUSR1)
+    """Once a job waits on stdin, signal the main thread until the rehearsal has ended.
+
+    One signal is not enough: a raise that lands in a gc callback (JAX's `_xla_gc_callback`) or a
+    `__del__` is only reported by Python, and the rehearsal would run on to its end (41.6 s seen).
+    """
+    while not job_waiting():
+        if done.wait(POLL_S):
+            return
+    while True:
+        with _lock:
+            if not _state["rehearsing"]:
+                return
+            os.kill(os.getpid(), signal.SIGUSR1)
+        if done.wait(RESEND_S):
             return
 
 
