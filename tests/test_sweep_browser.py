@@ -56,7 +56,8 @@ def test_sweep_from_the_page_shows_its_trials_live(server: tuple[Server, Path]) 
             page.get_by_text("running 2", exact=False).first.wait_for(timeout=120_000)
             release(runs.parent / "held")
             page.get_by_text("finished 3 of 3 trials", exact=False).first.wait_for(timeout=240_000)
-            assert page.locator(".js-plotly-plot .parcoords").count() >= 1
+            # the trials' parallel coordinates: plotly.js draws them after the text saying the trials finished
+            page.locator(".js-plotly-plot .parcoords").first.wait_for(state="attached", timeout=30_000)
         finally:
             page.screenshot(path=str(runs.parent / "sweep.png"))
             browser.close()
