@@ -86,8 +86,8 @@ def _chunk(step: Callable[[Any, Any], Any], length: int) -> Any:
     return jax.jit(chunk, donate_argnums=(0,))
 
 
-def measure(rounds: int, length: int) -> dict[str, float]:
-    """Row name -> best ms per step over `rounds` chunks of `length` steps, rows interleaved."""
+def _workload() -> tuple[MnistTask, dict[str, jax.Array], jax.Array]:
+    """The MNIST task, N random training examples and STEPS batches of their indices."""
     task = MnistTask(MnistConfig(dataset="fashion_mnist", batch_size=BATCH))
     rng = np.random.default_rng(0)
     train = {
@@ -95,6 +95,12 @@ def measure(rounds: int, length: int) -> dict[str, float]:
         "label": jnp.asarray(rng.integers(0, 10, N).astype(np.int32)),
     }
     perm = jax.random.permutation(jax.random.key(0), N)[: STEPS * BATCH].reshape(STEPS, BATCH)
+    return task, train, perm
+
+
+def measure(rounds: int, length: int) -> dict[str, float]:
+    """Row name -> best ms per step over `rounds` chunks of `length` steps, rows interleaved."""
+    task, train, perm = _workload()
     fns = {name: _chunk(step, length) for name, step in _parts(task).items()}
     states = {name: task.init(jax.random.key(0)) for name in fns}
     best = dict.fromkeys(fns, float("inf"))
@@ -113,13 +119,7 @@ def op_costs(length: int, chunks: int = 8) -> tuple[dict[str, float], dict[str, 
     """(XLA op -> median us a step, XLA op -> its shape and JAX operation) of the full step's chunk, from a trace."""
     from jax._src.lib import _profile_data  # the profiler's own reader of its XSpace files
 
-    task = MnistTask(MnistConfig(dataset="fashion_mnist", batch_size=BATCH))
-    rng = np.random.default_rng(0)
-    train = {
-        "image": jnp.asarray(rng.random((N, 28 * 28), dtype=np.float32)),
-        "label": jnp.asarray(rng.integers(0, 10, N).astype(np.int32)),
-    }
-    perm = jax.random.permutation(jax.random.key(0), N)[: STEPS * BATCH].reshape(STEPS, BATCH)
+    task, train, perm = _workload()
     fn, state = _chunk(task.step, length), task.init(jax.random.key(0))
     hlo = fn.lower(state, train, perm, 0).compile().as_text()
     origin = {name: f"{shape} {op}" for name, shape, op in re.findall(r'%([\w.-]+) = (\S+) .*?op_name="([^"]+)"', hlo)}
