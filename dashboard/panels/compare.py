@@ -6,6 +6,7 @@ and draws with `components.compare_figures`. One colour per run (`components.col
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -108,40 +109,49 @@ def draw(selected: list[run_store.RunInfo], display: Mapping[str, str]) -> None:
         shown = "shown below with a note" if opts["partial"] else "turn on 'metrics not all have' to see them"
         st.info(f"Not every selected run has these metrics ({shown}):  \n" + "  \n".join(lines), icon=":material/info:")
     tags = shared + (compare_data.sort_tags(list(missing)) if opts["partial"] else [])
+    view = View(selected, labels, tables, missing, pops, opts)
     sections = key_panels.sections(tags)
     for i, (prefix, group) in enumerate(sections.items()):  # a grid per prefix (as W&B's sections), drawn while open
         if len(sections) == 1:
-            grid(selected, labels, tables, group, missing, pops, opts)
+            grid(view, group)
             break
         open_ = len(group) <= data_panels.OPEN_MAX
         key = data_panels.widget_key("compare_section", prefix)
         box = st.expander(f"{safe_text.md(prefix)} · {len(group)}", expanded=open_, key=key, on_change="rerun")
         if box.open:
             with box:  # the first grid at once; the others when scrolled near (50 runs: 50 lines a subplot)
-                grid(selected, labels, tables, group, missing, pops, opts, chart_key=f"{key}_grid", lazy=i > 0)
+                grid(view, group, chart_key=f"{key}_grid", lazy=i > 0)
     compare_media.draw(selected, labels)  # histograms and images side by side, a run a column
     differs_and_parcoords(selected, labels)
 
 
-def grid(
-    selected: list[run_store.RunInfo],
-    labels: Mapping[str, str],
-    tables: Mapping[str, MetricTable],
-    tags: list[str],
-    missing: Mapping[str, list[str]],
-    pops: Mapping[str, list[run_store.RunInfo]],
-    opts: Mapping[str, Any],
-    chart_key: str = "compare_grid",
-    lazy: bool = False,
-) -> None:
+@dataclasses.dataclass
+class View:
+    """What every grid of one comparison draws from: the runs, their labels and tables, the metrics some lack,
+    the populations among them and the view's settings (`controls`)."""
+
+    selected: list[run_store.RunInfo]
+    labels: Mapping[str, str]
+    tables: Mapping[str, MetricTable]
+    missing: Mapping[str, list[str]]
+    pops: Mapping[str, list[run_store.RunInfo]]
+    opts: Mapping[str, Any]
+
+    def banded(self) -> dict[str, str]:
+        """Run id -> its population, for the runs drawn as a population's band (none when drawn as curves)."""
+        return {r.run_id: g for g, rs in self.pops.items() for r in rs} if self.opts["pop"] != "curves" else {}
+
+
+def grid(view: View, tags: list[str], chart_key: str = "compare_grid", lazy: bool = False) -> None:
     """Small multiples of `tags`: a line per run, or a band per population when asked.
 
     The figure's JSON is kept for every session (`_SPECS`) while its runs' columns and the view's settings
     stay the same: a fresh tab opening the same comparison sends it again instead of building it anew.
     lazy: drawn by the browser once scrolled near (panels.chart).
     """
-    banded = {r.run_id: g for g, rs in pops.items() for r in rs} if opts["pop"] != "curves" else {}
-    version = _version(selected, labels, tables, tags, missing, banded, opts, chart_key)
+    selected, labels, tables, pops, opts = view.selected, view.labels, view.tables, view.pops, view.opts
+    banded = view.banded()
+    version = _version(view, tags, chart_key)
     spec = _spec_kept(version) if panels.inplace_charts() else None
     if spec is not None:
         panels.chart(None, chart_key, lazy=lazy, spec=spec)
@@ -168,7 +178,7 @@ def grid(
         curves,
         colors,
         bands=bands,
-        missing=missing,
+        missing=view.missing,
         x_title=compare_data.X_CHOICES[opts["x"]],
         smoothing=opts["smoothing"],
         log_y=opts["log_y"],
@@ -182,33 +192,25 @@ _SPECS: OrderedDict[tuple, str] = OrderedDict()
 _SPECS_LOCK = threading.Lock()
 
 
-def _version(
-    selected: list[run_store.RunInfo],
-    labels: Mapping[str, str],
-    tables: Mapping[str, MetricTable],
-    tags: list[str],
-    missing: Mapping[str, list[str]],
-    banded: Mapping[str, str],
-    opts: Mapping[str, Any],
-    chart_key: str,
-) -> tuple:
+def _version(view: View, tags: list[str], chart_key: str) -> tuple:
     """What a grid's figure depends on: each run's label, table and its changes, epoch scale and population, the
     metrics and runs lacking them, and the view's settings."""
+    banded, tables = view.banded(), view.tables
     runs = tuple(
         (
             r.run_id,
-            labels[r.run_id],
+            view.labels[r.run_id],
             id(tables[r.run_id]),
             tables[r.run_id].changes,
             tables[r.run_id].offset,  # with the table's id and changes: a table made anew at the same address too
             compare_data.epoch_scale(r.status),
             banded.get(r.run_id),
         )
-        for r in selected
+        for r in view.selected
     )
-    lacking = tuple((t, tuple(missing.get(t, ()))) for t in tags)
-    view = tuple((k, tuple(v) if isinstance(v, (list, tuple)) else v) for k, v in sorted(opts.items()))
-    return chart_key, runs, lacking, view
+    lacking = tuple((t, tuple(view.missing.get(t, ()))) for t in tags)
+    settings = tuple((k, tuple(v) if isinstance(v, (list, tuple)) else v) for k, v in sorted(view.opts.items()))
+    return chart_key, runs, lacking, settings
 
 
 def _spec_kept(version: tuple) -> str | None:
