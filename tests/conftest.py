@@ -23,6 +23,10 @@ os.environ.pop("WANDB_API_KEY", None)
 for var in ("WANDB_CACHE_DIR", "WANDB_CONFIG_DIR", "WANDB_DATA_DIR"):
     os.environ[var] = _WANDB_HOME
 os.environ.pop("WANDB_DIR", None)  # honoured by the W&B writer: W&B files stay in each run's directory
+# The page's warm training worker (a process that imports JAX before a Start) is off: every app a test
+# runs, AppTest's included, started one (~2 CPU s of imports each, 29 in a suite, most never used).
+# The tests of the worker turn it on (test_warm_worker_page.py, test_live_browser.py's warm server).
+os.environ.setdefault("JAXDASH_WARM_WORKER", "0")
 if "JAXDASH_RUNS" not in os.environ:
     os.environ["JAXDASH_RUNS"] = tempfile.mkdtemp(prefix="jaxdash-runs-")
     atexit.register(shutil.rmtree, os.environ["JAXDASH_RUNS"], True)
@@ -177,9 +181,21 @@ def chromium():  # noqa: ANN201 - a generator fixture
     browser.close()
 
 
-@pytest.fixture
-def tab(chromium: object):  # noqa: ANN201 - a generator fixture
-    """A fresh tab (its own context: no cookies or storage of other tests) of the session's Chromium, 1400x950."""
+@pytest.fixture(scope="session")
+def browsing(chromium: object):  # noqa: ANN201 - a generator fixture
+    """The session's one browser context, 1400x950: its HTTP cache and V8's code cache keep Streamlit's
+    scripts compiled from one test's page to the next (4 loads of the dashboard cost Chromium 5.4 CPU s in
+    a context each, 1.3-2.4 s in one context)."""
     context = chromium.new_context(viewport={"width": 1400, "height": 950})  # type: ignore[attr-defined]
-    yield context.new_page()
+    yield context
     context.close()
+
+
+@pytest.fixture
+def tab(browsing: object):  # noqa: ANN201 - a generator fixture
+    """A new tab of the session's browser context, 1400x950; its cookies are cleared after the test (the
+    dashboard keeps nothing in the browser's storage). A test that needs a context of its own makes one."""
+    page = browsing.new_page()  # type: ignore[attr-defined]
+    yield page
+    page.close()
+    browsing.clear_cookies()  # type: ignore[attr-defined]

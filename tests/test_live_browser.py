@@ -100,7 +100,7 @@ def warm_server(tmp_path: Path) -> Iterator[tuple[Server, Path]]:
     """A dashboard of its own with a warm worker (the session's server has none): (server, runs root)."""
     runs = tmp_path / "runs"
     runs.mkdir()
-    srv = start_server(runs, tmp_path / "streamlit.log", env={"WANDB_MODE": "disabled"})
+    srv = start_server(runs, tmp_path / "streamlit.log", env={"WANDB_MODE": "disabled", "JAXDASH_WARM_WORKER": "1"})
     yield srv, runs
     srv.stop()
 
