@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -269,43 +270,36 @@ def test_stop_all_and_resume_a_pbt_population_from_the_page(
 
 
 @pytest.mark.browser
-def test_start_a_pbt_population_from_the_page_and_see_its_lr_chart(tmp_path: Path) -> None:
-    sync_api = pytest.importorskip("playwright.sync_api")
-    from dashboard.server.serve import CHROMIUM, CHROMIUM_ARGS, start_server
+def test_start_a_pbt_population_from_the_page_and_see_its_lr_chart(tmp_path: Path, tab: Any) -> None:
+    from dashboard.server.serve import start_server
 
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"no Chromium at {CHROMIUM}")
     srv = start_server(tmp_path / "runs", tmp_path / "streamlit.log", env={"WANDB_MODE": "disabled"})
     try:
-        with sync_api.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            page = browser.new_page(viewport={"width": 1400, "height": 2000})
-            page.goto(srv.url)
-            page.get_by_role("button", name="Start run").wait_for(timeout=60_000)
-            page.get_by_text("Population: train several variants at once").click()
-            lrs = page.get_by_role("textbox", name="Learning rates")
-            lrs.fill(LRS)
-            lrs.press("Enter")
-            page.get_by_text("Population-based training: the worst").click()
-            interval = page.get_by_role("spinbutton", name="Copy every (steps)")
-            interval.fill("200")
-            interval.press("Enter")
-            page.get_by_text("Every 200 steps the worst of 4 members").wait_for(timeout=30_000)
-            page.get_by_role("spinbutton", name="Steps", exact=True).fill("6000")
-            page.get_by_role("button", name="Start population (4 runs)").click()
-            page.wait_for_url("**/live?run=*", timeout=30_000)
-            page.get_by_text("Learning rate (PBT)").first.wait_for(timeout=120_000)
-            page.get_by_text("copies so far").first.wait_for(timeout=120_000)
-            lines_js = (  # points of each line of the lr chart (plotly's own parsed data)
-                "Array.from(document.querySelectorAll('.js-plotly-plot'))"
-                ".filter(g => (g.layout.title || {}).text === 'Learning rate (PBT)')"
-                ".flatMap(g => g._fullData.filter(t => t.mode === 'lines').map(t => t._length))"
-            )
-            page.wait_for_function(
-                f"(() => {{ const n = {lines_js}; return n.length === 4 && n.every(k => k > 1); }})()"
-            )
-            page.screenshot(path=str(tmp_path / "pbt_live.png"), full_page=True)
-            browser.close()
+        page = tab
+        page.set_viewport_size({"width": 1400, "height": 2000})
+        page.goto(srv.url)
+        page.get_by_role("button", name="Start run").wait_for(timeout=60_000)
+        page.get_by_text("Population: train several variants at once").click()
+        lrs = page.get_by_role("textbox", name="Learning rates")
+        lrs.fill(LRS)
+        lrs.press("Enter")
+        page.get_by_text("Population-based training: the worst").click()
+        interval = page.get_by_role("spinbutton", name="Copy every (steps)")
+        interval.fill("200")
+        interval.press("Enter")
+        page.get_by_text("Every 200 steps the worst of 4 members").wait_for(timeout=30_000)
+        page.get_by_role("spinbutton", name="Steps", exact=True).fill("6000")
+        page.get_by_role("button", name="Start population (4 runs)").click()
+        page.wait_for_url("**/live?run=*", timeout=30_000)
+        page.get_by_text("Learning rate (PBT)").first.wait_for(timeout=120_000)
+        page.get_by_text("copies so far").first.wait_for(timeout=120_000)
+        lines_js = (  # points of each line of the lr chart (plotly's own parsed data)
+            "Array.from(document.querySelectorAll('.js-plotly-plot'))"
+            ".filter(g => (g.layout.title || {}).text === 'Learning rate (PBT)')"
+            ".flatMap(g => g._fullData.filter(t => t.mode === 'lines').map(t => t._length))"
+        )
+        page.wait_for_function(f"(() => {{ const n = {lines_js}; return n.length === 4 && n.every(k => k > 1); }})()")
+        page.screenshot(path=str(tmp_path / "pbt_live.png"), full_page=True)
     finally:
         srv.stop()
     (config,) = [json.loads(p.read_text()) for p in (tmp_path / "runs").glob("*-m0-*/config.json")]

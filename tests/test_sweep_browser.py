@@ -6,14 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from dashboard.server.serve import CHROMIUM, CHROMIUM_ARGS, Server, start_server
+from dashboard.server.serve import CHROMIUM, Server, start_server
 from tests.fixtures_runs import hold_env, release
 from training.queue.store import Queue
 
-playwright = pytest.importorskip("playwright.sync_api")
+pytest.importorskip("playwright.sync_api")
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.slow,
@@ -31,35 +32,33 @@ def server(tmp_path: Path) -> Iterator[tuple[Server, Path]]:
     srv.stop()
 
 
-def test_sweep_from_the_page_shows_its_trials_live(server: tuple[Server, Path]) -> None:
+def test_sweep_from_the_page_shows_its_trials_live(server: tuple[Server, Path], tab: Any) -> None:
     srv, runs = server
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1200})
-        try:
-            page.goto(f"{srv.url}/sweeps")  # its first render imports Optuna's figures: not while trials train
-            page.get_by_text("No sweeps yet", exact=False).first.wait_for(timeout=90_000)
-            page.goto(srv.url)
-            page.get_by_text("Sweep: many runs").click(timeout=90_000)  # the toggle
-            page.get_by_role("textbox", name="Swept settings").fill("lr=0.01,0.03,0.1")
-            fixed = page.get_by_role("textbox", name="Fixed settings")
-            fixed.fill("steps=2000 log_every=100")  # the first population is held: the page sees the third wait
-            fixed.press("Enter")  # Enter keeps the value; it must not start anything
-            page.get_by_role("textbox", name="Study name").fill("browser-sweep")
-            page.get_by_role("textbox", name="Study name").press("Enter")
-            page.wait_for_timeout(3000)
-            assert not (runs / "queue.db").exists() or not Queue(runs).jobs()
-            page.get_by_role("button", name="Start sweep").click()
-            page.wait_for_url("**/sweeps?study=browser-sweep", timeout=30_000)
-            # 3 lr values, 2 at once: one trial waits while a population of two trains
-            page.get_by_text("queued 1", exact=False).first.wait_for(timeout=120_000)
-            page.get_by_text("running 2", exact=False).first.wait_for(timeout=120_000)
-            release(runs.parent / "held")
-            page.get_by_text("finished 3 of 3 trials", exact=False).first.wait_for(timeout=240_000)
-            # the trials' parallel coordinates: plotly.js draws them after the text saying the trials finished
-            page.locator(".js-plotly-plot .parcoords").first.wait_for(state="attached", timeout=30_000)
-        finally:
-            page.screenshot(path=str(runs.parent / "sweep.png"))
-            browser.close()
+    page = tab
+    page.set_viewport_size({"width": 1400, "height": 1200})
+    try:
+        page.goto(f"{srv.url}/sweeps")  # its first render imports Optuna's figures: not while trials train
+        page.get_by_text("No sweeps yet", exact=False).first.wait_for(timeout=90_000)
+        page.goto(srv.url)
+        page.get_by_text("Sweep: many runs").click(timeout=90_000)  # the toggle
+        page.get_by_role("textbox", name="Swept settings").fill("lr=0.01,0.03,0.1")
+        fixed = page.get_by_role("textbox", name="Fixed settings")
+        fixed.fill("steps=2000 log_every=100")  # the first population is held: the page sees the third wait
+        fixed.press("Enter")  # Enter keeps the value; it must not start anything
+        page.get_by_role("textbox", name="Study name").fill("browser-sweep")
+        page.get_by_role("textbox", name="Study name").press("Enter")
+        page.wait_for_timeout(3000)
+        assert not (runs / "queue.db").exists() or not Queue(runs).jobs()
+        page.get_by_role("button", name="Start sweep").click()
+        page.wait_for_url("**/sweeps?study=browser-sweep", timeout=30_000)
+        # 3 lr values, 2 at once: one trial waits while a population of two trains
+        page.get_by_text("queued 1", exact=False).first.wait_for(timeout=120_000)
+        page.get_by_text("running 2", exact=False).first.wait_for(timeout=120_000)
+        release(runs.parent / "held")
+        page.get_by_text("finished 3 of 3 trials", exact=False).first.wait_for(timeout=240_000)
+        # the trials' parallel coordinates: plotly.js draws them after the text saying the trials finished
+        page.locator(".js-plotly-plot .parcoords").first.wait_for(state="attached", timeout=30_000)
+    finally:
+        page.screenshot(path=str(runs.parent / "sweep.png"))
     (job,) = Queue(runs).jobs()
     assert job["label"] == "sweep browser-sweep"

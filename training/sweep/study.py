@@ -8,6 +8,7 @@ nothing else. Default storage: SQLite next to the runs, `<runs root>/sweeps.db`.
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 import time
 import warnings
@@ -31,6 +32,12 @@ HEARTBEAT_S = max(1, GRACE_S // 4)
 MAX_RETRY = 2  # a trial whose worker died is re-queued at most this many times
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)  # one JSON line per run on stdout, not Optuna's chatter
+# Optuna's RDB storage reads any OperationalError of a trials query as "too many variables", logs the
+# error with its SQL and retries slower; when the database server went away that retry fails too, and the
+# worker's own one line says so (test_sweep_postgres.py): the SQL dump before it is noise.
+logging.getLogger("optuna.storages._rdb.storage").addFilter(
+    lambda record: not record.getMessage().startswith("Caught an error from sqlalchemy")
+)
 # Heartbeats with ask/tell are what we need for populations; Optuna flags both as experimental.
 warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
 warnings.filterwarnings("ignore", message="Heartbeat of storage is supposed to be used with Study.optimize")
