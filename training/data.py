@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from training import data_cache
 from training.errors import DataUnavailable
 
 FILES = (
@@ -191,14 +192,18 @@ _PARSED: dict[tuple, Arrays] = {}  # the last dataset parsed in this process: a 
 
 
 def read_folder(folder: Path) -> Arrays:
-    """The four IDX files in `folder`, parsed once per process while they stay the same (read-only arrays)."""
+    """The four IDX files in `folder`, parsed once while they stay the same (read-only arrays): kept for this
+    process, and on disk for the next (training/data_cache.py)."""
     paths = [_find(folder, f) for f in FILES]
     if None in paths:
         return _parse_folder(folder)  # names the missing file
     stats = [os.stat(p) for p in paths]
     key = (str(Path(folder).resolve()), *((st.st_ino, st.st_size, st.st_mtime_ns) for st in stats))
     if key not in _PARSED:
-        arrays = _parse_folder(folder)
+        arrays = data_cache.load(key)
+        if arrays is None:
+            arrays = _parse_folder(folder)
+            data_cache.save(key, arrays)
         for a in arrays:
             a.flags.writeable = False  # shared by every run of this process
         _PARSED.clear()
