@@ -301,6 +301,8 @@ def test_start_a_pbt_population_from_the_page_and_see_its_lr_chart(tmp_path: Pat
         page.wait_for_function(f"(() => {{ const n = {lines_js}; return n.length === 4 && n.every(k => k > 1); }})()")
         page.screenshot(path=str(tmp_path / "pbt_live.png"), full_page=True)
     finally:
+        for run_dir in run_store.run_folders(tmp_path / "runs"):
+            run_store.request_stop(run_dir)  # the population is seen: its 6000 steps need not run on
         srv.stop()
     (config,) = [json.loads(p.read_text()) for p in (tmp_path / "runs").glob("*-m0-*/config.json")]
     assert config["pbt"]["interval"] == 200 and config["pbt"]["metric"] == "train/loss"
