@@ -26,7 +26,7 @@ os.environ.pop("WANDB_DIR", None)  # honoured by the W&B writer: W&B files stay 
 # The page's warm training worker (a process that imports JAX before a Start) is off: every app a test
 # runs, AppTest's included, started one (~2 CPU s of imports each, 29 in a suite, most never used).
 # The tests of the worker turn it on (test_warm_worker_page.py, test_live_browser.py's warm server).
-os.environ.setdefault("JAXDASH_WARM_WORKER", "0")
+os.environ["JAXDASH_WARM_WORKER"] = "0"
 if "JAXDASH_RUNS" not in os.environ:
     os.environ["JAXDASH_RUNS"] = tempfile.mkdtemp(prefix="jaxdash-runs-")
     atexit.register(shutil.rmtree, os.environ["JAXDASH_RUNS"], True)

@@ -41,7 +41,7 @@ def _load(folder: Path) -> data.Arrays:
 
 
 def _entries() -> list[Path]:
-    return sorted(data_cache.root().iterdir())
+    return sorted(data.cache_dir(data.PARSED).iterdir())
 
 
 def test_a_second_process_reads_the_kept_copy_not_the_files(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -72,6 +72,6 @@ def test_a_damaged_copy_or_an_unwritable_cache_means_parsing_as_before(folder: P
     (entry / "train_x.npy").write_bytes(b"\x93NUMPY damaged")
     np.testing.assert_array_equal(_load(folder)[0], parsed[0])
     assert (entry / "train_x.npy").stat().st_size > 100  # the damaged entry was replaced
-    shutil.rmtree(data_cache.root())
-    data_cache.root().write_text("a file where the cache folder should be")
+    shutil.rmtree(data.cache_dir(data.PARSED))
+    data.cache_dir(data.PARSED).write_text("a file where the cache folder should be")
     np.testing.assert_array_equal(_load(folder)[2], parsed[2])

@@ -80,7 +80,8 @@ DEBIAN_DIRS = {"fashion_mnist": Path("/usr/share/datasets/fashion-mnist")}
 ENV_DATA_DIR = "JAXDASH_DATA_DIR"
 TIMEOUT_S = 15.0  # per socket operation: a dead mirror must not hang a run for minutes
 
-Arrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+Arrays = data_cache.Arrays  # (train_x, train_y, test_x, test_y)
+PARSED = "parsed"  # cache_dir(PARSED): the parsed datasets (training/data_cache.py)
 
 
 def mirrors_env_var(name: str) -> str:
@@ -200,10 +201,10 @@ def read_folder(folder: Path) -> Arrays:
     stats = [os.stat(p) for p in paths]
     key = (str(Path(folder).resolve()), *((st.st_ino, st.st_size, st.st_mtime_ns) for st in stats))
     if key not in _PARSED:
-        arrays = data_cache.load(key)
+        arrays = data_cache.load(cache_dir(PARSED), key)
         if arrays is None:
             arrays = _parse_folder(folder)
-            data_cache.save(key, arrays)
+            data_cache.save(cache_dir(PARSED), key, arrays)
         for a in arrays:
             a.flags.writeable = False  # shared by every run of this process
         _PARSED.clear()

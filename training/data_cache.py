@@ -2,8 +2,8 @@
 
 Parsing Fashion-MNIST's four .gz files costs ~0.4 CPU s, paid by every process that trains on it
 (each CLI run, sweep trial process, warm worker and multi-host process). The parsed arrays are kept
-under `$XDG_CACHE_HOME/jaxdash/parsed/` (default `~/.cache/jaxdash/parsed/`) and read back
-memory-mapped and read-only in ~10 ms.
+in a folder of entries (training/data.py passes `~/.cache/jaxdash/parsed/`, XDG_CACHE_HOME respected)
+and read back memory-mapped and read-only in ~10 ms.
 
 An entry is keyed by the source files' resolved folder and each file's inode, size and modification
 time: a replaced or edited file is parsed again, and the entry made for it replaces the old one.
@@ -16,7 +16,6 @@ parsed as before.
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -28,25 +27,19 @@ NAMES = ("train_x.npy", "train_y.npy", "test_x.npy", "test_y.npy")
 MIN_BYTES = 4 << 20  # smaller datasets parse in a few ms: not worth an entry (nor one per test's tmp folder)
 
 
-def root() -> Path:
-    """The folder of parsed entries (XDG_CACHE_HOME respected)."""
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(cache) / "jaxdash" / "parsed"
-
-
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def _entry(key: tuple) -> tuple[str, Path]:
-    """(the prefix shared by every entry of key's folder, this key's entry folder)."""
+def _entry(entries: Path, key: tuple) -> tuple[str, Path]:
+    """(the prefix shared by every entry of key's dataset folder, this key's entry folder under `entries`)."""
     prefix = _digest(str(key[0]))
-    return prefix, root() / f"{prefix}-{_digest(repr(key))}"
+    return prefix, entries / f"{prefix}-{_digest(repr(key))}"
 
 
-def load(key: tuple) -> Arrays | None:
-    """The parsed arrays kept for `key` (read-only, memory-mapped), or None."""
-    _, entry = _entry(key)
+def load(entries: Path, key: tuple) -> Arrays | None:
+    """The parsed arrays kept under `entries` for `key` (read-only, memory-mapped), or None."""
+    _, entry = _entry(entries, key)
     try:
         arrays = tuple(np.load(entry / name, mmap_mode="r", allow_pickle=False) for name in NAMES)
     except FileNotFoundError:  # no entry, or one replaced while it was read
@@ -60,11 +53,12 @@ def load(key: tuple) -> Arrays | None:
     return tuple(a.view(np.ndarray) for a in arrays)  # type: ignore[return-value] - plain arrays, still mapped
 
 
-def save(key: tuple, arrays: Arrays) -> None:
-    """Keep `arrays` for `key`, replacing the entries of older versions of the same folder (best effort)."""
+def save(entries: Path, key: tuple, arrays: Arrays) -> None:
+    """Keep `arrays` under `entries` for `key`, replacing the entries of older versions of the same dataset
+    folder (best effort)."""
     if sum(a.nbytes for a in arrays) < MIN_BYTES:
         return
-    prefix, entry = _entry(key)
+    prefix, entry = _entry(entries, key)
     try:
         entry.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=entry.parent))
