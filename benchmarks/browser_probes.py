@@ -16,7 +16,7 @@ import statistics
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +88,7 @@ class BlinkReport:
     min_opacity: float
     span_s: float = 0.0  # seconds the scored samples cover
     stale: int = 0  # (sample, chart) pairs Streamlit marked stale (a refresh still running), faded or not
+    events: list[str] = field(default_factory=list)  # the first bad pairs: "t=<s> chart <i>: <what>"
 
     @property
     def bad(self) -> int:
@@ -104,6 +105,7 @@ class BlinkReport:
             f"(faded {self.faded}, missing or blank {self.missing}, jumped {self.jumped}; "
             f"lowest opacity {self.min_opacity:.2f}; over {self.span_s:.1f} s; "
             f"marked stale by Streamlit, shown unfaded: {self.stale / max(1, self.samples * self.charts):.1%})"
+            + "".join(f"; {e}" for e in self.events)
         )
 
 
@@ -123,22 +125,29 @@ def blink_report(samples: list[list[Any]]) -> BlinkReport:
     expected = statistics.mode(counts)
     start = next(i for i, (_, rows) in enumerate(shown) if len(rows) == expected and all(r[4] for r in rows))
     faded = missing = jumped = stale = 0
-    lowest, prev = 1.0, None
-    for _, rows in shown[start:]:
+    lowest, prev, events = 1.0, None, []
+    t0 = shown[start][0]
+    for t, rows in shown[start:]:
         missing += max(0, expected - len(rows))
+        if len(rows) < expected:
+            events.append(f"t={(t - t0) / 1000:.1f} {expected - len(rows)} chart(s) missing")
         for i, (op, _w, h, top, drawn, _pts, *marked) in enumerate(rows[:expected]):
             lowest = min(lowest, op)
             stale += bool(marked and marked[0])
             moved = prev is not None and i < len(prev) and max(abs(prev[i][2] - h), abs(prev[i][3] - top)) > JUMP_PX
+            at = f"t={(t - t0) / 1000:.1f} chart {i}"
             if op < FADED_BELOW:
                 faded += 1
+                events.append(f"{at}: opacity {op:.2f}")
             elif not drawn:
                 missing += 1
+                events.append(f"{at}: blank")
             elif moved:
                 jumped += 1
+                events.append(f"{at}: top {prev[i][3]} -> {top}, height {prev[i][2]} -> {h}")
         prev = rows
-    span = (shown[-1][0] - shown[start][0]) / 1000
-    return BlinkReport(len(shown) - start, expected, faded, missing, jumped, lowest, span, stale)
+    span = (shown[-1][0] - t0) / 1000
+    return BlinkReport(len(shown) - start, expected, faded, missing, jumped, lowest, span, stale, events[:10])
 
 
 def median_s(xs: list[float]) -> str:

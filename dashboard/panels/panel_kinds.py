@@ -19,7 +19,7 @@ from components import figures
 from components.colors import run_color
 from dashboard.panels import safe_text
 from dashboard.panels.chart_feed import rows_feed
-from dashboard.panels.panels import live_chart
+from dashboard.panels.panels import TILES_KEY, live_chart
 from dashboard.panels.run_numbers import COMPILE_TILE, tile_values
 from runstore import artifacts, tags
 from runstore.metrics.metric_table import MetricTable
@@ -68,7 +68,8 @@ def metric_tiles(records: MetricTable, status: dict[str, Any]) -> None:
     values = tile_values(records, status)
     if not values:
         return  # nothing logged yet, no compile time: no empty row
-    for col, (label, text) in zip(st.columns(len(values)), values.items(), strict=True):
+    row = st.container(key=TILES_KEY).columns(len(values))
+    for col, (label, text) in zip(row, values.items(), strict=True):
         col.metric(safe_text.md(label), text, help=COMPILE_HELP if label == COMPILE_TILE else None)
 
 

@@ -130,6 +130,9 @@ def chart(fig: Any, key: str, lazy: bool = False, spec: str | None = None, feed:
 CHART_EVERY_S = refresh_timings.seconds("chart_rebuild")
 LIVE_PANEL_KEY = "live_panel"  # the container of a Live page's refreshing panel (CSS class st-key-live_panel)
 RUN_HEAD_KEY = "run_head"  # badge, progress and Stop/Resume: as tall with a button as without (no jump when a run ends)
+# The metric tiles' row. Streamlit loads st.metric's code when a page first shows one and holds its place
+# 40 px tall meanwhile: the row is as tall as its tiles from the start, so the charts below do not jump.
+TILES_KEY = "run_tiles"
 # Streamlit fades an element to a third of its opacity while a rerun has not sent it again yet. The
 # Live panel reruns twice a second while its run trains, on a machine the run keeps busy: the fade
 # would blink its charts and numbers, which Plotly.react updates in place and are never stale by
@@ -139,6 +142,7 @@ LIVE_PANEL_CSS = f"""<style>
   opacity: 1 !important; transition: none !important;
 }}
 .st-key-{RUN_HEAD_KEY} {{ min-height: 2.5rem; justify-content: center; }}
+.st-key-{TILES_KEY} {{ min-height: 4.75rem; }}
 </style>"""
 
 
