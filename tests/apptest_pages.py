@@ -11,6 +11,7 @@ import numpy as np
 from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.element_tree import Error
 
+from dashboard.state import PAGE_KEY
 from runstore import run_store, tags
 from training.writers.base import Table
 from training.writers.store import RunStoreWriter
@@ -49,17 +50,29 @@ def dirs(root: Path) -> list[Path]:
     return [d for d in root.iterdir() if d.is_dir()]
 
 
+# The pages' url paths where they are not the file's name (app.py's st.Page url_path).
+URL_PATHS = {"views/launch.py": "new", "views/sweep.py": "sweeps"}
+
+
 def app(page: str | None = None, run: str | None = None, **state: object) -> AppTest:
-    """The app, run once, then switched to `page` (e.g. "views/runs.py")."""
+    """The app run once on `page` (e.g. "views/runs.py"; New run without one).
+
+    AppTest names a page by its file's name before the first run, which is the url_path of Live, Runs and
+    Run detail: those run at once; the others after a first run on New run (where "/" goes).
+    """
     at = AppTest.from_file(APP, default_timeout=60)
     if run:
         at.query_params["run"] = run
     for k, v in state.items():
         at.session_state[k] = v
+    url_path = URL_PATHS.get(page, Path(page).stem) if page else "new"
+    if page and url_path == Path(page).stem:
+        at.switch_page(page)
     at.run()
-    if page:
+    if at.session_state[PAGE_KEY] != url_path:
         at.switch_page(page).run()
     assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state[PAGE_KEY] == url_path, f"the app ran {at.session_state[PAGE_KEY]}, not {page}"
     return at
 
 
