@@ -15,8 +15,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from runstore import run_reads, run_store
+from tests.apptest_pages import app
 
-APP = str(Path(__file__).resolve().parent.parent / "dashboard" / "app.py")
 GOOD_CFG = {"task": "regression", "points": 128, "noise": 0.5, "true_weight": 2.0, "true_bias": -1.0, "lr": 0.005}
 BROKEN = "Something went wrong"
 
@@ -116,13 +116,7 @@ def runs(runs_root: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path, 
 
 
 def page(path: str | None = None, run: str | None = None) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=60)
-    if run:
-        at.query_params["run"] = run
-    at.run()
-    if path:
-        at.switch_page(path).run()
-    assert not at.exception, [e.value for e in at.exception]
+    at = app(path, run=run)
     assert not [e.value for e in at.error if BROKEN in e.value]
     return at
 
