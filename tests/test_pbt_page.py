@@ -21,7 +21,7 @@ from components import pbt_figures
 from components.colors import distinct_colors, run_color
 from dashboard.forms import pbt_settings
 from dashboard.processes import launcher
-from runstore import launch_files, run_store
+from runstore import launch_files, run_states, run_store
 from tests.apptest_pages import app, errors_under, wait_status
 from tests.chart_elements import charts, figure
 from tests.fixtures_runs import hold_children, wait_held
@@ -270,10 +270,8 @@ def test_stop_all_and_resume_a_pbt_population_from_the_page(
 
 
 @pytest.mark.browser
-def test_start_a_pbt_population_from_the_page_and_see_its_lr_chart(tmp_path: Path, tab: Any) -> None:
-    from dashboard.server.serve import start_server
-
-    srv = start_server(tmp_path / "runs", tmp_path / "streamlit.log", env={"WANDB_MODE": "disabled"})
+def test_start_a_pbt_population_from_the_page_and_see_its_lr_chart(server: tuple, tab: Any, tmp_path: Path) -> None:
+    srv, runs = server
     try:
         page = tab
         page.set_viewport_size({"width": 1400, "height": 2000})
@@ -301,8 +299,19 @@ def test_start_a_pbt_population_from_the_page_and_see_its_lr_chart(tmp_path: Pat
         page.wait_for_function(f"(() => {{ const n = {lines_js}; return n.length === 4 && n.every(k => k > 1); }})()")
         page.screenshot(path=str(tmp_path / "pbt_live.png"), full_page=True)
     finally:
-        for run_dir in run_store.run_folders(tmp_path / "runs"):
+        for run_dir in run_store.run_folders(runs):
             run_store.request_stop(run_dir)  # the population is seen: its 6000 steps need not run on
-        srv.stop()
-    (config,) = [json.loads(p.read_text()) for p in (tmp_path / "runs").glob("*-m0-*/config.json")]
+        _wait_until_ended(runs)  # before the shared server's runs root is emptied
+    (config,) = [json.loads(p.read_text()) for p in runs.glob("*-m0-*/config.json")]
     assert config["pbt"]["interval"] == 200 and config["pbt"]["metric"] == "train/loss"
+
+
+def _wait_until_ended(runs: Path, timeout_s: float = 60.0) -> None:
+    """Until every run under `runs` has ended (its process wrote its last status)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        states = [run_store.read_status(d).get("state") for d in run_store.run_folders(runs)]
+        if all(s in run_states.ENDED or s is None for s in states):  # None: no status (a launch folder)
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"runs still active after {timeout_s:.0f} s: {states}")

@@ -16,17 +16,14 @@ from streamlit.testing.v1 import AppTest
 from components.series import STALL_S, progress_text
 from dashboard.server import csv_route
 from runstore import run_store
-from tests.test_safety_damaged import APP, BROKEN, good_run
+from tests.apptest_pages import app
+from tests.test_safety_damaged import BROKEN, good_run
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def page(view: str, run_id: str) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=60)
-    at.query_params["run"] = run_id
-    at.run()
-    at.switch_page(view).run()
-    assert not at.exception, [e.value for e in at.exception]
+    at = app(view, run=run_id)  # asserts no exception
     assert not [e.value for e in at.error if BROKEN in e.value]
     return at
 

@@ -12,11 +12,11 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from runstore import run_reads, run_store
 from runstore.metrics import metric_cache
-from tests.test_safety_damaged import APP, BROKEN, good_run
+from tests.apptest_pages import app
+from tests.test_safety_damaged import BROKEN, good_run
 
 
 def get(url: str, timeout: float = 20) -> tuple[int, bytes]:
@@ -139,12 +139,7 @@ def test_pages_render_next_to_fifos_loops_and_links(runs_root: Path, monkeypatch
     os.mkfifo(fifo / "status.json")
     (runs_root / "selfloop").symlink_to(runs_root / "selfloop")
     for path in (None, "views/runs.py", "views/live.py", "views/detail.py"):
-        at = AppTest.from_file(APP, default_timeout=60)
-        at.query_params["run"] = good.name
-        at.run(timeout=60)
-        if path:
-            at.switch_page(path).run(timeout=60)
-        assert not at.exception, [e.value for e in at.exception]
+        at = app(path, run=good.name)  # asserts no exception
         assert not [e.value for e in at.error if BROKEN in e.value]
         assert not [i.value for i in at.info if "No runs under" in i.value]
 
