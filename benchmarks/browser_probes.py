@@ -163,8 +163,13 @@ def cli_run(runs: Path, argv: list[str], env: dict[str, str] | None = None) -> t
     return proc, run_dir
 
 
-def watch_blinks(page: Any, url: str, run_dir: Path, proc: subprocess.Popen, timeout: float = 600) -> BlinkReport:
+def watch_blinks(
+    page: Any, url: str, run_dir: Path, proc: subprocess.Popen, timeout: float = 600, watch_s: float | None = None
+) -> BlinkReport:
     """Open the run's Live page once the run exists, sample its charts every 100 ms until the run ends; the report.
+
+    watch_s: stop sampling this many seconds after the first chart showed, if the run has not ended by then
+    (a test's run then trains only as long as it is watched, on a fast machine or a slow one).
 
     Opened before the run's folder exists, the page says "No run ..." above another run's charts and
     switches to the run when it appears: that warning going (the charts move up 75 px) and the other
@@ -177,7 +182,10 @@ def watch_blinks(page: Any, url: str, run_dir: Path, proc: subprocess.Popen, tim
     page.wait_for_function(f"({CHARTS_JS})().length > 0", timeout=60_000, polling=100)
     page.evaluate(SAMPLE_JS)
     try:
-        proc.wait(timeout)
+        proc.wait(min(timeout, watch_s) if watch_s is not None else timeout)
+    except subprocess.TimeoutExpired:
+        if watch_s is None or watch_s >= timeout:
+            raise
     finally:
         samples = page.evaluate(STOP_JS)
     return blink_report(samples)

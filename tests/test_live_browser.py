@@ -31,15 +31,16 @@ def test_live_charts_never_fade_or_blank_while_a_cli_run_trains(
 ) -> None:
     srv, runs = server
     page = tab
-    epochs = "12"  # a run long enough for >= 50 scored samples on a fast machine too (4 epochs gave 37 in CI)
-    argv = ["mnist", "--dataset", "fashion_mnist", "--data-dir", str(fashion_dir), "--epochs", epochs]
+    # A run longer than it is watched: 8 s of samples every 100 ms (>= 50 scored on a loaded machine), then it is killed.
+    argv = ["mnist", "--dataset", "fashion_mnist", "--data-dir", str(fashion_dir), "--epochs", "30"]
     proc, run_dir = probes.cli_run(runs, argv)
     try:
-        report = probes.watch_blinks(page, srv.url, run_dir, proc)
+        report = probes.watch_blinks(page, srv.url, run_dir, proc, watch_s=8.0)
     finally:
         proc.kill()
     SHOTS.mkdir(exist_ok=True)
     page.screenshot(path=str(SHOTS / "live_blink.png"), full_page=True)
+    print(report)  # pytest -s: the figures for the note
     assert report.charts == 2 and report.samples >= 50, report
     assert report.fraction <= 0.01, report
 
