@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up everything the dashboard and the tests need: system packages (Debian's
-# Chromium for the browser tests, Fashion-MNIST for offline training, PostgreSQL
+# Chromium and its headless shell for the browser tests and benchmarks, Fashion-MNIST for offline training, PostgreSQL
 # for the sweep-workers test on a real database server) and the Python virtual
 # environment. Safe to run again: it skips what is already there.
 set -euo pipefail
@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 
 PY=${PYTHON:-python3}
 VENV=${VENV:-.venv}
-WANT_APT=${WANT_APT:-"chromium dataset-fashion-mnist postgresql"}
+WANT_APT=${WANT_APT:-"chromium chromium-headless-shell dataset-fashion-mnist postgresql"}
 
 apt_install() {
   local missing=()

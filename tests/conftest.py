@@ -170,13 +170,13 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 @pytest.fixture(scope="session")
 def chromium():  # noqa: ANN201 - a generator fixture
     """The session's headless Chromium (Playwright's Browser); skips where there is none."""
-    from dashboard.server.serve import CHROMIUM, CHROMIUM_ARGS
+    from dashboard.server.serve import CHROMIUM_ARGS, TEST_CHROMIUM
 
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"no Chromium at {CHROMIUM}")
+    if not Path(TEST_CHROMIUM).exists():
+        pytest.skip(f"no Chromium at {TEST_CHROMIUM}")
     sync_api = pytest.importorskip("playwright.sync_api")
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        browser = p.chromium.launch(executable_path=TEST_CHROMIUM, args=CHROMIUM_ARGS)
     yield browser
     browser.close()
 

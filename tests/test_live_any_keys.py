@@ -9,12 +9,15 @@ from typing import Any
 
 import pytest
 
-from dashboard.server.serve import CHROMIUM, Server
+from dashboard.server.serve import TEST_CHROMIUM, Server
 from tests import client_scripts
 from tests.apptest_pages import fake_run
 
 pytest.importorskip("playwright.sync_api")
-pytestmark = [pytest.mark.browser, pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}")]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not Path(TEST_CHROMIUM).exists(), reason=f"no Chromium at {TEST_CHROMIUM}"),
+]
 
 # The run the Live page shows: its picker's value ("name · task · id").
 SHOWS = "(t) => (document.querySelector('[data-testid=stSelectbox] input') || {}).value?.includes(t)"

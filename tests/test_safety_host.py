@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from dashboard.server import host_check
-from dashboard.server.serve import CHROMIUM, CHROMIUM_ARGS, Server
+from dashboard.server.serve import CHROMIUM_ARGS, TEST_CHROMIUM, Server
 from tests.test_safety_damaged import good_run
 
 EVIL = "rebind.attacker.example"
@@ -106,7 +106,7 @@ def test_a_rebinding_page_cannot_load_the_dashboard_in_chromium(served_port) -> 
     good_run(root, "rebind-target")
     args = [*CHROMIUM_ARGS, f"--host-resolver-rules=MAP {EVIL} 127.0.0.1"]
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=args)
+        browser = p.chromium.launch(executable_path=TEST_CHROMIUM, args=args)
         try:
             page = browser.new_page()
             response = page.goto(f"http://{EVIL}:{port}/runs", timeout=30_000)

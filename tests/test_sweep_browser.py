@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from dashboard.server.serve import CHROMIUM, Server, start_server
+from dashboard.server.serve import TEST_CHROMIUM, Server, start_server
 from tests.fixtures_runs import hold_env, release
 from training.queue.store import Queue
 
@@ -18,7 +18,7 @@ pytest.importorskip("playwright.sync_api")
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.slow,
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}"),
+    pytest.mark.skipif(not Path(TEST_CHROMIUM).exists(), reason=f"no Chromium at {TEST_CHROMIUM}"),
 ]
 
 

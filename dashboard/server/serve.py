@@ -15,7 +15,15 @@ from dashboard.processes.launcher import REPO_ROOT
 from dashboard.processes.tensorboard_server import free_port
 
 APP = REPO_ROOT / "dashboard" / "server_app.py"  # the pages (app.py) and the streamed CSV route
-CHROMIUM = "/usr/bin/chromium"
+CHROMIUM = "/usr/bin/chromium"  # Debian's Chromium (package chromium): benchmarks and screenshots, as a user's browser
+# The test suite's browser: Debian's Chromium headless shell (package chromium-headless-shell: the same Chromium
+# build without the browser's own UI, what Playwright itself uses for headless runs). The full browser keeps an
+# omnibox popup WebUI renderer per window and its UI: ten page loads of the dashboard cost it 8.6 CPU s, the
+# shell 4.5 s (benchmarks/browser_cost.py). $JAXDASH_TEST_CHROMIUM picks another (e.g. /usr/bin/chromium).
+HEADLESS_SHELL = "/usr/bin/chromium-headless-shell"
+TEST_CHROMIUM = os.environ.get("JAXDASH_TEST_CHROMIUM") or (
+    HEADLESS_SHELL if Path(HEADLESS_SHELL).exists() else CHROMIUM
+)
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
