@@ -55,8 +55,9 @@ def script(
     return path
 
 
-def start(path: Path, root: Path) -> subprocess.Popen:
-    env = {**os.environ, "JAXDASH_RUNS": str(root), "PYTHONPATH": str(ROOT), "WANDB_MODE": "offline"}
+def start(path: Path, root: Path, wandb: str = "disabled") -> subprocess.Popen:
+    """Run the loop script; W&B off unless a test reads its copy back (`wandb="offline"`)."""
+    env = {**os.environ, "JAXDASH_RUNS": str(root), "PYTHONPATH": str(ROOT), "WANDB_MODE": wandb}
     return subprocess.Popen(
         [sys.executable, str(path)], cwd=path.parent, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -78,7 +79,7 @@ def wait_for_records(run_dir_root: Path, count: int, proc: subprocess.Popen, tim
 
 
 def test_every_step_reaches_the_store_tensorboard_and_wandb(tmp_path: Path, runs_root: Path) -> None:
-    proc = start(script(tmp_path, 10_000), runs_root)
+    proc = start(script(tmp_path, 10_000), runs_root, wandb="offline")
     out, err = proc.communicate(timeout=600)
     assert proc.returncode == 0 and "done" in out, err[-3000:]
     run_dir = the_run(runs_root)
