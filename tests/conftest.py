@@ -56,6 +56,16 @@ def pytest_configure(config: pytest.Config) -> None:
     enable_compilation_cache()
 
 
+@pytest.fixture(autouse=True)
+def _run_watchers_stopped():  # noqa: ANN202 - a generator fixture
+    """After each test, stop the run watchers its AppTest pages started in this process: one thread per runs
+    root, each polling four times a second, ~100 of them in a worker by its last test otherwise."""
+    yield
+    from runstore import run_watch
+
+    run_watch.stop_all()
+
+
 @pytest.fixture
 def runs_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A fresh runs root, also exported as $JAXDASH_RUNS for subprocesses."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 
 from runstore import run_store, run_watch
 
@@ -31,3 +32,16 @@ def test_signature_follows_new_ended_and_deleted_runs(tmp_path, monkeypatch):
     assert run_watch.signature(tmp_path) == (("a", True), ("b", False)) and reads == ["a"]
     shutil.rmtree(tmp_path / "b")
     assert run_watch.signature(tmp_path) == (("a", True),)
+
+
+def test_stopped_watchers_end_their_threads_and_a_later_call_starts_a_new_one(tmp_path):
+    first = run_watch.watcher(tmp_path)
+    threads = [t for t in threading.enumerate() if t.name == f"run-watch-{tmp_path.name}"]
+    assert len(threads) == 1 and run_watch.watcher(tmp_path) is first  # one per root
+    run_watch.stop_all()
+    threads[0].join(timeout=5)
+    assert not threads[0].is_alive()
+    make_run(tmp_path, "a", "running")
+    second = run_watch.watcher(tmp_path)
+    assert second is not first and second.current == (("a", True),)
+    run_watch.stop_all()
