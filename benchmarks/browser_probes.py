@@ -168,7 +168,7 @@ def watch_blinks(
 ) -> BlinkReport:
     """Open the run's Live page once the run exists, sample its charts every 100 ms until the run ends; the report.
 
-    watch_s: stop sampling this many seconds after the first chart showed, if the run has not ended by then
+    watch_s: stop sampling this many seconds after the first point was drawn, if the run has not ended by then
     (a test's run then trains only as long as it is watched, on a fast machine or a slow one).
 
     Opened before the run's folder exists, the page says "No run ..." above another run's charts and
@@ -181,6 +181,8 @@ def watch_blinks(
     page.goto(f"{url}/live?run={run_dir.name}")
     page.wait_for_function(f"({CHARTS_JS})().length > 0", timeout=60_000, polling=100)
     page.evaluate(SAMPLE_JS)
+    if watch_s is not None:  # counted from the first point drawn: a run's start takes longer on a loaded machine
+        page.wait_for_function(f"{PLOTS_JS}.some(g => (g._fullData || []).some(t => t._length))", timeout=120_000)
     try:
         proc.wait(min(timeout, watch_s) if watch_s is not None else timeout)
     except subprocess.TimeoutExpired:
