@@ -301,17 +301,8 @@ def test_start_a_pbt_population_from_the_page_and_see_its_lr_chart(server: tuple
     finally:
         for run_dir in run_store.run_folders(runs):
             run_store.request_stop(run_dir)  # the population is seen: its 6000 steps need not run on
-        _wait_until_ended(runs)  # before the shared server's runs root is emptied
+        for run_dir in run_store.run_folders(runs):  # ended before the shared server's runs root is emptied
+            if run_store.read_status(run_dir):
+                wait_status(run_dir, run_states.ENDED, timeout=60)
     (config,) = [json.loads(p.read_text()) for p in runs.glob("*-m0-*/config.json")]
     assert config["pbt"]["interval"] == 200 and config["pbt"]["metric"] == "train/loss"
-
-
-def _wait_until_ended(runs: Path, timeout_s: float = 60.0) -> None:
-    """Until every run under `runs` has ended (its process wrote its last status)."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        states = [run_store.read_status(d).get("state") for d in run_store.run_folders(runs)]
-        if all(s in run_states.ENDED or s is None for s in states):  # None: no status (a launch folder)
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"runs still active after {timeout_s:.0f} s: {states}")

@@ -11,21 +11,13 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from components.series import STALL_S, progress_text
 from dashboard.server import csv_route
 from runstore import run_store
-from tests.apptest_pages import app
-from tests.test_safety_damaged import BROKEN, good_run
+from tests.test_safety_damaged import good_run, page
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def page(view: str, run_id: str) -> AppTest:
-    at = app(view, run=run_id)  # asserts no exception
-    assert not [e.value for e in at.error if BROKEN in e.value]
-    return at
 
 
 def test_huge_steps_and_accuracies_render(runs_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
