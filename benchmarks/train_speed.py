@@ -16,7 +16,7 @@ Fashion-MNIST 60k, MLP 784-128-128-10, Adam 1e-3, batch 32 (1875 steps per epoch
     bound) and, in a fresh process, on the one XLA thread (c) trains on unless told otherwise.
 (a) and (b) time every epoch after the first (which compiles); all report the best epoch, as
 the machine is shared, and the median. Variants then rerun (c) with one change each (XLA CPU
-threading flags, chunk length, checkpoint cadence, writers off) and print what it changed.
+threading flags, chunk length, checkpoint cadence, writers off, the scan's unroll) and print what it changed.
 """
 
 from __future__ import annotations
@@ -51,6 +51,8 @@ VARIANTS = {  # name: (extra CLI flags, extra environment)
     "chunk 625 steps": (["--log-every", "625"], {}),
     "writers off": (["--no-tensorboard", "--wandb", "disabled"], {}),
     "the first three together": (["--ckpt-every", "0", "--log-every", "625"], ALL_THREADS),
+    "scan unroll 4": ([], {"JAXDASH_SCAN_UNROLL": "4"}),
+    "scan unroll 16": ([], {"JAXDASH_SCAN_UNROLL": "16"}),
 }
 
 

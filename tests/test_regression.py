@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from runstore import tags
+from training.engine.chunks import UNROLL_ENV
 from training.runs.in_memory import train
 from training.tasks.regression import Params, RegressionConfig, RegressionTask, init_params, loss, make_data
 from training.writers.base import MemoryWriter
@@ -95,6 +96,17 @@ def test_logs_tags_progress_and_snapshots():
 def test_no_recompiles_across_chunks():
     (result,) = train(RegressionTask, RegressionConfig(steps=95, log_every=10))
     assert result.extra["traces"] == {"chunk[10]": 1, "chunk[5]": 1}
+
+
+def test_an_unrolled_scan_gives_the_same_numbers_and_a_bad_unroll_names_its_variable(monkeypatch):
+    cfg = RegressionConfig(steps=95, log_every=10, optimizer="adam", lr=0.02)
+    (plain,) = train(RegressionTask, cfg)
+    monkeypatch.setenv(UNROLL_ENV, "3")  # divides neither chunk length (10, 5): scan's remainder path too
+    (unrolled,) = train(RegressionTask, cfg)
+    assert unrolled.final == plain.final
+    monkeypatch.setenv(UNROLL_ENV, "0")
+    with pytest.raises(ValueError, match=r"\$JAXDASH_SCAN_UNROLL='0': give a positive whole number"):
+        train(RegressionTask, cfg)
 
 
 def test_step_is_pure_and_traced_once():

@@ -34,6 +34,7 @@ from training.engine.chunks import (
     check_scalar_metrics,
     chunk_plan,
     compile_ahead,
+    scan_unroll,
 )
 from training.engine.data_reads import load_members_data
 from training.engine.inits import init_states
@@ -128,17 +129,21 @@ class Engine:
     # ---- compiled pieces -----------------------------------------------------------------------------
     def _compile(self) -> None:
         step_fn, batched, constrain = self.task.step, self.plan.batched, self.dp.constrain_batch
+        unroll = scan_unroll()
 
         def make_chunk(length: int) -> Any:
             def chunk(state: Any, train: Any, perm: Any, start: Any) -> Any:
+                steps_per_iteration = min(unroll, length)
                 if not batched:  # full batch: every step sees the whole training set
-                    return jax.lax.scan(lambda s, _: step_fn(s, train), state, None, length=length)
+                    return jax.lax.scan(
+                        lambda s, _: step_fn(s, train), state, None, length=length, unroll=steps_per_iteration
+                    )
                 idx = jax.lax.dynamic_slice_in_dim(perm, start, length)  # [length, batch]; start is traced
 
                 def body(s: Any, batch_idx: Any) -> Any:
                     return step_fn(s, constrain(jax.tree.map(lambda a: a[batch_idx], train)))
 
-                return jax.lax.scan(body, state, idx)
+                return jax.lax.scan(body, state, idx, unroll=steps_per_iteration)
 
             if not self.stacked:
                 return chunk
