@@ -34,6 +34,7 @@ from dashboard.server import (  # noqa: E402
     csv_route,
     frame_headers,
     host_check,
+    plotly_preload,
     poll_route,
     rows_route,
     stale_temp,
@@ -47,9 +48,11 @@ app = st.App(
         Route(csv_route.route(), csv_route.serve),
         Route(rows_route.route(), rows_route.serve),
         Route(poll_route.route(), poll_route.serve),
+        Route(plotly_preload.route(), plotly_preload.serve),
     ],
     middleware=[
         Middleware(frame_headers.FrameHeaders),  # outermost: every response, a refused one too, carries them
         Middleware(host_check.HostCheck),  # DNS rebinding: only our own Host and Origin, on every route
+        Middleware(plotly_preload.PlotlyPreload),  # each page's HTML asks for plotly.js at once
     ],
 )

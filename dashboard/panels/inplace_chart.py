@@ -12,7 +12,8 @@ itself, not in a frame, so a chart that appears (the Live page after Start) draw
 plotly.js the page has already loaded, instead of loading a frame and plotly.js first.
 
 That plotly.js is the "basic" bundle (scatter, bar, pie; vendor/plotly-basic.min.js, 1.2 MB, MIT,
-the same plotly.js version as the plotly package's), loaded once per page as a script; a figure
+the same plotly.js version as the plotly package's), loaded once per page as a script (each page's
+HTML starts loading it before Streamlit's own JavaScript runs: server/plotly_preload.py); a figure
 with other trace types loads the package's full 4.8 MB bundle first. In Chromium here the basic
 bundle loads in 25-230 ms against 80-1,570 ms for the full one. Both are served where they lie
 (vendor/ and the plotly package's package_data/, no copy) through Streamlit's component file route:
@@ -26,10 +27,8 @@ every chart.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
-import plotly
 import plotly.io
 import streamlit as st
 import streamlit.components.v1 as components
@@ -39,30 +38,29 @@ from dashboard import refresh_timings
 from dashboard.panels import safe_text
 from dashboard.panels.chart_feed import FEED_JS
 from dashboard.server import url_paths
-
-VENDOR = Path(__file__).resolve().parent / "vendor"
-PLOTLY_DATA = Path(plotly.__file__).resolve().parent / "package_data"  # plotly.min.js, the full bundle
+from dashboard.server.plotly_preload import BASIC_JS, PLOTLY_DATA, VENDOR
 
 # The component's module: load plotly.js once per page (a promise on window), then draw `data.spec`.
 CHART_JS = (
     """
 const BASIC = new Set(["scatter", "bar", "pie"]);  // the trace types of plotly-basic.min.js
 const DRAW_GAP = 8, MAX_GAP_MS = __INPLACE_MAX_GAP_MS__;  // after a draw of T ms, the next waits up to 8 T (at most this)
-function load(src) {
+function load(name, src) {  // once a page: the load the page's HTML started (server/plotly_preload.py), else one now
   const loads = (window.__jaxdashPlotly = window.__jaxdashPlotly || {});
-  loads[src] = loads[src] || new Promise((ok, fail) => {
+  const add = () => new Promise((ok, fail) => {
     const s = document.createElement("script");
     s.src = src; s.onload = ok; s.onerror = () => fail(new Error("could not load " + src));
     document.head.appendChild(s);
   });
-  return loads[src];
+  loads[name] = loads[name] ? loads[name].catch(add) : add();
+  return loads[name];
 }
 """
     + FEED_JS
     + """
 export default async function (component) {
   const { data, parentElement } = component;
-  await load(data.basic);
+  await load("basic", data.basic);
   if (data.warmup) return;
   let div = parentElement.querySelector(".jaxdash-chart");
   if (!div) {
@@ -108,7 +106,7 @@ export default async function (component) {
   }
   if (div.__inView) await div.__inView;
   if (div.__spec !== data.spec) return;  // a newer figure came while this one waited: it draws
-  if ((fig.data || []).some((t) => !BASIC.has(t.type || "scatter"))) await load(data.full);
+  if ((fig.data || []).some((t) => !BASIC.has(t.type || "scatter"))) await load("full", data.full);
   const t0 = performance.now();
   await Plotly.react(div, fig.data || [], layout, Object.assign({responsive: true}, JSON.parse(data.config)));
   if (div.__spec === data.spec) follow(div, data.feed);  // appends from this figure's offset on
@@ -121,7 +119,7 @@ export default async function (component) {
 
 # Basic bundle missing (a trimmed checkout): the full one stands in for it.
 _basic = components.declare_component(
-    "plotly_basic", path=str(VENDOR if (VENDOR / "plotly-basic.min.js").is_file() else PLOTLY_DATA)
+    "plotly_basic", path=str(VENDOR if (VENDOR / BASIC_JS).is_file() else PLOTLY_DATA)
 )
 _full = components.declare_component("plotly_full", path=str(PLOTLY_DATA))
 _chart = st.components.v2.component("jaxdash_inplace_chart", js=CHART_JS, isolate_styles=False)
@@ -142,7 +140,7 @@ register_assets()
 
 def _urls() -> dict[str, str]:
     register_assets()  # a dict lookup once registered
-    basic = "plotly-basic.min.js" if _basic.abspath == str(VENDOR) else "plotly.min.js"
+    basic = BASIC_JS if _basic.abspath == str(VENDOR) else "plotly.min.js"
     return {
         "basic": url_paths.under_base("component", _basic.name, basic),
         "full": url_paths.under_base("component", _full.name, "plotly.min.js"),
