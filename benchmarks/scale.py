@@ -17,7 +17,7 @@ Writes `--big` runs of `--records` metric records each (one file generated, then
   * a summary: each page's median, its goal, and its ratio to the bare page;
   * the server process's peak resident memory (sampled every 0.2 s while the dashboard serves).
 Each tab is closed after its measurement: an open tab's fragments keep the server busy.
-Goals: <= 2 s, <= 3 s, <= 1 s, < 1 GB.
+Goals (#37): each page within 2 s of opening a fresh tab, the server under 1 GB.
 """
 
 from __future__ import annotations
@@ -274,7 +274,7 @@ def reference(browser: Browser, tmp: Path, tabs: int) -> dict[str, float]:
 
 def summary(ours: dict[str, float], ref: dict[str, float]) -> None:
     """Each page's median against its goal and against the bare page it is built on."""
-    goals = {"Live": 2.0, "Run detail": 2.0, "Compare": 3.0, "Runs page": 1.0}
+    goals = {"Live": 2.0, "Run detail": 2.0, "Compare": 2.0, "Runs page": 2.0}  # #37: each within 2 s
     print("Summary (median of fresh tabs; reference: a bare Streamlit page with one chart or one table):")
     for label, seconds in ours.items():
         goal = next(v for k, v in goals.items() if label.startswith(k))

@@ -1,5 +1,5 @@
-"""Each page's HTML starts loading plotly.js (dashboard/server/plotly_preload.py): on a real server over raw
-HTTP, and in Chromium, where the chart component then draws with that one load."""
+"""The HTML of Live and Run detail starts loading plotly.js (dashboard/server/plotly_preload.py): on a real server
+over raw HTTP, and in Chromium, where the chart component then draws with that one load."""
 
 from __future__ import annotations
 
@@ -27,12 +27,16 @@ def get(srv: Server, path: str, headers: dict[str, str]) -> tuple[int, dict[str,
     return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
 
 
-def test_a_page_asks_for_plotly_at_once_and_the_bundle_is_served(served: tuple[Server, Path]) -> None:
+def test_live_and_detail_ask_for_plotly_at_once_and_the_bundle_is_served(served: tuple[Server, Path]) -> None:
     srv, _ = served
-    status, headers, body = get(srv, "/live", {"Accept": "text/html,*/*", "Accept-Encoding": "gzip, br"})
-    html = body.decode()
-    assert status == 200 and "content-encoding" not in headers and int(headers["content-length"]) == len(body)
-    assert 0 < html.index("window.__jaxdashPlotly") < html.index("</head>")
+    page = {"Accept": "text/html,*/*", "Accept-Encoding": "gzip, br"}
+    for path in ("/live", "/detail?run=x"):
+        status, headers, body = get(srv, path, page)
+        html = body.decode()
+        assert status == 200 and "content-encoding" not in headers and int(headers["content-length"]) == len(body)
+        assert 0 < html.index("window.__jaxdashPlotly") < html.index("</head>"), path
+    for path in ("/runs", "/", "/sweeps"):  # no chart as they open: plotly.js would only compete with their tables
+        assert b"__jaxdashPlotly" not in get(srv, path, page)[2], path
     src = re.search(r"s\.src = \"([^\"]+)\"", html).group(1)
     assert src.startswith(plotly_preload.route() + "?v=")
     status, headers, bundle = get(srv, src, {"Accept": "*/*"})
@@ -48,8 +52,6 @@ def test_a_fresh_tab_loads_plotly_once_and_its_chart_draws_with_it(served: tuple
     srv, root = served
     run = good_run(root, "preload")
     page = tab
-    page.goto(f"{srv.url}/runs")  # no chart on it: plotly.js loads all the same
-    page.wait_for_function("() => !!window.Plotly", timeout=60_000)
     page.goto(f"{srv.url}/live?run={run.name}")
     page.wait_for_function(DRAWN_JS, timeout=60_000, polling=100)
     loads = page.evaluate(PLOTLY_LOADS_JS)

@@ -1,18 +1,19 @@
-"""plotly.js asked for by every page's HTML, so a fresh tab loads it beside Streamlit's own JavaScript.
+"""plotly.js asked for by the HTML of the pages that open on a chart: a fresh tab loads it beside Streamlit's own.
 
 A fresh tab runs Streamlit's JavaScript (~1 s here), then the page's script; only when the first chart
 component arrived did it ask for plotly.js (1.2 MB), whose download and evaluation (0.3-1.0 s on a busy
-2-core machine) then came last, right before the first draw. Every HTML page this server sends now
+2-core machine) then came last, right before the first draw. The HTML of a page that opens on a chart now
 carries a small script that starts loading it at once, `async`: it never holds the page up, and by the
-time a chart arrives Plotly is there (a comparison of 50 runs in a fresh tab: plotly.js ready at
-0.7-0.9 s instead of 1.3-2.0 s, the chart drawn ~0.2 s sooner; benchmarks/scale.py, the note of #37).
+time a chart arrives Plotly is there. Live and Run detail of a 2,000-record run in fresh tabs
+(benchmarks/scale.py, 5 tabs, two runs each, session 26): 1.53/1.63 -> 1.42/1.46 s and 1.66/1.88 ->
+1.55/1.64 s.
 
 The script leaves its promise where the chart component looks for it (`window.__jaxdashPlotly.basic`,
 dashboard/panels/inplace_chart.py); if it fails, the component loads plotly.js itself.
 
 GET <base>/_jaxdash/plotly-basic.min.js?v=<plotly's version> serves the bundle (cacheable for a day: a
-new tab of the same browser takes it from its cache). Only a request for a page (`Accept: text/html`)
-is edited, and it is sent uncompressed (8 KB); scripts and styles keep their compression.
+new tab of the same browser takes it from its cache). Only a browser's request for one of those pages
+(`Accept: text/html`) is edited, and it is sent uncompressed (8 KB); nothing else is touched.
 """
 
 from __future__ import annotations
@@ -31,6 +32,10 @@ from dashboard.server import url_paths
 VENDOR = Path(__file__).resolve().parent.parent / "panels" / "vendor"  # plotly-basic.min.js, MIT
 PLOTLY_DATA = Path(plotly.__file__).resolve().parent / "package_data"  # plotly.min.js, the full bundle
 BASIC_JS = "plotly-basic.min.js"
+# The url paths (dashboard/app.py) of the pages that draw a chart as they open. The Runs page is not one:
+# there plotly.js's evaluation competed with the runs table (2,000 runs: 1.51/1.57 -> 1.69/1.87 s), and a
+# comparison of 50 runs gained nothing (2.07/2.06 -> 2.11/2.31 s); scale.py, session 26.
+CHART_PAGES = ("live", "detail")
 Scope = MutableMapping[str, Any]
 
 
@@ -63,9 +68,14 @@ def snippet() -> bytes:
     ).encode()
 
 
-def _wants_page(scope: Scope) -> bool:
+def _wants_chart_page(scope: Scope) -> bool:
+    """A browser asking for the HTML of a page that draws a chart as it opens (CHART_PAGES)."""
+    if scope["type"] != "http" or scope.get("method") != "GET":
+        return False
     accept = dict(scope.get("headers") or []).get(b"accept", b"")
-    return scope["type"] == "http" and scope.get("method") == "GET" and b"text/html" in accept
+    base = url_paths.under_base().rstrip("/")
+    page = str(scope.get("path", ""))[len(base) :].strip("/")
+    return b"text/html" in accept and page in CHART_PAGES
 
 
 class PlotlyPreload:
@@ -75,7 +85,7 @@ class PlotlyPreload:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Callable, send: Callable) -> None:
-        if not _wants_page(scope):
+        if not _wants_chart_page(scope):
             await self.app(scope, receive, send)
             return
         plain = [(k, v) for k, v in scope["headers"] if k.lower() != b"accept-encoding"]  # to edit it
