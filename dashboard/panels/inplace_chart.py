@@ -12,8 +12,8 @@ itself, not in a frame, so a chart that appears (the Live page after Start) draw
 plotly.js the page has already loaded, instead of loading a frame and plotly.js first.
 
 That plotly.js is the "basic" bundle (scatter, bar, pie; vendor/plotly-basic.min.js, 1.2 MB, MIT,
-the same plotly.js version as the plotly package's), loaded once per page as a script (each page's
-HTML starts loading it before Streamlit's own JavaScript runs: server/plotly_preload.py); a figure
+the same plotly.js version as the plotly package's), loaded once per page as a script (the HTML of
+Live and Run detail starts loading it before Streamlit's own JavaScript runs: server/plotly_preload.py); a figure
 with other trace types loads the package's full 4.8 MB bundle first. In Chromium here the basic
 bundle loads in 25-230 ms against 80-1,570 ms for the full one. Both are served where they lie
 (vendor/ and the plotly package's package_data/, no copy) through Streamlit's component file route:
