@@ -36,8 +36,8 @@ def hold_env(
     env: dict[str, str], held: Path, checkpoints: int = 0, chunks: int = 1, wandb_ready: bool = False
 ) -> dict[str, str]:
     """`env` with the hold set: wait once `checkpoints` checkpoints exist and `chunks` more chunks ran
-    (with `wandb_ready`, counted from when the W&B run exists and paced by WANDB_PACE_S: its folder then holds
-    the rows of all but the last of them)."""
+    (with `wandb_ready`, counted from when the W&B run exists and from the newest checkpoint, and paced by
+    WANDB_PACE_S: its folder then holds the rows of all but the last of them, past that checkpoint)."""
     path = [str(_ROOT / "tests" / "hold_site"), str(_ROOT), env.get("PYTHONPATH", "")]
     return {
         **{k: v for k, v in env.items() if k != HOLD_WANDB_ENV},
@@ -107,15 +107,19 @@ def install_hold(spec: str) -> None:
     need, held_file = int(checkpoints), Path(held)
     need_wandb = os.environ.get(HOLD_WANDB_ENV) == "1"
     real, polls = run_store.stop_requested, {}  # per run: a population asks once per member and chunk
+    counted_from: dict[Path, int] = {}  # per run, with need_wandb: the checkpoints when its count began
 
     def stop_requested(run_dir: Path) -> bool:
         if not _training():  # e.g. the dashboard server, started with this environment too
             return real(run_dir)
         if not polls and held_file.exists():  # held in an earlier process: a resume runs straight through
             return real(run_dir)
-        if _checkpoints(run_dir) >= need and (
-            not need_wandb or (run_store.read_status(run_dir).get("wandb") or {}).get("dir")
-        ):
+        done = _checkpoints(run_dir)
+        if done >= need and (not need_wandb or (run_store.read_status(run_dir).get("wandb") or {}).get("dir")):
+            if need_wandb and counted_from.setdefault(run_dir, done) != done:
+                # a newer checkpoint: count again from it, so the held W&B folder holds rows past the newest
+                # checkpoint (W&B ready late on a loaded machine once held the run right on one: none past it)
+                counted_from[run_dir], polls[run_dir] = done, 0
             polls[run_dir] = polls.get(run_dir, 0) + 1
             time.sleep(WANDB_PACE_S if need_wandb else 0.0)
         if polls.get(run_dir, 0) <= int(chunks):
