@@ -99,7 +99,7 @@ def test_no_recompiles_across_chunks():
 
 
 def test_an_unrolled_scan_gives_the_same_numbers_and_a_bad_unroll_names_its_variable(monkeypatch):
-    cfg = RegressionConfig(steps=95, log_every=10, optimizer="adam", lr=0.02)
+    cfg = RegressionConfig(steps=25, log_every=10, optimizer="adam", lr=0.02)
     (plain,) = train(RegressionTask, cfg)
     monkeypatch.setenv(UNROLL_ENV, "3")  # divides neither chunk length (10, 5): scan's remainder path too
     (unrolled,) = train(RegressionTask, cfg)
