@@ -12,10 +12,9 @@ import pytest
 
 from dashboard.server import plotly_preload
 from dashboard.server.serve import Server
+from tests.test_run_ids_pages import DRAWN
 from tests.test_safety_damaged import good_run
 
-DRAWN_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
-  .some(p => (p._fullData || []).some(t => (t._length || 0) > 0))"""
 PLOTLY_LOADS_JS = "performance.getEntriesByType('resource').map(e => e.name).filter(n => n.includes('plotly'))"
 
 
@@ -53,7 +52,7 @@ def test_a_fresh_tab_loads_plotly_once_and_its_chart_draws_with_it(served: tuple
     run = good_run(root, "preload")
     page = tab
     page.goto(f"{srv.url}/live?run={run.name}")
-    page.wait_for_function(DRAWN_JS, timeout=60_000, polling=100)
+    page.wait_for_function(f"({DRAWN})() >= 1", timeout=60_000, polling=100)
     loads = page.evaluate(PLOTLY_LOADS_JS)
     assert len(loads) == 1 and plotly_preload.route() in loads[0], loads  # the page's own load, not a second one
     assert page.locator("[data-testid=stException]").count() == 0
