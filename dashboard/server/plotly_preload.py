@@ -72,10 +72,10 @@ def _wants_chart_page(scope: Scope) -> bool:
     """A browser asking for the HTML of a page that draws a chart as it opens (CHART_PAGES)."""
     if scope["type"] != "http" or scope.get("method") != "GET":
         return False
-    accept = dict(scope.get("headers") or []).get(b"accept", b"")
+    if b"text/html" not in dict(scope.get("headers") or []).get(b"accept", b""):
+        return False  # a script, a poll, a row fetch: every request but a page's stops here
     base = url_paths.under_base().rstrip("/")
-    page = str(scope.get("path", ""))[len(base) :].strip("/")
-    return b"text/html" in accept and page in CHART_PAGES
+    return str(scope.get("path", ""))[len(base) :].strip("/") in CHART_PAGES
 
 
 class PlotlyPreload:
