@@ -49,9 +49,11 @@ from runstore.metrics import metric_cache  # noqa: E402
 
 REFERENCE_APP = Path(__file__).resolve().parent / "scale_reference_app.py"
 CONFIG = {"lr": 0.005, "steps": 1000, "points": 128, "seed": 42}
-# Plotly charts holding points in one frame (Live's in-place charts are components: frames of their own).
+# Charts holding points in one frame: plotly graphs, and metric grids drawn by uPlot (dashboard/panels/line_grid.js,
+# whose div lists what each panel drew as [name, points]).
 CHARTS_WITH_DATA = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
-  .filter(p => (p._fullData || []).some(t => (t._length || (t.x && t.x.length) || 0) > 0)).length"""
+  .filter(p => (p._fullData || []).some(t => (t._length || (t.x && t.x.length) || 0) > 0)).length
+  + Array.from(document.querySelectorAll('.jaxdash-chart')).filter(d => (d.__drawn || []).some(p => p.length)).length"""
 TABLE_DRAWN = "() => !!document.querySelector('[data-testid=stDataFrame] canvas')"
 IN_VIEW_CHARTS = 0  # `timed`'s n_charts for "every chart in view, at least one"
 

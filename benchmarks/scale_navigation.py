@@ -16,8 +16,11 @@ import psutil
 from playwright.sync_api import Browser, Page
 
 FRESH = "!el.closest('[data-stale=\"true\"]')"
-CHARTS_JS = f"""() => Array.from(document.querySelectorAll('.js-plotly-plot')).filter(el => {FRESH})
-  .filter(p => (p._fullData || []).some(t => (t._length || (t.x && t.x.length) || 0) > 0)).length"""
+# A chart with points: a plotly graph, or a metric grid drawn by uPlot (dashboard/panels/line_grid.js: [name, points]).
+HAS_POINTS = "(p => (p._fullData || []).some(t => (t._length || (t.x && t.x.length) || 0) > 0)"
+HAS_POINTS += " || (p.__drawn || []).some(panel => panel.length))"
+CHARTS_JS = f"""() => Array.from(document.querySelectorAll('.js-plotly-plot, .jaxdash-chart')).filter(el => {FRESH})
+  .filter({HAS_POINTS}).length"""
 TABLE_JS = f"() => Array.from(document.querySelectorAll('[data-testid=stDataFrame] canvas')).some(el => {FRESH})"
 # [charts in the viewport with points, charts in the viewport], the old page's stale ones left out.
 # Run detail draws its all-metrics grids only once they scroll into view (dashboard/panels/inplace_chart.py,
@@ -25,7 +28,7 @@ TABLE_JS = f"() => Array.from(document.querySelectorAll('[data-testid=stDataFram
 IN_VIEW_JS = f"""() => {{ const inView = Array.from(document.querySelectorAll('.jaxdash-chart, .js-plotly-plot'))
   .filter(el => {FRESH})
   .filter(d => {{ const r = d.getBoundingClientRect(); return r.height > 0 && r.top < innerHeight && r.bottom > 0; }});
-  const drawn = inView.filter(p => (p._fullData || []).some(t => (t._length || (t.x && t.x.length) || 0) > 0));
+  const drawn = inView.filter({HAS_POINTS});
   return [drawn.length, inView.length]; }}"""
 TITLE_JS = f"(t) => Array.from(document.querySelectorAll('h1')).some(el => el.innerText.trim() === t && {FRESH})"
 

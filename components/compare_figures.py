@@ -114,6 +114,8 @@ def metric_grid(
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles or None, vertical_spacing=spacing)
     shown: set[str] = set()
     every: list[go.Scatter] = []
+    lacking_by_panel = [list((missing or {}).get(tag, ())) for tag in tags]
+    log_by_panel = [bool(log_y and "acc" not in tag) for tag in tags]
     for i, tag in enumerate(tags):
         row, col = i // cols + 1, i % cols + 1
         traces = []
@@ -127,7 +129,7 @@ def metric_grid(
                 shown.add(t.name)
             t.xaxis, t.yaxis = f"x{i + 1 if i else ''}", f"y{i + 1 if i else ''}"  # make_subplots' axes, row-major
         every += traces
-        fig.update_yaxes(type="log" if log_y and "acc" not in tag else "linear", row=row, col=col)
+        fig.update_yaxes(type="log" if log_by_panel[i] else "linear", row=row, col=col)
         fig.update_xaxes(title_text=x_title if row == rows else None, row=row, col=col)
     fig.add_traces(every)  # at once: add_trace(row=, col=) per trace cost 50 runs' comparison ~0.1 s a grid
     set_template(fig).update_layout(
@@ -136,6 +138,8 @@ def metric_grid(
         legend=dict(orientation="h", yanchor="bottom", y=1.0 + 40 / (90 + 260 * rows), xanchor="left", x=0),
         hovermode="closest",
         uirevision=uirevision,
+        # What the dashboard's canvas grid (dashboard/panels/line_grid.js) draws the panels from.
+        meta=dict(grid=dict(cols=cols, titles=list(tags), lacking=lacking_by_panel, log=log_by_panel, x_title=x_title)),
     )
     return fig
 

@@ -16,11 +16,21 @@ from tests.apptest_pages import fake_population, fake_run
 pytest.importorskip("playwright.sync_api")
 pytestmark = pytest.mark.browser
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
-# Names of every trace with points, per plotly chart on the page.
-TRACES_JS = (
-    "Array.from(document.querySelectorAll('.js-plotly-plot'))"
-    ".map(g => (g._fullData || []).filter(t => t._length > 0).map(t => t.name))"
+# Names of every line with points, per metric grid on the page (drawn by uPlot: dashboard/panels/line_grid.js,
+# whose div lists each panel's lines as [name, points]).
+GRID_TRACES_JS = (
+    "Array.from(document.querySelectorAll('.jaxdash-chart')).filter(d => d.__drawn)"
+    ".map(d => d.__drawn.flat().filter(([n, k]) => k > 0).map(([n]) => n))"
 )
+# Names of every trace or line with points, per chart on the page (plotly graph or metric grid).
+TRACES_JS = (
+    "Array.from(document.querySelectorAll('.js-plotly-plot, .jaxdash-chart')).map(g => g.__drawn"
+    " ? g.__drawn.flat().filter(([n, k]) => k > 0).map(([n]) => n)"
+    " : (g._fullData || []).filter(t => t._length > 0).map(t => t.name))"
+)
+# Per uPlot panel of the first grid: the labels of its shown lines.
+SHOWN_JS = """() => Array.from(document.querySelector('.jaxdash-chart .jaxdash-grid-cells').querySelectorAll('.uplot'))
+  .map(el => el.__uplot.series.slice(1).filter(s => s.show).map(s => s.label))"""
 
 
 def test_compare_grid_band_differs_and_parallel_coordinates(server: tuple[Server, Path], tab: Any) -> None:
@@ -33,15 +43,55 @@ def test_compare_grid_band_differs_and_parallel_coordinates(server: tuple[Server
     page.set_viewport_size({"width": 1400, "height": 1600})
     page.goto(f"{srv.url}/runs?compare={ids}")
     page.wait_for_function(
-        f"(() => {{ const c = {TRACES_JS}; return c.length >= 1 && c.flat().length >= 21; }})()", timeout=90_000
+        f"(() => {{ const c = {GRID_TRACES_JS}; return c.length >= 1 && c.flat().length >= 21; }})()", timeout=90_000
     )
+    assert page.locator(".jaxdash-grid-cells .js-plotly-plot").count() == 0, "the grid is uPlot's canvas, not plotly"
     assert page.get_by_text("What differs").count() == 1
     assert page.locator(".js-plotly-plot .parcoords").count() == 0, "7 runs: drawn when asked"
     page.get_by_text("Parallel coordinates", exact=True).click()
     page.locator(".js-plotly-plot .parcoords").first.wait_for(timeout=30_000)
     page.get_by_text("mean, min-max band").click()
-    page.wait_for_function(f"{TRACES_JS}[0].some(n => n.includes('(mean of 6)'))", timeout=30_000)
+    page.wait_for_function(f"{GRID_TRACES_JS}[0].some(n => n.includes('(mean of 6)'))", timeout=30_000)
     page.screenshot(path=str(ARTIFACTS / "compare.png"), full_page=True)
+
+
+# The page position of the middle point of line `name` in the first panel: [x, y].
+POINT_JS = """(name) => { const el = document.querySelector('.jaxdash-grid-cells .uplot'), u = el.__uplot;
+  const i = u.series.findIndex(s => s.label === name), [xs, ys] = u.data[i], k = Math.floor(xs.length / 2);
+  const r = u.over.getBoundingClientRect();
+  return [r.left + u.valToPos(xs[k], 'x'), r.top + u.valToPos(ys[k], 'y')]; }"""
+X_RANGE_JS = "() => { const u = document.querySelector('.jaxdash-grid-cells .uplot').__uplot; return [u.scales.x.min, u.scales.x.max]; }"
+
+
+def test_compare_grid_hover_legend_and_zoom_kept_across_a_new_figure(server: tuple[Server, Path], tab: Any) -> None:
+    """The canvas grid as a user works it: hover names the run, a legend click hides it in every panel, a dragged
+    zoom stays when the figure is sent again (smoothing changed), and a double click shows every point again."""
+    srv, runs = server
+    a = fake_run(runs, "mnist", "finished", name="alpha", n=300)
+    b = fake_run(runs, "mnist", "finished", name="beta", n=40)
+    page = tab
+    page.set_viewport_size({"width": 1400, "height": 1400})
+    page.goto(f"{srv.url}/runs?compare={a.name},{b.name}")
+    page.wait_for_function(f"{GRID_TRACES_JS}.flat().length >= 4", timeout=60_000)
+    page.locator(".jaxdash-grid-legend span", has_text="alpha").first.click()
+    page.wait_for_function(f"({SHOWN_JS})().every(p => !p.includes('alpha') && p.includes('beta'))", timeout=5_000)
+    page.mouse.move(*page.evaluate(POINT_JS, "beta"))  # alpha's line, hidden, lies on beta's: beta is hovered
+    page.locator(".jaxdash-grid-tip", has_text="beta:").wait_for(timeout=5_000)
+    page.locator(".jaxdash-grid-legend span", has_text="alpha").first.click()
+    page.wait_for_function(f"({SHOWN_JS})().every(p => p.includes('alpha'))", timeout=5_000)
+    full = page.evaluate(X_RANGE_JS)
+    box = page.locator(".jaxdash-grid-cells .u-over").first.bounding_box()
+    page.mouse.move(box["x"] + box["width"] * 0.2, box["y"] + box["height"] * 0.5)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * 0.5, box["y"] + box["height"] * 0.52, steps=5)
+    page.mouse.up()
+    zoomed = page.evaluate(X_RANGE_JS)
+    assert full[0] < zoomed[0] < zoomed[1] < full[1], (full, zoomed)
+    page.get_by_role("slider", name="Smoothing (EMA)").press("ArrowRight")  # a new figure: raw + smoothed lines
+    page.wait_for_function(f"{GRID_TRACES_JS}[0].length >= 8", timeout=30_000)
+    assert page.evaluate(X_RANGE_JS) == pytest.approx(zoomed)
+    page.locator(".jaxdash-grid-cells .u-over").first.dblclick()
+    assert page.evaluate(X_RANGE_JS) == pytest.approx(full)
 
 
 def test_search_filters_and_notes_survive_a_reload(server: tuple[Server, Path], tab: Any) -> None:
@@ -90,7 +140,7 @@ def test_run_detail_draws_its_metric_grids_when_they_scroll_into_view(server: tu
     d = fake_run(runs, "regression", "finished", name="lazy")
     recs = [{"step": 600 + i, "wall": 60.0 + i, "ts": time.time(), "sys/rss_mb": 512.0 + i} for i in range(3)]
     run_store.append_metrics(d, recs)
-    points = "Array.from(document.querySelectorAll('.jaxdash-chart')).map(g => (g._fullData || []).length)"
+    points = "Array.from(document.querySelectorAll('.jaxdash-chart')).map(g => (g._fullData || g.__drawn || []).length)"
     page = tab
     page.set_viewport_size({"width": 1400, "height": 700})
     page.goto(f"{srv.url}/detail?run={d.name}")

@@ -182,6 +182,12 @@ def _run_with_rows(runs: Path, rows: int) -> Path:
     return run
 
 
+# Charts drawn anew (by plotly.js or, a metric grid, by uPlot) since SNAPSHOT_DRAWS_JS: the in-place chart
+# stamps each draw in its div's `__timing.drawn` (dashboard/panels/inplace_chart.py).
+SNAPSHOT_DRAWS_JS = "() => { window.__drawnAt = new Map([...document.querySelectorAll('.jaxdash-chart')].map(d => [d, (d.__timing || {}).drawn])); }"
+DRAWN_ANEW_JS = "() => [...document.querySelectorAll('.jaxdash-chart')].filter(d => d.__timing && window.__drawnAt.get(d) !== d.__timing.drawn).length"
+
+
 def _reacts_after_a_rerun(page: Any, run: Path, message: str) -> int:
     """Plotly.react calls in the 2 s after a new status message (an event: the panel reruns at once)."""
     page.evaluate(COUNT_REACTS_JS)
@@ -190,6 +196,16 @@ def _reacts_after_a_rerun(page: Any, run: Path, message: str) -> int:
     page.wait_for_function(f"window.__wsIn > {before}", timeout=10_000, polling=50)
     time.sleep(2.0)
     return page.evaluate("window.__reacts")
+
+
+def _draws_after_a_rerun(page: Any, run: Path, message: str) -> int:
+    """Charts drawn anew, whatever draws them, in the 2 s after a new status message."""
+    page.evaluate(SNAPSHOT_DRAWS_JS)
+    before = page.evaluate("window.__wsIn")
+    run_store.write_status(run, message=message)
+    page.wait_for_function(f"window.__wsIn > {before}", timeout=10_000, polling=50)
+    time.sleep(2.0)
+    return page.evaluate(DRAWN_ANEW_JS)
 
 
 @pytest.mark.browser
@@ -229,13 +245,13 @@ def test_run_detail_redraws_a_training_run_grids_only_every_30_s_or_when_it_ends
         _write(run, step)
         time.sleep(0.2)
     page.wait_for_function("104 in window.__seen", timeout=15_000, polling=30)
-    grids = "document.querySelectorAll('.jaxdash-chart.js-plotly-plot').length"
-    page.wait_for_function(f"{grids} >= 2", timeout=15_000, polling=50)  # a fed chart and a grid
+    drawn = "[...document.querySelectorAll('.jaxdash-chart')].filter(d => d.__timing).length"
+    page.wait_for_function(f"{drawn} >= 2", timeout=15_000, polling=50)  # a fed chart and a grid
     wait_quiet(page)
-    reacts = _reacts_after_a_rerun(page, run, "a new message: the summary reruns at once")
-    assert reacts == 0, "a rerun drew a chart or grid of a training run anew"
+    draws = _draws_after_a_rerun(page, run, "a new message: the summary reruns at once")
+    assert draws == 0, "a rerun drew a chart or grid of a training run anew"
     run_store.write_status(run, state="finished", ended=time.time())
-    page.wait_for_function("window.__reacts > 0", timeout=15_000, polling=50)  # its final grids
+    page.wait_for_function(f"({DRAWN_ANEW_JS})() > 0", timeout=15_000, polling=50)  # its final grids
 
 
 TRAIN_LOSS_MODE_JS = """() => {

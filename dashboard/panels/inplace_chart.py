@@ -37,6 +37,7 @@ from streamlit import runtime
 from dashboard import refresh_timings
 from dashboard.panels import safe_text
 from dashboard.panels.chart_feed import FEED_JS
+from dashboard.panels.line_grid import GRID_JS, UPLOT_JS
 from dashboard.server import url_paths
 from dashboard.server.plotly_preload import BASIC_JS, PLOTLY_DATA, VENDOR
 
@@ -57,11 +58,11 @@ function load(name, src) {  // once a page: the load the page's HTML started (se
 }
 """
     + FEED_JS
+    + GRID_JS
     + """
 export default async function (component) {
-  const { data, parentElement } = component;
-  await load("basic", data.basic);
-  if (data.warmup) return;
+  const { data, parentElement } = component, received = performance.now();
+  if (data.warmup) return void (await load(data.warmup, data[data.warmup]));  // "basic" or "uplot"
   let div = parentElement.querySelector(".jaxdash-chart");
   if (!div) {
     div = document.createElement("div");
@@ -72,7 +73,8 @@ export default async function (component) {
     let width = 0;
     new ResizeObserver(([entry]) => {
       const w = Math.round(entry.contentRect.width);
-      if (w && w !== width && div._fullLayout) { width = w; Plotly.Plots.resize(div); } else if (w) width = w;
+      if (w && w !== width && div.__grid) { width = w; div.__grid.resize(); }
+      else if (w && w !== width && div._fullLayout) { width = w; Plotly.Plots.resize(div); } else if (w) width = w;
     }).observe(div);
   }
   if (div.__spec === data.spec && div.__config === data.config) {  // the same figure: nothing to draw
@@ -81,7 +83,8 @@ export default async function (component) {
   }
   div.__spec = data.spec; div.__config = data.config;
   const fig = JSON.parse(data.spec);  // once: a comparison's figure is ~1 MB of JSON
-  const layout = fig.layout || {};
+  const layout = fig.layout || {}, grid = !data.feed && gridOf(fig);  // a metric grid: drawn by uPlot (line_grid.js)
+  const library = grid ? load("uplot", data.uplot) : load("basic", data.basic);
   if (!div.style.height) div.style.height = (layout.height || 450) + "px";  // its room
   if (document.hidden) {  // a tab nobody sees draws nothing; the newest figure draws when it is shown
     await (window.__jaxdashShown = window.__jaxdashShown || new Promise((ok) => {
@@ -106,12 +109,22 @@ export default async function (component) {
   }
   if (div.__inView) await div.__inView;
   if (div.__spec !== data.spec) return;  // a newer figure came while this one waited: it draws
-  if ((fig.data || []).some((t) => !BASIC.has(t.type || "scatter"))) await load("full", data.full);
+  await library;
+  if (div.__spec !== data.spec) return;
+  if (!grid && (fig.data || []).some((t) => !BASIC.has(t.type || "scatter"))) await load("full", data.full);
   const t0 = performance.now();
-  await Plotly.react(div, fig.data || [], layout, Object.assign({responsive: true}, JSON.parse(data.config)));
-  if (div.__spec === data.spec) follow(div, data.feed);  // appends from this figure's offset on
+  if (grid) {
+    if (div._fullLayout) Plotly.purge(div);  // the same key held a plotly figure
+    drawGrid(div, fig, grid);
+    div.style.height = "auto";  // the grid's own height (its room was held until it drew)
+  } else {
+    if (div.__grid) div.__grid.destroy();
+    await Plotly.react(div, fig.data || [], layout, Object.assign({responsive: true}, JSON.parse(data.config)));
+    if (div.__spec === data.spec) follow(div, data.feed);  // appends from this figure's offset on
+  }
   const took = performance.now() - t0;  // a chart spends at most 1/(1 + DRAW_GAP) of the time drawing
   div.__nextDraw = performance.now() + Math.min(MAX_GAP_MS, DRAW_GAP * took);
+  div.__timing = {received, drawn: performance.now(), took};  // for probes: ms since the page's navigation
 }
 """
 ).replace("__INPLACE_MAX_GAP_MS__", str(refresh_timings.ms("inplace_max_gap")))
@@ -122,6 +135,7 @@ _basic = components.declare_component(
     "plotly_basic", path=str(VENDOR if (VENDOR / BASIC_JS).is_file() else PLOTLY_DATA)
 )
 _full = components.declare_component("plotly_full", path=str(PLOTLY_DATA))
+_uplot = components.declare_component("uplot", path=str(VENDOR))
 _chart = st.components.v2.component("jaxdash_inplace_chart", js=CHART_JS, isolate_styles=False)
 
 
@@ -130,7 +144,7 @@ def register_assets() -> None:
     if not runtime.exists():
         return
     registry = runtime.get_instance().component_registry
-    for assets in (_basic, _full):
+    for assets in (_basic, _full, _uplot):
         if registry.get_component_path(assets.name) != assets.abspath:
             registry.register_component(assets)
 
@@ -144,6 +158,7 @@ def _urls() -> dict[str, str]:
     return {
         "basic": url_paths.under_base("component", _basic.name, basic),
         "full": url_paths.under_base("component", _full.name, "plotly.min.js"),
+        "uplot": url_paths.under_base("component", _uplot.name, UPLOT_JS),
     }
 
 
@@ -185,6 +200,7 @@ def inplace_chart(
     _chart(key=key, data={**data, **_urls()})
 
 
-def warm_up() -> None:
-    """Load plotly.js into the page ahead of time (the New run page), so the Live page's charts draw at once."""
-    _chart(key="inplace_chart_warmup", data={"warmup": True, **_urls()})
+def warm_up(library: str = "basic") -> None:
+    """Load a chart library into the page ahead of time, so the charts that follow draw at once: "basic"
+    (plotly.js, for the Live page's charts) or "uplot" (for a comparison's metric grids: line_grid.py)."""
+    _chart(key="inplace_chart_warmup", data={"warmup": library, **_urls()})
