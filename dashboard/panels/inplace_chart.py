@@ -22,6 +22,9 @@ script run, so a module imported first by a server route's worker thread (or at 
 them unregistered and every page's charts without plotly.js for the life of the server:
 `register_assets` registers them with the running server from any thread, at import and before
 every chart.
+
+A metric grid's figure (components/compare_figures.metric_grid: the comparison's and Run detail's small
+multiples) is drawn by uPlot on canvas instead (line_grid.py), served the same way from vendor/.
 """
 
 from __future__ import annotations
