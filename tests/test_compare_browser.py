@@ -94,6 +94,37 @@ def test_compare_grid_hover_legend_and_zoom_kept_across_a_new_figure(server: tup
     assert page.evaluate(X_RANGE_JS) == pytest.approx(full)
 
 
+def test_compare_grid_draws_a_single_point_and_thirty_decades_on_a_log_axis(
+    server: tuple[Server, Path], tab: Any
+) -> None:
+    """Data uPlot's own ranges and ticks failed on ("Invalid array length"): a line of one point (x range 0) and a
+    log axis over 31 decades. Each panel draws, with no page error."""
+    srv, runs = server
+    rows = {
+        "single": [{"step": 5, "ts": 1.0, "train/loss": 0.5}],
+        "tiny": [{"step": s, "ts": 1.0, "train/loss": 1e-30 if s < 5 else float(s)} for s in range(30)],
+    }
+    dirs = []
+    for name, records in rows.items():
+        dirs.append(fake_run(runs, "regression", "finished", name=name, n=0))
+        run_store.append_metrics(dirs[-1], records)
+    page, errors = tab, []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.set_viewport_size({"width": 1400, "height": 1200})
+    page.goto(f"{srv.url}/runs?compare={dirs[0].name},{dirs[1].name}")
+    page.wait_for_function(f"{GRID_TRACES_JS}.flat().length >= 2", timeout=60_000)
+    page.locator("label").filter(has_text="log y").click()
+    page.wait_for_function(
+        "() => { const el = document.querySelector('.jaxdash-grid-cells .uplot');"
+        " return el && el.__uplot.scales.y.distr === 3; }",
+        timeout=30_000,
+    )
+    assert page.locator(".jaxdash-grid-empty").count() == 0 and not errors, errors
+    low, high = page.evaluate("() => { const y = document.querySelector('.jaxdash-grid-cells .uplot').__uplot.scales.y;"
+                              " return [y.min, y.max]; }")  # fmt: skip
+    assert low <= 1e-30 and high >= 29, (low, high)
+
+
 def test_search_filters_and_notes_survive_a_reload(server: tuple[Server, Path], tab: Any) -> None:
     srv, runs = server
     keep = fake_run(runs, "regression", "finished", name="keep-me")

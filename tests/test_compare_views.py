@@ -37,9 +37,16 @@ def test_grid_has_a_subplot_per_metric_one_legend_entry_per_run_and_a_note_for_m
         {"train/loss": {"a": xy, "b": xy}, "test/acc": {"a": xy}},
         {"a": "#111111", "b": "#222222"},
         missing={"test/acc": ["b"]},
+        log_y=True,
     )
     assert len(fig.data) == 3 and [t.name for t in fig.data if t.showlegend] == ["a", "b"]
     assert "not logged by b" in fig.layout.annotations[1].text
+    # What the canvas grid (dashboard/panels/line_grid.js) draws from: panels in order, log except accuracy.
+    grid = fig.layout.meta["grid"]
+    assert grid == {
+        "cols": 2, "titles": ["train/loss", "test/acc"], "lacking": [[], ["b"]], "log": [True, False], "x_title": "step"
+    }  # fmt: skip
+    assert [fig.layout.yaxis.type, fig.layout.yaxis2.type] == ["log", "linear"]
 
 
 def test_parallel_coordinates_map_text_settings_to_categories() -> None:

@@ -73,12 +73,27 @@ function gridPolygon(u, si) {  // a band: its points as one closed, filled shape
   return {stroke: new Path2D(), fill, clip: null, band: null, gaps: null, flags: 0};
 }
 
-function gridAxis(label, vertical) {  // x: its ticks and title (bottom row); y: as wide as its widest tick label
-  return {
+function gridTick(v) {  // a tick label: short for any magnitude (1e+15 steps, 1e-30 losses)
+  if (v == null) return "";
+  const a = Math.abs(v);
+  return a >= 1e6 || (a > 0 && a < 1e-4) ? v.toExponential(a >= 1e6 ? 2 : 1).replace(/\.?0+e/, "e") : v.toLocaleString("en");
+}
+
+function gridDecades(u, axis, min, max) {  // a log axis' ticks: powers of ten, at most ~7 (uPlot's own failed past ~30 decades)
+  const low = Math.floor(Math.log10(min)), high = Math.ceil(Math.log10(max)), step = Math.max(1, Math.ceil((high - low) / 6));
+  const out = [];
+  for (let e = low; e <= high; e += step) out.push(10 ** e);
+  return out;
+}
+
+function gridAxis(label, vertical, log) {  // x: its ticks and title (bottom row); y: as wide as its widest tick label
+  const axis = {
     label: label || undefined, labelSize: label ? 16 : 0, labelGap: 0, labelFont: GRID_FONT, font: GRID_FONT,
     stroke: "#444", grid: {stroke: "#ebebeb", width: 1}, ticks: {stroke: "#ebebeb", width: 1, size: 4},
-    size: vertical ? (u, values) => (values ? 12 + 7 * Math.max(2, ...values.map((v) => String(v).length)) : 40) : 24,
+    values: (u, splits) => splits.map(gridTick),
+    size: vertical ? (u, values) => (values ? 12 + 7 * Math.max(2, ...values.map((v) => v.length)) : 40) : 24,
   };
+  return log ? Object.assign(axis, {splits: gridDecades, filter: (u, splits) => splits}) : axis;
 }
 
 function gridOptions(panel, width, xTitle, hooks) {
@@ -94,8 +109,9 @@ function gridOptions(panel, width, xTitle, hooks) {
   }
   return {
     mode: 2, width, height: GRID_PLOT_H, legend: {show: false}, series, hooks,
-    scales: {x: {time: false}, y: panel.log ? {distr: 3, log: 10} : {}},
-    axes: [gridAxis(xTitle, false), gridAxis(null, true)],
+    scales: {x: {time: false, range: (u, min, max) => (min === max ? [min - 1, max + 1] : [min, max])},  // one step: room
+      y: panel.log ? {distr: 3, log: 10} : {}},
+    axes: [gridAxis(xTitle, false, false), gridAxis(null, true, panel.log)],
     cursor: {drag: {x: true, y: true, uni: 30, setScale: true}, points: {show: false}},
   };
 }
@@ -178,6 +194,12 @@ function gridZoomHooks(zoom, key) {  // a zoom the user dragged on a panel, kept
   };
 }
 
+function gridEmpty(cell, text) {
+  const empty = document.createElement("div");
+  empty.className = "jaxdash-grid-empty"; empty.textContent = text;
+  cell.appendChild(empty);
+}
+
 function drawGrid(div, fig, grid) {
   if (!document.getElementById("jaxdash-grid-css")) {
     const style = document.createElement("style");
@@ -205,15 +227,16 @@ function drawGrid(div, fig, grid) {
     }
     cell.append(title);
     cells.appendChild(cell);
-    if (!panel.lines.length) {
-      const empty = document.createElement("div");
-      empty.className = "jaxdash-grid-empty"; empty.textContent = "no points";
-      cell.appendChild(empty);
+    if (!panel.lines.length) return void gridEmpty(cell, "no points");
+    const key = panel.title, xTitle = Math.floor(i / cols) === lastRow ? grid.x_title : null;
+    let u;
+    try {
+      u = new uPlot(gridOptions(panel, width(), xTitle, gridZoomHooks(zoom, key)),
+        [null, ...panel.lines.map((l) => [l.x, l.y])], cell);
+    } catch (e) {  // this panel only: the others still draw
+      gridEmpty(cell, "could not draw these points: " + e.message);
       return;
     }
-    const key = panel.title, xTitle = Math.floor(i / cols) === lastRow ? grid.x_title : null;
-    const u = new uPlot(gridOptions(panel, width(), xTitle, gridZoomHooks(zoom, key)),
-      [null, ...panel.lines.map((l) => [l.x, l.y])], cell);
     u.root.__uplot = u;  // for tests and probes: what this panel draws
     cell.appendChild(tip);
     gridHover(u, panel, tip);
