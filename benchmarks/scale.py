@@ -49,7 +49,7 @@ from runstore.metrics import metric_cache  # noqa: E402
 
 REFERENCE_APP = Path(__file__).resolve().parent / "scale_reference_app.py"
 CONFIG = {"lr": 0.005, "steps": 1000, "points": 128, "seed": 42}
-# Charts holding points in one frame: plotly graphs, and metric grids drawn by uPlot (dashboard/panels/line_grid.js,
+# Charts holding points in one frame: plotly graphs, and metric grids drawn by uPlot (dashboard/panels/static/line_grid.js,
 # whose div lists what each panel drew as [name, points]).
 CHARTS_WITH_DATA = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
   .filter(p => (p._fullData || []).some(t => (t._length || (t.x && t.x.length) || 0) > 0)).length

@@ -16,7 +16,7 @@ import psutil
 from playwright.sync_api import Browser, Page
 
 FRESH = "!el.closest('[data-stale=\"true\"]')"
-# A chart with points: a plotly graph, or a metric grid drawn by uPlot (dashboard/panels/line_grid.js: [name, points]).
+# A chart with points: a plotly graph, or a metric grid drawn by uPlot (dashboard/panels/static/line_grid.js: [name, points]).
 HAS_POINTS = "(p => (p._fullData || []).some(t => (t._length || (t.x && t.x.length) || 0) > 0)"
 HAS_POINTS += " || (p.__drawn || []).some(panel => panel.length))"
 CHARTS_JS = f"""() => Array.from(document.querySelectorAll('.js-plotly-plot, .jaxdash-chart')).filter(el => {FRESH})

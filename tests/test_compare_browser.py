@@ -16,7 +16,7 @@ from tests.apptest_pages import fake_population, fake_run
 pytest.importorskip("playwright.sync_api")
 pytestmark = pytest.mark.browser
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
-# Names of every line with points, per metric grid on the page (drawn by uPlot: dashboard/panels/line_grid.js,
+# Names of every line with points, per metric grid on the page (drawn by uPlot: dashboard/panels/static/line_grid.js,
 # whose div lists each panel's lines as [name, points]).
 GRID_TRACES_JS = (
     "Array.from(document.querySelectorAll('.jaxdash-chart')).filter(d => d.__drawn)"

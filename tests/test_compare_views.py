@@ -41,7 +41,7 @@ def test_grid_has_a_subplot_per_metric_one_legend_entry_per_run_and_a_note_for_m
     )
     assert len(fig.data) == 3 and [t.name for t in fig.data if t.showlegend] == ["a", "b"]
     assert "not logged by b" in fig.layout.annotations[1].text
-    # What the canvas grid (dashboard/panels/line_grid.js) draws from: panels in order, log except accuracy.
+    # What the canvas grid (dashboard/panels/static/line_grid.js) draws from: panels in order, log except accuracy.
     grid = fig.layout.meta["grid"]
     assert grid == {
         "cols": 2, "titles": ["train/loss", "test/acc"], "lacking": [[], ["b"]], "log": [True, False], "x_title": "step"

@@ -253,7 +253,7 @@ def body(active_ids: list[str] | None = None) -> None:
 
 
 if st.session_state.get("selected_ids") or st.query_params.get("compare"):
-    inplace_chart.warm_up("uplot")  # a comparison follows: its grids' uPlot loads while the server runs the page
+    inplace_chart.warm_up("grid")  # a comparison follows: its grids' uPlot loads while the server runs the page
 st.title("Runs & compare")
 st.session_state["_runs_listed"] = listed = run_list.all_runs()
 refresh, polled_ids = refresh_trigger.follow([r for r in listed if run_list.is_active(r.status)], REFRESH_S)

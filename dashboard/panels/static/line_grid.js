@@ -5,9 +5,12 @@
 // Kept from plotly's grid: one colour and legend entry per run (click hides it everywhere, double
 // click shows it alone), hover names the nearest point, drag zooms (double click resets), log axes,
 // markers on sparse lines, population bands, and the zoom and hidden runs across redraws.
+// A classic script, loaded once a page after uPlot (inplace_chart.py: `loadGrid`), served as a file so
+// the chart module every chart element carries stays small; it defines window.__jaxdashGrid.draw.
+(() => {
 const GRID_PLOT_H = 230, GRID_TITLE_H = 30, GRID_HOVER_PX = 24;
 const GRID_FONT = '12px "Source Sans", sans-serif';  // Streamlit's
-const GRID_CSS = `__UPLOT_CSS__
+const GRID_CSS = `
 .jaxdash-grid-legend { display: flex; flex-wrap: wrap; gap: 2px 14px; max-height: 76px; overflow-y: auto;
   font: ${GRID_FONT}; margin: 0 0 6px 4px; }
 .jaxdash-grid-legend span { cursor: pointer; white-space: nowrap; user-select: none; }
@@ -23,11 +26,6 @@ const GRID_CSS = `__UPLOT_CSS__
 .jaxdash-grid-empty { height: ${GRID_PLOT_H}px; display: flex; align-items: center; justify-content: center; color: #999; }`;
 const GRID_DTYPES = {f8: Float64Array, f4: Float32Array, i1: Int8Array, u1: Uint8Array, i2: Int16Array,
   u2: Uint16Array, i4: Int32Array, u4: Uint32Array, i8: BigInt64Array, u8: BigUint64Array};
-
-function gridOf(fig) {  // the grid's description when the figure is a metric grid, else null
-  const meta = (fig.layout || {}).meta;
-  return meta && typeof meta === "object" && meta.grid ? meta.grid : null;
-}
 
 function gridValues(v, log) {  // plotly's list or typed array ({dtype, bdata}): numbers, gaps (and <= 0 on a log axis) null
   let a = v || [];
@@ -86,6 +84,19 @@ function gridDecades(u, axis, min, max) {  // a log axis' ticks: powers of ten, 
   return out;
 }
 
+function gridDots(u, si) {  // a sparse line's points (uPlot's own draws none in mode 2)
+  const [xs, ys] = u.data[si], r = 2.5 * uPlot.pxRatio, dots = new Path2D();
+  for (let i = 0; i < xs.length; i++) {
+    if (ys[i] == null) continue;
+    const x = u.valToPos(xs[i], "x", true), y = u.valToPos(ys[i], "y", true);
+    dots.moveTo(x + r, y);
+    dots.arc(x, y, r, 0, 2 * Math.PI);
+  }
+  const inside = new Path2D();  // a zoom leaves the points outside the plot undrawn
+  inside.rect(u.bbox.left, u.bbox.top, u.bbox.width, u.bbox.height);
+  return {stroke: dots, fill: dots, clip: inside, band: null, gaps: null, flags: 0};
+}
+
 function gridAxis(label, vertical, log) {  // x: its ticks and title (bottom row); y: as wide as its widest tick label
   const axis = {
     label: label || undefined, labelSize: label ? 16 : 0, labelGap: 0, labelFont: GRID_FONT, font: GRID_FONT,
@@ -104,7 +115,7 @@ function gridOptions(panel, width, xTitle, hooks) {
       label: l.name, stroke: l.fill ? "transparent" : l.color, fill: l.fill || undefined, width: l.fill ? 0 : l.width,
       alpha: l.alpha, paths: l.fill ? gridPolygon : linear,
       facets: [{scale: "x", auto: true, sorted: l.fill ? 0 : 1}, {scale: "y", auto: true}],
-      points: {show: l.markers, size: 5, fill: l.color, stroke: l.color},
+      points: {show: l.markers, fill: l.color, stroke: l.color, paths: gridDots},
     });
   }
   return {
@@ -249,3 +260,6 @@ function drawGrid(div, fig, grid) {
     destroy: () => { for (const [u] of charts) u.destroy(); div.__grid = null; div.__drawn = null; },
   };
 }
+
+window.__jaxdashGrid = {draw: drawGrid};
+})();
