@@ -188,24 +188,24 @@ SNAPSHOT_DRAWS_JS = "() => { window.__drawnAt = new Map([...document.querySelect
 DRAWN_ANEW_JS = "() => [...document.querySelectorAll('.jaxdash-chart')].filter(d => d.__timing && window.__drawnAt.get(d) !== d.__timing.drawn).length"
 
 
-def _reacts_after_a_rerun(page: Any, run: Path, message: str) -> int:
-    """Plotly.react calls in the 2 s after a new status message (an event: the panel reruns at once)."""
-    page.evaluate(COUNT_REACTS_JS)
+def _after_a_rerun(page: Any, run: Path, message: str, start_js: str, count_js: str) -> int:
+    """`count_js` 2 s after a new status message (an event: the panel reruns at once), `start_js` run before it."""
+    page.evaluate(start_js)
     before = page.evaluate("window.__wsIn")
     run_store.write_status(run, message=message)
     page.wait_for_function(f"window.__wsIn > {before}", timeout=10_000, polling=50)
     time.sleep(2.0)
-    return page.evaluate("window.__reacts")
+    return page.evaluate(count_js)
+
+
+def _reacts_after_a_rerun(page: Any, run: Path, message: str) -> int:
+    """Plotly.react calls in the 2 s after a new status message."""
+    return _after_a_rerun(page, run, message, COUNT_REACTS_JS, "window.__reacts")
 
 
 def _draws_after_a_rerun(page: Any, run: Path, message: str) -> int:
     """Charts drawn anew, whatever draws them, in the 2 s after a new status message."""
-    page.evaluate(SNAPSHOT_DRAWS_JS)
-    before = page.evaluate("window.__wsIn")
-    run_store.write_status(run, message=message)
-    page.wait_for_function(f"window.__wsIn > {before}", timeout=10_000, polling=50)
-    time.sleep(2.0)
-    return page.evaluate(DRAWN_ANEW_JS)
+    return _after_a_rerun(page, run, message, SNAPSHOT_DRAWS_JS, DRAWN_ANEW_JS)
 
 
 @pytest.mark.browser
