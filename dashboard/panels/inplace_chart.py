@@ -138,7 +138,7 @@ export default async function (component) {
     window.__jaxdashGrid.draw(div, fig, grid);
     div.style.height = "auto";  // the grid's own height (its room was held until it drew)
   } else {
-    if (div.__grid) div.__grid.destroy();
+    if (div.__grid) { div.__grid.destroy(); div.replaceChildren(); }  // the same key held a grid
     await Plotly.react(div, fig.data || [], layout, Object.assign({responsive: true}, JSON.parse(data.config)));
     if (div.__spec === data.spec) follow(div, data.feed);  // appends from this figure's offset on
   }
