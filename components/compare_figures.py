@@ -104,18 +104,18 @@ def metric_grid(
     """
     cols = max(1, min(cols, len(tags) or 1))
     rows = max(1, math.ceil(len(tags) / cols))
-    titles = []
-    for tag in tags:
-        lacking = list((missing or {}).get(tag, ()))
-        titles.append(f"{tag}<br><sup>not logged by {', '.join(lacking)}</sup>" if lacking else tag)
+    lacking_by_panel = [list((missing or {}).get(tag, ())) for tag in tags]
+    log_by_panel = [bool(log_y and "acc" not in tag) for tag in tags]
+    titles = [
+        f"{tag}<br><sup>not logged by {', '.join(lacking)}</sup>" if lacking else tag
+        for tag, lacking in zip(tags, lacking_by_panel, strict=True)
+    ]
     spacing = 0.6 / rows / 2 + 0.04
     if rows > 1:
         spacing = min(spacing, 0.5 / (rows - 1))  # plotly refuses more than 1 / (rows - 1): many tags, many rows
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles or None, vertical_spacing=spacing)
     shown: set[str] = set()
     every: list[go.Scatter] = []
-    lacking_by_panel = [list((missing or {}).get(tag, ())) for tag in tags]
-    log_by_panel = [bool(log_y and "acc" not in tag) for tag in tags]
     for i, tag in enumerate(tags):
         row, col = i // cols + 1, i % cols + 1
         traces = []
@@ -138,7 +138,7 @@ def metric_grid(
         legend=dict(orientation="h", yanchor="bottom", y=1.0 + 40 / (90 + 260 * rows), xanchor="left", x=0),
         hovermode="closest",
         uirevision=uirevision,
-        # What the dashboard's canvas grid (dashboard/panels/line_grid.js) draws the panels from.
+        # What the dashboard's canvas grid (dashboard/panels/static/line_grid.js) draws the panels from.
         meta=dict(grid=dict(cols=cols, titles=list(tags), lacking=lacking_by_panel, log=log_by_panel, x_title=x_title)),
     )
     return fig

@@ -53,6 +53,6 @@ app = st.App(
     middleware=[
         Middleware(frame_headers.FrameHeaders),  # outermost: every response, a refused one too, carries them
         Middleware(host_check.HostCheck),  # DNS rebinding: only our own Host and Origin, on every route
-        Middleware(plotly_preload.PlotlyPreload),  # each page's HTML asks for plotly.js at once
+        Middleware(plotly_preload.PlotlyPreload),  # Live's and Run detail's HTML ask for plotly.js at once
     ],
 )

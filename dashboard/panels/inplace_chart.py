@@ -44,7 +44,7 @@ from dashboard import refresh_timings
 from dashboard.panels import safe_text
 from dashboard.panels.chart_feed import FEED_JS
 from dashboard.server import url_paths
-from dashboard.server.plotly_preload import BASIC_JS, PLOTLY_DATA, VENDOR
+from dashboard.server.plotly_preload import PLOTLY_DATA, VENDOR, bundle
 
 GRID_STATIC = Path(__file__).resolve().parent / "static"  # line_grid.js: a metric grid drawn by uPlot
 
@@ -150,10 +150,9 @@ export default async function (component) {
 ).replace("__INPLACE_MAX_GAP_MS__", str(refresh_timings.ms("inplace_max_gap")))
 
 
-# Basic bundle missing (a trimmed checkout): the full one stands in for it.
-_basic = components.declare_component(
-    "plotly_basic", path=str(VENDOR if (VENDOR / BASIC_JS).is_file() else PLOTLY_DATA)
-)
+# Basic bundle missing (a trimmed checkout): the full one stands in for it (plotly_preload.bundle).
+_BASIC_FILE = bundle()
+_basic = components.declare_component("plotly_basic", path=str(_BASIC_FILE.parent))
 _full = components.declare_component("plotly_full", path=str(PLOTLY_DATA))
 _uplot = components.declare_component("uplot", path=str(VENDOR))
 _grid = components.declare_component("line_grid", path=str(GRID_STATIC))
@@ -175,9 +174,8 @@ register_assets()
 
 def _urls() -> dict[str, str]:
     register_assets()  # a dict lookup once registered
-    basic = BASIC_JS if _basic.abspath == str(VENDOR) else "plotly.min.js"
     return {
-        "basic": url_paths.under_base("component", _basic.name, basic),
+        "basic": url_paths.under_base("component", _basic.name, _BASIC_FILE.name),
         "full": url_paths.under_base("component", _full.name, "plotly.min.js"),
         "uplot": url_paths.under_base("component", _uplot.name, "uPlot.iife.min.js"),
         "uplot_css": url_paths.under_base("component", _uplot.name, "uPlot.min.css"),

@@ -29,7 +29,7 @@ from starlette.responses import FileResponse, Response
 
 from dashboard.server import url_paths
 
-VENDOR = Path(__file__).resolve().parent.parent / "panels" / "vendor"  # plotly-basic.min.js, MIT
+VENDOR = Path(__file__).resolve().parent.parent / "panels" / "vendor"  # plotly-basic.min.js and uPlot, MIT
 PLOTLY_DATA = Path(plotly.__file__).resolve().parent / "package_data"  # plotly.min.js, the full bundle
 BASIC_JS = "plotly-basic.min.js"
 # The url paths (dashboard/app.py) of the pages that draw a chart as they open. The Runs page is not one:
@@ -79,7 +79,7 @@ def _wants_chart_page(scope: Scope) -> bool:
 
 
 class PlotlyPreload:
-    """ASGI middleware: `snippet()` added before `</head>` of every HTML page the app sends."""
+    """ASGI middleware: `snippet()` added before `</head>` of the HTML of CHART_PAGES (`_wants_chart_page`)."""
 
     def __init__(self, app: Callable) -> None:
         self.app = app
