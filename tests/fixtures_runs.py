@@ -99,6 +99,15 @@ def _checkpoints(run_dir: Path) -> int:
     return len(RunFolder(run_dir).checkpoint_steps())
 
 
+def _checkpoints_started(run_dir: Path) -> int:
+    """Checkpoints complete or still being saved: Orbax saves in the background, in "<step>.orbax-checkpoint-tmp-*"
+    until it renames the folder to its step, so a save started at a chunk's end can finish while the run is held."""
+    from runstore.run_folder import RunFolder
+
+    ckpt = RunFolder(run_dir).checkpoints
+    return sum(1 for p in ckpt.iterdir() if p.name.split(".", 1)[0].isdigit()) if ckpt.is_dir() else 0
+
+
 def install_hold(spec: str) -> None:
     """Wrap the engine's per-chunk stop check with the hold (called by tests/hold_site/sitecustomize.py)."""
     from runstore import run_store
@@ -107,19 +116,22 @@ def install_hold(spec: str) -> None:
     need, held_file = int(checkpoints), Path(held)
     need_wandb = os.environ.get(HOLD_WANDB_ENV) == "1"
     real, polls = run_store.stop_requested, {}  # per run: a population asks once per member and chunk
-    counted_from: dict[Path, int] = {}  # per run, with need_wandb: the checkpoints when its count began
+    counted_from: dict[Path, int] = {}  # per run, with need_wandb: the checkpoints started when its count began
 
     def stop_requested(run_dir: Path) -> bool:
         if not _training():  # e.g. the dashboard server, started with this environment too
             return real(run_dir)
         if not polls and held_file.exists():  # held in an earlier process: a resume runs straight through
             return real(run_dir)
-        done = _checkpoints(run_dir)
-        if done >= need and (not need_wandb or (run_store.read_status(run_dir).get("wandb") or {}).get("dir")):
-            if need_wandb and counted_from.setdefault(run_dir, done) != done:
-                # a newer checkpoint: count again from it, so the held W&B folder holds rows past the newest
-                # checkpoint (W&B ready late on a loaded machine once held the run right on one: none past it)
-                counted_from[run_dir], polls[run_dir] = done, 0
+        if _checkpoints(run_dir) >= need and (
+            not need_wandb or (run_store.read_status(run_dir).get("wandb") or {}).get("dir")
+        ):
+            started = _checkpoints_started(run_dir) if need_wandb else 0
+            if need_wandb and counted_from.setdefault(run_dir, started) != started:
+                # a newer checkpoint, complete or still saving: count again from it, so the held W&B folder holds
+                # rows past the newest checkpoint (W&B ready late on a loaded machine once held the run right on
+                # one; a background save that finished while the run was held once left none past it either)
+                counted_from[run_dir], polls[run_dir] = started, 0
             polls[run_dir] = polls.get(run_dir, 0) + 1
             time.sleep(WANDB_PACE_S if need_wandb else 0.0)
         if polls.get(run_dir, 0) <= int(chunks):
