@@ -1,15 +1,16 @@
 """A training process held at the point a test wants, so a kill or stop lands there without a race.
 
-Tests that kill or stop `python -m training` mid-run used to make the run long (tens of thousands
-of steps on large data) so that polling from outside caught it before it ended, and then paid for
-every remaining step again in the resume. Started instead with `hold_env(...)` (the CLI, a worker,
-or the page's launcher: any Python child inheriting the environment), the process trains as usual
-and, between two chunks (where the engine asks whether to stop), once its run holds `checkpoints`
-complete checkpoints and `chunks` more chunks have run, it writes the `held` file and waits there,
-its background writers (metrics, Orbax, TensorBoard) still running. The test then kills it with
-SIGKILL, asks it to stop (the stop file, as the page's Stop button does) and the run stops as
-usual, or lets it go on (`release`). It holds once: not again after the `held` file exists, so a resume started with the same
-environment runs straight through.
+Started with `hold_env(...)` (the CLI, a worker, or the page's launcher: any Python child inheriting the
+environment), the process trains as usual and, between two chunks (where the engine asks whether to stop),
+once `checkpoints` checkpoints are complete and `chunks` more chunks have run, it writes the `held` file and
+waits there, its background writers (metrics, Orbax, TensorBoard) still running. The test then kills it
+with SIGKILL, asks it to stop (the stop file, as the page's Stop button does) and the run stops as usual,
+or lets it go on (`release`). It holds once: not again after the `held` file exists, so a resume started
+with the same environment runs straight through.
+
+The hold is a barrier, never a race with training: what runs beside training (wandb.init, Orbax finishing a
+save) is waited for with the engine blocked between two chunks, and only what training itself makes
+(checkpoints started, chunks) is counted. A test picks its run's length so that what it counts fits in it.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,19 +27,18 @@ if TYPE_CHECKING:  # children load this module at start (hold_site): no pytest i
     import pytest
 
 HOLD_ENV = "JAXDASH_TEST_HOLD"  # "<checkpoints>:<chunks>:<held file>"
-HOLD_WANDB_ENV = "JAXDASH_TEST_HOLD_WANDB"  # "1": count chunks once status.json names the W&B folder
-# ...and pace them: the W&B writer flushes at most every 0.5 s (writer.FLUSH_SECS), so counted chunks at least
-# this far apart give its folder the rows of all but the last few of them, however fast a chunk is.
-WANDB_PACE_S = 0.1
+HOLD_WANDB_ENV = "JAXDASH_TEST_HOLD_WANDB"  # "1": wait for the W&B run, count chunks from the newest checkpoint
+WANDB_PACE_S = 0.1  # ...and pace the counted chunks, so W&B's throttled flushes land rows between them
 _ROOT = Path(__file__).resolve().parents[1]
 
 
 def hold_env(
     env: dict[str, str], held: Path, checkpoints: int = 0, chunks: int = 1, wandb_ready: bool = False
 ) -> dict[str, str]:
-    """`env` with the hold set: wait once `checkpoints` checkpoints exist and `chunks` more chunks ran
-    (with `wandb_ready`, counted from when the W&B run exists and from the newest checkpoint, and paced by
-    WANDB_PACE_S: its folder then holds the rows of all but the last of them, past that checkpoint)."""
+    """`env` with the hold set: wait once `checkpoints` checkpoints are complete and `chunks` more chunks ran.
+    With `wandb_ready` the engine first waits for the W&B run to exist, chunks are counted from the newest
+    checkpoint, and the last one waits out the W&B writer's flush throttle: the held W&B folder holds the rows
+    of all but the last counted chunk, past that checkpoint."""
     path = [str(_ROOT / "tests" / "hold_site"), str(_ROOT), env.get("PYTHONPATH", "")]
     return {
         **{k: v for k, v in env.items() if k != HOLD_WANDB_ENV},
@@ -108,42 +109,74 @@ def _checkpoints_started(run_dir: Path) -> int:
     return sum(1 for p in ckpt.iterdir() if p.name.split(".", 1)[0].isdigit()) if ckpt.is_dir() else 0
 
 
-def install_hold(spec: str) -> None:
-    """Wrap the engine's per-chunk stop check with the hold (called by tests/hold_site/sitecustomize.py)."""
+def _wandb_settled(run_dir: Path) -> bool:
+    """Whether the run's W&B writer is past its start: its run exists (status.json names its folder) or it failed."""
     from runstore import run_store
 
-    checkpoints, chunks, held = spec.split(":", 2)
-    need, held_file = int(checkpoints), Path(held)
-    need_wandb = os.environ.get(HOLD_WANDB_ENV) == "1"
-    real, polls = run_store.stop_requested, {}  # per run: a population asks once per member and chunk
-    counted_from: dict[Path, int] = {}  # per run, with need_wandb: the checkpoints started when its count began
+    wandb = run_store.read_status(run_dir).get("wandb") or {}
+    return bool(wandb.get("dir") or wandb.get("error"))
 
-    def stop_requested(run_dir: Path) -> bool:
+
+class _Hold:
+    """The per-chunk stop check with the hold, as a barrier: what only training makes (checkpoints started,
+    chunks counted) is waited for between chunks; what runs beside training (wandb.init, Orbax finishing a
+    save, the W&B writer's throttled flush) is waited for while the engine is blocked, so no load, however
+    uneven, lets training reach its end before the hold."""
+
+    def __init__(self, spec: str, real: Callable[[Path], bool]) -> None:
+        checkpoints, chunks, held = spec.split(":", 2)
+        self.need, self.chunks, self.held_file = int(checkpoints), int(chunks), Path(held)
+        self.need_wandb = os.environ.get(HOLD_WANDB_ENV) == "1"
+        self.real = real
+        self.polls: dict[Path, int] = {}  # per run: a population asks once per member and chunk
+        self.counted_from: dict[Path, int] = {}  # per run, with need_wandb: checkpoints started when its count began
+
+    def _wait(self, run_dir: Path, ready: Callable[[], bool]) -> bool:
+        """Block the engine until `ready()`; False if a stop came first."""
+        while not ready():
+            if self.real(run_dir):
+                return False
+            time.sleep(0.02)
+        return True
+
+    def __call__(self, run_dir: Path) -> bool:
         if not _training():  # e.g. the dashboard server, started with this environment too
-            return real(run_dir)
-        if not polls and held_file.exists():  # held in an earlier process: a resume runs straight through
-            return real(run_dir)
-        if _checkpoints(run_dir) >= need and (
-            not need_wandb or (run_store.read_status(run_dir).get("wandb") or {}).get("dir")
-        ):
-            started = _checkpoints_started(run_dir) if need_wandb else 0
-            if need_wandb and counted_from.setdefault(run_dir, started) != started:
-                # a newer checkpoint, complete or still saving: count again from it, so the held W&B folder holds
-                # rows past the newest checkpoint (W&B ready late on a loaded machine once held the run right on
-                # one; a background save that finished while the run was held once left none past it either)
-                counted_from[run_dir], polls[run_dir] = started, 0
-            polls[run_dir] = polls.get(run_dir, 0) + 1
-            time.sleep(WANDB_PACE_S if need_wandb else 0.0)
-        if polls.get(run_dir, 0) <= int(chunks):
-            return real(run_dir)
-        held_file.write_text(str(os.getpid()))
-        while not real(run_dir):  # until killed, asked to stop, or released
-            if _released(held_file).exists():
+            return self.real(run_dir)
+        if not self.polls and self.held_file.exists():  # held in an earlier process: a resume runs straight through
+            return self.real(run_dir)
+        if self.need_wandb and not self._wait(run_dir, lambda: _wandb_settled(run_dir)):
+            return True
+        started = _checkpoints_started(run_dir)
+        if started < self.need:  # only more training starts them
+            return self.real(run_dir)
+        if not self._wait(run_dir, lambda: _checkpoints(run_dir) >= self.need):  # Orbax saves in the background
+            return True
+        if self.need_wandb and self.counted_from.setdefault(run_dir, started) != started:
+            # a newer checkpoint: count again from it, so the held W&B folder holds rows past the newest one
+            self.counted_from[run_dir], self.polls[run_dir] = started, 0
+        polls = self.polls[run_dir] = self.polls.get(run_dir, 0) + 1
+        if polls <= self.chunks:
+            if self.need_wandb:  # the last counted chunk waits out the writer's throttle: the next one flushes
+                from training.writers.wandb.writer import FLUSH_SECS
+
+                time.sleep(FLUSH_SECS if polls == self.chunks else WANDB_PACE_S)
+            return self.real(run_dir)
+        return self._hold(run_dir)
+
+    def _hold(self, run_dir: Path) -> bool:
+        self.held_file.write_text(str(os.getpid()))
+        while not self.real(run_dir):  # until killed, asked to stop, or released
+            if _released(self.held_file).exists():
                 return False
             time.sleep(0.05)
         return True
 
-    run_store.stop_requested = stop_requested
+
+def install_hold(spec: str) -> None:
+    """Wrap the engine's per-chunk stop check with the hold (called by tests/hold_site/sitecustomize.py)."""
+    from runstore import run_store
+
+    run_store.stop_requested = _Hold(spec, run_store.stop_requested)
 
 
 def hold_children(monkeypatch: pytest.MonkeyPatch, held: Path, **hold: int) -> None:

@@ -65,8 +65,8 @@ def test_kill_and_resume_without_the_environment_stay_one_wandb_run(tmp_path: Pa
     started = _env(tmp_path, WANDB_PROJECT="proj-a", WANDB_RUN_GROUP="grp-a", WANDB_DIR=str(wandb_dir))
     args = ["--points", "1000000", "--steps", "3000", "--log-every", "100", "--ckpt-every", "1000", "--quiet"]
     cmd = [sys.executable, "-m", "training", "regression", "--run-dir", str(run_dir), *args]
-    # Held 8 chunks after both wandb.init and the newest checkpoint (no flush while held: a late init would
-    # leave the killed folder without rows past the checkpoint): W&B holds steps past the newest checkpoint.
+    # Held once the W&B run exists and 8 chunks past the first checkpoint (step 1,000 of 3,000; the next is at
+    # 2,000): the killed W&B folder holds steps past the newest checkpoint.
     env = hold_env(started, held, checkpoints=1, chunks=8, wandb_ready=True)
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
