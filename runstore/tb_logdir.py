@@ -224,8 +224,9 @@ def sync(root: Path, runs_root: Path, now: float | None = None) -> list[Path]:
 
     Reads only events appended since the last sync, each changed file on its own thread, and waits
     READ_LIMIT_S at most for them. A run's status.json says "running" while its newest event file
-    changed within IDLE_S, or within RECENT_S while a local process holds one of its files open; else
-    "finished" (with its last step), or "damaged" naming the file that could not be read.
+    changed within IDLE_S, within RECENT_S while a local process holds one of its files open, or while its
+    reader has not read to the end of its files (phase "catching up"); else "finished" (with its last step),
+    or "damaged" naming the file that could not be read.
     """
     now = time.time() if now is None else now
     root = Path(root)
@@ -252,8 +253,30 @@ def sync(root: Path, runs_root: Path, now: float | None = None) -> list[Path]:
             tb_media.write(
                 mirror, [m for p, _ in files if (e := state.files.get(p)) is not None for m in e.take_media()]
             )
-            _write_status(mirror, files, records, now, damage, held)
+            _write_status(mirror, files, records, now, damage, held, _read_percent(state, files))
     return out
+
+
+CATCHING_UP = "catching up"  # a mirror's status.json phase while its reader is behind its files
+
+
+def _read_percent(state: _Mirror, files: list[tuple[Path, str]]) -> int | None:
+    """How much of a run's event files its reader has read (a percentage), or None when it has read to the end.
+
+    Behind while a read is in flight, stopped at its read budget (event_files.READ_BUDGET: a large file is read
+    over several syncs), or the file changed since its last read began: a server restarted over a 1M-event
+    logdir reads for minutes, and the run is not "finished" before that."""
+    read = total = 0
+    behind = False
+    for path, _ in files:
+        entry = state.files.get(path)
+        if entry is None:
+            continue
+        key = tb_reads.file_key(path)
+        size = key[1] if key else 0
+        read, total = read + min(entry.loader.reader.offset, size), total + size
+        behind |= entry.future is not None or entry.loader.reader.more or (bool(key) and key != entry.key)
+    return min(99, int(100 * read / total)) if behind and total else 0 if behind else None
 
 
 def _held_open(runs: list[list[tuple[Path, str]]], now: float) -> set[str] | None:
@@ -284,24 +307,31 @@ def _write_status(
     now: float,
     damage: list[str],
     held: set[str] | None = None,
+    read_percent: int | None = None,
 ) -> None:
-    """status.json of a mirror: state from its writer (`_running`), or its damage; rewritten only on a change."""
+    """status.json of a mirror: state from its writer (`_running`), or its damage; rewritten only on a change.
+
+    A reader still behind its files (`read_percent` not None) keeps the run "running" with the phase
+    "catching up (N% read)", which the pages show on its progress line: "finished" only once all is read."""
     newest = _newest(files)
-    state = "damaged" if damage else "running" if _running(files, now, held) else "finished"
+    catching_up = read_percent is not None
+    state = "damaged" if damage else "running" if catching_up or _running(files, now, held) else "finished"
     old = run_store.read_json(mirror / "status.json", {}) or {}
     step = max((r["step"] for r in records), default=old.get("step"))
+    phase = f"{CATCHING_UP} ({read_percent}% read)" if catching_up and state == "running" else None
     message = None
     if damage:
         message = damage[0] + (f" (and {len(damage) - 1} more file(s))" if len(damage) > 1 else "")
-    if old.get("state") == state and old.get("step") == step and old.get("message") == message:
+    if (old.get("state"), old.get("step"), old.get("message"), old.get("phase")) == (state, step, message, phase):
         return
     fields = {"state": state, "source": TASK, "step": step}
     if state == "finished":
         fields["ended"] = newest
     doc = {**old, **fields, "updated": now}
-    doc.pop("message", None)
-    if message:
-        doc["message"] = message
+    for key, value in (("message", message), ("phase", phase)):
+        doc.pop(key, None)
+        if value:
+            doc[key] = value
     run_store.atomic_write_json(mirror / "status.json", doc)
 
 
