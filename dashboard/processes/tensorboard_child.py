@@ -9,6 +9,9 @@ claims: a crafted 4 KB file claiming 1.9 GB grew it (and its Rust data server) t
 its address space is capped (JAXDASH_TENSORBOARD_MEMORY bytes, default 4 GiB, 0 = no cap): such a
 file makes TensorBoard fail to read, never take the machine. The dashboard's own reader has its own
 bounds (runstore/event_files.py).
+
+$JAXDASH_TENSORBOARD_PREFIX, when set, is TensorBoard's `--path_prefix`: the unguessable path it serves
+under (tensorboard_server.py), passed in the environment so that `ps` does not show it.
 """
 
 from __future__ import annotations
@@ -49,7 +52,8 @@ def main() -> int:
     threading.Thread(target=follow_parent, args=(parent_pid,), daemon=True).start()
     from tensorboard.main import run_main
 
-    sys.argv = ["tensorboard", *sys.argv[2:]]
+    prefix = os.environ.pop("JAXDASH_TENSORBOARD_PREFIX", "")
+    sys.argv = ["tensorboard", *sys.argv[2:], *(["--path_prefix", prefix] if prefix else [])]
     return run_main()
 
 

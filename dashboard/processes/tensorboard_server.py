@@ -3,12 +3,20 @@
 No Streamlit here: `page_tensorboard.tensorboard_url` caches the server this module starts. A server
 lives as long as the dashboard (closed at exit; tensorboard_child.py ends it if the dashboard is
 killed) and is only as reachable as the page.
+
+TensorBoard answers any Host header, so a page of `rebind.attacker.example` whose name then resolves to
+this machine (DNS rebinding) could read it once it finds the port. It serves only under a random path
+prefix (`--path_prefix /<token>`, 128 bits, new for each server): everything else is 404, and the token is
+known only to the pages this dashboard serves, which are behind its own Host and Origin check
+(dashboard/server/host_check.py). The token reaches the child through its environment, never its command
+line (`ps`).
 """
 
 from __future__ import annotations
 
 import atexit
 import os
+import secrets
 import socket
 import subprocess
 import sys
@@ -60,6 +68,7 @@ def close_tensorboards() -> None:
 
 
 CHILD = Path(__file__).with_name("tensorboard_child.py")  # TensorBoard that follows its parent
+PREFIX_ENV = "JAXDASH_TENSORBOARD_PREFIX"  # the child's --path_prefix (tensorboard_child.py reads it)
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
@@ -71,9 +80,10 @@ def is_loopback(address: str | None) -> bool:
 def start_tensorboard(
     logdir: Path, port: int | None = None, wait_s: float = 30.0, host: str = "127.0.0.1"
 ) -> TensorBoard:
-    """Start `tensorboard --logdir logdir --host host` and wait until it answers.
+    """Start `tensorboard --logdir logdir --host host` under a random path prefix and wait until it answers.
 
-    `host` follows the dashboard's own address, so TensorBoard is only as reachable as the page.
+    `host` follows the dashboard's own address, so TensorBoard is only as reachable as the page; the
+    returned url holds the prefix, without which TensorBoard answers nothing but 404.
     It ends when this process ends, however it ends (tensorboard_child.py watches it).
     Its output goes to a private temp file (mkstemp: mode 0600, never an existing file or link).
 
@@ -85,12 +95,14 @@ def start_tensorboard(
     Path(logdir).mkdir(parents=True, exist_ok=True)
     fd, name = tempfile.mkstemp(prefix="jaxdash-tensorboard-", suffix=".log")
     log_path = Path(name)
+    prefix = "/" + secrets.token_urlsafe(16)
+    env = {**os.environ, PREFIX_ENV: prefix}
     with os.fdopen(fd, "wb") as log:
         proc = subprocess.Popen(
-            cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+            cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, env=env
         )
     local = "127.0.0.1" if host in ("", "0.0.0.0", "::", "localhost") else host  # where this process can reach it
-    url = f"http://{'[' + local + ']' if ':' in local else local}:{port}/"
+    url = f"http://{'[' + local + ']' if ':' in local else local}:{port}{prefix}/"
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
