@@ -28,6 +28,7 @@ from jaxdash.files_alerts import (  # noqa: F401 - re-exported
     to_copy,
 )
 from runstore import run_files, run_store, safe_files
+from runstore.safe_files import UnsafePath
 
 
 class Artifact:
@@ -106,18 +107,22 @@ def log_artifact_to(run: Any, artifact_or_path: Artifact | str, name: str | None
     if not safe_files.plain_name(art.name):
         raise ValueError(f"Artifact name {art.name!r}: use letters, digits, '-', '_' and '.' only")
     version = run_files.next_version(run.dir, art.name)
-    folder = run_files.artifact_dir(run.dir, art.name, version)
-    stored = [rel for source, rel in art._files if run_files.copy_into(folder, source, rel) is not None]
-    skipped = [rel for _, rel in art._files if rel not in stored]
-    if skipped:
-        notice(
-            f"log_artifact({art.name})",
-            f"{len(skipped)} file(s) not copied (a path out of the artifact): {skipped[:3]}",
-        )
-    art.version, art.aliases, art._path = f"v{version}", ["latest", *(aliases or [])], folder
-    doc = {"name": art.name, "type": art.type, "version": art.version, "aliases": art.aliases,
-           "description": art.description, "metadata": art.metadata, "files": stored, "references": art.references}  # fmt: skip
-    run_files.write_json_inside(folder, "manifest.json", doc)
+    where = run_files.artifact_rel(art.name, version)
+    try:
+        stored = [rel for source, rel in art._files if run_files.copy_into(run.dir, source, f"{where}/{rel}")]
+        skipped = [rel for _, rel in art._files if rel not in stored]
+        if skipped:
+            notice(f"log_artifact({art.name})", f"{len(skipped)} file(s) not copied (a path out of the artifact): "
+                                                f"{skipped[:3]}")  # fmt: skip
+        art.version, art.aliases = f"v{version}", ["latest", *(aliases or [])]
+        doc = {"name": art.name, "type": art.type, "version": art.version, "aliases": art.aliases,
+               "description": art.description, "metadata": art.metadata, "files": stored,
+               "references": art.references}  # fmt: skip
+        run_files.write_json_inside(run.dir, f"{where}/manifest.json", doc)
+    except UnsafePath as exc:  # a link or a file planted on the way: one line naming it, the script goes on
+        notice(f"log_artifact({art.name})", f"not kept in the run folder: {exc}")
+        return art
+    folder = art._path = run_files.artifact_dir(run.dir, art.name, version)
     to_copy(run, "log_artifact", doc, [(str(folder / rel), rel) for rel in stored], list(aliases or []))
     if art.references:
         notice("log_artifact", "references are kept in the manifest; the W&B copy gets the artifact's files only")

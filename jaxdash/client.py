@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxdash.fetcher import Fetcher
+from jaxdash.fetcher import Fetcher, unstorable
 from jaxdash.media import is_media, write_media
 from jaxdash.rows_out import RowsOut
 from jaxdash.run_files import RunFiles, RunPath, flatten
@@ -109,6 +109,8 @@ class Run(RunFiles):
         if self._open is None:
             self._open = dict(values)
         else:
+            if not self._open.keys().isdisjoint(values):
+                values = self._kept(values)
             self._open.update(values)
         if commit or (commit is None and step is None):
             self._commit()
@@ -135,6 +137,17 @@ class Run(RunFiles):
             )
             return None
         return value
+
+    def _kept(self, values: dict[str, Any]) -> dict[str, Any]:
+        """`values` less those that would replace a value of the open row by one that cannot be stored (a rejected
+        value never removes an accepted one of the same step: the row keeps the earlier value, one warning)."""
+        out = dict(values)
+        for key in self._open.keys() & values.keys():
+            why = unstorable(values[key])
+            if why is not None:
+                del out[key]
+                self._fetcher.split.warn(key, f"jaxdash: {key}: {why}; step {self._step} keeps its earlier value")
+        return out
 
     def _commit(self) -> None:
         """Queue the open row (an empty one is only a step: nothing to store)."""

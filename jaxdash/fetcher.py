@@ -61,6 +61,30 @@ class Block:
 Histograms = tuple[int, dict[str, np.ndarray]]  # (step, arrays) of one step
 
 
+def unstorable(value: Any) -> str | None:
+    """Why a metric value `run.log` took cannot be stored (None if it can), from its type, shape and dtype only:
+    never a device sync, so `Run.log` asks before a value replaces an accepted one of the same step and key,
+    and `Split` drops by the same rule. A finite or non-finite number and a small numeric array are stored."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            float(value)
+        except OverflowError as exc:
+            return f"int value cannot be stored ({exc})"
+        return None
+    size, dtype = getattr(value, "size", None), getattr(value, "dtype", None)
+    if size is None or dtype is None:
+        return None  # a float, or something `Split` converts and judges itself
+    try:
+        kind = np.dtype(dtype).kind
+    except TypeError:
+        return f"a {type(value).__name__} is no metric"
+    if size == 1 and kind in "biuf":
+        return None
+    if kind in "biuf" and 0 < size <= HISTOGRAM_MAX:
+        return None
+    return f"an array of shape {np.shape(value)} and dtype {dtype} is no metric"
+
+
 class Split:
     """Fetched entries as blocks of scalar columns (and per-step histograms), one warning per key for
     values that are no metric and for non-finite ones.
@@ -126,6 +150,10 @@ class Split:
         """One step whose values include arrays: its scalars as a block of one, its arrays as histograms."""
         scalars, histograms, ints = {}, {}, set()
         for key, value in values.items():
+            why = unstorable(value)
+            if why is not None:
+                self.warn(key, f"{key}: {why}; not logged")
+                continue
             try:
                 arr = np.asarray(value)
                 if arr.size == 1:

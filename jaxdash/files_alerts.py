@@ -1,7 +1,7 @@
 """`wandb.save` and `wandb.alert` (and `run.save` / `run.alert`) under `import jaxdash as wandb`.
 
 `save` copies the matching files into the run folder's files/ with W&B's layout (runstore.run_files
-checks every destination stays inside the run folder); the "live" and "end" policies copy at once,
+writes through runstore.nofollow: no link on the way is followed; a refused one is one line); the "live" and "end" policies copy at once,
 with one notice. `alert` appends to the run folder's alerts.jsonl, which the page shows. Both are then
 made on the run's W&B copy (`to_copy`: the writer process saves the copies / sends the alert through
 its own wandb run, so W&B's run holds them as W&B's own). A `mode="disabled"` run does nothing, as in W&B.
@@ -19,6 +19,7 @@ from typing import Any
 
 from jaxdash.data_types import notice
 from runstore import run_files
+from runstore.safe_files import UnsafePath
 
 
 def current_run(what: str) -> Any:
@@ -77,9 +78,13 @@ def save_to(run: Any, glob_str: str | os.PathLike | None = None, base_path: str 
     copies = []
     for match in matches:
         rel = os.path.relpath(match, base)
-        dest = run_files.copy_into(Path(run.dir) / "files", Path(match), rel)
+        try:
+            dest = run_files.copy_into(Path(run.dir), Path(match), f"files/{rel}")
+        except UnsafePath as exc:  # a link or a file planted on the way: one line naming it, the script goes on
+            notice(f"save({match})", f"not copied: {exc}")
+            continue
         if dest is None:
-            notice(f"save({match})", "not copied: not a regular file, or a link leads out of the run folder's files/")
+            notice(f"save({match})", "not copied: not a regular file, or its path leads out of the run folder")
         else:
             copies.append(str(dest))
     if copies:
@@ -121,6 +126,10 @@ def alert_to(run: Any, title: str, text: str, level: str | AlertLevel | None = N
         return
     _LAST_ALERT[key] = now
     step = getattr(run, "step", getattr(run, "_step", None))
-    run_files.append_alert(run.dir, title, text, level, int(step) if isinstance(step, int) and step >= 0 else None)
     to_copy(run, "alert", str(title), str(text), level if level in AlertLevel.__members__ else "INFO")
+    try:
+        run_files.append_alert(run.dir, title, text, level, int(step) if isinstance(step, int) and step >= 0 else None)
+    except OSError as exc:  # a link or FIFO planted as alerts.jsonl, a full disk: one line, the script goes on
+        notice(f"alert({title!r})", f"not recorded in the run folder: {exc}")
+        return
     notice("alert", "alerts are recorded in the run folder (alerts.jsonl) for the page and in its W&B copy")

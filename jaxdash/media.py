@@ -23,6 +23,7 @@ from jaxdash.data_types import Histogram, Image, Plotly, _File, is_matplotlib, n
 from jaxdash.plot import CustomChart
 from jaxdash.table import Table
 from runstore import media_store
+from runstore.safe_files import UnsafePath
 from training.writers.base import Bins, Images
 
 __all__ = ["Image", "Table", "is_media", "write_media"]
@@ -103,6 +104,8 @@ def write_media(writer: Any, step: int, media: dict[str, Any]) -> None:
 def _guarded(call: Any, keys: list[str]) -> None:
     try:
         call()
+    except UnsafePath as exc:  # a link or FIFO planted on a tag's way (runstore.nofollow): the other tags were written
+        notice(f"log: {exc.filename}", f"not stored: {exc.strerror}")
     except Exception as exc:  # noqa: BLE001 - a medium never stops the run; the scalars go on
         notice(f"log({', '.join(keys)})", f"not stored ({type(exc).__name__}: {exc})")
 
@@ -119,6 +122,6 @@ def _write_files(writer: Any, step: int, files: dict[str, _File]) -> None:
         kind = type(value).__name__
         if value.data is None or run_dir is None:
             continue
-        path = media_store.write_media_file(run_dir, key, step, value.suffix, value.data)
-        where = f"artifacts/media/{media_store.tag_file(key)}/" if path is not None else "nowhere (a link out)"
+        media_store.write_media_file(run_dir, key, step, value.suffix, value.data)  # UnsafePath: one notice (_guarded)
+        where = f"artifacts/media/{media_store.tag_file(key)}/"
         notice(f"wandb.{kind}", f"kept as a file in the run folder ({where}); TensorBoard and the W&B copy lack it")

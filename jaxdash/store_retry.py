@@ -6,7 +6,8 @@ records). Here a failed append keeps its lines in memory (at most MAX_BACKLOG_BY
 oldest are dropped and counted) and every later flush tries again, at most every RETRY_S, the whole
 backlog first so the file stays in step order. When a write lands again the gap is recorded in
 status.json "events" (kind "write_gap": from, to, the error, records delayed and lost). At close the
-backlog is retried for up to $JAXDASH_WRITE_RETRY_S seconds (default 30).
+backlog is retried for up to $JAXDASH_WRITE_RETRY_S seconds (default 30), unless the write was refused
+(metrics.jsonl is a planted link or FIFO: `runstore.nofollow`), which waiting does not mend.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from runstore import atomic, run_store
+from runstore.safe_files import UnsafePath
 from training.writers.store import RunStoreWriter
 
 log = logging.getLogger("jaxdash")
@@ -44,6 +46,7 @@ class RetryingStoreWriter(RunStoreWriter):
         self._lost = 0  # records dropped from a backlog past MAX_BACKLOG_BYTES
         self._failing: tuple[float, str] | None = None  # (since, error) while writes fail
         self._tried = 0.0
+        self._refused = False  # the failing write was refused (runstore.nofollow), not a full disk
 
     @property
     def pending(self) -> int:
@@ -73,7 +76,10 @@ class RetryingStoreWriter(RunStoreWriter):
             atomic.append_metric_lines(self.run_dir, "".join(self._backlog))
         except OSError as exc:
             if self._failing is None:
-                self._failing = (time.time(), f"{exc.strerror or type(exc).__name__} writing {exc.filename}")
+                refused = isinstance(exc, UnsafePath)  # a planted link or FIFO: its line names it and the fix
+                self._failing = (time.time(), str(exc) if refused else f"{exc.strerror or type(exc).__name__} "
+                                                                        f"writing {exc.filename}")  # fmt: skip
+                self._refused = refused
                 log.warning("jaxdash: %s; logged records wait in memory and are written when it works again",
                             self._failing[1])  # fmt: skip
             return False
@@ -107,7 +113,7 @@ class RetryingStoreWriter(RunStoreWriter):
     def close(self, state: str = "finished", message: str | None = None) -> None:
         """Write what is left, retrying a backlog for up to `close_retry_s()`; never raises for a failed write."""
         super().close(state, message)
-        deadline = time.monotonic() + close_retry_s()
+        deadline = time.monotonic() + (0.0 if self._refused else close_retry_s())  # waiting mends no planted link
         while self._backlog and time.monotonic() < deadline:
             time.sleep(min(RETRY_S, max(deadline - time.monotonic(), 0)))
             self._try_backlog()

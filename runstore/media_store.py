@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from runstore import run_store, safe_files
+from runstore import nofollow, run_store, safe_files
 
 KEEP_STEPS = 200  # steps of each image tag kept (a long run keeps its recent ones)
 NUM_BINS = 64  # wandb.Histogram's default
@@ -44,10 +43,9 @@ def tag_file(tag: str) -> str:
     return f"{slug[:60] or 'tag'}.{hashlib.blake2b(tag.encode('utf-8', 'surrogateescape'), digest_size=8).hexdigest()}"
 
 
-def _write_bytes(path: Path, data: bytes) -> None:
-    """Atomic, and never through a link planted under the name (runstore.safe_files)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    safe_files.replace_with(path, lambda out: out.write(data))
+def _write_bytes(run_dir: Path, rel: str, data: bytes) -> None:
+    """run_dir/rel written atomically, its folders entered without following a link (runstore.nofollow)."""
+    nofollow.replace(run_dir, rel, data, fsync=False)
 
 
 def png_bytes(pixels: np.ndarray) -> bytes:
@@ -64,29 +62,32 @@ def png_bytes(pixels: np.ndarray) -> bytes:
 def write_image_step(
     run_dir: Path, tag: str, step: int, pngs: Sequence[bytes], captions: Sequence[str | None] = ()
 ) -> None:
-    """Every image of `tag` at `step` (PNG bytes), their captions, and the tag's latest image (<tag>.png)."""
-    root = Path(run_dir) / "artifacts" / "images"
-    folder = root / tag_file(tag)
-    if not safe_files.inside(run_dir, folder.parent):
-        return  # artifacts/ or images/ is a link out of the run folder: nothing written through it
+    """Every image of `tag` at `step` (PNG bytes), their captions, and the tag's latest image (<tag>.png).
+
+    Raises:
+      safe_files.UnsafePath: artifacts/, images/ or the tag's folder is a link or not a folder (nothing written).
+    """
+    folder = f"artifacts/images/{tag_file(tag)}"
     names = [f"{int(step):010d}_{i}.png" for i in range(len(pngs))]
     for name, data in zip(names, pngs, strict=True):
-        _write_bytes(folder / name, data)
+        _write_bytes(run_dir, f"{folder}/{name}", data)
     caps = [None if c is None else str(c) for c in captions] + [None] * (len(pngs) - len(captions))
     doc = {"tag": tag, "step": int(step), "files": names, "captions": caps[: len(pngs)]}
-    _write_bytes(folder / f"{int(step):010d}.json", json.dumps(doc).encode())
+    _write_bytes(run_dir, f"{folder}/{int(step):010d}.json", json.dumps(doc).encode())
     if pngs:
-        _write_bytes(root / f"{tag_file(tag)}.png", pngs[-1])
-    _prune(folder)
+        _write_bytes(run_dir, f"{folder}.png", pngs[-1])
+    _prune(run_dir, folder)
 
 
-def _prune(folder: Path) -> None:
-    """Keep the newest KEEP_STEPS steps of a tag."""
-    steps = sorted(p for p in folder.glob("*.json") if p.stem.isdigit())
+def _prune(run_dir: Path, folder: str) -> None:
+    """Keep the newest KEEP_STEPS steps of a tag (listed and removed without following a link)."""
+    found = nofollow.names(run_dir, folder)
+    steps = sorted(n[:-5] for n in found if n.endswith(".json") and n[:-5].isdigit())
     for old in steps[:-KEEP_STEPS]:
-        for png in folder.glob(f"{old.stem}_*.png"):
-            png.unlink(missing_ok=True)
-        old.unlink(missing_ok=True)
+        for name in found:
+            if name.startswith(f"{old}_") and name.endswith(".png"):
+                nofollow.remove(run_dir, f"{folder}/{name}")
+        nofollow.remove(run_dir, f"{folder}/{old}.json")
 
 
 def bins(values: Any, num_bins: int = NUM_BINS) -> tuple[list[float], list[float]] | None:
@@ -100,41 +101,34 @@ def bins(values: Any, num_bins: int = NUM_BINS) -> tuple[list[float], list[float
 
 
 def append_histogram(run_dir: Path, tag: str, step: int, counts: Sequence[float], edges: Sequence[float]) -> None:
-    """One step of a histogram tag: a line of artifacts/histograms/<tag>.jsonl."""
-    path = Path(run_dir) / "artifacts" / "histograms" / f"{tag_file(tag)}.jsonl"
-    if not safe_files.inside(run_dir, path.parent.parent):
-        return
+    """One step of a histogram tag: a line of artifacts/histograms/<tag>.jsonl. Raises UnsafePath as `_append_line`."""
     line = {"tag": tag, "step": int(step), "counts": [float(c) for c in counts], "edges": [float(e) for e in edges]}
-    _append_line(run_dir, path, line)
+    _append_line(run_dir, f"artifacts/histograms/{tag_file(tag)}.jsonl", line)
 
 
 def append_text(run_dir: Path, tag: str, step: int, text: str) -> None:
-    """One step of a text tag: a line of artifacts/texts/<tag>.jsonl."""
-    path = Path(run_dir) / "artifacts" / "texts" / f"{tag_file(tag)}.jsonl"
-    if not safe_files.inside(run_dir, path.parent.parent):
-        return
-    _append_line(run_dir, path, {"tag": tag, "step": int(step), "text": str(text)})
+    """One step of a text tag: a line of artifacts/texts/<tag>.jsonl. Raises UnsafePath as `_append_line`."""
+    _append_line(run_dir, f"artifacts/texts/{tag_file(tag)}.jsonl", {"tag": tag, "step": int(step), "text": str(text)})
 
 
-def _append_line(run_dir: Path, path: Path, record: dict[str, Any]) -> None:
-    """One JSON line appended to `path`, never through a link planted under its name (safe_files.open_append).
+def _append_line(run_dir: Path, rel: str, record: dict[str, Any]) -> None:
+    """One JSON line appended to run_dir/rel, never through a link or FIFO on the way or under its name.
 
     Raises:
-      safe_files.UnsafePath: a link or a non-regular file at `path`; its one-line message names it.
+      safe_files.UnsafePath: a link or a non-regular file on the way or at the name; its one-line message names it.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with os.fdopen(safe_files.open_append(path, run_dir), "a", encoding="utf-8") as fh:
-        fh.write(json.dumps(record) + "\n")
+    nofollow.append(run_dir, rel, (json.dumps(record) + "\n").encode())
 
 
-def write_media_file(run_dir: Path, tag: str, step: int, suffix: str, data: bytes) -> Path | None:
-    """An Html/Audio/Video/Object3D file as artifacts/media/<tag>/<step>.<suffix>; None if not writable."""
-    folder = Path(run_dir) / "artifacts" / "media" / tag_file(tag)
-    if not safe_files.inside(run_dir, folder.parent):
-        return None
-    path = folder / f"{int(step):010d}.{suffix.lstrip('.') or 'bin'}"
-    _write_bytes(path, data)
-    return path
+def write_media_file(run_dir: Path, tag: str, step: int, suffix: str, data: bytes) -> Path:
+    """An Html/Audio/Video/Object3D file as artifacts/media/<tag>/<step>.<suffix>; its path.
+
+    Raises:
+      safe_files.UnsafePath: a folder on the way is a link or not a folder (nothing written).
+    """
+    rel = f"artifacts/media/{tag_file(tag)}/{int(step):010d}.{suffix.lstrip('.') or 'bin'}"
+    _write_bytes(run_dir, rel, data)
+    return Path(run_dir) / rel
 
 
 @dataclass(frozen=True)

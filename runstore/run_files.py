@@ -7,8 +7,8 @@ Who writes what (the client, jaxdash/artifacts.py):
   {"name", "type", "version", "aliases", "description", "metadata", "files", "references"} written last;
 * alerts.jsonl: one line an alert, {"title", "text", "level", "step", "ts"}.
 
-Every destination is checked to stay inside the run folder (no "..", no link out of it: a planted link
-is replaced, never written through). Readers skip links, damaged lines and other shapes.
+Every write goes through `runstore.nofollow`: no "..", no folder on the way entered through a link, no link or
+FIFO written through (a planted one is refused in one line). Readers skip links, damaged lines and other shapes.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from runstore import safe_files
+from runstore import nofollow, safe_files
 
 ARTIFACTS = ("artifacts", "logged")
 
@@ -37,42 +37,42 @@ def safe_relative(rel: str) -> str | None:
 
 
 def copy_into(run_dir: Path, source: Path, rel: str) -> Path | None:
-    """Copy the regular file `source` to run_dir/rel; None (nothing written) when rel or a folder on the way
-    leads out of the run folder, or `source` is not a regular file."""
+    """Copy the regular file `source` to run_dir/rel, each folder on the way made or entered without following a
+    link (`runstore.nofollow`); None (nothing written) when rel is absolute or climbs out, or `source` is not a
+    regular file.
+
+    Raises:
+      UnsafePath: a folder on the way is a link or not a folder (one line naming it and the fix).
+    """
     clean = safe_relative(rel)
     if clean is None or not Path(source).is_file():
         return None
-    dest = Path(run_dir) / clean
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    if not safe_files.inside(run_dir, dest.parent):
-        return None  # a folder on the way is a link out of the run folder
     with open(source, "rb") as src:
-        safe_files.replace_with(dest, lambda out: shutil.copyfileobj(src, out))
-    return dest
+        return nofollow.replace(run_dir, clean, lambda out: shutil.copyfileobj(src, out), fsync=False)
 
 
 def write_json_inside(run_dir: Path, rel: str, doc: Any) -> Path | None:
-    """A JSON file at run_dir/rel (atomic, never through a link); None when rel leads out."""
+    """A JSON file at run_dir/rel (atomic, never through a link); None when rel leads out. Raises UnsafePath."""
     clean = safe_relative(rel)
-    dest = Path(run_dir) / clean if clean else None
-    if dest is None:
+    if clean is None:
         return None
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    if not safe_files.inside(run_dir, dest.parent):
-        return None
-    safe_files.replace_with(dest, lambda out: out.write(json.dumps(doc, indent=1, default=str).encode()))
-    return dest
+    return nofollow.replace(run_dir, clean, json.dumps(doc, indent=1, default=str).encode(), fsync=False)
+
+
+def artifact_rel(name: str, version: int) -> str:
+    """Where version `version` of artifact `name` lives, relative to its run folder."""
+    return "/".join((*ARTIFACTS, name, f"v{int(version)}"))
 
 
 def artifact_dir(run_dir: Path, name: str, version: int) -> Path:
     """Where version `version` of artifact `name` lives in a run folder."""
-    return Path(run_dir).joinpath(*ARTIFACTS, name, f"v{int(version)}")
+    return Path(run_dir) / artifact_rel(name, version)
 
 
 def next_version(run_dir: Path, name: str) -> int:
-    """The first free version number of artifact `name` in this run."""
-    folder = Path(run_dir).joinpath(*ARTIFACTS, name)
-    taken = [int(p.name[1:]) for p in folder.glob("v*") if p.name[1:].isdigit()] if folder.is_dir() else []
+    """The first free version number of artifact `name` in this run (its folder listed without following a link)."""
+    found = nofollow.names(run_dir, "/".join((*ARTIFACTS, name)))
+    taken = [int(n[1:]) for n in found if n.startswith("v") and n[1:].isdigit()]
     return max(taken, default=-1) + 1
 
 
@@ -113,14 +113,13 @@ def saved_files(run_dir: Path) -> list[str]:
 
 
 def append_alert(run_dir: Path, title: str, text: str, level: str, step: int | None) -> None:
-    """One line of alerts.jsonl (appended; never through a link)."""
-    path = Path(run_dir) / "alerts.jsonl"
-    if path.is_symlink():
-        path.unlink()
+    """One line of alerts.jsonl (appended; never through a link, never blocking on a FIFO).
+
+    Raises:
+      UnsafePath: alerts.jsonl is a link, FIFO or other non-regular file (one line naming it and the fix).
+    """
     line = {"title": str(title), "text": str(text), "level": str(level), "step": step, "ts": time.time()}
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-    with os.fdopen(fd, "a", encoding="utf-8") as fh:
-        fh.write(json.dumps(line) + "\n")
+    nofollow.append(run_dir, "alerts.jsonl", (json.dumps(line) + "\n").encode())
 
 
 def alerts(run_dir: Path) -> list[dict[str, Any]]:

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from runstore import nofollow
 from runstore.atomic import (  # noqa: F401 - API
     append_metric_lines,
     append_metrics,
@@ -223,8 +224,8 @@ def read_metrics(run_dir: Path, offset: int = 0, max_bytes: int | None = None) -
 
 
 def request_stop(run_dir: Path) -> None:
-    """Ask the run to stop cleanly after its current chunk."""
-    (Path(run_dir) / "stop").touch()
+    """Ask the run to stop cleanly after its current chunk (a link planted as `stop` is replaced, never followed)."""
+    nofollow.replace(run_dir, "stop", b"", fsync=False)
 
 
 def stop_requested(run_dir: Path) -> bool:

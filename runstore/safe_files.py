@@ -10,12 +10,10 @@ plain name. No JAX here: the dashboard imports this module.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import re
 import stat
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, BinaryIO
@@ -84,43 +82,19 @@ def inside(folder: str | os.PathLike, path: str | os.PathLike) -> bool:
         return False
 
 
-def temp_name(path: Path) -> Path:
-    """The temp file a write of `path` goes through (hidden: listings and readers skip it)."""
-    return path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-
-
-def create_new(path: str | os.PathLike) -> int:
-    """A new file at `path`, opened for writing; whatever was there (a crash's leftover, a planted link) is removed first.
-
-    O_EXCL refuses to open through a link, and unlink removes a link itself, never its target.
-    """
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    try:
-        return os.open(path, flags, 0o644)
-    except FileExistsError:
-        os.unlink(path)
-        return os.open(path, flags, 0o644)
-
-
 def replace_with(path: str | os.PathLike, write: Callable[[BinaryIO], None]) -> None:
     """Write `path` atomically with `write(file)` (a temp file, then a rename), never through a link.
 
     The temp file is created exclusively (O_EXCL: a link planted under its name is removed, not
-    followed), and the rename replaces `path` itself, a link included, never the link's target.
+    followed), and the rename replaces `path` itself, a link included, never the link's target
+    (`runstore.nofollow.replace`, the one write path, from the file's own folder).
 
     Raises:
       OSError: naming `path` (e.g. a full disk); no temp file is left behind.
     """
-    path = Path(path)
-    tmp = temp_name(path)
-    try:
-        with os.fdopen(create_new(tmp), "wb") as f:
-            write(f)
-        os.replace(tmp, path)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise OSError(exc.errno, exc.strerror, str(path)) from exc
+    from runstore import nofollow  # nofollow imports this module's messages
+
+    nofollow.replace(Path(path).parent, Path(path).name, write, fsync=False)
 
 
 # ---- Writing: never through a link, never outside the folder a file must stay in ----------------------------------

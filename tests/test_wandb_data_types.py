@@ -17,6 +17,7 @@ import pytest
 from tensorboard.backend.event_processing import event_accumulator as ea
 
 from runstore import media_store, run_files, run_store
+from runstore.safe_files import UnsafePath
 from tests.test_writers_wandb import history, inspect_records
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -227,7 +228,7 @@ def test_a_medium_that_cannot_be_stored_is_dropped_with_a_notice(tmp_path: Path)
     (run_dir,), output = run_script(tmp_path, BLOCKED)
     assert run_store.read_status(run_dir)["state"] == "finished"
     assert [r["loss"] for r in run_store.read_metrics(run_dir)[0]] == [0.5, 0.25]
-    assert "log(frame): not stored" in output
+    assert "artifacts/images: not stored: is not a folder" in output
 
 
 def test_save_and_artifacts_never_write_out_of_the_run_folder(tmp_path: Path) -> None:
@@ -238,15 +239,17 @@ def test_save_and_artifacts_never_write_out_of_the_run_folder(tmp_path: Path) ->
     (run_dir / "files").symlink_to(outside)  # a planted link out of the run folder
     source = tmp_path / "f.txt"
     source.write_text("x")
-    assert run_files.copy_into(run_dir, source, "files/f.txt") is None
+    with pytest.raises(UnsafePath, match="files: is a symbolic link"):
+        run_files.copy_into(run_dir, source, "files/f.txt")
     assert (
         run_files.copy_into(run_dir, source, "../f2.txt") is None
         and run_files.copy_into(run_dir, source, "/etc/x") is None
     )
     assert list(outside.iterdir()) == [] and not (tmp_path / "f2.txt").exists()
     (run_dir / "alerts.jsonl").symlink_to(source)
-    run_files.append_alert(run_dir, "t", "x", "INFO", None)
-    assert source.read_text() == "x" and len(run_files.alerts(run_dir)) == 1  # the link replaced, not written through
+    with pytest.raises(UnsafePath, match="alerts.jsonl: is a symbolic link"):
+        run_files.append_alert(run_dir, "t", "x", "INFO", None)
+    assert source.read_text() == "x" and run_files.alerts(run_dir) == []  # refused, never written through
 
 
 def test_chart_tables_and_histogram_bins_match_wandbs_own() -> None:

@@ -19,15 +19,16 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from runstore import atomic, media_store, run_store
+from runstore import atomic, media_store, nofollow, run_store
 from runstore.run_folder import RunFolder
+from runstore.safe_files import UnsafePath
 from training.writers.base import Bins, Images, MetricWriter, Progress, Table
 
 log = logging.getLogger(__name__)
@@ -61,7 +62,11 @@ class RunStoreWriter(MetricWriter):
     def __init__(self, run_dir: str | Path):
         self.run_dir = Path(run_dir)
         self.artifacts = RunFolder(self.run_dir).artifacts
-        self.artifacts.mkdir(parents=True, exist_ok=True)
+        self.run_dir.mkdir(parents=True, exist_ok=True)  # the run folder itself: the anchor every write starts from
+        try:
+            nofollow.make_folder(self.run_dir, self.artifacts)  # never entered through a link planted in the folder
+        except UnsafePath as exc:  # the scalars still go to metrics.jsonl; each media write refuses in one line
+            log.warning("%s", exc)
         self._t0 = time.monotonic()
         self._wall_at = (0.0, self._t0)  # (last progress.wall_seconds, monotonic time it arrived)
         self._buffer: list[dict[str, Any]] = []
@@ -155,11 +160,13 @@ class RunStoreWriter(MetricWriter):
     # -- artifacts ---------------------------------------------------------------------
     def write_tables(self, step: int, tables: Mapping[str, Table]) -> None:
         """The latest table of each tag as artifacts/tables/<tag>.json (what the page draws fits and reports from)."""
-        out = self.artifacts / "tables"
-        out.mkdir(exist_ok=True)
-        for tag, table in tables.items():
+
+        def one(tag: str, table: Table) -> None:
             doc = {"tag": tag, "step": int(step), "columns": list(table.columns), "rows": table.rows}
-            run_store.atomic_write_json(out / f"{media_store.tag_file(tag)}.json", doc, indent=None)
+            path = self.artifacts / "tables" / f"{media_store.tag_file(tag)}.json"
+            run_store.atomic_write_json(path, doc, indent=None, root=self.run_dir)
+
+        _each_tag(tables, one)
 
     def write_images(self, step: int, images: Mapping[str, np.ndarray | Images]) -> None:
         """Every image of each tag at this step, with captions, and the latest as artifacts/images/<tag>.png
@@ -168,39 +175,47 @@ class RunStoreWriter(MetricWriter):
             import PIL  # noqa: F401 - optional; TB and W&B still get the images
         except ImportError:
             return
-        for tag, img in images.items():
+
+        def one(tag: str, img: np.ndarray | Images) -> None:
             pixels, captions = (img.pixels, img.captions) if isinstance(img, Images) else ([img], [])
             pngs = [media_store.png_bytes(p) for p in pixels]
             media_store.write_image_step(self.run_dir, tag, step, pngs, captions)
+
+        _each_tag(images, one)
 
     def write_figures(self, step: int, figures: Mapping[str, dict[str, Any]]) -> None:
         """Each figure as artifacts/figures/<tag>/<step>.json (plotly JSON); the newest KEEP_FIGURES steps are kept."""
         import plotly.utils  # plotly's encoder turns NumPy arrays inside a figure into lists
 
-        for tag, fig in figures.items():
+        def one(tag: str, fig: dict[str, Any]) -> None:
             out = self.artifacts / "figures" / media_store.tag_file(tag)
-            out.mkdir(parents=True, exist_ok=True)
             data = json.dumps({"tag": tag, "step": int(step), "figure": fig}, cls=plotly.utils.PlotlyJSONEncoder)
-            atomic.atomic_write_bytes(out / f"{int(step):010d}.json", data.encode())
-            for old in sorted(out.glob("*.json"))[:-KEEP_FIGURES]:  # bounded: a long run keeps its recent steps
-                old.unlink(missing_ok=True)
+            atomic.atomic_write_bytes(out / f"{int(step):010d}.json", data.encode(), root=self.run_dir)
+            kept = sorted(n for n in nofollow.names(self.run_dir, out) if n.endswith(".json"))
+            for old in kept[:-KEEP_FIGURES]:  # bounded: a long run keeps its recent steps
+                nofollow.remove(self.run_dir, out / old)
+
+        _each_tag(figures, one)
 
     def write_texts(self, step: int, texts: Mapping[str, str]) -> None:
         """The latest text of each tag in artifacts/texts.json."""
         path = self.artifacts / "texts.json"
         doc = run_store.read_json(path, {}) or {}
         doc.update({tag: {"step": int(step), "text": str(text)} for tag, text in texts.items()})
-        run_store.atomic_write_json(path, doc)
+        run_store.atomic_write_json(path, doc, root=self.run_dir)
 
     def write_hparams(self, hparams: Mapping[str, Any]) -> None:
         """Nothing to do: config.json already holds the config."""
 
     def write_histograms(self, step: int, arrays: Mapping[str, np.ndarray | Bins]) -> None:
         """Each tag's bins at this step as a line of artifacts/histograms/<tag>.jsonl (runstore.media_store)."""
-        for tag, arr in arrays.items():
+
+        def one(tag: str, arr: np.ndarray | Bins) -> None:
             found = (arr.counts, arr.edges) if isinstance(arr, Bins) else media_store.bins(arr, media_store.RAW_BINS)
             if found is not None:
                 media_store.append_histogram(self.run_dir, tag, step, *found)
+
+        _each_tag(arrays, one)
 
     def write_summary(self, metrics: Mapping[str, float]) -> None:
         """Final metrics in status.json "final" (final_metrics.json is written once, with the run's end:
@@ -218,6 +233,19 @@ class RunStoreWriter(MetricWriter):
             if self._pool is not None:
                 self._pool.shutdown(wait=True)
                 self._pool = None
+
+
+def _each_tag(items: Mapping[str, Any], write: Callable[[str, Any], None]) -> None:
+    """`write(tag, value)` for every tag; a tag refused (a link or FIFO planted on its way) never keeps the others
+    from being written: the first refusal is raised after them (one line naming its path)."""
+    refused: UnsafePath | None = None
+    for tag, value in items.items():
+        try:
+            write(tag, value)
+        except UnsafePath as exc:
+            refused = refused or exc
+    if refused is not None:
+        raise refused
 
 
 def _lines(items: list[dict[str, Any] | tuple]) -> str:

@@ -38,7 +38,7 @@ from tensorboardX.proto.summary_pb2 import Summary, SummaryMetadata
 from tensorboardX.summary import custom_scalars
 from tensorboardX.summary import hparams as hparams_summary
 
-from runstore import tags
+from runstore import nofollow, tags
 from training.writers.base import Bins, Images, MetricWriter, Progress, Table
 from training.writers.tb_files import SyncSummaryWriter, image_summary
 
@@ -144,6 +144,8 @@ class TensorBoardWriter(MetricWriter):
         self._hparams: dict[str, Any] | None = None  # the settings written so far
         # Resuming from a checkpoint at step S: events a killed process wrote after S are purged.
         self._purge = None if resume_step is None else int(resume_step) + 1
+        # The event folder made (or entered) without following a link planted in the run folder: UnsafePath else.
+        nofollow.make_folder(Path(tb_root).parent, self.logdir)
         self.sw = SyncSummaryWriter(logdir=str(self.logdir), purge_step=self._purge)
         self._tables: dict[str, tuple[int, Table]] = {}
         self._step = int(resume_step or 0)

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from runstore import nofollow, run_folder
 from runstore.run_folder import RunFolder
 from training.writers.base import Bins, Images, MetricWriter, Progress, Table
 from training.writers.wandb import media as wandb_media
@@ -114,7 +115,7 @@ class WandbWriter(MetricWriter):
         """Init (falling back from online to offline), publish the info, then refill a resumed run."""
         try:
             earlier = wandb_mode.run_folders(self.run_dir, self._kwargs["id"])
-            error = self._init(mode, cfg_dict)
+            error = _folder_refused(self.run_dir, self._kwargs.get("dir")) or self._init(mode, cfg_dict)
             if error and mode == "online":
                 log.warning("W&B online init failed (%s); logging offline instead.", error)
                 self.info["error"] = error
@@ -306,3 +307,16 @@ def _wandb_histogram(wandb: Any, value: np.ndarray | Bins) -> Any:
     if isinstance(value, Bins):
         return wandb.Histogram(np_histogram=(np.asarray(value.counts).tolist(), np.asarray(value.edges).tolist()))
     return wandb.Histogram(np.asarray(value).ravel(), num_bins=32)  # as wandb.log bins an array it is given
+
+
+def _folder_refused(run_dir: Path, wandb_dir: str | None) -> str | None:
+    """Why W&B may not write into the run folder's wandb/ (a link or a file planted there), else None: W&B's
+    own files are written by wandb, so its folder is made (or entered) here first without following a link."""
+    if wandb_dir is None or Path(wandb_dir) != Path(run_dir).resolve():
+        return None  # $WANDB_DIR: the user's own folder
+    try:
+        nofollow.make_folder(run_dir, run_folder.WANDB)
+    except OSError as exc:
+        return str(exc)
+    return None
+
