@@ -15,7 +15,7 @@ fi
 [ -d .gpu/data ] && export JAXDASH_DATA_DIR=$PWD/.gpu/data
 export WANDB_MODE=offline WANDB_SILENT=true PYTHONUNBUFFERED=1
 # train_speed's parent holds JAX beside its CLI child: without a share each, the child's second
-# run found no GPU memory ("Failed to initialize BLASLT support"), session 26.
+# run finds no GPU memory ("Failed to initialize BLASLT support").
 export XLA_PYTHON_CLIENT_MEM_FRACTION=${XLA_PYTHON_CLIENT_MEM_FRACTION:-0.3}
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null
 $PY -c "import jax, flax, optax; print('jax', jax.__version__, 'flax', flax.__version__, 'optax', optax.__version__, jax.devices())"

@@ -1,12 +1,11 @@
 """plotly.js asked for by the HTML of the pages that open on a chart: a fresh tab loads it beside Streamlit's own.
 
-A fresh tab runs Streamlit's JavaScript (~1 s here), then the page's script; only when the first chart
-component arrived did it ask for plotly.js (1.2 MB), whose download and evaluation (0.3-1.0 s on a busy
-2-core machine) then came last, right before the first draw. The HTML of a page that opens on a chart now
-carries a small script that starts loading it at once, `async`: it never holds the page up, and by the
-time a chart arrives Plotly is there. Live and Run detail of a 2,000-record run in fresh tabs
-(benchmarks/scale.py, 5 tabs, two runs each, session 26): 1.53/1.63 -> 1.42/1.46 s and 1.66/1.88 ->
-1.55/1.64 s.
+A fresh tab runs Streamlit's JavaScript (~1 s on a busy 2-core machine), then the page's script; left to the
+first chart component, the request for plotly.js (1.2 MB), whose download and evaluation take 0.3-1.0 s there,
+would come last, right before the first draw. So the HTML of a page that opens on a chart carries a small
+script that starts loading it at once, `async`: it never holds the page up, and by the time a chart arrives
+Plotly is there. Live of a 2,000-record run in fresh tabs (benchmarks/scale.py, 5 tabs, two runs each, a
+2-core CPU VM): 1.53/1.63 s without the script, 1.42/1.46 s with it; Run detail 1.66/1.88 and 1.55/1.64 s.
 
 The script leaves its promise where the chart component looks for it (`window.__jaxdashPlotly.basic`,
 dashboard/panels/inplace_chart.py); if it fails, the component loads plotly.js itself.
@@ -33,8 +32,8 @@ VENDOR = Path(__file__).resolve().parent.parent / "panels" / "vendor"  # plotly-
 PLOTLY_DATA = Path(plotly.__file__).resolve().parent / "package_data"  # plotly.min.js, the full bundle
 BASIC_JS = "plotly-basic.min.js"
 # The url paths (dashboard/app.py) of the pages that draw a chart as they open. The Runs page is not one:
-# there plotly.js's evaluation competed with the runs table (2,000 runs: 1.51/1.57 -> 1.69/1.87 s), and a
-# comparison of 50 runs gained nothing (2.07/2.06 -> 2.11/2.31 s); scale.py, session 26.
+# there plotly.js's evaluation competes with the runs table (2,000 runs: 1.51/1.57 s without the script,
+# 1.69/1.87 s with it), and a comparison of 50 runs gains nothing (2.07/2.06 vs 2.11/2.31 s; scale.py).
 CHART_PAGES = ("live", "detail")
 Scope = MutableMapping[str, Any]
 
