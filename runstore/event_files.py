@@ -110,6 +110,12 @@ class RecordReader:
         self.offset = 0
         self.more = False  # the last call stopped at READ_BUDGET with complete records left: read again
         self.progress_at = 0.0  # time.monotonic() of the last record read: a slow read still moves, a stalled one not
+        self._paused = False  # `pause` was called during this call: no further record is read
+
+    def pause(self) -> None:
+        """Stop this call after the record it yielded last (its decoded tensors used their budget); the next
+        call reads on from there, as after READ_BUDGET."""
+        self._paused = True
 
     def records(self) -> Iterator[bytes]:
         """The complete records appended since the last call.
@@ -121,9 +127,9 @@ class RecordReader:
         fd = open_event_file(self.path, self.logdir)
         try:
             size = os.fstat(fd).st_size
-            budget, self.more = READ_BUDGET, False
+            budget, self.more, self._paused = READ_BUDGET, False, False
             while size - self.offset >= HEADER:
-                if budget <= 0:
+                if budget <= 0 or self._paused:
                     self.more = True
                     return
                 data = self._next(fd, size)

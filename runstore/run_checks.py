@@ -13,9 +13,9 @@ import math
 from pathlib import Path
 from typing import Any
 
-from runstore.safe_files import NOT_REGULAR, read_regular
+from runstore import small_json
+from runstore.safe_files import NOT_REGULAR
 
-MAX_JSON_BYTES = 16 << 20  # config.json and status.json are a few KB; anything this big is not ours
 _NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf, "Infinity": math.inf, "-Infinity": -math.inf}
 _MAX_TIME = 1e11  # a unix time beyond year 5000 is damage, and datetime could not show it
 
@@ -35,22 +35,22 @@ def _kind(v: Any) -> str:
 
 
 def load_json_object(path: Path) -> dict[str, Any] | None:
-    """A run file's JSON object; None if the file does not exist.
+    """A run file's JSON object, read within its bounds (runstore/small_json.py); None if the file does not exist.
 
     Raises:
-      DamagedRunFile: unreadable, too large, not JSON (e.g. truncated) or not a JSON object.
+      DamagedRunFile: unreadable, over a bound (size, entries, depth), not JSON (e.g. truncated) or not an object.
     """
     path = Path(path)
     try:
-        raw = read_regular(path, MAX_JSON_BYTES + 1)  # no link followed, no FIFO waited on
+        raw = small_json.read_checked(path)  # no link followed, no FIFO waited on, nothing huge parsed
     except FileNotFoundError:
         return None
+    except small_json.TooLarge as exc:
+        raise DamagedRunFile(f"{path.name}: {exc}; not read (a run file of jaxdash is far smaller)") from None
     except OSError as exc:
         why = "a symbolic link; run files are never read through links" if exc.errno == errno.ELOOP else None
         why = why or (NOT_REGULAR if exc.errno == errno.EINVAL else exc.strerror or type(exc).__name__)
         raise DamagedRunFile(f"{path.name}: cannot be read ({why})") from None
-    if len(raw) > MAX_JSON_BYTES:
-        raise DamagedRunFile(f"{path.name}: larger than {MAX_JSON_BYTES >> 20} MB, not a run file")
     if not raw.strip():
         raise DamagedRunFile(f"{path.name}: empty (truncated?)")
     try:

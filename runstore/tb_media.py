@@ -14,48 +14,43 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from tensorboard.compat.proto import types_pb2
 
-from runstore import media_store, run_store, safe_files
+from runstore import media_store, run_store, safe_files, tb_tensors
 
 MAX_TEXT = 100_000  # characters of one text value kept
 Item = tuple[str, str, int, Any]  # kind ("image", "histogram", "text", "hparams"), tag, step, payload
 
 
-def _tensor(value: Any) -> np.ndarray | None:
-    from tensorboard.util import tensor_util
-
-    dims = [d.size for d in value.tensor.tensor_shape.dim]
-    if any(d < 0 for d in dims) or int(np.prod(dims, dtype=np.int64)) > 1_000_000:
-        return None  # a claimed shape is never expanded past what a summary holds
-    try:
-        return tensor_util.make_ndarray(value.tensor)
-    except (ValueError, TypeError):
-        return None
-
-
-def _histogram(array: np.ndarray) -> tuple[list[float], list[float]] | None:
-    """(counts, edges) of TensorBoard's [k, 3] buckets (left, right, count); None for another shape. No bucket (a
-    histogram of nothing) is ([], []): TensorBoard lists that step with no bucket, so the mirror keeps it too."""
+def _histogram(array: np.ndarray, budget: tb_tensors.Budget | None) -> tuple[list[float], list[float]] | None:
+    """(counts, edges) of TensorBoard's [k, 3] buckets (left, right, count); None for another shape, or when the
+    lists (~64 bytes a bucket) do not fit in `budget`. No bucket (a histogram of nothing) is ([], []): TensorBoard
+    lists that step with no bucket, so the mirror keeps it too."""
     if array.ndim != 2 or array.shape[1] != 3 or array.dtype.kind not in "fiu":
         return None
     if array.shape[0] == 0:
         return [], []
+    if budget is not None and not budget.take(array.shape[0] * 64):
+        return None
     buckets = array.astype(np.float64)
     if not np.isfinite(buckets).all():
         return None
     return buckets[:, 2].tolist(), buckets[:, 0].tolist() + [float(buckets[-1, 1])]
 
 
-def _text(array: np.ndarray) -> str:
-    """A text summary's strings: one as it is, several one a line (a table's rows joined by " | ")."""
-
-    def dec(b: Any) -> str:
-        return b.decode("utf-8", "replace") if isinstance(b, bytes) else str(b)
-
-    if array.size == 1:
-        return dec(array.reshape(()).item())[:MAX_TEXT]
-    rows = array.reshape(array.shape[0], -1) if array.ndim else array.reshape(1, 1)
-    return "\n".join(" | ".join(dec(c) for c in row) for row in rows)[:MAX_TEXT]
+def _text(tensor: Any) -> str:
+    """A text summary's strings: one as it is, several one a line (a table's rows joined by " | "), cut to MAX_TEXT
+    characters as they are read: nothing past the cut is decoded or joined (a million copies of one string claimed)."""
+    pieces: list[str] = []
+    length = 0
+    for r, row in enumerate(tb_tensors.text_rows(tensor)):
+        for c, cell in enumerate(row):
+            piece = ("\n" if r and not c else " | " if c else "") + cell[: MAX_TEXT - length].decode("utf-8", "replace")
+            pieces.append(piece)
+            length += len(piece)
+            if length >= MAX_TEXT:
+                return "".join(pieces)[:MAX_TEXT]
+    return "".join(pieces)
 
 
 def _hparams(content: bytes) -> dict[str, Any] | None:
@@ -76,8 +71,9 @@ def _hparams(content: bytes) -> dict[str, Any] | None:
     return out
 
 
-def media_of(event: Any, prefix: str = "") -> list[Item]:
-    """The image, histogram, text and hparams values of one event, tags under the split's `prefix`."""
+def media_of(event: Any, prefix: str = "", budget: tb_tensors.Budget | None = None) -> list[Item]:
+    """The image, histogram, text and hparams values of one event, tags under the split's `prefix`; a tensor
+    claiming more than its bytes hold, or past what is left of `budget`, is left out (runstore/tb_tensors.py)."""
     out: list[Item] = []
     step = int(event.step)
     for value in event.summary.value:
@@ -90,22 +86,26 @@ def media_of(event: Any, prefix: str = "") -> list[Item]:
             continue
         if plugin not in ("images", "histograms", "text") or not value.HasField("tensor"):
             continue
-        array = _tensor(value)
+        if plugin == "text":
+            if value.tensor.dtype == types_pb2.DT_STRING:
+                text = _text(value.tensor)
+                if budget is None or budget.take(len(text) * 4):
+                    out.append(("text", tag, step, text))
+            continue
+        array = tb_tensors.to_array(value.tensor, budget)
         if array is None:
             continue
         if plugin == "images" and array.ndim == 1 and array.size >= 3 and array.dtype.kind in "OSU":
             out.append(("image", tag, step, [bytes(b) for b in array[2:]]))  # [width, height, png, ...]
-        elif plugin == "histograms" and (hist := _histogram(array)) is not None:
+        elif plugin == "histograms" and (hist := _histogram(array, budget)) is not None:
             out.append(("histogram", tag, step, hist))
-        elif plugin == "text" and array.dtype.kind in "OSU":
-            out.append(("text", tag, step, _text(array)))
     return out
 
 
-def safe_media_of(event: Any, prefix: str = "") -> list[Item]:
+def safe_media_of(event: Any, prefix: str = "", budget: tb_tensors.Budget | None = None) -> list[Item]:
     """`media_of`, or nothing for an event whose media cannot be read (its scalars are still mirrored)."""
     try:
-        return media_of(event, prefix)
+        return media_of(event, prefix, budget)
     except Exception:  # noqa: BLE001 - a value of an unexpected shape: left out, never the file's damage
         return []
 

@@ -19,7 +19,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-from runstore import tb_media
+from runstore import tb_media, tb_tensors
 from runstore.event_files import BoundedEventFileLoader, DamagedEventFile
 
 MAX_THREADS = 4  # reading threads of one sync (each holds at most one record and its parse: event_files.MAX_RECORD)
@@ -29,8 +29,6 @@ Event = tuple[float, int, list[tuple[str, float]]]  # wall time, step, scalar va
 
 def scalars(event: Any) -> list[tuple[str, float]]:
     """The scalar values of one event: simple_value (tensorboardX, TF1) or a one-element tensor (TF2, CLU)."""
-    from tensorboard.util import tensor_util
-
     out = []
     for value in event.summary.value:
         if value.HasField("simple_value"):
@@ -38,11 +36,8 @@ def scalars(event: Any) -> list[tuple[str, float]]:
         elif value.HasField("tensor") and value.metadata.plugin_data.plugin_name in ("scalars", ""):
             if any(d.size != 1 for d in value.tensor.tensor_shape.dim):
                 continue  # not one value; a claimed shape is never expanded (2**40 elements from one float_val)
-            try:
-                array = tensor_util.make_ndarray(value.tensor)
-            except (ValueError, TypeError):  # content that does not fit its shape or dtype: not a scalar
-                continue
-            if array.size == 1 and array.dtype.kind in "fiu":
+            array = tb_tensors.to_array(value.tensor)  # None: content that does not fit its shape or dtype
+            if array is not None and array.size == 1 and array.dtype.kind in "fiu":
                 out.append((value.tag, float(array.reshape(()))))
     return out
 
@@ -50,13 +45,18 @@ def scalars(event: Any) -> list[tuple[str, float]]:
 def read_new(loader: BoundedEventFileLoader, prefix: str) -> tuple[list[Event], BaseException | None]:
     """The scalar events appended to an event file since its last read (all of it the first time), and the
     error that stopped the read early (None if it read to the end): events before a damaged record are kept.
-    The events' images, histograms, text and hparams (runstore/tb_media.py) go to `loader.media` if it is set."""
+    The events' images, histograms, text and hparams (runstore/tb_media.py) go to `loader.media` if it is set,
+    their tensors within one budget (runstore/tb_tensors.py): once half of it is taken, the read stops after the
+    record in hand and the next sync reads on, so the media held between two writes stay bounded."""
     media: list[tb_media.Item] | None = getattr(loader, "media", None)
+    budget = tb_tensors.Budget()
     events = []
     try:
         for event in loader.Load():
             if media is not None:
-                media += tb_media.safe_media_of(event, prefix)
+                media += tb_media.safe_media_of(event, prefix, budget)
+                if budget.spent:
+                    loader.reader.pause()
             values = scalars(event)
             if values:
                 tagged = [(tag if tag.startswith(prefix) else prefix + tag, v) for tag, v in values]

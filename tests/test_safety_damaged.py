@@ -62,7 +62,7 @@ DAMAGED: dict[str, tuple[dict[str, str | bytes], str]] = {
         "config.json: 'config.hidden' must be a list of integers",
     ),
     "cfg-not-utf8": ({"config.json": b'{"task": "\xff\xfe"}'}, "config.json: not UTF-8"),
-    "cfg-deep": ({"config.json": "[" * 100_000 + "]" * 100_000}, "config.json: not valid JSON"),
+    "cfg-deep": ({"config.json": "[" * 100_000 + "]" * 100_000}, "config.json: nested 100,000 deep, over the limit"),
     "cfg-inf-created": ({"config.json": _config().replace('"created": ', '"created": Infinity, "x": ')}, "'created'"),
     "status-list": ({"config.json": _config(), "status.json": "[1, 2, 3]"}, "status.json: must be a JSON object"),
     "status-state-int": ({"config.json": _config(), "status.json": _status(state=7)}, "status.json: 'state' must"),
