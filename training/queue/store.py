@@ -8,7 +8,8 @@ be cancelled. The limit defaults to the cores and free memory (`default_limit`) 
 Every row is signed with this user's key and carries a nonce spent when it starts
 (training/queue/signing.py); dispatch refuses any other row and any row started before.
 queue.db (and the job logs under `.queue/`) are never written through a link or outside the runs
-root (runstore/safe_files.py); a damaged, read-only, locked or linked queue.db raises `QueueError`,
+root (runstore/safe_files.py); queue.db is readable by its owner only (0600), and a job's secrets
+(a sweep worker's database password) travel in its environment, never in its row; a damaged, read-only, locked or linked queue.db raises `QueueError`,
 one line saying what is wrong and what to do.
 """
 
@@ -27,7 +28,7 @@ from typing import Any
 
 import psutil
 
-from runstore import safe_files
+from runstore import private_files, safe_files
 from training.queue import signing
 from training.queue.children import adopt, job_alive
 from training.queue.errors import QueueError, describe
@@ -77,8 +78,11 @@ class Queue:
         self.path = self.root / "queue.db"
         self.logs = self.root / ".queue"
         self.wait_s = wait_s
+        self._env: dict[int, dict[str, str]] = {}  # extra environment of jobs this object submitted (secrets)
         try:
             self.root.mkdir(parents=True, exist_ok=True)
+            if not private_files.create_private(self.path):  # 0600: its rows are this user's commands
+                private_files.tighten(self.path)  # one made before may hold a password in its old rows
         except OSError as exc:
             raise QueueError(describe(exc, self.path, wait_s)) from None
         with self._db() as db:
@@ -132,8 +136,14 @@ class Queue:
         with self._db() as db:
             db.execute("insert or replace into settings values ('limit', ?)", (str(n),))
 
-    def submit(self, argv: list[str], label: str = "", log: Path | None = None) -> int:
-        """Queue `python -m training ARGV` (its output to `log`, else `log_path(job)`); returns the job id."""
+    def submit(
+        self, argv: list[str], label: str = "", log: Path | None = None, env: dict[str, str] | None = None
+    ) -> int:
+        """Queue `python -m training ARGV` (its output to `log`, else `log_path(job)`); returns the job id.
+
+        `env`: variables added to the job's environment when this object starts it (a password: never
+        written to queue.db; a job another process starts runs without them).
+        """
         argv_json, log_text, nonce = json.dumps(argv), str(log) if log else None, signing.new_nonce()
         signing.sign(self.root, 0, argv_json, log_text, nonce)  # a refused key (KeyRefused) before any row is written
         with self._db() as db:
@@ -151,6 +161,8 @@ class Queue:
                 if db.in_transaction:
                     db.execute("rollback")
                 raise
+        if env:
+            self._env[job] = dict(env)
         return job
 
     def cancel(self, job: int) -> bool:
@@ -275,6 +287,7 @@ class Queue:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,  # a Ctrl-C in the submitting terminal does not kill queued work
+                env={**os.environ, **self._env[job]} if job in self._env else None,
             )
         adopt(proc)
         return proc.pid

@@ -53,11 +53,14 @@ def run_sweep(task: str, task_cls: type, raw: dict[str, Any], args: argparse.Nam
     if workers > 1:
         from training.queue import store as queue
 
+        # queue.db and the workers' command lines get the URL without its password; the workers this
+        # process starts get it in their environment (readable by this user only, unlike `ps`).
+        stored, password = server.without_password(url)
+        env = {server.PASSWORD_ENV: password} if password else None
         try:
             db = queue.Queue(root)
-            helpers = [
-                db.submit(_worker_argv(name, url, root, args), label=f"{name} worker") for _ in range(workers - 1)
-            ]
+            argv = _worker_argv(name, stored, root, args)
+            helpers = [db.submit(argv, label=f"{name} worker", env=env) for _ in range(workers - 1)]
             db.dispatch()
         except OSError as exc:  # QueueError, KeyRefused: one line naming the file and the fix
             raise ConfigError({"workers": f"need the run queue, which cannot be used: {exc}"}) from None
@@ -77,7 +80,10 @@ def _first(p: Any) -> Any:
 
 
 def worker_main(argv: list[str]) -> int:
-    """`python -m training worker --sweep NAME --storage URL [--runs-root DIR] [--max-parallel K]`."""
+    """`python -m training worker --sweep NAME --storage URL [--runs-root DIR] [--max-parallel K]`.
+
+    A server URL without a password takes $JAXDASH_STORAGE_PASSWORD's, else libpq's $PGPASSWORD or ~/.pgpass.
+    """
     from training.settings import ConfigError
     from training.sweep.worker import run_worker
 
@@ -91,10 +97,9 @@ def worker_main(argv: list[str]) -> int:
     from training.cli import wandb_mode
 
     root = run_store.runs_root(args.runs_root)
+    url = server.with_env_password(args.storage or studies.default_url(root))  # a sweep's workers: no password in ps
     try:
-        states = run_worker(
-            args.sweep, args.storage or studies.default_url(root), root, args.max_parallel, wandb_mode(args.wandb)
-        )
+        states = run_worker(args.sweep, url, root, args.max_parallel, wandb_mode(args.wandb))
     except ConfigError as exc:
         print("error: " + "; ".join(f"--{k.replace('_', '-')} {v}" for k, v in exc.errors.items()), file=sys.stderr)
         return 2

@@ -4,7 +4,10 @@ SQLite next to the runs is the embedded default; a team's workers on several mac
 PostgreSQL database instead (`postgresql://USER:PASSWORD@HOST:5432/DB`, driven by psycopg 3, which
 SQLAlchemy picks for `postgresql://`). What differs from a file storage lives here:
 
-- the URL is shown with its password hidden (`***`) in every message and printed line;
+- the URL is shown with its password hidden (`***`) in every message and printed line, and stored
+  or passed to the workers a sweep starts without it (`without_password`): queue.db and their
+  command lines (`ps`) never hold it; they take it from $JAXDASH_STORAGE_PASSWORD (`with_env_password`),
+  or libpq's own $PGPASSWORD and ~/.pgpass, as PostgreSQL's tools do;
 - one engine per URL and process (the Sweeps page reloads every few seconds: a new engine each
   time would leave a pool of connections open on the server per reload), connections checked
   before use (a server restart or a dropped idle connection is reconnected, not a failed trial)
@@ -17,6 +20,7 @@ SQLAlchemy picks for `postgresql://`). What differs from a file storage lives he
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import zlib
 from collections.abc import Iterator
@@ -30,6 +34,9 @@ from sqlalchemy.engine import make_url
 CONNECT_TIMEOUT_S = 10
 # One advisory lock key for every jaxdash claim in a database (pg_advisory_lock takes a bigint).
 CLAIM_KEY = zlib.crc32(b"jaxdash:sweep-claim")
+# The password of a server URL given without one: how a sweep hands its own to the workers it starts
+# (their environment, readable by this user only, not their command line).
+PASSWORD_ENV = "JAXDASH_STORAGE_PASSWORD"
 DRIVER_FIX = "pip install 'psycopg[binary]' (in requirements.txt; or pip install 'jax-dashboard[postgres]')"
 
 # What a storage call raises when its database fails: Optuna wraps SQLAlchemy's errors in a commit.
@@ -52,6 +59,39 @@ def shown(url: str) -> str:
         return make_url(url).render_as_string(hide_password=True)
     except (sqlalchemy.exc.ArgumentError, ValueError):
         return url.split("://", 1)[0] + "://..."  # unparsable: never echo what may hold a password
+
+
+def without_password(url: str) -> tuple[str, str | None]:
+    """(`url` with its password removed, the password): a server URL's password kept out of files and `ps`.
+
+    A URL SQLAlchemy cannot parse, or one without a password, comes back as it is, with None.
+    """
+    if not is_server(url):
+        return url, None
+    try:
+        parsed = make_url(url)
+    except (sqlalchemy.exc.ArgumentError, ValueError):
+        return url, None
+    if parsed.password is None:
+        return url, None
+    return parsed._replace(password=None).render_as_string(hide_password=False), str(
+        parsed.password
+    )  # set() skips None
+
+
+def with_env_password(url: str) -> str:
+    """A server URL without a password, given $JAXDASH_STORAGE_PASSWORD's (a sweep's workers get it so);
+    any other URL as it is (libpq reads $PGPASSWORD and ~/.pgpass itself)."""
+    password = os.environ.get(PASSWORD_ENV)
+    if not password or not is_server(url):
+        return url
+    try:
+        parsed = make_url(url)
+    except (sqlalchemy.exc.ArgumentError, ValueError):
+        return url
+    if parsed.password is not None:
+        return url
+    return parsed.set(password=password).render_as_string(hide_password=False)
 
 
 def engine_kwargs(url: str) -> dict[str, Any]:
@@ -93,10 +133,18 @@ def open_error(url: str, exc: BaseException) -> str:
         else:
             fix = f"install the Python driver for {scheme}"
         return f"cannot open {shown(url)}: its database driver is not installed ({reason}); {fix}"
+    password = "password in the URL" if _has_password(url) else f"password (${PASSWORD_ENV}, $PGPASSWORD or ~/.pgpass)"
     return (
         f"cannot open {shown(url)} ({reason}); check that the server is running and reachable from this machine, "
-        "and the user, password and database in the URL (createdb DB makes the database)"
+        f"the user and database in the URL and the {password} (createdb DB makes the database)"
     )
+
+
+def _has_password(url: str) -> bool:
+    try:
+        return make_url(url).password is not None
+    except (sqlalchemy.exc.ArgumentError, ValueError):
+        return True
 
 
 def lost_error(url: str, exc: BaseException) -> str:

@@ -7,6 +7,7 @@ nothing else. Default storage: SQLite next to the runs, `<runs root>/sweeps.db`.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import os
@@ -18,7 +19,7 @@ from typing import Any
 import optuna
 import sqlalchemy.exc
 
-from runstore import safe_files
+from runstore import private_files, safe_files
 from training.settings import ConfigError
 from training.sweep import server
 from training.sweep.flags import METHODS
@@ -76,6 +77,13 @@ def checked_file(url: str) -> str | None:
     return path
 
 
+def _create_private(path: str) -> None:
+    """A new sweeps.db or journal made 0600 before Optuna writes a study into it (a shared filesystem's
+    other users read nothing); an existing one, or one in a missing folder, is left to Optuna."""
+    with contextlib.suppress(OSError):
+        private_files.create_private(path)
+
+
 def storage(url: str) -> optuna.storages.BaseStorage:
     """An RDB storage (sqlite:///, postgresql://, mysql://) with heartbeats, or `journal:PATH`.
 
@@ -87,6 +95,8 @@ def storage(url: str) -> optuna.storages.BaseStorage:
     A file storage is checked first (`checked_file`: no links).
     """
     path = checked_file(url)
+    if path and path != ":memory:":
+        _create_private(path)
     if url.startswith("journal:"):
         backend = optuna.storages.journal.JournalFileBackend(
             path, lock_obj=optuna.storages.journal.JournalFileOpenLock(path)
