@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from runstore import nofollow
-from runstore.safe_files import UnsafePath, open_regular
+from runstore import nofollow, small_json
+from runstore.safe_files import UnsafePath
 
 
 def atomic_write_json(path: Path, data: Any, indent: int | None = 1, root: Path | None = None) -> None:
@@ -75,11 +75,11 @@ def _jsonable(x: Any) -> Any:
 
 
 def read_json(path: Path, default: Any = None) -> Any:
-    """Parsed JSON, or `default` if missing or unreadable."""
+    """Parsed JSON, or `default` if missing, unreadable or over its bounds (runstore/small_json.py: size, entries,
+    depth); never through a link, never a FIFO (runstore/safe_files.py)."""
     try:
-        with open_regular(path) as f:  # never through a link, never a FIFO (runstore/safe_files.py)
-            return json.load(f)
-    except (OSError, ValueError, RecursionError):
+        return small_json.load(path)
+    except (OSError, ValueError, RecursionError):  # small_json.TooLarge is a ValueError
         return default
 
 

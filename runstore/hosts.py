@@ -29,6 +29,7 @@ from runstore.run_checks import DamagedRunFile, load_json_object, number_or_none
 FILE = "hosts.json"
 HOST_STATES = ("waiting", "running", "finished", "stopped", "failed", "crashed")
 STALE_S = 60.0  # process 0 rewrites hosts.json every heartbeat (2 s): this long without, it no longer reports
+MAX_HOSTS = 16_384  # processes of one job shown (a TPU pod's largest slices have a few thousand hosts)
 
 
 def write_hosts(run_dir: Path, processes: int, hosts: list[dict[str, Any]]) -> None:
@@ -55,6 +56,11 @@ def read_hosts(run_dir: Path, now: float | None = None) -> tuple[list[dict[str, 
     found = doc.get("hosts")
     if not isinstance(found, list) or not all(isinstance(h, dict) for h in found):
         return [], f"{FILE}: 'hosts' is not a list of objects; the hosts of this run are not shown."
+    if len(found) > MAX_HOSTS:  # hosts.json is within runstore/small_json.py's bounds, but each host shown costs ~1 KB
+        return (
+            [],
+            f"{FILE}: {len(found):,} hosts, over the limit of {MAX_HOSTS:,}; the hosts of this run are not shown.",
+        )
     shown = [_shown(h) for h in found]
     updated = number_or_none(doc.get("updated"))
     stale = updated is None or (time.time() if now is None else now) - updated > STALE_S

@@ -9,11 +9,10 @@ save replaces it.
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 
+from runstore import small_json
 from runstore.atomic import atomic_write_json
-from runstore.safe_files import open_regular
 
 LAYOUT_FILE = "dashboard_layout.json"
 
@@ -36,12 +35,12 @@ def _read(root: Path) -> tuple[dict, str | None]:
     """The whole document and a problem (None when fine or missing)."""
     file = path(root)
     try:
-        with open_regular(file) as f:
-            doc = json.load(f)
+        doc = small_json.load(file)  # never through a link, never a FIFO; size, entries and depth bounded
     except FileNotFoundError:
         return {}, None
     except (OSError, ValueError, RecursionError) as exc:
-        return {}, f"{file}: not readable ({type(exc).__name__}); the panel layout starts empty. Delete or fix it."
+        why = str(exc) if isinstance(exc, small_json.TooLarge) else f"not readable ({type(exc).__name__})"
+        return {}, f"{file}: {why}; the panel layout starts empty. Delete or fix it."
     if not isinstance(doc, dict) or not isinstance(doc.get("projects", {}), dict):
         return {}, f'{file}: expected {{"projects": {{...}}}}; the panel layout starts empty. Delete or fix it.'
     return doc, None

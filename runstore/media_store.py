@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,11 @@ from runstore import nofollow, run_store, safe_files
 KEEP_STEPS = 200  # steps of each image tag kept (a long run keeps its recent ones)
 NUM_BINS = 64  # wandb.Histogram's default
 RAW_BINS = 32  # what W&B bins an array logged as it is (more than 32 numbers) into
+# Bytes of .jsonl read for one page (histograms: shared by a run's tags): the newest steps. 16 MB of histogram
+# lines parse into ~70 MB of floats; a line (one step) over MAX_LINE is skipped (W&B's 512 bins are ~20 KB).
+READ_BYTES = 16 * 2**20
+MIN_SHARE = 64 * 2**10  # each histogram tag's tail is at least this
+MAX_LINE = 4 * 2**20
 
 
 def tag_file(tag: str) -> str:
@@ -168,17 +174,15 @@ def _image_step(folder: Path, meta: Path) -> ImageStep | None:
 
 
 def histograms(run_dir: Path) -> dict[str, list[tuple[int, list[float], list[float]]]]:
-    """Every histogram tag's (step, counts, edges) lines, oldest first; damaged lines skipped."""
+    """Every histogram tag's (step, counts, edges) lines, oldest first, from the newest READ_BYTES of them all
+    (`tail_lines`: each tag's share, at least MIN_SHARE); damaged lines skipped."""
     root = Path(run_dir) / "artifacts" / "histograms"
     if not safe_files.inside(run_dir, root) or not root.is_dir():
         return {}
     out: dict[str, list[tuple[int, list[float], list[float]]]] = {}
-    for path in sorted(p for p in root.glob("*.jsonl") if safe_files.is_regular(p)):
-        try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except OSError:
-            continue
-        for line in lines:
+    paths = sorted(p for p in root.glob("*.jsonl") if safe_files.is_regular(p))
+    for path in paths:
+        for line in tail_lines(path, max(READ_BYTES // len(paths), MIN_SHARE)):
             try:
                 doc = json.loads(line)
                 item = (int(doc["step"]), list(map(float, doc["counts"])), list(map(float, doc["edges"])))
@@ -189,26 +193,41 @@ def histograms(run_dir: Path) -> dict[str, list[tuple[int, list[float], list[flo
 
 
 def texts(run_dir: Path) -> dict[str, list[tuple[int, str]]]:
-    """Every text tag's (step, text) lines, oldest first; damaged lines skipped."""
+    """Every text tag's (step, text) lines, oldest first, within READ_BYTES as `histograms`; damaged lines skipped."""
     root = Path(run_dir) / "artifacts" / "texts"
     if not safe_files.inside(run_dir, root) or not root.is_dir():
         return {}
     out: dict[str, list[tuple[int, str]]] = {}
-    for path in sorted(p for p in root.glob("*.jsonl") if safe_files.is_regular(p)):
-        for doc in json_lines(path):
+    paths = sorted(p for p in root.glob("*.jsonl") if safe_files.is_regular(p))
+    for path in paths:
+        for doc in json_lines(path, max(READ_BYTES // len(paths), MIN_SHARE)):
             if isinstance(doc.get("text"), str) and isinstance(doc.get("step"), int):
                 out.setdefault(str(doc.get("tag", path.stem.replace("__", "/"))), []).append((doc["step"], doc["text"]))
     return out
 
 
-def json_lines(path: Path) -> list[dict[str, Any]]:
-    """The JSON objects of a .jsonl file; a torn or damaged line is skipped."""
+def tail_lines(path: Path, max_bytes: int = READ_BYTES) -> list[str]:
+    """The lines of the last `max_bytes` of a regular, non-link file (the newest steps; a line cut at the start of
+    that window is dropped, so is one longer than MAX_LINE); [] if it cannot be read. Never more is read, so a
+    file's size costs the page nothing (a run logging a histogram every step for days)."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        with safe_files.open_regular(path) as f:
+            size = os.fstat(f.fileno()).st_size
+            start = max(size - max_bytes, 0)
+            f.seek(start)
+            data = f.read(max_bytes)
     except OSError:
         return []
+    lines = data.split(b"\n")
+    if start:
+        lines = lines[1:]  # begins inside a line
+    return [line.decode("utf-8", "replace") for line in lines if 0 < len(line) <= MAX_LINE]
+
+
+def json_lines(path: Path, max_bytes: int = READ_BYTES) -> list[dict[str, Any]]:
+    """The JSON objects of a .jsonl file's last `max_bytes` (`tail_lines`); a torn or damaged line is skipped."""
     out = []
-    for line in lines:
+    for line in tail_lines(path, max_bytes):
         try:
             doc = json.loads(line)
         except ValueError:
