@@ -1,5 +1,5 @@
-"""README's path of a metric matches the code: at most 10 files from `run.log` to the pixel, none twice,
-every name it gives defined where it says (read with ast, nothing imported)."""
+"""The path of a metric in docs/architecture.md matches the code: at most 10 files from `run.log` to the pixel,
+none twice, every name it gives defined where it says (read with ast, nothing imported)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ STEP = re.compile(r"^(\d+)\. `([\w/]+\.py)`: (.*)$")
 
 
 def _section() -> str:
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "architecture.md").read_text()
     start = text.index("The path of a metric, from a script's `run.log`")
-    return text[start : text.index("\n\n", start)]
+    end = text.find("\n## ", start)  # the section runs to the next heading
+    return text[start : end if end >= 0 else len(text)]
 
 
 def _steps() -> list[tuple[int, str, str]]:
