@@ -16,7 +16,7 @@ if str(ROOT) not in sys.path:
 import streamlit as st  # noqa: E402
 
 from dashboard import state  # noqa: E402
-from dashboard.panels import panels  # noqa: E402
+from dashboard.panels import panels, safe_text  # noqa: E402
 from dashboard.processes import launcher, page_queue, page_tensorboard  # noqa: E402
 from dashboard.processes import warm_workers as worker  # noqa: E402
 from dashboard.reading import runs_watch  # noqa: E402
@@ -80,7 +80,7 @@ def run() -> None:
         page.run()
     except Exception as exc:  # noqa: BLE001 - a message in the page, the traceback only in the server log
         logging.getLogger("dashboard").exception("page %s failed", page.title)
-        st.error(f"Something went wrong: {type(exc).__name__}: {exc}", icon=":material/error:")
+        st.error(safe_text.md(f"Something went wrong: {type(exc).__name__}: {exc}"), icon=":material/error:")
 
 
 run()

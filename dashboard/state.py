@@ -12,6 +12,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import refresh_timings
+from dashboard.panels import safe_text
 from dashboard.processes.launch_status import launched_population
 from dashboard.reading.run_list import is_active
 from runstore import run_store
@@ -42,7 +43,8 @@ def select_run(runs: list[run_store.RunInfo]) -> run_store.RunInfo | None:
             return first
         if candidate and candidate == asked:  # never silently another run
             st.warning(
-                f"No run `{candidate}` under `{run_store.runs_root()}`; showing another run.", icon=":material/warning:"
+                f"No run {safe_text.code(candidate)} under {safe_text.code(run_store.runs_root())}; showing another run.",
+                icon=":material/warning:",
             )
     active = [r for r in runs if is_active(r.status)]
     return (active or runs or [None])[0]

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from dashboard.panels import safe_text
 from runstore import run_store
 from tests.apptest_pages import app, dirs
 from tests.chart_elements import charts, figure, trace_values
@@ -79,7 +80,7 @@ def detail(logged: Path, monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201 - an 
 
 def _captions(at) -> list[str]:  # noqa: ANN001
     """The captions of every image on the page, markdown escapes (safe_text.md) dropped."""
-    return [i.caption.replace("\\", "") for el in at.get("image") for i in el.proto.imgs]
+    return [i.caption.replace("\\", "").replace(safe_text.JOINER, "") for el in at.get("image") for i in el.proto.imgs]
 
 
 def _frames(at) -> list:  # noqa: ANN001

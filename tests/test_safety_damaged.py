@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from dashboard.panels import safe_text
 from runstore import run_reads, run_store
 from tests.apptest_pages import app
 
@@ -153,7 +154,7 @@ def test_each_damaged_run_shows_its_own_message(runs, view: str) -> None:
     for kind, (d, expected) in damaged.items():
         at = page(view, run=d.name)
         assert at.selectbox[0].value == d.name, kind  # never silently another run
-        assert any(expected in e.value for e in at.error), (kind, [e.value for e in at.error])
+        assert any(expected in safe_text.plain(e.value) for e in at.error), (kind, [e.value for e in at.error])
 
 
 @pytest.mark.parametrize("view", [None, "views/live.py", "views/detail.py", "views/runs.py"])
@@ -169,7 +170,7 @@ def test_pages_work_for_the_good_and_odd_runs_next_to_damaged_ones(runs, view: s
 
 def test_unknown_run_id_says_so(runs) -> None:
     at = page("views/live.py", run="20990101-000000-no-such-run")
-    assert any("No run `20990101-000000-no-such-run`" in w.value for w in at.warning)
+    assert any("No run ` 20990101-000000-no-such-run `" in w.value for w in at.warning)  # a code span
 
 
 def test_delete_removes_a_damaged_run_but_refuses_links_and_outside_folders(runs, tmp_path: Path) -> None:

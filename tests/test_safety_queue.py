@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import shutil
 import sqlite3
 import subprocess
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from dashboard.panels import safe_text
 from training.queue.store import Queue
 
 REPO = Path(__file__).resolve().parents[1]
@@ -121,7 +121,7 @@ def sweeps_page(root: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     monkeypatch.setenv("JAXDASH_RUNS", str(root))
     at = AppTest.from_file(str(REPO / "dashboard" / "views" / "sweep.py"), default_timeout=30).run()
     assert not at.exception, [e.value for e in at.exception]
-    return [e.value for e in at.error]
+    return [safe_text.plain(e.value) for e in at.error]  # run data is shown as text: markdown escaped
 
 
 def start_from_the_page(root: Path) -> tuple[float, Path, dict, dict]:
@@ -161,7 +161,7 @@ def test_a_bad_queue_db_is_one_line_on_the_sweeps_page_and_start_says_why(
     from tests.apptest_pages import app
 
     live = app("views/live.py", run=run_dir.name)  # where Start leads: the run's Live page says why, in one line
-    shown = [re.sub(r"\\(.)", r"\1", e.value) for e in live.error]  # run data is shown as text: markdown escaped
+    shown = [safe_text.plain(e.value) for e in live.error]  # run data is shown as text: markdown escaped
     assert [e for e in shown if e.startswith(why) and "\n" not in e], shown
 
 

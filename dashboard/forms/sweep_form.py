@@ -12,6 +12,7 @@ import time
 
 import streamlit as st
 
+from dashboard.panels import safe_text
 from runstore import run_store
 from training.settings import ConfigError
 from training.sweep.flags import METHODS
@@ -62,7 +63,7 @@ def sweep_form(task: str) -> str | None:
         try:
             argv = sweep_argv(task, specs, fixed, method, int(trials), int(parallel), name)
         except ConfigError as exc:
-            st.error("; ".join(f"{k}: {v}" for k, v in exc.errors.items()), icon=":material/error:")
+            st.error(safe_text.md("; ".join(f"{k}: {v}" for k, v in exc.errors.items())), icon=":material/error:")
             return None
         from dashboard.processes import launcher, page_queue
         from training.queue.store import Queue

@@ -6,12 +6,14 @@ No run store, no launching here: pages decide what the values mean.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import streamlit as st
 
+from dashboard.panels import safe_text
 from training.settings import FieldInfo
 from training.writers.wandb.mode import MODES as WANDB_MODES
 
@@ -243,10 +245,11 @@ def pbt_input(
 
 
 def status_badge(state: str | None) -> None:
-    """A coloured badge for a run state."""
+    """A coloured badge for a run state (status.json's word, shown as text)."""
     state = state or "unknown"
     color, icon = STATE_STYLE.get(state, ("gray", ":material/help:"))
-    st.badge(state, color=color, icon=icon)
+    # st.badge escapes [ and ] itself (its label sits in a ":gray-badge[...]" directive): the rest is ours to escape
+    st.badge(re.sub(r"\\([\[\]])", r"\1", safe_text.md(state)), color=color, icon=icon)
 
 
 def _share_input(label: str, key: str, value: float, help_text: str) -> float:

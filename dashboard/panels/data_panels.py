@@ -120,7 +120,7 @@ def draw(run_dir: Path, records: MetricTable, key: str, root: Path, project: str
     key_panels.dropped_note(records)
     layout, problem = layout_prefs.load(root, project)
     if problem:
-        st.warning(problem)
+        st.warning(safe_text.md(problem))
     color = run_color(Path(run_dir).name)
     query = st.text_input("Filter panels", key=f"{key}_filter", placeholder="key name, e.g. train/loss")
     shown = matching(keys, query)
@@ -155,4 +155,4 @@ def _save(root: Path, project: str, layout: layout_prefs.Layout) -> None:
     try:
         layout_prefs.save(root, project, layout)
     except OSError as exc:
-        st.caption(f"{layout_prefs.path(root)}: the panel layout could not be saved ({exc.strerror}).")
+        st.caption(safe_text.md(f"{layout_prefs.path(root)}: the panel layout could not be saved ({exc.strerror})."))

@@ -1,7 +1,9 @@
 """Run detail's Hosts panel: each process of a multi-host run (`jax.distributed`), its last heartbeat and state.
 
 Drawn only for a run with a hosts.json (written by process 0 of the job, `runstore.hosts`); a
-damaged one is a one-line warning. A static table: no table scripts for a fresh tab to load.
+damaged one is a one-line warning. A static table: no table scripts for a fresh tab to load. st.table draws
+its cells as markdown, and a machine name or failure message comes from a peer: each cell is escaped
+(safe_text.md), shown as text.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from dashboard.panels import safe_text
 from runstore import hosts as host_files
 
 STATE_LABELS = {"crashed": "crashed", "waiting": "no heartbeat yet", "unknown": "unknown (no one reports on it now)"}
@@ -41,14 +44,14 @@ def host_table(hosts: list[dict[str, Any]], now: float) -> pd.DataFrame:
             "CPU %": f"{sys_['cpu_percent']:.0f}" if "cpu_percent" in sys_ else "",
             "memory MB": f"{sys_['rss_mb']:.0f}" if "rss_mb" in sys_ else "",
         })  # fmt: skip
-    return pd.DataFrame(rows)
+    return pd.DataFrame([{k: safe_text.md(v) for k, v in row.items()} for row in rows])
 
 
 def section(run_dir: Path) -> None:
     """The Hosts table of a multi-host run (nothing for a run of one process)."""
     hosts, problem = host_files.read_hosts(run_dir)
     if problem:
-        st.warning(problem)
+        st.warning(safe_text.md(problem))
     if not hosts:
         return
     st.markdown(f"**Hosts** ({len(hosts)} processes of one `jax.distributed` job; process 0 writes the run)")

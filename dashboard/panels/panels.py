@@ -44,7 +44,7 @@ def guarded(fn: Callable[..., None]) -> Callable[..., None]:
             fn(*args, **kwargs)
         except Exception as exc:  # noqa: BLE001 - the page shows a message, the log keeps the traceback
             log.exception("dashboard error in %s", fn.__name__)
-            st.error(f"Something went wrong: {type(exc).__name__}: {exc}", icon=":material/error:")
+            st.error(safe_text.md(f"Something went wrong: {type(exc).__name__}: {exc}"), icon=":material/error:")
 
     return wrapper
 
@@ -189,7 +189,8 @@ def problem_message(status: dict[str, Any]) -> None:
 
 def progress(status: dict[str, Any], slot: Any = None) -> None:
     """Progress bar with epoch/step, steps/s, ETA and compile time in its caption (in `slot`, an st.empty, if given)."""
-    (slot or st).progress(progress_fraction(status), text=figures.progress_text(status, now=time.time()))
+    text = safe_text.md(figures.progress_text(status, now=time.time()))  # a phase and position from status.json
+    (slot or st).progress(progress_fraction(status), text=text)
 
 
 def csv_download(run: run_store.RunInfo, where: Any = None) -> None:

@@ -16,6 +16,7 @@ from components import pbt_figures
 from components.colors import distinct_colors, run_color
 from dashboard.forms import pbt_settings, population_form
 from dashboard.forms.widgets import pbt_input
+from dashboard.panels import safe_text
 from dashboard.panels.panels import chart
 from dashboard.reading import groups, run_list
 from runstore import artifacts, run_store, tags
@@ -50,7 +51,7 @@ def population_pbt(
         except (TypeError, ValueError):
             text = ""
         if text:
-            st.caption(text)
+            st.caption(safe_text.md(text))
     return pbt
 
 
@@ -115,7 +116,7 @@ def lr_chart(
     fig = pbt_figures.lr_figure(series, copies, source_names(members, names), colors=colors, uirevision=key)
     chart(_right_legend(fig), key)
     pbt = next((m.status["pbt"] for m in members if isinstance(m.status.get("pbt"), dict)), {})
-    st.caption(settings_text(pbt, sum(len(c) for c in copies.values())))
+    st.caption(safe_text.md(settings_text(pbt, sum(len(c) for c in copies.values()))))  # status.json's words
 
 
 def member_panel(run: run_store.RunInfo, records: MetricTable, key: str) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 
 import streamlit as st
 
+from dashboard.panels import safe_text
 from dashboard.processes.launch_status import population_members, run_status
 from runstore import launch_files, run_reads, run_states, run_store, safe_files, tb_logdir
 from runstore.run_folder import RunFolder
@@ -67,7 +68,7 @@ def _logdir_runs(root: Path) -> list[run_store.RunInfo]:
     try:
         tb_logdir.sync_if_due(logdir, root)
     except OSError as exc:  # an unreadable logdir never breaks the page; its runs so far stay listed
-        st.warning(f"TensorBoard logdir `{logdir}`: {exc}", icon=":material/warning:")
+        st.warning(f"TensorBoard logdir {safe_text.code(logdir)}: {safe_text.md(exc)}", icon=":material/warning:")
     return run_reads.list_runs(tb_logdir.mirror_root(root), run_status)
 
 

@@ -83,7 +83,7 @@ def results(run: run_store.RunInfo, records: MetricTable, fed: bool = False, def
     data_panels.draw(run.path, records, "detail_keys", run_store.runs_root(), data_panels.project_of(run.path), owned)
     report, problem = artifacts.classification(run.path)
     if problem:
-        st.warning(f"artifacts/tables/{problem}; not shown.")
+        st.warning(safe_text.md(f"artifacts/tables/{problem}; not shown."))
     if report is None:
         if "accuracy" in kinds and panel_kinds.own_task(run.path):  # our tasks write one; a script may not
             st.caption("No confusion matrix yet (written at the end of the run).")
@@ -126,13 +126,13 @@ def tracking(run: run_store.RunInfo) -> None:
             st.link_button("Open in W&B", wandb["url"], icon=":material/open_in_new:")
         elif wandb.get("sync_command"):
             # Inline code, not st.code: st.code makes a fresh tab load a 1.5 MB syntax highlighter.
-            st.markdown(f"Logged offline. To upload it to W&B, run: `` {wandb['sync_command']} ``")
+            st.markdown(f"Logged offline. To upload it to W&B, run: {safe_text.code(wandb['sync_command'])}")
         elif wandb.get("mode"):  # a mirrored TensorBoard log has no W&B side to speak of
-            st.caption(f"W&B was not used for this run (mode: {wandb['mode']}).")
+            st.caption(safe_text.md(f"W&B was not used for this run (mode: {wandb['mode']})."))
         else:
             st.caption("No W&B run was written for this run.")
         if wandb.get("error"):
-            st.warning(f"W&B: {wandb['error']}")
+            st.warning(safe_text.md(f"W&B: {wandb['error']}"))
     with right:
         st.subheader("TensorBoard", divider="gray")
         if st.button("Start TensorBoard", icon=":material/query_stats:", key="tb_start"):
@@ -140,7 +140,7 @@ def tracking(run: run_store.RunInfo) -> None:
                 try:
                     st.session_state["tb_url"] = page_tensorboard.tensorboard_url()
                 except (RuntimeError, OSError) as exc:
-                    st.error(f"Could not start TensorBoard: {exc}")
+                    st.error(safe_text.md(f"Could not start TensorBoard: {exc}"))
         if st.session_state.get("tb_url"):
             link = tensorboard_link(st.session_state["tb_url"], run.run_id)
             st.link_button("Open TensorBoard", link, icon=":material/open_in_new:")
@@ -209,12 +209,14 @@ def summary(run: run_store.RunInfo, was_active: bool, polled_ids: list[str] | No
 
 def damaged(run: run_store.RunInfo) -> None:
     """What is wrong with a damaged run, and what its folder holds (it can be deleted on Runs & compare)."""
-    st.error(f"This run's files are damaged: {run.status.get('message')}", icon=":material/broken_image:")
+    message = safe_text.md(f"This run's files are damaged: {run.status.get('message')}")
+    st.error(message, icon=":material/broken_image:")
     try:
         names = sorted(p.name + ("/" if p.is_dir() else "") for p in run.path.iterdir())
     except OSError as exc:
         names = [f"(cannot list the folder: {exc.strerror})"]
-    st.caption(f"`{run.path}` holds: {', '.join(names) or 'nothing'}. Delete it on Runs & compare, or fix the file.")
+    listing = safe_text.md(", ".join(names) or "nothing")
+    st.caption(f"{safe_text.code(run.path)} holds: {listing}. Delete it on Runs & compare, or fix the file.")
 
 
 def page() -> None:

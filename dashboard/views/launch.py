@@ -9,7 +9,7 @@ import streamlit as st
 from dashboard import refresh_timings, state
 from dashboard.forms import pbt_settings, population_form
 from dashboard.forms.widgets import config_form, dataset_title, field_error, population_input
-from dashboard.panels import inplace_chart, pbt_panels
+from dashboard.panels import inplace_chart, pbt_panels, safe_text
 from dashboard.processes import launcher
 from dashboard.reading import run_list
 from runstore import run_store, run_watch
@@ -112,7 +112,8 @@ def _training_now() -> None:
     if cached[1]:
         st.caption(f"Training now ({len(cached[1])}):")
         for run_id, label in cached[1]:
-            st.page_link("views/live.py", label=label, icon=":material/monitoring:", query_params={"run": run_id})
+            link = safe_text.md(label)  # a run's name: text, never markdown
+            st.page_link("views/live.py", label=link, icon=":material/monitoring:", query_params={"run": run_id})
 
 
 def population_lists(task: str, prefix: str, infos: list[FieldInfo], error: str | None) -> dict[str, str] | None:
@@ -153,14 +154,15 @@ def page() -> None:
     """Draw the task picker, the population lists and the form of the chosen task."""
     st.title("New run")
     st.caption(
-        f"Each run is its own process writing to `{run_store.runs_root()}`; it keeps going if you close the page."
+        f"Each run is its own process writing to {safe_text.code(run_store.runs_root())}; "
+        "it keeps going if you close the page."
     )
     tasks = list(available())
     task = st.segmented_control("Task", tasks, format_func=task_title, default=tasks[0], required=True, key="task")
     try:
         values, population, pbt = task_form(task)
     except ConfigError as exc:  # a user's task that cannot be imported: say why, in its own words
-        st.error(next(iter(exc.errors.values())), icon=":material/error:")
+        st.error(safe_text.md(next(iter(exc.errors.values()))), icon=":material/error:")
         active_runs()
         return
     active_runs()
@@ -176,7 +178,7 @@ def page() -> None:
     try:
         run_id = start(task, values.raw, values.name, values.wandb_mode, population, pbt)
     except (OSError, ValueError, RuntimeError) as exc:
-        st.error(f"Could not start the run: {exc}")
+        st.error(safe_text.md(f"Could not start the run: {exc}"))
         return
     if run_id is None:
         st.rerun()  # redraw the form with each message under its field

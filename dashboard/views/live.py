@@ -142,7 +142,8 @@ def live_panel(members: list[run_store.RunInfo], selected: str, polled_ids: list
     else:
         shown = {**statuses[sel], "state": groups.group_state(statuses)}
         progress_slot = head(shown, active, live, run_dir, statuses[sel], "Stop all", f"Resume {names[sel]}")
-        st.caption(" · ".join(f"{n} {k}" for k, n in Counter(s.get("state", "?") for s in statuses).items()))
+        counts = Counter(s.get("state", "?") for s in statuses)
+        st.caption(safe_text.md(" · ".join(f"{n} {k}" for k, n in counts.items())))
     # Messages come and go; one container that is always there keeps the charts below at the same
     # place in the page, so a refresh updates them in place instead of mounting them anew (a blink).
     with st.container():
@@ -152,9 +153,9 @@ def live_panel(members: list[run_store.RunInfo], selected: str, polled_ids: list
             doing = (
                 "resuming from the latest checkpoint" if statuses[0].get("resuming") else "importing JAX, loading data"
             )
-            st.info(f"Starting {what} ({doing})…", icon=":material/hourglass_top:")
+            st.info(safe_text.md(f"Starting {what} ({doing})…"), icon=":material/hourglass_top:")
         if statuses[0].get("state") == "queued" and single:
-            st.info(queued_text(statuses[0]), icon=":material/schedule:")
+            st.info(safe_text.md(queued_text(statuses[0])), icon=":material/schedule:")
         problems(names, statuses)
     if single and active and statuses[0].get("state") != "queued" and not len(records[0]):
         records[0] = first_records(run_dir, statuses[0], progress_slot)  # the head is already on its way
@@ -213,7 +214,8 @@ def page() -> None:
         st.page_link("views/launch.py", label="Start one", icon=":material/rocket_launch:")
         return
     if run.damaged:
-        st.error(f"This run's files are damaged: {run.status.get('message')}", icon=":material/broken_image:")
+        message = safe_text.md(f"This run's files are damaged: {run.status.get('message')}")
+        st.error(message, icon=":material/broken_image:")
         st.caption("Nothing to watch. Run detail lists the folder; Runs & compare can delete it.")
         return
     group = groups.group_of(run)

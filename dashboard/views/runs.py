@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import refresh_timings, state
-from dashboard.panels import compare, data_panels, inplace_chart, panels, refresh_trigger, runs_index
+from dashboard.panels import compare, data_panels, inplace_chart, panels, refresh_trigger, runs_index, safe_text
 from dashboard.processes import launch_status, launcher
 from dashboard.reading import groups, run_list
 from runstore import run_notes, run_store, tb_logdir
@@ -107,7 +107,7 @@ def select_groups(
                 f"Select whole population ({len(ids)})",
                 icon=":material/select_all:",
                 key=f"select_group_{group}",
-                help=f"Select every member of {group} to compare them.",
+                help=f"Select every member of {safe_text.md(group)} to compare them.",
                 on_click=_select,
                 args=([r.run_id for r in runs if r.run_id in chosen | set(ids)], table_key, shown),
             )
@@ -152,7 +152,7 @@ def notes_editor(run: run_store.RunInfo, known: list[str]) -> None:
             current = run_notes.save(run.path, name, tags, notes, launch_status.run_status(run.path))
             st.toast("Saved with the run.", icon=":material/check:")
         for sink, outcome in current.sent.items():
-            st.caption(f"{'TensorBoard' if sink == 'tensorboard' else 'W&B'}: {outcome}")
+            st.caption(safe_text.md(f"{'TensorBoard' if sink == 'tensorboard' else 'W&B'}: {outcome}"))
     if saved:
         st.rerun()
 
@@ -206,7 +206,7 @@ def delete(runs: list[run_store.RunInfo]) -> None:
         try:
             run_store.delete_run(r.path, run_store.runs_root())
         except (RuntimeError, ValueError, OSError) as exc:
-            st.error(f"{r.name}: {exc}")
+            st.error(safe_text.md(f"{r.name}: {exc}"))
             return
     st.rerun()
 
@@ -223,7 +223,7 @@ def body(active_ids: list[str] | None = None) -> None:
         )
     runs = st.session_state.pop("_runs_listed", None) or run_list.all_runs()  # listed once per full page run
     if not runs:
-        st.info(f"No runs under `{run_store.runs_root()}` yet.")
+        st.info(f"No runs under {safe_text.code(run_store.runs_root())} yet.")
         return
     df = runs_frame(runs)
     if st.query_params.get("compare"):  # a shared link: ?compare=<id>,<id>,... selects those runs once

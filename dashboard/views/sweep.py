@@ -6,12 +6,14 @@ Redrawn every 2 s by a fragment, so queued, running and finished trials show wit
 from __future__ import annotations
 
 import time
+import urllib.parse
 
 import pandas as pd
 import streamlit as st
 
 from components.sweep_figures import best_so_far, parallel_coordinates
 from dashboard import refresh_timings
+from dashboard.panels import safe_text
 from runstore import run_store
 from training.settings import ConfigError
 
@@ -27,7 +29,7 @@ def queue_panel() -> None:
     try:
         _queue_panel()
     except OSError as exc:  # QueueError, KeyRefused, UnsafePath: one line naming the file and the fix
-        st.error(f"Run queue: {exc}", icon=":material/error:")
+        st.error(safe_text.md(f"Run queue: {exc}"), icon=":material/error:")
 
 
 def _queue_panel() -> None:
@@ -38,7 +40,7 @@ def _queue_panel() -> None:
     queue = Queue(run_store.runs_root(), wait_s=page_queue.PAGE_WAIT_S)  # a damaged queue.db raises here
     problem = queue.write_problem()
     if problem:  # still listed below (it can be read), but nothing can be queued, started or cancelled
-        st.error(f"Run queue: {problem}", icon=":material/error:")
+        st.error(safe_text.md(f"Run queue: {problem}"), icon=":material/error:")
     page_queue.dispatch(run_store.runs_root(), launcher.start_now)  # a slot that freed up starts the next job
     jobs = [j for j in queue.jobs() if j["state"] in ("queued", "running")]
     limit = queue.limit()  # read after the field's callback: a new value shows at once
@@ -55,12 +57,12 @@ def _queue_panel() -> None:
     st.caption(f"Run queue: {len(jobs)} job(s); at most {limit} training processes at once.")
     for j in queue.jobs():
         if j["state"] == "refused" and time.time() - (j["ended"] or 0) < REFUSED_SHOWN_S:
-            st.warning(f"The run queue refused {j['reason']}.")
+            st.warning(safe_text.md(f"The run queue refused {j['reason']}."))
     for j in jobs:
         c = st.columns([1, 5, 1])
         where = f"#{j['position']} in line" if j["state"] == "queued" else "running"
         c[0].write(where)
-        c[1].write(f"`{j['label']}`")
+        c[1].markdown(safe_text.code(j["label"]))
         if j["state"] == "queued" and c[2].button("Cancel", key=f"cancel_{j['id']}"):
             queue.cancel(j["id"])  # an error here is one line too (queue_panel)
             st.rerun(scope="fragment")
@@ -70,7 +72,7 @@ def _set_limit(queue: object, n: int) -> None:
     try:
         queue.set_limit(n)
     except OSError as exc:  # e.g. read-only or locked since the page drew it
-        st.toast(f"Run queue: {exc}", icon=":material/error:")
+        st.toast(safe_text.md(f"Run queue: {exc}"), icon=":material/error:")
 
 
 def trials_table(rows: list[dict]) -> None:
@@ -90,7 +92,7 @@ def trials_table(rows: list[dict]) -> None:
                 if r["program"]
                 else "",
                 "retry of": r["retry_of"],
-                "run": f"/detail?run={r['run_id']}" if r["run_id"] else None,
+                "run": "/detail?" + urllib.parse.urlencode({"run": r["run_id"]}) if r["run_id"] else None,
             }
             for r in rows
         ]
@@ -113,9 +115,11 @@ def study_view(name: str, url: str) -> None:
     budget = study.user_attrs.get("trials")
     counts = pd.Series([r["state"] for r in rows]).value_counts().to_dict() if rows else {}
     st.caption(
-        f"{study.user_attrs.get('method')} sweep of {study.user_attrs.get('task')}: "
-        + ", ".join(f"{STATE_MARKS.get(k, k)} {v}" for k, v in counts.items())
-        + f" of {budget} trials"
+        safe_text.md(
+            f"{study.user_attrs.get('method')} sweep of {study.user_attrs.get('task')}: "
+            + ", ".join(f"{STATE_MARKS.get(k, k)} {v}" for k, v in counts.items())
+            + f" of {budget} trials"
+        )
     )
     trials_table(rows)
     c = st.columns(2)
@@ -126,7 +130,7 @@ def study_view(name: str, url: str) -> None:
         "Param importances (optuna.importance, fANOVA): how much of the objective's spread each setting explains."
     )
     if isinstance(imp, str):
-        st.caption(imp)
+        st.caption(safe_text.md(imp))
     else:
         st.bar_chart(pd.Series(imp, name="importance"), horizontal=True)
 
@@ -143,7 +147,7 @@ def live() -> None:
     try:
         names = [s["name"] for s in report.list_studies(url)]
     except ConfigError as exc:  # e.g. sweeps.db is a link: refused, never opened
-        st.error("; ".join(exc.errors.values()), icon=":material/error:")
+        st.error(safe_text.md("; ".join(exc.errors.values())), icon=":material/error:")
         return
     except Exception as exc:  # noqa: BLE001 - a damaged sweeps.db: say so in one line, keep the page
         from training.sweep.server import is_server, shown
@@ -152,7 +156,7 @@ def live() -> None:
         reason = (
             type(exc).__name__ if is_server(url) else f"{type(exc).__name__}: {exc}"
         )  # a server's error may echo the URL
-        st.error(f"{shown(url)}: cannot read the sweeps ({reason}); {fix}.")
+        st.error(safe_text.md(f"{shown(url)}: cannot read the sweeps ({reason}); {fix}."))
         return
     if not names:
         st.info("No sweeps yet.")
@@ -162,7 +166,7 @@ def live() -> None:
     try:
         study_view(name, url)
     except ConfigError as exc:
-        st.error("; ".join(exc.errors.values()))
+        st.error(safe_text.md("; ".join(exc.errors.values())))
 
 
 def page() -> None:
