@@ -69,7 +69,7 @@ def test_failed_and_crashed_runs_show_their_message_not_a_traceback(root: Path) 
 def test_detail_shows_sync_command_confusion_matrix_and_mistakes(root: Path) -> None:
     d = fake_run(root, "mnist", "finished")
     at = app("views/detail.py", run=d.name)
-    assert any("`` wandb sync " in m.value for m in at.markdown)  # inline code: no syntax highlighter
+    assert any("` wandb sync " in m.value for m in at.markdown)  # inline code: no syntax highlighter
     keys = [c.proto.id for c in charts(at)]
     assert len(keys) == 5  # loss, accuracy, confusion matrix, misclassified images, all metrics
     assert at.button(key="tb_start").label == "Start TensorBoard"
