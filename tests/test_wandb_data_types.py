@@ -18,7 +18,7 @@ from tensorboard.backend.event_processing import event_accumulator as ea
 
 from runstore import media_store, run_files, run_store
 from runstore.safe_files import UnsafePath
-from tests.test_writers_wandb import history, inspect_records
+from tests.test_writers_wandb import finished_records, history, inspect_records
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -297,7 +297,7 @@ def test_the_wandb_copy_takes_figures_and_binned_histograms(tmp_path: Path) -> N
     w.write_histograms(0, {"weights": Bins(np.array([1.0, 2.0]), np.array([0.0, 0.5, 1.0]))})
     w.write_images(0, {"one": Images([np.zeros((2, 2), np.uint8)], ["only"], listed=False)})
     w.close()
-    (row,) = [h for h in history(inspect_records(Path(w.info["dir"]))) if "curve._type" in h]
+    (row,) = [h for h in history(finished_records(Path(w.info["dir"]))) if "curve._type" in h]
     assert (
         row["curve._type"] == "plotly-file" and row["weights.values"] == [1, 2] and row["weights.bins"] == [0, 0.5, 1]
     )

@@ -7,7 +7,6 @@ included (a step in two folders shows twice after `wandb sync`), and the ones it
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -35,10 +34,8 @@ def _wandb_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _history(folder: Path) -> list[dict]:
-    out = wandb_leet.inspect(folder, "--json")
-    assert out.returncode == 0, out.stderr
-    records = [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
-    return [r["history"]["item"] for r in records if r.get("type") == "history"]
+    """The history rows of a closed run's folder, once wandb-core has written its end."""
+    return [r["history"]["item"] for r in wandb_leet.finished_records(folder) if r.get("type") == "history"]
 
 
 def _steps(rows: list[dict]) -> list[int]:

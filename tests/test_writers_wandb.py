@@ -41,17 +41,9 @@ def wandb_offline_env(tmp_path, monkeypatch):
     monkeypatch.delenv("WANDB_API_KEY", raising=False)
 
 
-def inspect_records(run_dir: Path) -> list[dict]:
-    """Every record of the run's .wandb file (works on an unfinished or killed run too)."""
-    out = wandb_leet.inspect(run_dir, "--json")
-    assert out.returncode == 0, out.stderr
-    return [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
-
-
-def inspect_summary(run_dir: Path) -> dict:
-    out = wandb_leet.inspect(run_dir, "--summary", "--json")
-    assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout)
+inspect_records = wandb_leet.records  # what the .wandb file holds now (an unfinished or killed run too)
+finished_records = wandb_leet.finished_records  # a closed run's records, its exit record written
+inspect_summary = wandb_leet.finished_summary  # a closed run's summary, its exit record written
 
 
 def history(records: list[dict]) -> list[dict]:
@@ -107,7 +99,7 @@ def test_offline_run_round_trip(tmp_path):
     assert summary["summary"]["train/acc"] == {"max": 1.0}, "best so far: max for accuracies"
     assert summary["summary"]["run/state"] == "finished"
 
-    records = inspect_records(info["dir"])
+    records = finished_records(info["dir"])
     (run,) = [r["run"] for r in records if r.get("type") == "run"]
     assert run["job_type"] == "mnist"
     rows = history(records)
@@ -154,7 +146,7 @@ def test_flushed_rows_reach_the_file_once_the_next_chunk_is_flushed(tmp_path):
         time.sleep(0.2)
     assert logged_steps(inspect_records(w.info["dir"]), "train/loss") == STEPS[:3]
     w.close("stopped")
-    assert logged_steps(inspect_records(w.info["dir"]), "train/loss") == STEPS[:4]
+    assert logged_steps(finished_records(w.info["dir"]), "train/loss") == STEPS[:4]
     assert inspect_summary(w.info["dir"])["exit_code"] == 0
 
 
@@ -172,7 +164,7 @@ def test_a_flush_hands_its_rows_to_wandb_core_in_one_hop(tmp_path, monkeypatch):
     w.flush()
     assert len(hops) == 1
     w.close("finished")
-    rows = {int(h["global_step"]): h for h in history(inspect_records(w.info["dir"]))}
+    rows = {int(h["global_step"]): h for h in history(finished_records(w.info["dir"]))}
     assert sorted(rows) == steps.tolist()
     assert [rows[s]["train/loss"] for s in (1, 150, 300)] == pytest.approx([1.0, 1 / 150, 1 / 300])
     summary = inspect_summary(w.info["dir"])
@@ -210,7 +202,7 @@ def test_flushes_are_throttled_and_close_logs_everything(tmp_path, monkeypatch):
         w.flush()
     assert len(calls) == 1  # the first flush logged; the others waited for the period
     w.close("finished")
-    assert logged_steps(inspect_records(w.info["dir"]), "train/loss") == STEPS
+    assert logged_steps(finished_records(w.info["dir"]), "train/loss") == STEPS
 
 
 def test_resume_continues_the_run_id_in_a_group(tmp_path):
@@ -225,11 +217,11 @@ def test_resume_continues_the_run_id_in_a_group(tmp_path):
     folders = sorted((run_dir / "wandb").glob("offline-run-*"))
     run_id = (run_dir / "wandb_id").read_text().strip()
     assert len(folders) == 2 and resumed.info["id"] == first.info["id"] == run_id
-    runs = [next(r["run"] for r in inspect_records(f) if r.get("type") == "run") for f in folders]
+    runs = [next(r["run"] for r in finished_records(f) if r.get("type") == "run") for f in folders]
     assert [r["run_id"] for r in runs] == [run_id, run_id]
     assert [r["run_group"] for r in runs] == ["pop-1", "pop-1"]
     assert runs[1].get("resume") is True and not runs[0].get("resume")
-    assert [logged_steps(inspect_records(f), "train/loss") for f in folders] == [[10], [20]]
+    assert [logged_steps(finished_records(f), "train/loss") for f in folders] == [[10], [20]]
     assert resumed.info["sync_command"] == "wandb sync " + " ".join(map(str, folders))
 
 
@@ -257,9 +249,9 @@ def test_resume_refills_the_steps_a_kill_lost(tmp_path):
         resumed.flush()
     resumed.close()
     folders = sorted((tmp_path / "wandb").glob("offline-run-*"))
-    steps = [logged_steps(inspect_records(f), "train/loss") for f in folders]
+    steps = [logged_steps(finished_records(f), "train/loss") for f in folders]
     assert steps == [[10, 20], [30, 40, 50, 60, 70]]
-    rows = history(inspect_records(folders[1]))
+    rows = history(finished_records(folders[1]))
     assert [h["train/loss"] for h in rows[:3]] == pytest.approx([1 / 30, 1 / 40, 1 / 50]), "values from metrics.jsonl"
 
 
@@ -272,7 +264,7 @@ def test_rows_logged_while_init_is_running_are_kept(tmp_path):
         w.flush()
     w.write_summary({"train/loss": 0.5})
     w.close("finished")
-    assert logged_steps(inspect_records(w.info["dir"]), "train/loss") == STEPS[:3]
+    assert logged_steps(finished_records(w.info["dir"]), "train/loss") == STEPS[:3]
     assert inspect_summary(w.info["dir"])["summary"]["final"]["train/loss"] == 0.5, "the final metrics are kept"
     status = json.loads((tmp_path / "status.json").read_text())
     assert status["wandb"]["sync_command"] == f"wandb sync {w.info['dir']}", "info reaches status.json when ready"
@@ -283,9 +275,7 @@ def test_failed_runs_finish_with_nonzero_exit_code(tmp_path, state, code):
     w = WandbWriter(tmp_path, CONFIG, mode="offline")
     w.write_scalars(1, {"train/loss": float("nan")})
     w.close(state, "Loss became nan")
-    deadline = time.monotonic() + 15  # wandb-core may still be writing the exit record (seen once, at load ~8)
-    while (summary := inspect_summary(w.info["dir"]))["exit_code"] is None and time.monotonic() < deadline:
-        time.sleep(0.2)
+    summary = inspect_summary(w.info["dir"])
     assert summary["exit_code"] == code and summary["state"] == "failed"
     assert summary["summary"]["run/message"] == "Loss became nan"
 
@@ -346,7 +336,7 @@ def test_wandb_environment_variables_are_honoured(tmp_path, monkeypatch):
     summary = inspect_summary(w.info["dir"])
     assert summary["project"] == "proj-x" and summary["notes"] == "a note"
     assert summary["tags"] == ["mnist", "alpha", "beta"]
-    (run,) = [r["run"] for r in inspect_records(w.info["dir"]) if r.get("type") == "run"]
+    (run,) = [r["run"] for r in finished_records(w.info["dir"]) if r.get("type") == "run"]
     assert run["run_group"] == "grp-env" and run["job_type"] == "custom-job"
     assert init_kwargs(run_dir, None, None, None, [])["entity"] is None
     monkeypatch.setenv("WANDB_ENTITY", "team-y")

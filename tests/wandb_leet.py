@@ -6,17 +6,26 @@ arguments it builds. Starting that Python CLI costs ~0.6 CPU s a call, the reade
 suite reads back hundreds of runs. `inspect` builds the same arguments with wandb's own functions
 (`_resolve_path`, `_base_args`, `_get_local_launch_args`) and runs the same binary, so what it prints is
 the CLI's output byte for byte (tests/test_wandb_leet.py compares the two on a real offline run).
+
+`finished_records` and `finished_summary` read a folder whose run was closed: `run.finish()` returns once
+wandb-core has answered the exit, but wandb-core writes the .wandb file's tail (the buffered records, the
+last history row, W&B's exit record) when it closes the run's stream after that, so a read at once can come
+short on a loaded machine. They wait for the exit record, the file's last record.
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
+import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 WANDB_CLI = str(Path(sys.executable).with_name("wandb"))
+EXIT_WAIT_S = 60.0  # longer than the W&B writer waits for finish (JAXDASH_WANDB_FINISH_TIMEOUT 30 s + 5)
+POLL_S = 0.05
 
 
 def inspect_args(path: str | Path, *flags: str) -> list[str]:
@@ -44,3 +53,31 @@ def inspect(path: str | Path, *flags: str, timeout: float = 60.0) -> subprocess.
             [WANDB_CLI, "leet", "inspect", *flags, str(path)], int(exc.code or 1), "", err.getvalue()
         )
     return subprocess.run(args, capture_output=True, text=True, timeout=timeout, close_fds=True)
+
+
+def records(path: str | Path) -> list[dict]:
+    """Every record the .wandb file holds now (`inspect --json`), for a running or killed run too."""
+    out = inspect(path, "--json")
+    assert out.returncode == 0, f"wandb leet inspect --json {path}: {out.stderr.strip()}"
+    return [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+
+
+def finished_records(path: str | Path, timeout: float = EXIT_WAIT_S) -> list[dict]:
+    """Every record of a closed run's .wandb file, once it holds W&B's exit record (at most `timeout` s)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = records(path)
+        if any(r.get("type") == "exit" for r in found):
+            return found
+        if time.monotonic() >= deadline:
+            kinds = [r.get("type") for r in found[-5:]]
+            raise AssertionError(f"{path}: no exit record after {timeout:.0f} s (last records: {kinds})")
+        time.sleep(POLL_S)  # wandb-core writes the rest when it closes the run's stream
+
+
+def finished_summary(path: str | Path, timeout: float = EXIT_WAIT_S) -> dict:
+    """`inspect --summary --json` of a closed run, read once its .wandb file holds the exit record."""
+    finished_records(path, timeout)
+    out = inspect(path, "--summary", "--json")
+    assert out.returncode == 0, f"wandb leet inspect --summary --json {path}: {out.stderr.strip()}"
+    return json.loads(out.stdout)
