@@ -30,11 +30,12 @@ from runstore import nofollow, run_store, safe_files
 KEEP_STEPS = 200  # steps of each image tag kept (a long run keeps its recent ones)
 NUM_BINS = 64  # wandb.Histogram's default
 RAW_BINS = 32  # what W&B bins an array logged as it is (more than 32 numbers) into
-# Bytes of .jsonl read for one page (histograms: shared by a run's tags): the newest steps. 16 MB of histogram
-# lines parse into ~70 MB of floats; a line (one step) over MAX_LINE is skipped (W&B's 512 bins are ~20 KB).
-READ_BYTES = 16 * 2**20
-MIN_SHARE = 64 * 2**10  # each histogram tag's tail is at least this
-MAX_LINE = 4 * 2**20
+# Bytes of .jsonl read for one page (shared by a run's tags): the newest steps. 4 MB of the tersest histogram
+# lines ("0,0,0,...") parse into ~100 MB of floats; a line (one step) over MAX_LINE is skipped (W&B's 512 bins
+# are ~20 KB; a mirrored TensorBoard histogram of over ~25,000 buckets is not shown).
+READ_BYTES = 4 * 2**20
+MIN_SHARE = 64 * 2**10  # each tag's tail is at least this
+MAX_LINE = 2**20
 
 
 def tag_file(tag: str) -> str:

@@ -35,8 +35,8 @@ _SIZES = {"float16": 2, "bfloat16": 2, "string": 8}  # numpy's itemsize otherwis
 class Budget:
     """The decoded bytes one file read may still take; `spent` once half is used (read on at the next sync)."""
 
-    def __init__(self, limit: int = READ_BUDGET) -> None:  # noqa: D107
-        self.limit, self.used = limit, 0
+    def __init__(self, limit: int | None = None) -> None:  # noqa: D107 - READ_BUDGET when None
+        self.limit, self.used = READ_BUDGET if limit is None else limit, 0
 
     def take(self, cost: int) -> bool:
         """Charge `cost` bytes; False (nothing charged) when they do not fit in what is left."""
