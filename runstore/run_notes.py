@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runstore import run_store
+from runstore import nofollow, run_store
 
 FILE = "notes.json"
 MAX_TAGS, MAX_TAG_LEN, MAX_NOTES = 32, 40, 20_000
@@ -99,14 +99,19 @@ def write_tensorboard(run_dir: Path, n: RunNotes, status: dict[str, Any]) -> str
     if not logdir:
         return "not written: this run has no TensorBoard logdir in status.json"
     path = Path(logdir) if Path(logdir).is_absolute() else run_dir / logdir
-    if not path.is_dir():
+    try:  # status.json may name any folder: only a real folder inside the run, reached without a link, is written
+        with nofollow.folder(run_dir, nofollow.parts_of(run_dir, path), create=False):
+            pass
+    except FileNotFoundError:
         return f"not written: {path} does not exist"
+    except OSError as exc:
+        return f"not written: {exc}"
     try:
         from tensorboardX import SummaryWriter
 
-        for old in path.glob("*.notes"):  # one notes file: the latest save
-            with contextlib.suppress(OSError):
-                old.unlink()
+        for old in nofollow.names(run_dir, path):  # one notes file: the latest save
+            if old.endswith(".notes"):
+                nofollow.remove(run_dir, path / old)
         writer = SummaryWriter(str(path), filename_suffix=".notes")
         writer.add_text("notes", markdown(n), global_step=int(n.updated or time.time()))
         writer.close()

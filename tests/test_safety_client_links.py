@@ -124,7 +124,7 @@ def test_fifos_planted_at_every_path_never_hang_the_script(tmp_path: Path) -> No
     root, outside = planted_run(tmp_path)
     for rel in ["metrics.jsonl", *FOLDERS, *FILES]:
         plant(root / RUN_ID, rel, "fifo", outside)
-    err, took = run_planted(tmp_path, root, timeout=120)
+    err, took = run_planted(tmp_path, root, timeout=60)
     assert took < 25  # a refused metrics.jsonl is not retried for $JAXDASH_WRITE_RETRY_S (30 s) at close
     the_rest_is_logged(root / RUN_ID)
     for rel in ["metrics.jsonl", "alerts.jsonl", "note.jsonl", "h.jsonl"]:
@@ -190,3 +190,22 @@ def test_a_rejected_value_never_removes_an_accepted_one_of_the_same_step(tmp_pat
     assert rows(run_dir) == [{"step": 3, "x": 2.0}, {"step": 4, "x": 1.5, "y": 2.0}, {"step": 5, "z": 1.5},
                              {"step": 6, "w": 1.0}]  # fmt: skip
     assert "x: int value cannot be stored" in out.stderr and "keeps its earlier value" in out.stderr
+
+
+def test_notes_saved_to_tensorboard_never_leave_the_run_folder(tmp_path: Path) -> None:
+    """The page writes a run's notes into the TensorBoard logdir status.json names (removing older .notes files
+    there): a logdir outside the run folder, or reached through a link in it, is refused and left as it was."""
+    from runstore import run_notes
+
+    run_dir, outside = tmp_path / "run", tmp_path / "outside"
+    (run_dir / "tb").mkdir(parents=True)
+    outside.mkdir()
+    (outside / "old.notes").write_text("someone else's file")
+    (run_dir / "tb" / "linked").symlink_to(outside)
+    before = listing(outside)
+    notes = run_notes.RunNotes("name", [], "hello", 0.0)
+    for logdir in (str(outside), "tb/linked", "../outside"):
+        said = run_notes.write_tensorboard(run_dir, notes, {"tensorboard": {"logdir": logdir}})
+        assert said.startswith("not written:") and ("leads out of" in said or "symbolic link" in said), said
+    assert listing(outside) == before
+    assert run_notes.write_tensorboard(run_dir, notes, {"tensorboard": {"logdir": "tb"}}).startswith("written")

@@ -145,6 +145,7 @@ class TensorBoardWriter(MetricWriter):
         # Resuming from a checkpoint at step S: events a killed process wrote after S are purged.
         self._purge = None if resume_step is None else int(resume_step) + 1
         # The event folder made (or entered) without following a link planted in the run folder: UnsafePath else.
+        Path(tb_root).parent.mkdir(parents=True, exist_ok=True)  # the run folder: the anchor of the walk
         nofollow.make_folder(Path(tb_root).parent, self.logdir)
         self.sw = SyncSummaryWriter(logdir=str(self.logdir), purge_step=self._purge)
         self._tables: dict[str, tuple[int, Table]] = {}
