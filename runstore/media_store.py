@@ -9,7 +9,8 @@ Who writes what (the run store writer, training/writers/store.py, and the client
 * artifacts/media/<tag>/<step:010d>.<ext>: an Html, Audio, Video or Object3D file as logged;
 * artifacts/texts/<tag>.jsonl: one line a step, {"tag", "step", "text"} (a string logged, as W&B keeps it).
 
-Each file is written then renamed, so a polling reader never opens half of one; the newest KEEP_STEPS
+Each file is written then renamed (`runstore.nofollow`: no folder on the way entered through a link), so a
+polling reader never opens half of one; the newest KEEP_STEPS
 steps of each tag are kept. Readers skip links, damaged files and other shapes.
 """
 

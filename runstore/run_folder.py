@@ -27,7 +27,7 @@ Who writes which file, and what a reader may assume (in the style of Optuna's `B
   (`runstore.launch_files`); the process only appends its output to the log.
 * ``tb/`` and ``wandb/`` - TensorBoard event files and W&B's run folder, written by those libraries.
 
-All writes go through `runstore.atomic` / `runstore.safe_files`: never through a link planted in the folder,
+All writes go through `runstore.nofollow` (via `runstore.atomic`): never through a link planted in the folder,
 a failed write leaves no temp file and no half line. No JAX and no Streamlit here.
 """
 
