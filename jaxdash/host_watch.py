@@ -7,6 +7,7 @@ checkpoints use), so no shared filesystem is needed for them. Process 0's `Hub` 
 the run's hosts.json (`runstore.hosts`), hands the samples to the run's rows as
 `sys/host<k>/<metric>` (`HostColumns`), and records the run crashed, naming the host, when one
 dies: its process gone from this machine, or no heartbeat for LOST_S ($JAXDASH_HOST_TIMEOUT_S).
+A heartbeat is untrusted input (anyone reaching the service's port can write one): `beat_check` checks it.
 A process that never sends one (a script calling `jaxdash.init` on process 0 only) is "waiting", never lost.
 """
 
@@ -24,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from jaxdash.beat_check import cap_message, parse_beat
 from runstore import hosts, run_store
 from runstore.processes import pid_alive
 from training.writers.base import MultiWriter, Progress
@@ -92,7 +94,7 @@ class Sampler:
 def own_record(process: int, sampler: Sampler, state: str = "running", message: str | None = None) -> dict[str, Any]:
     """This process's heartbeat: who it is, its state and a fresh system-metrics sample."""
     return {"process": process, "host": socket.gethostname(), "pid": os.getpid(), "state": state,
-            "message": message, "sent": time.time(), "sys": sampler.sample()}  # fmt: skip
+            "message": cap_message(message), "sent": time.time(), "sys": sampler.sample()}  # fmt: skip
 
 
 class Beats:
@@ -141,8 +143,11 @@ class Hub:
         self._thread = threading.Thread(target=self._loop, name="jaxdash-hosts", daemon=True)
 
     def start(self) -> None:
-        """Poll every `beat_s()` from now on."""
-        self.poll()
+        """Poll now and every `beat_s()` from now on; a failed poll is a warning, never an error of `init`."""
+        try:
+            self.poll()
+        except Exception as exc:  # noqa: BLE001 - watching never stops the run
+            logger.warning("jaxdash: the hosts of run %s could not be checked (%s)", self.run_dir.name, exc)
         self._thread.start()
 
     def _loop(self) -> None:
@@ -157,14 +162,13 @@ class Hub:
         now, mono = time.time(), time.monotonic()
         own = {**own_record(0, self._sampler, own_state, message), "seen": now}
         records = [own]
-        for _, value in self._kv.dir_get("beat/"):
-            try:
-                record = json.loads(value)
-                k = int(record["process"])
-            except (ValueError, KeyError, TypeError):
+        for key, value in self._kv.dir_get("beat/"):
+            record = parse_beat(value, self.processes)  # untrusted: anyone reaching the service's port writes it
+            if record is None or str(key).rsplit("/", 1)[-1] != str(record["process"]):
                 continue
-            if 0 < k < self.processes and record.get("seq") != self._heard.get(k, (None,))[0]:
-                self._heard[k] = (record.get("seq"), mono)
+            k = record["process"]
+            if record["seq"] != self._heard.get(k, (None,))[0]:
+                self._heard[k] = (record["seq"], mono)
                 records.append({**record, "seen": now})
         with self._lock:
             for record in records:
