@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from dashboard.panels import safe_text
 from dashboard.panels.data_panels import widget_key
 from runstore import layout_prefs
 from tests.apptest_pages import app
@@ -55,7 +56,8 @@ def test_a_damaged_layout_file_is_named_and_the_panels_still_draw(run_copy: Path
     (run_copy.parent / layout_prefs.LAYOUT_FILE).write_text("{not json")
     at = app("views/detail.py", run=run_copy.name)
     assert not at.exception
-    assert any(layout_prefs.LAYOUT_FILE in w.value and "Delete or fix it" in w.value for w in at.warning)
+    shown = [safe_text.plain(w.value) for w in at.warning]  # a path is text: markdown escaped
+    assert any(layout_prefs.LAYOUT_FILE in w and "Delete or fix it" in w for w in shown), shown
     assert _sections(at) == ["train · 3", "eval · 2", "opt · 2"]
 
 

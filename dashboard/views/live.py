@@ -155,7 +155,7 @@ def live_panel(members: list[run_store.RunInfo], selected: str, polled_ids: list
             )
             st.info(safe_text.md(f"Starting {what} ({doing})…"), icon=":material/hourglass_top:")
         if statuses[0].get("state") == "queued" and single:
-            st.info(safe_text.md(queued_text(statuses[0])), icon=":material/schedule:")
+            st.info(queued_text(statuses[0]), icon=":material/schedule:")
         problems(names, statuses)
     if single and active and statuses[0].get("state") != "queued" and not len(records[0]):
         records[0] = first_records(run_dir, statuses[0], progress_slot)  # the head is already on its way
@@ -188,7 +188,7 @@ def live_panel(members: list[run_store.RunInfo], selected: str, polled_ids: list
 def queued_text(status: dict[str, Any]) -> str:
     """What a run waiting in the run queue shows: its place, and what it waits for."""
     return (
-        f"Queued: #{status.get('position', '?')} in the run queue. It starts when a training process ends "
+        f"Queued: #{safe_text.md(status.get('position', '?'))} in the run queue. It starts when a training process ends "
         "(the limit is on the Sweeps page); Cancel takes it out of the queue."
     )
 
