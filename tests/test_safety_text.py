@@ -128,3 +128,20 @@ def test_the_escaping_helper_shows_every_character_and_draws_no_link() -> None:
         assert shown_text(shown) == safe_text.plain(shown) == text
         assert not links_in(shown), (text, shown)
         assert code_spans(safe_text.code(text)) == [text.replace("\n", " ")]
+
+
+SHOWN_JS = "() => document.body.innerText.replaceAll('\\u2060', '')"
+
+
+@pytest.mark.browser
+def test_chromium_draws_no_link_to_the_host_run_data_names(server: tuple, tab: Any) -> None:  # noqa: ANN401
+    srv, runs = server
+    run = _failed_run(runs, "browser-run", {"mode": "offline", "sync_command": f"wandb sync {CODE_BREAK}",
+                                            "error": HOSTILE}).name  # fmt: skip
+    on_detail = [HOSTILE, f"W&B: {HOSTILE}", f"wandb sync {CODE_BREAK}", f"crashed: {LINK}"]  # the last: hosts
+    for path, wanted in (("live", [HOSTILE]), ("detail", on_detail)):
+        tab.goto(f"{srv.url}/{path}?run={run}", timeout=60_000)
+        check = " && ".join(f"t.includes({json.dumps(w)})" for w in wanted)
+        tab.wait_for_function(f"() => {{ const t = ({SHOWN_JS})(); return {check}; }}", timeout=60_000, polling=200)
+        links = tab.eval_on_selector_all("a[href]", "as => as.map(a => a.href)")
+        assert not [h for h in links if "evil.example" in h], (path, links)
