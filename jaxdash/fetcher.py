@@ -22,9 +22,12 @@ from typing import Any
 
 import numpy as np
 
+from runstore.env_numbers import env_number_or_default
+
 log = logging.getLogger("jaxdash")
 
-NICE = int(os.environ.get("JAXDASH_FETCH_NICE", "19"))  # the writers run when the loop leaves a core idle
+# The writers run when the loop leaves a core idle.
+NICE = int(env_number_or_default("JAXDASH_FETCH_NICE", 19, integer=True))
 BATCH_S = 0.1  # how long values wait at most before they are fetched (the page refreshes every 0.5 s)
 MAX_PENDING = 100_000  # steps queued before `log` waits for this thread (backpressure, not unbounded memory)
 HISTOGRAM_MAX = 1_000_000  # elements: bigger arrays are skipped with a warning, not copied to the host

@@ -27,6 +27,7 @@ import numpy as np
 
 from jaxdash.beat_check import cap_message, parse_beat
 from runstore import hosts, run_store
+from runstore.env_numbers import env_number_or_default
 from runstore.processes import pid_alive
 from training.writers.base import MultiWriter, Progress
 
@@ -36,23 +37,14 @@ END_WAIT_S = 10.0  # at the end, process 0 waits this long at most for the other
 LOST_S = 30.0  # no heartbeat for this long: the host is lost (JAX's own heartbeat timeout is 100 s)
 
 
-def _seconds(name: str, default: float) -> float:
-    try:
-        value = float(os.environ.get(name, default))
-    except ValueError:
-        logger.warning("jaxdash: $%s is not a number of seconds; using %g", name, default)
-        return default
-    return value if value > 0 else default
-
-
 def beat_s() -> float:
     """Seconds between heartbeats ($JAXDASH_HEARTBEAT_S, default BEAT_S)."""
-    return _seconds("JAXDASH_HEARTBEAT_S", BEAT_S)
+    return env_number_or_default("JAXDASH_HEARTBEAT_S", BEAT_S, positive=True)
 
 
 def lost_s() -> float:
     """Seconds without a heartbeat after which a host is lost ($JAXDASH_HOST_TIMEOUT_S, default LOST_S)."""
-    return _seconds("JAXDASH_HOST_TIMEOUT_S", LOST_S)
+    return env_number_or_default("JAXDASH_HOST_TIMEOUT_S", LOST_S, positive=True)
 
 
 class Sampler:

@@ -13,12 +13,12 @@ backlog is retried for up to $JAXDASH_WRITE_RETRY_S seconds (default 30), unless
 from __future__ import annotations
 
 import logging
-import os
 import time
 from pathlib import Path
 from typing import Any
 
 from runstore import atomic, run_store
+from runstore.env_numbers import env_number_or_default
 from runstore.safe_files import UnsafePath
 from training.writers.store import RunStoreWriter
 
@@ -29,10 +29,7 @@ MAX_BACKLOG_BYTES = 256 << 20
 
 def close_retry_s() -> float:
     """How long `close` keeps retrying a backlog: $JAXDASH_WRITE_RETRY_S, default 30 s."""
-    try:
-        return float(os.environ.get("JAXDASH_WRITE_RETRY_S", "30"))
-    except ValueError:
-        return 30.0
+    return env_number_or_default("JAXDASH_WRITE_RETRY_S", 30.0, minimum=0)
 
 
 class RetryingStoreWriter(RunStoreWriter):

@@ -21,15 +21,28 @@ from typing import Any
 
 import numpy as np
 
+from jaxdash.notices import notice
+
+MAX_DEPTH = 32  # levels of nested dicts and lists a config value keeps (Python's own limit is ~1,000 calls)
+CUT = "..."  # what stands for a value nested deeper
+
 
 class ConfigError(ValueError):
     """A config value changed without `allow_val_change=True` (W&B's `wandb.sdk.lib.config_util.ConfigError`)."""
 
 
-def json_friendly(val: Any) -> Any:
-    """`val` as W&B stores a config value (`wandb.util.json_friendly_val`): plain JSON types, else `str(val)`."""
+def json_friendly(val: Any, depth: int = 0) -> Any:
+    """`val` as W&B stores a config value (`wandb.util.json_friendly_val`): plain JSON types, else `str(val)`.
+
+    Dicts and lists nested deeper than MAX_DEPTH are cut there (CUT in their place, one warning), so a
+    config of any depth is accepted and every later reader (config.json, TensorBoard, W&B) can read it.
+    """
+    if depth >= MAX_DEPTH and isinstance(val, (Mapping, list, tuple, set, frozenset)):
+        notice("depth", f"a config or summary value nested deeper than {MAX_DEPTH} levels: kept to that depth, "
+               f"the deeper values stored as {CUT!r}")  # fmt: skip
+        return CUT
     if isinstance(val, Mapping):
-        return {str(k): json_friendly(v) for k, v in val.items()}
+        return {str(k): json_friendly(v, depth + 1) for k, v in val.items()}
     if isinstance(val, slice):
         return {"slice_start": val.start, "slice_step": val.step, "slice_stop": val.stop}
     if dataclasses.is_dataclass(val) and not isinstance(val, type):
@@ -52,7 +65,7 @@ def json_friendly(val: Any) -> Any:
     if isinstance(val, float) and math.isnan(val):
         return None
     if isinstance(val, (list, tuple)):
-        return [json_friendly(v) for v in val]
+        return [json_friendly(v, depth + 1) for v in val]
     if val is None or isinstance(val, (bool, int, float, str)):
         return val
     return str(val)

@@ -82,6 +82,25 @@ def test_an_ended_row_set_back_to_queued_never_runs_twice(tmp_path: Path, key: P
     assert q.log_path(job).read_text().count(USAGE) == 1
 
 
+def test_a_damaged_record_of_started_jobs_is_named_not_queue_db(tmp_path: Path, key: Path) -> None:
+    """queue-spent.db (beside the key) damaged: the line named queue.db and advised moving a healthy queue away."""
+    from training.queue import signing
+
+    q = Queue(tmp_path / "runs")
+    job = q.submit(["tasks"])
+    spent = signing.spent_path()
+    spent.write_bytes(b"this is not a SQLite database" * 100)
+    with pytest.raises(OSError) as failed:  # QueueError
+        q.dispatch()
+    assert str(failed.value) == (
+        f"{spent}: damaged (file is not a database); move it away and a new one is made (it records which queued "
+        "jobs already started; queue.db is not affected)"
+    )
+    assert q.state(job) == "queued"  # nothing started, nothing spent: it starts once the file is moved away
+    spent.unlink()
+    assert q.wait(job, poll=0.1, timeout=120) == "ended"
+
+
 @contextlib.contextmanager
 def read_only(path: Path) -> Iterator[None]:
     """The file `path` cannot be written, even by root (chattr +i), until the block ends (its folder can)."""

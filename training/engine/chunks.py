@@ -10,7 +10,6 @@ silently recompiling.
 from __future__ import annotations
 
 import math
-import os
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -20,6 +19,8 @@ from typing import Any
 
 import jax
 import numpy as np
+
+from runstore.env_numbers import env_number
 
 _AHEAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="compile-ahead")
 UNROLL_ENV = "JAXDASH_SCAN_UNROLL"
@@ -35,12 +36,7 @@ def scan_unroll() -> int:
     Raises:
       ValueError: the variable is set to anything but a positive integer.
     """
-    raw = os.environ.get(UNROLL_ENV, "").strip()
-    if not raw:
-        return 1
-    if not raw.isdigit() or int(raw) < 1:
-        raise ValueError(f"${UNROLL_ENV}={raw!r}: give a positive whole number of steps (e.g. 4), or unset it")
-    return int(raw)
+    return int(env_number(UNROLL_ENV, 1, integer=True, minimum=1))
 
 
 class TraceCounter:

@@ -14,8 +14,15 @@ class QueueError(OSError):
         return str(self.args[0])
 
 
-def describe(exc: BaseException, path: Path, wait_s: float) -> str:
-    """One line for a SQLite or file error on `path` (the queue's database): what is wrong and what to do."""
+DAMAGED_FIX = "move it away and the run queue starts a new one"
+READ_ONLY_FIX = "make the runs root writable (or give another --runs-root)"
+
+
+def describe(
+    exc: BaseException, path: Path, wait_s: float, damaged_fix: str = DAMAGED_FIX, read_only_fix: str = READ_ONLY_FIX
+) -> str:
+    """One line for a SQLite or file error on `path` (the queue's database, or the record of spent nonces):
+    what is wrong and what to do (`damaged_fix`, `read_only_fix`: the fixes that depend on the file)."""
     if isinstance(exc, safe_files.UnsafePath):
         return str(exc)
     text = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc).splitlines()[0] if str(exc) else ""
@@ -23,8 +30,8 @@ def describe(exc: BaseException, path: Path, wait_s: float) -> str:
     if "locked" in text or "busy" in text:
         return f"{path}: locked by another process for over {wait_s:g} s ({text}); try again once it is done"
     if "not a database" in text or "malformed" in text or "corrupt" in text:
-        return f"{path}: damaged ({text}); move it away and the run queue starts a new one"
+        return f"{path}: damaged ({text}); {damaged_fix}"
     if "readonly" in text or "read-only" in text or "unable to open" in text or isinstance(exc, PermissionError):
         # PermissionError: EACCES, or EPERM for an immutable file (chattr +i)
-        return f"{path}: cannot be written ({text}); make the runs root writable (or give another --runs-root)"
+        return f"{path}: cannot be written ({text}); {read_only_fix}"
     return f"{path}: the run queue cannot be used ({text})"

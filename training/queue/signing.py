@@ -24,7 +24,14 @@ import stat
 import time
 from pathlib import Path
 
+from training.queue.errors import QueueError, describe
+
 KEY_BYTES = 32
+SPENT_WAIT_S = 60.0  # how long a dispatch waits for another's write to queue-spent.db
+# What to do when queue-spent.db is damaged (queue.db is not: it is left alone).
+SPENT_DAMAGED_FIX = (
+    "move it away and a new one is made (it records which queued jobs already started; queue.db is not affected)"
+)
 REFUSED = (
     "not signed by this user's queue key ({key}): it was not submitted from this account "
     "(a queue.db copied from elsewhere, or written by another program), so it was not run; start it again"
@@ -131,15 +138,23 @@ def spent_path() -> Path:
 
 
 def spend(nonce: str) -> str | None:
-    """Record that the row with `nonce` starts now: None the first time, else why it must not run (a replay)."""
+    """Record that the row with `nonce` starts now: None the first time, else why it must not run (a replay).
+
+    Raises:
+      QueueError: queue-spent.db cannot be used (damaged, locked, read-only): one line naming it, not queue.db.
+    """
     path = spent_path()
-    db = sqlite3.connect(path, timeout=60, isolation_level=None)
     try:
-        db.execute("create table if not exists spent (nonce text primary key, at real)")
+        db = sqlite3.connect(path, timeout=SPENT_WAIT_S, isolation_level=None)
         try:
-            db.execute("insert into spent values (?, ?)", (nonce, time.time()))
-        except sqlite3.IntegrityError:
-            return REPLAYED.format(nonce=nonce[:8], spent=path)
-    finally:
-        db.close()
+            db.execute("create table if not exists spent (nonce text primary key, at real)")
+            try:
+                db.execute("insert into spent values (?, ?)", (nonce, time.time()))
+            except sqlite3.IntegrityError:
+                return REPLAYED.format(nonce=nonce[:8], spent=path)
+        finally:
+            db.close()
+    except sqlite3.Error as exc:
+        fix = f"make {path.parent} writable"
+        raise QueueError(describe(exc, path, SPENT_WAIT_S, SPENT_DAMAGED_FIX, fix)) from None
     return None

@@ -17,6 +17,7 @@ the latest one. A failed save surfaces at the next save, or at `close`.
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -33,6 +34,29 @@ log = logging.getLogger(__name__)
 # Orbax logs a failed background save with its whole traceback through absl before raising it to us;
 # the run reports the error itself, in one line (e.g. "No space left on device writing .../ckpt/400").
 logging.getLogger("absl").setLevel(logging.CRITICAL)
+
+
+def _quiet_closed_loop(previous: Callable[[Any], None]) -> Callable[[Any], None]:
+    """`sys.unraisablehook` less TensorStore's late callbacks of a failed save: Orbax stops awaiting the
+    other writes once one fails (a full disk) and closes its event loop; each write that ends later calls
+    the closed loop's `call_soon_threadsafe`, whose RuntimeError was printed as a traceback (four on a
+    full disk). The failed save itself reaches the run as one line."""
+
+    def hook(unraisable: Any) -> None:
+        exc, tb = unraisable.exc_value, unraisable.exc_traceback
+        frames = []
+        while tb is not None:
+            frames.append(tb.tb_frame.f_code.co_name)
+            tb = tb.tb_next
+        if isinstance(exc, RuntimeError) and str(exc) == "Event loop is closed" and "call_soon_threadsafe" in frames:
+            log.debug("a checkpoint write ended after its save failed (its event loop was closed)")
+            return
+        previous(unraisable)
+
+    return hook
+
+
+sys.unraisablehook = _quiet_closed_loop(sys.unraisablehook)
 KEEP = 2  # the newest and the one before it, in case the newest is being written when a crash hits
 # Every Orbax call of the process, in order, on one thread: Orbax's save signalling is not made for
 # managers saving from several threads at once (three members' saves from three threads hung).

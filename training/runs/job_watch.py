@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from runstore import run_store
+from runstore.env_numbers import env_number_or_default
 
 log = logging.getLogger(__name__)
 
@@ -114,10 +115,7 @@ class JobWatch:
 
 def _grace_s() -> float:
     """Seconds process 0 gives a job that lost a host to end on its own: GRACE_S, or $JAXDASH_LOST_HOST_GRACE_S."""
-    try:
-        return max(0.0, float(os.environ.get("JAXDASH_LOST_HOST_GRACE_S", GRACE_S)))
-    except ValueError:
-        return GRACE_S
+    return env_number_or_default("JAXDASH_LOST_HOST_GRACE_S", GRACE_S, minimum=0)
 
 
 def _coordination() -> tuple[Any, int, int]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import re
 import signal
 import time
 import traceback
@@ -16,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from runstore import run_store
+from runstore.env_numbers import EnvNumberError
 from runstore.run_folder import RunFolder
 from training.errors import TrainingError
 from training.settings import ConfigError
@@ -60,10 +62,26 @@ def describe_os_error(exc: OSError) -> str:
     return f"{cause}{where}.{hint.get(exc.errno or 0, '')}"
 
 
+def full_disk_path(exc: BaseException) -> str | None:
+    """The path a full disk failed to write as another library tells it (TensorStore's RESOURCE_EXHAUSTED
+    `... at local file "/runs/x/ckpt/200.orbax-checkpoint-tmp/...": No space left on device`): the first
+    quoted absolute path, cut to the checkpoint it belongs to; "" when none is named; None when the
+    error is no full disk."""
+    text = str(exc)
+    if os.strerror(errno.ENOSPC) not in text:
+        return None
+    found = re.search(r'"(/[^"]+)"', text)
+    return re.sub(r"\.orbax-checkpoint-tmp.*$", "", found.group(1)) if found else ""
+
+
 def describe_error(exc: BaseException) -> str:
-    """One line for any exception: an OSError's path and cause, else its type and message."""
+    """One line for any exception: an OSError's path and cause (or a full disk another library reports),
+    else its type and message. Its own path wins over the exception it was raised while handling."""
     if isinstance(exc, OSError):
         return describe_os_error(exc)
+    full = full_disk_path(exc)
+    if full is not None:
+        return describe_os_error(OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), full or None))
     cause = exc.__cause__ or exc.__context__
     if isinstance(cause, OSError):
         return describe_os_error(cause)
@@ -74,7 +92,7 @@ def failure(exc: BaseException, run_dir: Path) -> tuple[str, str]:
     """(state, message) for an exception that ended a run; unexpected ones keep a traceback in error.log."""
     if isinstance(exc, TrainingError):
         return exc.state, str(exc)
-    if isinstance(exc, ConfigError):
+    if isinstance(exc, (ConfigError, EnvNumberError)):  # a bad setting: its one line says which and the fix
         return "failed", str(exc)
     if isinstance(exc, KeyboardInterrupt):
         return "stopped", "Interrupted."

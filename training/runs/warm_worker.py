@@ -14,6 +14,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from runstore.env_numbers import env_number_or_default
+
 CPU_THREAD_FLAGS = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 _niced = False
 
@@ -29,9 +31,9 @@ def share_the_machine() -> None:
     global _niced
     if os.environ.get("JAXDASH_XLA_THREADS", "one") != "all" and "XLA_FLAGS" not in os.environ:
         os.environ["XLA_FLAGS"] = CPU_THREAD_FLAGS
-    nice = os.environ.get("JAXDASH_NICE", "").strip()
-    if nice.isdigit() and not _niced:
-        os.nice(int(nice))
+    nice = int(env_number_or_default("JAXDASH_NICE", 0, integer=True, minimum=0))
+    if nice and not _niced:
+        os.nice(nice)
         _niced = True
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
-import os
 import time
 import warnings
 from pathlib import Path
@@ -20,6 +19,7 @@ import optuna
 import sqlalchemy.exc
 
 from runstore import private_files, safe_files
+from runstore.env_numbers import env_number_or_default
 from training.settings import ConfigError
 from training.sweep import server
 from training.sweep.flags import METHODS
@@ -28,7 +28,7 @@ from training.sweep.space import Param, from_specs, grid_size, to_specs
 
 # A worker beats each trial's heartbeat this often; a RUNNING trial silent for GRACE_S is failed and
 # re-queued. $JAXDASH_SWEEP_GRACE_S shortens it (tests; fast networks).
-GRACE_S = int(os.environ.get("JAXDASH_SWEEP_GRACE_S", "20"))
+GRACE_S = int(env_number_or_default("JAXDASH_SWEEP_GRACE_S", 20, integer=True, minimum=1))
 HEARTBEAT_S = max(1, GRACE_S // 4)
 MAX_RETRY = 2  # a trial whose worker died is re-queued at most this many times
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from runstore import run_states
+from runstore.env_numbers import env_number_or_default
 from training.writers.wandb import mode as wandb_mode
 
 log = logging.getLogger(__name__)
@@ -30,10 +31,7 @@ _FLUSH_SETTING = "x_transaction_log_flush_interval"
 
 def env_timeout(var: str, default: float) -> float:
     """Seconds from $var (read per run, so a test or the page can shorten it), else `default`."""
-    try:
-        return float(os.environ.get(var, default))
-    except ValueError:
-        return default
+    return env_number_or_default(var, default, minimum=0)
 
 
 def teardown() -> None:
