@@ -1,6 +1,6 @@
 """Console scripts of an installed jax-dashboard (`pip install .`), like `tensorboard --logdir`.
 
-    jaxdash --runs ./runs [--port 8501] [--address 127.0.0.1] [streamlit options ...]
+    jaxdash [--runs DIR] [--logdir DIR] [--port 8501] [--address 127.0.0.1] [streamlit options ...]
     jaxdash-train regression --steps 50               # the same as `python -m training ...`
 
 `jaxdash` execs `streamlit run <installed dashboard/server_app.py>` (the pages and the CSV route) with $JAXDASH_RUNS set to the runs
@@ -17,6 +17,8 @@ import importlib.util
 import os
 import sys
 from pathlib import Path
+
+from runstore import run_store
 
 LOOPBACK = ("127.", "localhost", "::1")
 
@@ -39,8 +41,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--runs",
         type=Path,
-        default=Path(os.environ.get("JAXDASH_RUNS") or "runs"),
-        help="folder of run directories to show and write (default: $JAXDASH_RUNS or ./runs)",
+        default=None,
+        help="folder of run directories to show and write (default: $JAXDASH_RUNS, else "
+        "$XDG_DATA_HOME/jaxdash/runs, i.e. ~/.local/share/jaxdash/runs: where jaxdash.init writes by default)",
     )
     p.add_argument(
         "--logdir",
@@ -73,7 +76,7 @@ def _absolute_specs(specs: str) -> str:
 def command(argv: list[str] | None = None) -> tuple[list[str], dict[str, str]]:
     """The `streamlit run` command line and environment for `jaxdash ARGS`."""
     args, rest = parser().parse_known_args(argv)
-    runs = args.runs.expanduser().resolve()
+    runs = run_store.runs_root(args.runs)
     env = dict(os.environ, JAXDASH_RUNS=str(runs))
     if args.logdir is not None:
         if not args.logdir.expanduser().is_dir():

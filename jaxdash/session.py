@@ -20,7 +20,7 @@ from typing import Any
 from jaxdash import exits, multihost
 from jaxdash.client import Run
 from jaxdash.disabled import DisabledRun
-from jaxdash.notices import notice
+from jaxdash.notices import notice, termlog
 from jaxdash.settings import InitArgs, resolve
 from jaxdash.wandb_config import Config, parse_config
 from runstore import run_store, safe_files
@@ -49,7 +49,7 @@ def init(
 ) -> Run | DisabledRun:  # fmt: skip
     """Start (or with `resume="allow"` and `id`, continue) a run in `<runs_root>/<id>/` and return it.
 
-    Every `wandb.init` argument is accepted. Ours: runs_root (default $JAXDASH_RUNS, else ./runs),
+    Every `wandb.init` argument is accepted. Ours: runs_root (default $JAXDASH_RUNS, else ~/.local/share/jaxdash/runs),
     wandb (the W&B copy: "auto", "online", "offline" or "disabled"; W&B's `mode` decides it when
     given, and `mode="disabled"` makes a no-op run as in W&B; $WANDB_MODE=disabled only turns the
     W&B copy off: the dashboard still gets the run), tensorboard (event files under the
@@ -114,6 +114,8 @@ def _start(args: InitArgs, cfg: dict[str, Any], runs_root: Any, tensorboard: boo
     run_store.start_status(run_dir, total_steps or 0)
     if start_step >= 0:
         run_store.write_status(run_dir, resumed_from=start_step, resumed_at=time.time())
+    # W&B's "Run data is saved locally in ...": the first line says where the dashboard finds the run.
+    termlog(f"run data is saved locally in {run_dir} (runs folder {root}; $JAXDASH_RUNS picks another)")
     copy_mode = args.mode if wandb == "auto" and args.mode in ("online", "offline") else wandb
     tb = True if tensorboard is None else bool(tensorboard)
     writer = _writers(run_dir, cfg, args, copy_mode, tb, start_step)

@@ -60,9 +60,20 @@ _STATUS_LOCK = threading.Lock()
 _SLUG = re.compile(r"[^a-z0-9_-]+")
 
 
+def default_runs_root() -> Path:
+    """The per-user runs folder, the same from every working directory: $XDG_DATA_HOME/jaxdash/runs,
+    else ~/.local/share/jaxdash/runs (a relative $XDG_DATA_HOME is ignored, as the XDG spec asks)."""
+    data = os.environ.get("XDG_DATA_HOME", "")
+    base = Path(data) if os.path.isabs(data) else Path.home() / ".local" / "share"
+    return base / "jaxdash" / "runs"
+
+
 def runs_root(root: str | os.PathLike | None = None) -> Path:
-    """The runs root, absolute: the argument, else $JAXDASH_RUNS, else ./runs (from the current directory)."""
-    return (Path(root) if root is not None else Path(os.environ.get("JAXDASH_RUNS", "runs"))).resolve()
+    """The runs root, absolute: the argument, else $JAXDASH_RUNS, else `default_runs_root()`.
+
+    One default for the dashboard and every script on the machine, whatever folder each runs from."""
+    chosen = root if root is not None else os.environ.get("JAXDASH_RUNS") or default_runs_root()
+    return Path(chosen).expanduser().resolve()
 
 
 def slugify(name: str, max_len: int = 40) -> str:

@@ -65,7 +65,10 @@ def task_parser(task: str, task_cls: type) -> argparse.ArgumentParser:
         help="write the run here (a new or empty folder); with --population, member 0 (the others go beside it)",
     )
     p.add_argument(
-        "--runs-root", type=Path, default=None, help="root of run directories (default: $JAXDASH_RUNS or ./runs)"
+        "--runs-root",
+        type=Path,
+        default=None,
+        help="root of run directories (default: $JAXDASH_RUNS, else ~/.local/share/jaxdash/runs)",
     )
     p.add_argument("--name", default=None, help="display name of the run")
     p.add_argument(
@@ -217,9 +220,11 @@ def check_run_dir(run_dir: Path | None) -> str | None:
 
 
 def check_runs_root(root: Path | None) -> str | None:
-    """Why the runs root (--runs-root, else $JAXDASH_RUNS, else ./runs) cannot hold runs, or None."""
-    where = root if root is not None else Path(os.environ.get("JAXDASH_RUNS", "runs"))
-    flag = "--runs-root" if root is not None else "$JAXDASH_RUNS" if os.environ.get("JAXDASH_RUNS") else "./runs"
+    """Why the runs root (--runs-root, else $JAXDASH_RUNS, else the per-user default) cannot hold runs, or None."""
+    where = run_store.runs_root(root)
+    flag = (
+        "--runs-root" if root is not None else "$JAXDASH_RUNS" if os.environ.get("JAXDASH_RUNS") else "the runs folder"
+    )
     for folder in (where, *where.parents):
         if folder.exists():
             if not folder.is_dir():

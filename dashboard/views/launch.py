@@ -155,7 +155,8 @@ def page() -> None:
     st.title("New run")
     st.caption(
         f"Each run is its own process writing to {safe_text.code(run_store.runs_root())}; "
-        "it keeps going if you close the page."
+        "it keeps going if you close the page. Scripts calling `jaxdash.init` write there too "
+        "(`$JAXDASH_RUNS` picks another folder)."
     )
     tasks = list(available())
     task = st.segmented_control("Task", tasks, format_func=task_title, default=tasks[0], required=True, key="task")

@@ -255,6 +255,10 @@ def body(active_ids: list[str] | None = None) -> None:
 if st.session_state.get("selected_ids") or st.query_params.get("compare"):
     inplace_chart.warm_up("grid")  # a comparison follows: its grids' uPlot loads while the server runs the page
 st.title("Runs & compare")
+st.caption(
+    f"Runs under {safe_text.code(run_store.runs_root())}, where scripts calling `jaxdash.init` write too "
+    "(`$JAXDASH_RUNS` picks another folder)."
+)
 st.session_state["_runs_listed"] = listed = run_list.all_runs()
 refresh, polled_ids = refresh_trigger.follow([r for r in listed if run_list.is_active(r.status)], REFRESH_S)
 st.fragment(panels.guarded(body), run_every=refresh)(polled_ids)

@@ -191,7 +191,7 @@ def execute(
       raw_cfgs: one config per member, as raw dicts (validated here) or configs.
       axes: the fields a population varies (for member names); empty for a single run.
       run_dir: a single run's directory, or member 0's in a population (default: a new one under `root`).
-      root: the runs root (default $JAXDASH_RUNS or ./runs).
+      root: the runs root (default $JAXDASH_RUNS, else the per-user folder of `run_store.default_runs_root`).
       name: display name (a population's members get "<name> #i (lr=...)").
       wandb_mode: "auto", "online", "offline" or "disabled".
       tensorboard, console: write TensorBoard event files; show a progress bar (member 0).

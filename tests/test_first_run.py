@@ -1,0 +1,136 @@
+"""A first run as a new user makes it: a script from any folder and the dashboard meet in one runs folder.
+
+No $JAXDASH_RUNS here (the suite's conftest sets one; these tests take it out of the environment they
+start): the per-user default, $XDG_DATA_HOME/jaxdash/runs else ~/.local/share/jaxdash/runs, with HOME
+pointing into the test's temporary folder.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dashboard.server.serve import free_port
+from runstore import run_store
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = """\
+import jaxdash
+
+run = jaxdash.init(project="first", name="from-tmp", wandb="disabled", tensorboard=False)
+for step in range(3):
+    run.log({"loss": 1.0 / (step + 1)}, step=step)
+run.finish()
+"""
+
+
+def user_env(tmp_path: Path) -> dict[str, str]:
+    """A new user's environment: HOME in tmp, no runs folder chosen, the client's lines not silenced."""
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    drop = ("JAXDASH_RUNS", "XDG_DATA_HOME", "WANDB_SILENT")
+    env = {k: v for k, v in os.environ.items() if k not in drop}
+    env.update(HOME=str(home), PYTHONPATH=str(ROOT), WANDB_MODE="disabled", JAXDASH_WARM_WORKER="0")
+    return env
+
+
+def run_script(tmp_path: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    """SCRIPT run from a folder of its own (not the checkout), to its end."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "train.py").write_text(SCRIPT)
+    out = subprocess.run([sys.executable, "train.py"], cwd=work, env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert not (work / "runs").exists(), "nothing lands in the folder the script runs from"
+    return out
+
+
+def test_a_script_from_any_folder_writes_where_the_dashboard_lists_runs(tmp_path: Path) -> None:
+    env = user_env(tmp_path)
+    out = run_script(tmp_path, env)
+    root = tmp_path / "home" / ".local" / "share" / "jaxdash" / "runs"
+    (run_dir,) = run_store.run_folders(root)
+    first = next(line for line in out.stderr.splitlines() if line.startswith("jaxdash:"))
+    assert first == (
+        f"jaxdash: run data is saved locally in {run_dir} (runs folder {root}; $JAXDASH_RUNS picks another)"
+    )
+    # The dashboard's process: the same user, started from the checkout (scripts/start.sh's folder).
+    listed = subprocess.run(
+        [sys.executable, "-c", "from runstore import run_store; print(*run_store.run_folders(), sep='\\n')"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert listed.stdout.splitlines() == [str(run_dir)], listed.stderr[-2000:]
+
+
+def test_the_default_follows_xdg_and_the_variable_overrides_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("JAXDASH_RUNS")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    assert run_store.runs_root() == tmp_path / "data" / "jaxdash" / "runs"
+    monkeypatch.setenv("XDG_DATA_HOME", "relative/data")  # the XDG spec: a relative path is ignored
+    assert run_store.runs_root() == tmp_path / "home" / ".local" / "share" / "jaxdash" / "runs"
+    monkeypatch.setenv("JAXDASH_RUNS", str(tmp_path / "mine"))
+    assert run_store.runs_root() == tmp_path / "mine"
+    assert run_store.runs_root(tmp_path / "given") == tmp_path / "given", "--runs-root and runs_root= win"
+
+
+def test_the_jaxdash_command_serves_the_default_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from jaxdash import cli
+
+    monkeypatch.delenv("JAXDASH_RUNS")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.chdir(tmp_path)
+    _, env = cli.command([])
+    assert env["JAXDASH_RUNS"] == str(tmp_path / "data" / "jaxdash" / "runs")
+
+
+# ---- in a browser: the dashboard started by the README's command shows the script's run ---------------------
+
+
+def start_dashboard(env: dict[str, str], log: Path) -> tuple[subprocess.Popen, str]:
+    """`./scripts/start.sh` (the README's command) headless on a free port: (its process, its URL)."""
+    port = free_port()
+    with open(log, "wb") as f:
+        proc = subprocess.Popen(
+            [str(ROOT / "scripts" / "start.sh"), "--server.port", str(port)],
+            cwd=env["HOME"], env={**env, "HEADLESS": "true", "SKIP_APT": "1"},
+            stdout=f, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # until the server answers its health check, or exits
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=1) as r:
+                if r.status == 200:
+                    return proc, url
+        except OSError:
+            try:
+                proc.wait(timeout=0.2)  # paces the polls; returns at once if start.sh exited
+            except subprocess.TimeoutExpired:
+                continue
+            pytest.fail(f"scripts/start.sh exited with {proc.returncode}: {log.read_text()[-3000:]}")
+    proc.terminate()
+    pytest.fail(f"scripts/start.sh did not serve within 2 minutes: {log.read_text()[-3000:]}")
+
+
+@pytest.mark.browser
+def test_a_script_run_from_tmp_shows_on_the_dashboard_of_the_readme(tmp_path: Path, tab: Any) -> None:
+    env = user_env(tmp_path)
+    run_script(tmp_path, env)
+    proc, url = start_dashboard(env, tmp_path / "streamlit.log")
+    try:
+        tab.goto(f"{url}/runs")
+        # The runs table is a canvas grid: its cells are in the page, hidden, for screen readers.
+        tab.locator("[role=gridcell]", has_text="from-tmp").first.wait_for(state="attached", timeout=60_000)
+        root = tmp_path / "home" / ".local" / "share" / "jaxdash" / "runs"
+        tab.locator("code", has_text=str(root)).first.wait_for(timeout=10_000)  # the page says where runs go
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
