@@ -62,11 +62,11 @@ def test_a_bad_whole_number_names_its_variable_and_what_it_accepts(raw: str, mon
 
 @pytest.mark.parametrize("raw", ["inf", "1e400", "²", "0x10", "1,5"])
 def test_a_bad_number_of_seconds_is_refused(raw: str, monkeypatch) -> None:
-    monkeypatch.setenv("JAXDASH_X_S", raw)
-    with pytest.raises(EnvNumberError, match=r"^\$JAXDASH_X_S=.*: give a number >= 0, or unset it \(default 30\)$"):
-        env_number("JAXDASH_X_S", 30.0, minimum=0)
-    monkeypatch.setenv("JAXDASH_X_S", " 2.5 ")
-    assert env_number("JAXDASH_X_S", 30.0, minimum=0) == 2.5
+    monkeypatch.setenv("EXAMPLE_WAIT_S", raw)
+    with pytest.raises(EnvNumberError, match=r"^\$EXAMPLE_WAIT_S=.*: give a number >= 0, or unset it \(default 30\)$"):
+        env_number("EXAMPLE_WAIT_S", 30.0, minimum=0)
+    monkeypatch.setenv("EXAMPLE_WAIT_S", " 2.5 ")
+    assert env_number("EXAMPLE_WAIT_S", 30.0, minimum=0) == 2.5
 
 
 def test_a_bad_scan_unroll_ends_the_cli_run_with_one_line(tmp_path: Path) -> None:
