@@ -59,3 +59,6 @@ fi
 # Python, wherever it lives: what an editable install does, without building anything.
 site=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 echo "$PWD" > "$site/jax-dashboard-checkout.pth"
+# The commands of pyproject.toml's [project.scripts] on the venv's PATH (.venv/bin/jaxdash, jaxdash-train),
+# as `pip install` writes them.
+"$VENV/bin/python" scripts/console_scripts.py "$VENV/bin"

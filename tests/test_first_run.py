@@ -91,6 +91,37 @@ def test_the_jaxdash_command_serves_the_default_folder(tmp_path: Path, monkeypat
     assert env["JAXDASH_RUNS"] == str(tmp_path / "data" / "jaxdash" / "runs")
 
 
+# ---- the jaxdash command after the README's set-up ------------------------------------------------------------
+
+
+def test_setup_writes_the_console_scripts_once(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    write = [sys.executable, str(ROOT / "scripts" / "console_scripts.py"), str(bin_dir)]
+    subprocess.run(write, check=True, timeout=60)
+    made = {p.name: p.stat().st_mtime_ns for p in bin_dir.iterdir()}
+    assert set(made) == {"jaxdash", "jaxdash-train"}, "one per entry of pyproject's [project.scripts]"
+    subprocess.run(write, check=True, timeout=60)
+    assert {p.name: p.stat().st_mtime_ns for p in bin_dir.iterdir()} == made, "a second set-up rewrites nothing"
+    out = subprocess.run([bin_dir / "jaxdash", "--help"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.startswith("usage: jaxdash"), out.stderr[-2000:]
+    out = subprocess.run([bin_dir / "jaxdash-train", "--help"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "python -m training TASK" in out.stdout, out.stderr[-2000:]
+
+
+@pytest.mark.parametrize("command", [["jaxdash"], ["python", "-m", "jaxdash"]])
+def test_the_venv_has_the_jaxdash_command(tmp_path: Path, command: list[str]) -> None:
+    """`.venv/bin/jaxdash` (scripts/setup.sh, which the suite's scripts/test.sh runs) and `python -m jaxdash`."""
+    exe = Path(sys.prefix) / "bin" / command[0]
+    assert exe.is_file(), f"no {exe}: run ./scripts/setup.sh"
+    out = subprocess.run([exe, *command[1:], "--help"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "--logdir" in out.stdout, out.stderr[-2000:]
+    shown = subprocess.run(
+        [exe, *command[1:], "--logdir", str(tmp_path), "--print-command"], capture_output=True, text=True, timeout=60
+    )
+    assert shown.returncode == 0 and " streamlit run " in shown.stdout, shown.stderr[-2000:]
+
+
 # ---- in a browser: the dashboard started by the README's command shows the script's run ---------------------
 
 
