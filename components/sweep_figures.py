@@ -58,8 +58,11 @@ def _num_key(s: str) -> Any:
     return float(s) if _num_text(s) else s
 
 
-def parallel_coordinates(rows: Sequence[Mapping[str, Any]], metric: str = "value") -> go.Figure:
-    """One line per finished trial across every swept setting and the objective, coloured by the objective."""
+def parallel_coordinates(
+    rows: Sequence[Mapping[str, Any]], metric: str = "value", direction: str = "minimize"
+) -> go.Figure:
+    """One line per finished trial across every swept setting and the objective, coloured by the objective
+    (the best trials brightest, whichever the `direction`)."""
     done = [r for r in rows if r.get("state") == "COMPLETE" and _is_number(r.get("value"))]
     if not done:
         return _style(_empty(go.Figure(), "No finished trials yet"), "Trials", 360, "sweep")
@@ -69,15 +72,21 @@ def parallel_coordinates(rows: Sequence[Mapping[str, Any]], metric: str = "value
     dims.append({"label": metric, "values": values})
     fig = go.Figure(
         go.Parcoords(
-            line={"color": values, "colorscale": "Viridis_r", "showscale": True, "colorbar": {"title": metric}},
+            line={
+                "color": values,
+                "colorscale": "Viridis_r" if direction == "minimize" else "Viridis",
+                "showscale": True,
+                "colorbar": {"title": metric},
+            },
             dimensions=dims,
         )
     )
     return _style(fig, f"Trials ({len(done)} finished)", 420, "sweep-parcoords")
 
 
-def best_so_far(rows: Sequence[Mapping[str, Any]], metric: str = "value") -> go.Figure:
-    """Each finished trial's value against its end time, and the running minimum as a step line."""
+def best_so_far(rows: Sequence[Mapping[str, Any]], metric: str = "value", direction: str = "minimize") -> go.Figure:
+    """Each finished trial's value against its end time, and the best so far (the running minimum, or
+    maximum when the study maximises) as a step line."""
     done = sorted(
         (r for r in rows if r.get("state") == "COMPLETE" and _is_number(r.get("value")) and _is_number(r.get("end"))),
         key=lambda r: r["end"],
@@ -87,9 +96,10 @@ def best_so_far(rows: Sequence[Mapping[str, Any]], metric: str = "value") -> go.
     t0 = min(r["end"] for r in done)
     xs = [r["end"] - t0 for r in done]
     ys = [float(r["value"]) for r in done]
-    best, running = [], math.inf
+    better = min if direction == "minimize" else max
+    best, running = [], ys[0]
     for y in ys:
-        running = min(running, y)
+        running = better(running, y)
         best.append(running)
     fig = go.Figure()
     fig.add_scatter(

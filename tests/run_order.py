@@ -53,6 +53,7 @@ LONGEST_FIRST = [
     "test_run_ids_pages.py",
     "test_population_form.py",
     "test_many_keys.py",
+    "test_sweep_states.py",
 ]
 
 

@@ -23,6 +23,7 @@ STATE_STYLE: dict[str, tuple[str, str]] = {  # state -> (badge color, material i
     "running": ("blue", ":material/play_circle:"),
     "finished": ("green", ":material/check_circle:"),
     "stopped": ("gray", ":material/stop_circle:"),
+    "pruned": ("violet", ":material/content_cut:"),  # a sweep's pruner stopped it early
     "failed": ("red", ":material/error:"),
     "diverged": ("orange", ":material/trending_up:"),
     "crashed": ("red", ":material/dangerous:"),

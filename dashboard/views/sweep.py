@@ -20,7 +20,7 @@ from training.settings import ConfigError
 REFRESH_S = refresh_timings.seconds("sweep_rerun")
 REFUSED_SHOWN_S = 3600.0  # a refused job is named on this page for an hour
 # Words, not emoji: headless browsers and some desktops have no emoji font (they drew empty boxes).
-STATE_MARKS = {"COMPLETE": "finished", "RUNNING": "running", "PRUNED": "PRUNED", "FAIL": "FAILED"}
+STATE_MARKS = {"COMPLETE": "finished", "RUNNING": "running", "PRUNED": "pruned", "FAIL": "failed"}
 STATE_MARKS["WAITING"] = "queued"  # a grid point not yet claimed, or a dead worker's trial re-queued
 
 
@@ -75,8 +75,16 @@ def _set_limit(queue: object, n: int) -> None:
         st.toast(safe_text.md(f"Run queue: {exc}"), icon=":material/error:")
 
 
-def trials_table(rows: list[dict]) -> None:
-    """One row per trial: state mark, value, settings, shared program, a link to its run page."""
+def _mark(row: dict) -> str:
+    """The trial's state in words; a FAIL trial says what its run did (failed, diverged, stopped)."""
+    if row["state"] == "FAIL" and row.get("run_state"):
+        return str(row["run_state"])
+    return STATE_MARKS.get(row["state"], row["state"])
+
+
+def trials_table(rows: list[dict], objective: dict[str, str]) -> None:
+    """One row per trial: state mark, value (the objective's, named with its direction; a pruned trial's
+    last reported one), the step it reached, settings, shared program, a link to its run page."""
     programs: dict[str, int] = {}
     for r in rows:
         if r["program"]:
@@ -85,8 +93,9 @@ def trials_table(rows: list[dict]) -> None:
         [
             {
                 "trial": r["trial"],
-                "state": STATE_MARKS.get(r["state"], r["state"]),
-                "value": r["value"],
+                "state": _mark(r),
+                value_title(objective): r["value"],
+                "step": r["last_step"],
                 **{f"{k}": v for k, v in r["params"].items()},
                 "program": (f"shared by {programs[r['program']]}" if programs.get(r["program"], 0) > 1 else "own")
                 if r["program"]
@@ -105,6 +114,11 @@ def trials_table(rows: list[dict]) -> None:
     )
 
 
+def value_title(objective: dict[str, str]) -> str:
+    """The value column's title: the objective metric and its direction, e.g. "train/loss (minimize)"."""
+    return f"{objective['metric']} ({objective['direction']})"
+
+
 def study_view(name: str, url: str) -> None:
     """The chosen study: counts, table, figures and importances."""
     from training.sweep import report
@@ -112,19 +126,27 @@ def study_view(name: str, url: str) -> None:
 
     study = studies.load(name, url)
     rows = report.trial_rows(study)
+    objective = report.objective_of(study)
     budget = study.user_attrs.get("trials")
-    counts = pd.Series([r["state"] for r in rows]).value_counts().to_dict() if rows else {}
+    counts = pd.Series([_mark(r) for r in rows]).value_counts().to_dict() if rows else {}
     st.caption(
         safe_text.md(
             f"{study.user_attrs.get('method')} sweep of {study.user_attrs.get('task')}: "
-            + ", ".join(f"{STATE_MARKS.get(k, k)} {v}" for k, v in counts.items())
+            + ", ".join(f"{k} {v}" for k, v in counts.items())
             + f" of {budget} trials"
         )
     )
-    trials_table(rows)
+    st.caption(
+        safe_text.md(
+            f"Objective: {objective['metric']}, {objective['direction']}d; pruner: {objective['pruner']} "
+            "(a pruned trial's value is the last it reported, at its step)."
+        )
+    )
+    trials_table(rows, objective)
+    metric, direction = value_title(objective), objective["direction"]
     c = st.columns(2)
-    c[0].plotly_chart(parallel_coordinates(rows), key="sweep_parcoords")
-    c[1].plotly_chart(best_so_far(rows), key="sweep_best")
+    c[0].plotly_chart(parallel_coordinates(rows, metric, direction), key="sweep_parcoords")
+    c[1].plotly_chart(best_so_far(rows, metric, direction), key="sweep_best")
     imp = report.importances(study)
     st.caption(
         "Param importances (optuna.importance, fANOVA): how much of the objective's spread each setting explains."

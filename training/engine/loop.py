@@ -69,7 +69,10 @@ class Engine:
       task_cls: the Task subclass.
       cfgs: validated configs, one per member.
       members: the members' run dirs, writers and checkpointers, in the same order.
-      should_stop: polled between chunks; True stops every member after the chunk.
+      should_stop: polled between chunks; True stops every member after the chunk. When it has
+        `observe(step, scalars)` (a sweep's pruner, `training.sweep.trials.TrialStop`), that sees each
+        chunk's train scalars first, so a stop it decides lands at the step it judged; its `ended_as`
+        (default "stopped") is the state a run it stopped ends in.
     """
 
     def __init__(
@@ -238,6 +241,9 @@ class Engine:
         pos.advance(length, metrics)
         epoch_end = pos.pos == self.plan.steps_per_epoch
         scalars = [reduce_chunk(metrics, i, self.task.last_value) for i in range(self.k)]
+        observe = getattr(self.should_stop, "observe", None)
+        if observe is not None:  # before the poll below: a pruner's verdict on this step stops the run here
+            observe(pos.step, scalars)
         due = self.schedules.after_chunk(
             pos.step, epoch_end, self.plan.batched, self.should_stop, self.test is not None, "fit" in self.task.panels
         )
@@ -382,7 +388,7 @@ class Engine:
             "members": self.k,
             "devices": self.dp.count,
         }
-        ended = "stopped" if stopped else "finished"
+        ended = getattr(self.should_stop, "ended_as", "stopped") if stopped else "finished"
         states = [m.state if m.state != "running" else ended for m in self.members.members]
         return [
             TrainResult(states[i], pos.final(i, self.plan.batched), pos.step, {**extra, "message": m.message})

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from runstore import run_store
+from runstore import run_states, run_store
 from training.sweep import server
 from training.sweep import study as studies
 from training.sweep.space import parse_space
@@ -46,7 +46,8 @@ def run_sweep(task: str, task_cls: type, raw: dict[str, Any], args: argparse.Nam
     url = args.storage or studies.default_url(root)
     name = args.study or f"{task_cls.name}-{time.strftime('%Y%m%d-%H%M%S')}"
     tensorboard = not args.no_tensorboard
-    studies.create(name, url, task, base, space, args.sweep_method, args.trials, args.sweep_metric, tensorboard)
+    objective = studies.Objective(args.sweep_metric, args.sweep_direction, args.sweep_pruner)
+    studies.create(name, url, task, base, space, args.sweep_method, args.trials, objective, tensorboard)
     print(json.dumps({"study": name, "storage": server.shown(url)}), flush=True)
     helpers = []
     workers = args.workers or (args.max_parallel if not shares_program(space) and args.sweep_method != "grid" else 1)
@@ -68,7 +69,7 @@ def run_sweep(task: str, task_cls: type, raw: dict[str, Any], args: argparse.Nam
     for job in helpers:
         db.wait(job)
     print(json.dumps({"study": name, "trials": states}), flush=True)
-    return 0 if states and all(s in ("finished", "pruned") for s in states) else 1
+    return 0 if states and all(run_states.EXIT_CODES.get(s, 1) == 0 for s in states) else 1
 
 
 def _first(p: Any) -> Any:

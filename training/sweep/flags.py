@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 METHODS = ("grid", "random", "tpe")
+DIRECTIONS = ("minimize", "maximize")
 
 
 def add_flags(p: argparse.ArgumentParser) -> None:
@@ -45,4 +46,16 @@ def add_flags(p: argparse.ArgumentParser) -> None:
         help="at most N training processes at once in this runs root's queue, kept for later starts "
         "(default: from the cores and free memory); implies --queue",
     )
-    g.add_argument("--sweep-metric", default="auto", help="metric to minimise (default test/loss, else train/loss)")
+    g.add_argument(
+        "--sweep-metric", default="auto", help="the objective: a metric's key (default test/loss, else train/loss)"
+    )
+    g.add_argument(
+        "--sweep-direction", choices=DIRECTIONS, default="minimize", help="minimize (default) or maximize it"
+    )
+    g.add_argument(
+        "--sweep-pruner",
+        default="median",
+        metavar="PRUNER",
+        help="median (Optuna's MedianPruner, the default) | none | threshold:VALUE (prune a trial whose value "
+        "goes past VALUE: above it when minimising, below when maximising)",
+    )

@@ -42,8 +42,25 @@ def list_studies(url: str) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: r["started"] or 0, reverse=True)
 
 
+def objective_of(study: optuna.Study) -> dict[str, str]:
+    """{"metric", "direction", "pruner"}: what the study's trials are judged by. An "auto" metric is named by
+    the keys its finished trials were judged by (test/loss, else train/loss), or both while none has finished."""
+    attrs = study.user_attrs
+    metric = attrs.get("metric", "auto")
+    if metric == "auto":
+        used = sorted(
+            {t.user_attrs["objective"] for t in study.get_trials(deepcopy=False) if "objective" in t.user_attrs}
+        )
+        metric = ", ".join(used) if used else "test/loss, else train/loss"
+    return {"metric": metric, "direction": studies.direction_of(study), "pruner": attrs.get("pruner", "median")}
+
+
 def trial_rows(study: optuna.Study) -> list[dict[str, Any]]:
-    """One row per trial: number, state, value, params, run id, program, retry of, end time (epoch s)."""
+    """One row per trial: number, state, value, params, run id, program, retry of, end time (epoch s).
+
+    A PRUNED trial's value is its last reported one (Optuna keeps it as the trial's value), at `last_step`;
+    a FAIL trial's `run_state` says what its run did (failed, diverged, stopped by hand).
+    """
     rows = []
     for t in study.get_trials(deepcopy=False):
         if t.user_attrs.get("surplus"):
@@ -53,7 +70,8 @@ def trial_rows(study: optuna.Study) -> list[dict[str, Any]]:
             {
                 "trial": t.number,
                 "state": t.state.name,
-                "value": t.value if t.state == TrialState.COMPLETE else None,
+                "value": t.value if t.state in (TrialState.COMPLETE, TrialState.PRUNED) else None,
+                "run_state": t.user_attrs.get("run_state"),
                 "params": dict(t.params),
                 "run_id": t.user_attrs.get("run_id"),
                 "program": t.user_attrs.get("program"),

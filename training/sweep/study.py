@@ -1,13 +1,15 @@
 """A sweep is an Optuna study: its storage, sampler, pruner, and the settings every worker reads back.
 
 The study keeps, as user attributes, the task, the fixed settings, the space, the method, the
-metric and the trial budget, so `python -m training worker --sweep NAME --storage URL` needs
-nothing else. Default storage: SQLite next to the runs, `<runs root>/sweeps.db`.
+metric, the pruner and the trial budget (its direction is Optuna's own), so
+`python -m training worker --sweep NAME --storage URL` needs nothing else. Default storage: SQLite
+next to the runs, `<runs root>/sweeps.db`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import logging
 import time
@@ -22,7 +24,7 @@ from runstore import private_files, safe_files
 from runstore.env_numbers import env_number_or_default
 from training.settings import ConfigError
 from training.sweep import server
-from training.sweep.flags import METHODS
+from training.sweep.flags import DIRECTIONS, METHODS
 from training.sweep.journal import HeartbeatJournalStorage
 from training.sweep.space import Param, from_specs, grid_size, to_specs
 
@@ -167,6 +169,44 @@ def sampler(method: str, space: dict[str, Any], seed: int | None = None) -> optu
     return optuna.samplers.TPESampler(seed=seed)
 
 
+@dataclasses.dataclass(frozen=True)
+class Objective:
+    """What a sweep's trials are judged by: a metric's key ("auto": test/loss, else train/loss), its
+    direction, and the pruner ("median", "none" or "threshold:VALUE") that may stop a trial early."""
+
+    metric: str = "auto"
+    direction: str = "minimize"
+    pruner: str = "median"
+
+    def check(self) -> None:
+        """Raises ConfigError naming the flag when the direction or the pruner cannot be read."""
+        if self.direction not in DIRECTIONS:
+            raise ConfigError({"sweep_direction": f"is one of {', '.join(DIRECTIONS)} (got {self.direction!r})"})
+        make_pruner(self.pruner, self.direction)
+
+
+def make_pruner(spec: str, direction: str) -> optuna.pruners.BasePruner:
+    """Optuna's pruner for `spec`: "median" (MedianPruner after 3 trials), "none", or "threshold:VALUE"."""
+    kind, _, value = spec.partition(":")
+    if kind == "median" and not value:
+        return optuna.pruners.MedianPruner(n_startup_trials=3, n_warmup_steps=0)
+    if kind == "none" and not value:
+        return optuna.pruners.NopPruner()
+    try:
+        bound = float(value) if kind == "threshold" else None
+    except ValueError:
+        bound = None
+    if bound is None:
+        raise ConfigError({"sweep_pruner": f"is median, none or threshold:VALUE, e.g. threshold:0.5 (got {spec!r})"})
+    side = "upper" if direction == "minimize" else "lower"  # past the bound on the losing side
+    return optuna.pruners.ThresholdPruner(**{side: bound})
+
+
+def direction_of(study: optuna.Study) -> str:
+    """The study's direction as Optuna keeps it: "minimize" or "maximize"."""
+    return study.direction.name.lower()
+
+
 def create(
     name: str,
     url: str,
@@ -175,23 +215,24 @@ def create(
     space: dict[str, Param],
     method: str,
     trials: int | None,
-    metric: str = "auto",
+    objective: Objective = Objective(),
     tensorboard: bool = True,
 ) -> optuna.Study:
-    """A new study holding everything a worker needs (the task, its settings, whether trials write
-    TensorBoard); its name must be new in this storage."""
+    """A new study holding everything a worker needs (the task, its settings, the objective and its
+    pruner, whether trials write TensorBoard); its name must be new in this storage."""
     if method not in METHODS:
         raise ConfigError({"sweep_method": f"is one of {', '.join(METHODS)} (got {method!r})"})
+    objective.check()
     n = grid_size(space) if method == "grid" and trials is None else (trials or 20)
     st = storage(url)
     try:
-        study = optuna.create_study(study_name=name, storage=st, direction="minimize", load_if_exists=False)
+        study = optuna.create_study(study_name=name, storage=st, direction=objective.direction, load_if_exists=False)
     except optuna.exceptions.DuplicatedStudyError:
         raise ConfigError(
             {"sweep": f"a study named {name!r} already exists in {server.shown(url)}; pick another name"}
         ) from None
-    attrs = {"task": task, "base": base, "space": to_specs(space), "method": method, "trials": n, "metric": metric}
-    attrs["tensorboard"] = tensorboard
+    attrs = {"task": task, "base": base, "space": to_specs(space), "method": method, "trials": n}
+    attrs.update(metric=objective.metric, pruner=objective.pruner, tensorboard=tensorboard)
     for key, value in attrs.items():
         study.set_user_attr(key, value)
     if method == "grid":
@@ -214,7 +255,7 @@ def enqueue_grid(study: optuna.Study, space: dict[str, Param]) -> None:
 
 
 def load(name: str, url: str, st: optuna.storages.BaseStorage | None = None) -> optuna.Study:
-    """The study `name` with its own sampler and a MedianPruner."""
+    """The study `name` with its own sampler and pruner (a study made without one: MedianPruner)."""
     st = st or storage(url)
     try:
         plain = optuna.load_study(study_name=name, storage=st)
@@ -229,7 +270,7 @@ def load(name: str, url: str, st: optuna.storages.BaseStorage | None = None) -> 
         study_name=name,
         storage=st,
         sampler=sampler(attrs["method"], from_specs(attrs["space"])),
-        pruner=optuna.pruners.MedianPruner(n_startup_trials=3, n_warmup_steps=0),
+        pruner=make_pruner(attrs.get("pruner", "median"), direction_of(plain)),
     )
 
 

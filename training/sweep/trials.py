@@ -2,30 +2,30 @@
 
 Each trial is an ordinary run folder whose config.json has a top-level "sweep" entry
 ({"study", "trial", "program"}); trials that differ only in lr and seed share one program
-(a population, `training/runs/population.py`). While they train, a thread reports each chunk's
-metric to Optuna (trial.report); a lone trial the pruner
-cuts is stopped through its stop file and told PRUNED.
+(a population, `training/runs/population.py`). While they train, each chunk's value is reported to
+Optuna (trial.report) and a lone trial the pruner cuts stops at that step: its run ends "pruned" and
+the trial PRUNED. A run that trained to its end is COMPLETE with its objective value.
 """
 
 from __future__ import annotations
 
-import contextlib
-import threading
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import optuna
 
-from runstore.run_folder import RecordsReader, RunFolder
+from runstore import run_states, run_store, tags
+from runstore.run_folder import RunFolder
+from training.runs.lifecycle import StopFlag
 from training.runs.population import VARIED
 from training.runs.run import create_runs, train_members
 from training.settings import parse_config
 from training.sweep import server
+from training.sweep import study as studies
 from training.tasks import canonical_spec, load_task
 from training.writers.base import Tracking
-
-POLL_S = 0.5
 
 
 def shares_program(space: Sequence[str]) -> bool:
@@ -52,40 +52,69 @@ def _mark(d: Path, study: str, trial: optuna.Trial, program: str) -> None:
     trial.set_user_attr("program", program)
 
 
-class Watch(threading.Thread):
-    """Reports each run's chunk metric to its trial and stops a pruned lone trial (the worker beats heartbeats)."""
+class TrialStop(StopFlag):
+    """The runs' stop flag (SIGTERM, stop files), plus the study's pruner deciding between chunks.
 
-    def __init__(self, study: optuna.Study, trials: list[optuna.Trial], dirs: list[Path], metric: str):
-        super().__init__(daemon=True)
-        self.study, self.trials, self.dirs, self.metric = study, trials, dirs, metric
-        self.readers = [RecordsReader(d) for d in dirs]
-        self.pruned: set[int] = set()
-        self.done = threading.Event()
+    The engine hands it each chunk's scalars (`observe`) before it polls it, so a trial reports
+    every chunk's value as it is measured and a pruned lone trial stops at the step its pruner
+    judged, never later: a run that reached its last chunk is not asked, and finishes. One program
+    trains a population: cutting one member would stop them all, so only lone trials are pruned.
+    """
 
-    def run(self) -> None:
-        while not self.done.wait(POLL_S):
-            for i, (trial, d) in enumerate(zip(self.trials, self.dirs, strict=True)):
-                self._report(i, trial, d)
+    def __init__(self, trials: list[optuna.Trial], dirs: list[Path], key: str | None):
+        super().__init__(dirs)
+        self.trials, self.key = trials, key
+        self.reported: int | None = None  # the step of the lone trial's newest report
+        self.pruned_at: int | None = None
 
-    def _report(self, i: int, trial: optuna.Trial, d: Path) -> None:
-        records = self.readers[i].read_new()
-        # The storage unreachable for a moment: these values go unreported, the run itself keeps them.
-        with contextlib.suppress(*server.STORAGE_ERRORS):
-            for rec in records:
-                value = rec.get(self.metric, rec.get("train/loss"))
-                if isinstance(value, int | float) and isinstance(rec.get("step"), int):
-                    trial.report(float(value), rec["step"])
-            # One program trains a population: cutting one member would stop them all, so only lone trials prune.
-            if records and len(self.trials) == 1 and i not in self.pruned and trial.should_prune():
-                self.pruned.add(i)
-                RunFolder(d).request_stop()
+    @property
+    def ended_as(self) -> str:
+        """The state the run ends in when this flag stopped it."""
+        return run_states.PRUNED if self.pruned_at is not None else run_states.STOPPED
+
+    def observe(self, step: int, scalars: Sequence[Mapping[str, float]]) -> None:
+        """Report each trial's intermediate value at `step` (trial.report)."""
+        self.reported = None
+        if self.key is None:
+            return
+        try:
+            for trial, values in zip(self.trials, scalars, strict=True):
+                value = values.get(self.key)
+                if isinstance(value, int | float) and math.isfinite(value):
+                    trial.report(float(value), step)
+                    self.reported = step
+        except server.STORAGE_ERRORS:
+            # The storage is unreachable: the run trains on and keeps every value; no more reports or
+            # verdicts (each would wait on the server), and the tell after the run says what failed.
+            self.key, self.reported = None, None
+
+    def __call__(self) -> bool:
+        if super().__call__():
+            return True
+        if len(self.trials) > 1 or self.reported is None:
+            return False
+        try:
+            if self.trials[0].should_prune():
+                self.pruned_at = self.reported
+        except server.STORAGE_ERRORS:
+            self.key = None  # as in `observe`
+        return self.pruned_at is not None
 
 
-def objective(final: dict[str, Any], metric: str) -> float | None:
-    """The value a finished run is judged by: `metric`, or test/loss, else train/loss."""
-    for key in ([metric] if metric != "auto" else []) + ["test/loss", "train/loss"]:
+def intermediate_key(metric: str, direction: str) -> str | None:
+    """The chunk scalar a trial reports while it trains: the objective itself when it is a train metric;
+    else train/loss, a loss standing for a minimised test loss (evaluations come after the pruner's
+    verdict); None (no pruning) for a maximised test metric, which a loss would rank backwards."""
+    if metric.startswith(tags.TRAIN + "/"):
+        return metric
+    return tags.TRAIN_LOSS if direction == "minimize" else None
+
+
+def objective(final: dict[str, Any], metric: str) -> tuple[str, float] | None:
+    """(key, value) a finished run is judged by: `metric`, or for "auto" test/loss, else train/loss."""
+    for key in [metric] if metric != "auto" else [tags.TEST_LOSS, tags.TRAIN_LOSS]:
         if isinstance(final.get(key), int | float):
-            return float(final[key])
+            return key, float(final[key])
     return None
 
 
@@ -102,25 +131,30 @@ def run_batch(study: optuna.Study, trials: list[optuna.Trial], root: Path, wandb
     dirs, names, group = create_runs(canonical_spec(attrs["task"]), task_cls, cfgs, axes, root, None, name, command)
     for t, d in zip(trials, dirs, strict=True):
         _mark(d, study.study_name, t, group or d.name)
-    watch = Watch(study, trials, dirs, attrs.get("metric", "auto"))
-    watch.start()
-    try:
-        tracking = Tracking(wandb_mode, attrs.get("tensorboard", True), console=console, group=group)
-        outcomes = train_members(task_cls, cfgs, dirs, names, tracking)
-    finally:
-        watch.done.set()
-        watch.join()
-    states = []
-    for i, (t, (_, state, result)) in enumerate(zip(trials, outcomes, strict=True)):
-        value = objective(result.final, attrs.get("metric", "auto")) if result else None
-        if i in watch.pruned or state == "stopped":
-            study.tell(t, state=optuna.trial.TrialState.PRUNED)
-            states.append("pruned")
-        elif state == "finished" and value is not None:
-            study.tell(t, value)
-            states.append("finished")
-        else:
-            t.set_user_attr("run_state", state)
-            study.tell(t, state=optuna.trial.TrialState.FAIL)
-            states.append(state)
-    return states
+    metric = attrs.get("metric", "auto")
+    stop = TrialStop(trials, dirs, intermediate_key(metric, studies.direction_of(study)))
+    stop.install()
+    tracking = Tracking(wandb_mode, attrs.get("tensorboard", True), console=console, group=group)
+    outcomes = train_members(task_cls, cfgs, dirs, names, tracking, stop=stop)
+    return [
+        _tell(study, t, d, state, result, metric, stop) for t, (d, state, result) in zip(trials, outcomes, strict=True)
+    ]
+
+
+def _tell(
+    study: optuna.Study, trial: optuna.Trial, d: Path, state: str, result: Any, metric: str, stop: TrialStop
+) -> str:
+    """Tell Optuna what happened to the trial's run: COMPLETE with its value, PRUNED, or FAIL (its run's state kept)."""
+    judged = objective(result.final, metric) if result else None
+    if state == run_states.PRUNED:
+        run_store.write_status(
+            d, message=f"Pruned by the sweep's {type(study.pruner).__name__} at step {stop.pruned_at}."
+        )
+        study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+    elif state == run_states.FINISHED and judged is not None:
+        trial.set_user_attr("objective", judged[0])
+        study.tell(trial, judged[1])
+    else:  # failed, diverged, stopped by hand, or no objective to judge: the run's state says which
+        trial.set_user_attr("run_state", state if state != run_states.FINISHED else "no objective")
+        study.tell(trial, state=optuna.trial.TrialState.FAIL)
+    return state

@@ -47,6 +47,7 @@ log = logging.getLogger(__name__)
 _END_STATUS = {
     "finished": "STATUS_SUCCESS",
     "stopped": "STATUS_SUCCESS",
+    "pruned": "STATUS_SUCCESS",  # ended on purpose by a sweep's pruner, as Optuna's TensorBoard callback counts it
     "failed": "STATUS_FAILURE",
     "diverged": "STATUS_FAILURE",
 }
