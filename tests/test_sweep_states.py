@@ -119,3 +119,17 @@ def test_sweeps_page_names_the_objective_and_its_direction_and_shows_values(
     rows = {int(r["trial"]): (r["state"], r[column], r["step"]) for _, r in table.iterrows()}
     assert rows[done.number][:2] == ("finished", pytest.approx(0.2134))
     assert rows[cut.number] == ("pruned", pytest.approx(5.73), 10)
+
+
+def test_the_sweep_form_sends_the_objective_and_its_direction(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dashboard.forms.sweep_form import sweep_argv
+    from training import cli
+    from training.settings import ConfigError
+
+    monkeypatch.setenv("JAXDASH_RUNS", str(tmp_path))
+    argv = sweep_argv("regression", "lr=0.1,0.2", "", "grid", 2, 1, "s", ("train/loss", "maximize"))
+    args = cli.task_parser("regression", load_task("regression")).parse_args(argv[1:])
+    assert (args.sweep_metric, args.sweep_direction, args.sweep_pruner) == ("train/loss", "maximize", "median")
+    with pytest.raises(ConfigError) as err:
+        sweep_argv("regression", "lr=0.1", "", "grid", 2, 1, "s", ("--steps", "minimize"))
+    assert list(err.value.errors) == ["objective"]

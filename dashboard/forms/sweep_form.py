@@ -15,11 +15,23 @@ import streamlit as st
 from dashboard.panels import safe_text
 from runstore import run_store
 from training.settings import ConfigError
-from training.sweep.flags import METHODS
+from training.sweep.flags import DIRECTIONS, METHODS
 
 
-def sweep_argv(task: str, specs: str, fixed: str, method: str, trials: int, parallel: int, study: str) -> list[str]:
-    """The `python -m training` arguments of a sweep; ConfigError (one line per field) when the input is bad."""
+def sweep_argv(
+    task: str,
+    specs: str,
+    fixed: str,
+    method: str,
+    trials: int,
+    parallel: int,
+    study: str,
+    objective: tuple[str, str] = ("auto", "minimize"),
+) -> list[str]:
+    """The `python -m training` arguments of a sweep; ConfigError (one line per field) when the input is bad.
+
+    `objective`: (metric, direction) the trials are judged by ("auto": test/loss, else train/loss).
+    """
     from training.sweep.space import parse_space
     from training.tasks import task_settings
 
@@ -27,6 +39,10 @@ def sweep_argv(task: str, specs: str, fixed: str, method: str, trials: int, para
     parse_space(lines, task_settings(task).Config, method)  # raises, naming the field, before anything starts
     argv = [task, "--study", study, "--sweep-method", method, "--max-parallel", str(parallel), "--quiet"]
     argv += ["--runs-root", str(run_store.runs_root())]
+    metric, direction = objective[0].strip() or "auto", objective[1]
+    if metric.startswith("-") or any(c.isspace() for c in metric):
+        raise ConfigError({"objective": f"{metric!r}: write a metric's key, e.g. test/accuracy, or auto"})
+    argv += ["--sweep-metric", metric, "--sweep-direction", direction]
     if method != "grid":
         argv += ["--trials", str(trials)]
     for line in lines:
@@ -57,11 +73,19 @@ def sweep_form(task: str) -> str | None:
         trials = c[1].number_input("Trials (random/tpe)", 1, 1000, 12, key=f"sweep_trials_{task}")
         parallel = c[2].number_input("At once", 1, 64, 2, key=f"sweep_parallel_{task}")
         study = c[3].text_input("Study name", key=f"sweep_study_{task}", placeholder="auto")
+        o = st.columns([3, 1])
+        metric = o[0].text_input(
+            "Objective metric",
+            "auto",
+            key=f"sweep_metric_{task}",
+            help="The key each trial is judged by, e.g. test/accuracy; auto: test/loss, else train/loss.",
+        )
+        direction = o[1].selectbox("Direction", DIRECTIONS, key=f"sweep_direction_{task}")
         if not st.button("Start sweep", key=f"sweep_start_{task}", type="primary"):
             return None
         name = study.strip() or f"{task}-{time.strftime('%Y%m%d-%H%M%S')}"
         try:
-            argv = sweep_argv(task, specs, fixed, method, int(trials), int(parallel), name)
+            argv = sweep_argv(task, specs, fixed, method, int(trials), int(parallel), name, (metric, direction))
         except ConfigError as exc:
             st.error(safe_text.md("; ".join(f"{k}: {v}" for k, v in exc.errors.items())), icon=":material/error:")
             return None
