@@ -52,22 +52,74 @@ def _fetch(batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 class Block:
-    """Scalars of consecutive steps as columns: `columns[tag][i]` belongs to `steps[i]` (float64)."""
+    """Scalars of consecutive steps as columns: `columns[tag][i]` belongs to `steps[i]` (float64, or bool for a
+    tag whose every value was a bool: W&B keeps `true` where the run folder charts 1.0)."""
 
-    __slots__ = ("columns", "ints", "steps")
+    __slots__ = ("bools", "columns", "ints", "steps")
 
-    def __init__(self, steps: np.ndarray, columns: dict[str, np.ndarray], ints: frozenset[str] = frozenset()) -> None:
+    def __init__(self, steps: np.ndarray, columns: dict[str, np.ndarray], ints: frozenset[str] = frozenset(),
+                 bools: frozenset[str] = frozenset()) -> None:  # fmt: skip
         self.steps, self.columns = steps, columns
         self.ints = ints  # tags whose last value was an integer (W&B's summary keeps it an int)
+        self.bools = bools  # tags whose values were bools (W&B's history and summary keep true/false)
 
 
 Histograms = tuple[int, dict[str, np.ndarray]]  # (step, arrays) of one step
+LIST_MAX = (
+    32  # elements: W&B keeps an array of at most this many as a list (`wandb.util.json_friendly`), bins a bigger one
+)
+
+
+class Values:
+    """JSON values of one step that W&B's history keeps as they are: arrays of at most LIST_MAX elements (nested
+    ones too) and Python lists, as lists."""
+
+    __slots__ = ("step", "values")
+
+    def __init__(self, step: int, values: dict[str, Any]) -> None:
+        self.step, self.values = step, values
+
+
+Part = Block | Histograms | Values
+
+
+def numeric_kind(dtype: Any) -> str:
+    """NumPy's kind letter of a number's dtype ("b", "i", "u", "f"), also for ml_dtypes' bfloat16, float8,
+    float4 and int4 kinds (JAX's low-precision dtypes), whose NumPy kind is "V"; "" for anything else."""
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        return ""
+    if dt.kind in "biuf":
+        return dt.kind
+    name = dt.name if dt.kind == "V" and dt.type.__module__.startswith("ml_dtypes") else ""
+    if name.startswith(("float", "bfloat")):
+        return "f"
+    return "u" if name.startswith("uint") else "i" if name.startswith("int") else ""
+
+
+def as_numbers(arr: np.ndarray) -> np.ndarray:
+    """`arr` in a dtype NumPy computes with: ml_dtypes' floats as float64 and their ints as int64 (the same
+    values, as W&B reads them with `.item()` / `.tolist()`), any other array as it is."""
+    if arr.dtype.kind != "V":
+        return arr
+    return arr.astype(np.float64 if numeric_kind(arr.dtype) == "f" else np.int64)
+
+
+def value_kind(value: Any) -> str:
+    """`numeric_kind` of a logged value: Python's bool and int too (a float or anything else: its dtype's, or "f")."""
+    if isinstance(value, bool):
+        return "b"
+    if isinstance(value, int):
+        return "i"
+    dtype = getattr(value, "dtype", None)
+    return "f" if dtype is None else numeric_kind(dtype)
 
 
 def unstorable(value: Any) -> str | None:
     """Why a metric value `run.log` took cannot be stored (None if it can), from its type, shape and dtype only:
     never a device sync, so `Run.log` asks before a value replaces an accepted one of the same step and key,
-    and `Split` drops by the same rule. A finite or non-finite number and a small numeric array are stored."""
+    and `Split` drops by the same rule. A finite or non-finite number, a bool and a numeric array are stored."""
     if isinstance(value, int) and not isinstance(value, bool):
         try:
             float(value)
@@ -77,13 +129,10 @@ def unstorable(value: Any) -> str | None:
     size, dtype = getattr(value, "size", None), getattr(value, "dtype", None)
     if size is None or dtype is None:
         return None  # a float, or something `Split` converts and judges itself
-    try:
-        kind = np.dtype(dtype).kind
-    except TypeError:
-        return f"a {type(value).__name__} is no metric"
-    if size == 1 and kind in "biuf":
-        return None
-    if kind in "biuf" and 0 < size <= HISTOGRAM_MAX:
+    kind = numeric_kind(dtype)
+    if not kind:
+        return f"a {type(value).__name__} of dtype {dtype} is no metric"
+    if size <= HISTOGRAM_MAX:  # one element: a number; up to LIST_MAX: a list (an empty one too); else binned
         return None
     return f"an array of shape {np.shape(value)} and dtype {dtype} is no metric"
 
@@ -100,8 +149,8 @@ class Split:
     def __init__(self, warn: Callable[[str, str], None]) -> None:
         self.warn = warn
 
-    def __call__(self, entries: list[tuple[int, dict[str, Any], int]]) -> list[Block | Histograms]:
-        out: list[Block | Histograms] = []
+    def __call__(self, entries: list[tuple[int, dict[str, Any], int]]) -> list[Part]:
+        out: list[Part] = []
         i = 0
         while i < len(entries):
             step, values, steps = entries[i]
@@ -117,7 +166,7 @@ class Split:
             i = j
         return out
 
-    def _steps(self, group: list[tuple[int, dict[str, Any], int]]) -> list[Block | Histograms]:
+    def _steps(self, group: list[tuple[int, dict[str, Any], int]]) -> list[Part]:
         """Single steps with the same keys: one block, unless a value is an array (then step by step)."""
         columns = {}
         for key in group[0][1]:
@@ -128,30 +177,34 @@ class Split:
             if column is None or column.shape != (len(group),):
                 return [part for step, values, _ in group for part in self._one(step, values)]
             columns[key] = column
-        ints = frozenset(
-            k for k, v in group[-1][1].items() if isinstance(v, (int, np.integer)) and not isinstance(v, bool)
-        )
-        return [self._block(np.array([step for step, _, _ in group]), columns, ints)]
+        ints = frozenset(k for k, v in group[-1][1].items() if value_kind(v) in "iu")
+        bools = frozenset(k for k in columns if all(value_kind(values[k]) == "b" for _, values, _ in group))
+        return [self._block(np.array([step for step, _, _ in group]), columns, ints, bools)]
 
-    def _chunk(self, first: int, values: dict[str, Any], steps: int) -> list[Block | Histograms]:
+    def _chunk(self, first: int, values: dict[str, Any], steps: int) -> list[Part]:
         """A scanned chunk: arrays with a leading axis of `steps`."""
         arrays = {k: np.asarray(v) for k, v in values.items()}
-        if all(a.shape == (steps,) and a.dtype.kind in "biuf" for a in arrays.values()):
-            ints = frozenset(k for k, a in arrays.items() if a.dtype.kind in "iu")
+        if all(a.shape == (steps,) and numeric_kind(a.dtype) for a in arrays.values()):
+            ints = frozenset(k for k, a in arrays.items() if numeric_kind(a.dtype) in "iu")
+            bools = frozenset(k for k, a in arrays.items() if a.dtype.kind == "b")
             columns = {k: a.astype(np.float64) for k, a in arrays.items()}
-            return [self._block(np.arange(first, first + steps), columns, ints)]
+            return [self._block(np.arange(first, first + steps), columns, ints, bools)]
         return [part for i in range(steps) for part in self._one(first + i, {k: a[i] for k, a in arrays.items()})]
 
-    def _block(self, steps: np.ndarray, columns: dict[str, np.ndarray], ints: frozenset[str] = frozenset()) -> Block:
+    def _block(self, steps: np.ndarray, columns: dict[str, np.ndarray], ints: frozenset[str] = frozenset(),
+               bools: frozenset[str] = frozenset()) -> Block:  # fmt: skip
         for key, column in columns.items():
             if not np.isfinite(column).all():
                 bad = column[~np.isfinite(column)][0]
                 self.warn(key, f"{key}: {bad} logged (kept; the charts show a gap there)")
-        return Block(steps, columns, ints)
+        for key in bools:
+            columns[key] = columns[key].astype(bool)
+        return Block(steps, columns, ints, bools)
 
-    def _one(self, step: int, values: Mapping[str, Any]) -> list[Block | Histograms]:
-        """One step whose values include arrays: its scalars as a block of one, its arrays as histograms."""
-        scalars, histograms, ints = {}, {}, set()
+    def _one(self, step: int, values: Mapping[str, Any]) -> list[Part]:
+        """One step whose values include arrays: its scalars as a block of one, its arrays as W&B keeps them
+        (`wandb.util.json_friendly`): one element as a number, up to LIST_MAX as a list, more as a histogram."""
+        scalars, histograms, lists, ints, bools = {}, {}, {}, set(), set()
         for key, value in values.items():
             why = unstorable(value)
             if why is not None:
@@ -159,20 +212,23 @@ class Split:
                 continue
             try:
                 arr = np.asarray(value)
-                if arr.size == 1:
+                kind = value_kind(value)
+                if isinstance(value, (list, tuple)) or (kind and arr.size != 1 and arr.size <= LIST_MAX):
+                    lists[key] = as_numbers(arr).tolist()  # a Python list stays a list whatever its length, as W&B's
+                elif arr.size == 1:
                     scalars[key] = np.array([float(arr.item())])
-                    if arr.dtype.kind in "iu":
-                        ints.add(key)
-                elif arr.dtype.kind in "biuf" and 0 < arr.size <= HISTOGRAM_MAX:
-                    histograms[key] = arr
+                    ints.update([key] if kind in "iu" else [])
+                    bools.update([key] if kind == "b" else [])
+                elif kind and 0 < arr.size <= HISTOGRAM_MAX:
+                    histograms[key] = as_numbers(arr)
                 else:
                     self.warn(
                         key, f"{key}: an array of shape {arr.shape} and dtype {arr.dtype} is no metric; not logged"
                     )
             except (TypeError, ValueError, OverflowError) as exc:  # e.g. an int past a float's range
                 self.warn(key, f"{key}: {type(value).__name__} value cannot be stored ({exc}); not logged")
-        out: list[Block | Histograms] = [self._block(np.array([step]), scalars, frozenset(ints))] if scalars else []
-        return out + ([(step, histograms)] if histograms else [])
+        out: list[Part] = [self._block(np.array([step]), scalars, frozenset(ints), frozenset(bools))] if scalars else []
+        return out + ([(step, histograms)] if histograms else []) + ([Values(step, lists)] if lists else [])
 
 
 class Fetcher:
@@ -184,7 +240,7 @@ class Fetcher:
     was half of `run.log`'s 5 us).
     """
 
-    def __init__(self, write: Callable[[list[Block | Histograms]], None]) -> None:
+    def __init__(self, write: Callable[[list[Part]], None]) -> None:
         self.pending: collections.deque[Entry] = collections.deque()
         self.write = write
         self.warned: set[str] = set()

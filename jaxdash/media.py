@@ -9,7 +9,8 @@ interface, so the run store (the page), TensorBoard and the W&B copy each get th
   `write_images` (every step: artifacts/images/<key>/<step>_<i>.png, runstore.media_store);
 * Histogram: `write_histograms` (its bins); plotly figures, `wandb.Plotly`, matplotlib figures:
   `write_figures` (artifacts/figures/<key>/<step>.json);
-* Table: `write_tables`; `wandb.plot.*`: its figure under <key> and its table under <key>_table, as W&B;
+* Table: `write_tables`; `wandb.plot.*`: `write_charts` (the run store: its figure under <key> and its table
+  under <key>_table, as W&B; the W&B copy: W&B's own chart);
 * Html, Audio, Video, Object3D, Molecule: a file in the run folder (artifacts/media/<key>/), one notice;
 * a string (W&B keeps it as it is in its history): `write_texts` (TensorBoard's text, the W&B copy's row,
   artifacts/texts.json's latest) and every step's in artifacts/texts/<key>.jsonl (runstore.media_store).
@@ -24,7 +25,7 @@ from jaxdash.plot import CustomChart
 from jaxdash.table import Table
 from runstore import media_store
 from runstore.safe_files import UnsafePath
-from training.writers.base import Bins, Images
+from training.writers.base import Bins, Chart, Images
 
 __all__ = ["Image", "Table", "is_media", "write_media"]
 
@@ -51,7 +52,7 @@ def _images(value: Image | list[Image]) -> Images | None:
 def _sorted(media: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """The media by the writer call that takes them."""
     out: dict[str, dict[str, Any]] = {"images": {}, "histograms": {}, "tables": {}, "figures": {}, "files": {},
-                                      "texts": {}}  # fmt: skip
+                                      "texts": {}, "charts": {}}  # fmt: skip
     for key, value in media.items():
         if isinstance(value, str):
             out["texts"][key] = value
@@ -70,9 +71,8 @@ def _sorted(media: dict[str, Any]) -> dict[str, dict[str, Any]]:
         elif isinstance(value, Table):
             out["tables"][key] = value.to_store()
         elif isinstance(value, CustomChart):
-            out["tables"][f"{key}_table"] = value.table.to_store()
-            if value.figure is not None:
-                out["figures"][key] = value.figure
+            out["charts"][key] = Chart(value.spec_name, value.fields, value.string_fields, value.table.to_store(),
+                                       value.figure, value.split_table)  # fmt: skip
         elif isinstance(value, _File):
             out["files"][key] = value
         elif isinstance(value, dict):
@@ -90,7 +90,7 @@ def write_media(writer: Any, step: int, media: dict[str, Any]) -> None:
     """
     found = _sorted(media)
     calls = [("write_images", "images"), ("write_histograms", "histograms"), ("write_tables", "tables"),
-             ("write_figures", "figures"), ("write_texts", "texts")]  # fmt: skip
+             ("write_figures", "figures"), ("write_texts", "texts"), ("write_charts", "charts")]  # fmt: skip
     for method, kind in calls:
         if found[kind]:
             _guarded(lambda m=method, k=kind: getattr(writer, m)(step, found[k]), sorted(found[kind]))

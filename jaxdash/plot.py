@@ -2,9 +2,12 @@
 confusion_matrix, pr_curve, roc_curve.
 
 Each returns a `CustomChart` as wandb's does: the chart's table (the same columns W&B's Vega preset
-reads) and a plotly figure of it. Logged under a key, the figure is the page's figure at that step
+reads), W&B's custom-chart spec (its Vega preset, field and string settings: `wandb.plot.custom_chart`)
+and a plotly figure of it. Logged under a key, the figure is the page's figure at that step
 (artifacts/figures/<key>/) and the table goes where W&B puts it, `<key>_table` (the run store's
-tables, TensorBoard's text, a `wandb.Table` in the W&B copy). NumPy only: no scikit-learn.
+tables, TensorBoard's text); the W&B copy logs it as `wandb.plot_table` of the same spec, so W&B writes
+its own `_wandb.visualize.<key>` chart and table (training/writers/wandb/writer.py). NumPy only: no
+scikit-learn.
 """
 
 from __future__ import annotations
@@ -18,11 +21,15 @@ from jaxdash.table import Table
 
 
 class CustomChart:
-    """What `wandb.plot.*` returns: a table and the figure drawn from it."""
+    """What `wandb.plot.*` returns: a table, W&B's chart spec over it (`spec_name`, `fields`, `string_fields`)
+    and the figure drawn from it."""
 
-    def __init__(self, table: Table, figure: Any, title: str = "", split_table: bool = False) -> None:
-        self.table, self.title, self.split_table = table, title, split_table
-        figure.update_layout(title=title or None)
+    def __init__(self, table: Table, figure: Any, spec: tuple[str, dict[str, Any], dict[str, Any]],
+                 split_table: bool = False) -> None:  # fmt: skip
+        self.table, self.split_table = table, split_table
+        self.spec_name, self.fields, self.string_fields = spec[0], dict(spec[1]), dict(spec[2])
+        self.title = str(self.string_fields.get("title") or "")
+        figure.update_layout(title=self.title or None)
         self.figure = figure.to_plotly_json()
 
 
@@ -38,28 +45,32 @@ def line(
     """A line of column `y` against `x` (one per `stroke` value)."""
     go, groups = _go(), _groups(table, stroke)
     traces = [go.Scatter(x=table_col(t, x), y=table_col(t, y), mode="lines", name=name) for name, t in groups]
-    return CustomChart(table, go.Figure(traces).update_layout(xaxis_title=x, yaxis_title=y), title, split_table)
+    spec = ("wandb/line/v0", {"x": x, "y": y, "stroke": stroke}, {"title": title})
+    return CustomChart(table, go.Figure(traces).update_layout(xaxis_title=x, yaxis_title=y), spec, split_table)
 
 
 def scatter(table: Table, x: str, y: str, title: str = "", split_table: bool = False) -> CustomChart:
     """Points of column `y` against `x`."""
     go = _go()
     fig = go.Figure(go.Scatter(x=table.get_column(x), y=table.get_column(y), mode="markers"))
-    return CustomChart(table, fig.update_layout(xaxis_title=x, yaxis_title=y), title, split_table)
+    spec = ("wandb/scatter/v0", {"x": x, "y": y}, {"title": title})
+    return CustomChart(table, fig.update_layout(xaxis_title=x, yaxis_title=y), spec, split_table)
 
 
 def bar(table: Table, label: str, value: str, title: str = "", split_table: bool = False) -> CustomChart:
     """One bar per row: `value` at `label`."""
     go = _go()
     fig = go.Figure(go.Bar(x=table.get_column(label), y=table.get_column(value)))
-    return CustomChart(table, fig.update_layout(xaxis_title=label, yaxis_title=value), title, split_table)
+    spec = ("wandb/bar/v0", {"label": label, "value": value}, {"title": title})
+    return CustomChart(table, fig.update_layout(xaxis_title=label, yaxis_title=value), spec, split_table)
 
 
 def histogram(table: Table, value: str, title: str = "", split_table: bool = False) -> CustomChart:
     """A histogram of column `value`."""
     go = _go()
     fig = go.Figure(go.Histogram(x=table.get_column(value)))
-    return CustomChart(table, fig.update_layout(xaxis_title=value), title, split_table)
+    spec = ("wandb/histogram/v0", {"value": value}, {"title": title})
+    return CustomChart(table, fig.update_layout(xaxis_title=value), spec, split_table)
 
 
 def line_series(xs: Iterable[Any], ys: Iterable[Iterable[Any]], keys: Iterable[str] | None = None, title: str = "",
@@ -77,7 +88,9 @@ def line_series(xs: Iterable[Any], ys: Iterable[Iterable[Any]], keys: Iterable[s
         for a, b in zip(x, y, strict=False):
             table.add_data(a, name, b)
         traces.append(go.Scatter(x=x[: len(y)], y=y[: len(x)], mode="lines", name=name))
-    return CustomChart(table, go.Figure(traces).update_layout(xaxis_title=xname), title, split_table)
+    fields = {"step": "step", "lineKey": "lineKey", "lineVal": "lineVal"}
+    spec = ("wandb/lineseries/v0", fields, {"title": title, "xname": xname})
+    return CustomChart(table, go.Figure(traces).update_layout(xaxis_title=xname), spec, split_table)
 
 
 def confusion_matrix(probs: Sequence[Sequence[float]] | None = None, y_true: Sequence[Any] | None = None,
@@ -103,7 +116,8 @@ def confusion_matrix(probs: Sequence[Sequence[float]] | None = None, y_true: Seq
     fig = go.Figure(go.Heatmap(z=counts.tolist(), x=names, y=names, colorscale="Blues", text=counts.tolist(),
                                texttemplate="%{text}"))  # fmt: skip
     fig.update_layout(xaxis_title="Predicted", yaxis_title="Actual", yaxis_autorange="reversed")
-    return CustomChart(table, fig, title, split_table)
+    fields = {"Actual": "Actual", "Predicted": "Predicted", "nPredictions": "nPredictions"}
+    return CustomChart(table, fig, ("wandb/confusion_matrix/v1", fields, {"title": title}), split_table)
 
 
 def _curves(y_true: Any, y_probas: Any, labels: Any, classes_to_plot: Any) -> list[tuple[str, np.ndarray, np.ndarray]]:
@@ -136,20 +150,22 @@ def pr_curve(y_true: Any = None, y_probas: Any = None, labels: list[str] | None 
              interp_size: int = 21, title: str = "Precision-Recall Curve", split_table: bool = False) -> CustomChart:  # fmt: skip
     """Precision against recall per class (interpolated at `interp_size` recalls). Table: class, precision, recall."""
     table, go, traces = Table(columns=["class", "precision", "recall"]), _go(), []
-    grid = np.linspace(0, 1, interp_size)
+    grid = np.linspace(0, 1, interp_size)[::-1]  # W&B's rows: recall from 1 down to 0
     for name, hits, scores in _curves(y_true, y_probas, labels, classes_to_plot):
         if not hits.any():
             continue
         tp, fp = _ranked(hits, scores)
         prec, rec = np.r_[1.0, tp / (tp + fp)], np.r_[0.0, tp / hits.sum()]
         best = np.maximum.accumulate(prec[::-1])[::-1]
-        idx = np.searchsorted(rec, grid, side="left")
+        idx = np.searchsorted(rec, grid, side="left")  # (np.searchsorted takes any order of `grid`)
         interp = np.where(idx < rec.size, best[np.minimum(idx, rec.size - 1)], 0.0)
         for p, r in zip(interp.tolist(), grid.tolist(), strict=True):
             table.add_data(name, round(p, 3), round(r, 3))
         traces.append(go.Scatter(x=grid.tolist(), y=interp.tolist(), mode="lines", name=name))
     fig = go.Figure(traces).update_layout(xaxis_title="Recall", yaxis_title="Precision")
-    return CustomChart(table, fig, title, split_table)
+    strings = {"title": title, "x-axis-title": "Recall", "y-axis-title": "Precision"}
+    spec = ("wandb/area-under-curve/v0", {"x": "recall", "y": "precision", "class": "class"}, strings)
+    return CustomChart(table, fig, spec, split_table)
 
 
 def roc_curve(y_true: Any, y_probas: Any = None, labels: list[str] | None = None, classes_to_plot: Any = None,
@@ -165,7 +181,9 @@ def roc_curve(y_true: Any, y_probas: Any = None, labels: list[str] | None = None
             table.add_data(name, round(f, 3), round(t, 3))
         traces.append(go.Scatter(x=fpr.tolist(), y=tpr.tolist(), mode="lines", name=name))
     fig = go.Figure(traces).update_layout(xaxis_title="False positive rate", yaxis_title="True positive rate")
-    return CustomChart(table, fig, title, split_table)
+    strings = {"title": title, "x-axis-title": "False positive rate", "y-axis-title": "True positive rate"}
+    spec = ("wandb/area-under-curve/v0", {"x": "fpr", "y": "tpr", "class": "class"}, strings)
+    return CustomChart(table, fig, spec, split_table)
 
 
 def _groups(table: Table, stroke: str | None) -> list[tuple[str | None, Table]]:
@@ -184,10 +202,10 @@ def table_col(table: Table, name: str) -> list[Any]:
 
 def plot_table(vega_spec_name: str, data_table: Table, fields: dict[str, Any], string_fields: dict[str, Any] | None = None,
                split_table: bool = False) -> CustomChart:  # fmt: skip
-    """`wandb.plot_table`: a custom Vega chart; here its table, drawn as a table-only chart (one notice)."""
+    """`wandb.plot_table`: a custom Vega chart; the page keeps its table (one notice), the W&B copy the chart."""
     from jaxdash.data_types import notice
 
     notice("wandb.plot_table", f"custom Vega chart {vega_spec_name!r} is kept as its table (no Vega on the page)")
-    chart = CustomChart(data_table, _go().Figure(), (string_fields or {}).get("title", ""), split_table)
+    chart = CustomChart(data_table, _go().Figure(), (vega_spec_name, fields, string_fields or {}), split_table)
     chart.figure = None
     return chart

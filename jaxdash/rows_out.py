@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxdash.fetcher import Block, Histograms
+from jaxdash.fetcher import Block, Part, Values
 from jaxdash.wandb_summary import MetricDefs, summary_of
 from runstore import run_store
 from training.writers.base import Progress
@@ -46,14 +46,15 @@ class RowsOut:
         self.run_dir, self.writer, self.total = Path(run_dir), writer, total
         self.defs, self.user_summary = defs, user_summary
         self.lock = threading.Lock()  # the writers take calls from the script's thread too (media, hparams)
-        self.stats: dict[str, list[Any]] = {}  # name -> [last, min, max, sum, count, first, last was an int]
+        self.stats: dict[str, list[Any]] = {}  # name -> [last, min, max, sum, count, first, "i"/"b": an int/bool]
         self.texts: dict[str, str] = {}  # each string key's last value (W&B's summary keeps it)
+        self.lists: dict[str, list[Any]] = {}  # each list key's last value (small arrays, as W&B's summary keeps them)
         self.summary_due = False  # the script changed `run.summary`: summary.json at the next flush
         self.finishing = False  # `finish` began: the last batch flushes whatever the time
         self._t0, self._last_flush = time.monotonic(), 0.0
         self._rate_from = (max(start_step, 0), 0.0)  # (step, wall seconds) the steps/s shown counts from
 
-    def write(self, parts: list[Block | Histograms]) -> None:
+    def write(self, parts: list[Part]) -> None:
         """Hand fetched blocks to the writers (one Progress, on the batch's last step); flush at most every FLUSH_S."""
         with self.lock:
             progress = self._progress(parts)
@@ -61,7 +62,12 @@ class RowsOut:
             for i, part in enumerate(parts):
                 if isinstance(part, Block):
                     self.writer.write_scalar_rows(part.steps, part.columns, progress if i == final else None)
-                    self._note(part.columns, part.ints)
+                    self._note(part.columns, part.ints, part.bools)
+                elif isinstance(part, Values):
+                    self.writer.write_values(part.step, part.values)
+                    self.lists.update(part.values)
+                    for key in part.values:  # the summary keeps a key's last value, whichever kind it was
+                        self.stats.pop(key, None)
                 else:
                     self.writer.write_histograms(*part)
             if time.monotonic() - self._last_flush >= FLUSH_S or self.finishing:
@@ -70,21 +76,24 @@ class RowsOut:
                 if self.summary_due:
                     self.write_summary({**self.logged_summary(), **self.user_summary})
 
-    def _progress(self, parts: list[Block | Histograms]) -> Progress:
+    def _progress(self, parts: list[Part]) -> Progress:
         """Where the run stands after this batch: its last step and the steps/s since the batch before."""
         wall = time.monotonic() - self._t0
-        last = max((int(p.steps[-1]) if isinstance(p, Block) else p[0] for p in parts), default=self._rate_from[0])
+        last = max((_last_step(p) for p in parts), default=self._rate_from[0])
         rate = (last - self._rate_from[0]) / (wall - self._rate_from[1]) if wall > self._rate_from[1] else None
         self._rate_from = (last, wall)
         return Progress(step=last, total_steps=self.total, wall_seconds=wall, steps_per_sec=rate)
 
-    def _note(self, columns: Mapping[str, np.ndarray], ints: frozenset[str] = frozenset()) -> None:
+    def _note(self, columns: Mapping[str, np.ndarray], ints: frozenset[str] = frozenset(),
+              bools: frozenset[str] = frozenset()) -> None:  # fmt: skip
         """Each tag's last value, and min, max, sum, count and first of its values that are not NaN (the summary),
-        and whether its last value was an integer."""
+        and whether its last value was an integer ("i") or a bool ("b")."""
         for name, column in columns.items():
+            column = np.asarray(column, dtype=np.float64)
+            self.lists.pop(name, None)
             seen = column[~np.isnan(column)]
-            st = self.stats.setdefault(name, [math.nan, math.inf, -math.inf, 0.0, 0, math.nan, False])
-            st[0], st[6] = float(column[-1]), name in ints
+            st = self.stats.setdefault(name, [math.nan, math.inf, -math.inf, 0.0, 0, math.nan, ""])
+            st[0], st[6] = float(column[-1]), "b" if name in bools else "i" if name in ints else ""
             if seen.size:
                 if not st[4]:
                     st[5] = float(seen[0])
@@ -93,7 +102,7 @@ class RowsOut:
 
     def logged_summary(self) -> dict[str, Any]:
         """W&B's summary of what was logged so far (numbers by their ops, strings' last values); hold `lock`."""
-        return {**summary_of(self.stats, self.defs), **self.texts}
+        return {**summary_of(self.stats, self.defs), **self.lists, **self.texts}
 
     def write_summary(self, summary: Mapping[str, Any]) -> None:
         """summary.json (a failed write warns: the script goes on)."""
@@ -102,3 +111,9 @@ class RowsOut:
             run_store.write_summary(self.run_dir, summary)
         except (OSError, TypeError, ValueError) as exc:
             logger.warning("jaxdash: summary.json of %s could not be written (%s)", self.run_dir.name, exc)
+
+
+def _last_step(part: Part) -> int:
+    if isinstance(part, Block):
+        return int(part.steps[-1])
+    return part.step if isinstance(part, Values) else part[0]

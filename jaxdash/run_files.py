@@ -9,6 +9,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from jaxdash.fetcher import numeric_kind
 from runstore import run_store
 from runstore.run_folder import RunFolder
 
@@ -154,7 +157,7 @@ def flatten(metrics: Mapping[str, Any], prefix: str = "", sep: str = ".") -> dic
         name = f"{prefix}{key}"
         if isinstance(value, Mapping):
             out.update(flatten(value, f"{name}{sep}", sep))
-        elif isinstance(value, (bool, str, bytes)) or value is None or not _numeric(value):
+        elif isinstance(value, (str, bytes)) or value is None or not _numeric(value):
             if name not in _WARNED:
                 _WARNED.add(name)
                 kind = type(value).__name__
@@ -165,17 +168,13 @@ def flatten(metrics: Mapping[str, Any], prefix: str = "", sep: str = ".") -> dic
 
 
 def _numeric(value: Any) -> bool:
+    """A number, a bool or an array of them (bfloat16, float8 and int4 included), as W&B logs them."""
     if isinstance(value, (int, float)):
         return True
+    if isinstance(value, (list, tuple)):  # W&B keeps a list of numbers as it is
+        try:
+            return numeric_kind(np.asarray(value).dtype) != ""
+        except ValueError:  # ragged
+            return False
     dtype = getattr(value, "dtype", None)  # NumPy and JAX arrays: no device sync to read the dtype
-    try:
-        return dtype is not None and np_kind(dtype) in "biuf"
-    except TypeError:
-        return False
-
-
-def np_kind(dtype: Any) -> str:
-    """The NumPy kind letter of a dtype (JAX dtypes included)."""
-    import numpy as np
-
-    return np.dtype(dtype).kind
+    return dtype is not None and numeric_kind(dtype) != ""

@@ -26,6 +26,8 @@ from jaxdash.wandb_config import Config, parse_config
 from runstore import run_store, safe_files
 from runstore.run_folder import RunFolder
 
+DEFAULT_PROJECT = "uncategorized"  # W&B's project of a run that names none (no project=, no $WANDB_PROJECT)
+
 _CURRENT: Run | DisabledRun | None = None
 _RUNS: list[Run] = []  # every run of the process (reinit="create_new" keeps several): each ends at exit
 _UNUSED = ("anonymous", "save_code", "magic", "monitor_gym", "force", "sync_tensorboard", "fork_from", "resume_from")
@@ -98,7 +100,7 @@ def _start(args: InitArgs, cfg: dict[str, Any], runs_root: Any, tensorboard: boo
     job = multihost.job()  # a jax.distributed job of 2+ processes: one run, process 0's
     if job is not None and job.index > 0:
         return job.follow(cfg, root)  # type: ignore[return-value] - a Run's surface, no folder, no writer
-    project = args.project or "script"
+    project = args.project or DEFAULT_PROJECT
     run_dir, start_step = _run_dir(root, project, args.name, args.id, args.resume)
     meta = {"project": project, "entity": args.entity, "group": args.group, "job_type": args.job_type,
             "tags": list(args.tags), "notes": args.notes}  # fmt: skip
@@ -176,7 +178,7 @@ def _writers(run_dir: Path, cfg: dict[str, Any], args: InitArgs, copy_mode: str,
     if tensorboard or copy_mode != "disabled":
         # W&B's own variables carry the run's settings to the writer process, whose W&B writer reads
         # them (training/writers/wandb/mode.py); the script's own environment stays as it was.
-        wandb_env = {"WANDB_PROJECT": args.project, "WANDB_TAGS": ",".join(args.tags), "WANDB_NOTES": args.notes,
+        wandb_env = {"WANDB_PROJECT": args.project or DEFAULT_PROJECT, "WANDB_TAGS": ",".join(args.tags), "WANDB_NOTES": args.notes,
                      "WANDB_RUN_GROUP": args.group, "WANDB_JOB_TYPE": args.job_type, "WANDB_ENTITY": args.entity,
                      "WANDB_DIR": args.dir, "WANDB_RUN_ID": run_dir.name}  # fmt: skip
         there = Tracking(copy_mode, tensorboard, console=False, run_store=False)  # no job type: W&B would tag it

@@ -90,11 +90,17 @@ class SinkWriter(MetricWriter):
     def write_texts(self, step, texts):  # noqa: D102, ANN001
         self._queue("write_texts", step, dict(texts))
 
+    def write_values(self, step, values):  # noqa: D102, ANN001
+        self._queue("write_values", step, dict(values))
+
     def write_tables(self, step, tables):  # noqa: D102, ANN001
         self._queue("write_tables", step, dict(tables))
 
     def write_figures(self, step, figures):  # noqa: D102, ANN001
         self._queue("write_figures", step, dict(figures))  # W&B keeps them as wandb.Plotly; TensorBoard lacks them
+
+    def write_charts(self, step, charts):  # noqa: D102, ANN001
+        self._queue("write_charts", step, dict(charts))  # W&B draws them; TensorBoard gets their tables as text
 
     def write_summary(self, metrics):  # noqa: D102, ANN001
         self._queue("write_summary", dict(metrics))

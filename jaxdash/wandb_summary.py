@@ -80,14 +80,17 @@ def _ops(name: str, summary: str, goal: str | None) -> list[str]:
 
 
 def summary_of(stats: Mapping[str, list[float]], defs: MetricDefs) -> dict[str, Any]:
-    """W&B's automatic summary from each metric's [last, min, max, sum, count, first, int?] statistics (a key
-    logged as a nested dict stays "a.b", as the rows and W&B's summary records name it)."""
+    """W&B's automatic summary from each metric's [last, min, max, sum, count, first, kind] statistics (a key
+    logged as a nested dict stays "a.b", as the rows and W&B's summary records name it); kind "i": logged as
+    integers, "b": as bools (W&B's summary keeps ints and true/false)."""
     out: dict[str, Any] = {}
     for name, (last, low, high, total, count, first, whole) in stats.items():
-        if whole:  # logged as integers: W&B's summary keeps ints
+        if whole:
             last, low, high, first = (
                 int(v) if math.isfinite(v) and v == int(v) else v for v in (last, low, high, first)
             )
+        if whole == "b":
+            last, first = (bool(v) if isinstance(v, int) else v for v in (last, first))
         ops = (defs.find(name) or {}).get("summary")
         if not ops or ops == ["copy"]:
             out[name] = last

@@ -7,7 +7,9 @@ Who writes what (the run store writer, training/writers/store.py, and the client
   them (a reader lists a step once its json exists). artifacts/images/<tag>.png stays the latest image;
 * artifacts/histograms/<tag>.jsonl: one line a step, {"step", "counts", "edges"} (W&B's 64 bins);
 * artifacts/media/<tag>/<step:010d>.<ext>: an Html, Audio, Video or Object3D file as logged;
-* artifacts/texts/<tag>.jsonl: one line a step, {"tag", "step", "text"} (a string logged, as W&B keeps it).
+* artifacts/texts/<tag>.jsonl: one line a step, {"tag", "step", "text"} (a string logged, as W&B keeps it);
+* artifacts/values/<tag>.jsonl: one line a step, {"tag", "step", "value"} (an array of at most 32 numbers
+  logged, kept as the list W&B's history holds).
 
 Each file is written then renamed (`runstore.nofollow`: no folder on the way entered through a link), so a
 polling reader never opens half of one; the newest KEEP_STEPS
@@ -119,6 +121,12 @@ def append_text(run_dir: Path, tag: str, step: int, text: str) -> None:
     _append_line(run_dir, f"artifacts/texts/{tag_file(tag)}.jsonl", {"tag": tag, "step": int(step), "text": str(text)})
 
 
+def append_value(run_dir: Path, tag: str, step: int, value: Any) -> None:
+    """One step of a tag W&B keeps as a JSON value (a small array as a list): a line of artifacts/values/<tag>.jsonl.
+    Raises UnsafePath as `_append_line`."""
+    _append_line(run_dir, f"artifacts/values/{tag_file(tag)}.jsonl", {"tag": tag, "step": int(step), "value": value})
+
+
 def _append_line(run_dir: Path, rel: str, record: dict[str, Any]) -> None:
     """One JSON line appended to run_dir/rel, never through a link or FIFO on the way or under its name.
 
@@ -205,6 +213,22 @@ def texts(run_dir: Path) -> dict[str, list[tuple[int, str]]]:
         for doc in json_lines(path, max(READ_BYTES // len(paths), MIN_SHARE)):
             if isinstance(doc.get("text"), str) and isinstance(doc.get("step"), int):
                 out.setdefault(str(doc.get("tag", path.stem.replace("__", "/"))), []).append((doc["step"], doc["text"]))
+    return out
+
+
+def values(run_dir: Path) -> dict[str, list[tuple[int, Any]]]:
+    """Every value tag's (step, value) lines (`append_value`), oldest first, within READ_BYTES as `histograms`."""
+    root = Path(run_dir) / "artifacts" / "values"
+    if not safe_files.inside(run_dir, root) or not root.is_dir():
+        return {}
+    out: dict[str, list[tuple[int, Any]]] = {}
+    paths = sorted(p for p in root.glob("*.jsonl") if safe_files.is_regular(p))
+    for path in paths:
+        for doc in json_lines(path, max(READ_BYTES // len(paths), MIN_SHARE)):
+            if "value" in doc and isinstance(doc.get("step"), int):
+                out.setdefault(str(doc.get("tag", path.stem.replace("__", "/"))), []).append(
+                    (doc["step"], doc["value"])
+                )
     return out
 
 

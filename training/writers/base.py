@@ -66,6 +66,19 @@ class Images:
 
 
 @dataclass
+class Chart:
+    """A W&B custom chart (`wandb.plot.*`, `wandb.plot_table`): W&B's Vega preset with its field and string
+    settings over a table, and a plotly figure of it for writers that draw no Vega (None: none)."""
+
+    spec_name: str
+    fields: dict[str, Any]
+    string_fields: dict[str, Any]
+    table: Table
+    figure: dict[str, Any] | None = None
+    split_table: bool = False
+
+
+@dataclass
 class Bins:
     """A histogram already binned (`wandb.Histogram(np_histogram=(counts, edges))`): len(edges) == len(counts) + 1."""
 
@@ -115,6 +128,10 @@ class MetricWriter:
         """Markdown text keyed by tag."""
         self._lacks("write_texts")
 
+    def write_values(self, step: int, values: Mapping[str, Any]) -> None:
+        """JSON values W&B's history keeps as they are, keyed by tag: small arrays as (nested) lists."""
+        self._lacks("write_values")
+
     def write_pr_curves(self, step: int, curves: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> None:
         """Precision-recall curves keyed by tag, each from (binary labels [N], scores in [0, 1] [N])."""
         self._lacks("write_pr_curves")
@@ -126,6 +143,14 @@ class MetricWriter:
     def write_figures(self, step: int, figures: Mapping[str, dict[str, Any]]) -> None:
         """Plotly figures (as `fig.to_plotly_json()` dicts) keyed by tag; the page shows them by step."""
         self._lacks("write_figures")
+
+    def write_charts(self, step: int, charts: Mapping[str, Chart]) -> None:
+        """W&B custom charts keyed by tag. By default each chart's table under "<tag>_table" (where W&B keeps it)
+        and its figure under the tag; a backend that draws W&B's charts (W&B) overrides it."""
+        self.write_tables(step, {f"{tag}_table": chart.table for tag, chart in charts.items()})
+        figures = {tag: chart.figure for tag, chart in charts.items() if chart.figure is not None}
+        if figures:
+            self.write_figures(step, figures)
 
     def write_summary(self, metrics: Mapping[str, float]) -> None:
         """Final metrics, once at the end (before close)."""
@@ -171,6 +196,9 @@ class MultiWriter(MetricWriter):
     def write_texts(self, step: int, texts: Mapping[str, str]) -> None:  # noqa: D102
         self._each("write_texts", step, texts)
 
+    def write_values(self, step: int, values: Mapping[str, Any]) -> None:  # noqa: D102
+        self._each("write_values", step, values)
+
     def write_pr_curves(self, step: int, curves: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> None:  # noqa: D102
         self._each("write_pr_curves", step, curves)
 
@@ -179,6 +207,9 @@ class MultiWriter(MetricWriter):
 
     def write_figures(self, step: int, figures: Mapping[str, dict[str, Any]]) -> None:  # noqa: D102
         self._each("write_figures", step, figures)
+
+    def write_charts(self, step: int, charts: Mapping[str, Chart]) -> None:  # noqa: D102
+        self._each("write_charts", step, charts)
 
     def write_summary(self, metrics: Mapping[str, float]) -> None:  # noqa: D102
         self._each("write_summary", metrics)

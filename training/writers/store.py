@@ -204,6 +204,10 @@ class RunStoreWriter(MetricWriter):
         doc.update({tag: {"step": int(step), "text": str(text)} for tag, text in texts.items()})
         run_store.atomic_write_json(path, doc, root=self.run_dir)
 
+    def write_values(self, step: int, values: Mapping[str, Any]) -> None:
+        """Each tag's value at this step as a line of artifacts/values/<tag>.jsonl (runstore.media_store)."""
+        _each_tag(values, lambda tag, value: media_store.append_value(self.run_dir, tag, step, value))
+
     def write_hparams(self, hparams: Mapping[str, Any]) -> None:
         """Nothing to do: config.json already holds the config."""
 

@@ -31,7 +31,7 @@ import numpy as np
 
 from runstore import nofollow, run_folder
 from runstore.run_folder import RunFolder
-from training.writers.base import Bins, Images, MetricWriter, Progress, Table
+from training.writers.base import Bins, Chart, Images, MetricWriter, Progress, Table
 from training.writers.wandb import media as wandb_media
 from training.writers.wandb import mode as wandb_mode
 from training.writers.wandb import run as wandb_run
@@ -185,7 +185,7 @@ class WandbWriter(MetricWriter):
         """Buffer scalars (and the epoch in progress) for `step`; they are logged at the next `flush`."""
         if self.active:
             row = self._rows.row(step)
-            row.update({k: float(np.asarray(v)) for k, v in scalars.items() if k not in OWN_SYSTEM_METRICS})
+            row.update({k: _number(v) for k, v in scalars.items() if k not in OWN_SYSTEM_METRICS})
             if progress is not None and progress.total_epochs:
                 row["epoch"] = int(progress.epoch)
             if self._member_log is not None:
@@ -210,6 +210,11 @@ class WandbWriter(MetricWriter):
         if self.active:
             self._rows.row(step).update({k: str(v) for k, v in texts.items()})
 
+    def write_values(self, step: int, values: Mapping[str, Any]) -> None:
+        """JSON values (small arrays as lists) in the step's row, as `wandb.log({"w": np.array([1, 2])})` keeps them."""
+        if self.active:
+            self._rows.row(step).update(values)
+
     def write_figures(self, step: int, figures: Mapping[str, dict[str, Any]]) -> None:
         """Plotly figures (plotly JSON) as wandb.Plotly at their step, as `wandb.log({key: fig})` stores them."""
         if self.active:
@@ -222,6 +227,14 @@ class WandbWriter(MetricWriter):
             import wandb
 
             self._rows.row(step).update({k: wandb.Plotly(go.Figure(fig)) for k, fig in figures.items()})
+
+    def write_charts(self, step: int, charts: Mapping[str, Chart]) -> None:
+        """W&B's own custom charts at their step, as `wandb.log({key: wandb.plot.line(...)})` stores them: the
+        table under "<key>_table" and the chart's spec in the config's `_wandb.visualize.<key>`."""
+        if self.active:
+            import wandb
+
+            self._rows.row(step).update({k: _wandb_chart(wandb, c) for k, c in charts.items()})
 
     def write_tables(self, step: int, tables: Mapping[str, Table]) -> None:
         """Kept until close: the latest table of each tag describes the final model (one W&B table each)."""
@@ -293,6 +306,17 @@ class WandbWriter(MetricWriter):
         wandb_run.finish_run(self.run, state, self.finish_timeout, self.info.get("dir"))
 
 
+def _number(value: Any) -> float | bool:
+    """A scalar as W&B's history keeps it: a bool stays true/false, any other number is a float."""
+    arr = np.asarray(value)
+    return bool(arr) if arr.dtype.kind == "b" else float(arr)
+
+
+def _wandb_chart(wandb: Any, chart: Chart) -> Any:
+    table = wandb_media.wandb_table(chart.table)
+    return wandb.plot_table(chart.spec_name, table, dict(chart.fields), dict(chart.string_fields), chart.split_table)
+
+
 def _wandb_images(wandb: Any, value: np.ndarray | Images) -> Any:
     """A wandb.Image, or for `Images` a list of them with their captions (W&B's images/separated)."""
     if not isinstance(value, Images):
@@ -319,4 +343,3 @@ def _folder_refused(run_dir: Path, wandb_dir: str | None) -> str | None:
     except OSError as exc:
         return str(exc)
     return None
-
