@@ -103,6 +103,10 @@ def command(argv: list[str] | None = None) -> tuple[list[str], dict[str, str]]:
         "none",
         "--runner.postScriptGC",
         "false",
+        "--client.toolbarMode",  # no Deploy button, no first-open popup: see .streamlit/config.toml
+        "minimal",
+        "--logger.hideWelcomeMessage",
+        "true",
         *rest,
     ]
     return cmd, env

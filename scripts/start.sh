@@ -9,12 +9,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 address=${JAXDASH_ADDRESS:-127.0.0.1}
+port=8501
 args=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --address) [ $# -ge 2 ] || { echo "start.sh: --address needs a value, e.g. --address 0.0.0.0" >&2; exit 2; }
                address=$2; shift 2 ;;
     --address=*) address=${1#--address=}; shift ;;
+    --server.port) [ $# -ge 2 ] || { echo "start.sh: --server.port needs a value, e.g. --server.port 8502" >&2; exit 2; }
+                   port=$2; args+=("$1" "$2"); shift 2 ;;
+    --server.port=*) port=${1#--server.port=}; args+=("$1"); shift ;;
     --server.address|--server.address=*)
       echo "start.sh: use --address ADDRESS (or JAXDASH_ADDRESS) to choose where the dashboard listens" >&2; exit 2 ;;
     *) args+=("$1"); shift ;;
@@ -44,4 +48,7 @@ WANT_APT=${WANT_APT:-dataset-fashion-mnist} ./scripts/setup.sh
 # terminal, for ever). Give the answer Enter gives, as Streamlit itself would save it, unless there is one.
 creds="${HOME:-/root}/.streamlit/credentials.toml"
 [ -e "$creds" ] || { mkdir -p "$(dirname "$creds")" && printf '[general]\nemail = ""\n' > "$creds"; }
+# Streamlit's own start lines are off (.streamlit/config.toml): say where the page is and where runs go.
+runs=$(.venv/bin/python -c 'from runstore import run_store; print(run_store.runs_root())')
+echo "Dashboard: http://$address:$port (runs in $runs; Ctrl+C stops it)" >&2
 exec "${cmd[@]}"

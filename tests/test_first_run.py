@@ -7,6 +7,7 @@ pointing into the test's temporary folder.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -122,6 +123,47 @@ def test_the_venv_has_the_jaxdash_command(tmp_path: Path, command: list[str]) ->
     assert shown.returncode == 0 and " streamlit run " in shown.stdout, shown.stderr[-2000:]
 
 
+# ---- Streamlit's chrome: no Deploy button, no popup offering AI agent skills -------------------------------------
+
+# Streamlit's own reading of a command line's options: the toolbar mode and why its agent-skills card is withheld.
+STREAMLIT_DECIDES = """
+import json, sys
+from streamlit import config
+from streamlit.web import skills
+
+config.get_config_options(force_reparse=True, options_from_flags=json.loads(sys.argv[1]))
+print(json.dumps([config.get_option("client.toolbarMode"), skills.nudge_suppression_reason(sys.argv[2])]))
+"""
+
+
+def streamlit_flags(command: list[str]) -> dict[str, Any]:
+    """The `--section.option value` pairs of a `streamlit run APP ...` command line."""
+    rest = iter(command[command.index("run") + 2 :])
+    return {key[2:]: {"true": True, "false": False}.get(value, value) for key, value in zip(rest, rest, strict=True)}
+
+
+@pytest.mark.parametrize("launcher", ["start.sh", "jaxdash"])
+def test_streamlit_shows_no_deploy_button_and_no_agent_popup(tmp_path: Path, launcher: str) -> None:
+    env = user_env(tmp_path)
+    (tmp_path / "home" / ".claude").mkdir()  # an AI coding agent's folder: where Streamlit offers its card
+    env["DISPLAY"] = ":0"  # a desktop session: Streamlit is not headless by default there
+    if launcher == "start.sh":
+        dry = {**env, "JAXDASH_START_DRY_RUN": "1"}
+        shown = subprocess.run([ROOT / "scripts" / "start.sh"], env=dry, capture_output=True, text=True, timeout=60)
+        command, cwd = shown.stdout.splitlines(), ROOT  # start.sh runs it from the checkout
+    else:
+        shown = subprocess.run([Path(sys.prefix) / "bin" / "jaxdash", "--print-command"], env=env, cwd=tmp_path,
+                               capture_output=True, text=True, timeout=60)  # fmt: skip
+        command, cwd = shown.stdout.split(), tmp_path  # from the user's folder: no .streamlit/config.toml there
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    decide = [sys.executable, "-c", STREAMLIT_DECIDES, json.dumps(streamlit_flags(command)), str(ROOT / "dashboard")]
+    out = subprocess.run(decide, cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr[-2000:]
+    toolbar, withheld = json.loads(out.stdout.splitlines()[-1])
+    assert toolbar == "minimal", "no Deploy button, no developer menu"
+    assert withheld == "welcome_hidden", "Streamlit withholds the card when its start lines are off"
+
+
 # ---- in a browser: the dashboard started by the README's command shows the script's run ---------------------
 
 
@@ -162,6 +204,26 @@ def test_a_script_run_from_tmp_shows_on_the_dashboard_of_the_readme(tmp_path: Pa
         tab.locator("[role=gridcell]", has_text="from-tmp").first.wait_for(state="attached", timeout=60_000)
         root = tmp_path / "home" / ".local" / "share" / "jaxdash" / "runs"
         tab.locator("code", has_text=str(root)).first.wait_for(timeout=10_000)  # the page says where runs go
+        # A fresh server's first page: no Deploy button (Streamlit shows it until the app's options apply).
+        assert tab.get_by_test_id("stAppDeployButton").count() == 0
+        assert tab.get_by_role("button", name="Deploy").count() == 0
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+@pytest.mark.browser
+def test_enter_in_run_name_does_not_start_a_run(server: tuple[Any, Path], tab: Any) -> None:
+    srv, runs = server
+    tab.goto(f"{srv.url}/new")
+    name = tab.get_by_role("textbox", name="Run name")
+    name.wait_for(timeout=60_000)
+    inputs = "document.querySelectorAll('[data-testid=stTextInput]').length"
+    before = tab.evaluate(inputs)
+    name.fill("enter-pressed")
+    name.press("Enter")
+    # A rerun asked for after the Enter: the population lists appear once it has run, and a form submitted
+    # by the Enter would have run (started a run, gone to Live) before it.
+    tab.get_by_text("Population: train several variants at once").click()
+    tab.wait_for_function(f"{inputs} > {before}", timeout=30_000, polling=100)
+    assert tab.url.endswith("/new") and run_store.run_folders(runs) == []

@@ -148,7 +148,8 @@ def config_form(
     """
     errors = dict(errors or {})
     opts = {"disabled": set(disabled), "notes": dict(notes or {}), "defaults": dict(defaults or {})}
-    with st.form(f"launch_{prefix}", border=True):
+    # Enter in a field (Run name, a number) never starts a run: only the button does.
+    with st.form(f"launch_{prefix}", border=True, enter_to_submit=False):
         top = st.columns([2, 1])
         name = top[0].text_input(
             "Run name",
