@@ -10,6 +10,9 @@ prefix (`--path_prefix /<token>`, 128 bits, new for each server): everything els
 known only to the pages this dashboard serves, which are behind its own Host and Origin check
 (dashboard/server/host_check.py). The token reaches the child through its environment, never its command
 line (`ps`).
+
+Its port is a free one, or $JAXDASH_TENSORBOARD_PORT (a port a firewall opens or an SSH tunnel forwards);
+its address is the dashboard's (page_tensorboard.py).
 """
 
 from __future__ import annotations
@@ -32,6 +35,16 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def port_free(host: str, port: int) -> bool:
+    """Whether `port` can be bound on `host` right now."""
+    try:
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+            s.bind((host, port))
+            return True
+    except OSError:
+        return False
 
 
 @dataclass
@@ -69,12 +82,27 @@ def close_tensorboards() -> None:
 
 CHILD = Path(__file__).with_name("tensorboard_child.py")  # TensorBoard that follows its parent
 PREFIX_ENV = "JAXDASH_TENSORBOARD_PREFIX"  # the child's --path_prefix (tensorboard_child.py reads it)
+PORT_ENV = "JAXDASH_TENSORBOARD_PORT"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def is_loopback(address: str | None) -> bool:
     """True if a server bound to `address` is reachable from this machine only (unset = every interface)."""
     return bool(address) and (address in LOOPBACK or address.startswith("127."))
+
+
+def configured_port() -> int | None:
+    """$JAXDASH_TENSORBOARD_PORT as a port number, or None (unset or empty: a free port each time).
+
+    Raises:
+      RuntimeError: naming the variable and the fix, when it is not a number from 1 to 65535.
+    """
+    text = os.environ.get(PORT_ENV, "").strip()
+    if not text:
+        return None
+    if not text.isdigit() or not 1 <= int(text) <= 65535:
+        raise RuntimeError(f"${PORT_ENV}={text[:40]!r} is not a port: give a number from 1 to 65535, or unset it.")
+    return int(text)
 
 
 def start_tensorboard(
@@ -90,7 +118,11 @@ def start_tensorboard(
     Raises:
       RuntimeError: if it exits or does not answer within `wait_s` (message from its log).
     """
-    port = port or free_port()
+    configured = None if port else configured_port()
+    if configured and not port_free(host, configured):  # TensorBoard would only exit with a line in its log
+        where = host if host not in ("", "0.0.0.0", "::") else "every interface"
+        raise RuntimeError(f"${PORT_ENV}={configured} is in use on {where}: set a free port, or unset it.")
+    port = port or configured or free_port()
     cmd = [sys.executable, str(CHILD), str(os.getpid()), "--logdir", str(logdir), "--host", host, "--port", str(port)]
     Path(logdir).mkdir(parents=True, exist_ok=True)
     fd, name = tempfile.mkstemp(prefix="jaxdash-tensorboard-", suffix=".log")
