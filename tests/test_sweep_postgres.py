@@ -278,11 +278,12 @@ def test_workers_claiming_at_once_on_postgres_take_whole_programs(
 @pytest.mark.parametrize("url", ["postgresql://team:s3cret-pw@127.0.0.1:1/sweeps", "postgresql://team:s3cret-pw@:bad"])
 def test_the_sweeps_page_never_shows_a_server_password(runs_root: Path, monkeypatch, url: str) -> None:
     """The Sweeps page on a server it cannot reach: one line naming the URL with its password hidden, no traceback."""
+    from dashboard.panels.safe_text import plain
     from tests.apptest_pages import app
 
     monkeypatch.setenv("JAXDASH_SWEEP_STORAGE", url)
     at = app("views/sweep.py")
-    shown = [e.value for e in at.error] + [e.value for e in at.warning]
+    shown = [plain(e.value) for e in at.error] + [plain(e.value) for e in at.warning]  # as the page shows them
     assert shown, "the page said nothing about the unreachable server"
     assert not any("s3cret-pw" in text for text in shown), shown
     assert any("***" in text or "postgresql://..." in text or "postgresql://team" in text for text in shown), shown
