@@ -52,7 +52,7 @@ def run() -> None:
             icon=":material/warning:",
         )
     st.html(panels.LIVE_PANEL_CSS)  # style only: Streamlit adds it without taking room in the page
-    worker.warm_up()  # a training process with JAX imported, waiting for the next Start (no-op when one is)
+    worker.warm_up()  # once the page has launched a run: a process with JAX imported, waiting for the next Start
     queue_resumed(str(run_store.runs_root()))
     new_run = st.Page(PAGES_DIR / "launch.py", title="New run", icon=":material/rocket_launch:", url_path="new")
 

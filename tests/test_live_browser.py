@@ -144,7 +144,8 @@ def _wait_worker_ready(srv: Server, timeout_s: float = 120) -> None:
 
 
 def test_first_point_within_a_second_of_start_on_a_warm_server(warm_server: tuple[Server, Path], tab: Any) -> None:
-    """Start -> first point: <= 6 s for the server's first Start, then a median within 3 s.
+    """Start -> first point: <= 10 s for the server's first Start (a cold process importing JAX: an idle
+    server keeps no warm worker), then, from the worker that first Start left behind, a median within 3 s.
 
     The goal is a 1 s median, measured by benchmarks/dashboard_latency.py (a) (0.78-1.01 s at load
     3-4 on an earlier day). This test shares the 2 cores with pytest and Chromium; on 2026-11-24 the
@@ -154,11 +155,14 @@ def test_first_point_within_a_second_of_start_on_a_warm_server(warm_server: tupl
     srv, runs = warm_server
     page = tab
     times, via = [], []
-    for _ in range(4):
+    for i in range(4):
         page.goto(srv.url + "/new")
         start = page.get_by_role("button", name="Start run")
         start.wait_for(timeout=60_000)
-        _wait_worker_ready(srv)  # the warm worker is ready again (it imports JAX once the previous run settled)
+        if i:
+            _wait_worker_ready(srv)  # the warm worker is ready (it imports JAX once the previous run settled)
+        else:
+            assert not _workers(srv), "a server that has launched nothing keeps no warm worker"
         before = set(run_store.run_folders(runs))
         page.evaluate(probes.FIRST_POINT_JS, "train/loss")
         t_click = page.evaluate("Date.now()") / 1000
@@ -170,8 +174,8 @@ def test_first_point_within_a_second_of_start_on_a_warm_server(warm_server: tupl
         while run_store.read_status(run_dir).get("state") in (None, "running"):  # the next start on a quiet machine
             time.sleep(0.2)
     print("Start -> first point:", ", ".join(f"{t:.2f}" for t in times), "s")  # pytest -s: the figures for the note
-    assert via == ["worker"] * len(via), via  # every Start found the warm worker ready
-    assert times[0] <= 6.0, times  # a fresh server: its warm worker may still be importing JAX
+    assert via == ["cold"] + ["worker"] * (len(via) - 1), via  # every later Start found the warm worker ready
+    assert times[0] <= 10.0, times  # a fresh server's first Start: a cold process imports JAX
     assert statistics.median(times[1:]) <= 3.0, times
 
 

@@ -100,3 +100,31 @@ def test_worker_fits_only_jobs_it_can_run_as_a_fresh_process() -> None:
         "JAXDASH_Y": "2",
         "JAXDASH_NICE": "10",  # training below the page's priority unless the environment says otherwise
     }
+
+
+def test_an_idle_dashboard_keeps_no_worker_until_the_page_first_starts_a_run(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A dashboard that only views runs keeps no JAX process (~400 MB); the first Start runs cold and leaves a
+    worker behind once its run has settled, which the next Start takes."""
+    monkeypatch.setattr(worker, "_POOL", None)  # this server has not launched anything yet
+    monkeypatch.delenv("JAXDASH_WARM_WORKER", raising=False)
+    monkeypatch.setenv("JAXDASH_REHEARSE", "0")  # the worker only imports: what this test needs of it
+    app("views/runs.py")  # the page viewed: app.py's warm_up runs on every page run
+    assert worker._POOL is None, "viewing the page started a warm worker"
+    cfg = parse_config("regression", {"steps": 50})
+    first = launcher.launch("regression", cfg, wandb_mode="disabled")
+    pool = worker._POOL
+    try:
+        assert launch_files.launch_info(first)["via"] == "cold" and pool is not None
+        assert wait_status(first, ("finished", "failed", "crashed"))["state"] == "finished"
+        deadline = time.monotonic() + worker.REPLACE_DELAY_S + 30  # started once the first run settled
+        while pool.worker is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert pool.worker is not None and pool.worker.wait_ready(180), "no worker after the first Start"
+        second = launcher.launch("regression", cfg, wandb_mode="disabled")
+        assert launch_files.launch_info(second)["via"] == "worker"
+        assert wait_status(second, ("finished", "failed", "crashed"))["state"] == "finished"
+    finally:
+        if pool is not None:
+            pool.close()

@@ -6,7 +6,8 @@ would. Handing a run to a ready worker skips those seconds of imports; the worke
 the run's process (its pid is the run's pid), so every run is still its own process.
 
 The pool keeps one worker waiting, replaces it after each hand-off and kills it when the
-server exits. A worker that is not ready yet, has died, or was started under settings JAX
+server exits. It starts none until the page first launches a run (that run starts cold, the worker
+once it has settled): a dashboard that only views runs keeps no JAX process (~400 MB). A worker that is not ready yet, has died, or was started under settings JAX
 reads only once (XLA_FLAGS, JAX_*) is not used: the launcher then starts the run cold.
 No Streamlit here.
 """
@@ -221,7 +222,11 @@ class WorkerPool:
         """
         with self._lock:
             w = self._worker
-            if w is None or not w.ready():
+            if w is None and not self._waiting:  # the first launch: a worker once this cold run has settled
+                taken = None
+                self._not_before = time.monotonic() + self.replace_delay_s
+                self._settled = settled
+            elif w is None or not w.ready():
                 taken = None
             elif not w.fits(env):
                 w.close()
@@ -262,6 +267,8 @@ def enabled() -> bool:
 
 
 def warm_up() -> None:
-    """Have a worker importing or waiting (cheap when one is: call it on every page run)."""
-    if enabled():
-        pool().ensure()
+    """Keep a worker importing or waiting once the page has launched a run (cheap: call it on every page run).
+
+    Before the first launch there is no pool and nothing starts: an idle dashboard keeps no JAX process."""
+    if enabled() and _POOL is not None:
+        _POOL.ensure()
