@@ -41,6 +41,7 @@ LONGEST_FIRST = [
     "test_safety_resume.py",
     "test_compare_browser.py",
     "test_safety_serve.py",
+    "test_first_run.py",
     "test_mnist.py",
     "test_live_refresh.py",
     "test_bad_input.py",
