@@ -129,7 +129,7 @@ def test_a_class_name_with_a_slash_stays_whole_in_the_pr_chart(tmp_path: Path, m
         },
     )
     writer.close()
-    records = inspect(Path(writer.info["dir"]))
+    records = wandb_leet.finished_records(Path(writer.info["dir"]))  # wandb-core ends the file just after close
     updates = [r["config"].get("update", {}) for r in records if r.get("type") == "config"]
     charts = sorted(k for u in updates for k in u if "/pr" in k)
     assert len(charts) == 1 and charts[0].endswith("test/pr"), charts
