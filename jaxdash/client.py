@@ -30,7 +30,7 @@ from jaxdash.rows_out import RowsOut
 from jaxdash.run_files import RunFiles, RunPath, flatten
 from jaxdash.wandb_config import Config
 from jaxdash.wandb_summary import MetricDefs, Summary, final_numbers
-from runstore import run_store
+from runstore import run_store, wandb_reads
 
 logger = logging.getLogger("jaxdash")
 INT64_MAX = 2**63 - 1
@@ -59,6 +59,8 @@ class Run(RunFiles):
         self.summary = Summary(self._logged_summary, self._summary_changed)
         # The rows leave through here: fetched on the fetch thread, handed to the writers (jaxdash.rows_out).
         self._rows = RowsOut(run_dir, writer, total, start_step, self._defs, self.summary._set)
+        if self.resumed:
+            self._rows.earlier = wandb_reads.summary(run_dir)
         self._lock = self._rows.lock
         self._fetcher = Fetcher(self._rows.write)
         # Value types `log` accepted before (JAX arrays, floats, NumPy scalars): a call holding only

@@ -50,6 +50,9 @@ class RowsOut:
         self.texts: dict[str, str] = {}  # each string key's last value (W&B's summary keeps it)
         self.lists: dict[str, list[Any]] = {}  # each list key's last value (small arrays, as W&B's summary keeps them)
         self.summary_due = False  # the script changed `run.summary`: summary.json at the next flush
+        # A resumed run's earlier summary (summary.json as it was): what this process logs replaces its keys,
+        # the rest stays, as W&B's resumed run keeps its summary; a resume that fails at once removes nothing.
+        self.earlier: dict[str, Any] = {}
         self.finishing = False  # `finish` began: the last batch flushes whatever the time
         self._t0, self._last_flush = time.monotonic(), 0.0
         self._rate_from = (max(start_step, 0), 0.0)  # (step, wall seconds) the steps/s shown counts from
@@ -102,7 +105,7 @@ class RowsOut:
 
     def logged_summary(self) -> dict[str, Any]:
         """W&B's summary of what was logged so far (numbers by their ops, strings' last values); hold `lock`."""
-        return {**summary_of(self.stats, self.defs), **self.lists, **self.texts}
+        return {**self.earlier, **summary_of(self.stats, self.defs), **self.lists, **self.texts}
 
     def write_summary(self, summary: Mapping[str, Any]) -> None:
         """summary.json (a failed write warns: the script goes on)."""

@@ -25,6 +25,7 @@ class ScriptRows(StepRows):
     """Rows as the script logged them: no `global_step` key, no summary kinds of our own."""
 
     prepared = False
+    step_key = "_step"  # the script's step is W&B's own (a script may log a `global_step` of its own)
 
     def prepare(self) -> None:
         """Undo our writer's own `epoch` definition (plotted against `global_step`, which W&B's step sync
@@ -58,6 +59,7 @@ def adapt(writer: Any) -> None:
         old, new = w._rows, ScriptRows()
         w._rows = new
         new.run = new.run or old.run  # `wandb.init` may have returned meanwhile
+        new.held = old.held
 
 
 def _ready(w: Any) -> bool:

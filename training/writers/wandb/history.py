@@ -28,8 +28,9 @@ def _wandb_cli() -> str:
     return str(Path(sys.executable).with_name("wandb"))
 
 
-def history_steps(folder: Path, timeout: float = 60) -> set[int]:
-    """`global_step` of every history row in one W&B run folder (empty if it cannot be read)."""
+def history_steps(folder: Path, timeout: float = 60, key: str = "global_step") -> set[int]:
+    """The step (`key`: our writer's `global_step`, or W&B's own `_step` for a script's rows) of every
+    history row in one W&B run folder (empty if it cannot be read)."""
     try:
         out = subprocess.run(
             [_wandb_cli(), "leet", "inspect", "--json", str(folder)],
@@ -48,18 +49,19 @@ def history_steps(folder: Path, timeout: float = 60) -> set[int]:
         except ValueError:
             continue
         item = (rec.get("history") or {}).get("item") if isinstance(rec, dict) else None
-        if isinstance(item, dict) and "global_step" in item:
-            steps.add(int(item["global_step"]))
+        if isinstance(item, dict) and isinstance(item.get(key), (int, float)):
+            steps.add(int(item[key]))
     return steps
 
 
-def held_steps(folders: Iterable[Path]) -> set[int]:
-    """The steps any of the run's earlier W&B folders holds, read once their writers are done with them."""
+def held_steps(folders: Iterable[Path], key: str = "global_step") -> set[int]:
+    """The steps (`key` of each row, see `history_steps`) any of the run's earlier W&B folders holds, read
+    once their writers are done with them."""
     folders = list(folders)
     _wait_written(folders)
     have: set[int] = set()
     for folder in folders:
-        have |= history_steps(folder)
+        have |= history_steps(folder, key=key)
     return have
 
 

@@ -32,6 +32,8 @@ def summary_kind(key: str) -> str | None:
 class StepRows:
     """Buffered rows by step, logged in step order to `run` (set once `wandb.init` returned)."""
 
+    step_key = "global_step"  # the history field a row's step is read back from (a resume's held steps)
+
     def __init__(self) -> None:
         self.run: Any = None
         self.open_step: int | None = None  # logged with commit=False: media of the same step still join it

@@ -149,7 +149,7 @@ class WandbWriter(MetricWriter):
         folders, and a replayed step they lack (the killed process's open row) is logged once, here."""
         from training.writers.wandb.history import held_steps, missing_rows
 
-        held = held_steps(earlier)
+        held = held_steps(earlier, key=self._rows.step_key)
         rows = missing_rows(self.run_dir, held, int(self._resume_step or 0))
         if rows:
             log.info("W&B: refilling %d steps from metrics.jsonl that the interrupted process lost.", len(rows))
