@@ -66,6 +66,7 @@ class Run(RunFiles):
         # Value types `log` accepted before (JAX arrays, floats, NumPy scalars): a call holding only
         # these skips the checks. NumPy arrays are left out (their dtype may be a string's).
         self._plain: set[type] = set()
+        self._watches: list[Any] = []  # the console capture and system sampler (jaxdash.session): closed at the end
 
     @property
     def _writer(self) -> Any:
@@ -249,6 +250,8 @@ class Run(RunFiles):
             self._send_hparams()
         self._commit()
         self._fetcher.close()
+        for watch in self._watches:  # the last output and sample, before the writers close
+            watch.close()
         state = "failed" if exit_code else "stopped" if self._stopped else "finished"
         if state == "failed" and not message:
             message = f"The script ended with exit code {exit_code}."

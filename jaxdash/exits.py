@@ -4,7 +4,8 @@
   `threading` exit hook, which runs before `atexit` (so before W&B's own atexit) and before the
   thread pools refuse new work ("cannot schedule new futures after interpreter shutdown" lost
   every row still queued). `sys.exit(n)` with n != 0 reads failed, as in W&B.
-* An uncaught exception: failed, its last line as the message (then Python's own traceback).
+* An uncaught exception: Python's own traceback first (so the run's console output keeps it, as W&B's
+  does), then failed, its last line as the message.
 * SIGTERM (a scheduler, `kill`): stopped, every row logged kept; the process then exits with 143.
   Installed only where the script left SIGTERM at its default.
 """
@@ -48,13 +49,15 @@ def _hook_excepthook(live: Callable[[], list[Any]]) -> None:
     def on_uncaught(kind: type[BaseException], exc: BaseException, tb: Any) -> None:
         from jaxdash.client import _one_line
 
-        for run in live():
-            if isinstance(exc, KeyboardInterrupt):
-                run._stopped = True
-                run._end(0, None)
-            else:
-                run._end(1, _one_line(exc))
-        previous(kind, exc, tb)
+        try:
+            previous(kind, exc, tb)
+        finally:
+            for run in live():
+                if isinstance(exc, KeyboardInterrupt):
+                    run._stopped = True
+                    run._end(0, None)
+                else:
+                    run._end(1, _one_line(exc))
 
     sys.excepthook = on_uncaught
 

@@ -79,6 +79,16 @@ class RowsOut:
                 if self.summary_due:
                     self.write_summary({**self.logged_summary(), **self.user_summary})
 
+    def write_system(self, sample: Mapping[str, float]) -> None:
+        """One sample of the script's system metrics (`jaxdash.system_watch`) as a record of the run store alone,
+        at the run's latest step, written now (the run may log nothing for a while)."""
+        store = getattr(self.writer, "writers", [None])[0]
+        if store is None or not hasattr(store, "write_scalars"):
+            return
+        with self.lock:
+            store.write_scalars(self._rate_from[0], dict(sample))
+            store.flush()
+
     def _progress(self, parts: list[Part]) -> Progress:
         """Where the run stands after this batch: its last step and the steps/s since the batch before."""
         wall = time.monotonic() - self._t0

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from jaxdash import exits, multihost
+from jaxdash import console_capture, exits, multihost, system_watch
 from jaxdash.client import Run
 from jaxdash.disabled import DisabledRun
 from jaxdash.notices import notice, termlog
@@ -63,6 +63,7 @@ def init(
     given = {"project": project, "name": name, "group": group, "tags": tags, "notes": notes, "resume": resume,
              "id": id, "entity": entity, "dir": dir, "mode": mode, "job_type": job_type, "reinit": reinit}  # fmt: skip
     args = resolve(given, settings)
+    args.console, args.stats_s = console_capture.enabled(settings), system_watch.interval(settings)
     _say_unused(dict(anonymous=anonymous, save_code=save_code, magic=magic, monitor_gym=monitor_gym, force=force,
                      sync_tensorboard=sync_tensorboard, fork_from=fork_from, resume_from=resume_from), unknown)  # fmt: skip
     if resume_from and not args.id:
@@ -125,7 +126,19 @@ def _start(args: InitArgs, cfg: dict[str, Any], runs_root: Any, tensorboard: boo
                                                       total_steps or 0, meta)  # fmt: skip
     if job is not None:
         job.lead(run)
+    _watch(run, writer, args, copy_mode, solo=job is None)
     return run
+
+
+def _watch(run: Run, writer: Any, args: InitArgs, copy_mode: str, solo: bool) -> None:
+    """The script's console (output.log and the W&B copy's Logs) and, for a one-process run, its system metrics
+    (a multi-host run's come with each host's heartbeat); `Run._end` closes both."""
+    if args.console:
+        sink = next((w for w in getattr(writer, "writers", []) if hasattr(w, "send_output")), None)
+        relay = sink.send_output if sink is not None and copy_mode != "disabled" else None
+        run._watches.append(console_capture.ConsoleCapture(run.dir, relay).start())
+    if solo and args.stats_s is not None:
+        run._watches.append(system_watch.SystemWatch(run._rows.write_system, args.stats_s))
 
 
 def _earlier_config(run_dir: Path) -> dict[str, Any]:
@@ -180,12 +193,23 @@ def _writers(run_dir: Path, cfg: dict[str, Any], args: InitArgs, copy_mode: str,
         # them (training/writers/wandb/mode.py); the script's own environment stays as it was.
         wandb_env = {"WANDB_PROJECT": args.project or DEFAULT_PROJECT, "WANDB_TAGS": ",".join(args.tags), "WANDB_NOTES": args.notes,
                      "WANDB_RUN_GROUP": args.group, "WANDB_JOB_TYPE": args.job_type, "WANDB_ENTITY": args.entity,
-                     "WANDB_DIR": args.dir, "WANDB_RUN_ID": run_dir.name}  # fmt: skip
+                     "WANDB_DIR": args.dir, "WANDB_RUN_ID": run_dir.name, **_copy_console_and_stats(args)}  # fmt: skip
         there = Tracking(copy_mode, tensorboard, console=False, run_store=False)  # no job type: W&B would tag it
         publish = lambda found: run_store.write_status(run_dir, **found)  # noqa: E731
         resume_step = start_step if start_step >= 0 else None
         writers.append(SinkWriter(run_dir, cfg, args.name, there, resume_step, publish, wandb_env))
     return MultiWriter(writers)
+
+
+def _copy_console_and_stats(args: InitArgs) -> dict[str, str | None]:
+    """W&B's settings of the copy's console and system monitor: its Logs are the script's output (relayed:
+    jaxdash.console_capture), its monitor samples the script's process (x_stats_pid), not the writer process."""
+    return {
+        "WANDB_CONSOLE": "wrap" if args.console else "off",
+        "WANDB_X_STATS_PID": os.environ.get("WANDB_X_STATS_PID") or str(os.getpid()),
+        "WANDB_X_DISABLE_STATS": "true" if args.stats_s is None else None,
+        "WANDB_X_STATS_SAMPLING_INTERVAL": None if args.stats_s is None else repr(args.stats_s),
+    }
 
 
 def log(data: Mapping[str, Any], step: int | None = None, commit: bool | None = None, sync: bool | None = None) -> None:

@@ -76,6 +76,8 @@ class InitArgs:
     dir: str | None = None  # noqa: A003 - W&B's name
     reinit: Any = None
     from_env: dict[str, str] = field(default_factory=dict)  # argument -> the variable that gave it
+    console: bool = True  # the script's stdout and stderr kept (jaxdash.console_capture.enabled)
+    stats_s: float | None = None  # seconds between system-metrics samples; None: off (jaxdash.system_watch)
 
 
 def resolve(given: Mapping[str, Any], settings: Any) -> InitArgs:
@@ -110,3 +112,16 @@ def _tags(tags: Any) -> tuple[str, ...]:
     if isinstance(tags, str):
         tags = tags.split(",")
     return tuple(dict.fromkeys(str(t).strip() for t in tags if str(t).strip()))
+
+
+def explicit(settings: Any, name: str) -> Any:
+    """The field `name` of `init`'s settings (a Settings, a dict or a real `wandb.Settings`) when the script set
+    it, else None (a real wandb.Settings gives every field a default: only the ones set count)."""
+    if settings is None:
+        return None
+    if isinstance(settings, Settings):
+        return settings.to_dict().get(name)
+    if isinstance(settings, Mapping):
+        return settings.get(name)
+    fields_set = getattr(settings, "model_fields_set", None)
+    return getattr(settings, name, None) if fields_set is None or name in fields_set else None

@@ -118,6 +118,12 @@ class SinkWriter(MetricWriter):
         """One of the script's run calls for the W&B copy (jaxdash.wandb_copy.CALLS: alert, save, log_artifact)."""
         self._queue(f"wandb_{call}", *args)
 
+    def send_output(self, chunks: list[tuple[str, str, float]]) -> None:
+        """The script's console output for the W&B copy's Logs (`jaxdash.console_capture`), sent now, on its own:
+        (stream, text, time written) chunks, in order."""
+        with self._lock:
+            self._send([("wandb_output", (list(chunks),))])
+
     def flush(self) -> None:
         """Send what was written since the last flush, as one message."""
         with self._lock:
@@ -172,6 +178,7 @@ def serve(stdin: Any = None, stdout: Any = None) -> int:
     from training.writers.wandb import run as wandb_run
 
     wandb_run.PRELOAD_PANDAS = False  # a first table or figure imports it here, where no training waits on it
+    wandb_run.OWN_CONSOLE = False  # the copy's Logs are the script's output (wandb_output), never this process's
     stdin, stdout = stdin or sys.stdin.buffer, stdout or sys.stdout
     lowest_priority()
     writer, summary = None, None
@@ -191,6 +198,8 @@ def serve(stdin: Any = None, stdout: Any = None) -> int:
                 continue
             elif method == "wandb_summary":
                 summary = args
+            elif method == "wandb_output":
+                wandb_copy.output(writer, *args)
             elif method == "wandb_define_metric":
                 wandb_copy.define_metric(writer, *args)
             elif method.startswith("wandb_") and method[len("wandb_") :] in wandb_copy.CALLS:

@@ -15,6 +15,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from training.writers.wandb.one_hop import one_hop
 from training.writers.wandb.rows import StepRows
 from training.writers.wandb.run import env_timeout
 
@@ -116,6 +117,33 @@ def call(writer: Any, name: str, args: tuple) -> None:
             CALLS[name](w.run, *args)
         except Exception as exc:  # noqa: BLE001 - the W&B copy is best-effort
             log.warning("jaxdash: %s did not reach the W&B copy (%s: %s)", name, type(exc).__name__, exc)
+
+
+def output(writer: Any, chunks: list[tuple[str, str, float]]) -> None:
+    """The script's console output as W&B's own output records (what `console="wrap"` writes: one raw record a
+    chunk, its stream and time), from which wandb-core also writes the copy's files/output.log."""
+    for w in wandb_writers(writer):
+        if not _ready(w):
+            continue
+        try:
+            with one_hop(w.run):  # the chunks reach wandb-core in one hop
+                _publish_output(w.run._interface, chunks)
+        except Exception as exc:  # noqa: BLE001 - the W&B copy is best-effort
+            log.warning("jaxdash: console output did not reach the W&B copy (%s: %s)", type(exc).__name__, exc)
+            return
+
+
+def _publish_output(interface: Any, chunks: list[tuple[str, str, float]]) -> None:
+    from wandb.proto import wandb_internal_pb2 as pb
+
+    kinds = pb.OutputRawRecord.OutputType
+    for name, text, at in chunks:
+        if not hasattr(interface, "_publish_output_raw"):  # another wandb: its public call, stamped now
+            interface.publish_output_raw(name, text)
+            continue
+        record = pb.OutputRawRecord(output_type=kinds.STDERR if name == "stderr" else kinds.STDOUT, line=text)
+        record.timestamp.FromNanoseconds(int(at * 1e9))  # when the script wrote it, not when it got here
+        interface._publish_output_raw(record)
 
 
 def close(writer: Any, summary: tuple[Mapping[str, Any], list[str]] | None, state: str) -> None:

@@ -217,6 +217,26 @@ def overwrite(root: str | os.PathLike, path: str | os.PathLike, data: bytes) -> 
         raise OSError(exc.errno, exc.strerror, str(shown)) from exc
 
 
+def rename(root: str | os.PathLike, path: str | os.PathLike, new_name: str) -> None:
+    """Rename the file root/path to `new_name` in the same folder (a rotated log), replacing what was there: a
+    link at either name is moved or replaced itself, never followed. Nothing when root/path is missing.
+
+    Raises:
+      UnsafePath: a folder on the way is a link or not a folder; OSError naming the path.
+    """
+    parts = parts_of(root, path)
+    parts_of(root, new_name)  # a plain name: never '..' or a path of its own
+    if "/" in new_name or os.sep in new_name:
+        raise UnsafePath(errno.EXDEV, OUT_OF_FOLDER.format(root=root), str(Path(root) / new_name))
+    with folder(root, parts[:-1], create=False) as parent:
+        try:
+            os.replace(parts[-1], new_name, src_dir_fd=parent, dst_dir_fd=parent)
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror, str(Path(root).joinpath(*parts))) from exc
+
+
 def names(root: str | os.PathLike, path: str | os.PathLike) -> list[str]:
     """The names in the folder root/path ([] when it is missing, a link or not a folder)."""
     try:

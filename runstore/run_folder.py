@@ -25,6 +25,8 @@ Who writes which file, and what a reader may assume (in the style of Optuna's `B
 * ``notes.json`` - display name, tags and notes, written atomically by the page (`runstore.run_notes`).
 * ``launch.json`` and ``process.log`` - written by the page's launcher before the process starts
   (`runstore.launch_files`); the process only appends its output to the log.
+* ``output.log`` (and ``output.log.1``) - a client run's console output, appended by the script's process and
+  rotated past `runstore.run_output.MAX_BYTES` (`runstore.run_output`); a reader may see a line in progress.
 * ``tb/`` and ``wandb/`` - TensorBoard event files and W&B's run folder, written by those libraries.
 
 All writes go through `runstore.nofollow` (via `runstore.atomic`): never through a link planted in the folder,
@@ -39,7 +41,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from runstore import atomic, launch_files, run_notes, run_store
+from runstore import atomic, launch_files, run_notes, run_output, run_store
 from runstore.safe_files import open_regular
 
 CONFIG = "config.json"
@@ -55,9 +57,11 @@ FINAL_METRICS = "final_metrics.json"  # beside config.json (before #38 the store
 NOTES = run_notes.FILE
 LAUNCH = launch_files.LAUNCH
 LOG = launch_files.LOG
+OUTPUT = run_output.OUTPUT  # a client script's console output (output.log.1: its rotated older part)
+OUTPUT_ROTATED = run_output.ROTATED
 # Every name a run folder's contract gives a file or folder: no module outside runstore/ spells one.
 NAMES = (CONFIG, STATUS, RECORDS, SUMMARY, FINAL_METRICS, STOP, CHECKPOINTS, TENSORBOARD, WANDB, ARTIFACTS, NOTES,
-         LAUNCH, LOG)  # fmt: skip
+         LAUNCH, LOG, OUTPUT, OUTPUT_ROTATED)  # fmt: skip
 
 
 def read_records(run_dir: str | os.PathLike, offset: int = 0, max_bytes: int | None = None,
@@ -176,6 +180,11 @@ class RunFolder:
     def log_path(self) -> Path:
         """process.log."""
         return launch_files.process_log(self.path)
+
+    @property
+    def output_path(self) -> Path:
+        """output.log: a client script's console output (`runstore.run_output`)."""
+        return self.path / OUTPUT
 
     # -- reading --------------------------------------------------------------------------------------
     def has_config(self) -> bool:

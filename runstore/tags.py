@@ -7,6 +7,7 @@ SYS = "sys"  # prefix of system metrics (CPU, memory)
 SYS_CPU = "sys/cpu_percent"
 SYS_RSS = "sys/rss_mb"
 SYS_ACCEL_MEM = "sys/accel_mem_mb"
+SYS_THREADS = "sys/threads"  # a client script's thread count (W&B's proc.cpu.threads)
 SYSTEM = (SYS_CPU, SYS_RSS, SYS_ACCEL_MEM)  # the engine's system metrics (a client's own "sys/..." are not these)
 TRAIN_LOSS = "train/loss"
 TRAIN_ACC = "train/acc"

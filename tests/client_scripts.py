@@ -22,6 +22,7 @@ def script_env(root: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("WANDB_") or k.endswith("_DIR")}
     env.pop("WANDB_DIR", None)
     env.update(JAXDASH_RUNS=str(root), PYTHONPATH=str(ROOT), WANDB_MODE="offline", WANDB_SILENT="true")
+    env["WANDB_X_DISABLE_STATS"] = "true"  # system metrics off unless a test turns them on (as conftest.py)
     env.update(extra)
     return env
 

@@ -22,6 +22,9 @@ os.environ["WANDB_SILENT"] = "true"
 os.environ.pop("WANDB_API_KEY", None)
 for var in ("WANDB_CACHE_DIR", "WANDB_CONFIG_DIR", "WANDB_DATA_DIR"):
     os.environ[var] = _WANDB_HOME
+# W&B's switch of system metrics, which jaxdash's client honours too: off unless a test turns it on
+# (tests/test_client_console.py), since each sample is a record of its own that row-by-row comparisons would meet.
+os.environ["WANDB_X_DISABLE_STATS"] = "true"
 os.environ.pop("WANDB_DIR", None)  # honoured by the W&B writer: W&B files stay in each run's directory
 # The page's warm training worker (a process that imports JAX before a Start) is off: every app a test
 # runs, AppTest's included, started one (~2 CPU s of imports each, 29 in a suite, most never used).

@@ -1,5 +1,5 @@
 """Run detail sections: what the user wrote about the run, every metric (system ones too) with a
-full-resolution zoom, and the run's own process output."""
+full-resolution zoom, the run's own process output, and a client script's console (its Logs)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from components.colors import run_color
 from dashboard import refresh_timings
 from dashboard.panels import compare_data, panel_kinds, safe_text
 from dashboard.panels.panels import live_chart
-from runstore import run_log, run_notes, run_store, tags
+from runstore import run_log, run_notes, run_output, run_store, tags
 from runstore.metrics.metric_table import MetricTable
 from runstore.run_folder import RunFolder
 
@@ -85,7 +85,10 @@ def metric_grids(run: run_store.RunInfo, records: MetricTable, key: str, active:
             return fig.update_layout(showlegend=False)
 
         if title == "system":
-            st.caption("System: the training process's CPU (100 = one core), resident memory and accelerator memory.")
+            st.caption(
+                "System: the run's process: its CPU (100 = one core), resident memory, accelerator memory "
+                "(where JAX reports it) and, for a script's run, its threads."
+            )
         grid_key = f"{key}_{title}"
         # below the run's own panels: drawn when scrolled near
         live_chart(grid_key, (tuple(group), zoomed), build, lazy=True, max_age_s=GRID_REFRESH_S if active else 0.0)
@@ -116,3 +119,26 @@ def process_output(run_dir: Path, active: bool) -> None:
         else:
             st.code(text, language=None, height=320 if text.count("\n") > 15 else "content")
             st.caption(f"Last {LOG_LINES} lines{' · refreshing while the run is active' if active else ''}.")
+
+
+def console_output(run_dir: Path, active: bool, failed: bool = False) -> None:
+    """A client script's Logs: the tail of its stdout and stderr (output.log), as plain text, followed with the
+    page's reruns while the run is active; open while it runs and when it failed (its traceback is there)."""
+    if not run_output.has_output(run_dir):
+        return
+    box = st.expander(
+        "Logs (the script's stdout and stderr)",
+        icon=":material/terminal:",
+        expanded=active or failed,
+        key="console_output",
+        on_change="rerun",
+    )
+    if not box.open:
+        return
+    text = run_output.tail(run_dir, LOG_LINES)
+    with box:
+        if not (text or "").strip():
+            st.caption("The script has written no output yet.")
+        else:
+            st.code(text, language=None, height=320 if text.count("\n") > 15 else "content")  # text, never markdown
+            st.caption(f"Last {LOG_LINES} lines of output.log{' · following the run' if active else ''}.")

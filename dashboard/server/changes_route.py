@@ -1,7 +1,7 @@
 """What a page polls to know that something changed: a short text per set of runs.
 
 `signature(ids)`, asked for in the page's poll (dashboard/server/poll_route.py), is a text (a hash) that changes whenever one of those
-runs wrote to metrics.jsonl, status.json, launch.json or process.log, added or replaced a table,
+runs wrote to metrics.jsonl, status.json, launch.json, process.log or output.log, added or replaced a table,
 figure or image under artifacts/, or the list of runs changed (a run
 started, ended or was deleted: runstore/run_watch.py's signature). The Live page's panel reruns
 when it changed (dashboard/panels/refresh_trigger.py), not on a timer: a run that writes nothing
@@ -26,7 +26,7 @@ from runstore import run_folder, run_store, run_watch
 ROUTE_ON = False  # set by dashboard/server_app.py
 MAX_IDS = 64  # a population's members at most (training.cli.MAX_MEMBERS)
 FILES = (run_folder.LAUNCH,)  # with the status's state and phase: what the page shows as soon as it changes
-STREAMS = (run_folder.RECORDS, run_folder.STATUS, run_folder.LOG)  # what changes with every chunk
+STREAMS = (run_folder.RECORDS, run_folder.STATUS, run_folder.LOG, run_folder.OUTPUT)  # what changes with every chunk
 MEDIA = run_folder.ARTIFACTS  # tables, figures, images: written by rename or as new files, so their folders' times move
 
 

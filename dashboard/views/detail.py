@@ -37,7 +37,7 @@ from dashboard.panels import (
 )
 from dashboard.processes import launch_status, page_tensorboard
 from dashboard.reading import groups, run_list, run_metrics
-from runstore import artifacts, launch_files, run_store, wandb_reads
+from runstore import artifacts, launch_files, run_output, run_store, wandb_reads
 from runstore.metrics.metric_table import MetricTable
 
 DETAIL_REFRESH_S = refresh_timings.seconds("detail_rerun")
@@ -174,7 +174,8 @@ def summary(run: run_store.RunInfo, was_active: bool, polled_ids: list[str] | No
     gap_ms = int(DETAIL_REFRESH_S * 1000)
     # Its curves and progress line follow the records between reruns: rerun for them less often. Placed
     # even with nothing to poll, so what is below keeps its place when the run ends.
-    output = (run.path / launch_files.LOG).exists()  # followed only through the reruns
+    # followed only through the reruns: the launched process's output, a client script's console
+    output = (run.path / launch_files.LOG).exists() or run_output.has_output(run.path)
     stream_gap_ms = DETAIL_OUTPUT_MS if output else DETAIL_FED_MS
     refresh_trigger.rerun_on_change(
         polled_ids or [], key="detail_trigger", gap_ms=gap_ms, stream_gap_ms=stream_gap_ms, on=bool(polled_ids)
@@ -203,6 +204,7 @@ def summary(run: run_store.RunInfo, was_active: bool, polled_ids: list[str] | No
     wandb_run_panel.summary_section(run.path)
     run_files_panel.section(run.path, f"detail_files{_rk(run.run_id)}")
     run_sections.process_output(run.path, run_list.is_active(status))
+    run_sections.console_output(run.path, run_list.is_active(status), status.get("state") == "failed")
     if was_active and not run_list.is_active(status):
         st.rerun()  # full rerun: final results, and no more refresh timer
 

@@ -44,6 +44,12 @@ def teardown() -> None:
         pass
 
 
+# A process that relays another process's console into its runs (jaxdash's writer process, jaxdash/sink.py) sets
+# this False: W&B's console capture stays on (wandb-core then writes the run's files/output.log from the output
+# records it gets) but its wrap of this process's own stdout and stderr is taken off right after init.
+OWN_CONSOLE = True
+
+
 def init_run(
     mode: str,
     cfg_dict: Mapping[str, Any],
@@ -69,11 +75,24 @@ def init_run(
         )
         kwargs = {k: v for k, v in kwargs.items() if v is not None}
         run = wandb.init(config=dict(cfg_dict), mode=mode, reinit="create_new", settings=settings, **kwargs)
+        if not OWN_CONSOLE:
+            _unwrap_console(run)
         run.define_metric("global_step", hidden=True)
         run.define_metric("epoch", step_metric="global_step")
         return run, None
     except Exception as exc:  # noqa: BLE001 - any init failure disables W&B, never the run
         return None, f"{type(exc).__name__}: {exc}"
+
+
+def _unwrap_console(run: Any) -> None:
+    """Take W&B's wrap off this process's stdout and stderr (its `_out_redir`, `_err_redir`), best effort."""
+    for name in ("_out_redir", "_err_redir"):
+        redirect = getattr(run, name, None)
+        try:
+            if redirect is not None:
+                redirect.uninstall()
+        except Exception as exc:  # noqa: BLE001 - private API moved: this process's output may reach the Logs
+            log.debug("W&B console wrap not removed (%s)", exc)
 
 
 # The training process imports pandas at W&B's init, not mid-run. jaxdash's sink (a process of its own at idle
