@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxdash import wandb_copy
+from runstore import run_store
 from training.writers.base import MetricWriter, Tracking
 
 log = logging.getLogger("jaxdash")
@@ -39,6 +40,7 @@ class SinkWriter(MetricWriter):
     def __init__(self, run_dir: Path, cfg: dict[str, Any], name: str | None, tracking: Tracking, resume_step: int | None,
                  on_info: Callable[[dict[str, Any]], None], wandb_settings: dict[str, str | None] | None = None,
                  ) -> None:  # fmt: skip
+        self._run_dir = Path(run_dir)
         self._calls: list[tuple[str, tuple]] = []
         self._lock = threading.Lock()
         self._dead = False
@@ -141,8 +143,20 @@ class SinkWriter(MetricWriter):
         try:
             self._proc.wait(CLOSE_TIMEOUT_S)
         except subprocess.TimeoutExpired:
-            log.warning("jaxdash: the TensorBoard/W&B writer process did not end in %.0f s; stopped", CLOSE_TIMEOUT_S)
             self._proc.kill()
+            self._record_gap()
+
+    def _record_gap(self) -> None:
+        """The sink was stopped before it had written everything: say so in one line and as a run event, so the
+        page and the run's history show that its TensorBoard files and W&B copy may lack the last rows."""
+        note = (
+            f"the TensorBoard/W&B writer process did not end in {CLOSE_TIMEOUT_S:.0f} s and was stopped (it runs at "
+            "idle priority: other processes kept the cores busy); the run store has every step, but the last rows "
+            "may be missing from TensorBoard and the W&B copy"
+        )
+        log.warning("jaxdash: %s", note)
+        with contextlib.suppress(OSError, ValueError):
+            run_store.add_event(self._run_dir, "write_gap", note, writer="sink")
 
 
 def _sink_env(settings: dict[str, str | None]) -> dict[str, str]:
