@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from runstore import run_output, run_store, wandb_reads
+from runstore.safe_files import UnsafePath
 from tests import wandb_leet
 from tests.apptest_pages import app
 from tests.client_scripts import only_run, rows, script_env, write
@@ -214,3 +215,38 @@ def test_system_metrics_describe_the_scripts_process(tmp_path: Path) -> None:
         assert item["proc.cpu.threads"] > THREADS and item["proc.memory.rssMB"] > MB, item
     history = [r["history"]["item"] for r in wandb_leet.finished_records(_copy(run_dir)) if r.get("type") == "history"]
     assert not any(k.startswith("sys/") for item in history for k in item)  # the copy's history is the script's
+
+
+def test_output_log_is_bounded_rotated_and_never_follows_a_link(tmp_path: Path) -> None:
+    """Past its limit output.log becomes output.log.1 (replacing an older one) and begins again, so the run keeps
+    its newest output within twice the limit; the tail reads across both; a link planted at output.log is
+    refused in one line naming it and its target is never written."""
+    log = run_output.OutputLog(tmp_path, max_bytes=100)
+    lines = [f"line {i:03d}\n" for i in range(40)]  # 9 bytes each: 360 bytes, three rotations
+    for line in lines:
+        log.append(line)
+    kept, older = (tmp_path / run_output.OUTPUT).read_text(), (tmp_path / run_output.ROTATED).read_text()
+    assert len(kept) <= 100 and len(older) <= 100 and (older + kept).endswith("".join(lines[-15:]))
+    assert run_output.tail(tmp_path, 12).splitlines() == [line.strip() for line in lines[-12:]]
+    log.append("x" * 500)  # one chunk over the limit keeps its end
+    assert (tmp_path / run_output.OUTPUT).read_text() == "x" * 100
+
+    planted = tmp_path / "planted"
+    planted.mkdir()
+    (target := tmp_path / "theirs.txt").write_text("keep me")
+    (planted / run_output.OUTPUT).symlink_to(target)
+    with pytest.raises(UnsafePath, match=run_output.OUTPUT):
+        run_output.OutputLog(planted).append("to the link\n")
+    assert target.read_text() == "keep me" and "keep me" not in (run_output.tail(planted) or "")  # nor read through it
+
+
+def test_the_pages_change_poll_sees_new_output(tmp_path: Path) -> None:
+    """Run detail follows a live run's Logs through the page's change poll: a line appended to output.log
+    changes the run's stream signature (dashboard/server/changes_route.py), as a new record does."""
+    from dashboard.server import changes_route
+
+    log = run_output.OutputLog(tmp_path)
+    log.append("first line\n")
+    before = changes_route._stream_stamp(tmp_path)
+    log.append("a new line\n")
+    assert changes_route._stream_stamp(tmp_path) != before
