@@ -50,6 +50,7 @@ class ConsoleCapture:
         self._done = threading.Event()
         self._closed = self._log_failed = False
         self._open_line: str | None = None  # the stream whose last line has no newline yet
+        self._pid = os.getpid()  # a forked child (a data loader) inherits the wrap, not the thread: it keeps nothing
         self._wrapped: list[tuple[Any, bool, Callable[[str], int], Callable[[str], int]]] = []
         self._thread = threading.Thread(target=self._loop, name="jaxdash-console", daemon=True)
 
@@ -79,7 +80,7 @@ class ConsoleCapture:
         return write
 
     def _take(self, name: str, data: Any) -> None:
-        if self._closed or not isinstance(data, str) or not data:
+        if self._closed or not isinstance(data, str) or not data or os.getpid() != self._pid:
             return
         with self._lock:
             if self._size > MAX_PENDING:

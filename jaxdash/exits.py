@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import atexit
+import os
 import signal
 import sys
 import threading
@@ -29,16 +30,19 @@ def install(live: Callable[[], list[Any]]) -> None:
     if _installed:
         return
     _installed = True
+    owner = os.getpid()
     _hook_excepthook(live)
     _hook_sys_exit()
     _hook_sigterm(live)
     try:
-        threading._register_atexit(lambda: _at_exit(live))  # before atexit and the thread pools' shutdown
+        threading._register_atexit(lambda: _at_exit(live, owner))  # before atexit and the thread pools' shutdown
     except (AttributeError, RuntimeError):  # another Python, or already shutting down
-        atexit.register(lambda: _at_exit(live))
+        atexit.register(lambda: _at_exit(live, owner))
 
 
-def _at_exit(live: Callable[[], list[Any]]) -> None:
+def _at_exit(live: Callable[[], list[Any]], owner: int) -> None:
+    if os.getpid() != owner:
+        return  # a forked child (multiprocessing runs these hooks as it ends): the run is its parent's
     for run in live():
         run._end(_exit_code[0], None)
 

@@ -250,3 +250,32 @@ def test_the_pages_change_poll_sees_new_output(tmp_path: Path) -> None:
     before = changes_route._stream_stamp(tmp_path)
     log.append("a new line\n")
     assert changes_route._stream_stamp(tmp_path) != before
+
+
+FORKED = """
+import multiprocessing, sys
+import jaxdash as wandb
+
+run = wandb.init(project="forked", wandb="disabled", tensorboard=False)
+print("the parent's line")
+child = multiprocessing.get_context("fork").Process(target=print, args=("a child's line",))
+child.start()
+child.join()
+run.log({"loss": 1.0})
+print("the parent's last line")
+run.finish()
+"""
+
+
+def test_a_forked_child_neither_repeats_nor_ends_the_run(tmp_path: Path) -> None:
+    """A child forked by the script (a data loader) inherits the wrapped streams but not their thread: it keeps
+    nothing (W&B's wrap does the same), and its exit neither writes the parent's pending output again nor ends
+    the parent's run."""
+    script = write(tmp_path, FORKED)
+    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=script_env(tmp_path / "runs"),
+                          capture_output=True, text=True, timeout=180)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    run_dir = only_run(tmp_path / "runs")
+    assert (run_dir / run_output.OUTPUT).read_text() == "the parent's line\nthe parent's last line\n"
+    assert rows(run_dir) == [{"step": 0, "loss": 1.0}]
+    assert run_store.read_status(run_dir)["state"] == "finished"
