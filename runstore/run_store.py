@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runstore import nofollow
+from runstore import config_keys, nofollow
 from runstore.atomic import (  # noqa: F401 - API
     append_metric_lines,
     append_metrics,
@@ -254,6 +254,11 @@ class RunInfo:
     config: dict[str, Any]
     status: dict[str, Any]
     created: float
+
+    @property
+    def flat_config(self) -> dict[str, Any]:
+        """The config with nested settings as dotted keys ("model.hidden"), as every page shows it."""
+        return config_keys.flatten(self.config) if isinstance(self.config, dict) else {}
 
     @property
     def damaged(self) -> bool:

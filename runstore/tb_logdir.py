@@ -19,7 +19,8 @@ it; any other gets a slug plus a hash of the name, so `RunA`, `runa`, `exp.1` an
 a mirror.
 
 Run layout: a folder with event files is a run; a CLU/Keras split folder (train/, eval/, ...) is
-folded into its parent run with its name as a tag prefix. Folders inside one of our own run folders
+folded into its parent run with its name as a tag prefix; an `add_hparams` side run (a subfolder named by a
+timestamp) is folded into its parent run as its hparams and summary (runstore/tb_hparams_run.py). Folders inside one of our own run folders
 (which hold config.json and write tb/ themselves) are left out, so our runs are never listed twice.
 No JAX and no Streamlit here.
 """
@@ -37,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runstore import run_store, safe_files, tb_media, tb_reads
+from runstore import run_store, safe_files, tb_hparams_run, tb_media, tb_reads
 from runstore.run_folder import RunFolder
 
 MIRROR = ".logdir"  # hidden folder under the runs root: never listed as a run itself
@@ -123,6 +124,8 @@ def find_runs(root: Path) -> dict[str, list[tuple[Path, str]]]:
         run, prefix = folder, ""
         if folder.name in SPLITS and folder != root:
             run, prefix = folder.parent, folder.name + "/"
+        elif tb_hparams_run.is_side_run(folder, root):
+            run = folder.parent  # add_hparams' session: the parent run's hparams and summary
         name = run.relative_to(root).as_posix()
         found.setdefault(name, []).extend((folder / f, prefix) for f in events)
     return found
@@ -248,8 +251,12 @@ def sync(root: Path, runs_root: Path, now: float | None = None) -> list[Path]:
         wait(started, timeout=tb_reads.READ_LIMIT_S)
         held = _held_open([files for _, _, files in runs], now)
         for mirror, state, files in runs:
-            records, damage = _new_records(state, files)
+            side = [p for p, _ in files if tb_hparams_run.is_side_run(p.parent, root)]
+            records, damage = _new_records(state, [f for f in files if f[0] not in side])
+            values, side_damage = tb_hparams_run.summary(state.files, side)
+            damage += side_damage
             _write_records(mirror, state, records)
+            tb_hparams_run.write_summary(mirror, values)
             tb_media.write(
                 mirror, [m for p, _ in files if (e := state.files.get(p)) is not None for m in e.take_media()]
             )

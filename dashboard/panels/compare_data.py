@@ -57,7 +57,7 @@ def differs(runs: Sequence[run_store.RunInfo], labels_: Mapping[str, str]) -> pd
     """
     settings: dict[str, dict[str, str]] = {}
     for r in runs:
-        values = {"task": r.task, "population": r.status.get("group") or "—", **r.config}
+        values = {"task": r.task, "population": r.status.get("group") or "—", **r.flat_config}
         for k, v in values.items():
             settings.setdefault(k, {})[labels_[r.run_id]] = _text(v)
     rows = {}
@@ -74,7 +74,7 @@ def parcoords_rows(runs: Sequence[run_store.RunInfo], settings: Sequence[str]) -
     rows = []
     for r in runs:
         final = r.status.get("final") or {}
-        row = {s: r.task if s == "task" else r.config.get(s) for s in settings}
+        row = {s: r.task if s == "task" else r.flat_config.get(s) for s in settings}
         rows.append(row | {m: final.get(m) for m in metrics})
     return rows, metrics
 

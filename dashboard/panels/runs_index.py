@@ -28,8 +28,8 @@ MAX_HPARAMS = 40  # columns at most (in first-seen order): a config of hundreds 
 
 
 def hparams(config: dict[str, Any]) -> dict[str, Any]:
-    """A run's hyperparameters as their own columns: its config's numbers, strings and booleans
-    (a logdir's add_hparams and a client's config land in config.json alike); lists and tables stay in "config"."""
+    """A run's hyperparameters as their own columns: its flattened config's (`RunInfo.flat_config`) numbers, strings
+    and booleans (a logdir's add_hparams and a client's config land in config.json alike); lists stay in "config"."""
     return {
         f"{HPARAM_PREFIX}{k}": v
         for k, v in config.items()
@@ -79,11 +79,12 @@ def frame(
         finals |= set(final)
         notes = run_notes.load(r.path)
         meta = wandb_reads.wandb_meta(r.path)
-        config = key_config(r.task, r.config)
+        flat = r.flat_config  # nested settings as dotted keys ("model.hidden"), as W&B's and TensorBoard's tables
+        config = key_config(r.task, flat)
         started = s.get("started") or r.created
         text = [notes.display_name, r.name, r.run_id, r.task, config, json.dumps(r.config), notes.notes, *notes.tags]
         text += [meta.group, meta.job_type]
-        hp = hparams(r.config if isinstance(r.config, dict) else {})
+        hp = hparams(flat)
         for name in hp:
             if len(hp_names) < MAX_HPARAMS:
                 hp_names.setdefault(name, None)

@@ -251,9 +251,9 @@ def page() -> None:
     # fresh tab load the table and syntax-highlighter scripts (~2.7 MB) before the charts draw.
     with st.expander("Configuration and command", key="detail_config", on_change="rerun") as box:
         if box.open:
+            flat = run.flat_config  # the run's hparams: nested settings as dotted keys, a logdir's add_hparams too
             st.dataframe(
-                pd.DataFrame({"setting": list(run.config), "value": [str(v) for v in run.config.values()]}),
-                hide_index=True,
+                pd.DataFrame({"setting": list(flat), "value": [str(v) for v in flat.values()]}), hide_index=True
             )
             command = run_list.run_command(run.path)
             if command:

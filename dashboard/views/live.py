@@ -225,7 +225,7 @@ def page() -> None:
         varying = safe_text.md(", ".join(fields) or "nothing")
         st.caption(f"Population {safe_text.code(group)} · {len(members)} members · varying {varying}")
     else:
-        st.caption(safe_text.md(" · ".join(x for x in (run.task, panels.key_config(run.task, run.config)) if x)))
+        st.caption(safe_text.md(" · ".join(x for x in (run.task, panels.key_config(run.task, run.flat_config)) if x)))
     active = any(run_list.is_active(m.status) for m in members)
     visible = tab_visibility.tab_visible()  # placed whether or not the run is active: the panel never moves
     followed = members if active and visible else []  # hidden tab: no refresh

@@ -38,7 +38,7 @@ from tensorboardX.proto.summary_pb2 import Summary, SummaryMetadata
 from tensorboardX.summary import custom_scalars
 from tensorboardX.summary import hparams as hparams_summary
 
-from runstore import nofollow, tags
+from runstore import config_keys, nofollow, tags
 from training.writers.base import Bins, Images, MetricWriter, Progress, Table
 from training.writers.tb_files import SyncSummaryWriter, image_summary
 
@@ -83,20 +83,18 @@ def event_dir(tb_root: Path, name: str | None) -> Path:
 
 
 def flatten_hparams(config: Mapping[str, Any], prefix: str = "") -> dict[str, bool | str | int | float]:
-    """Config as HParams values: lists become "a,b" strings, nested dicts dotted keys, None is left out.
+    """Config as HParams values: nested dicts dotted keys (runstore.config_keys, as the pages show them), lists
+    "a,b" strings, None left out.
 
     None is dropped rather than stringified so a field keeps one type across runs
     (TensorBoard's HParams table cannot mix a number column with "none").
     """
     out: dict[str, bool | str | int | float] = {}
-    for k, v in config.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, Mapping):
-            out.update(flatten_hparams(v, key + "."))
-        elif isinstance(v, (list, tuple)):
+    for key, v in config_keys.flatten(config, prefix).items():
+        if isinstance(v, (list, tuple)):
             out[key] = ",".join(map(str, v))
-        elif v is None:
-            continue
+        elif v is None or isinstance(v, Mapping):
+            continue  # an empty nested dict: nothing to show
         elif isinstance(v, (bool, str)):
             out[key] = v
         elif isinstance(v, (int, np.integer)):
