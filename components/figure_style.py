@@ -8,6 +8,10 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 TEMPLATE = "plotly_white"
+MODEBAR_PX = 32  # plotly's toolbar: buttons 22 px high at 2 px from the top-right corner, with their padding
+# A title in the band between the toolbar and the plot (for figures without a legend above the plot): its
+# bottom on the plot's top edge, so however long it is the toolbar never covers it.
+TITLE_BELOW_MODEBAR = dict(x=0, xanchor="left", xref="paper", y=1, yanchor="bottom", yref="paper", pad=dict(b=10))
 
 
 def set_template(fig: go.Figure) -> go.Figure:

@@ -14,7 +14,7 @@ from typing import TypeVar
 import numpy as np
 import plotly.graph_objects as go
 
-from components.figure_style import _empty, _style
+from components.figure_style import TITLE_BELOW_MODEBAR, _empty, _style
 
 Hist = tuple[int, Sequence[float], Sequence[float]]  # (step, counts, edges)
 T = TypeVar("T")
@@ -22,6 +22,13 @@ OFFSET_STEPS = 30  # steps drawn one behind the other; more would be a smear
 # TensorBoard's distribution basis points: the percentiles of -inf, -1.5, -1, -0.5, 0, 0.5, 1, 1.5 sigma, inf.
 BASIS_POINTS = (0.0, 6.68, 15.87, 30.85, 50.0, 69.15, 84.13, 93.32, 100.0)
 BLUE = (31, 119, 180)
+
+
+def _styled(fig: go.Figure, title: str, height: int, uirevision: str, **layout: object) -> go.Figure:
+    """The shared look with the title between the chart's toolbar and the plot (a tag's name can be long)."""
+    fig = _style(fig, title, height, uirevision, **layout)
+    fig.layout.title.update(TITLE_BELOW_MODEBAR)
+    return fig
 
 
 def valid(hist: Hist) -> bool:
@@ -53,7 +60,7 @@ def step_bars(hist: Hist, tag: str, x_title: str = "step", uirevision: str = "hi
             hovertemplate="%{x:.4g}: %{y:g}<extra></extra>",
         )
     )
-    return _style(fig, f"{tag} at {x_title} {step:,}", 360, uirevision, bargap=0, showlegend=False)
+    return _styled(fig, f"{tag} at {x_title} {step:,}", 360, uirevision, bargap=0, showlegend=False)
 
 
 def offsets(hists: Sequence[Hist], tag: str, x_title: str = "step", uirevision: str = "hist") -> go.Figure:
@@ -61,7 +68,7 @@ def offsets(hists: Sequence[Hist], tag: str, x_title: str = "step", uirevision: 
     fig = go.Figure()
     shown = sample([h for h in hists if valid(h)], OFFSET_STEPS)
     if not shown:
-        return _empty(_style(fig, f"{tag} over {x_title}s", 320, uirevision), "no histogram")
+        return _empty(_styled(fig, f"{tag} over {x_title}s", 320, uirevision), "no histogram")
     peak = max(float(np.max(h[1])) for h in shown) or 1.0
     row = 1.0 / 3  # each histogram may rise three rows above its own baseline
     last = len(shown) - 1
@@ -89,7 +96,7 @@ def offsets(hists: Sequence[Hist], tag: str, x_title: str = "step", uirevision: 
     yaxis = dict(
         tickvals=[(last - i) * row for i in ticks], ticktext=[f"{shown[i][0]:,}" for i in ticks], title=x_title
     )
-    return _style(fig, f"{tag} over {x_title}s (histograms)", 360, uirevision, showlegend=False, yaxis=yaxis)
+    return _styled(fig, f"{tag} over {x_title}s (histograms)", 360, uirevision, showlegend=False, yaxis=yaxis)
 
 
 def percentiles(counts: Sequence[float], edges: Sequence[float], points: Sequence[float] = BASIS_POINTS) -> np.ndarray:
@@ -107,7 +114,7 @@ def distribution(hists: Sequence[Hist], tag: str, x_title: str = "step", uirevis
     ok = [h for h in hists if valid(h)]
     fig = go.Figure()
     if not ok:
-        return _empty(_style(fig, f"{tag} over {x_title}s", 320, uirevision), "no histogram")
+        return _empty(_styled(fig, f"{tag} over {x_title}s", 320, uirevision), "no histogram")
     steps = np.array([h[0] for h in ok], float)
     table = np.array([percentiles(c, e) for _, c, e in ok])  # steps x basis points
     n = len(BASIS_POINTS)
@@ -127,4 +134,4 @@ def distribution(hists: Sequence[Hist], tag: str, x_title: str = "step", uirevis
         )
     median = table[:, n // 2]
     fig.add_trace(go.Scatter(x=steps, y=median, mode="lines", line=dict(color=f"rgb{BLUE}", width=1.5), name="median"))
-    return _style(fig, f"{tag} over {x_title}s (distribution)", 320, uirevision, showlegend=False, xaxis_title=x_title)
+    return _styled(fig, f"{tag} over {x_title}s (distribution)", 320, uirevision, showlegend=False, xaxis_title=x_title)

@@ -153,8 +153,8 @@ def test_run_detail_draws_a_logdirs_images_histograms_and_text(
     captions = [i.caption.replace("\\", "") for el in at.get("image") for i in el.proto.imgs]
     assert captions == ["samples/digit · step 2"], captions  # the newest step's image; a slider over both steps
     assert [s.options for s in at.select_slider if s.label == "Step"][0][:2] == ["1", "2"]
-    shown = [t.value for t in at.text] + [str(getattr(d, "value", "")) for d in at.dataframe]
-    assert any("note at 2" in t for t in shown), shown
+    shown = [h.proto.body for h in at.get("html")]  # text panels: rendered markdown, newest step first
+    assert any("note at 2" in t and t.index("note at 2") < t.index("note at 1") for t in shown), shown
     live = app("views/live.py", run="tbx")  # Live draws a run's images per step too (histograms: Run detail)
     assert [i.caption.replace("\\", "") for el in live.get("image") for i in el.proto.imgs] == captions
 

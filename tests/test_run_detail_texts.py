@@ -1,5 +1,5 @@
 """Strings a W&B script logs (`wandb.log({"phase": "warmup"})`, kept by W&B in its history) are kept every step
-and listed on Run detail as a table of step -> text, never rendered as markdown.
+and shown on Run detail per key, newest step first, rendered as sanitized markdown (tests/test_text_panels.py).
 
 The run folder comes from a real subprocess (`import jaxdash as wandb`); the page is driven with AppTest."""
 
@@ -41,13 +41,15 @@ def test_strings_are_kept_every_step_with_the_summarys_last(logged: Path) -> Non
     assert '"phase": "**bold**' in summary and '"eval.note": "note 2"' in summary
 
 
-def test_run_detail_lists_each_text_key_by_step_as_plain_text(logged: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_run_detail_shows_each_text_key_newest_step_first(logged: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("JAXDASH_RUNS", str(logged.parent))
     at = app("views/detail.py", run=logged.name)
     assert "Logged keys" in [h.value for h in at.subheader]  # a panel per key (data_panels), text ones too
-    frames = {tuple(d.value.columns): d.value for d in at.dataframe}
-    phase = frames[("step", "phase")]
-    assert list(phase["step"]) == [0, 1, 2] and phase["phase"][2].startswith("**bold**")
-    assert list(frames[("step", "eval.note")]["eval.note"]) == ["note 0", "note 1", "note 2"]
+    bodies = [h.proto.body for h in at.get("html") if "jaxdash-text-step" in h.proto.body]
+    (phase,) = [b for b in bodies if "warmup" in b]
+    assert phase.index("step 2<") < phase.index("step 1<") < phase.index("step 0<")
+    assert "<strong>bold</strong>" in phase and "<img" not in phase  # markdown, its image named, not fetched
+    (note,) = [b for b in bodies if "note 0" in b]
+    assert note.index("note 2") < note.index("note 1") < note.index("note 0")
     shown = " ".join(m.value for m in at.markdown) + " ".join(c.value for c in at.caption)
-    assert "example.invalid" not in shown, "a logged string reached markdown"
+    assert "example.invalid" not in shown, "a logged string reached Streamlit's markdown"

@@ -70,7 +70,7 @@ def _panel(run_dir: Path, records: MetricTable, tag: str, kind: str, key: str, c
     elif kind == "image":
         image_steps_panel.tag_panel(tag, image_steps_panel.image_steps(run_dir)[tag], k)
     else:
-        text_panel.tag_panel(tag, text_panel.texts(run_dir)[tag])
+        text_panel.tag_panel(tag, text_panel.texts(run_dir)[tag], k)
 
 
 def _grid(run_dir: Path, records: MetricTable, shown: dict[str, str], key: str, color: str | None, pins: _Pins) -> None:

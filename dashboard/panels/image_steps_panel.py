@@ -20,7 +20,8 @@ from runstore import media_store, safe_files
 from runstore.run_folder import RunFolder
 
 MAX_IMAGE_BYTES = 16 << 20  # a larger file is named, not sent to the browser
-MIN_WIDTH = 160  # pixels: a smaller image is drawn this wide (W&B scales small images up too)
+MIN_WIDTH = 160  # pixels: a smaller image is drawn at least this wide (W&B scales small images up too)
+MAX_UPSCALED_PIXELS = 4 << 20  # a tall, thin image is not blown up past this many pixels
 COLUMNS = 4
 
 
@@ -41,15 +42,24 @@ def step_index(key: str, steps: list[int], label: str = "Step") -> int:
     return steps.index(int(st.select_slider(label, options=steps, key=slider_key)))
 
 
-def display_width(png: bytes) -> int | str | None:
-    """A small image (an 8x8 sample, a 28x28 digit) scaled up to MIN_WIDTH pixels, else drawn as it is;
-    None when the bytes are no image (a damaged file)."""
+def sharp(png: bytes) -> tuple[bytes, int | str] | None:
+    """A small image (an 8x8 sample, a 28x28 digit) scaled up by a whole factor to at least MIN_WIDTH pixels with
+    nearest-neighbour, so its pixels stay sharp squares (a browser's own scaling blurs them), with the width to
+    draw it at; a larger one as it is, drawn at its own width. None when the bytes are no image (a damaged file)."""
     try:
         with Image.open(io.BytesIO(png)) as im:
-            width = im.size[0]
+            width, height = im.size
+            if width >= MIN_WIDTH or width == 0:
+                return png, "content"
+            factor = -(-MIN_WIDTH // width)
+            if width * height * factor * factor > MAX_UPSCALED_PIXELS:
+                return png, "content"
+            big = im.resize((width * factor, height * factor), Image.Resampling.NEAREST)
+            out = io.BytesIO()
+            big.save(out, format="PNG")
     except (OSError, ValueError, Image.DecompressionBombError):
         return None
-    return max(width, MIN_WIDTH) if width < MIN_WIDTH else "content"
+    return out.getvalue(), width * factor
 
 
 def tag_panel(tag: str, items: list[media_store.ImageStep], key: str) -> None:
@@ -74,12 +84,13 @@ def step_images(item: media_store.ImageStep, tag: str, columns: int = COLUMNS) -
             if len(data) > MAX_IMAGE_BYTES:
                 st.text(f"{path.name}: larger than {MAX_IMAGE_BYTES >> 20} MB; not shown")
                 continue
-            width = display_width(data)
-            if width is None:
+            shown = sharp(data)
+            if shown is None:
                 st.text(f"{path.name}: not an image (damaged?); not shown")
                 continue
             # escaped: a caption is the run's text, shown as written (st.image draws captions as markdown)
-            st.image(data, width=width, caption=safe_text.md(caption or f"{tag} · step {item.step:,}"))
+            label = safe_text.md(caption or f"{tag} · step {item.step:,}")
+            st.image(shown[0], width=shown[1], output_format="PNG", caption=label)
 
 
 def _signature(run_dir: Path) -> tuple[tuple[str, int], ...]:

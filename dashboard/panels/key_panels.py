@@ -99,4 +99,4 @@ def _panel(
     elif kind == "histogram":
         histogram_panel.tag_panel(tag, histogram_panel.histograms(run_dir)[tag], key)
     else:
-        text_panel.tag_panel(tag, text_panel.texts(run_dir)[tag])
+        text_panel.tag_panel(tag, text_panel.texts(run_dir)[tag], key)

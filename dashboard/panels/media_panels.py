@@ -64,7 +64,12 @@ def image_panels(run_dir: Path, key: str = "media", stepped_drawn: bool = False)
             data = path.read_bytes()
         except OSError:
             continue  # replaced while listed: the next refresh shows the new one
-        cols[i % len(cols)].image(data, caption=safe_text.md(f"{path.stem.replace('__', '/')} (written {when})"))
+        shown = image_steps_panel.sharp(data)
+        if shown is None:
+            cols[i % len(cols)].text(f"{path.name}: not an image (damaged?); not shown")
+            continue
+        caption = safe_text.md(f"{path.stem.replace('__', '/')} (written {when})")
+        cols[i % len(cols)].image(shown[0], width=shown[1], output_format="PNG", caption=caption)
     return len(found) + len(stepped)
 
 
