@@ -62,12 +62,10 @@ def test_small_image_is_upscaled_with_nearest_neighbour(runs_root: Path) -> None
     d = _run(runs_root)
     at = app("views/detail.py", run=d.name)
     (image,) = [i for i in at.get("image") if any("digit" in c for c in i.captions)]
-    shown = image_steps_panel.sharp(media_store.png_bytes(DIGIT))
-    assert shown is not None and shown[1] == 160
-    with Image.open(io.BytesIO(shown[0])) as im:
-        pixels = np.asarray(im)
-    assert pixels.shape == (160, 160) and np.array_equal(pixels, np.kron(DIGIT, np.ones((20, 20), np.uint8)))
-    assert image.value == [f"/mock/media/{_calculate_file_id(shown[0], 'image/png')}.png"], "the page sent it"
+    upscaled = io.BytesIO()  # each pixel a 20x20 square: what the browser then draws without scaling
+    Image.fromarray(np.kron(DIGIT, np.ones((20, 20), np.uint8))).save(upscaled, format="PNG")
+    assert image.value == [f"/mock/media/{_calculate_file_id(upscaled.getvalue(), 'image/png')}.png"]
+    assert image_steps_panel.sharp(media_store.png_bytes(DIGIT))[1] == 160  # drawn at its own width
 
 
 def test_histogram_titles_sit_below_the_toolbar() -> None:
