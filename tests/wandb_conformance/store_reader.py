@@ -19,6 +19,9 @@ from runstore import media_store, run_notes, run_store
 from tests.wandb_conformance.observe import as_number, empty, read_wandb_runs, summary_values
 
 DROP = ("step", "wall", "ts")  # the run store's own fields of a metrics.jsonl record
+# The script's system metrics (sys/*, jaxdash/system_watch.py): W&B keeps its own in a stream of their own, not in
+# the history compared here; tests/test_client_console.py compares the two.
+SYSTEM = "sys/"
 
 
 def _store_media(run_dir: Path, history: dict[int, dict[str, Any]]) -> None:
@@ -61,7 +64,7 @@ def read_store_run(run_dir: Path) -> dict[str, Any]:
     history: dict[int, dict[str, Any]] = {}
     for rec in run_store.read_metrics(run_dir)[0]:
         row = history.setdefault(int(rec.get("step", 0)), {})
-        row.update({k: as_number(v) for k, v in rec.items() if k not in DROP and not k.startswith("_")})
+        row.update({k: as_number(v) for k, v in rec.items() if k not in DROP and not k.startswith(("_", SYSTEM))})
     _store_media(run_dir, history)
     saved = run_dir / "files"
     files = sorted(str(p.relative_to(saved)) for p in saved.rglob("*") if p.is_file()) if saved.is_dir() else []
