@@ -63,6 +63,8 @@ def read_store_run(run_dir: Path) -> dict[str, Any]:
     page = {"tags": notes.tags, "notes": notes.notes, "name": notes.display_name}
     history: dict[int, dict[str, Any]] = {}
     for rec in run_store.read_metrics(run_dir)[0]:
+        if all(k in DROP or k.startswith(SYSTEM) for k in rec):
+            continue  # a system-metrics sample alone: no history row in W&B either
         row = history.setdefault(int(rec.get("step", 0)), {})
         row.update({k: as_number(v) for k, v in rec.items() if k not in DROP and not k.startswith(("_", SYSTEM))})
     _store_media(run_dir, history)
