@@ -50,6 +50,8 @@ def test_charts_out_of_sight_fetch_nothing_and_catch_up_when_scrolled_back(
     _write(run, 1)
     tab.goto(f"{srv.url}/live?run={run.name}")
     _holds(tab, "train/loss", 1, 60_000)
+    # every panel's chart element on the page before the scroll, which passes only those there when it starts
+    tab.wait_for_function(f"({browser_probes.CHARTS_JS})().length >= {len(KEYS) + 1}", timeout=60_000, polling=100)
     tab.evaluate(SCROLL_THROUGH_JS)  # every panel drawn (and fed), as a user who looked at each
     _holds(tab, KEYS[-1], 1)
     tab.evaluate(TO_TOP_JS)
