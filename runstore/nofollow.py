@@ -17,13 +17,12 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import stat
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
-from runstore.safe_files import LINK_REFUSED, UnsafePath
+from runstore.safe_files import LINK_REFUSED, UnsafePath, regular_fd
 
 NOT_A_FOLDER = "is not a folder (a file, FIFO or device is in its place); remove it so jaxdash can make the folder"
 NOT_REGULAR = "is not a regular file (a FIFO, device, socket or folder); jaxdash writes only regular files: remove it"
@@ -154,14 +153,7 @@ def _regular(parent: int, name: str, flags: int, shown: Path) -> int:
         if exc.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR):  # a link; a FIFO without a reader; a folder
             raise _refusal(parent, name, shown, folder=False) from None
         raise OSError(exc.errno, exc.strerror, str(shown)) from exc
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO with a reader, a device
-            raise UnsafePath(errno.EINVAL, NOT_REGULAR, str(shown))
-        os.set_blocking(fd, True)
-        return fd
-    except BaseException:
-        os.close(fd)
-        raise
+    return regular_fd(fd, shown, NOT_REGULAR)
 
 
 def open_append(root: str | os.PathLike, path: str | os.PathLike) -> int:

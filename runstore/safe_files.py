@@ -156,9 +156,15 @@ def open_append(path: str | os.PathLike, root: str | os.PathLike | None = None) 
         if exc.errno in (errno.ELOOP, errno.ENXIO):  # a link planted since the check; a FIFO without a reader
             raise UnsafePath(exc.errno, NOT_REGULAR, str(path)) from None
         raise
+    return regular_fd(fd, path)
+
+
+def regular_fd(fd: int, shown: str | os.PathLike, reason: str = NOT_REGULAR) -> int:
+    """`fd`, made blocking, if it is a regular file; else it is closed and UnsafePath names `shown` (a FIFO with a
+    reader, a device: what an O_NOFOLLOW | O_NONBLOCK open lets through), with `reason`."""
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise UnsafePath(errno.EINVAL, NOT_REGULAR, str(path))
+            raise UnsafePath(errno.EINVAL, reason, str(shown))
         os.set_blocking(fd, True)
         return fd
     except BaseException:
