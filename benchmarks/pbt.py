@@ -18,11 +18,11 @@ import time
 
 import numpy as np
 
+from runwriters.base import NullWriter
 from training.engine.pbt import PbtConfig
 from training.runs.in_memory import train
 from training.tasks.mnist import MnistConfig, MnistTask
 from training.tasks.regression import RegressionConfig, RegressionTask
-from training.writers.base import NullWriter
 
 
 def run(task, cfgs, pbt):

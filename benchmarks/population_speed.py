@@ -25,10 +25,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from runwriters.base import NullWriter
 from training.runs.in_memory import train
 from training.tasks.mnist import MnistConfig, MnistTask
 from training.tasks.regression import RegressionConfig, RegressionTask
-from training.writers.base import NullWriter
 
 LRS = (0.0003, 0.001, 0.003, 0.01)
 

@@ -27,16 +27,16 @@ os.environ.setdefault("WANDB_SILENT", "true")
 os.environ.setdefault("WANDB_DISABLE_GIT", "true")
 
 from runstore import run_store  # noqa: E402
-from training import data as data_mod  # noqa: E402
-from training.config import config_to_dict, parse_config  # noqa: E402
-from training.runs.in_memory import train  # noqa: E402
-from training.tasks import mnist  # noqa: E402
-from training.writers.base import (  # noqa: E402
+from runwriters.base import (  # noqa: E402
     MetricWriter,
     NullWriter,
     Tracking,  # noqa: E402
 )
-from training.writers.build import build_writer  # noqa: E402
+from runwriters.build import build_writer  # noqa: E402
+from training import data as data_mod  # noqa: E402
+from training.config import config_to_dict, parse_config  # noqa: E402
+from training.runs.in_memory import train  # noqa: E402
+from training.tasks import mnist  # noqa: E402
 
 
 def _cached_loader(dataset: str, data_dir: str | None):
@@ -72,7 +72,9 @@ def run_once(cfg, tracked: bool, root: Path) -> dict[str, float]:
         run_dir = run_store.new_run_dir(root, "mnist", "bench")
         run_store.write_config(run_dir, "mnist", config_to_dict(cfg))
         run_store.start_status(run_dir, total_steps=0)
-        writer, _ = build_writer(run_dir, cfg, tracking=Tracking("offline", tensorboard=True, console=False))
+        writer, _ = build_writer(
+            run_dir, config_to_dict(cfg), tracking=Tracking("offline", tensorboard=True, console=False)
+        )
         totals: dict[str, float] = {}
         writer.writers = [_Timed(w, totals) for w in writer.writers]
         writer.write_hparams(config_to_dict(cfg))

@@ -23,7 +23,7 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from training.writers.wandb.one_hop import one_hop  # noqa: E402
+from runwriters.wandb.one_hop import one_hop  # noqa: E402
 
 BLOCK = 1000
 

@@ -29,7 +29,7 @@ from jaxdash.beat_check import cap_message, parse_beat
 from runstore import hosts, run_store
 from runstore.env_numbers import env_number_or_default
 from runstore.processes import pid_alive
-from training.writers.base import MultiWriter, Progress
+from runwriters.base import MultiWriter, Progress
 
 logger = logging.getLogger("jaxdash")
 BEAT_S = 2.0  # a heartbeat (and a system-metrics sample) per process this often

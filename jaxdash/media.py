@@ -25,7 +25,7 @@ from jaxdash.plot import CustomChart
 from jaxdash.table import Table
 from runstore import media_store
 from runstore.safe_files import UnsafePath
-from training.writers.base import Bins, Chart, Images
+from runwriters.base import Bins, Chart, Images
 
 __all__ = ["Image", "Table", "is_media", "write_media"]
 

@@ -6,7 +6,7 @@ reads), W&B's custom-chart spec (its Vega preset, field and string settings: `wa
 and a plotly figure of it. Logged under a key, the figure is the page's figure at that step
 (artifacts/figures/<key>/) and the table goes where W&B puts it, `<key>_table` (the run store's
 tables, TensorBoard's text); the W&B copy logs it as `wandb.plot_table` of the same spec, so W&B writes
-its own `_wandb.visualize.<key>` chart and table (training/writers/wandb/writer.py). NumPy only: no
+its own `_wandb.visualize.<key>` chart and table (runwriters/wandb/writer.py). NumPy only: no
 scikit-learn.
 """
 

@@ -2,7 +2,7 @@
 
 `Run.log` queues values (`jaxdash.client`); the fetch thread (`jaxdash.fetcher.Fetcher`) takes them off
 the device in batches and hands each batch, as blocks of scalar columns and per-step histograms, to
-`RowsOut.write`. It hands them on to the run's writers (`training.writers.base.MultiWriter`: the run
+`RowsOut.write`. It hands them on to the run's writers (`runwriters.base.MultiWriter`: the run
 store first, then TensorBoard and W&B) with one `Progress` for the batch, flushes at most every FLUSH_S,
 and keeps what W&B's summary needs of the rows (each key's last, min, max, sum, count, first value), so
 the run's summary.json is written here too when the script changed the summary since the last flush.
@@ -23,7 +23,7 @@ import numpy as np
 from jaxdash.fetcher import Block, Part, Values
 from jaxdash.wandb_summary import MetricDefs, summary_of
 from runstore import run_store
-from training.writers.base import Progress
+from runwriters.base import Progress
 
 logger = logging.getLogger("jaxdash")
 FLUSH_S = 0.25  # writers flush at most this often (each flush appends metrics.jsonl and rewrites status.json)

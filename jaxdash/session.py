@@ -184,13 +184,13 @@ def _writers(run_dir: Path, cfg: dict[str, Any], args: InitArgs, copy_mode: str,
     writer process (jaxdash/sink.py), whose info (logdir, W&B mode, url, sync command) lands in status.json."""
     from jaxdash.sink import SinkWriter
     from jaxdash.store_retry import RetryingStoreWriter
-    from training.writers.base import MultiWriter, Tracking
+    from runwriters.base import MultiWriter, Tracking
 
     run_store.write_status(run_dir, wandb={"mode": "disabled", "requested_mode": copy_mode})
     writers: list[Any] = [RetryingStoreWriter(run_dir)]
     if tensorboard or copy_mode != "disabled":
         # W&B's own variables carry the run's settings to the writer process, whose W&B writer reads
-        # them (training/writers/wandb/mode.py); the script's own environment stays as it was.
+        # them (runwriters/wandb/mode.py); the script's own environment stays as it was.
         wandb_env = {"WANDB_PROJECT": args.project or DEFAULT_PROJECT, "WANDB_TAGS": ",".join(args.tags), "WANDB_NOTES": args.notes,
                      "WANDB_RUN_GROUP": args.group, "WANDB_JOB_TYPE": args.job_type, "WANDB_ENTITY": args.entity,
                      "WANDB_DIR": args.dir, "WANDB_RUN_ID": run_dir.name, **_copy_console_and_stats(args)}  # fmt: skip

@@ -27,7 +27,7 @@ from typing import Any
 
 from jaxdash import wandb_copy
 from runstore import run_store
-from training.writers.base import MetricWriter, Tracking
+from runwriters.base import MetricWriter, Tracking
 
 log = logging.getLogger("jaxdash")
 NICE = 19
@@ -188,8 +188,8 @@ def lowest_priority() -> None:
 
 def serve(stdin: Any = None, stdout: Any = None) -> int:
     """The sink process: build the writers from the first message, then replay every call until the end."""
-    from training.writers.build import build_writer
-    from training.writers.wandb import run as wandb_run
+    from runwriters.build import build_writer
+    from runwriters.wandb import run as wandb_run
 
     wandb_run.PRELOAD_PANDAS = False  # a first table or figure imports it here, where no training waits on it
     wandb_run.OWN_CONSOLE = False  # the copy's Logs are the script's output (wandb_output), never this process's

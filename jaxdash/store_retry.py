@@ -20,7 +20,7 @@ from typing import Any
 from runstore import atomic, run_store
 from runstore.env_numbers import env_number_or_default
 from runstore.safe_files import UnsafePath
-from training.writers.store import RunStoreWriter
+from runwriters.store import RunStoreWriter
 
 log = logging.getLogger("jaxdash")
 RETRY_S = 1.0

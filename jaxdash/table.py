@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from training.writers.base import Table as StoreTable
+from runwriters.base import Table as StoreTable
 
 
 class Table:

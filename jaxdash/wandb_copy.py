@@ -15,9 +15,9 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from training.writers.wandb.one_hop import one_hop
-from training.writers.wandb.rows import StepRows
-from training.writers.wandb.run import env_timeout
+from runwriters.wandb.one_hop import one_hop
+from runwriters.wandb.rows import StepRows
+from runwriters.wandb.run import env_timeout
 
 log = logging.getLogger("jaxdash")
 
@@ -149,7 +149,7 @@ def _publish_output(interface: Any, chunks: list[tuple[str, str, float]]) -> Non
 def close(writer: Any, summary: tuple[Mapping[str, Any], list[str]] | None, state: str) -> None:
     """End each W&B copy: media and rows, the last row committed, the script's summary (less the flat
     keys of nested rows, which W&B's summary holds nested), then finish."""
-    from training.writers.wandb.run import EXIT_CODES
+    from runwriters.wandb.run import EXIT_CODES
 
     for w in wandb_writers(writer):
         if not w.active or w._closed:

@@ -1,6 +1,6 @@
 """What a run's artifacts hold, for the pages: its live panels, tables and images. No Streamlit here.
 
-A training process writes (training/writers/store.py):
+A training process writes (runwriters/store.py):
 
 * config.json "panels": the live panels its task asks for, a subset of PANELS;
 * artifacts/tables/<tag with / as __>.json = {"tag", "step", "columns", "rows"}: the latest table of

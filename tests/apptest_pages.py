@@ -13,8 +13,8 @@ from streamlit.testing.v1.element_tree import Error
 
 from dashboard.state import PAGE_KEY
 from runstore import run_store, tags
-from training.writers.base import Table
-from training.writers.store import RunStoreWriter
+from runwriters.base import Table
+from runwriters.store import RunStoreWriter
 
 APP = str(Path(__file__).resolve().parent.parent / "dashboard" / "app.py")
 REG_CFG = {

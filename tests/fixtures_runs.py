@@ -157,7 +157,7 @@ class _Hold:
         polls = self.polls[run_dir] = self.polls.get(run_dir, 0) + 1
         if polls <= self.chunks:
             if self.need_wandb:  # the last counted chunk waits out the writer's throttle: the next one flushes
-                from training.writers.wandb.writer import FLUSH_SECS
+                from runwriters.wandb.writer import FLUSH_SECS
 
                 time.sleep(FLUSH_SECS if polls == self.chunks else WANDB_PACE_S)
             return self.real(run_dir)

@@ -18,13 +18,13 @@ import pytest
 from tensorboard.backend.event_processing import event_accumulator as ea
 
 from runstore import run_store
+from runwriters.base import Tracking
 from tests.fixtures_runs import hold_env, kill_past_checkpoint
 from tests.test_data import write_idx_dataset
 from training.errors import CannotResume
 from training.runs.checkpoint import Checkpointer, checkpoint_steps, latest_step, resume_point, truncate_metrics
 from training.runs.resume import resume
 from training.runs.run import execute
-from training.writers.base import Tracking
 
 ROOT = Path(__file__).resolve().parents[1]
 VOLATILE = ("wall", "ts", "perf/steps_per_sec", "sys/cpu_percent", "sys/rss_mb")  # differ between any two runs

@@ -17,10 +17,10 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental import io_callback
 
+from runwriters.base import MemoryWriter
 from tests.test_engine_overlap import StepProbe
 from training.runs.in_memory import train
 from training.tasks.base import Data, EpochsConfig, Task
-from training.writers.base import MemoryWriter
 
 PROBE = StepProbe()
 STEPS_PER_EPOCH = 160

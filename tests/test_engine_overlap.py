@@ -17,9 +17,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental import io_callback
 
+from runwriters.base import MemoryWriter
 from training.runs.in_memory import train
 from training.tasks.base import Data, EpochsConfig, Task
-from training.writers.base import MemoryWriter
 
 WAIT_S = 30.0  # generous: the next chunk's first step is ~1 ms of work once dispatched
 

@@ -224,7 +224,7 @@ def test_wheel_installs_console_scripts_that_train_and_serve(tmp_path):
         "dashboard/server_app.py",
         "dashboard/views/launch.py",
         "training/tasks/base.py",
-        "training/writers/base.py",
+        "runwriters/base.py",
         "components/figures.py",
     } <= names
     assert "jaxdash = jaxdash:main" in entry_points and "jaxdash-train = jaxdash:train" in entry_points

@@ -19,11 +19,11 @@ from tensorboardX import SummaryWriter
 
 from dashboard.panels.image_steps_panel import widget_key
 from runstore import run_store, tb_logdir
+from runwriters.base import Table
+from runwriters.store import RunStoreWriter
 from tests.apptest_pages import app, fake_run
 from tests.chart_elements import charts, figure, trace_lengths
 from training.tasks.summaries import FigureSummary, ImageSummary, write_summaries
-from training.writers.base import Table
-from training.writers.store import RunStoreWriter
 
 ROOT = Path(__file__).resolve().parents[1]
 

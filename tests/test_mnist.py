@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 
 from runstore import tags
+from runwriters.base import MemoryWriter
 from tests.test_data import write_idx_dataset
 from training import data
 from training.errors import DataUnavailable
 from training.runs.in_memory import train
 from training.tasks.mnist import MnistConfig, MnistTask
-from training.writers.base import MemoryWriter
 
 CHUNK_TAGS = {"train/loss", "train/acc", "perf/steps_per_sec", "sys/cpu_percent", "sys/rss_mb"}
 EPOCH_TAGS = {"test/acc", "test/loss", "epoch/train_loss", "epoch/train_acc"}

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from runstore import run_store
+from runwriters.base import MemoryWriter
 from tests import wandb_leet
 from tests.test_data import write_idx_dataset
 from training.__main__ import main
@@ -25,7 +26,6 @@ from training.runs.resume import resume
 from training.runs.run import execute
 from training.tasks.mnist import MnistConfig, MnistTask
 from training.tasks.regression import RegressionConfig, RegressionTask
-from training.writers.base import MemoryWriter
 
 
 def train_regression(cfg, writer):

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from runstore import tags
+from runwriters.base import MemoryWriter
 from training.engine.chunks import UNROLL_ENV
 from training.runs.in_memory import train
 from training.tasks.regression import Params, RegressionConfig, RegressionTask, init_params, loss, make_data
-from training.writers.base import MemoryWriter
 
 TAGS = {"train/loss", "regression/weight", "regression/bias", "perf/steps_per_sec", "sys/cpu_percent", "sys/rss_mb"}
 

@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 from runstore import run_store
+from runwriters.wandb.writer import WandbWriter
 from tests import wandb_leet
 from tests.fixtures_runs import hold_env, wait_held
 from training.runs.checkpoint import checkpoint_steps
-from training.writers.wandb.writer import WandbWriter
 
 ROOT = Path(__file__).resolve().parents[1]
 

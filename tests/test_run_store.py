@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from runstore import run_store
+from runwriters.base import Progress, Table
+from runwriters.store import RunStoreWriter
 from training.tasks.summaries import FitSummary, write_summaries
-from training.writers.base import Progress, Table
-from training.writers.store import RunStoreWriter
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -12,9 +12,9 @@ import pytest
 
 from runstore import media_store, run_store
 from runstore.safe_files import UnsafePath, is_regular
+from runwriters.base import Table
+from runwriters.store import RunStoreWriter
 from tests.client_scripts import rows, run
-from training.writers.base import Table
-from training.writers.store import RunStoreWriter
 
 RUN_ID = "planted"
 # Every call that writes into the run folder: scalars, media of each kind (one image tag left unplanted), a

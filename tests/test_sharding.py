@@ -27,7 +27,7 @@ from tests.test_data import write_idx_dataset
 from pathlib import Path
 from training.runs.in_memory import train
 from training.tasks.mnist import MnistConfig, MnistTask
-from training.writers.base import MemoryWriter
+from runwriters.base import MemoryWriter
 
 folder = Path(sys.argv[1])
 write_idx_dataset(folder, n_train=700, n_test=150, seed=3)

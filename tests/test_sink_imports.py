@@ -1,6 +1,6 @@
 """What a client run's writer process (jaxdash/sink.py) loads: pandas only for a table or a figure.
 
-The training process imports pandas at W&B's init (training/writers/wandb/run.py, so a first table is not
+The training process imports pandas at W&B's init (runwriters/wandb/run.py, so a first table is not
 a stall mid-run); the sink is a process of its own at idle priority, where that import would only cost
 ~0.4 CPU s and ~60 MB for every run that logs no table or figure.
 """

@@ -98,7 +98,7 @@ def test_wandb_keeps_the_agents_run_id(tmp_path):
     In a subprocess: wandb reads WANDB_SWEEP_ID once per process, as it would under the agent.
     """
     code = (
-        "import json, sys; from training.writers.wandb.writer import WandbWriter; "
+        "import json, sys; from runwriters.wandb.writer import WandbWriter; "
         "w = WandbWriter(sys.argv[1], {'lr': 0.01}, name='trial', mode='offline'); "
         "w.wait_ready(60); print(json.dumps(w.info)); w.close('finished')"
     )

@@ -15,8 +15,8 @@ import optax
 import pytest
 
 from jaxdash import Data, StepsConfig, Task, with_default
+from runwriters.base import MemoryWriter
 from training.runs.in_memory import train
-from training.writers.base import MemoryWriter
 
 
 @dataclass(frozen=True)

@@ -287,8 +287,8 @@ def test_the_wandb_copy_takes_figures_and_binned_histograms(tmp_path: Path) -> N
     and `Bins` as W&B's histogram of those bins."""
     import plotly.graph_objects as go
 
-    from training.writers.base import Bins, Images
-    from training.writers.wandb.writer import WandbWriter
+    from runwriters.base import Bins, Images
+    from runwriters.wandb.writer import WandbWriter
 
     w = WandbWriter(tmp_path, {}, mode="offline")
     assert w.wait_ready(60), w.info

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from runstore import atomic
+from runwriters.wandb import writer as wandb_writer
+from runwriters.wandb.writer import WandbWriter
 from tests import wandb_leet
-from training.writers.wandb import writer as wandb_writer
-from training.writers.wandb.writer import WandbWriter
 
 CONFIG = {"task": "regression", "lr": 0.01}
 

@@ -7,7 +7,7 @@ import logging
 import numpy as np
 import pytest
 
-from training.writers.base import MemoryWriter, MetricWriter, MultiWriter
+from runwriters.base import MemoryWriter, MetricWriter, MultiWriter
 
 
 class Broken(MetricWriter):

@@ -8,10 +8,10 @@ from tensorboard.backend.event_processing import event_accumulator as ea
 from tensorboard.backend.event_processing import plugin_event_multiplexer as pem
 from tensorboard.plugins.hparams import metadata as hp_metadata
 
+from runwriters import labels, render
+from runwriters.base import Progress
+from runwriters.tensorboard import TensorBoardWriter, flatten_hparams, readable_name
 from training.tasks.summaries import ClassificationSummary, FitSummary, write_summaries
-from training.writers import labels, render
-from training.writers.base import Progress
-from training.writers.tensorboard import TensorBoardWriter, flatten_hparams, readable_name
 
 CONFIG = {
     "task": "mnist",

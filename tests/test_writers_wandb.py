@@ -12,12 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from runwriters.base import Progress
+from runwriters.wandb import writer as wandb_writer
+from runwriters.wandb.mode import init_kwargs
+from runwriters.wandb.writer import WandbWriter, resolve_mode
 from tests import wandb_leet
 from training.tasks.summaries import ClassificationSummary, FitSummary, write_summaries
-from training.writers.base import Progress
-from training.writers.wandb import writer as wandb_writer
-from training.writers.wandb.mode import init_kwargs
-from training.writers.wandb.writer import WandbWriter, resolve_mode
 
 CONFIG = {"task": "mnist", "dataset": "fashion_mnist", "hidden": [32], "lr": 0.001, "epochs": 1}
 STEPS = [20, 40, 60, 80, 100]
@@ -173,7 +173,7 @@ def test_a_flush_hands_its_rows_to_wandb_core_in_one_hop(tmp_path, monkeypatch):
 
 def test_rows_go_one_by_one_through_a_run_without_the_batch_internals(tmp_path):
     """A wandb whose run lacks the internals `one_hop` batches through still gets every row, through `run.log`."""
-    from training.writers.wandb.one_hop import one_hop
+    from runwriters.wandb.one_hop import one_hop
 
     class PlainRun:
         def __init__(self):
@@ -346,7 +346,7 @@ def test_wandb_environment_variables_are_honoured(tmp_path, monkeypatch):
 def test_console_output_and_a_failed_runs_error_reach_the_logs(tmp_path):
     """In a subprocess (wandb wraps the process's stdout/stderr): the Logs tab gets the error line."""
     code = (
-        "import sys; from training.writers.wandb.writer import WandbWriter; "
+        "import sys; from runwriters.wandb.writer import WandbWriter; "
         "w = WandbWriter(sys.argv[1], {'lr': 0.1}, mode='offline'); w.wait_ready(60); "
         "print('hello from training'); print('run failed: boom', file=sys.stderr); "
         "w.close('failed', 'boom'); print(w.info['dir'])"
@@ -391,7 +391,7 @@ def test_wandb_files_stay_in_the_run_directory_and_wandbs_own_dirs(tmp_path):
     for d in (home, cwd, run_dir):
         d.mkdir()
     code = (
-        "import sys; sys.path.insert(0, sys.argv[2]); from training.writers.wandb.writer import WandbWriter; "
+        "import sys; sys.path.insert(0, sys.argv[2]); from runwriters.wandb.writer import WandbWriter; "
         "w = WandbWriter(sys.argv[1], {'lr': 0.1}, mode='offline'); w.write_scalars(1, {'train/loss': 1.0}); w.close()"
     )
     env = {**os.environ, "HOME": str(home)}

@@ -67,9 +67,9 @@ def _train(task: str, argv: list[str]) -> int:
         return _fail("--population under a W&B sweep agent: let the sweep vary lr/seed instead.")
     if args.sweep or args.queue or args.queue_limit is not None:
         return _sweep_or_queue(task, task_cls, raw, args, argv)
+    from runwriters.base import Tracking
     from training.engine.processes import JobError
     from training.runs.run import execute
-    from training.writers.base import Tracking
 
     try:
         axes = parse_axes(args.population)

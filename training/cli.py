@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from runstore import run_folder, run_states, run_store
+from runwriters.wandb.mode import MODES as WANDB_MODES
 from training.settings import FieldInfo, fields
 from training.tasks import available
-from training.writers.wandb.mode import MODES as WANDB_MODES
 
 PAGE_FILES = (run_folder.LAUNCH, run_folder.LOG)  # what a page-launched run dir holds before its process starts
 EXIT_CODES = run_states.EXIT_CODES

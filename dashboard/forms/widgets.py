@@ -14,8 +14,8 @@ from typing import Any
 import streamlit as st
 
 from dashboard.panels import safe_text
+from runwriters.wandb.mode import MODES as WANDB_MODES
 from training.settings import FieldInfo
-from training.writers.wandb.mode import MODES as WANDB_MODES
 
 STATE_STYLE: dict[str, tuple[str, str]] = {  # state -> (badge color, material icon)
     "queued": ("gray", ":material/schedule:"),

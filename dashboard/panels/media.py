@@ -1,6 +1,6 @@
 """What media a run logged, for the media section: figures by step, images and tables. No Streamlit here.
 
-The run store writes (training/writers/store.py):
+The run store writes (runwriters/store.py):
 
 * artifacts/figures/<tag>/<step>.json = {"tag", "step", "figure": plotly JSON}: the newest steps of each figure;
 * artifacts/images/<tag>.png: the latest image of each tag;

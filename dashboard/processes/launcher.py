@@ -28,11 +28,11 @@ from dashboard.processes import page_queue
 from dashboard.processes import warm_workers as worker
 from runstore import launch_files, run_store, safe_files
 from runstore.run_folder import RunFolder
+from runwriters.wandb.mode import MODES as WANDB_MODES
 from training.queue import store as queue_store
 from training.settings import config_to_dict, fields
 from training.tasks import task_settings
 from training.tasks.base import TaskSettings
-from training.writers.wandb.mode import MODES as WANDB_MODES
 
 REPO_ROOT = worker.REPO_ROOT
 log = logging.getLogger(__name__)

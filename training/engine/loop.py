@@ -25,6 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from runstore import tags
+from runwriters.base import Progress
 from training.engine import processes
 from training.engine.chunks import (
     ChunkCompiler,
@@ -48,7 +49,6 @@ from training.engine.system import SystemMetrics
 from training.errors import TrainingError
 from training.tasks.base import Task
 from training.tasks.summaries import write_summaries
-from training.writers.base import Progress
 
 EVALS_PER_RUN = 20  # a full-batch task with `evaluate` (no epochs to evaluate at): a test curve while it trains
 SNAPSHOTS = 10  # task summaries spread over a run, besides the first and the last

@@ -17,9 +17,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from runstore import run_store
+from runwriters.base import MetricWriter, Progress
 from training.errors import Diverged
 from training.runs.lifecycle import close_run, describe_error
-from training.writers.base import MetricWriter, Progress
 
 # One program per tree shape, not one op-by-op compile per leaf (and, for take, per member index):
 # a population of three MLPs paid ~40 small compiles here, ~0.2 s of a 1.3 s trial (sweep_queue).

@@ -194,6 +194,6 @@ class Exploiter:
 
 
 def _table(columns: list[str], rows: list[list[Any]]) -> Any:
-    from training.writers.base import Table
+    from runwriters.base import Table
 
     return Table(columns, rows)

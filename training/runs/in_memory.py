@@ -34,9 +34,9 @@ def train(
     Returns:
       One TrainResult per member; a diverged member's has state "diverged" and extra["message"].
     """
+    from runwriters.base import MemoryWriter
     from training.engine.members import Member
     from training.tasks import load_task
-    from training.writers.base import MemoryWriter
 
     task_cls = load_task(task) if isinstance(task, str) else task
     cfgs = list(cfgs) if isinstance(cfgs, (list, tuple)) else [cfgs]

@@ -19,9 +19,9 @@ from pathlib import Path
 from runstore import run_store
 from runstore.env_numbers import EnvNumberError
 from runstore.run_folder import RunFolder
+from runwriters.base import MetricWriter
 from training.errors import TrainingError
 from training.settings import ConfigError
-from training.writers.base import MetricWriter
 
 log = logging.getLogger(__name__)
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from runstore import run_states, run_store
 from runstore.run_folder import RunFolder
+from runwriters.base import Tracking
 from training.engine import processes
 from training.engine.pbt import PbtConfig
 from training.engine.processes import JobFlags
@@ -27,7 +28,6 @@ from training.errors import CannotResume
 from training.runs.run import FOLLOWER, Outcome, train_members
 from training.settings import parse_config
 from training.tasks import load_task
-from training.writers.base import Tracking
 
 _WHY_NOT = {
     "running": "it is still running; stop it first",

@@ -18,6 +18,7 @@ from typing import Any
 
 from runstore import run_store
 from runstore.run_folder import RunFolder
+from runwriters.base import DEFAULT_TRACKING, MetricWriter, Tracking
 from training.engine import processes
 from training.engine.members import Member, Members
 from training.engine.pbt import PbtConfig
@@ -26,7 +27,6 @@ from training.runs.lifecycle import StopFlag, failure
 from training.settings import config_to_dict, parse_config
 from training.tasks import canonical_spec, load_task
 from training.tasks.base import Task
-from training.writers.base import DEFAULT_TRACKING, MetricWriter, Tracking
 
 Outcome = tuple[Path, str, TrainResult | None]  # (run dir, final state, result or None)
 
@@ -43,7 +43,7 @@ def open_writer(run_dir: Path, cfg: Any, name: str, tracking: Tracking, resume_s
     W&B's config and TensorBoard's HParams get the settings and the run's facts: its task, and a
     population member's group, index and PBT settings.
     """
-    from training.writers.build import build_writer
+    from runwriters.build import build_writer
 
     doc = RunFolder(run_dir).config({})
     facts = {k: doc[k] for k in RUN_FACTS if isinstance(doc, dict) and doc.get(k) is not None}

@@ -58,11 +58,11 @@ def warm_worker(main: Callable[[list[str]], int]) -> int:
     """Import, say "ready", rehearse, run one job from stdin with `main`; returns its exit code."""
     import jax
 
+    import runwriters.build  # noqa: F401 - warm import
     import training.engine.loop  # noqa: F401 - warm import
     import training.runs.checkpoint  # noqa: F401 - warm import (Orbax: ~0.2 s)
     import training.tasks.mnist  # noqa: F401 - warm import
     import training.tasks.regression  # noqa: F401 - warm import
-    import training.writers.build  # noqa: F401 - warm import
     from training.runs import rehearsal
 
     jax.devices()  # initialise the backend now, not on the first step

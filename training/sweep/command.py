@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from runstore import run_states, run_store
+from runwriters.wandb.mode import MODES as WANDB_MODES
 from training.sweep import server
 from training.sweep import study as studies
 from training.sweep.space import parse_space
-from training.writers.wandb.mode import MODES as WANDB_MODES
 
 
 def _worker_argv(name: str, url: str, root: Path, args: argparse.Namespace) -> list[str]:

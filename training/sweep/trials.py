@@ -18,6 +18,7 @@ import optuna
 
 from runstore import run_states, run_store, tags
 from runstore.run_folder import RunFolder
+from runwriters.base import Tracking
 from training.runs.lifecycle import StopFlag
 from training.runs.population import VARIED
 from training.runs.run import create_runs, train_members
@@ -25,7 +26,6 @@ from training.settings import parse_config
 from training.sweep import server
 from training.sweep import study as studies
 from training.tasks import canonical_spec, load_task
-from training.writers.base import Tracking
 
 
 def shares_program(space: Sequence[str]) -> bool:

@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from runstore import tags
-from training.writers import labels, render
-from training.writers.base import MetricWriter, Table
+from runwriters import labels, render
+from runwriters.base import MetricWriter, Table
 
 MAX_POINTS = 2000  # data points kept for a fit plot; more only paints the same pixels
 

@@ -29,7 +29,7 @@ import numpy as np
 from runstore import atomic, media_store, nofollow, run_store
 from runstore.run_folder import RunFolder
 from runstore.safe_files import UnsafePath
-from training.writers.base import Bins, Images, MetricWriter, Progress, Table
+from runwriters.base import Bins, Images, MetricWriter, Progress, Table
 
 log = logging.getLogger(__name__)
 

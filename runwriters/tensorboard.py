@@ -39,8 +39,8 @@ from tensorboardX.summary import custom_scalars
 from tensorboardX.summary import hparams as hparams_summary
 
 from runstore import config_keys, nofollow, tags
-from training.writers.base import Bins, Images, MetricWriter, Progress, Table
-from training.writers.tb_files import SyncSummaryWriter, image_summary
+from runwriters.base import Bins, Images, MetricWriter, Progress, Table
+from runwriters.tb_files import SyncSummaryWriter, image_summary
 
 log = logging.getLogger(__name__)
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from training.writers.base import Progress
-from training.writers.console import ConsoleWriter
+from runwriters.base import Progress
+from runwriters.console import ConsoleWriter
 
 
 class MemberLog:

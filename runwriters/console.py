@@ -12,7 +12,7 @@ import time
 from collections.abc import Mapping
 from typing import IO
 
-from training.writers.base import MetricWriter, Progress
+from runwriters.base import MetricWriter, Progress
 
 # Scalars shown in the bar, in this order, when present.
 _POSTFIX = ("train/loss", "train/acc", "test/acc", "test/loss", "regression/weight", "regression/bias")

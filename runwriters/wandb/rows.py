@@ -14,7 +14,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from training.writers.wandb.one_hop import one_hop
+from runwriters.wandb.one_hop import one_hop
 
 log = logging.getLogger(__name__)
 

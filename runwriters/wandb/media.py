@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from training.writers.base import Table
+from runwriters.base import Table
 
 INTERP_POINTS = 21  # recall grid of wandb.plot.pr_curve
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from runstore import run_states
 from runstore.env_numbers import env_number_or_default
-from training.writers.wandb import mode as wandb_mode
+from runwriters.wandb import mode as wandb_mode
 
 log = logging.getLogger(__name__)
 

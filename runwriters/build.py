@@ -13,24 +13,15 @@ from pathlib import Path
 from typing import Any
 
 from runstore.run_folder import RunFolder
-from training.writers.base import DEFAULT_TRACKING, MetricWriter, MultiWriter, NullWriter, Tracking
-from training.writers.store import RunStoreWriter
+from runwriters.base import DEFAULT_TRACKING, MetricWriter, MultiWriter, NullWriter, Tracking
+from runwriters.store import RunStoreWriter
 
 log = logging.getLogger(__name__)
 
 
-def _cfg_dict(cfg: Any) -> dict[str, Any]:
-    """A plain dict from a Config dataclass (or an already plain mapping)."""
-    if isinstance(cfg, Mapping):
-        return dict(cfg)
-    from training.config import config_to_dict
-
-    return config_to_dict(cfg)
-
-
 def build_writer(
     run_dir: str | Path,
-    cfg: Any,
+    cfg: Mapping[str, Any],
     name: str | None = None,
     tracking: Tracking = DEFAULT_TRACKING,
     resume_step: int | None = None,
@@ -39,7 +30,7 @@ def build_writer(
 
     Args:
       run_dir: the run directory (existing).
-      cfg: the run's Config (or its dict form).
+      cfg: the run's settings as plain values (a config's `training.settings.config_to_dict`).
       name: display name for W&B (defaults to the run directory name).
       tracking: TensorBoard, console and W&B settings (`Tracking`).
       resume_step: the run continues after its checkpoint at this step: TensorBoard purges later
@@ -50,7 +41,7 @@ def build_writer(
       {"wandb": {"mode", "url", "dir", "sync_command"}, "tensorboard": {"logdir"}}.
     """
     run_dir = Path(run_dir)
-    cfg_dict = _cfg_dict(cfg)
+    cfg_dict = dict(cfg)
     # The first writer is required (its failures end the run): the run store, or nothing to require.
     writers: list[MetricWriter] = [RunStoreWriter(run_dir) if tracking.run_store else NullWriter()]
     info: dict[str, Any] = {}
@@ -75,7 +66,7 @@ def _add_tensorboard(
 ) -> None:
     """Append the TensorBoard writer (listed as <run id>/tb/<name>); on failure, say why in `info` instead."""
     try:
-        from training.writers.tensorboard import TensorBoardWriter
+        from runwriters.tensorboard import TensorBoardWriter
 
         # Its given name, a member's varied values, or the task.
         given = name if name and name != run_dir.name else None
@@ -92,7 +83,7 @@ def _add_tensorboard(
 def _add_console(writers: list[MetricWriter], resume_step: int | None) -> None:
     """Append the tqdm progress bar (starting at `resume_step`); a missing tqdm only warns."""
     try:
-        from training.writers.console import ConsoleWriter
+        from runwriters.console import ConsoleWriter
 
         writers.append(ConsoleWriter(initial_step=int(resume_step or 0)))
     except Exception as exc:  # noqa: BLE001 - a missing tqdm must not stop a run
@@ -112,7 +103,7 @@ def _add_wandb(
     WandbWriter never raises from __init__; a failed init disables it and says why in .info.
     resolve_mode: --wandb > $WANDB_MODE > credentials.
     """
-    from training.writers.wandb.writer import WandbWriter
+    from runwriters.wandb.writer import WandbWriter
 
     wb = WandbWriter(
         run_dir,

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from training.writers import render
+from runwriters import render
 
 INK = (40, 40, 40)
 FAINT = (110, 110, 110)

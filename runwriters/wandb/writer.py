@@ -31,14 +31,14 @@ import numpy as np
 
 from runstore import nofollow, run_folder
 from runstore.run_folder import RunFolder
-from training.writers.base import Bins, Chart, Images, MetricWriter, Progress, Table
-from training.writers.wandb import media as wandb_media
-from training.writers.wandb import mode as wandb_mode
-from training.writers.wandb import run as wandb_run
-from training.writers.wandb.member_log import MemberLog
-from training.writers.wandb.mode import resolve_mode
-from training.writers.wandb.one_hop import one_hop
-from training.writers.wandb.rows import StepRows
+from runwriters.base import Bins, Chart, Images, MetricWriter, Progress, Table
+from runwriters.wandb import media as wandb_media
+from runwriters.wandb import mode as wandb_mode
+from runwriters.wandb import run as wandb_run
+from runwriters.wandb.member_log import MemberLog
+from runwriters.wandb.mode import resolve_mode
+from runwriters.wandb.one_hop import one_hop
+from runwriters.wandb.rows import StepRows
 
 __all__ = ["WandbWriter", "resolve_mode"]
 
@@ -147,7 +147,7 @@ class WandbWriter(MetricWriter):
         """Log the checkpointed steps the earlier processes' W&B folders lack (a kill lost them), and skip
         the replayed steps after the checkpoint that they already hold, media included: no step is in two
         folders, and a replayed step they lack (the killed process's open row) is logged once, here."""
-        from training.writers.wandb.history import held_steps, missing_rows
+        from runwriters.wandb.history import held_steps, missing_rows
 
         held = held_steps(earlier, key=self._rows.step_key)
         rows = missing_rows(self.run_dir, held, int(self._resume_step or 0))
