@@ -29,6 +29,7 @@ import pytest
 
 from tests.wandb_conformance import compare, reference, running
 
+ROOT = Path(__file__).resolve().parents[1]
 PROBES = running.all_probes()
 WORKERS = int(os.environ.get("CONFORMANCE_WORKERS", "3"))  # subprocesses in flight (mostly waiting on I/O)
 # Differences we know of and have not closed yet (issue #35 stays open for them): each is a strict xfail,
@@ -109,3 +110,24 @@ def test_probe_matches_wandb(probe: running.Probe, conformance: Runs) -> None:
             f"jaxdash stderr tail:\n{ours.tail()}",
             pytrace=False,
         )
+
+
+def test_the_docs_table_lists_every_probe_with_its_own_call() -> None:
+    """docs/wandb.md's table of W&B calls is the probes' own: one row per probe (or a test file of its own), its `# call:` text, and
+    "yes" for jaxdash exactly where the probe is not a known difference; the pass count above it agrees."""
+    text = (ROOT / "docs" / "wandb.md").read_text()
+    table = text.split("| call | probe | wandb | jaxdash | trackio |\n|---|---|---|---|---|\n", 1)[1].split("\n\n")[0]
+    rows = {}
+    for line in table.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if cells[1].startswith("tests/"):  # a call compared by a test of its own instead of a probe
+            assert (ROOT / cells[1]).is_file(), f"the table names {cells[1]}, which does not exist"
+        else:
+            rows[cells[1]] = cells
+    by_name = {p.name: p for p in PROBES}
+    assert sorted(rows) == sorted(by_name), "rows without a probe, or probes without a row"
+    for name, (call, _, _, ours, _) in rows.items():
+        assert call == by_name[name].call, f"{name}: the table says {call!r}, the probe's `# call:` line says otherwise"
+        assert ours.startswith("yes") == (name not in KNOWN), f"{name}: jaxdash column {ours!r}"
+    passing = len(PROBES) - len(KNOWN)
+    assert f"jaxdash {passing} of {len(PROBES)} probes" in text, "the pass count above the table"
