@@ -32,6 +32,7 @@ from jaxdash.data_api import *  # noqa: F403 - W&B's data types, plots, artifact
 from jaxdash.data_api import __all__ as _data_names
 from jaxdash.extras import login, teardown, unwatch, watch
 from jaxdash.notices import termerror, termlog, termwarn
+from jaxdash.public_api import Api
 from jaxdash.session import define_metric, finish, init, log
 from jaxdash.settings import Settings
 from jaxdash.wandb_config import Config, ConfigError
@@ -50,7 +51,7 @@ _TASK_API = {
 }
 
 __all__ = [
-    "Run", "init", "log", "finish", "define_metric", "load_dataset", "main", "train", "run", "config", "summary",  # noqa: F405
+    "Run", "Api", "init", "log", "finish", "define_metric", "load_dataset", "main", "train", "run", "config", "summary",  # noqa: F405
     "Settings", "Config", "ConfigError", "login", "teardown", "watch", "unwatch", "termlog", "termwarn", "termerror",
     *_data_names,
     *_TASK_API,

@@ -1,6 +1,7 @@
 """Console scripts of an installed jax-dashboard (`pip install .`), like `tensorboard --logdir`.
 
     jaxdash [--runs DIR] [--logdir DIR] [--port 8501] [--address 127.0.0.1] [streamlit options ...]
+    jaxdash runs --filter 'config.lr < 0.01'          # the runs a query selects (jaxdash/runs_cli.py)
     jaxdash-train regression --steps 50               # the same as `python -m training ...`
 
 `jaxdash` execs `streamlit run <installed dashboard/server_app.py>` (the pages and the CSV route) with $JAXDASH_RUNS set to the runs
@@ -122,7 +123,12 @@ def skip_email_prompt() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """`jaxdash`: exec the Streamlit server (this process becomes it)."""
+    """`jaxdash`: exec the Streamlit server (this process becomes it); `jaxdash runs ...` lists runs instead."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["runs"]:
+        from jaxdash import runs_cli  # only this subcommand reads the run index
+
+        sys.exit(runs_cli.main(argv[1:]))
     args = parser().parse_known_args(argv)[0]
     cmd, env = command(argv)
     if args.print_command:

@@ -1,0 +1,166 @@
+"""One run folder as the run index holds it: identity, kind, state, flattened config, tags, notes and a
+summary of each scalar (last, min, max), read through runstore's reading functions only.
+
+The run folder stays the source of truth; this module decides what of it is worth indexing and when a
+folder must be read again: its small files' (size, mtime) signature changed, or its records file grew
+(then only the new records are read, from the offset kept in the index). No JAX and no Streamlit here.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from runstore import config_keys, run_folder, run_notes, run_states, run_store, wandb_reads
+
+# The small files a run's listing depends on; metrics.jsonl is followed by offset instead.
+SMALL_FILES = (run_folder.CONFIG, run_folder.STATUS, run_folder.SUMMARY, run_folder.FINAL_METRICS, run_folder.NOTES)
+RECORD_META = ("step", "wall", "ts")  # a record's bookkeeping, not a scalar of the run
+Stats = dict[str, list[Any]]  # key -> [last, min, max]
+
+
+def signature(d: Path) -> str:
+    """The (size, mtime) of the run's small files, as one string: equal strings mean nothing to re-read."""
+    parts = []
+    for name in SMALL_FILES:
+        try:
+            st = os.stat(d / name, follow_symlinks=False)
+            parts.append(f"{st.st_size}:{st.st_mtime_ns}")
+        except OSError:
+            parts.append("-")
+    return "|".join(parts)
+
+
+def records_key(d: Path) -> tuple[int, int, int]:
+    """(inode, size, mtime) of metrics.jsonl, (0, -1, 0) when it is missing."""
+    try:
+        st = os.stat(Path(d) / run_folder.RECORDS, follow_symlinks=False)
+    except OSError:
+        return 0, -1, 0
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+@dataclass
+class IndexedRun:
+    """A run as the index keeps it (everything a query may ask about, and what a list shows)."""
+
+    run_id: str
+    path: str
+    name: str
+    kind: str  # "engine" (the training CLI or the page), "member" (of a population), "client" (jaxdash.init), "damaged"
+    state: str
+    message: str
+    task: str
+    group: str  # a population's id, else a W&B group, else ""
+    created: float
+    notes: str = ""
+    config: dict[str, Any] = field(default_factory=dict)  # as config.json holds it (nested)
+    tags: list[str] = field(default_factory=list)
+    records: Stats = field(default_factory=dict)  # from metrics.jsonl alone (kept to fold in new records)
+    summary: Stats = field(default_factory=dict)  # records, summary.json and the final metrics together
+
+    @property
+    def flat_config(self) -> dict[str, Any]:
+        """The config with nested settings as dotted keys ("model.hidden")."""
+        return config_keys.flatten(self.config)
+
+
+def _number(v: Any) -> float | None:
+    """A finite number of a record or summary, else None (bools, strings, NaN and media are not scalars here)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    return float(v) if math.isfinite(v) else None
+
+
+def fold(stats: Stats, records: list[dict[str, Any]]) -> Stats:
+    """`stats` with `records` folded in, in order: last, min and max of each finite scalar."""
+    for rec in records:
+        for key, value in rec.items():
+            v = _number(value)
+            if v is None or key in RECORD_META:
+                continue
+            s = stats.get(key)
+            stats[key] = [v, v, v] if s is None else [v, min(s[1], v), max(s[2], v)]
+    return stats
+
+
+def _merged(records: Stats, summary: dict[str, Any], final: dict[str, Any]) -> Stats:
+    """The run's summary: its records' stats, then its final metrics and summary.json (a W&B summary's value is
+    the run's last word on a key; its {"min": .., "max": ..} entries widen the range)."""
+    out = {k: list(v) for k, v in records.items()}
+    for source in (final, summary):
+        for key, value in source.items():
+            if isinstance(value, dict):
+                ends = [n for n in (_number(value.get(op)) for op in ("min", "max", "last", "mean")) if n is not None]
+                last = _number(value.get("last"))
+                if not ends:
+                    continue
+                s = out.get(key)
+                lo, hi = (min(ends), max(ends)) if s is None or s[1] is None else (min(s[1], *ends), max(s[2], *ends))
+                out[key] = [last if last is not None else (s[0] if s else None), lo, hi]
+                continue
+            v, s = _number(value), out.get(key)
+            if isinstance(value, str):  # a text summary ("best_model": "b3"): compared as text, no range
+                out[key] = [value, *(s[1:] if s else (None, None))]
+            elif v is not None:
+                out[key] = [v, v, v] if s is None or s[1] is None else [v, min(s[1], v), max(s[2], v)]
+    return out
+
+
+def _kind(doc: dict[str, Any], damaged: bool) -> str:
+    if damaged:
+        return "damaged"
+    if doc.get("group") is not None and doc.get("member") is not None:
+        return "member"
+    return "engine" if "task_spec" in doc else "client"
+
+
+def read(d: Path, records: Stats | None = None, offset: int = 0) -> tuple[IndexedRun | None, int]:
+    """The run in folder `d` and the offset its records were read to; (None, 0) when `d` holds no run.
+
+    `records`/`offset`: what an earlier read folded in (only records after `offset` are read; pass
+    None and 0 when metrics.jsonl was replaced or never read).
+    """
+    info = run_store.read_run(d)
+    if info is None:
+        return None, 0
+    folder = run_folder.RunFolder(d)
+    doc = folder.config({})
+    doc = doc if isinstance(doc, dict) else {}
+    notes, meta = run_notes.load(d), wandb_reads.meta_of(doc)
+    stats: Stats = {k: list(v) for k, v in (records or {}).items()}
+    if not info.damaged:
+        while True:  # bounded pieces: a run of millions of records never sits in memory at once
+            new, end = folder.records(offset, max_bytes=8 << 20)
+            fold(stats, new)
+            if end == offset:
+                break
+            offset = end
+    status = info.status
+    final = status.get("final") if isinstance(status.get("final"), dict) else {}
+    tags = run_notes.clean_tags([*meta.tags, *notes.tags])
+    run = IndexedRun(
+        run_id=info.run_id,
+        path=str(d),
+        name=notes.display_name or info.name,
+        kind=_kind(doc, info.damaged),
+        state=str(status.get("state") or "?"),
+        message=str(status.get("message") or ""),
+        task=info.task,
+        group=str(doc.get("group") or meta.group or ""),
+        created=float(info.created or 0.0),
+        notes=notes.notes or meta.notes,
+        config=info.config if isinstance(info.config, dict) else {},
+        tags=tags,
+        records=stats,
+        summary=_merged(stats, wandb_reads.summary(d), {**folder.final_metrics(), **final}),
+    )
+    return run, offset
+
+
+def is_active(state: str) -> bool:
+    """Whether a run in this state may change without its files changing (its process may die)."""
+    return state in run_states.ACTIVE
