@@ -183,11 +183,12 @@ def _writers(run_dir: Path, cfg: dict[str, Any], args: InitArgs, copy_mode: str,
     """The run's writers: the run store here (retrying failed writes); TensorBoard and W&B in a niced
     writer process (jaxdash/sink.py), whose info (logdir, W&B mode, url, sync command) lands in status.json."""
     from jaxdash.sink import SinkWriter
-    from jaxdash.store_retry import RetryingStoreWriter
     from runwriters.base import MultiWriter, Tracking
+    from runwriters.store import RecordFile, RunStoreWriter
+    from runwriters.store_retry import RetryingRecordFile
 
     run_store.write_status(run_dir, wandb={"mode": "disabled", "requested_mode": copy_mode})
-    writers: list[Any] = [RetryingStoreWriter(run_dir)]
+    writers: list[Any] = [RunStoreWriter(run_dir, files=RetryingRecordFile(RecordFile(run_dir)))]
     if tensorboard or copy_mode != "disabled":
         # W&B's own variables carry the run's settings to the writer process, whose W&B writer reads
         # them (runwriters/wandb/mode.py); the script's own environment stays as it was.

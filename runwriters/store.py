@@ -9,6 +9,8 @@ for the previous chunk's writes, then hands over this chunk's and returns. The
 fsyncs took 1-10 ms per chunk on a busy shared disk, as much as 20% of a chunk;
 this way they overlap the next chunk's compute, and a killed process still
 loses at most the chunk in flight. `drain()` (and `close`) wait for the writes.
+The writes themselves go through a `RecordFile`; the client wraps it in `RetryingRecordFile`
+(runwriters/store_retry.py) to keep and retry a failed write instead of raising it.
 Lifecycle fields of status.json (state, ended, message) belong to `training.runs.run`;
 every status.json write of this writer happens before `close` returns, so it
 never races run.py's final one.
@@ -52,15 +54,43 @@ def _float(v: Any) -> float:
     return float(np.asarray(v))
 
 
+class RecordFile:
+    """Where a `RunStoreWriter`'s thread puts what it flushed: metrics.jsonl lines and status.json's progress
+    fields, each written at once; a failed write raises (and ends the run through its writer).
+
+    The writer takes any object with these three methods (`RunStoreWriter(run_dir, files=...)`), so behaviour
+    around the writes is added by wrapping one, as CLU's `AsyncWriter` wraps a writer: the client's run store is
+    `RunStoreWriter(run_dir, files=RetryingRecordFile(RecordFile(run_dir)))` (`runwriters.store_retry`), which
+    keeps the lines of a failed write (a full disk) in memory and retries them instead of raising.
+    """
+
+    def __init__(self, run_dir: str | Path) -> None:
+        self.run_dir = Path(run_dir)
+
+    def append(self, lines: str) -> None:
+        """Append whole metrics.jsonl lines (`runstore.atomic.metric_lines`), fsync'd; "" writes nothing."""
+        atomic.append_metric_lines(self.run_dir, lines)
+
+    def write_progress(self, fields: dict[str, Any]) -> None:
+        """Merge progress fields (step, steps/s, the count of keys, ...) into status.json."""
+        run_store.write_status(self.run_dir, **fields)
+
+    def close(self) -> None:
+        """Nothing waits: every write happened in its call."""
+
+
 class RunStoreWriter(MetricWriter):
     """Writes a run's metrics and artifacts into its run directory.
 
     Args:
       run_dir: an existing run directory (see `runstore.run_store`).
+      files: where the writer thread's metrics.jsonl lines and progress fields go (default `RecordFile(run_dir)`,
+        which raises a failed write); a wrapper of it adds behaviour, as `RetryingRecordFile`.
     """
 
-    def __init__(self, run_dir: str | Path):
+    def __init__(self, run_dir: str | Path, files: RecordFile | None = None):
         self.run_dir = Path(run_dir)
+        self.files = files if files is not None else RecordFile(self.run_dir)
         self.artifacts = RunFolder(self.run_dir).artifacts
         self.run_dir.mkdir(parents=True, exist_ok=True)  # the run folder itself: the anchor every write starts from
         try:
@@ -72,7 +102,6 @@ class RunStoreWriter(MetricWriter):
         self._buffer: list[dict[str, Any]] = []
         self._progress: Progress | None = None
         self._progress_dirty = False
-        self._wrote_sample = False
         self._keys: set[str] = set()  # every scalar key written: a new one is news the page reruns for at once
         self._keys_dirty = False
         self._pool: ThreadPoolExecutor | None = ThreadPoolExecutor(1, thread_name_prefix="run-store")
@@ -141,15 +170,11 @@ class RunStoreWriter(MetricWriter):
             self._pending = self._pool.submit(self._write, records, fields)
 
     def _write(self, records: list[dict[str, Any] | tuple], fields: dict[str, Any] | None) -> None:
-        """On the writer thread: the records as metrics.jsonl lines (`runstore.atomic`), handed to `_append`."""
-        self._append(_lines(records), fields)
-
-    def _append(self, lines: str, fields: dict[str, Any] | None) -> None:
-        """Append `lines` to metrics.jsonl (fsync'd) and write the progress `fields` into status.json; raises
-        a failed write (the client's `jaxdash.store_retry` keeps and retries it instead)."""
-        atomic.append_metric_lines(self.run_dir, lines)
+        """On the writer thread: the records as metrics.jsonl lines (`runstore.atomic`), then the progress fields,
+        through `self.files` (each flush calls `append`, even with no lines: a wrapper may retry then)."""
+        self.files.append(_lines(records))
         if fields:
-            run_store.write_status(self.run_dir, **fields)
+            self.files.write_progress(fields)
 
     def drain(self) -> None:
         """Wait until everything flushed so far is on disk; re-raises a failed write."""
@@ -237,6 +262,7 @@ class RunStoreWriter(MetricWriter):
             if self._pool is not None:
                 self._pool.shutdown(wait=True)
                 self._pool = None
+            self.files.close()
 
 
 def _each_tag(items: Mapping[str, Any], write: Callable[[str, Any], None]) -> None:

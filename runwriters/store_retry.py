@@ -1,26 +1,27 @@
-"""The client's run-store writer: a failed write (a full disk) is kept and retried, never the end of logging.
+"""A run store whose failed writes (a full disk) are kept and retried: the client's, whose logging must not end.
 
-`RunStoreWriter` writes metrics.jsonl once per flush on its writer thread and re-raises a failed
-write, which ended a client's logging for good (a full disk that freed up again kept 9,999 of 60,000
+`RetryingRecordFile` wraps the `RecordFile` a `runwriters.store.RunStoreWriter` writes through:
+`RunStoreWriter(run_dir, files=RetryingRecordFile(RecordFile(run_dir)))`. The plain file raises a failed
+append, which would end a client's logging for good (a full disk that freed up again kept 9,999 of 60,000
 records). Here a failed append keeps its lines in memory (at most MAX_BACKLOG_BYTES; beyond that the
 oldest are dropped and counted) and every later flush tries again, at most every RETRY_S, the whole
-backlog first so the file stays in step order. When a write lands again the gap is recorded in
-status.json "events" (kind "write_gap": from, to, the error, records delayed and lost). At close the
-backlog is retried for up to $JAXDASH_WRITE_RETRY_S seconds (default 30), unless the write was refused
-(metrics.jsonl is a planted link or FIFO: `runstore.nofollow`), which waiting does not mend.
+backlog first so the file stays in step order; progress fields wait until the lines are written again.
+When a write lands again the gap is recorded in status.json "events" (kind "write_gap": from, to, the
+error, records delayed and lost). At close the backlog is retried for up to $JAXDASH_WRITE_RETRY_S
+seconds (default 30), unless the write was refused (metrics.jsonl is a planted link or FIFO:
+`runstore.nofollow`), which waiting does not mend.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from pathlib import Path
 from typing import Any
 
-from runstore import atomic, run_store
+from runstore import run_store
 from runstore.env_numbers import env_number_or_default
 from runstore.safe_files import UnsafePath
-from runwriters.store import RunStoreWriter
+from runwriters.store import RecordFile
 
 log = logging.getLogger("jaxdash")
 RETRY_S = 1.0
@@ -32,11 +33,13 @@ def close_retry_s() -> float:
     return env_number_or_default("JAXDASH_WRITE_RETRY_S", 30.0, minimum=0)
 
 
-class RetryingStoreWriter(RunStoreWriter):
-    """A `RunStoreWriter` whose metrics.jsonl and progress writes are retried instead of raised."""
+class RetryingRecordFile:
+    """A `RecordFile` whose metrics.jsonl and progress writes are retried instead of raised (called from the
+    run store writer's one thread, so it keeps no lock)."""
 
-    def __init__(self, run_dir: str | Path) -> None:
-        super().__init__(run_dir)
+    def __init__(self, inner: RecordFile) -> None:
+        self.inner = inner
+        self.run_dir = inner.run_dir
         self._backlog: list[str] = []  # metrics.jsonl lines not written yet, in order
         self._backlog_bytes = 0
         self._records = 0  # records in the backlog
@@ -45,23 +48,23 @@ class RetryingStoreWriter(RunStoreWriter):
         self._tried = 0.0
         self._refused = False  # the failing write was refused (runstore.nofollow), not a full disk
 
-    @property
-    def pending(self) -> int:
-        """Records logged but not yet on disk because writes failed."""
-        return self._records
-
-    def _append(self, text: str, fields: dict[str, Any] | None) -> None:
-        if text:
-            self._backlog.append(text)
-            self._backlog_bytes += len(text)
-            self._records += text.count("\n")
+    def append(self, lines: str) -> None:
+        """Queue `lines` after any waiting ones and write them all, unless a write failed less than RETRY_S ago."""
+        if lines:
+            self._backlog.append(lines)
+            self._backlog_bytes += len(lines)
+            self._records += lines.count("\n")
         self._trim()
         if self._failing is not None and time.monotonic() - self._tried < RETRY_S:
             return  # still failing a moment ago: retry at most every RETRY_S
         self._try_backlog()
-        if fields and self._failing is None:
+
+    def write_progress(self, fields: dict[str, Any]) -> None:
+        """The progress fields into status.json while the lines are written; skipped (the next flush brings newer
+        ones) while they fail or when this write fails."""
+        if self._failing is None:
             try:
-                run_store.write_status(self.run_dir, **fields)
+                self.inner.write_progress(fields)
             except OSError:
                 pass  # progress only: the next flush writes it again
 
@@ -70,7 +73,7 @@ class RetryingStoreWriter(RunStoreWriter):
             return True
         self._tried = time.monotonic()
         try:
-            atomic.append_metric_lines(self.run_dir, "".join(self._backlog))
+            self.inner.append("".join(self._backlog))
         except OSError as exc:
             if self._failing is None:
                 refused = isinstance(exc, UnsafePath)  # a planted link or FIFO: its line names it and the fix
@@ -107,15 +110,13 @@ class RetryingStoreWriter(RunStoreWriter):
             self._records -= old.count("\n")
             self._lost += old.count("\n")
 
-    def close(self, state: str = "finished", message: str | None = None) -> None:
-        """Write what is left, retrying a backlog for up to `close_retry_s()`; never raises for a failed write."""
-        super().close(state, message)
+    def close(self) -> None:
+        """Retry what waits for up to `close_retry_s()` (the writer's thread is done); never raises for a failed
+        write: what is still not written is one error line."""
+        self.inner.close()
         deadline = time.monotonic() + (0.0 if self._refused else close_retry_s())  # waiting mends no planted link
         while self._backlog and time.monotonic() < deadline:
             time.sleep(min(RETRY_S, max(deadline - time.monotonic(), 0)))
             self._try_backlog()
         if self._backlog:
             log.error("jaxdash: %d logged records could not be written to %s", self._records, self.run_dir)
-
-    def write_summary(self, metrics: Any) -> None:  # noqa: D102 - the client writes its summary itself
-        pass
