@@ -16,6 +16,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from dashboard.server.serve import free_port
@@ -193,10 +194,20 @@ def start_dashboard(env: dict[str, str], log: Path) -> tuple[subprocess.Popen, s
     pytest.fail(f"scripts/start.sh did not serve within 2 minutes: {log.read_text()[-3000:]}")
 
 
+IDLE_RSS_MIB = 250  # an idle dashboard's processes together (no training started: no warm worker yet)
+
+
+def tree_rss_mib(pid: int) -> dict[str, int]:
+    """Resident memory (MiB) of process `pid` and all its descendants, by "name pid"."""
+    top = psutil.Process(pid)
+    return {f"{p.name()} {p.pid}": p.memory_info().rss >> 20 for p in [top, *top.children(recursive=True)]}
+
+
 @pytest.mark.browser
 def test_a_script_run_from_tmp_shows_on_the_dashboard_of_the_readme(tmp_path: Path, tab: Any) -> None:
     env = user_env(tmp_path)
     run_script(tmp_path, env)
+    del env["JAXDASH_WARM_WORKER"]  # the README's command as a user runs it: warm workers on, the default
     proc, url = start_dashboard(env, tmp_path / "streamlit.log")
     try:
         tab.goto(f"{url}/runs")
@@ -207,6 +218,9 @@ def test_a_script_run_from_tmp_shows_on_the_dashboard_of_the_readme(tmp_path: Pa
         # A fresh server's first page: no Deploy button (Streamlit shows it until the app's options apply).
         assert tab.get_by_test_id("stAppDeployButton").count() == 0
         assert tab.get_by_role("button", name="Deploy").count() == 0
+        # Idle with a page open (no run started): the server and every process it started, together.
+        rss_mib = tree_rss_mib(proc.pid)
+        assert sum(rss_mib.values()) < IDLE_RSS_MIB, f"an idle dashboard's processes hold {rss_mib} MiB"
     finally:
         proc.terminate()
         proc.wait(timeout=30)
