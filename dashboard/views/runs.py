@@ -11,7 +11,8 @@ from dashboard import refresh_timings, state
 from dashboard.panels import compare, data_panels, inplace_chart, panels, refresh_trigger, runs_index, safe_text
 from dashboard.processes import launch_status, launcher
 from dashboard.reading import groups, run_list
-from runstore import run_notes, run_store, tb_logdir
+from runstore import index_keeper, index_reader, run_notes, run_store, tb_logdir
+from runstore.run_query import QueryError
 
 COLUMN_CONFIG = {
     "tags": st.column_config.ListColumn("tags"),
@@ -49,6 +50,33 @@ def filters(df: pd.DataFrame) -> runs_index.Filters:
     return runs_index.Filters(text=text, **picked)
 
 
+QUERY_HELP = (
+    "Comparisons on config.<key>, summary.<key> (.min, .max), tags, state, name, id, joined by and, or, not: "
+    "see the docs' Queries page."
+)
+
+
+def query_filter(df: pd.DataFrame) -> pd.DataFrame:
+    """A query box over the run index; the rows it selects, or every row and its error as one line under it."""
+    text = st.text_input(
+        "Query",
+        key="runs_query",
+        placeholder='config.lr < 0.01 and summary.test/acc.max > 0.9 and tags contains "baseline"',
+        help=QUERY_HELP,
+    )
+    if not text.strip():
+        return df
+    try:
+        current = index_keeper.keep_current(run_store.runs_root())  # waits at most a second, once
+        ids = set(index_reader.matching_ids(None, text))
+    except (QueryError, index_reader.IndexUnavailable) as exc:
+        st.error(safe_text.md(exc), icon=":material/error:")
+        return df
+    if not current:
+        st.caption(f"The run index is being built ({index_reader.indexed_count()} runs so far): results grow.")
+    return df[df["run_id"].isin(ids)]
+
+
 def table(df: pd.DataFrame, key: str, default: list[int]) -> list[int]:
     """The runs table with multi-row selection (click a header to sort); returns the selected positions."""
     metric_config = {
@@ -80,7 +108,7 @@ REFRESH_S = refresh_timings.seconds("runs_rerun")
 # the whole table canvas (every 2 s: ~640 messages and 2.0 s of Chromium CPU a minute here; every 5 s,
 # 209 messages and 1.8 s; every 15 s, 76 and 1.2 s, a page with nothing to follow ~0.95: page_probe runs).
 RECORDS_REFRESH_S = refresh_timings.seconds("runs_records_rerun")
-FILTER_KEYS = ("runs_search", *(f"runs_filter_{name}" for name in (*FILTERS, *WANDB_FILTERS)))
+FILTER_KEYS = ("runs_search", "runs_query", *(f"runs_filter_{name}" for name in (*FILTERS, *WANDB_FILTERS)))
 
 
 def _select(ids: list[str], table_key: str, shown: list[str]) -> None:
@@ -89,7 +117,7 @@ def _select(ids: list[str], table_key: str, shown: list[str]) -> None:
     With no filter on, the table keeps its key: its selection state is set directly.
     """
     for k in FILTER_KEYS:
-        st.session_state[k] = "" if k == "runs_search" else []
+        st.session_state[k] = "" if k in ("runs_search", "runs_query") else []
     st.session_state["selected_ids"] = list(ids)
     rows = [i for i, rid in enumerate(shown) if rid in ids]
     st.session_state[table_key] = {"selection": {"rows": rows, "columns": [], "cells": []}}
@@ -229,7 +257,7 @@ def body(active_ids: list[str] | None = None) -> None:
     if st.query_params.get("compare"):  # a shared link: ?compare=<id>,<id>,... selects those runs once
         st.session_state["selected_ids"] = compare_ids(st.query_params.get_all("compare"), set(df["run_id"]))
         del st.query_params["compare"]
-    shown = runs_index.apply(df, filters(df))
+    shown = query_filter(runs_index.apply(df, filters(df)))
     if df["wandb group"].notna().any() and st.toggle("Group by W&B group", key="runs_by_wandb_group"):
         shown = runs_index.by_wandb_group(shown)  # each run keeps its row: its own state and config
     ids = list(shown["run_id"])
