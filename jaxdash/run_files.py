@@ -66,7 +66,7 @@ class RunFiles:
 
     def _persist(self, field: str, value: Any) -> None:
         try:
-            run_store.update_config(self.dir, **{field: value})
+            RunFolder(self.dir).merge_config(**{field: value})
         except (OSError, TypeError, ValueError) as exc:
             logger.warning("jaxdash: %s could not be written to %s (%s)", field, RunFolder(self.dir).config_path, exc)
 

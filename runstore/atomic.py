@@ -102,18 +102,13 @@ def column_lines(steps: Sequence[int], wall: float, ts: float, columns: Mapping[
     return "".join(template % row for row in zip(steps, *values, strict=True))
 
 
-def append_metrics(run_dir: Path, records: list[Mapping[str, Any]]) -> None:
-    """Append records to metrics.jsonl and fsync, so a kill loses at most this chunk."""
-    if records:
-        append_metric_lines(run_dir, metric_lines(records))
-
-
-def append_metric_lines(run_dir: Path, lines: str) -> None:
-    """Append ready-made metrics.jsonl lines and fsync; a failure leaves no half-written line.
+def append_lines(folder: Path, name: str, lines: str) -> None:
+    """Append ready-made lines to folder/name and fsync; a failure leaves no half-written line
+    (`RunFolder.append_record_lines` names the file).
 
     Raises:
-      UnsafePath: metrics.jsonl is a link, FIFO or other non-regular file (never followed, never blocking);
+      UnsafePath: the file is a link, FIFO or other non-regular file (never followed, never blocking);
         OSError naming the file (e.g. a full disk).
     """
     if lines:
-        nofollow.append(run_dir, "metrics.jsonl", lines.encode(), fsync=True)
+        nofollow.append(folder, name, lines.encode(), fsync=True)

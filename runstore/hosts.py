@@ -1,4 +1,4 @@
-"""hosts.json: the hosts of a multi-host run (`jax.distributed`), their heartbeats, states and system metrics.
+"""hosts.json (`RunFolder.hosts_path`): the hosts of a multi-host run (`jax.distributed`), their heartbeats, states and system metrics.
 
 Written only by process 0 of the job (`jaxdash.multihost`), atomically, every heartbeat (2 s by
 default); the other processes send their heartbeats to it over JAX's coordination service, so this
@@ -26,40 +26,40 @@ from runstore.atomic import atomic_write_json
 from runstore.processes import pid_alive
 from runstore.run_checks import DamagedRunFile, load_json_object, number_or_none
 
-FILE = "hosts.json"
 HOST_STATES = ("waiting", "running", "finished", "stopped", "failed", "crashed")
 STALE_S = 60.0  # process 0 rewrites hosts.json every heartbeat (2 s): this long without, it no longer reports
 MAX_HOSTS = 16_384  # processes of one job shown (a TPU pod's largest slices have a few thousand hosts)
 
 
-def write_hosts(run_dir: Path, processes: int, hosts: list[dict[str, Any]]) -> None:
-    """Replace hosts.json (process 0 of the job only)."""
+def write_hosts(path: Path, processes: int, hosts: list[dict[str, Any]]) -> None:
+    """Replace the hosts file at `path` (`RunFolder.hosts_path`; process 0 of the job only)."""
     doc = {"processes": processes, "updated": time.time(), "hosts": sorted(hosts, key=lambda h: h["process"])}
-    atomic_write_json(Path(run_dir) / FILE, doc)
+    atomic_write_json(Path(path), doc)
 
 
-def read_hosts(run_dir: Path, now: float | None = None) -> tuple[list[dict[str, Any]], str | None]:
+def read_hosts(path: Path, now: float | None = None) -> tuple[list[dict[str, Any]], str | None]:
     """(the job's hosts as the page shows them, a one-line problem with hosts.json or None).
 
     Each host's "state" is as recorded, except: a "running" process gone from this machine is
     "crashed"; process 0 "running" in a hosts.json not rewritten for STALE_S is "unknown" (it no
     longer reports, from a machine whose processes a reader cannot see); and while process 0 is not
     running, nothing reports on the others, so one still "running" or "waiting" is "unknown".
-    No hosts.json: ([], None).
+    No hosts.json: ([], None). `path`: `RunFolder.hosts_path` (callers use `RunFolder.hosts`).
     """
+    path = Path(path)
     try:
-        doc = load_json_object(Path(run_dir) / FILE)
+        doc = load_json_object(path)
     except DamagedRunFile as exc:
         return [], f"{exc}; the hosts of this run are not shown."
     if doc is None:
         return [], None
     found = doc.get("hosts")
     if not isinstance(found, list) or not all(isinstance(h, dict) for h in found):
-        return [], f"{FILE}: 'hosts' is not a list of objects; the hosts of this run are not shown."
+        return [], f"{path.name}: 'hosts' is not a list of objects; the hosts of this run are not shown."
     if len(found) > MAX_HOSTS:  # hosts.json is within runstore/small_json.py's bounds, but each host shown costs ~1 KB
         return (
             [],
-            f"{FILE}: {len(found):,} hosts, over the limit of {MAX_HOSTS:,}; the hosts of this run are not shown.",
+            f"{path.name}: {len(found):,} hosts, over the limit of {MAX_HOSTS:,}; the hosts of this run are not shown.",
         )
     shown = [_shown(h) for h in found]
     updated = number_or_none(doc.get("updated"))

@@ -11,10 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from runstore import run_store
-
-LAUNCH = "launch.json"
-LOG = "process.log"
+from runstore import atomic
+from runstore.run_checks import DamagedRunFile, load_json_object
+from runstore.run_folder import LAUNCH, RunFolder
 
 # launch.json fields and their types: a damaged or hand-edited file loses the fields it got wrong.
 LAUNCH_FIELDS = {
@@ -34,17 +33,17 @@ LAUNCH_FIELDS = {
 
 def process_log(run_dir: Path) -> Path:
     """Where the process started in `run_dir` writes its stdout and stderr."""
-    return Path(run_dir) / LOG
+    return RunFolder(run_dir).log_path
 
 
 def write_launch(run_dir: Path, record: dict[str, Any]) -> None:
     """Replace `run_dir`'s launch.json atomically (readers see the old or the new record, never half)."""
-    run_store.atomic_write_json(Path(run_dir) / LAUNCH, record)
+    atomic.atomic_write_json(RunFolder(run_dir).launch_path, record)
 
 
 def launch_info(run_dir: Path) -> dict[str, Any]:
     """launch.json of a run started from the page ({} for CLI runs), with wrongly typed fields dropped."""
-    info = _typed(run_store.read_json(Path(run_dir) / LAUNCH, {}))
+    info = _typed(atomic.read_json(RunFolder(run_dir).launch_path, {}))
     if "resume" in info:
         info["resume"] = _typed(info["resume"])
     return info
@@ -53,8 +52,8 @@ def launch_info(run_dir: Path) -> dict[str, Any]:
 def launch_damage(run_dir: Path) -> str:
     """What is wrong with a launch.json that gave no usable fields."""
     try:
-        run_store.load_json_object(Path(run_dir) / LAUNCH)
-    except run_store.DamagedRunFile as exc:
+        load_json_object(RunFolder(run_dir).launch_path)
+    except DamagedRunFile as exc:
         return str(exc)
     return f"{LAUNCH}: holds no launch record (no pid, command or task)"
 

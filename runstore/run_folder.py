@@ -1,94 +1,92 @@
-"""One run folder, `<runs root>/<run id>/`: the only contract between a training process, a user's script
-(jaxdash), and the page. Every module outside `runstore/` reaches a run's files through `RunFolder`; the
-names of the files live here and in the runstore modules it delegates to (tests/test_layout.py checks).
+"""One run folder, `<runs root>/<run id>/`: the floor of `runstore/`. Every name of a run's files (sub-layout
+included) is a constant here and every path comes from `RunFolder`; the other runstore modules stand on it
+(tests/test_layout.py checks that no module outside runstore/ names a run file).
 
-Who writes which file, and what a reader may assume (in the style of Optuna's `BaseStorage`):
+`RunFolder` implements the contract `runstore.run_storage.RunStorage` (each operation: what it raises, what is
+atomic, what a reader may assume; tests/test_run_folder_contract.py is the suite). Who writes which file:
 
-* ``config.json`` - written once by the run's process at its start (`runstore.run_store.write_config`),
-  replaced atomically afterwards only by that process (`update_config`: a client's changed config, metric
-  definitions) or by a sweep's worker before it starts the trial. A reader sees the old or the new file.
-* ``status.json`` - lifecycle and progress, replaced atomically (temp file + fsync + rename) by the run's
-  process at every chunk; a reader may find "running" while the process is gone: `status()` says "crashed".
+* ``config.json`` - written once by the run's process at its start (`write_config`), replaced atomically
+  afterwards only by that process (`merge_config`: a client's changed config, metric definitions) or by a
+  sweep's worker before it starts the trial (`replace_config`). A reader sees the old or the new file.
+* ``status.json`` - lifecycle and progress, replaced atomically by the run's process at every chunk
+  (`write_status`); a reader may find "running" while the process is gone: `status()` says "crashed".
 * ``metrics.jsonl`` - appended by the run's process only, one JSON object a line, each append fsync'd and
-  ending in a newline (`runstore.atomic.append_metric_lines`). A reader may see a torn last line (a write
-  in progress, or a kill): it is never parsed, and read again once its newline is there. The file is
-  replaced as a whole (a new inode) only by a resume cutting records past its checkpoint or by a
-  TensorBoard mirror starting over; `RecordsReader` then starts over from byte 0.
-* ``final_metrics.json`` - the ended run's final metrics, one number a metric, written once, atomically, by the
-  run's process when it records its end (`training.runs.lifecycle.close_run`, also status.json "final").
-  A run folder from before #38 may hold only ``artifacts/final_metrics.json``: `final_metrics()` reads either.
-* ``artifacts/``, ``summary.json`` - media (tables, images, texts, histograms): each file replaced
-  atomically or appended line by line by the run's process (`runstore.media_store`).
-* ``ckpt/<step>/`` - checkpoints, written by the training process (Orbax); `checkpoints()` is their place.
-* ``stop`` - created by anyone (the page, a sweep) to ask the process to stop after its current chunk;
-  the process removes it when it starts or resumes.
+  ending in a newline (`append_records`). A reader may see a torn last line: it is never parsed, and read
+  once its newline is there (`runstore.line_reader`, the one byte reader). The file is replaced as a whole (a
+  new inode) only by a resume cutting records past its checkpoint or by a TensorBoard mirror starting over
+  (`replace_records`); `RecordsReader` then starts over from byte 0. ``metrics.cache/`` is the page's
+  columnar cache of it (`runstore.metrics.metric_cache`).
+* ``final_metrics.json`` - the ended run's final metrics, written once, atomically, when it records its end.
+* ``summary.json`` - a client run's summary as W&B keeps it (`write_summary`).
+* ``artifacts/`` - media: tables/, figures/, images/, histograms/, texts/, values/, media/ and texts.json,
+  each file replaced atomically or appended line by line by the run's process (`runstore.media_store`);
+  logged/ holds `log_artifact`'s versions and ``files/`` what `wandb.save` kept (`runstore.run_files`).
+* ``alerts.jsonl`` - a client run's alerts, appended; ``hosts.json`` - a multi-host job's hosts, replaced by
+  its process 0 (`runstore.hosts`).
+* ``ckpt/<step>/`` - checkpoints (Orbax); ``tb/`` and ``wandb/`` - TensorBoard's and W&B's files.
+* ``stop`` - created by anyone to ask the process to stop after its current chunk; removed when it starts.
 * ``notes.json`` - display name, tags and notes, written atomically by the page (`runstore.run_notes`).
-* ``launch.json`` and ``process.log`` - written by the page's launcher before the process starts
-  (`runstore.launch_files`); the process only appends its output to the log.
-* ``output.log`` (and ``output.log.1``) - a client run's console output, appended by the script's process and
-  rotated past `runstore.run_output.MAX_BYTES` (`runstore.run_output`); a reader may see a line in progress.
-* ``tb/`` and ``wandb/`` - TensorBoard event files and W&B's run folder, written by those libraries.
+* ``launch.json`` and ``process.log`` - written by the page's launcher (`runstore.launch_files`).
+* ``output.log`` (and ``output.log.1``) - a client run's console output (`runstore.run_output`).
 
 All writes go through `runstore.nofollow` (via `runstore.atomic`): never through a link planted in the folder,
-a failed write leaves no temp file and no half line. No JAX and no Streamlit here.
+a failed write leaves no temp file and no half line. No JAX, no Streamlit, no network client here.
 """
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Iterator
+import socket
+import threading
+import time
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from runstore import atomic, launch_files, run_notes, run_output, run_store
-from runstore.safe_files import open_regular
+from runstore import atomic, hosts, line_reader, nofollow
+from runstore.processes import pid_alive
+from runstore.run_checks import DamagedRunFile, load_json_object, validate_status
+from runstore.run_storage import RunStorage
 
 CONFIG = "config.json"
 STATUS = "status.json"
 RECORDS = "metrics.jsonl"
+METRICS_CACHE = "metrics.cache"  # the page's columnar cache of RECORDS
 SUMMARY = "summary.json"
+FINAL_METRICS = "final_metrics.json"
 STOP = "stop"
 CHECKPOINTS = "ckpt"
 TENSORBOARD = "tb"
 WANDB = "wandb"
+NOTES = "notes.json"
+LAUNCH = "launch.json"
+LOG = "process.log"
+OUTPUT = "output.log"  # a client script's console output
+OUTPUT_ROTATED = "output.log.1"  # its rotated older part
+ALERTS = "alerts.jsonl"
+HOSTS = "hosts.json"
+FILES = "files"  # what `wandb.save` kept, under its relative path
 ARTIFACTS = "artifacts"
-FINAL_METRICS = "final_metrics.json"  # beside config.json (before #38 the store writer kept a copy under artifacts/)
-NOTES = run_notes.FILE
-LAUNCH = launch_files.LAUNCH
-LOG = launch_files.LOG
-OUTPUT = run_output.OUTPUT  # a client script's console output (output.log.1: its rotated older part)
-OUTPUT_ROTATED = run_output.ROTATED
+# artifacts/'s sub-layout: one folder a kind of media, <kind>/<tag>... (runstore.media_store, runstore.artifacts)
+TABLES, FIGURES, IMAGES, HISTOGRAMS, TEXTS, VALUES, MEDIA = (
+    "tables", "figures", "images", "histograms", "texts", "values", "media",
+)  # fmt: skip
+LOGGED = "logged"  # artifacts/logged/<name>/v<N>/: `log_artifact`'s versions (runstore.run_files)
+TEXTS_LATEST = "texts.json"  # artifacts/texts.json: the latest text of each tag
+MEDIA_KINDS = (TABLES, FIGURES, IMAGES, HISTOGRAMS, TEXTS, VALUES, MEDIA)
 # Every name a run folder's contract gives a file or folder: no module outside runstore/ spells one.
-NAMES = (CONFIG, STATUS, RECORDS, SUMMARY, FINAL_METRICS, STOP, CHECKPOINTS, TENSORBOARD, WANDB, ARTIFACTS, NOTES,
-         LAUNCH, LOG, OUTPUT, OUTPUT_ROTATED)  # fmt: skip
+NAMES = (CONFIG, STATUS, RECORDS, METRICS_CACHE, SUMMARY, FINAL_METRICS, STOP, CHECKPOINTS, TENSORBOARD, WANDB,
+         ARTIFACTS, NOTES, LAUNCH, LOG, OUTPUT, OUTPUT_ROTATED, ALERTS, HOSTS, TEXTS_LATEST)  # fmt: skip
+# Files only a training process writes: a folder holding one of them but no config.json is a damaged run.
+RUN_FILES = (STATUS, RECORDS, FINAL_METRICS, ARTIFACTS, CHECKPOINTS, TENSORBOARD, WANDB, STOP)
+MAX_EVENTS = 50
+PROCESS_GONE = "The training process exited without finishing (killed or crashed)."
+_STATUS_LOCK = threading.Lock()  # writers' background threads update status.json too: no lost read-modify-write
 
 
-def read_records(run_dir: str | os.PathLike, offset: int = 0, max_bytes: int | None = None,
-                 ) -> tuple[list[dict[str, Any]], int]:  # fmt: skip
-    """metrics.jsonl's records from byte `offset` on, and the new offset (for incremental polling).
-
-    A trailing partial line (a write in progress, or left by a crash) is left for the next call;
-    lines that are not JSON objects are skipped. With `max_bytes`, reads about that much (whole
-    lines), so a huge file can be consumed in bounded pieces.
-    """
-    path = Path(run_dir) / RECORDS
-    try:
-        with open_regular(path) as f:  # never through a link, never a FIFO
-            f.seek(offset)
-            data = f.read() if max_bytes is None else f.read(max_bytes) + f.readline()
-    except OSError:
-        return [], offset
-    end = data.rfind(b"\n") + 1
-    records = []
-    for line in data[:end].splitlines():
-        try:
-            rec = json.loads(line)
-        except (ValueError, RecursionError):
-            continue
-        if isinstance(rec, dict):
-            records.append(rec)
-    return records, offset + end
+def artifacts_rel(*parts: str) -> str:
+    """A place under artifacts/ relative to its run folder, '/'-joined (for `runstore.nofollow`)."""
+    return "/".join((ARTIFACTS, *parts))
 
 
 class RecordsReader:
@@ -96,38 +94,33 @@ class RecordsReader:
 
     Every record is yielded once; a torn last line is left until its newline is written (waited for, never
     parsed half); the file is never read again in full, except when it was replaced by a new file (another
-    inode, or shorter than what was read), and then it is read from its start.
+    inode, or shorter than what was read: `line_reader.replaced`), and then it is read from its start.
     """
 
-    def __init__(self, run_dir: Path, offset: int = 0, max_bytes: int | None = None) -> None:
+    def __init__(self, run_dir: str | os.PathLike, offset: int = 0, max_bytes: int | None = None) -> None:
         self.path = Path(run_dir) / RECORDS
         self.offset = offset
         self.max_bytes = max_bytes
-        self._inode: int | None = None
-
-    def _replaced(self) -> bool:
-        try:
-            st = os.stat(self.path, follow_symlinks=False)
-        except OSError:
-            return False
-        replaced = (self._inode is not None and st.st_ino != self._inode) or st.st_size < self.offset
-        self._inode = st.st_ino
-        return replaced
+        self._key: line_reader.FileKey | None = None
 
     def load(self) -> Iterator[dict[str, Any]]:
         """The records written since the last call, in file order (none when the file is missing)."""
-        if self._replaced():
-            self.offset = 0
-        records, self.offset = read_records(self.path.parent, self.offset, self.max_bytes)
-        yield from records
+        st = line_reader.stat(self.path)
+        if st is not None:  # a missing file is waited for, not a replaced one
+            known = self._key if self._key is not None else line_reader.file_key(st)
+            if line_reader.replaced(known, st, self.offset):
+                self.offset = 0
+            self._key = line_reader.file_key(st)
+        data, self.offset = line_reader.read_lines(self.path, self.offset, self.max_bytes)
+        yield from line_reader.parse_records(data)
 
     def read_new(self) -> list[dict[str, Any]]:
         """`list(load())`: the new records."""
         return list(self.load())
 
 
-class RunFolder:
-    """One run's folder: its files' places, and reading and writing them through the runstore modules."""
+class RunFolder(RunStorage):
+    """One run's folder: every place of its files, and the contract's operations on them (`RunStorage`)."""
 
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = Path(path)
@@ -136,64 +129,38 @@ class RunFolder:
         return f"RunFolder({str(self.path)!r})"
 
     # -- places ---------------------------------------------------------------------------------------
-    @property
-    def config_path(self) -> Path:
-        """config.json."""
-        return self.path / CONFIG
+    config_path = property(lambda self: self.path / CONFIG, doc="config.json.")
+    status_path = property(lambda self: self.path / STATUS, doc="status.json.")
+    records_path = property(lambda self: self.path / RECORDS, doc="metrics.jsonl.")
+    metrics_cache = property(lambda self: self.path / METRICS_CACHE, doc="metrics.cache/: the records' cache.")
+    summary_path = property(lambda self: self.path / SUMMARY, doc="summary.json.")
+    final_metrics_path = property(lambda self: self.path / FINAL_METRICS, doc="final_metrics.json.")
+    stop_path = property(lambda self: self.path / STOP, doc="stop: its presence asks the process to stop.")
+    checkpoints = property(lambda self: self.path / CHECKPOINTS, doc="ckpt/: checkpoints, one folder a step.")
+    tensorboard = property(lambda self: self.path / TENSORBOARD, doc="tb/: the run's TensorBoard event files.")
+    wandb = property(lambda self: self.path / WANDB, doc="wandb/: W&B's run folder.")
+    notes_path = property(lambda self: self.path / NOTES, doc="notes.json: the page's name, tags and notes.")
+    launch_path = property(lambda self: self.path / LAUNCH, doc="launch.json (the page's, before the process).")
+    log_path = property(lambda self: self.path / LOG, doc="process.log: the launched process's output.")
+    output_path = property(lambda self: self.path / OUTPUT, doc="output.log: a client script's console output.")
+    output_rotated_path = property(lambda self: self.path / OUTPUT_ROTATED, doc="output.log.1: its older part.")
+    alerts_path = property(lambda self: self.path / ALERTS, doc="alerts.jsonl: a client run's alerts.")
+    hosts_path = property(lambda self: self.path / HOSTS, doc="hosts.json: a multi-host job's hosts.")
+    files = property(lambda self: self.path / FILES, doc="files/: what `wandb.save` kept.")
+    artifacts = property(lambda self: self.path / ARTIFACTS, doc="artifacts/: the run's media.")
+    logged = property(lambda self: self.path / ARTIFACTS / LOGGED, doc="artifacts/logged/: logged artifacts.")
+    texts_latest_path = property(lambda self: self.path / ARTIFACTS / TEXTS_LATEST, doc="artifacts/texts.json.")
 
-    @property
-    def status_path(self) -> Path:
-        """status.json."""
-        return self.path / STATUS
-
-    @property
-    def records_path(self) -> Path:
-        """metrics.jsonl."""
-        return self.path / RECORDS
-
-    @property
-    def final_metrics_path(self) -> Path:
-        """final_metrics.json."""
-        return self.path / FINAL_METRICS
-
-    @property
-    def checkpoints(self) -> Path:
-        """ckpt/: where the training process keeps its checkpoints, one folder a step."""
-        return self.path / CHECKPOINTS
-
-    @property
-    def tensorboard(self) -> Path:
-        """tb/: the run's TensorBoard event files."""
-        return self.path / TENSORBOARD
-
-    @property
-    def artifacts(self) -> Path:
-        """artifacts/: the run's media (tables, images, texts, histograms)."""
-        return self.path / ARTIFACTS
-
-    @property
-    def launch_path(self) -> Path:
-        """launch.json (written by the page before the process starts)."""
-        return self.path / LAUNCH
-
-    @property
-    def log_path(self) -> Path:
-        """process.log."""
-        return launch_files.process_log(self.path)
-
-    @property
-    def output_path(self) -> Path:
-        """output.log: a client script's console output (`runstore.run_output`)."""
-        return self.path / OUTPUT
+    def media_dir(self, kind: str) -> Path:
+        """artifacts/<kind>/ for a kind of media (one of MEDIA_KINDS: tables, figures, images, ...)."""
+        if kind not in MEDIA_KINDS:
+            raise ValueError(f"{kind!r} is not a kind of media of a run folder (one of {', '.join(MEDIA_KINDS)})")
+        return self.path / ARTIFACTS / kind
 
     # -- reading --------------------------------------------------------------------------------------
     def has_config(self) -> bool:
         """Whether the run's process wrote config.json."""
         return self.config_path.exists()
-
-    def has_records(self) -> bool:
-        """Whether metrics.jsonl exists (it may be a link or not regular: see `records_regular`)."""
-        return self.records_path.exists()
 
     def has_launch(self) -> bool:
         """Whether the page launched this run (launch.json)."""
@@ -223,55 +190,155 @@ class RunFolder:
 
     def checked_config(self) -> dict[str, Any] | None:
         """config.json as an object, None when missing; raises `DamagedRunFile` naming the file."""
-        return run_store.load_json_object(self.config_path)
+        return load_json_object(self.config_path)
 
     def status(self) -> dict[str, Any]:
-        """status.json as `run_store.read_status` reads it (a gone process's "running" is "crashed")."""
-        return run_store.read_status(self.path)
+        """status.json, checked; a "running" run whose process is gone from this machine is "crashed".
+
+        Missing: {}. Unreadable, truncated or of the wrong shape: {"state": "damaged", "message": <file: what>}.
+        """
+        try:
+            status = load_json_object(self.status_path)
+            status = validate_status(status) if status is not None else {}
+        except DamagedRunFile as exc:
+            return {"state": "damaged", "message": str(exc)}
+        if status.get("state") == "running" and status.get("host", socket.gethostname()) == socket.gethostname():
+            if not pid_alive(status.get("pid")):
+                status["state"] = "crashed"
+                status.setdefault("message", None)
+                lost = self._lost_host() if not status["message"] else None
+                if lost is not None:
+                    status["lost_host"], status["message"] = lost
+                status["message"] = status["message"] or PROCESS_GONE
+        return status
+
+    def _lost_host(self) -> tuple[int, str] | None:
+        """(process, message) of a job's host that is gone, when its process 0 ended without a word (a collective
+        aborts process 0 the moment a peer dies, before it can record why); None when no other host is gone."""
+        shown, _ = self.hosts()
+        gone = [h for h in shown if h["process"] not in (0, None) and h["state"] == "crashed"]
+        if not gone:
+            return None
+        why = "its process is gone (killed or crashed)"
+        return gone[0]["process"], hosts.lost_message(gone[0], len(shown), why)
 
     def raw_status(self, default: Any = None) -> Any:
         """status.json as written (no crash check)."""
         return atomic.read_json(self.status_path, default)
 
     def records(self, offset: int = 0, max_bytes: int | None = None) -> tuple[list[dict[str, Any]], int]:
-        """Records from byte `offset` on and the new offset (`read_records`)."""
-        return read_records(self.path, offset, max_bytes)
-
-    def records_reader(self, max_bytes: int | None = None) -> RecordsReader:
-        """A reader yielding each new record once."""
-        return RecordsReader(self.path, max_bytes=max_bytes)
+        """Records from byte `offset` on and the new offset (`line_reader.read_lines`: whole lines only)."""
+        data, end = line_reader.read_lines(self.records_path, offset, max_bytes)
+        return line_reader.parse_records(data), end
 
     def final_metrics(self) -> dict[str, Any]:
-        """The ended run's final metrics: final_metrics.json, else (a run folder from before #38) the store
-        writer's artifacts/final_metrics.json; {} when neither holds a JSON object."""
+        """The ended run's final metrics: final_metrics.json, else (an older run folder) artifacts/final_metrics.json;
+        {} when neither holds a JSON object."""
         for path in (self.final_metrics_path, self.artifacts / FINAL_METRICS):
             found = atomic.read_json(path, None)
             if isinstance(found, dict):
                 return found
         return {}
 
+    def hosts(self, now: float | None = None) -> tuple[list[dict[str, Any]], str | None]:
+        """hosts.json as the page shows it and a one-line problem or None (`runstore.hosts.read_hosts`)."""
+        return hosts.read_hosts(self.hosts_path, now)
+
     def stop_requested(self) -> bool:
         """Whether someone asked the run to stop."""
-        return run_store.stop_requested(self.path)
+        return self.stop_path.exists()
 
     # -- writing --------------------------------------------------------------------------------------
-    def update_config(self, doc: dict[str, Any]) -> None:
-        """Replace config.json (atomic)."""
+    def write_config(
+        self, task: str, config: Mapping[str, Any], name: str | None = None, command: list[str] | None = None,
+        **extra: Any,
+    ) -> None:  # fmt: skip
+        """Write config.json once, at the start of the run (`extra`: e.g. a population member's "group", "member")."""
+        doc = {"run_id": self.path.name, "name": name or self.path.name, "task": task, "config": dict(config),
+               "created": time.time(), "command": command, **extra}  # fmt: skip
         atomic.atomic_write_json(self.config_path, doc)
+
+    def replace_config(self, doc: dict[str, Any]) -> None:
+        """Replace config.json by `doc` (atomic)."""
+        atomic.atomic_write_json(self.config_path, doc)
+
+    def merge_config(self, **fields: Any) -> None:
+        """Set top-level fields of config.json, keeping the others (atomic), e.g. a client's `config` changed
+        after its start, or "define_metric". The writer of config.json only."""
+        doc = atomic.read_json(self.config_path, {})
+        doc = doc if isinstance(doc, dict) else {}
+        doc.update(fields)
+        atomic.atomic_write_json(self.config_path, doc)
+
+    def write_status(self, **fields: Any) -> dict[str, Any]:
+        """Merge `fields` into status.json (atomic replace) and return the new status.
+
+        Fields used: state, pid, host, started, ended, message, step, total_steps, epoch, total_epochs,
+        wall_seconds, compile_seconds, steps_per_sec, final (dict), wandb (dict: mode, url, sync_command, dir),
+        updated.
+        """
+        with _STATUS_LOCK:
+            status = atomic.read_json(self.status_path, {})
+            status = status if isinstance(status, dict) else {}  # a damaged status.json is replaced, not merged
+            status.update(fields)
+            status["updated"] = time.time()
+            atomic.atomic_write_json(self.status_path, status)
+        return status
+
+    def start_status(self, total_steps: int, **extra: Any) -> dict[str, Any]:
+        """Mark the run as running in this process."""
+        return self.write_status(state="running", pid=os.getpid(), host=socket.gethostname(), started=time.time(),
+                                 ended=None, message=None, step=0, total_steps=total_steps, **extra)  # fmt: skip
+
+    def add_event(self, kind: str, message: str, **extra: Any) -> None:
+        """Append {"time", "kind", "message", ...} to status.json "events" (the newest MAX_EVENTS kept),
+        e.g. kind "write_gap": the run store could not be written for a while (a full disk), then was."""
+        with _STATUS_LOCK:
+            status = atomic.read_json(self.status_path, {})
+            status = status if isinstance(status, dict) else {}
+            events = status.get("events") if isinstance(status.get("events"), list) else []
+            events = [*events, {"time": time.time(), "kind": kind, "message": message, **extra}][-MAX_EVENTS:]
+            status["events"] = events
+            status["updated"] = time.time()
+            atomic.atomic_write_json(self.status_path, status)
+
+    def append_records(self, records: list[Mapping[str, Any]]) -> None:
+        """Append records to metrics.jsonl and fsync, so a kill loses at most this chunk."""
+        if records:
+            self.append_record_lines(atomic.metric_lines(records))
+
+    def append_record_lines(self, lines: str) -> None:
+        """Append ready-made metrics.jsonl lines (`atomic.metric_lines`, `atomic.column_lines`) and fsync; a
+        failure leaves no half-written line.
+
+        Raises:
+          UnsafePath: metrics.jsonl is a link, FIFO or other non-regular file (never followed, never blocking);
+            OSError naming the file (e.g. a full disk).
+        """
+        if lines:
+            atomic.append_lines(self.path, RECORDS, lines)
 
     def replace_records(self, records: list[dict[str, Any]]) -> None:
         """Replace metrics.jsonl by a new file holding `records` (atomic, fsync'd, a new inode: a
         `RecordsReader` starts over on it). Only the run's writer: a mirror starting over or rewriting."""
         atomic.atomic_write_bytes(self.records_path, atomic.metric_lines(records).encode())
 
+    def write_summary(self, summary: Mapping[str, Any]) -> None:
+        """summary.json: the run's summary as W&B keeps it (numbers, strings, {"min": .., "max": ..} dicts)."""
+        atomic.atomic_write_json(self.summary_path, dict(summary))
+
     def write_final_metrics(self, final: dict[str, Any]) -> None:
         """final_metrics.json beside config.json (atomic): the ended run's final metrics, their one place."""
         atomic.atomic_write_json(self.final_metrics_path, final)
 
+    def write_hosts(self, processes: int, found: list[dict[str, Any]]) -> None:
+        """Replace hosts.json (process 0 of the job only; `runstore.hosts.write_hosts`)."""
+        hosts.write_hosts(self.hosts_path, processes, found)
+
     def request_stop(self) -> None:
-        """Ask the process to stop after its current chunk."""
-        run_store.request_stop(self.path)
+        """Ask the process to stop after its current chunk (a link planted as `stop` is replaced, never followed)."""
+        nofollow.replace(self.path, STOP, b"", fsync=False)
 
     def clear_stop(self) -> None:
         """Forget a stop request (the process, when it starts or resumes)."""
-        (self.path / STOP).unlink(missing_ok=True)
+        self.stop_path.unlink(missing_ok=True)

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from runstore import safe_files
-from runstore.launch_files import LOG
+from runstore.run_folder import RunFolder
 
 
 def tail(run_dir: Path, lines: int = 200, max_bytes: int = 64 << 10) -> str | None:
@@ -14,7 +14,7 @@ def tail(run_dir: Path, lines: int = 200, max_bytes: int = 64 << 10) -> str | No
 
     A run started from the command line has no process.log: its output went to that terminal.
     """
-    path = Path(run_dir) / LOG
+    path = RunFolder(run_dir).log_path
     try:
         with safe_files.open_regular(path) as f:  # never through a link, never a FIFO
             size = f.seek(0, os.SEEK_END)

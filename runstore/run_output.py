@@ -12,9 +12,9 @@ import os
 from pathlib import Path
 
 from runstore import nofollow, safe_files
+from runstore.run_folder import OUTPUT, RunFolder
+from runstore.run_folder import OUTPUT_ROTATED as ROTATED
 
-OUTPUT = "output.log"
-ROTATED = "output.log.1"
 MAX_BYTES = 4 << 20  # a file; the run keeps this much twice at most (output.log.1 and output.log)
 
 
@@ -24,7 +24,9 @@ class OutputLog:
     def __init__(self, run_dir: Path, max_bytes: int = MAX_BYTES) -> None:
         self.run_dir, self.max_bytes = Path(run_dir), max(1, int(max_bytes))
         try:
-            self._size = os.stat(self.run_dir / OUTPUT, follow_symlinks=False).st_size  # a resumed run goes on
+            self._size = os.stat(
+                RunFolder(self.run_dir).output_path, follow_symlinks=False
+            ).st_size  # a resumed run goes on
         except OSError:
             self._size = 0
 
@@ -53,19 +55,19 @@ def _end_of(path: Path, max_bytes: int) -> bytes:
 
 def has_output(run_dir: Path) -> bool:
     """Whether the run kept console output (output.log)."""
-    return (Path(run_dir) / OUTPUT).exists()
+    return RunFolder(run_dir).output_path.exists()
 
 
 def tail(run_dir: Path, lines: int = 200, max_bytes: int = 64 << 10) -> str | None:
     """The last `lines` lines of the run's console output (output.log, after output.log.1 when it is short),
     reading at most `max_bytes` of each; a progress bar's \\r rewrites show as the terminal would. None
     without output.log."""
-    folder = Path(run_dir)
-    if not has_output(folder):
+    folder = RunFolder(run_dir)
+    if not has_output(folder.path):
         return None
-    data = _end_of(folder / OUTPUT, max_bytes)
+    data = _end_of(folder.output_path, max_bytes)
     if data.count(b"\n") < lines and len(data) < max_bytes:
-        data = _end_of(folder / ROTATED, max_bytes - len(data)) + data
+        data = _end_of(folder.output_rotated_path, max_bytes - len(data)) + data
     if len(data) >= max_bytes and b"\n" in data:
         data = data[data.index(b"\n") + 1 :]  # the first line is cut: drop it
     text = data.decode(errors="replace").replace("\r\n", "\n").rstrip("\n")

@@ -1,28 +1,9 @@
-"""The run directory: the only contract between a training process and the page.
+"""The runs root and its runs: listing, reading a run for a listing, new run folders, deleting one.
 
-Who writes which file and what a reader may assume: `runstore.run_folder` (RunFolder, the API the
-other packages use; it delegates here).
-
-Layout of `<root>/<run_id>/`:
-
-    config.json      {"run_id", "name", "task", "task_spec", "panels", "config": {...}, "created", "command"}
-                     (+ "group", "member", "pbt" for a member of a population)
-    status.json      lifecycle + progress, replaced atomically (see `write_status`)
-    metrics.jsonl    one JSON object per logged step: {"step", "wall", "ts", "<tag>": value, ...}
-    summary.json     a client run's summary as W&B keeps it (`write_summary`); config.json may also hold
-                     "define_metric", "job_type", "wandb_group" (a W&B group, not a population), "tags",
-                     "notes", "entity"; status.json "events": [{"time", "kind", "message"}] (`add_event`)
-    artifacts/       tables/<tag>.json (e.g. fit__curve.json, test__confusion.json: latest table of a tag),
-                     images/<tag>.png, texts.json (before #38 also final_metrics.json: see run_folder)
-    final_metrics.json  the ended run's final metrics (`run_folder.RunFolder.write_final_metrics`)
-    tb/<name>/       tensorboardX event files
-    wandb/           wandb run files
-    ckpt/            checkpoints
-    stop             its presence asks the training process to stop after the current chunk
-
-States: running -> finished | failed | diverged | stopped. A reader that finds
-"running" while the process is gone reports "crashed" (see `read_status`).
-No JAX here: the dashboard imports this module.
+Stands on the floor, `runstore.run_folder`: one run's files, names and operations are `RunFolder`'s
+(its contract: `runstore.run_storage.RunStorage`). The per-run functions below are `RunFolder`'s
+operations under the names existing callers use (`read_status(d)` is `RunFolder(d).status()`); new
+code calls `RunFolder`. No JAX here: the dashboard imports this module.
 """
 
 from __future__ import annotations
@@ -31,32 +12,22 @@ import os
 import re
 import secrets
 import shutil
-import socket
-import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runstore import config_keys, nofollow
-from runstore.atomic import (  # noqa: F401 - API
-    append_metric_lines,
-    append_metrics,
-    atomic_write_json,
-    column_lines,
-    metric_lines,
-    read_json,
-)
+from runstore import config_keys
+from runstore.atomic import atomic_write_json, column_lines, metric_lines, read_json  # noqa: F401 - API
 from runstore.processes import owns_process, pid_alive  # noqa: F401 - part of this module's API
 from runstore.run_checks import (  # noqa: F401 - part of this module's API
     DamagedRunFile,
     load_json_object,
     validate_config,
-    validate_status,
 )
+from runstore.run_folder import MAX_EVENTS, PROCESS_GONE, RUN_FILES, RunFolder  # noqa: F401 - API
 
-_STATUS_LOCK = threading.Lock()
 _SLUG = re.compile(r"[^a-z0-9_-]+")
 
 
@@ -100,147 +71,68 @@ def new_run_dir(root: str | os.PathLike | None, task: str, name: str | None = No
     raise RuntimeError("could not allocate a unique run id")
 
 
+# -- one run's operations: RunFolder's, under the names existing callers use -------------------------------
+
+
 def write_config(
-    run_dir: Path,
-    task: str,
-    config: Mapping[str, Any],
-    name: str | None = None,
-    command: list[str] | None = None,
+    run_dir: Path, task: str, config: Mapping[str, Any], name: str | None = None, command: list[str] | None = None,
     **extra: Any,
-) -> None:
-    """Write config.json once, at the start of the run.
-
-    `extra` adds top-level fields, e.g. a population member's {"group": <group id>, "member": <index>}.
-    """
-    atomic_write_json(
-        run_dir / "config.json",
-        {
-            "run_id": run_dir.name,
-            "name": name or run_dir.name,
-            "task": task,
-            "config": dict(config),
-            "created": time.time(),
-            "command": command,
-            **extra,
-        },
-    )
+) -> None:  # fmt: skip
+    """`RunFolder.write_config`: config.json once, at the start of the run."""
+    RunFolder(run_dir).write_config(task, config, name, command, **extra)
 
 
-def update_config(run_dir: Path, **fields: Any) -> None:
-    """Replace top-level fields of config.json (atomic), e.g. a client's `config` changed after its start,
-    or "define_metric" (its metric definitions). The writer of config.json only."""
-    path = Path(run_dir) / "config.json"
-    doc = read_json(path, {})
-    doc = doc if isinstance(doc, dict) else {}
-    doc.update(fields)
-    atomic_write_json(path, doc)
+def merge_config(run_dir: Path, **fields: Any) -> None:
+    """`RunFolder.merge_config`: set top-level fields of config.json, keeping the others (atomic)."""
+    RunFolder(run_dir).merge_config(**fields)
 
 
 def write_summary(run_dir: Path, summary: Mapping[str, Any]) -> None:
-    """summary.json: the run's summary as W&B keeps it (numbers, strings, {"min": .., "max": ..} dicts)."""
-    atomic_write_json(Path(run_dir) / "summary.json", dict(summary))
-
-
-MAX_EVENTS = 50
+    """`RunFolder.write_summary`: summary.json, the run's summary as W&B keeps it."""
+    RunFolder(run_dir).write_summary(summary)
 
 
 def add_event(run_dir: Path, kind: str, message: str, **extra: Any) -> None:
-    """Append {"time", "kind", "message", ...} to status.json "events" (the newest MAX_EVENTS kept),
-    e.g. kind "write_gap": the run store could not be written for a while (a full disk), then was."""
-    path = Path(run_dir) / "status.json"
-    with _STATUS_LOCK:
-        status = read_json(path, {})
-        status = status if isinstance(status, dict) else {}
-        events = status.get("events") if isinstance(status.get("events"), list) else []
-        events = [*events, {"time": time.time(), "kind": kind, "message": message, **extra}][-MAX_EVENTS:]
-        status["events"] = events
-        status["updated"] = time.time()
-        atomic_write_json(path, status)
+    """`RunFolder.add_event`: one event in status.json "events" (the newest MAX_EVENTS kept)."""
+    RunFolder(run_dir).add_event(kind, message, **extra)
 
 
 def write_status(run_dir: Path, **fields: Any) -> dict[str, Any]:
-    """Merge `fields` into status.json (atomic replace) and return the new status.
-
-    Fields used: state, pid, host, started, ended, message, step, total_steps, epoch,
-    total_epochs, wall_seconds, compile_seconds, steps_per_sec, final (dict), wandb
-    (dict: mode, url, sync_command, dir), updated.
-    """
-    path = run_dir / "status.json"
-    with _STATUS_LOCK:  # writers' background threads update it too: no lost read-modify-write
-        status = read_json(path, {})
-        status = status if isinstance(status, dict) else {}  # a damaged status.json is replaced, not merged
-        status.update(fields)
-        status["updated"] = time.time()
-        atomic_write_json(path, status)
-    return status
+    """`RunFolder.write_status`: merge `fields` into status.json (atomic) and return the new status."""
+    return RunFolder(run_dir).write_status(**fields)
 
 
 def start_status(run_dir: Path, total_steps: int, **extra: Any) -> dict[str, Any]:
-    """Mark the run as running in this process."""
-    return write_status(
-        run_dir,
-        state="running",
-        pid=os.getpid(),
-        host=socket.gethostname(),
-        started=time.time(),
-        ended=None,
-        message=None,
-        step=0,
-        total_steps=total_steps,
-        **extra,
-    )
+    """`RunFolder.start_status`: mark the run as running in this process."""
+    return RunFolder(run_dir).start_status(total_steps, **extra)
 
 
 def read_status(run_dir: Path) -> dict[str, Any]:
-    """status.json, validated; a "running" run whose process is gone is reported as "crashed".
-
-    Missing: {}. Unreadable, truncated or of the wrong shape: {"state": "damaged", "message": <file: what>}.
-    """
-    try:
-        status = load_json_object(Path(run_dir) / "status.json")
-        status = validate_status(status) if status is not None else {}
-    except DamagedRunFile as exc:
-        return {"state": "damaged", "message": str(exc)}
-    if status.get("state") == "running" and status.get("host", socket.gethostname()) == socket.gethostname():
-        if not pid_alive(status.get("pid")):
-            status["state"] = "crashed"
-            status.setdefault("message", None)
-            lost = _lost_host(run_dir) if not status["message"] else None
-            if lost is not None:
-                status["lost_host"], status["message"] = lost
-            status["message"] = status["message"] or PROCESS_GONE
-    return status
-
-
-PROCESS_GONE = "The training process exited without finishing (killed or crashed)."
-
-
-def _lost_host(run_dir: Path) -> tuple[int, str] | None:
-    """(process, message) of a job's host that is gone, when its process 0 ended without a word (a collective
-    aborts process 0 the moment a peer dies, before it can record why); None when no other host is gone."""
-    from runstore import hosts  # hosts imports this module's neighbours only; imported when needed
-
-    shown, _ = hosts.read_hosts(run_dir)
-    gone = [h for h in shown if h["process"] not in (0, None) and h["state"] == "crashed"]
-    if not gone:
-        return None
-    return gone[0]["process"], hosts.lost_message(gone[0], len(shown), "its process is gone (killed or crashed)")
+    """`RunFolder.status`: status.json, checked; a "running" run whose process is gone is "crashed"."""
+    return RunFolder(run_dir).status()
 
 
 def read_metrics(run_dir: Path, offset: int = 0, max_bytes: int | None = None) -> tuple[list[dict[str, Any]], int]:
-    """Records from byte `offset` on, and the new offset: `runstore.run_folder.read_records`."""
-    from runstore.run_folder import read_records  # run_folder imports this module
+    """`RunFolder.records`: records from byte `offset` on, and the new offset."""
+    return RunFolder(run_dir).records(offset, max_bytes)
 
-    return read_records(run_dir, offset, max_bytes)
+
+def append_metrics(run_dir: Path, records: list[Mapping[str, Any]]) -> None:
+    """`RunFolder.append_records`: append records to metrics.jsonl, fsync'd."""
+    RunFolder(run_dir).append_records(records)
 
 
 def request_stop(run_dir: Path) -> None:
-    """Ask the run to stop cleanly after its current chunk (a link planted as `stop` is replaced, never followed)."""
-    nofollow.replace(run_dir, "stop", b"", fsync=False)
+    """`RunFolder.request_stop`: ask the run to stop cleanly after its current chunk."""
+    RunFolder(run_dir).request_stop()
 
 
 def stop_requested(run_dir: Path) -> bool:
-    return (Path(run_dir) / "stop").exists()
+    """`RunFolder.stop_requested`: whether someone asked the run to stop."""
+    return RunFolder(run_dir).stop_requested()
+
+
+# -- the runs root and its runs -------------------------------------------------------------------------------
 
 
 @dataclass
@@ -266,10 +158,6 @@ class RunInfo:
         return self.status.get("state") == "damaged"
 
 
-# Files only a training process writes: a folder holding one of them but no config.json is a damaged run.
-RUN_FILES = ("status.json", "metrics.jsonl", "final_metrics.json", "artifacts", "ckpt", "tb", "wandb", "stop")
-
-
 def damaged_run(d: Path, message: str, name: str | None = None, task: str = "?") -> RunInfo:
     """A listing entry for a run whose files are unusable: state "damaged" and a message naming the file."""
     try:
@@ -281,21 +169,22 @@ def damaged_run(d: Path, message: str, name: str | None = None, task: str = "?")
 
 def read_run(d: Path) -> RunInfo | None:
     """The run in folder `d`, validated; None if `d` holds no run (or only a page launch, see dashboard/processes/launch_status.py)."""
+    folder = RunFolder(d)
     try:
-        cfg = load_json_object(d / "config.json")
+        cfg = folder.checked_config()
     except DamagedRunFile as exc:
         return damaged_run(d, str(exc))
     if cfg is None:
-        if (d / "launch.json").exists():
+        if folder.has_launch():
             return None  # launched from the page, its process has not written config.json yet
-        found = [f for f in RUN_FILES if (d / f).exists()]
+        found = [f for f in RUN_FILES if (d / f).exists()]  # names of the floor's
         return damaged_run(d, f"config.json: missing (the folder has {', '.join(found)})") if found else None
     try:
         validate_config(cfg)
     except DamagedRunFile as exc:
         name = cfg.get("name") if isinstance(cfg.get("name"), str) else None
         return damaged_run(d, str(exc), name, cfg["task"] if isinstance(cfg.get("task"), str) else "?")
-    status = read_status(d)
+    status = folder.status()
     return RunInfo(d.name, d, cfg.get("name") or d.name, cfg["task"], cfg["config"], status, cfg["created"])
 
 

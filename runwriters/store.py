@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from runstore import atomic, media_store, nofollow, run_store
+from runstore import atomic, media_store, nofollow, run_folder, run_store
 from runstore.run_folder import RunFolder
 from runstore.safe_files import UnsafePath
 from runwriters.base import Bins, Images, MetricWriter, Progress, Table
@@ -69,7 +69,7 @@ class RecordFile:
 
     def append(self, lines: str) -> None:
         """Append whole metrics.jsonl lines (`runstore.atomic.metric_lines`), fsync'd; "" writes nothing."""
-        atomic.append_metric_lines(self.run_dir, lines)
+        RunFolder(self.run_dir).append_record_lines(lines)
 
     def write_progress(self, fields: dict[str, Any]) -> None:
         """Merge progress fields (step, steps/s, the count of keys, ...) into status.json."""
@@ -188,7 +188,7 @@ class RunStoreWriter(MetricWriter):
 
         def one(tag: str, table: Table) -> None:
             doc = {"tag": tag, "step": int(step), "columns": list(table.columns), "rows": table.rows}
-            path = self.artifacts / "tables" / f"{media_store.tag_file(tag)}.json"
+            path = RunFolder(self.run_dir).media_dir(run_folder.TABLES) / f"{media_store.tag_file(tag)}.json"
             run_store.atomic_write_json(path, doc, indent=None, root=self.run_dir)
 
         _each_tag(tables, one)
@@ -213,7 +213,7 @@ class RunStoreWriter(MetricWriter):
         import plotly.utils  # plotly's encoder turns NumPy arrays inside a figure into lists
 
         def one(tag: str, fig: dict[str, Any]) -> None:
-            out = self.artifacts / "figures" / media_store.tag_file(tag)
+            out = RunFolder(self.run_dir).media_dir(run_folder.FIGURES) / media_store.tag_file(tag)
             data = json.dumps({"tag": tag, "step": int(step), "figure": fig}, cls=plotly.utils.PlotlyJSONEncoder)
             atomic.atomic_write_bytes(out / f"{int(step):010d}.json", data.encode(), root=self.run_dir)
             kept = sorted(n for n in nofollow.names(self.run_dir, out) if n.endswith(".json"))
@@ -224,7 +224,7 @@ class RunStoreWriter(MetricWriter):
 
     def write_texts(self, step: int, texts: Mapping[str, str]) -> None:
         """The latest text of each tag in artifacts/texts.json."""
-        path = self.artifacts / "texts.json"
+        path = RunFolder(self.run_dir).texts_latest_path
         doc = run_store.read_json(path, {}) or {}
         doc.update({tag: {"step": int(step), "text": str(text)} for tag, text in texts.items()})
         run_store.atomic_write_json(path, doc, root=self.run_dir)

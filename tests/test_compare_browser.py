@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
+from dashboard.processes import notes_sinks
 from dashboard.server.serve import Server
-from runstore import run_notes, run_store
+from runstore import run_store
 from tests.apptest_pages import fake_population, fake_run
 
 pytest.importorskip("playwright.sync_api")
@@ -129,7 +130,7 @@ def test_search_filters_and_notes_survive_a_reload(server: tuple[Server, Path], 
     srv, runs = server
     keep = fake_run(runs, "regression", "finished", name="keep-me")
     fake_run(runs, "mnist", "failed", name="other", message="no data")
-    run_notes.save(keep, "Kept run", ["winner"], "note text", {})
+    notes_sinks.save(keep, "Kept run", ["winner"], "note text", {})
     page = tab
     page.set_viewport_size({"width": 1400, "height": 1000})
     page.goto(f"{srv.url}/runs")

@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 from tensorboard.backend.event_processing import event_accumulator as ea
 
-from runstore import hosts, run_store
+from runstore import run_folder, run_store
+from runstore.run_folder import RunFolder
 from tests.client_scripts import rows, script_env, wandb_history, write
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -143,7 +144,7 @@ def test_two_processes_make_one_run_one_wandb_run_one_tensorboard_writer(tmp_pat
     history = wandb_history(wandb_runs[0])
     assert [h["_step"] for h in history if "train/loss" in h] == list(range(n0))
 
-    shown, problem = hosts.read_hosts(run_dir)
+    shown, problem = RunFolder(run_dir).hosts()
     assert problem is None
     assert [(h["process"], h["pid"], h["state"]) for h in shown] == [(0, procs[0].pid, "stopped"),
                                                                      (1, procs[1].pid, "stopped")]  # fmt: skip
@@ -156,7 +157,7 @@ def test_kill_9_of_process_1_reads_crashed_naming_host_1(tmp_path: Path, monkeyp
         run_dir = _wait("the run folder", lambda: _run_dir(root), procs, tmp_path)
 
         def host1_running() -> bool:
-            shown = hosts.read_hosts(run_dir)[0]
+            shown = RunFolder(run_dir).hosts()[0]
             return len(shown) == 2 and shown[1]["state"] == "running" and bool(rows(run_dir))
 
         _wait("host 1 running", host1_running, procs, tmp_path)
@@ -166,7 +167,7 @@ def test_kill_9_of_process_1_reads_crashed_naming_host_1(tmp_path: Path, monkeyp
         assert procs[0].poll() is None  # process 0 lives on: the run reads crashed all the same
         assert status["message"].startswith(f"Host 1 (process 1 of 2, pid {procs[1].pid} on "), status
         assert status["lost_host"] == 1
-        shown = hosts.read_hosts(run_dir)[0]
+        shown = RunFolder(run_dir).hosts()[0]
         assert [(h["process"], h["state"]) for h in shown] == [(0, "running"), (1, "crashed")]
 
         monkeypatch.setenv("JAXDASH_RUNS", str(root))
@@ -206,7 +207,7 @@ def test_init_on_process_0_only_is_one_run_and_never_a_lost_host(tmp_path: Path)
     assert status["state"] == "finished" and "lost_host" not in status, status
     assert [r["step"] for r in rows(run_dir) if "train/loss" in r] == list(range(100))
     assert "sys/host0/cpu_percent" in _keys(run_dir) and not any(k.startswith("sys/host1/") for k in _keys(run_dir))
-    shown, _ = hosts.read_hosts(run_dir)
+    shown, _ = RunFolder(run_dir).hosts()
     assert [(h["process"], h["state"], h["seen"]) for h in shown][1] == (1, "unknown", None)
     assert shown[0]["state"] == "finished"
 
@@ -215,7 +216,7 @@ def test_a_damaged_hosts_json_is_one_line_on_run_detail(root: Path) -> None:
     from tests.apptest_pages import app, fake_run
 
     run_dir = fake_run(root, state="finished")
-    (run_dir / hosts.FILE).write_text('{"hosts": [{"process": 0')  # truncated
+    (run_dir / run_folder.HOSTS).write_text('{"hosts": [{"process": 0')  # truncated
     at = app("views/detail.py", run=run_dir.name)
     (warning,) = [w.value for w in at.warning if "hosts.json" in w.value]
     assert warning.startswith("hosts.json: not valid JSON") and warning.endswith("the hosts of this run are not shown.")
@@ -228,14 +229,14 @@ def test_a_host_that_stops_beating_is_lost_after_the_timeout(tmp_path: Path) -> 
     procs, root = _start_job(tmp_path, JAXDASH_HOST_TIMEOUT_S="1.5")
     try:
         run_dir = _wait("the run folder", lambda: _run_dir(root), procs, tmp_path)
-        _wait("host 1 running", lambda: [h["state"] for h in hosts.read_hosts(run_dir)[0]] == ["running"] * 2, procs,
+        _wait("host 1 running", lambda: [h["state"] for h in RunFolder(run_dir).hosts()[0]] == ["running"] * 2, procs,
               tmp_path)  # fmt: skip
         os.kill(procs[1].pid, signal.SIGSTOP)  # alive, silent: as a hung or unreachable machine looks
         status = _wait("the run crashed", lambda: _crashed(run_dir), procs, tmp_path)
         assert (
             status["message"].startswith("Host 1 (process 1 of 2, ") and "no heartbeat for 1.5 s" in status["message"]
         )
-        assert [h["state"] for h in hosts.read_hosts(run_dir)[0]] == ["running", "crashed"]
+        assert [h["state"] for h in RunFolder(run_dir).hosts()[0]] == ["running", "crashed"]
     finally:
         if procs[1].poll() is None:
             os.kill(procs[1].pid, signal.SIGCONT)

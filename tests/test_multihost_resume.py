@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from tensorboard.backend.event_processing import event_accumulator as ea
 
-from runstore import hosts, run_store
+from runstore import run_store
+from runstore.run_folder import RunFolder
 from tests.engine_jobs import ends, kill, records, start_job, wait_for
 
 # 2 epochs of 8 steps: a checkpoint at step 8 is saved while the next chunk runs (Orbax's barriers
@@ -69,7 +70,7 @@ def test_a_stopped_job_resumed_on_two_processes_ends_as_an_uninterrupted_one(tmp
     acc.Reload()
     tb = [e.step for e in acc.Scalars("train/loss")]
     assert tb == sorted(set(tb)) and tb[-1] == 16  # TensorBoard's events past the checkpoint purged, then re-logged
-    shown, _ = hosts.read_hosts(run)
+    shown, _ = RunFolder(run).hosts()
     assert [(h["process"], h["pid"], h["state"]) for h in shown] == [(0, procs[0].pid, "finished"),
                                                                      (1, procs[1].pid, "finished")]  # fmt: skip
 
@@ -96,4 +97,4 @@ def test_kill_9_of_process_1_crashes_the_run_naming_host_1_and_process_0_exits(
         return
     assert procs[0].returncode == 1 and status["ended"], (procs[0].returncode, err[-3000:])
     assert f"Host 1 (process 1 of 2, pid {procs[1].pid}" in err and "Traceback" not in err, err[-3000:]
-    assert [h["state"] for h in hosts.read_hosts(run)[0]] == ["crashed", "crashed"]
+    assert [h["state"] for h in RunFolder(run).hosts()[0]] == ["crashed", "crashed"]

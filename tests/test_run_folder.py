@@ -17,7 +17,7 @@ def _records(n: int, start: int = 0) -> list[dict]:
 def test_every_record_is_yielded_once_and_a_torn_tail_waits_for_its_newline(tmp_path: Path) -> None:
     reader = RecordsReader(tmp_path)
     assert reader.read_new() == []  # no metrics.jsonl yet
-    atomic.append_metrics(tmp_path, _records(3))
+    RunFolder(tmp_path).append_records(_records(3))
     assert [r["step"] for r in reader.read_new()] == [0, 1, 2]
     assert reader.read_new() == []
     with open(tmp_path / "metrics.jsonl", "a") as f:  # a writer half way through a line
@@ -26,26 +26,26 @@ def test_every_record_is_yielded_once_and_a_torn_tail_waits_for_its_newline(tmp_
     with open(tmp_path / "metrics.jsonl", "a") as f:
         f.write('ss": 0.25}\n')
     assert [r["step"] for r in reader.read_new()] == [3]
-    atomic.append_metrics(tmp_path, _records(2, start=4))
+    RunFolder(tmp_path).append_records(_records(2, start=4))
     assert [r["step"] for r in reader.read_new()] == [4, 5]
 
 
 def test_what_was_read_is_never_read_again(tmp_path: Path) -> None:
-    atomic.append_metrics(tmp_path, _records(2))
+    RunFolder(tmp_path).append_records(_records(2))
     reader = RecordsReader(tmp_path)
     assert len(reader.read_new()) == 2
     path = tmp_path / "metrics.jsonl"
     data = path.read_bytes()
     with open(path, "r+b") as f:  # the bytes already read change in place (same file, same size)
         f.write(data.replace(b'"step": 0', b'"step": 9'))
-    atomic.append_metrics(tmp_path, _records(1, start=2))
+    RunFolder(tmp_path).append_records(_records(1, start=2))
     assert [r["step"] for r in reader.read_new()] == [2]
     assert reader.offset == path.stat().st_size
 
 
 def test_a_replaced_file_is_read_from_its_start(tmp_path: Path) -> None:
     """A resume cutting records past its checkpoint writes a new file: the reader starts over on it."""
-    atomic.append_metrics(tmp_path, _records(5))
+    RunFolder(tmp_path).append_records(_records(5))
     reader = RecordsReader(tmp_path)
     assert len(reader.read_new()) == 5
     tmp = tmp_path / "new.jsonl"
@@ -63,7 +63,7 @@ def test_run_folder_reads_and_writes_through_the_run_store(tmp_path: Path) -> No
     assert not folder.has_config() and folder.config({}) == {} and not folder.has_checkpoint()
     run_store.write_config(run_dir, "regression", {"lr": 0.1})
     assert folder.has_config() and folder.checked_config()["config"] == {"lr": 0.1}
-    folder.update_config({**folder.config(), "sweep": {"trial": 3}})
+    folder.replace_config({**folder.config(), "sweep": {"trial": 3}})
     assert run_store.read_json(run_dir / "config.json")["sweep"] == {"trial": 3}
     folder.request_stop()
     assert folder.stop_requested() and run_store.stop_requested(run_dir)
@@ -75,7 +75,7 @@ def test_run_folder_reads_and_writes_through_the_run_store(tmp_path: Path) -> No
     assert folder.has_checkpoint()
     launch_files.write_launch(run_dir, {"pid": 1, "launched": 1.0})
     assert folder.has_launch() and folder.log_path == launch_files.process_log(run_dir)
-    atomic.append_metrics(run_dir, _records(2))
+    RunFolder(run_dir).append_records(_records(2))
     records, end = folder.records()
     assert [r["step"] for r in records] == [0, 1] and end == folder.records_size()
     folder.write_final_metrics({"test/acc": 0.5})

@@ -258,7 +258,7 @@ def test_a_job_whose_process_0_died_without_a_word_reads_crashed_naming_the_host
     import subprocess
     import sys
 
-    from runstore import hosts
+    from runstore.run_folder import RunFolder
 
     # two processes that ran and ended: their pids are gone
     pid0, pid1 = (int(subprocess.check_output([sys.executable, "-c", "import os; print(os.getpid())"])) for _ in "01")
@@ -266,8 +266,8 @@ def test_a_job_whose_process_0_died_without_a_word_reads_crashed_naming_the_host
     run.mkdir()
     run_store.write_status(run, state="running", pid=pid0, started=1.0)
     here = socket.gethostname()
-    hosts.write_hosts(
-        run, 2, [{"process": k, "host": here, "pid": p, "state": "running"} for k, p in ((0, pid0), (1, pid1))]
+    RunFolder(run).write_hosts(
+        2, [{"process": k, "host": here, "pid": p, "state": "running"} for k, p in ((0, pid0), (1, pid1))]
     )
     status = run_store.read_status(run)
     assert status["state"] == "crashed" and status["lost_host"] == 1, status

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+from dashboard.processes import notes_sinks
 from runstore import run_log, run_notes, run_store
 from tests.apptest_pages import app, fake_run
 from tests.chart_elements import charts
@@ -18,12 +19,12 @@ def test_notes_are_saved_atomically_and_shown_as_tensorboard_text(tmp_path: Path
     logdir = tmp_path / "tb" / "run"
     logdir.mkdir(parents=True)
     status = {"tensorboard": {"logdir": str(logdir)}, "wandb": {"mode": "offline"}}
-    saved = run_notes.save(tmp_path, " best ", ["baseline", "Baseline", "lr, sweep"], "looks good", status)
+    saved = notes_sinks.save(tmp_path, " best ", ["baseline", "Baseline", "lr, sweep"], "looks good", status)
     assert saved.tags == ["baseline", "lr", "sweep"] and saved.display_name == "best"
     again = run_notes.load(tmp_path)  # what a reload reads
     assert (again.display_name, again.tags, again.notes) == ("best", ["baseline", "lr", "sweep"], "looks good")
     assert "offline" in again.sent["wandb"] and str(logdir) in again.sent["tensorboard"]
-    run_notes.save(tmp_path, "best", ["x"], "second save", status)
+    notes_sinks.save(tmp_path, "best", ["x"], "second save", status)
     assert len(list(logdir.glob("*.notes"))) == 1  # one notes file: the latest
     acc = EventAccumulator(str(logdir), size_guidance={"tensors": 0})
     acc.Reload()
@@ -33,9 +34,9 @@ def test_notes_are_saved_atomically_and_shown_as_tensorboard_text(tmp_path: Path
 
 def test_wandb_online_is_sent_offline_and_disabled_are_explained() -> None:
     online = {"wandb": {"mode": "online", "url": "https://wandb.ai/me/proj/runs/abc123"}}
-    assert run_notes.wandb_plan(online).startswith("sending")
-    assert "wandb sync" in run_notes.wandb_plan({"wandb": {"mode": "offline"}})
-    assert "not used" in run_notes.wandb_plan({})
+    assert notes_sinks.wandb_plan(online).startswith("sending")
+    assert "wandb sync" in notes_sinks.wandb_plan({"wandb": {"mode": "offline"}})
+    assert "not used" in notes_sinks.wandb_plan({})
 
 
 def test_log_tail_keeps_the_last_lines_and_what_a_progress_bar_shows(tmp_path: Path) -> None:
@@ -49,7 +50,7 @@ def test_filters_search_and_final_metric_columns(runs_root: Path) -> None:
     fake_run(runs_root, "regression", "finished", name="alpha")
     fake_run(runs_root, "mnist", "diverged", name="beta", message="nan")
     tagged = fake_run(runs_root, "mnist", "finished", name="gamma", config={"lr": 0.0042})
-    run_notes.save(tagged, "", ["keep"], "", {})
+    notes_sinks.save(tagged, "", ["keep"], "", {})
     at = app("views/runs.py")
     df = at.dataframe[0].value
     assert {"final train/loss", "final test/acc"} <= set(df.columns) and len(df) == 3

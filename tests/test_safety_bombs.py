@@ -20,7 +20,8 @@ import pytest
 from tensorboard.compat.proto import event_pb2, summary_pb2, tensor_pb2, tensor_shape_pb2, types_pb2
 from tensorboardX import SummaryWriter
 
-from runstore import hosts, media_store, run_store, small_json, tb_logdir, tb_media, tb_tensors
+from runstore import media_store, run_store, small_json, tb_logdir, tb_media, tb_tensors
+from runstore.run_folder import RunFolder
 from tests.test_safety_logdir import EVENTS, listed, points, record
 
 REPO = Path(__file__).resolve().parent.parent
@@ -29,7 +30,8 @@ LIMIT = 200 * 2**20  # the issue's bound: one file of at most 16 MB costs at mos
 CHILD = """
 import json, resource, sys, time
 from pathlib import Path
-from runstore import hosts, media_store, run_reads, run_store, tb_logdir
+from runstore import media_store, run_reads, run_store, tb_logdir
+from runstore.run_folder import RunFolder
 from tensorboard.backend.event_processing import event_file_loader  # imports before the baseline
 from tensorboard.util import tensor_util
 
@@ -206,7 +208,7 @@ def test_small_run_files_over_their_bounds_read_as_damaged_naming_file_and_bound
     _run(root, "good", {"state": "finished", "step": 10})
     for d in root.iterdir():
         assert all(f.stat().st_size <= 16 * 2**20 for f in d.iterdir())
-    expr = "[(r.name, r.status) for r in run_reads.list_runs(args[0])] + [hosts.read_hosts(args[1])]"
+    expr = "[(r.name, r.status) for r in run_reads.list_runs(args[0])] + [RunFolder(args[1]).hosts()]"
     found = measured(expr, root, bombed)
     assert found["growth"] < LIMIT, f"{found['growth'] / 2**20:.0f} MB to list 4 runs"
     assert found["cpu"] < 10, f"{found['cpu']:.1f} s of CPU to list 4 runs"  # the issue's 20-36 s
@@ -227,7 +229,7 @@ def test_bounds_are_checked_outside_strings_and_a_refusal_is_remembered(tmp_path
     path = tmp_path / "hosts.json"
     inside = {"hosts": [{"message": '",:[{}]\\' * 200_000}]}  # separators and brackets only inside a string
     path.write_text(json.dumps(inside))
-    assert small_json.load(path) == inside and hosts.read_hosts(tmp_path)[1] is None
+    assert small_json.load(path) == inside and RunFolder(tmp_path).hosts()[1] is None
     path.write_text(json.dumps({"hosts": [{}] * 60_000}))
     with pytest.raises(small_json.TooLarge, match="holds 120,002 entries, over the limit of 100,000"):
         small_json.load(path)

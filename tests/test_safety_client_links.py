@@ -195,6 +195,7 @@ def test_a_rejected_value_never_removes_an_accepted_one_of_the_same_step(tmp_pat
 def test_notes_saved_to_tensorboard_never_leave_the_run_folder(tmp_path: Path) -> None:
     """The page writes a run's notes into the TensorBoard logdir status.json names (removing older .notes files
     there): a logdir outside the run folder, or reached through a link in it, is refused and left as it was."""
+    from dashboard.processes import notes_sinks
     from runstore import run_notes
 
     run_dir, outside = tmp_path / "run", tmp_path / "outside"
@@ -205,7 +206,7 @@ def test_notes_saved_to_tensorboard_never_leave_the_run_folder(tmp_path: Path) -
     before = listing(outside)
     notes = run_notes.RunNotes("name", [], "hello", 0.0)
     for logdir in (str(outside), "tb/linked", "../outside"):
-        said = run_notes.write_tensorboard(run_dir, notes, {"tensorboard": {"logdir": logdir}})
+        said = notes_sinks.write_tensorboard(run_dir, notes, {"tensorboard": {"logdir": logdir}})
         assert said.startswith("not written:") and ("leads out of" in said or "symbolic link" in said), said
     assert listing(outside) == before
-    assert run_notes.write_tensorboard(run_dir, notes, {"tensorboard": {"logdir": "tb"}}).startswith("written")
+    assert notes_sinks.write_tensorboard(run_dir, notes, {"tensorboard": {"logdir": "tb"}}).startswith("written")

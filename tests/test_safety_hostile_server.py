@@ -23,9 +23,10 @@ from pathlib import Path
 import plotly.graph_objects as go
 import pytest
 
+from dashboard.processes import notes_sinks
 from dashboard.server import stale_temp
 from dashboard.server.serve import Server, start_server
-from runstore import media_store, run_notes, run_store
+from runstore import media_store, run_store
 from tests.test_safety_damaged import GOOD_CFG, good_run
 
 CHART = ".jaxdash-chart .main-svg"  # a chart plotly.js drew
@@ -81,7 +82,7 @@ def hostile_run(root: Path, url: str) -> Path:
     run_store.append_metrics(
         d, [{"step": i, "wall": i * 0.1, "train/loss": 1 / i, metric: float(i)} for i in (1, 2, 3)]
     )
-    run_notes.save(d, _md(url, "display"), [_md(url, "t")], _md(url, "notes"), status)
+    notes_sinks.save(d, _md(url, "display"), [_md(url, "t")], _md(url, "notes"), status)
     fig = go.Figure(go.Scatter(x=[0, 1], y=[1, 0]), layout={"title": {"text": _md(url, "title")}})
     fig.update_layout(images=[{"source": f"{url}/layout.png", "x": 0, "y": 1, "sizex": 1, "sizey": 1}])
     folder = d / "artifacts" / "figures" / media_store.tag_file("fig")

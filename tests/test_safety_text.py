@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 
 from dashboard.panels import safe_text
-from runstore import hosts, run_store
+from runstore import run_store
+from runstore.run_folder import RunFolder
 from tests.apptest_pages import app, fake_run
 
 LINK = "[ok](http://evil.example)"
@@ -73,7 +74,7 @@ def _failed_run(root: Path, name: str, wandb: dict[str, str]) -> Path:
     d = fake_run(root, "regression", "failed", name=name, message=HOSTILE)
     run_store.write_status(d, wandb=wandb)
     now = time.time()
-    hosts.write_hosts(d, 2, [
+    RunFolder(d).write_hosts(2, [
         {"process": 0, "host": HOSTILE, "pid": 2**22 + 1, "state": "failed", "message": HOSTILE, "seen": now},
         {"process": 1, "host": "www.evil.example", "pid": 2**22 + 2, "state": "crashed", "message": LINK, "seen": now},
     ])  # fmt: skip

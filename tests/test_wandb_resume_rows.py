@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from runstore import atomic
+from runstore.run_folder import RunFolder
 from runwriters.wandb import writer as wandb_writer
 from runwriters.wandb.writer import WandbWriter
 from tests import wandb_leet
@@ -55,8 +55,8 @@ def test_replayed_steps_the_killed_folder_holds_are_not_logged_again_media_inclu
     The resume replays 40 (again with its media), 50 and 60: the second folder gets 50 and 60, only."""
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    atomic.append_metrics(
-        run_dir, [{"step": s, "wall": 1.0, "ts": 0.0, "train/loss": 1 / s} for s in range(10, 41, 10)]
+    RunFolder(run_dir).append_records(
+        [{"step": s, "wall": 1.0, "ts": 0.0, "train/loss": 1 / s} for s in range(10, 41, 10)]
     )
     first = WandbWriter(run_dir, CONFIG, mode="offline")
     for step in (10, 20, 30, 40):

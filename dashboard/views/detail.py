@@ -175,7 +175,7 @@ def summary(run: run_store.RunInfo, was_active: bool, polled_ids: list[str] | No
     # Its curves and progress line follow the records between reruns: rerun for them less often. Placed
     # even with nothing to poll, so what is below keeps its place when the run ends.
     # followed only through the reruns: the launched process's output, a client script's console
-    output = (run.path / launch_files.LOG).exists() or run_output.has_output(run.path)
+    output = launch_files.process_log(run.path).exists() or run_output.has_output(run.path)
     stream_gap_ms = DETAIL_OUTPUT_MS if output else DETAIL_FED_MS
     refresh_trigger.rerun_on_change(
         polled_ids or [], key="detail_trigger", gap_ms=gap_ms, stream_gap_ms=stream_gap_ms, on=bool(polled_ids)

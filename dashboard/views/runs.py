@@ -9,7 +9,7 @@ import streamlit as st
 
 from dashboard import refresh_timings, state
 from dashboard.panels import compare, data_panels, inplace_chart, panels, refresh_trigger, runs_index, safe_text
-from dashboard.processes import launch_status, launcher
+from dashboard.processes import launch_status, launcher, notes_sinks
 from dashboard.reading import groups, run_list
 from runstore import index_keeper, index_reader, run_notes, run_store, tb_logdir
 from runstore.run_query import QueryError
@@ -177,7 +177,7 @@ def notes_editor(run: run_store.RunInfo, known: list[str]) -> None:
             notes = st.text_area("Notes", value=current.notes, key="notes_text", height=100)
             saved = st.form_submit_button("Save", icon=":material/save:")
         if saved:
-            current = run_notes.save(run.path, name, tags, notes, launch_status.run_status(run.path))
+            current = notes_sinks.save(run.path, name, tags, notes, launch_status.run_status(run.path))
             st.toast("Saved with the run.", icon=":material/check:")
         for sink, outcome in current.sent.items():
             st.caption(safe_text.md(f"{'TensorBoard' if sink == 'tensorboard' else 'W&B'}: {outcome}"))

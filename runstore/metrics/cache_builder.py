@@ -23,6 +23,7 @@ from pathlib import Path
 
 from runstore.metrics import metric_cache, metric_overview
 from runstore.metrics.metric_table import MetricTable
+from runstore.run_folder import RunFolder
 
 MIN_BYTES = metric_cache.MIN_GROWTH  # smaller files: a page parses them itself in a blink
 ACTIVE_EVERY_S = 30.0  # an active run's cache is brought up to date this often
@@ -37,7 +38,7 @@ def _lower_priority() -> None:
 
 def _size(run_dir: Path) -> int:
     try:
-        return os.stat(run_dir / "metrics.jsonl").st_size
+        return os.stat(RunFolder(run_dir).records_path).st_size
     except OSError:
         return 0
 

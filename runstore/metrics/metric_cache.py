@@ -19,7 +19,6 @@ import contextlib
 import math
 import os
 import threading
-import zlib
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -31,7 +30,7 @@ import pyarrow as pa
 import pyarrow.compute  # noqa: F401 - imported now: a first cast would import it lazily (~20 MB of code)
 import pyarrow.ipc as ipc
 
-from runstore import run_store, safe_files
+from runstore import atomic, line_reader, safe_files
 from runstore.metrics.metric_parse import (  # noqa: F401 - re-exported: the cache's callers parse through it
     DROPPED,
     MAX_CELLS,
@@ -43,10 +42,10 @@ from runstore.metrics.metric_parse import (  # noqa: F401 - re-exported: the cac
     dropped_keys,
     parse,
     parse_piece,
-    read_piece,
 )
+from runstore.run_folder import METRICS_CACHE, RunFolder
 
-CACHE_DIR = "metrics.cache"
+CACHE_DIR = METRICS_CACHE  # metrics.cache/, the name tests use; its place is RunFolder.metrics_cache
 MIN_GROWTH = 512 << 10  # the last part is rewritten after this much growth (or on `sync(force=True)`)
 VERSION = 2  # 1 left out "ts"
 _LOCKS: dict[str, threading.Lock] = {}
@@ -70,15 +69,7 @@ def _lock(run_dir: Path) -> threading.Lock:
         return _LOCKS.setdefault(str(run_dir), threading.Lock())
 
 
-def identity(path: Path) -> dict | None:
-    """The file's device, inode, size and a checksum of its first 256 bytes (None if unreadable)."""
-    try:
-        with safe_files.open_regular(path) as f:
-            st = os.fstat(f.fileno())
-            head = zlib.crc32(f.read(256))
-    except OSError:
-        return None
-    return {"dev": st.st_dev, "ino": st.st_ino, "head": head, "size": st.st_size}
+identity = line_reader.identity  # what the index keeps of the file it covers
 
 
 def part_name(start: int, end: int) -> str:
@@ -107,12 +98,11 @@ def _valid_parts(doc: dict) -> list[Part]:
 
 
 def _load_index(cache: Path, ident: dict) -> list[Part]:
-    doc = run_store.read_json(cache / "index.json", {})
+    doc = atomic.read_json(cache / "index.json", {})
     if not isinstance(doc, dict) or doc.get("version") != VERSION:
         return []
-    same = all(doc.get(k) == ident[k] for k in ("dev", "ino", "head"))
     parts = _valid_parts(doc)
-    if not same or (parts and parts[-1].end > ident["size"]):
+    if line_reader.saved_replaced(doc, ident, parts[-1].end if parts else 0):
         return []  # replaced or truncated: start again
     return parts if all(safe_files.is_regular(cache / p.name) for p in parts) else []
 
@@ -156,7 +146,8 @@ def sync(run_dir: Path, force: bool = False, max_parts: int | None = None, threa
     between parts, so a page opening the run finishes the rest itself); `threads` as in `parse`.
     """
     run_dir = Path(run_dir)
-    path, cache = run_dir / "metrics.jsonl", run_dir / CACHE_DIR
+    folder = RunFolder(run_dir)
+    path, cache = folder.records_path, folder.metrics_cache
     with _lock(run_dir):
         ident = identity(path)
         if ident is None or not usable_dir(cache):
@@ -174,14 +165,14 @@ def sync(run_dir: Path, force: bool = False, max_parts: int | None = None, threa
                 end = parts.pop().start  # a short last part grows into a full one
             written = 0
             while max_parts is None or written < max_parts:
-                data, new_end = read_piece(path, end, PART_BYTES)
+                data, new_end = line_reader.read_lines(path, end, PART_BYTES)
                 if new_end == end:
                     break
                 parts.append(_write_part(cache, end, data, threads))  # may cover less: a piece of many keys
                 end, written = parts[-1].end, written + 1
             doc = {"version": VERSION, **{k: ident[k] for k in ("dev", "ino", "head")}}
             doc["parts"] = [asdict(p) for p in parts]
-            run_store.atomic_write_json(cache / "index.json", doc)
+            atomic.atomic_write_json(cache / "index.json", doc)
             for name in old - {p.name for p in parts}:  # names checked by _valid_parts: inside `cache`
                 with contextlib.suppress(OSError):
                     (cache / name).unlink()
@@ -198,7 +189,7 @@ def read_part(run_dir: Path, part: Part) -> pa.Table:
 
 def open_part(run_dir: Path, part: Part) -> pa.MemoryMappedFile:
     """A cached part's file, memory-mapped; raises OSError if it is not a regular file of the cache."""
-    path = Path(run_dir) / CACHE_DIR / part.name
+    path = RunFolder(run_dir).metrics_cache / part.name
     if not (safe_files.plain_name(part.name) and safe_files.is_regular(path)):
         raise OSError(f"{path}: not a cache part")
     return pa.memory_map(str(path))

@@ -20,7 +20,9 @@ import pyarrow as pa
 import pyarrow.csv as pcsv
 import pyarrow.ipc as ipc
 
+from runstore import line_reader
 from runstore.metrics import metric_cache
+from runstore.run_folder import RunFolder
 
 
 def _columns(run_dir: Path, parts: list[metric_cache.Part]) -> list[str]:
@@ -42,7 +44,7 @@ def _uncached(run_dir: Path) -> list[pa.Table]:
     """The file parsed piece by piece, for a folder that cannot hold a cache (read-only, full disk)."""
     tables, offset = [], 0
     while True:
-        data, end = metric_cache.read_piece(run_dir / "metrics.jsonl", offset, metric_cache.PART_BYTES)
+        data, end = line_reader.read_lines(RunFolder(run_dir).records_path, offset, metric_cache.PART_BYTES)
         if end == offset:
             return tables
         tables.append(metric_cache.parse(data))
@@ -58,7 +60,8 @@ def _chunks(run_dir: Path) -> Iterator[tuple[bytes | pa.Buffer, int]]:
     """
     run_dir = Path(run_dir)
     parts = metric_cache.sync(run_dir, force=True)
-    size = (run_dir / "metrics.jsonl").stat().st_size if (run_dir / "metrics.jsonl").exists() else 0
+    records = RunFolder(run_dir).records_path
+    size = records.stat().st_size if records.exists() else 0
     cached = bool(parts) or size == 0
     tables = [] if cached else _uncached(run_dir)
     columns = _columns(run_dir, parts) if cached else list(dict.fromkeys(c for t in tables for c in t.column_names))

@@ -19,8 +19,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from runstore import safe_files
+from runstore import line_reader, safe_files
 from runstore.metrics import metric_cache
+from runstore.run_folder import RunFolder
 
 NAME = "overview.arrow"
 VERSION = 1
@@ -31,8 +32,8 @@ def save(
 ) -> bool:
     """Write the columns (atomically) as covering `end` bytes and `records` records; False if it cannot."""
     run_dir = Path(run_dir)
-    ident = metric_cache.identity(run_dir / "metrics.jsonl")
-    cache = run_dir / metric_cache.CACHE_DIR
+    folder = RunFolder(run_dir)
+    ident, cache = line_reader.identity(folder.records_path), folder.metrics_cache
     if ident is None or ident["size"] < end or not safe_files.is_real_dir(cache):
         return False
     meta = {k: ident[k] for k in ("dev", "ino", "head")} | {
@@ -70,8 +71,8 @@ def load(run_dir: Path, max_rows: int) -> tuple[dict[str, np.ndarray], dict[str,
 
 
 def _read(run_dir: Path, max_rows: int | None, schema_only: bool = False) -> tuple[pa.Table | None, dict] | None:
-    path = run_dir / metric_cache.CACHE_DIR / NAME
-    ident = metric_cache.identity(run_dir / "metrics.jsonl")
+    folder = RunFolder(run_dir)
+    path, ident = folder.metrics_cache / NAME, line_reader.identity(folder.records_path)
     if ident is None or not safe_files.is_regular(path):
         return None
     try:
@@ -81,11 +82,10 @@ def _read(run_dir: Path, max_rows: int | None, schema_only: bool = False) -> tup
             table = None if schema_only else reader.read_all()
     except (OSError, ValueError, pa.ArrowInvalid):
         return None
-    same = all(meta.get(k) == ident[k] for k in ("dev", "ino", "head"))
-    fits = isinstance(meta.get("end"), int) and meta["end"] <= ident["size"] and isinstance(meta.get("records"), int)
     if (
-        not same
-        or not fits
+        not isinstance(meta.get("end"), int)
+        or not isinstance(meta.get("records"), int)
+        or line_reader.saved_replaced(meta, ident, meta["end"])
         or meta.get("version") != VERSION
         or (max_rows is not None and meta["max_rows"] != max_rows)
     ):

@@ -12,15 +12,12 @@ from __future__ import annotations
 import io
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pandas  # noqa: F401 - pyarrow imports it lazily at its first conversion; the page has it loaded anyway
 import pyarrow as pa
 import pyarrow.compute  # noqa: F401 - imported now: a first cast would import it lazily (~20 MB of code)
 import pyarrow.json as pj
-
-from runstore import safe_files
 
 PART_BYTES = 4 << 20  # one part of the cache: ~28,000 records
 # Keys (columns) kept per run: W&B keeps every key a run logs, so does this cache up to this bound. It protects
@@ -173,15 +170,3 @@ def _parse(data: bytes, threads: bool, split: bool) -> tuple[pa.Table, int]:
         return pa.table(out), len(data)
     except (pa.ArrowInvalid, TypeError, ValueError):
         return _python_table(data, split)  # e.g. a torn line, a string column, a line that is not an object
-
-
-def read_piece(path: Path, start: int, max_bytes: int) -> tuple[bytes, int]:
-    """About `max_bytes` of whole lines from byte `start`, and the offset after them."""
-    try:
-        with safe_files.open_regular(path) as f:  # never through a link, never a FIFO
-            f.seek(start)
-            data = f.read(max_bytes) + f.readline()
-    except OSError:
-        return b"", start
-    end = data.rfind(b"\n") + 1
-    return data[:end], start + end

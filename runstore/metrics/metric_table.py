@@ -15,7 +15,6 @@ so it keeps every record. No Streamlit here.
 from __future__ import annotations
 
 import math
-import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,8 +22,10 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from runstore import line_reader
 from runstore.metrics import metric_cache, metric_overview
 from runstore.metrics.downsample import bucket_extremes
+from runstore.run_folder import RunFolder
 
 X_KEYS = ("step", "wall")
 NOT_STORED = ("ts",)  # unix time of each record: no page plots it
@@ -125,14 +126,10 @@ class MetricTable:
         return self
 
     def _update(self, run_dir: Path) -> None:
-        path = run_dir / "metrics.jsonl"
-        try:
-            st_ = os.stat(path)
-        except OSError:
-            st_ = None
-        ident = (st_.st_dev, st_.st_ino) if st_ else None
-        if ident != self._file or (st_ and st_.st_size < self.offset):  # new, deleted, replaced or truncated
-            self._file, self.offset, self.records, self._cache_end = ident, 0, 0, 0
+        path = RunFolder(run_dir).records_path
+        st_ = line_reader.stat(path)
+        if line_reader.replaced(self._file, st_, self.offset):  # new, deleted, replaced or truncated
+            self._file, self.offset, self.records, self._cache_end = line_reader.file_key(st_), 0, 0, 0
             self._reset()
         if st_ is None:
             return
@@ -146,7 +143,7 @@ class MetricTable:
                     self._append(metric_cache.read_part(Path(run_dir), part))
                     self.offset = part.end
         while self.offset < st_.st_size:
-            data, offset = metric_cache.read_piece(path, self.offset, READ_BYTES)
+            data, offset = line_reader.read_lines(path, self.offset, READ_BYTES)
             if offset == self.offset:
                 break  # only a partial last line: the rest comes later
             table, used = metric_cache.parse_piece(data)  # a piece of many sparse keys: less than `data`

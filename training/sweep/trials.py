@@ -47,7 +47,7 @@ def _mark(d: Path, study: str, trial: optuna.Trial, program: str) -> None:
     folder = RunFolder(d)
     cfg = folder.config({})
     cfg["sweep"] = {"study": study, "trial": trial.number, "program": program}
-    folder.update_config(cfg)
+    folder.replace_config(cfg)
     trial.set_user_attr("run_id", d.name)
     trial.set_user_attr("program", program)
 
