@@ -242,7 +242,7 @@ def sync(root: Path, runs_root: Path, now: float | None = None) -> list[Path]:
             if mirror in taken:
                 continue  # two names with one 64-bit hash: never merged, the first keeps the mirror
             state = _MIRRORS.get(mirror)
-            if state is None or not (mirror / "metrics.jsonl").exists():
+            if state is None or not RunFolder(mirror).records_path.exists():
                 state = _MIRRORS[mirror] = _start_mirror(mirror, name if name != "." else root.name, root / name)
             runs.append((mirror, state, files))
             taken.add(mirror)
