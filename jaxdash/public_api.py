@@ -53,7 +53,7 @@ class Run:
 
     def scan_history(self, keys: list[str] | None = None) -> Iterator[dict[str, Any]]:
         """The run's logged rows in order (only `keys` and "step" when given), read from its folder."""
-        for record in RunFolder(self.folder).records_reader().load():
+        for record in RunFolder(self.folder).records()[0]:
             yield record if keys is None else {k: record[k] for k in ("step", *keys) if k in record}
 
     def __repr__(self) -> str:

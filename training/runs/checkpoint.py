@@ -27,7 +27,6 @@ import jax
 import numpy as np
 import orbax.checkpoint as ocp
 
-from runstore import run_store
 from runstore.run_folder import RunFolder
 
 log = logging.getLogger(__name__)
@@ -175,7 +174,7 @@ def resume_point(run_dir: str | Path) -> int | None:
     from that checkpoint would leave the step missing. The previous checkpoint (two are kept)
     re-logs it instead.
     """
-    logged = max((int(r.get("step", 0)) for r in run_store.read_metrics(Path(run_dir))[0]), default=0)
+    logged = max((int(r.get("step", 0)) for r in RunFolder(run_dir).records()[0]), default=0)
     return max((s for s in checkpoint_steps(run_dir) if s <= logged), default=None)
 
 
