@@ -13,7 +13,7 @@ from __future__ import annotations
 TIMINGS_MS: dict[str, int] = {
     # The poll: one request per page for every poller (refresh_trigger.POLL_HUB_JS).
     "poll": 250,  # the change signature of followed runs; a record shows within this plus one rerun
-    "steady_poll": 2_000,  # a run that writes all the time: polled this often after 8 busy polls
+    "steady_poll": 1_000,  # a run that writes all the time: polled this often after 8 busy polls (its charts draw then)
     "lost_rerun": 3_000,  # a rerun asked for and not drawn by then is asked for again
     "numbers": 1_000,  # a run's live numbers (step, loss, speed) ride along at most this often
     # Reruns of a page's panel (Streamlit): at most one per gap.
@@ -27,10 +27,9 @@ TIMINGS_MS: dict[str, int] = {
     "sweep_rerun": 2_000,  # Sweep page while trials run
     "launch_training_now": 1_000,  # New run page's "training now" list
     "runs_watch": 500,  # every page checks the list of runs (new, ended or deleted runs)
-    "runs_watch_poll": 2_000,  # the list's own poll
+    "runs_watch_poll": 1_000,  # the list's own poll
     # Drawing (browser): charts redraw at a pace their own cost sets.
-    "feed_min_gap": 1_000,  # a chart draws new rows at once when its last draw was this long ago
-    "feed_max_gap": 8_000,  # a steadily written chart redraws at least this often (as W&B's run page)
+    "feed_gap": 750,  # a chart draws new rows at most this often (a steady writer's: at each poll)
     "inplace_max_gap": 2_000,  # an in-place chart's redraw waits up to 8x its draw time, at most this
     # Server-side rebuilds.
     "chart_rebuild": 1_000,  # a chart figure is rebuilt at most this often while its run trains

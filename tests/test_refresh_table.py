@@ -49,9 +49,9 @@ def test_no_page_module_defines_a_refresh_timing_of_its_own() -> None:
 
 def test_the_scripts_the_browser_runs_carry_the_tables_values() -> None:
     js = inplace_chart.CHART_JS + refresh_trigger.TRIGGER_JS
+    assert not re.search(r"__[A-Z_]+__", chart_feed.FEED_JS), "a placeholder was left in the feed's script"
     assert f"LOST_MS = {refresh_timings.ms('lost_rerun')};" in js
     assert f"MAX_GAP_MS = {refresh_timings.ms('inplace_max_gap')};" in js
-    assert f"FEED_MIN_GAP_MS = {refresh_timings.ms('feed_min_gap')}," in chart_feed.FEED_JS
-    assert f"FEED_MAX_GAP_MS = {refresh_timings.ms('feed_max_gap')}," in chart_feed.FEED_JS
+    assert f"FEED_GAP_MS = {refresh_timings.ms('feed_gap')}," in chart_feed.FEED_JS
     assert not re.search(r"__[A-Z_]+__", js), "a placeholder was left in a component's script"
     assert refresh_trigger.GAP_MS == refresh_timings.ms("live_rerun") == 1000 * refresh_timings.seconds("live_rerun")

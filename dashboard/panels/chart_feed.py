@@ -3,22 +3,20 @@
 Each rerun of the Live panel builds a figure from the records read so far (downsampled) and sends
 it with the byte offset it was built from. Between reruns the chart asks the server for the rows
 written after that offset (dashboard/server/rows_route.py) and appends them with
-Plotly.extendTraces. It asks only when the page's refresh trigger saw the run's records grow (the
-"jaxdash-streams" event, dashboard/panels/refresh_trigger.py), so a run that writes nothing costs
-no request. A chart draws new rows at once when its last draw was FEED_MIN_GAP_MS (1 s) ago or
-more; rows that come sooner wait for the gap to pass. A run that kept writing through the gap
-(news at 3 or more of the trigger's 250 ms polls, or news the trigger calls steady: it then polls
-every 2 s) doubles it, up to FEED_MAX_GAP_MS (8 s, as often as W&B's run page redraws a live chart;
-TensorBoard reloads every 30 s); rows that come after it set it back to 1 s (never less than
-FEED_GAP x the last draw's time). A steady writer that paused (the trigger saw a poll without news:
-its event then says `resumed`) is drawn at once too, 1 s after the last draw at the soonest. So a
-run that writes every second or less often, or again after a pause, is drawn as soon as it writes,
-and one that writes all the time (21 records a second) every 8 s: each draw is a full Plotly redraw
-(~25 ms of Chromium's CPU per chart here), on the machine the run trains on.
-A new figure restarts the feed from its own offset; a request from before it is dropped.
-A chart scrolled out of sight (more than 200 px from the window) asks for nothing and draws nothing; back in
-sight it fetches what it missed at once. A page of 50 panels a user scrolled through then costs, per write,
-the requests and redraws of the few charts in view, not 50 (benchmarks/latency_keys.py).
+Plotly.extendTraces; a fitted line (`line_feed`) is moved instead to the newest record's (w, b)
+with Plotly.restyle, so the line follows the run as closely as its loss curve. A chart asks only
+when the page's refresh trigger saw the run's records grow (the "jaxdash-streams" event,
+dashboard/panels/refresh_trigger.py: every 250 ms, every second for a run that writes all the
+time), so a run that writes nothing costs no request. It draws at most once per FEED_GAP_MS
+(refresh_timings "feed_gap"), and never sooner than FEED_GAP (10) x its last draw's time after it (a
+slow machine draws less often); rows that come sooner wait and make one draw. So a steady writer's
+chart is at most ~1 s behind it (benchmarks/live_staleness.py measures it); each draw is a full
+Plotly redraw (~25 ms of Chromium's CPU per chart here) on the machine the run trains on.
+A new figure restarts the feed from its own offset; a request from before it is dropped. A hidden
+tab fetches and draws nothing. A chart scrolled out of sight (more than 200 px from the window)
+asks for nothing and draws nothing; back in sight it fetches what it missed at once. A page of 50
+panels a user scrolled through then costs, per write, the requests and redraws of the few charts
+in view, not 50 (benchmarks/latency_keys.py).
 """
 
 from __future__ import annotations
@@ -30,20 +28,18 @@ from dashboard import refresh_timings
 from dashboard.server import rows_route
 
 # JavaScript joined into the in-place chart's module (dashboard/panels/inplace_chart.py).
-FEED_JS = (
-    """
-const FEED_GAP = 25, FEED_MIN_GAP_MS = __FEED_MIN_GAP_MS__, FEED_MAX_GAP_MS = __FEED_MAX_GAP_MS__, SPARSE_POINTS = __SPARSE_POINTS__;
+FEED_JS = """
+const FEED_GAP = 10, FEED_GAP_MS = __FEED_GAP_MS__, SPARSE_POINTS = __SPARSE_POINTS__;
 function follow(div, text) {
   div.__feedText = text;
   div.__feed = text ? JSON.parse(text) : null;
   div.__gen = (div.__gen || 0) + 1;  // a request from before this figure is dropped when it lands
   if (!div.__feed) return;
   div.__offset = div.__feed.offset;
-  for (const i of Object.values(div.__feed.traces)) plainArrays(div, i);
+  for (const i of Object.values(div.__feed.traces || {})) plainArrays(div, i);
   div.__ourRange = JSON.stringify((div.layout.yaxis || {}).range || null);
   if (!div.__pull) {
-    // A steady writer's news (the trigger then polls every 2 s) counts as a run writing through the gap.
-    div.__pull = (e) => pull(div, e.detail && e.detail.steady ? 3 : 1, !!(e.detail && e.detail.resumed));
+    div.__pull = () => pull(div);
     window.addEventListener("jaxdash-streams", div.__pull);
   }
   if (!div.__sight) {  // a chart scrolled out of sight asks for nothing; back in sight, it catches up at once
@@ -55,8 +51,7 @@ function follow(div, text) {
   }
   pull(div);  // what was written since the figure was built
 }
-// news: the trigger saw the records grow (3: a run that writes all the time); resumed: after a poll without news
-async function pull(div, news = 0, resumed = false) {
+async function pull(div) {  // the trigger saw the run's records grow
   const f = div.__feed;
   if (!f || !div.isConnected) {  // its run ended, or the chart is gone
     window.removeEventListener("jaxdash-streams", div.__pull);
@@ -67,48 +62,52 @@ async function pull(div, news = 0, resumed = false) {
   if (document.hidden) return;
   if (div.__inSight === false) { div.__missed = true; return; }  // 50 panels: only those in sight fetch and draw
   if (div.__fetching) { div.__again = true; return; }
-  if (resumed && div.__soonest < (div.__feedNext || 0)) {  // a pause: the writer is not steady any more
-    div.__feedNext = div.__soonest; div.__gap = FEED_MIN_GAP_MS; div.__waited = 0;
-    clearTimeout(div.__later); div.__later = null;
-  }
   const wait = (div.__feedNext || 0) - performance.now();
   if (wait > 5) {  // drawn moments ago: what comes meanwhile makes one draw (a timer may fire a little early)
-    div.__waited = (div.__waited || 0) + news;
     if (!div.__later) div.__later = setTimeout(() => { div.__later = null; pull(div); }, wait);
     return;
   }
   div.__fetching = true; div.__again = false;
-  const gen = div.__gen, waited = div.__waited || 0;  // news that came while the gap lasted
-  div.__waited = 0;
+  const gen = div.__gen;
   try {
     const r = await fetch(f.url + "&after=" + div.__offset, {cache: "no-store"});
     const got = r.ok ? await r.json() : null;
     if (!got || got.behind || gen !== div.__gen) return;  // the page's next figure brings them
     div.__offset = got.offset;
-    const idx = [], xs = [], ys = [];
-    for (const [tag, i] of Object.entries(f.traces)) {
-      if ((got.x[tag] || []).length) { idx.push(i); xs.push(got.x[tag]); ys.push(got.y[tag]); }
-    }
-    if (!idx.length) return;
     const t0 = performance.now();
-    widen(div, ys, f.clamp);  // the new y range drawn by the same draw as the rows
-    idx.forEach((i, k) => {  // past SPARSE_POINTS a curve is a plain line, as a figure built anew draws it
-      const t = div.data[i];
-      if (t.mode === "lines+markers" && t.x.length + xs[k].length > SPARSE_POINTS) t.mode = "lines";
-    });
-    await Plotly.extendTraces(div, {x: xs, y: ys}, idx);
-    const took = performance.now() - t0;
-    // A run that kept writing through the gap (news at 3 or more of the trigger's polls) doubles it,
-    // up to FEED_MAX_GAP_MS; rows that came after the gap set it back.
-    const gap = div.__gap || FEED_MIN_GAP_MS;
-    div.__gap = waited >= 3 ? Math.min(FEED_MAX_GAP_MS, 2 * gap) : waited ? gap : FEED_MIN_GAP_MS;
-    div.__feedNext = performance.now() + Math.max(div.__gap, FEED_GAP * took);
-    div.__soonest = performance.now() + Math.max(FEED_MIN_GAP_MS, FEED_GAP * took);
+    if (!(await draw(div, f, got))) return;
+    // At most one draw per FEED_GAP_MS, and at most 1/FEED_GAP of the time spent drawing (a slow machine)
+    div.__feedNext = performance.now() + Math.max(FEED_GAP_MS, FEED_GAP * (performance.now() - t0));
   } catch (e) { /* the server is away: the next change tries again */ }
   finally {
     div.__fetching = false;
     if (div.__again) pull(div);
   }
+}
+async function draw(div, f, got) {  // the rows `got` onto the chart: true if anything was drawn
+  const idx = [], xs = [], ys = [];
+  for (const [tag, i] of Object.entries(f.traces || {})) {
+    if ((got.x[tag] || []).length) { idx.push(i); xs.push(got.x[tag]); ys.push(got.y[tag]); }
+  }
+  const line = f.line && lineOf(f.line, got);
+  if (line) {  // a fitted line y = w x + b: the newest record's (w, b) moves it (restyle draws the chart once)
+    await Plotly.restyle(div, {x: [f.line.x], y: [line]}, [f.line.trace]);
+    return true;
+  }
+  if (!idx.length) return false;
+  widen(div, ys, f.clamp);  // the new y range drawn by the same draw as the rows
+  idx.forEach((i, k) => {  // past SPARSE_POINTS a curve is a plain line, as a figure built anew draws it
+    const t = div.data[i];
+    if (t.mode === "lines+markers" && t.x.length + xs[k].length > SPARSE_POINTS) t.mode = "lines";
+  });
+  await Plotly.extendTraces(div, {x: xs, y: ys}, idx);
+  return true;
+}
+function lineOf(line, got) {  // the line's y at line.x from the newest record holding both w and b, or null
+  const w = got.y[line.w] || [], b = got.y[line.b] || [];
+  if (!w.length || !b.length) return null;
+  const ww = w[w.length - 1], bb = b[b.length - 1];
+  return line.x.map((x) => ww * x + bb);
 }
 function plainArrays(div, i) {  // plotly.py sends NumPy arrays base64-encoded; extendTraces appends to arrays only
   const t = div.data[i];
@@ -132,10 +131,7 @@ function widen(div, ys, clamp) {  // a zoomed y axis (accuracy) grows to show ap
   div.__ourRange = JSON.stringify(next);
   div.layout.yaxis.range = next;
 }
-""".replace("__SPARSE_POINTS__", str(SPARSE_POINTS))
-    .replace("__FEED_MIN_GAP_MS__", str(refresh_timings.ms("feed_min_gap")))
-    .replace("__FEED_MAX_GAP_MS__", str(refresh_timings.ms("feed_max_gap")))
-)
+""".replace("__SPARSE_POINTS__", str(SPARSE_POINTS)).replace("__FEED_GAP_MS__", str(refresh_timings.ms("feed_gap")))
 
 
 def rows_feed(run_id: str, offset: int, tag_list: tuple[str, ...], clamp: list[float] | None = None) -> Any:
@@ -153,3 +149,10 @@ def rows_feed(run_id: str, offset: int, tag_list: tuple[str, ...], clamp: list[f
         return {"url": rows_route.path(run_id, list(traces)), "offset": offset, "traces": traces, "clamp": clamp}
 
     return feed
+
+
+def line_feed(run_id: str, offset: int, trace: int, x: list[float], w_tag: str, b_tag: str) -> dict[str, Any]:
+    """The feed of a fitted line y = w x + b (trace index `trace`, drawn at `x`) from run `run_id`'s records
+    after byte `offset`: each new record's `w_tag` and `b_tag` move it (inplace_chart's `feed`)."""
+    line = {"trace": trace, "x": list(x), "w": w_tag, "b": b_tag}
+    return {"url": rows_route.path(run_id, [w_tag, b_tag]), "offset": offset, "traces": {}, "line": line, "clamp": None}

@@ -13,12 +13,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import streamlit as st
 
 from components import figures
 from components.colors import run_color
 from dashboard.panels import safe_text
-from dashboard.panels.chart_feed import rows_feed
+from dashboard.panels.chart_feed import line_feed, rows_feed
 from dashboard.panels.panels import TILES_KEY, live_chart
 from dashboard.panels.run_numbers import COMPILE_TILE, tile_values
 from runstore import artifacts, tags
@@ -84,16 +85,65 @@ def fit_version(run_dir: Path) -> tuple[int, ...]:
     return tuple(out)
 
 
-def fit_panel(run_dir: Path, key: str, empty_text: str = "no data yet", color: str | None = None) -> None:
-    """Data scatter, true curve and the model's latest curve (in the run's colour)."""
+# A linear fit's parameters, logged with every record (the regression task's own keys): the fit chart's line is
+# drawn from the newest record's (w, b) and moved in the browser as records come (chart_feed.line_feed), not
+# only when the fit's table is written anew (~12 times a run).
+LINE_TAGS = ("regression/weight", "regression/bias")
+
+
+def _line_from_records(model: Any, records: MetricTable | None) -> Any:
+    """The model curve: the newest record's line y = w x + b over the curve's x ends when the records hold
+    (w, b) and the curve is a line (two points), else the table's curve."""
+    if model is None or records is None or len(model[0]) != 2:
+        return model
+    w, b = (records.last(t) for t in LINE_TAGS)
+    if w is None or b is None:
+        return model
+    x = np.asarray(model[0], dtype=float)
+    return x, w * x + b
+
+
+def fit_panel(
+    run_dir: Path,
+    key: str,
+    empty_text: str = "no data yet",
+    color: str | None = None,
+    records: MetricTable | None = None,
+    feed_run: str | None = None,
+) -> None:
+    """Data scatter, true curve and the model's latest curve (in the run's colour).
+
+    records: the run's records, whose newest (w, b) (LINE_TAGS) draws a line fit; feed_run: the run whose new
+    records move that line in the browser between reruns (chart_feed.line_feed).
+    """
+    offset = records.offset if records is not None else 0  # before building, as curves_panel
+    lined = records is not None and all(t in records.tags() for t in LINE_TAGS)
 
     def build() -> Any:
         data, model, truth = artifacts.fit(run_dir)
+        model = _line_from_records(model, records if lined else None)
         curves = {"model": model} if model is not None else {}
         colors = {"model": color} if color else None
         return figures.fit_figure(data, curves, truth, uirevision=key, empty_text=empty_text, colors=colors)
 
-    live_chart(key, (fit_version(run_dir), empty_text), build)
+    def feed(fig: Any) -> dict[str, Any] | None:
+        trace = next((i for i, t in enumerate(fig.data) if t.name == "model" and len(t.x) == 2), None)
+        if trace is None:
+            return None  # no line yet: the page's next figure has it
+        return line_feed(feed_run, offset, trace, [float(v) for v in fig.data[trace].x], *LINE_TAGS)
+
+    fed = feed_run is not None and lined
+    # Fed: built anew only when a table first appears (the data is written once; the feed moves the line, and a
+    # figure rebuilt for the curve's table would draw an older line until its feed caught up); else when a
+    # table changes, and with each record for a line drawn from them.
+    tables = fit_version(run_dir)
+    version = (
+        tuple(bool(t) for t in tables) if fed else tables,
+        empty_text,
+        fed,
+        offset if lined and not fed else None,
+    )
+    live_chart(key, version, build, feed if fed else None)
 
 
 def _curves(records: MetricTable, tag_list: tuple[str, ...], x: str) -> dict[str, Any]:
@@ -188,7 +238,7 @@ def draw(
     color = color or run_color(run_dir.name)
     feed_run = run_dir.name if fed else None
     draw_one = {
-        "fit": lambda k: fit_panel(run_dir, k, empty, color),
+        "fit": lambda k: fit_panel(run_dir, k, empty, color, records, feed_run),
         "loss": lambda k: curves_panel("loss", records, k, empty_text=empty, color=color, feed_run=feed_run),
         "accuracy": lambda k: curves_panel("accuracy", records, k, empty_text=empty, color=color, feed_run=feed_run),
     }

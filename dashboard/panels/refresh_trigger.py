@@ -11,17 +11,14 @@ while the tab is hidden. A record written shows within POLL_MS plus one rerun. W
 progress or media of its runs changed it also tells the page ("jaxdash-streams", a window event):
 the Live page's charts and numbers then fetch what is new themselves (chart_feed, live_numbers).
 
-A run that writes all the time brings news at every poll; its charts then redraw every 8 s and its
-numbers at each poll (chart_feed, live_numbers), so polling it 4 times a second bought nothing but
-requests, and each request (with the numbers it brings) costs Chromium ~10 ms of CPU and the server
+A run that writes all the time brings news at every poll; polling it 4 times a second bought nothing
+but requests, and each request (with the numbers it brings) costs Chromium ~10 ms of CPU and the server
 ~4 ms on the training machine (a Live page made 288 of its 384 requests a minute here). After
 STEADY_POLLS polls in a row with stream news and no new state or phase (a run past its start,
-training), the trigger polls every STEADY_POLL_MS (2 s) instead (its event then says `steady`), and at the first poll without news, or
-with an event, again every POLL_MS (the next news then says `resumed`: the charts draw it at once):
-an occasional record is still drawn at once, a run's start is followed at the full rate, and a new
-state of a steadily writing run (finished, stopped) shows within STEADY_POLL_MS. At 1 s instead of
-2 s, the polls of Live, Run detail and Runs cost Chromium 1.1 s and the server 0.35 s of CPU a
-minute more (`benchmarks/page_probe.py`).
+training), the trigger polls every STEADY_POLL_MS (1 s) instead, and at the first poll without news, or
+with an event, again every POLL_MS: an occasional record or a run's start is followed at the full rate,
+a steady writer's charts draw each second (chart_feed: at most one draw per 0.75 s), and a new state of
+a steadily writing run (finished, stopped) shows within STEADY_POLL_MS.
 """
 
 from __future__ import annotations
@@ -98,16 +95,9 @@ function wants(p, now) {  // ask for this poller's signature now?
 function handle(p, seen) {  // the signature the server answered (null: no answer)
   const [events, streams] = (seen || ".").split("."), [lastEvents, lastStreams] = (p.latest || ".").split(".");
   const news = !!seen && streams !== lastStreams;
-  // A steady writer that paused (a poll without news while polled every steady_poll_ms) is drawn at
-  // once when it writes again: its news then says `resumed` (chart_feed).
-  if (!news && seen && (p.streak || 0) >= p.steadyPolls) p.paused = true;
   // A steady writer (stream news, and no new state or phase, at every poll) is polled every steady_poll_ms.
   p.streak = news && events === lastEvents ? (p.streak || 0) + 1 : 0;
-  if (news) {  // fed charts fetch what is new
-    const detail = {steady: p.streak >= p.steadyPolls, resumed: !!p.paused};
-    p.paused = false;
-    window.dispatchEvent(new CustomEvent("jaxdash-streams", {detail}));
-  }
+  if (news) window.dispatchEvent(new CustomEvent("jaxdash-streams"));  // fed charts fetch what is new
   p.latest = seen || p.latest;
   // "EVENTS.STREAMS": a new state, phase or file reruns at once; only grown records and progress
   // wait for the stream gap (the page's charts may append the records themselves).
@@ -123,7 +113,7 @@ export default function (component) {
   const hub = pollHub(data.hub_url);
   const p = hub.pollers[data.key] || (hub.pollers[data.key] = {asked: 0, due: 0});
   p.ids = data.ids; p.gap = data.gap_ms; p.streamGap = data.stream_gap_ms; p.trigger = setTriggerValue;
-  p.steadyPolls = data.steady_polls; p.on = data.on;
+  p.on = data.on;
   p.interval = () => (p.streak >= data.steady_polls ? Math.max(data.poll_ms, data.steady_poll_ms) : data.poll_ms);
   p.wants = (now) => wants(p, now); p.handle = (seen) => handle(p, seen);
   p.drawn = data.seen; p.waiting = false;  // the panel drew from this signature: any other one is news
