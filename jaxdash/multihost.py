@@ -6,7 +6,7 @@ tells the others the run's id through JAX's coordination service (its key-value 
 Orbax's multi-process checkpoints use too). On the others `init` returns a `FollowerRun`: the
 same id and name, no folder, no writer; its `log` only counts the step (no device sync, nothing
 written), which is TensorBoard's and W&B's "log from process 0" built in. Every process's
-heartbeat and system metrics reach the run (`jaxdash.host_watch`): `sys/host<k>/...` rows and
+heartbeat and system metrics reach the run (`training.runs.host_watch`): `sys/host<k>/...` rows and
 hosts.json, and a process that dies makes the run crashed, naming its host.
 
 `should_stop()` is a collective here: every process calls it at the same points and all get process
@@ -25,54 +25,14 @@ from typing import Any
 import numpy as np
 
 from jaxdash.client import Run
-from jaxdash.host_watch import Beats, HostColumns, Hub
 from jaxdash.run_files import RunPath
 from jaxdash.wandb_config import Config
 from jaxdash.wandb_summary import Summary
+from training.runs.coordination import Coordination
+from training.runs.host_watch import Beats, HostColumns, Hub
 
 INIT_TIMEOUT_S = 300  # a process waits this long for process 0's run (JAX's own initialization timeout)
 _INITS = [0]  # `init` calls of this process: the n-th call of every process makes one run
-
-
-class Coordination:
-    """JAX's coordination-service client, its keys under one run's prefix."""
-
-    def __init__(self, client: Any, prefix: str) -> None:
-        self._client, self.prefix = client, prefix
-
-    def set(self, key: str, value: str) -> None:
-        """Put `value` under `key` (replacing any)."""
-        self._client.key_value_set(self.prefix + key, value, allow_overwrite=True)
-
-    def get(self, key: str, timeout_s: float) -> str | None:
-        """The value of `key`, waiting up to `timeout_s` for it; None if it did not come."""
-        try:
-            return self._client.blocking_key_value_get(self.prefix + key, max(1, int(timeout_s * 1000)))
-        except Exception as exc:
-            if "DEADLINE_EXCEEDED" in str(exc):
-                return None
-            raise
-
-    def try_get(self, key: str) -> str | None:
-        """The value of `key`, or None if there is none yet."""
-        try:
-            return self._client.key_value_try_get(self.prefix + key)
-        except Exception as exc:
-            if "NOT_FOUND" in str(exc):
-                return None
-            raise
-
-    def dir_get(self, key: str) -> list[tuple[str, str]]:
-        """Every (key, value) under `key`."""
-        return list(self._client.key_value_dir_get(self.prefix + key))
-
-    def increment(self, key: str) -> int:
-        """Add one to the counter `key`; its new value."""
-        return int(self._client.key_value_increment(self.prefix + key, 1))
-
-    def delete(self, key: str) -> None:
-        """Remove `key` and every key under it."""
-        self._client.key_value_delete(self.prefix + key)
 
 
 class Job:

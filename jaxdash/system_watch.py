@@ -19,10 +19,10 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from jaxdash.host_watch import Sampler
 from jaxdash.settings import explicit
 from runstore import tags
 from runstore.env_numbers import env_number_or_default
+from training.runs.host_watch import Sampler
 
 logger = logging.getLogger("jaxdash")
 SAMPLE_S = 15.0  # W&B's default x_stats_sampling_interval

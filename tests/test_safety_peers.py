@@ -121,7 +121,7 @@ def _beat(**fields: object) -> str:
     ],
 )
 def test_a_heartbeats_metrics_keep_only_finite_numbers_under_plain_names(beat: str, kept: dict) -> None:
-    from jaxdash.beat_check import parse_beat
+    from training.runs.beat_check import parse_beat
 
     record = parse_beat(beat, 2)
     assert record is not None and record["sys"] == kept, record
@@ -144,13 +144,13 @@ def test_a_heartbeats_metrics_keep_only_finite_numbers_under_plain_names(beat: s
     ],
 )
 def test_a_malformed_or_oversized_heartbeat_is_ignored(beat: object) -> None:
-    from jaxdash.beat_check import parse_beat
+    from training.runs.beat_check import parse_beat
 
     assert parse_beat(beat, 2) is None
 
 
 def test_a_heartbeats_text_fields_are_capped_and_typed() -> None:
-    from jaxdash.beat_check import MAX_MESSAGE, parse_beat
+    from training.runs.beat_check import MAX_MESSAGE, parse_beat
 
     record = parse_beat(_beat(state="failed", message="y" * 50_000, host="h" * 5000, pid="1", seq=[1], sent="x"), 2)
     assert record["state"] == "failed" and len(record["host"]) == 255
@@ -170,8 +170,8 @@ class ServiceStore:
 
 
 def test_process_0s_hub_takes_hostile_heartbeats_without_raising_or_growing_its_files(tmp_path: Path) -> None:
-    from jaxdash.host_watch import Hub
-    from runstore import hosts, run_store
+    from runstore import run_folder, run_store
+    from training.runs.host_watch import Hub
 
     kv = ServiceStore()
     kv.values["beat/1"] = _beat(sys=[1, 2])
@@ -187,7 +187,7 @@ def test_process_0s_hub_takes_hostile_heartbeats_without_raising_or_growing_its_
     hub.poll()
     state, message = hub.verdict()
     assert state == "failed" and message.startswith("Host 1 (node-b) failed: zzz") and len(message) < 2100
-    assert (tmp_path / hosts.FILE).stat().st_size < 4000
+    assert (tmp_path / run_folder.HOSTS).stat().st_size < 4000
     run_store.write_status(tmp_path, state=state, message=message)
     assert (tmp_path / "status.json").stat().st_size < 4000
 
@@ -233,7 +233,7 @@ finally:
 
 @pytest.mark.slow  # two processes importing JAX: about ten seconds
 def test_process_0_keeps_every_row_under_hostile_heartbeats(tmp_path: Path) -> None:
-    from runstore import hosts, run_store
+    from runstore import run_folder, run_store
     from tests.client_scripts import rows, script_env, write
     from tests.test_multihost import _port
 
@@ -256,4 +256,4 @@ def test_process_0_keeps_every_row_under_hostile_heartbeats(tmp_path: Path) -> N
     status = run_store.read_status(run_dir)
     assert status["state"] == "failed" and status["message"].startswith("Host 1 (evil) failed: yyy"), status
     assert len(status["message"]) < 2100
-    assert (run_dir / "status.json").stat().st_size < 8000 and (run_dir / hosts.FILE).stat().st_size < 8000
+    assert (run_dir / "status.json").stat().st_size < 8000 and (run_dir / run_folder.HOSTS).stat().st_size < 8000

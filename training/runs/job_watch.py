@@ -1,7 +1,7 @@
 """The hosts of a built-in engine job (`jax.distributed`): heartbeats in, a lost host named, no endless wait.
 
 As for a client script's job (`jaxdash.multihost`): every process k > 0 sends a heartbeat with its
-CPU and memory through JAX's coordination service (`jaxdash.host_watch.Beats`), and process 0's
+CPU and memory through JAX's coordination service (`training.runs.host_watch.Beats`), and process 0's
 `Hub` keeps hosts.json in the run folder and makes the run crashed, naming the host, once one's
 process is gone from this machine or silent for $JAXDASH_HOST_TIMEOUT_S.
 
@@ -45,7 +45,7 @@ class JobWatch:
         kv, index, count = _coordination()
         if kv is None:
             return
-        from jaxdash.host_watch import Beats, Hub
+        from training.runs.host_watch import Beats, Hub
 
         try:
             if index == 0:
@@ -85,7 +85,7 @@ class JobWatch:
 
         Even a run that ended would wait at exit: `jax.distributed.shutdown` waits for every process.
         """
-        from jaxdash.host_watch import beat_s
+        from training.runs.host_watch import beat_s
 
         while True:
             time.sleep(beat_s())
@@ -128,6 +128,6 @@ def _coordination() -> tuple[Any, int, int]:
     state = distributed.global_state
     if state.client is None or int(state.num_processes) < 2:
         return None, 0, 1
-    from jaxdash.multihost import Coordination
+    from training.runs.coordination import Coordination
 
     return Coordination(state.client, PREFIX), int(state.process_id), int(state.num_processes)

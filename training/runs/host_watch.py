@@ -1,4 +1,4 @@
-"""Heartbeats and system metrics of a multi-host run's processes (`jaxdash.multihost`).
+"""Heartbeats and system metrics of a multi-host run's processes (`jaxdash.multihost`, `training.runs.job_watch`).
 
 Every process samples its own CPU and memory (as the engine's `sys/*`) once a
 heartbeat (BEAT_S, $JAXDASH_HEARTBEAT_S). The other processes put theirs into JAX's coordination
@@ -25,11 +25,12 @@ from typing import Any
 
 import numpy as np
 
-from jaxdash.beat_check import cap_message, parse_beat
 from runstore import hosts, run_store
 from runstore.env_numbers import env_number_or_default
 from runstore.processes import pid_alive
+from runstore.run_folder import RunFolder
 from runwriters.base import MultiWriter, Progress
+from training.runs.beat_check import cap_message, parse_beat
 
 logger = logging.getLogger("jaxdash")
 BEAT_S = 2.0  # a heartbeat (and a system-metrics sample) per process this often
@@ -167,7 +168,7 @@ class Hub:
                 self._take(record)
             newly_lost = self._judge(mono)
             snapshot = [dict(h) for h in self._hosts.values()]
-        hosts.write_hosts(self.run_dir, self.processes, snapshot)
+        RunFolder(self.run_dir).write_hosts(self.processes, snapshot)
         for host, text in newly_lost:
             run_store.write_status(self.run_dir, state="crashed", message=text, lost_host=host)
             run_store.add_event(self.run_dir, "host_lost", text, host=host)
