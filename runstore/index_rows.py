@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,16 +19,29 @@ from runstore import config_keys, run_folder, run_notes, run_states, run_store, 
 
 # The small files a run's listing depends on; metrics.jsonl is followed by offset instead.
 SMALL_FILES = (run_folder.CONFIG, run_folder.STATUS, run_folder.SUMMARY, run_folder.FINAL_METRICS, run_folder.NOTES)
+RECENT_S = 10.0  # a folder changed within this long is checked file by file (see `signature`)
 RECORD_META = ("step", "wall", "ts")  # a record's bookkeeping, not a scalar of the run
 Stats = dict[str, list[Any]]  # key -> [last, min, max]
 
 
-def signature(d: Path) -> str:
-    """The (size, mtime) of the run's small files, as one string: equal strings mean nothing to re-read."""
-    parts = []
+def signature(d: Path, now: float | None = None) -> str:
+    """What says the run's small files are unchanged, as one string: equal strings mean nothing to re-read.
+
+    Every writer replaces these files by a rename, which changes the folder's mtime: a folder untouched for
+    RECENT_S is known by its own (inode, mtime), one stat instead of five (10,000 runs: ~0.3 s less an
+    update). A recently changed folder is known by each file's (size, mtime), since two renames within one
+    tick of the file system's clock leave the folder's mtime alone.
+    """
+    try:
+        st = os.stat(d, follow_symlinks=False)
+    except OSError:
+        return "-"
+    if (now if now is not None else time.time()) - st.st_mtime > RECENT_S:
+        return f"dir:{st.st_ino}:{st.st_mtime_ns}"
+    parts, base = [], os.fspath(d) + os.sep  # plain strings: pathlib's joins cost more than the stats here
     for name in SMALL_FILES:
         try:
-            st = os.stat(d / name, follow_symlinks=False)
+            st = os.stat(base + name, follow_symlinks=False)
             parts.append(f"{st.st_size}:{st.st_mtime_ns}")
         except OSError:
             parts.append("-")
@@ -37,7 +51,7 @@ def signature(d: Path) -> str:
 def records_key(d: Path) -> tuple[int, int, int]:
     """(inode, size, mtime) of metrics.jsonl, (0, -1, 0) when it is missing."""
     try:
-        st = os.stat(Path(d) / run_folder.RECORDS, follow_symlinks=False)
+        st = os.stat(os.path.join(d, run_folder.RECORDS), follow_symlinks=False)
     except OSError:
         return 0, -1, 0
     return st.st_ino, st.st_size, st.st_mtime_ns

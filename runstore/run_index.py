@@ -162,10 +162,14 @@ class Update:
 
 
 def _known(con: sqlite3.Connection) -> dict[str, tuple]:
-    rows = con.execute(
-        "SELECT run_id, id, sig, rec_ino, rec_size, rec_mtime, rec_offset, state, records_json FROM runs"
-    )
+    rows = con.execute("SELECT run_id, id, sig, rec_ino, rec_size, rec_mtime, rec_offset, state FROM runs")
     return {r[0]: r[1:] for r in rows}
+
+
+def _records(con: sqlite3.Connection, rowid: int) -> index_rows.Stats:
+    """The stats of a run's records read so far (to fold the new records into)."""
+    row = con.execute("SELECT records_json FROM runs WHERE id = ?", (rowid,)).fetchone()
+    return json.loads(row[0] or "{}") if row else {}
 
 
 def _sync(con: sqlite3.Connection, root: Path) -> Update:
@@ -180,7 +184,7 @@ def _sync(con: sqlite3.Connection, root: Path) -> Update:
             out.kept += 1
             continue
         same_file = k is not None and k[2] == rec[0] and rec[1] >= (k[5] or 0)  # appended to, not replaced
-        records, offset = (json.loads(k[7] or "{}"), k[5] or 0) if same_file else (None, 0)
+        records, offset = (_records(con, k[0]), k[5] or 0) if same_file else (None, 0)
         run, offset = index_rows.read(d, records, offset)
         if run is None:
             if k:
