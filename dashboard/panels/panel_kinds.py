@@ -132,7 +132,7 @@ def fit_panel(
             return None  # no line yet: the page's next figure has it
         return line_feed(feed_run, offset, trace, [float(v) for v in fig.data[trace].x], *LINE_TAGS)
 
-    fed = feed_run is not None and lined
+    fed = feed_run is not None  # fed before its first (w, b) too: a figure built then is not rebuilt for them
     # Fed: built anew only when a table first appears (the data is written once; the feed moves the line, and a
     # figure rebuilt for the curve's table would draw an older line until its feed caught up); else when a
     # table changes, and with each record for a line drawn from them.
