@@ -26,6 +26,7 @@ import numpy as np
 
 from jaxdash.fetcher import Fetcher, unstorable
 from jaxdash.media import is_media, write_media
+from jaxdash.notices import one_line
 from jaxdash.rows_out import RowsOut
 from jaxdash.run_files import RunFiles, RunPath, flatten
 from jaxdash.wandb_config import Config
@@ -286,7 +287,7 @@ class Run(RunFiles):
         if isinstance(exc, KeyboardInterrupt):
             self._stopped = True
         failed = exc is not None and not isinstance(exc, KeyboardInterrupt)
-        self._end(1 if failed else 0, _one_line(exc) if failed else None)
+        self._end(1 if failed else 0, one_line(exc) if failed else None)
         return False
 
     def _logged_summary(self) -> dict[str, Any]:
@@ -306,11 +307,6 @@ class _Metric:
 
 def _is_nan(value: Any) -> bool:
     return isinstance(value, float) and math.isnan(value)
-
-
-def _one_line(exc: BaseException | None) -> str:
-    text = f"{type(exc).__name__}: {exc}" if exc is not None else ""
-    return (text.strip().splitlines() or [""])[-1][:500]
 
 
 def _split_media(data: Mapping[str, Any], prefix: str = "") -> tuple[dict[str, Any], dict[str, Any]]:

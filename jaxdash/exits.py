@@ -20,6 +20,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from jaxdash.notices import one_line
+
 _installed = False
 _exit_code: list[int] = [0]
 
@@ -51,8 +53,6 @@ def _hook_excepthook(live: Callable[[], list[Any]]) -> None:
     previous = sys.excepthook
 
     def on_uncaught(kind: type[BaseException], exc: BaseException, tb: Any) -> None:
-        from jaxdash.client import _one_line
-
         try:
             previous(kind, exc, tb)
         finally:
@@ -61,7 +61,7 @@ def _hook_excepthook(live: Callable[[], list[Any]]) -> None:
                     run._stopped = True
                     run._end(0, None)
                 else:
-                    run._end(1, _one_line(exc))
+                    run._end(1, one_line(exc))
 
     sys.excepthook = on_uncaught
 

@@ -17,19 +17,10 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from jaxdash.active_run import current_run
 from jaxdash.data_types import notice
 from runstore import run_files
 from runstore.safe_files import UnsafePath
-
-
-def current_run(what: str) -> Any:
-    """The current run for a module-level call (`wandb.save`, ...); W&B too raises before `init`."""
-    from jaxdash import session
-
-    run = session.current()
-    if run is None:
-        raise RuntimeError(f"jaxdash.{what}() before jaxdash.init()")
-    return run
 
 
 def to_copy(run: Any, call: str, *args: Any) -> None:

@@ -1,5 +1,6 @@
 """One line for each W&B call or argument that has no meaning here (`entity`, `anonymous`, `watch`, ...),
-said once per process, and W&B's terminal helpers (`termlog`, `termwarn`, `termerror`)."""
+said once per process, W&B's terminal helpers (`termlog`, `termwarn`, `termerror`), and the one line a run's
+message keeps of an exception (`one_line`)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,12 @@ def notice(key: str, message: str) -> None:
     if key not in _SAID:
         _SAID.add(key)
         logger.warning("jaxdash: %s", message)
+
+
+def one_line(exc: BaseException | None) -> str:
+    """The last line of "Type: message" of `exc` (where Python's own message ends), at most 500 characters."""
+    text = f"{type(exc).__name__}: {exc}" if exc is not None else ""
+    return (text.strip().splitlines() or [""])[-1][:500]
 
 
 def _silent() -> bool:

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from jaxdash import console_capture, exits, multihost, system_watch
+from jaxdash import active_run, console_capture, exits, multihost, system_watch
 from jaxdash.client import Run
 from jaxdash.disabled import DisabledRun
 from jaxdash.notices import notice, termlog
@@ -28,14 +28,13 @@ from runstore.run_folder import RunFolder
 
 DEFAULT_PROJECT = "uncategorized"  # W&B's project of a run that names none (no project=, no $WANDB_PROJECT)
 
-_CURRENT: Run | DisabledRun | None = None
 _RUNS: list[Run] = []  # every run of the process (reinit="create_new" keeps several): each ends at exit
 _UNUSED = ("anonymous", "save_code", "magic", "monitor_gym", "force", "sync_tensorboard", "fork_from", "resume_from")
 
 
 def current() -> Run | DisabledRun | None:
-    """The run `init` made last and that has not finished."""
-    return _CURRENT if _CURRENT is not None and not _CURRENT.finished else None
+    """The run `init` made last and that has not finished (`jaxdash.active_run`)."""
+    return active_run.current()
 
 
 def init(
@@ -59,7 +58,6 @@ def init(
     id that is not a plain folder name, an existing id without `resume`, or `resume="must"` of a
     run that does not exist.
     """
-    global _CURRENT
     given = {"project": project, "name": name, "group": group, "tags": tags, "notes": notes, "resume": resume,
              "id": id, "entity": entity, "dir": dir, "mode": mode, "job_type": job_type, "reinit": reinit}  # fmt: skip
     args = resolve(given, settings)
@@ -82,7 +80,7 @@ def init(
         _RUNS[:] = [r for r in _RUNS if not r.finished] + [run]
         exits.install(lambda: [r for r in _RUNS if not r.finished])
     if previous is None or args.reinit != "create_new":
-        _CURRENT = run
+        active_run.set_current(run)
     return run
 
 
@@ -215,20 +213,19 @@ def _copy_console_and_stats(args: InitArgs) -> dict[str, str | None]:
 
 def log(data: Mapping[str, Any], step: int | None = None, commit: bool | None = None, sync: bool | None = None) -> None:
     """`run.log` of the current run (as `wandb.log`)."""
-    if current() is None:
-        raise RuntimeError("jaxdash.log() before jaxdash.init()")
-    _CURRENT.log(data, step=step, commit=commit)
+    active_run.current_run("log").log(data, step=step, commit=commit)
 
 
 def define_metric(name: str, step_metric: Any = None, step_sync: bool | None = None, hidden: bool | None = None,
                   summary: str | None = None, goal: str | None = None, overwrite: bool | None = None) -> Any:  # fmt: skip
     """`run.define_metric` of the current run (as `wandb.define_metric`)."""
-    if current() is None:
-        raise RuntimeError("jaxdash.define_metric() before jaxdash.init()")
-    return _CURRENT.define_metric(name, step_metric, step_sync, hidden, summary, goal, overwrite)
+    return active_run.current_run("define_metric").define_metric(
+        name, step_metric, step_sync, hidden, summary, goal, overwrite
+    )
 
 
 def finish(exit_code: int | None = None, quiet: bool | None = None) -> None:
     """`run.finish` of the current run, if any (as `wandb.finish`)."""
-    if current() is not None:
-        _CURRENT.finish(exit_code)
+    run = current()
+    if run is not None:
+        run.finish(exit_code)

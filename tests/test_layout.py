@@ -1,7 +1,15 @@
 """The layout's rules, read from the code's own imports (ast, no importing): who may import whom, no cycles.
 
-runstore is the contract between training and the page: it imports neither of them, nor JAX nor
-Streamlit. components are pure figure builders: no Streamlit. training never imports the page.
+Every import counts, those inside functions included: a function-level import is still an arrow between the
+modules, and one that closes a cycle only moves the failure from import time to the first call. Only imports
+under `if TYPE_CHECKING:` are left out of every check here: they never run (annotations alone need them, and
+with `from __future__ import annotations` nothing evaluates those), so they close no cycle and load nothing.
+
+The packages stand on floors, each importing only those below it (FLOORS): runstore (the run folder, the
+contract between training and the page), then runwriters (the run store, TensorBoard and W&B writers and
+their wrappers, for the engine and the client alike), then training, then jaxdash (the namespace users import,
+which re-exports training's Task API), then the page. runstore, runwriters and components import no JAX and
+no Streamlit (FORBIDDEN); components are pure figure builders.
 The page never imports JAX: checked by importing what `streamlit run` serves and drawing the New run page.
 runstore owns the run folder: no module outside it names a run file (runstore.run_folder.RunFolder is the way in).
 """
@@ -13,6 +21,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,13 +30,20 @@ import pytest
 from runstore import run_folder, run_store
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("runstore", "training", "dashboard", "components", "jaxdash")
+# Floor by floor, lowest first: a package imports only packages on lower floors (components and runwriters,
+# side by side, never import each other).
+FLOORS = ("runstore", "runwriters", "components", "training", "jaxdash", "dashboard")
+PACKAGES = FLOORS
 FORBIDDEN = {
-    "runstore": ("training", "dashboard", "components", "jaxdash", "jax", "flax", "optax", "streamlit"),
-    "components": ("training", "dashboard", "jaxdash", "jax", "streamlit"),
-    "training": ("dashboard", "components", "streamlit"),
+    "runstore": ("runwriters", "training", "dashboard", "components", "jaxdash", "jax", "flax", "optax", "streamlit"),
+    "runwriters": ("training", "dashboard", "components", "jaxdash", "jax", "flax", "optax", "streamlit"),
+    "components": ("runwriters", "training", "dashboard", "jaxdash", "jax", "streamlit"),
+    "training": ("dashboard", "components", "jaxdash", "streamlit"),
     "jaxdash": ("dashboard", "streamlit"),
 }
+# Import cycles inside runstore/ that its own rework removes; a cycle made only of these modules is reported
+# as a warning, not a failure. Empty it once that work lands (the test says when an entry is in no cycle).
+RUNSTORE_CYCLES_IN_PROGRESS = frozenset({"runstore.nofollow", "runstore.safe_files"})
 
 
 def modules() -> dict[str, Path]:
@@ -40,25 +56,65 @@ def modules() -> dict[str, Path]:
     return out
 
 
-def _import_time_nodes(node: ast.AST) -> Iterator[ast.AST]:
-    """The nodes that run when the module is imported: not function bodies, not `if TYPE_CHECKING:` blocks."""
+def _running_nodes(node: ast.AST) -> Iterator[ast.AST]:
+    """Every node that can run: function bodies included, `if TYPE_CHECKING:` blocks (never run) left out."""
     for child in ast.iter_child_nodes(node):
-        if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
-            continue
         if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+            yield from (n for orelse in child.orelse for n in (orelse, *_running_nodes(orelse)))
             continue
         yield child
-        yield from _import_time_nodes(child)
+        yield from _running_nodes(child)
 
 
-def imports(path: Path, import_time_only: bool) -> Iterator[tuple[str, int]]:
-    """(imported module or `module.name`, line) of the file's imports; those run at import time for cycles."""
+def imports(path: Path) -> Iterator[tuple[str, int]]:
+    """(imported module or `module.name`, line) of every import of the file that can run, at any depth."""
     tree = ast.parse(path.read_text(), str(path))
-    for node in _import_time_nodes(tree) if import_time_only else ast.walk(tree):
+    for node in _running_nodes(tree):
         if isinstance(node, ast.Import):
             yield from ((a.name, node.lineno) for a in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             yield from ((f"{node.module}.{a.name}", node.lineno) for a in node.names)
+
+
+def _rel(path: Path) -> str:
+    return path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else str(path)
+
+
+def import_graph(mods: dict[str, Path]) -> tuple[dict[str, set[str]], dict[tuple[str, str], str]]:
+    """(module -> the modules of ours it imports, (importer, imported) -> "file:line" of its first import)."""
+    graph: dict[str, set[str]] = {}
+    where: dict[tuple[str, str], str] = {}
+    for name, path in mods.items():
+        graph[name] = set()
+        for imported, line in imports(path):
+            target = imported if imported in mods else imported.rpartition(".")[0]
+            if target in mods and target != name:
+                graph[name].add(target)
+                where.setdefault((name, target), f"{_rel(path)}:{line}")
+    return graph, where
+
+
+def cycles(graph: dict[str, set[str]], where: dict[tuple[str, str], str]) -> list[tuple[set[str], list[str]]]:
+    """Each import cycle (a strongly connected set of modules) with its arrows as "a -> b (file:line)"."""
+    out = []
+    for component in _strongly_connected(graph):
+        if len(component) > 1:
+            arrows = [f"{a} -> {b} ({where[a, b]})" for a in sorted(component) for b in sorted(graph[a] & component)]
+            out.append((component, arrows))
+    return out
+
+
+def upward_arrows(mods: dict[str, Path]) -> list[str]:
+    """`file:line: a imports b` for each import of a package on the same or a higher floor than its own
+    package (other than itself)."""
+    bad = []
+    for name, path in mods.items():
+        floor = FLOORS.index(name.split(".")[0])
+        for imported, line in imports(path):
+            top = imported.split(".")[0]
+            if top in FLOORS and top != FLOORS[floor] and FLOORS.index(top) >= floor:
+                bad.append(f"{_rel(path)}:{line}: {name} imports {imported}")
+    return bad
 
 
 @pytest.mark.parametrize("package", sorted(FORBIDDEN))
@@ -67,24 +123,45 @@ def test_a_lower_package_never_imports_a_higher_one(package: str) -> None:
     for name, path in modules().items():
         if name.split(".")[0] != package:
             continue
-        for imported, line in imports(path, import_time_only=False):
+        for imported, line in imports(path):
             if imported.split(".")[0] in FORBIDDEN[package]:
                 bad.append(f"{path.relative_to(ROOT)}:{line} imports {imported}")
     assert not bad, "\n".join(bad)
 
 
+def test_no_upward_arrow_between_packages() -> None:
+    """Each package imports only packages on lower FLOORS, function-level imports included."""
+    bad = upward_arrows(modules())
+    assert not bad, f"{len(bad)} upward arrows (FLOORS, lowest first: {', '.join(FLOORS)}):\n" + "\n".join(bad)
+
+
 def test_no_import_cycles() -> None:
-    mods = modules()
-    graph: dict[str, set[str]] = {}
-    for name, path in mods.items():
-        deps = set()
-        for imported, _ in imports(path, import_time_only=True):
-            target = imported if imported in mods else imported.rpartition(".")[0]
-            if target in mods and target != name:
-                deps.add(target)
-        graph[name] = deps
-    cycles = [c for c in _strongly_connected(graph) if len(c) > 1]
-    assert not cycles, "import cycles: " + "; ".join(" <-> ".join(sorted(c)) for c in cycles)
+    """No two modules import each other, directly or around a loop, function-level imports included."""
+    graph, where = import_graph(modules())
+    found = cycles(graph, where)
+    known = [(c, arrows) for c, arrows in found if c <= RUNSTORE_CYCLES_IN_PROGRESS]
+    for _, arrows in known:
+        warnings.warn("known runstore cycle (RUNSTORE_CYCLES_IN_PROGRESS):\n" + "\n".join(arrows), stacklevel=1)
+    bad = [arrows for c, arrows in found if not c <= RUNSTORE_CYCLES_IN_PROGRESS]
+    assert not bad, f"{len(bad)} import cycles:\n" + "\n\n".join("\n".join(arrows) for arrows in bad)
+    stale = RUNSTORE_CYCLES_IN_PROGRESS - set().union(*(c for c, _ in known))
+    assert not stale, f"RUNSTORE_CYCLES_IN_PROGRESS lists modules in no cycle now, remove them: {sorted(stale)}"
+
+
+def test_the_import_checks_see_function_level_imports(tmp_path: Path) -> None:
+    """An import inside a function closes a cycle and makes an upward arrow; one under TYPE_CHECKING does not."""
+    (tmp_path / "low.py").write_text("def f():\n    from high import g\n    return g\n")
+    (tmp_path / "high.py").write_text(
+        "from typing import TYPE_CHECKING\nimport low\nif TYPE_CHECKING:\n    import other\n"
+    )
+    (tmp_path / "other.py").write_text("import high\n")
+    mods = {name: tmp_path / f"{name}.py" for name in ("low", "high", "other")}
+    assert list(imports(mods["low"])) == [("high.g", 2)]
+    graph, where = import_graph(mods)
+    assert graph == {"low": {"high"}, "high": {"low"}, "other": {"high"}}
+    assert cycles(graph, where) == [
+        ({"high", "low"}, [f"high -> low ({mods['high']}:2)", f"low -> high ({mods['low']}:2)"])
+    ]
 
 
 def test_only_entry_points_at_the_top_of_training_and_dashboard() -> None:
