@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import jaxdash
-from runstore import index_keeper, index_reader, run_index, run_store
+from runstore import index_keeper, index_reader, run_index, run_notes, run_store
 from runstore.run_folder import RunFolder
 
 
@@ -173,3 +173,13 @@ def test_keeper_thread_brings_a_new_run_into_the_index(tmp_path: Path) -> None:
     finally:
         index_keeper.stop_all()
     assert os.path.exists(run_index.index_path(tmp_path))
+
+
+def test_a_rename_within_the_folders_clock_tick_is_still_seen(tmp_path: Path) -> None:
+    d = _run(tmp_path, "tick", 0.1, [0.5])
+    run_index.update(tmp_path)
+    before = os.stat(d)
+    run_notes.write(d, run_notes.make("", ["late-tag"], ""))  # replaced by a rename...
+    os.utime(d, ns=(before.st_atime_ns, before.st_mtime_ns))  # ...within the same tick: the folder's mtime stays
+    assert run_index.update(tmp_path).read == 1
+    assert _names(tmp_path, 'tags contains "late-tag"') == {"tick"}
