@@ -66,24 +66,54 @@ def signature(root: Path) -> tuple[tuple[str, bool], ...]:
     return tuple((n, _state_cached(root / n)) for n in names)
 
 
+def _mirror_active(d: Path) -> bool:
+    """Whether a logdir mirror reads "running": its status.json as its sync wrote it (it has no process of ours,
+    so `_state` would call it crashed), re-read only when that file changed."""
+    key = _mtimes(d)
+    known = _KNOWN.get(d)
+    if known is None or known[0] != key:
+        status = run_store.read_json(d / "status.json", {})
+        known = _KNOWN[d] = (key, isinstance(status, dict) and status.get("state") == "running")
+    return known[1]
+
+
+def _own(listing: tuple[tuple[str, bool], ...]) -> tuple[tuple[str, bool], ...]:
+    """The run folders of a signature, less the mirrors (their metrics are rewritten by each sync, not cached ahead)."""
+    return tuple(e for e in listing if "/" not in e[0])
+
+
 class Watcher:
     """Recomputes `signature(root)` every POLL_S (or longer, see COST_FACTOR) in a daemon thread; `current` is the latest."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self.current = signature(root)
         self.builder = cache_builder.builder()
-        self.builder.notice(root, (), self.current)
         self.stopped = threading.Event()
+        self.mirrors: Path | None = None  # a TensorBoard logdir's mirror run folders, if this server reads one
+        if os.environ.get("JAXDASH_LOGDIR"):  # its new and finished runs change the signature with no page asking
+            from runstore import logdir_watch, tb_logdir  # TensorBoard's reader, only where a logdir is read
+
+            self.mirrors = tb_logdir.mirror_root(root)
+            logdir_watch.LogdirWatch(Path(os.environ["JAXDASH_LOGDIR"]), root, self.stopped).start()
+        self.current = self._signature()
+        self.builder.notice(root, (), _own(self.current))
         threading.Thread(target=self._loop, name=f"run-watch-{root.name}", daemon=True).start()
+
+    def _signature(self) -> tuple[tuple[str, bool], ...]:
+        """`signature` of the runs root, then ("<mirrors>/<id>", active?) of each mirror of the logdir."""
+        own = signature(self.root)
+        if self.mirrors is None:
+            return own
+        names = sorted(d.name for d in run_store.run_folders(self.mirrors))
+        return own + tuple((f"{self.mirrors.name}/{n}", _mirror_active(self.mirrors / n)) for n in names)
 
     def _loop(self) -> None:
         took = 0.0
         while not self.stopped.wait(max(POLL_S, COST_FACTOR * took)):
             t0 = time.monotonic()
             try:
-                previous, self.current = self.current, signature(self.root)
-                self.builder.notice(self.root, previous, self.current)
+                previous, self.current = self.current, self._signature()
+                self.builder.notice(self.root, _own(previous), _own(self.current))
             except Exception:  # noqa: BLE001 - a damaged folder must not stop the watcher
                 continue
             finally:

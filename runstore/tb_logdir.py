@@ -47,7 +47,10 @@ RECENT_S = 30.0  # a run whose newest event file grew within this many seconds i
 # ... unless no process here holds its event files open (its writer closed them or exited) for IDLE_S: then it
 # is "finished" within seconds of its writer's exit (tb_reads.open_for_writing; a writer on another machine
 # is not seen, so its run reads "finished" after IDLE_S without growth and "running" again when it grows).
-IDLE_S = 3.0
+# A local writer that pauses longer stays "running" while it holds its file, so IDLE_S only sets how soon a
+# closed writer's run reads finished: the pages show it within 5 s of the last write (runstore/logdir_watch.py
+# syncs at IDLE_S after it; tests/test_live_new_runs.py).
+IDLE_S = 2.0
 SPLITS = ("train", "eval", "validation", "valid", "test")  # CLU / Keras sub-folders of one run
 EVENT_PREFIX = "events.out.tfevents."
 META = ("step", "wall", "ts")  # the keys of a metrics.jsonl record that are not tags
@@ -357,6 +360,13 @@ def status(run_dir: Path) -> dict[str, Any]:
 
 _LAST_SYNC: dict[tuple[Path, Path], float] = {}
 SYNC_EVERY_S = 0.4  # pages poll at 0.5 s; sessions between them share one sync
+
+
+def sync_now(root: Path, runs_root: Path, now: float | None = None) -> list[Path]:
+    """`sync` (the background watch's, runstore/logdir_watch.py), noted for `sync_if_due`: a page rerun it
+    brings finds the mirrors current and reads nothing again."""
+    _LAST_SYNC[(Path(root), Path(runs_root))] = time.monotonic()
+    return sync(root, runs_root, now)
 
 
 def sync_if_due(root: Path, runs_root: Path) -> list[Path]:

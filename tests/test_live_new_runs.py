@@ -1,0 +1,205 @@
+"""New runs show on an idle page, and a finished run reads finished, with nothing clicked.
+
+A real server reading a TensorBoard logdir (JAXDASH_LOGDIR) and headless Chromium on the Runs page, then
+on Live, left alone: a tensorboardX SummaryWriter started under the logdir shows within NEW_RUN_S of its
+first flush, a `jaxdash` client run (a real subprocess) within NEW_RUN_S of its `init`, and each reads
+"finished" within FINISHED_S of its last write (the writer's close: the logdir's idle rule,
+tb_logdir.IDLE_S without growth and no process holding its event file; the client's `finish`).
+Deadlines count from the write, not from when the test starts waiting. Marked `browser`.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tensorboardX import SummaryWriter
+
+from dashboard.server.serve import Server, start_server
+from runstore import run_store, tb_logdir
+from tests import client_scripts
+
+pytest.importorskip("playwright.sync_api")
+pytestmark = pytest.mark.browser
+NEW_RUN_S = 2.0  # a new run shows on an idle Runs or Live page within this of its first write
+FINISHED_S = 5.0  # a finished run reads finished within this of its last write
+assert tb_logdir.IDLE_S < FINISHED_S  # the idle rule leaves the page time to show it
+
+# The texts of the Runs table's row (a canvas grid: its cells are in the page, hidden, for screen readers)
+# holding a cell that reads `name`; null while there is none.
+ROW_JS = """(name) => {
+  for (const row of document.querySelectorAll('[role=row]')) {
+    const cells = Array.from(row.querySelectorAll('[role=gridcell]'), (c) => c.textContent.trim());
+    if (cells.includes(name)) return cells;
+  }
+  return null;
+}"""
+# The Live page's run picker (it follows the newest active run while none was picked).
+PICKED_JS = "() => (document.querySelector('[data-testid=stSelectbox] input') || {}).value || ''"
+CLIENT = """
+import sys, time
+import jaxdash
+run = jaxdash.init(project="new-runs", name=sys.argv[1], tensorboard=False, wandb="disabled")
+print("started", time.time(), flush=True)
+run.log({"loss": 0.5})
+sys.stdin.readline()  # the test says when to finish
+run.log({"loss": 0.25})
+run.finish()
+print("finished", time.time(), flush=True)
+"""
+
+
+@pytest.fixture(scope="module")
+def logdir_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, Path, Path]]:
+    """The dashboard on a runs root holding one finished run, reading an empty TensorBoard logdir: (server, runs
+    root, logdir)."""
+    tmp = tmp_path_factory.mktemp("new-runs-server")
+    runs, logs = tmp / "runs", tmp / "logs"
+    runs.mkdir()
+    logs.mkdir()
+    env = {"WANDB_MODE": "disabled", "JAXDASH_WARM_WORKER": "0", "JAXDASH_LOGDIR": str(logs)}
+    earlier = run_store.new_run_dir(runs, "regression", "earlier")  # Runs opens on a table, as a user's does
+    run_store.write_config(earlier, "regression", {}, name="earlier")
+    run_store.write_status(earlier, state="finished", ended=time.time())
+    srv = start_server(runs, tmp / "streamlit.log", env=env)
+    yield srv, runs, logs
+    srv.stop()
+
+
+def _left_ms(since: float, bound_s: float) -> float:
+    """Milliseconds left of `bound_s` counted from the wall-clock time `since` (at least 1)."""
+    return max(1.0, (since + bound_s - time.time()) * 1000)
+
+
+def _wait_row(page: Any, name: str, since: float, bound_s: float, state: str | None = None) -> None:
+    """Until the Runs table has a row for `name` (reading `state`, if given), failing `bound_s` after `since`."""
+    test = f"(name) => {{ const r = ({ROW_JS})(name); return !!r && {'r.includes(' + repr(state) + ')' if state else 'true'}; }}"
+    try:
+        page.wait_for_function(test, arg=name, timeout=_left_ms(since, bound_s), polling=50)
+    except Exception as exc:  # Playwright's TimeoutError: say what the page showed instead
+        row = page.evaluate(ROW_JS, name)
+        raise AssertionError(f"{name} not shown {state or ''} within {bound_s} s of its write; its row: {row}") from exc
+
+
+def _wait_picked(page: Any, name: str, since: float, bound_s: float) -> None:
+    """Until Live's run picker shows `name`, failing `bound_s` after `since`."""
+    try:
+        page.wait_for_function(
+            f"(name) => ({PICKED_JS})().includes(name)", arg=name, timeout=_left_ms(since, bound_s), polling=50
+        )
+    except Exception as exc:
+        raise AssertionError(
+            f"Live shows {page.evaluate(PICKED_JS)!r}, not {name}, {bound_s} s after its write"
+        ) from exc
+
+
+def _idle(page: Any) -> None:
+    """Until the page is drawn and its script has stopped running (nothing clicked after this)."""
+    page.locator("[data-testid=stStatusWidget]").wait_for(state="detached", timeout=60_000)
+    page.wait_for_timeout(1500)  # past any rerun its first draw asked for: the page is idle, as a user's left open
+
+
+def _new_writer(logs: Path, name: str) -> tuple[SummaryWriter, float]:
+    """A tensorboardX writer under the logdir with three scalars on disk: (writer, wall time of its write)."""
+    writer = SummaryWriter(str(logs / name), flush_secs=120)  # only the test's flushes reach the file
+    for step in range(3):
+        writer.add_scalar("loss", 1.0 / (step + 1), step)
+    writer.flush()
+    return writer, time.time()
+
+
+def _closed(writer: SummaryWriter) -> float:
+    """Close `writer` (its last write); the event file's modification time, which the idle rule counts from."""
+    writer.add_scalar("loss", 0.1, 3)
+    writer.close()
+    return max(p.stat().st_mtime for p in Path(writer.logdir).glob(tb_logdir.EVENT_PREFIX + "*"))
+
+
+def _start_client(tmp: Path, runs: Path, name: str) -> tuple[subprocess.Popen, float]:
+    """A `jaxdash` script as a subprocess, once its run exists: (process, wall time its `init` returned)."""
+    script = client_scripts.write(tmp, CLIENT, f"{name}.py")
+    proc = subprocess.Popen(
+        [sys.executable, str(script), name],
+        cwd=tmp,
+        env=client_scripts.script_env(runs, WANDB_MODE="disabled"),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    line = proc.stdout.readline().split()  # type: ignore[union-attr]
+    if line[:1] != ["started"]:
+        proc.kill()
+        pytest.fail(f"the client script did not start its run: {line} {proc.stderr.read()[-2000:]}")  # type: ignore[union-attr]
+    return proc, float(line[1])
+
+
+def _finish_client(proc: subprocess.Popen) -> float:
+    """Let the script log once more and finish; the wall time its `finish` returned."""
+    proc.stdin.write("\n")  # type: ignore[union-attr]
+    proc.stdin.flush()  # type: ignore[union-attr]
+    line = proc.stdout.readline().split()  # type: ignore[union-attr]
+    assert line[:1] == ["finished"], f"{line} {proc.stderr.read()[-2000:]}"  # type: ignore[union-attr]
+    proc.wait(30)
+    return float(line[1])
+
+
+def _open_idle(page: Any, url: str, drawn: str) -> None:
+    """`url` drawn (`drawn`: a selector) and left idle."""
+    page.goto(url)
+    page.locator(drawn).first.wait_for(state="attached", timeout=60_000)
+    _idle(page)
+
+
+def test_a_new_logdir_writer_shows_on_an_idle_runs_page(logdir_server: tuple[Server, Path, Path], tab: Any) -> None:
+    srv, _, logs = logdir_server
+    _open_idle(tab, f"{srv.url}/runs", "[data-testid=stMain]")
+    writer, written = _new_writer(logs, "tbx_new")
+    try:
+        _wait_row(tab, "tbx_new", written, NEW_RUN_S)
+    finally:
+        writer.close()
+
+
+def test_a_new_client_run_shows_on_an_idle_runs_page_and_reads_finished_after_finish(
+    logdir_server: tuple[Server, Path, Path], tab: Any, tmp_path: Path
+) -> None:
+    srv, runs, _ = logdir_server
+    _open_idle(tab, f"{srv.url}/runs", "[data-testid=stMain]")
+    proc, started = _start_client(tmp_path, runs, "client_new")
+    try:
+        _wait_row(tab, "client_new", started, NEW_RUN_S, state="running")
+        finished = _finish_client(proc)
+        _wait_row(tab, "client_new", finished, FINISHED_S, state="finished")
+    finally:
+        proc.kill()
+
+
+def test_a_closed_writers_run_reads_finished_on_an_idle_runs_page(
+    logdir_server: tuple[Server, Path, Path], tab: Any
+) -> None:
+    """The page is opened while the writer runs (its row reads running); nothing is clicked after its close."""
+    srv, _, logs = logdir_server
+    writer, _ = _new_writer(logs, "tbx_closed")
+    try:
+        _open_idle(tab, f"{srv.url}/runs", "[role=gridcell]")
+        _wait_row(tab, "tbx_closed", time.time(), 30.0, state="running")  # listed as the page opened
+    finally:
+        last = _closed(writer)
+    _wait_row(tab, "tbx_closed", last, FINISHED_S, state="finished")
+
+
+def test_a_new_logdir_writer_shows_on_an_idle_live_page(logdir_server: tuple[Server, Path, Path], tab: Any) -> None:
+    """Live follows the newest active run while none was picked: a new writer's run becomes the one shown."""
+    srv, _, logs = logdir_server
+    _open_idle(tab, f"{srv.url}/live", "[data-testid=stMain]")
+    writer, written = _new_writer(logs, "tbx_live")
+    try:
+        _wait_picked(tab, "tbx_live", written, NEW_RUN_S)
+    finally:
+        writer.close()
