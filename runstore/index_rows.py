@@ -15,10 +15,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runstore import config_keys, run_folder, run_notes, run_states, run_store, wandb_reads
+from runstore import config_keys, launch_files, processes, run_folder, run_notes, run_states, run_store, wandb_reads
 
-# The small files a run's listing depends on; metrics.jsonl is followed by offset instead.
-SMALL_FILES = (run_folder.CONFIG, run_folder.STATUS, run_folder.SUMMARY, run_folder.FINAL_METRICS, run_folder.NOTES)
+# The small files a run's listing depends on; metrics.jsonl is followed by offset instead. launch.json: a run
+# the page launched is listed from it until its process writes config.json.
+SMALL_FILES = (run_folder.CONFIG, run_folder.STATUS, run_folder.SUMMARY, run_folder.FINAL_METRICS, run_folder.NOTES,
+               run_folder.LAUNCH)  # fmt: skip
+# Where the dashboard mirrors a TensorBoard logdir's runs (runstore.tb_logdir.MIRROR; that module loads
+# TensorBoard's reader, which the index does without): folders like any run's, of kind "tensorboard".
+LOGDIR_MIRRORS = ".logdir"
 RECENT_S = 10.0  # a folder changed within this long is checked file by file (see `signature`)
 RECORD_META = ("step", "wall", "ts")  # a record's bookkeeping, not a scalar of the run
 Stats = dict[str, list[Any]]  # key -> [last, min, max]
@@ -64,7 +69,8 @@ class IndexedRun:
     run_id: str
     path: str
     name: str
-    kind: str  # "engine" (the training CLI or the page), "member" (of a population), "client" (jaxdash.init), "damaged"
+    kind: str  # "engine" (the training CLI or the page), "member" (of a population), "client" (jaxdash.init),
+    # "tensorboard" (a logdir's run, mirrored), "launched" (started by the page, no config.json yet), "damaged"
     state: str
     message: str
     task: str
@@ -124,9 +130,11 @@ def _merged(records: Stats, summary: dict[str, Any], final: dict[str, Any]) -> S
     return out
 
 
-def _kind(doc: dict[str, Any], damaged: bool) -> str:
+def _kind(d: Path, doc: dict[str, Any], damaged: bool) -> str:
     if damaged:
         return "damaged"
+    if d.parent.name == LOGDIR_MIRRORS:
+        return "tensorboard"
     if doc.get("group") is not None and doc.get("member") is not None:
         return "member"
     return "engine" if "task_spec" in doc else "client"
@@ -140,7 +148,7 @@ def read(d: Path, records: Stats | None = None, offset: int = 0) -> tuple[Indexe
     """
     info = run_store.read_run(d)
     if info is None:
-        return None, 0
+        return launched(d), 0
     folder = run_folder.RunFolder(d)
     doc = folder.config({})
     doc = doc if isinstance(doc, dict) else {}
@@ -154,13 +162,16 @@ def read(d: Path, records: Stats | None = None, offset: int = 0) -> tuple[Indexe
                 break
             offset = end
     status = info.status
+    if d.parent.name == LOGDIR_MIRRORS and not info.damaged:  # someone else's process: its state as the mirror says
+        raw = run_store.read_json(folder.status_path, {})
+        status = raw if isinstance(raw, dict) else status
     final = status.get("final") if isinstance(status.get("final"), dict) else {}
     tags = run_notes.clean_tags([*meta.tags, *notes.tags])
     run = IndexedRun(
         run_id=info.run_id,
         path=str(d),
         name=notes.display_name or info.name,
-        kind=_kind(doc, info.damaged),
+        kind=_kind(d, doc, info.damaged),
         state=str(status.get("state") or "?"),
         message=str(status.get("message") or ""),
         task=info.task,
@@ -173,6 +184,45 @@ def read(d: Path, records: Stats | None = None, offset: int = 0) -> tuple[Indexe
         summary=_merged(stats, wandb_reads.summary(d), {**folder.final_metrics(), **final}),
     )
     return run, offset
+
+
+def _launch_state(folder: run_folder.RunFolder, info: dict[str, Any]) -> tuple[str, str]:
+    """(state, message) of a page launch without config.json: its status.json's when written, else queued (waiting
+    in the run queue), starting (its process lives) or failed (it exited first), as the Runs page says."""
+    status = folder.status()
+    if status.get("state"):
+        return str(status["state"]), str(status.get("message") or "")
+    if info.get("queue_error") and "pid" not in info:
+        return run_states.FAILED, str(info["queue_error"])
+    if info.get("queue_job") is not None and "pid" not in info:
+        return run_states.QUEUED, ""
+    if processes.pid_alive(info.get("pid")):
+        return run_states.STARTING, ""
+    return run_states.FAILED, "The training process exited before it started"
+
+
+def launched(d: Path) -> IndexedRun | None:
+    """A run the page launched whose process has not written config.json yet, from its launch.json; None when `d`
+    holds no launch, or one the Runs page leaves out (a population's launch once its members are listed)."""
+    folder = run_folder.RunFolder(d)
+    if not folder.has_launch():
+        return None
+    info = launch_files.launch_info(d)
+    if not info:
+        message = launch_files.launch_damage(d)
+        return IndexedRun(d.name, str(d), d.name, "damaged", "damaged", message, "?", "", _mtime(d))
+    if info.get("group"):
+        return None
+    state, message = _launch_state(folder, info)
+    name, task = str(info.get("name") or d.name), str(info.get("task") or "?")
+    return IndexedRun(d.name, str(d), name, "launched", state, message, task, "", float(info.get("launched") or 0.0))
+
+
+def _mtime(d: Path) -> float:
+    try:
+        return d.lstat().st_mtime
+    except OSError:
+        return 0.0
 
 
 def is_active(state: str) -> bool:

@@ -28,17 +28,18 @@ from runstore import index_rows, run_store
 
 INDEX = ".index.sqlite"  # hidden: the runs root lists no dot entries as runs
 LOCK = ".index.lock"
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 BATCH = 500  # runs a transaction: readers see a first build grow
 log = logging.getLogger("jaxdash")
 
 SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE runs(
-  id INTEGER PRIMARY KEY, run_id TEXT UNIQUE NOT NULL, path TEXT, name TEXT, kind TEXT, state TEXT,
+  id INTEGER PRIMARY KEY, run_id TEXT NOT NULL, path TEXT UNIQUE NOT NULL, name TEXT, kind TEXT, state TEXT,
   message TEXT, task TEXT, grp TEXT, created REAL, notes TEXT, config_json TEXT, tags_json TEXT,
   summary_json TEXT, records_json TEXT, sig TEXT, rec_ino INTEGER, rec_size INTEGER, rec_mtime INTEGER,
   rec_offset INTEGER);
+CREATE INDEX runs_run_id ON runs(run_id);
 CREATE TABLE config(run INTEGER, key TEXT, vtype TEXT, value, PRIMARY KEY(run, key)) WITHOUT ROWID;
 CREATE INDEX config_key ON config(key, value);
 CREATE TABLE summary(run INTEGER, key TEXT, last, min REAL, max REAL, PRIMARY KEY(run, key)) WITHOUT ROWID;
@@ -133,7 +134,7 @@ def _delete(con: sqlite3.Connection, rowid: int) -> None:
 
 def _write(con: sqlite3.Connection, run: index_rows.IndexedRun, sig: str, rec: tuple[int, int, int], offset: int,
            ) -> None:  # fmt: skip
-    old = con.execute("SELECT id FROM runs WHERE run_id = ?", (run.run_id,)).fetchone()
+    old = con.execute("SELECT id FROM runs WHERE path = ?", (run.path,)).fetchone()
     if old:
         _delete(con, old[0])
     dumps = json.dumps
@@ -162,7 +163,8 @@ class Update:
 
 
 def _known(con: sqlite3.Connection) -> dict[str, tuple]:
-    rows = con.execute("SELECT run_id, id, sig, rec_ino, rec_size, rec_mtime, rec_offset, state FROM runs")
+    """Each indexed run by its folder's path (a logdir's mirror may share its id with a run of the root)."""
+    rows = con.execute("SELECT path, id, sig, rec_ino, rec_size, rec_mtime, rec_offset, state FROM runs")
     return {r[0]: r[1:] for r in rows}
 
 
@@ -172,14 +174,22 @@ def _records(con: sqlite3.Connection, rowid: int) -> index_rows.Stats:
     return json.loads(row[0] or "{}") if row else {}
 
 
+def _folders(root: Path) -> list[Path]:
+    """Every folder the Runs page lists a run from: the root's own, and the mirrors of a TensorBoard logdir's runs
+    (kept current by the dashboard that reads the logdir; the index reads them as they are)."""
+    mirrors = root / index_rows.LOGDIR_MIRRORS
+    real = mirrors.is_dir() and not mirrors.is_symlink()  # a link planted there is never followed out of the root
+    return run_store.run_folders(root) + (run_store.run_folders(mirrors) if real else [])
+
+
 def _sync(con: sqlite3.Connection, root: Path) -> Update:
     """Bring the index up to date with the folders under `root` (one transaction every BATCH runs read)."""
     out, started = Update(), time.perf_counter()
     known = _known(con)
     con.execute("BEGIN")
-    for d in run_store.run_folders(root):
+    for d in _folders(root):
         sig, rec = index_rows.signature(d), index_rows.records_key(d)
-        k = known.pop(d.name, None)
+        k = known.pop(str(d), None)
         if k and k[1] == sig and tuple(k[2:5]) == rec and not index_rows.is_active(k[6]):
             out.kept += 1
             continue
@@ -196,7 +206,7 @@ def _sync(con: sqlite3.Connection, root: Path) -> Update:
             con.execute("COMMIT")
             con.execute("BEGIN")
     for info in run_store.linked_runs(root):  # listed as damaged, never read
-        k = known.pop(info.run_id, None)
+        k = known.pop(str(info.path), None)
         if k is None or k[1] != "link":
             damaged = index_rows.IndexedRun(info.run_id, str(info.path), info.name, "damaged", "damaged",
                                             info.status.get("message", ""), info.task, "", info.created)  # fmt: skip
