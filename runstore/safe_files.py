@@ -14,9 +14,8 @@ import errno
 import os
 import re
 import stat
-from collections.abc import Callable
 from pathlib import Path
-from typing import IO, BinaryIO
+from typing import IO
 
 # A file name written by us: no separators, no "..", no leading dot (hidden and temp files).
 PLAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._ =,+@-]*")
@@ -80,21 +79,6 @@ def inside(folder: str | os.PathLike, path: str | os.PathLike) -> bool:
         return os.path.commonpath([base, os.path.realpath(path)]) == base
     except (OSError, ValueError):
         return False
-
-
-def replace_with(path: str | os.PathLike, write: Callable[[BinaryIO], None]) -> None:
-    """Write `path` atomically with `write(file)` (a temp file, then a rename), never through a link.
-
-    The temp file is created exclusively (O_EXCL: a link planted under its name is removed, not
-    followed), and the rename replaces `path` itself, a link included, never the link's target
-    (`runstore.nofollow.replace`, the one write path, from the file's own folder).
-
-    Raises:
-      OSError: naming `path` (e.g. a full disk); no temp file is left behind.
-    """
-    from runstore import nofollow  # nofollow imports this module's messages
-
-    nofollow.replace(Path(path).parent, Path(path).name, write, fsync=False)
 
 
 # ---- Writing: never through a link, never outside the folder a file must stay in ----------------------------------

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from tensorboard.compat.proto import types_pb2
 
-from runstore import media_store, run_store, safe_files, tb_tensors
+from runstore import media_store, nofollow, run_store, safe_files, tb_tensors
 
 MAX_TEXT = 100_000  # characters of one text value kept
 Item = tuple[str, str, int, Any]  # kind ("image", "histogram", "text", "hparams"), tag, step, payload
@@ -133,7 +133,7 @@ def _purge(mirror: Path, kind: str, tag: str, step: int) -> None:
     if not safe_files.is_regular(path):
         return
     keep = [line for line in path.read_text(encoding="utf-8").splitlines() if _step_of(line) < step]
-    safe_files.replace_with(path, lambda out: out.write("".join(k + "\n" for k in keep).encode()))
+    nofollow.replace(path.parent, path.name, "".join(k + "\n" for k in keep).encode(), fsync=False)
 
 
 def _step_of(line: str) -> int:

@@ -21,7 +21,6 @@ import json
 import os
 import subprocess
 import sys
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -35,15 +34,24 @@ ROOT = Path(__file__).resolve().parent.parent
 FLOORS = ("runstore", "runwriters", "components", "training", "jaxdash", "dashboard")
 PACKAGES = FLOORS
 FORBIDDEN = {
-    "runstore": ("runwriters", "training", "dashboard", "components", "jaxdash", "jax", "flax", "optax", "streamlit"),
+    "runstore": (
+        "runwriters",
+        "training",
+        "dashboard",
+        "components",
+        "jaxdash",
+        "jax",
+        "flax",
+        "optax",
+        "streamlit",
+        "tensorboardX",
+        "wandb",
+    ),  # runstore holds files only: no TensorBoard writer, no network client
     "runwriters": ("training", "dashboard", "components", "jaxdash", "jax", "flax", "optax", "streamlit"),
     "components": ("runwriters", "training", "dashboard", "jaxdash", "jax", "streamlit"),
     "training": ("dashboard", "components", "jaxdash", "streamlit"),
     "jaxdash": ("dashboard", "streamlit"),
 }
-# Import cycles inside runstore/ that its own rework removes; a cycle made only of these modules is reported
-# as a warning, not a failure. Empty it once that work lands (the test says when an entry is in no cycle).
-RUNSTORE_CYCLES_IN_PROGRESS = frozenset({"runstore.nofollow", "runstore.safe_files"})
 
 
 def modules() -> dict[str, Path]:
@@ -139,13 +147,7 @@ def test_no_import_cycles() -> None:
     """No two modules import each other, directly or around a loop, function-level imports included."""
     graph, where = import_graph(modules())
     found = cycles(graph, where)
-    known = [(c, arrows) for c, arrows in found if c <= RUNSTORE_CYCLES_IN_PROGRESS]
-    for _, arrows in known:
-        warnings.warn("known runstore cycle (RUNSTORE_CYCLES_IN_PROGRESS):\n" + "\n".join(arrows), stacklevel=1)
-    bad = [arrows for c, arrows in found if not c <= RUNSTORE_CYCLES_IN_PROGRESS]
-    assert not bad, f"{len(bad)} import cycles:\n" + "\n\n".join("\n".join(arrows) for arrows in bad)
-    stale = RUNSTORE_CYCLES_IN_PROGRESS - set().union(*(c for c, _ in known))
-    assert not stale, f"RUNSTORE_CYCLES_IN_PROGRESS lists modules in no cycle now, remove them: {sorted(stale)}"
+    assert not found, f"{len(found)} import cycles:\n" + "\n\n".join("\n".join(arrows) for _, arrows in found)
 
 
 def test_the_import_checks_see_function_level_imports(tmp_path: Path) -> None:

@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.compute  # noqa: F401 - imported now: a first cast would import it lazily (~20 MB of code)
 import pyarrow.ipc as ipc
 
-from runstore import atomic, line_reader, safe_files
+from runstore import atomic, line_reader, nofollow, safe_files
 from runstore.metrics.metric_parse import (  # noqa: F401 - re-exported: the cache's callers parse through it
     DROPPED,
     MAX_CELLS,
@@ -111,7 +111,7 @@ def _write_part(cache: Path, start: int, data: bytes, threads: bool) -> Part:
     table, used = parse_piece(data, threads)
     end = start + used
     name = part_name(start, end)
-    safe_files.replace_with(cache / name, ipc_writer(table))
+    nofollow.replace(cache, name, ipc_writer(table), fsync=False)
     step = table.column("step").to_numpy(zero_copy_only=False) if "step" in table.column_names else np.empty(0)
     step = step[np.isfinite(step)]
     lo, hi = (float(step.min()), float(step.max())) if step.size else (math.nan, math.nan)
@@ -119,7 +119,7 @@ def _write_part(cache: Path, start: int, data: bytes, threads: bool) -> Part:
 
 
 def ipc_writer(table: pa.Table) -> Callable[[BinaryIO], None]:
-    """A function writing `table` as an Arrow IPC file into an open file (for `safe_files.replace_with`)."""
+    """A function writing `table` as an Arrow IPC file into an open file (for `nofollow.replace`)."""
 
     # Columns of many sparse keys are mostly nulls: compressed, such a part takes on disk about what its
     # JSON did, not 8 bytes a cell (read back whole, as every part is).

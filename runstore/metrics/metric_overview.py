@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from runstore import line_reader, safe_files
+from runstore import line_reader, nofollow, safe_files
 from runstore.metrics import metric_cache
 from runstore.run_folder import RunFolder
 
@@ -45,7 +45,7 @@ def save(
     table = pa.table({k: pa.array(v, pa.float64(), mask=~present[k]) for k, v in values.items()})
     table = table.replace_schema_metadata({"jaxdash": json.dumps(meta)})
     try:
-        safe_files.replace_with(cache / NAME, metric_cache.ipc_writer(table))  # never through a link
+        nofollow.replace(cache, NAME, metric_cache.ipc_writer(table), fsync=False)  # never through a link
     except OSError:
         return False
     return True
