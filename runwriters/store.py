@@ -18,6 +18,7 @@ never races run.py's final one.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import time
@@ -183,8 +184,21 @@ class RunStoreWriter(MetricWriter):
             pending.result()
 
     # -- artifacts ---------------------------------------------------------------------
+    def _reached(self, step: int) -> None:
+        """A row of media, tables or texts alone moves the run's step too: status.json's "step" is the last step
+        logged of any kind (W&B's `_step`), not only of scalars (written at the next `flush`)."""
+        step = int(step)
+        if self._progress is None:
+            self._progress = Progress(step=step, total_steps=0)
+        elif step > self._progress.step:
+            self._progress = dataclasses.replace(self._progress, step=step)
+        else:
+            return
+        self._progress_dirty = True
+
     def write_tables(self, step: int, tables: Mapping[str, Table]) -> None:
         """The latest table of each tag as artifacts/tables/<tag>.json (what the page draws fits and reports from)."""
+        self._reached(step)
 
         def one(tag: str, table: Table) -> None:
             doc = {"tag": tag, "step": int(step), "columns": list(table.columns), "rows": table.rows}
@@ -196,6 +210,7 @@ class RunStoreWriter(MetricWriter):
     def write_images(self, step: int, images: Mapping[str, np.ndarray | Images]) -> None:
         """Every image of each tag at this step, with captions, and the latest as artifacts/images/<tag>.png
         (runstore.media_store; skipped if Pillow is missing)."""
+        self._reached(step)
         try:
             import PIL  # noqa: F401 - optional; TB and W&B still get the images
         except ImportError:
@@ -210,6 +225,7 @@ class RunStoreWriter(MetricWriter):
 
     def write_figures(self, step: int, figures: Mapping[str, dict[str, Any]]) -> None:
         """Each figure as artifacts/figures/<tag>/<step>.json (plotly JSON); the newest KEEP_FIGURES steps are kept."""
+        self._reached(step)
         import plotly.utils  # plotly's encoder turns NumPy arrays inside a figure into lists
 
         def one(tag: str, fig: dict[str, Any]) -> None:
@@ -224,6 +240,7 @@ class RunStoreWriter(MetricWriter):
 
     def write_texts(self, step: int, texts: Mapping[str, str]) -> None:
         """The latest text of each tag in artifacts/texts.json."""
+        self._reached(step)
         path = RunFolder(self.run_dir).texts_latest_path
         doc = run_store.read_json(path, {}) or {}
         doc.update({tag: {"step": int(step), "text": str(text)} for tag, text in texts.items()})
@@ -231,6 +248,7 @@ class RunStoreWriter(MetricWriter):
 
     def write_values(self, step: int, values: Mapping[str, Any]) -> None:
         """Each tag's value at this step as a line of artifacts/values/<tag>.jsonl (runstore.media_store)."""
+        self._reached(step)
         _each_tag(values, lambda tag, value: media_store.append_value(self.run_dir, tag, step, value))
 
     def write_hparams(self, hparams: Mapping[str, Any]) -> None:
@@ -238,6 +256,7 @@ class RunStoreWriter(MetricWriter):
 
     def write_histograms(self, step: int, arrays: Mapping[str, np.ndarray | Bins]) -> None:
         """Each tag's bins at this step as a line of artifacts/histograms/<tag>.jsonl (runstore.media_store)."""
+        self._reached(step)
 
         def one(tag: str, arr: np.ndarray | Bins) -> None:
             found = (arr.counts, arr.edges) if isinstance(arr, Bins) else media_store.bins(arr, media_store.RAW_BINS)

@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 from tensorboard.backend.event_processing import event_accumulator as ea
 
+from components.series import progress_text
 from runstore import media_store, run_store
 from tests import wandb_leet
 from tests.client_scripts import only_run, rows, script_env, wandb_run_record, write
@@ -296,3 +297,29 @@ def test_wandb_plots_are_wandbs_own_charts_in_the_copy(runs: dict[str, Any]) -> 
     their_rows, copy_rows = history(runs["theirs"]), history(copy_dir(runs["ours"]))
     for step, row in their_rows.items():  # W&B's rows hold the tables alone: no figure under the chart's key
         assert _keys(copy_rows.get(step, {}), ("chart/",)).keys() == _keys(row, ("chart/",)).keys(), step
+
+
+MEDIA_ONLY = """
+import os, sys
+import numpy as np
+if sys.argv[-1] == "wandb":
+    import wandb
+else:
+    import jaxdash as wandb
+
+run = wandb.init(project="media-only", dir=os.getcwd())
+for step in range(3):
+    run.log({"frame": wandb.Image(np.full((8, 8, 3), 40 * step, dtype=np.uint8))}, step=step)
+run.finish()
+print("OUT {}")
+"""
+
+
+def test_a_run_of_media_alone_is_at_its_last_step_as_in_wandb(tmp_path: Path) -> None:
+    """A run that logged images at steps 0-2 and no scalar is at step 2 (W&B's `_step`), in status.json and the
+    page's progress line, not at step 0."""
+    both = _run_both(tmp_path, MEDIA_ONLY)
+    theirs = wandb_leet.finished_summary(both["theirs"])["summary"]["_step"]
+    status = run_store.read_status(both["ours"])
+    assert (theirs, status["step"]) == (2, 2)
+    assert "step 2" in progress_text(status)
