@@ -14,7 +14,7 @@ from typing import Any
 
 import streamlit as st
 
-from components import compare_figures
+from components import compare_figures, run_groups
 from components.colors import run_color
 from dashboard.panels import (
     compare_data,
@@ -47,8 +47,8 @@ def _step_bounds(tables: Mapping[str, MetricTable]) -> tuple[int, int]:
     return (int(min(r[0] for r in ranges)), int(max(r[1] for r in ranges))) if ranges else (0, 0)
 
 
-def controls(pops: bool, bounds: tuple[int, int]) -> dict[str, Any]:
-    """The shared x axis, smoothing, log scale, population view and step range."""
+def controls(pops: bool, bounds: tuple[int, int], group_by: str | None = None) -> dict[str, Any]:
+    """The shared x axis, smoothing, log scale, population view (or the groups' band) and step range."""
     c = st.columns([2, 2, 1, 1], vertical_alignment="bottom")
     out = {
         "x": c[0].segmented_control(
@@ -64,9 +64,16 @@ def controls(pops: bool, bounds: tuple[int, int]) -> dict[str, Any]:
         "partial": c[3].toggle("metrics not all have", value=False, key="cmp_partial"),
         "pop": "curves",
         "range": bounds,
+        "group_by": group_by,
+        "band": "min-max",
     }
     c = st.columns([2, 4])
-    if pops:
+    if group_by is not None:  # every run is in a group: no population drawn apart
+        out["band"] = c[0].segmented_control(
+            "Groups", list(run_groups.BANDS), format_func=lambda b: f"mean, {run_groups.BANDS[b]}", default="min-max",
+            required=True, key="cmp_group_band",
+        )  # fmt: skip
+    elif pops:
         out["pop"] = c[0].segmented_control(
             "Populations", list(POP_MODES), format_func=POP_MODES.get, default="curves", required=True, key="cmp_pop"
         )
@@ -92,8 +99,9 @@ def series(run: run_store.RunInfo, table: MetricTable, tag: str, opts: Mapping[s
     return xs, ys
 
 
-def draw(selected: list[run_store.RunInfo], display: Mapping[str, str]) -> None:
-    """The whole compare section for the selected runs."""
+def draw(selected: list[run_store.RunInfo], display: Mapping[str, str], group_by: str | None = None) -> None:
+    """The whole compare section for the selected runs; grouped by the config field `group_by` (W&B's grouping:
+    a line per group, the mean over its runs with a band, labelled with its value and count) when given."""
     labels = compare_data.labels(selected, display)
     tables = {r.run_id: run_metrics.metrics(r.path) for r in selected}
     shared, missing = compare_data.metric_sets({labels[r.run_id]: tables[r.run_id].tags() for r in selected})
@@ -101,7 +109,7 @@ def draw(selected: list[run_store.RunInfo], display: Mapping[str, str]) -> None:
         st.info("The selected runs have no metrics yet.", icon=":material/info:")
         return
     pops = _populations(selected)
-    opts = controls(bool(pops), _step_bounds(tables))
+    opts = controls(bool(pops), _step_bounds(tables), group_by)
     if opts["x"] == "epoch" and any(compare_data.epoch_scale(r.status) is None for r in selected):
         st.caption("Runs without epochs (e.g. full-batch regression) are drawn against their step.")
     if missing:
@@ -138,12 +146,19 @@ class View:
     opts: Mapping[str, Any]
 
     def banded(self) -> dict[str, str]:
-        """Run id -> its population, for the runs drawn as a population's band (none when drawn as curves)."""
-        return {r.run_id: g for g, rs in self.pops.items() for r in rs} if self.opts["pop"] != "curves" else {}
+        """Run id -> the label of its band: its group's when grouped by a config field (`run_groups`), else its
+        population's (none when populations are drawn as curves)."""
+        key = self.opts.get("group_by")
+        if key is not None:
+            configs = {r.run_id: r.flat_config for r in self.selected}
+            return {rid: g.label(key) for g in run_groups.groups(configs, key) for rid in g.run_ids}
+        if self.opts["pop"] == "curves":
+            return {}
+        return {r.run_id: f"{groups.short_id(g)} (mean of {len(rs)})" for g, rs in self.pops.items() for r in rs}
 
 
 def grid(view: View, tags: list[str], chart_key: str = "compare_grid", lazy: bool = False) -> None:
-    """Small multiples of `tags`: a line per run, or a band per population when asked.
+    """Small multiples of `tags`: a line per run, or a band per group (or population, when asked).
 
     The figure's JSON is kept for every session (`_SPECS`) while its runs' columns and the view's settings
     stay the same: a fresh tab opening the same comparison sends it again instead of building it anew.
@@ -158,6 +173,7 @@ def grid(view: View, tags: list[str], chart_key: str = "compare_grid", lazy: boo
         return
     colors = {labels[r.run_id]: run_color(r.run_id) for r in selected}
     colors |= {f"{groups.short_id(g)} (mean of {len(rs)})": run_color(g) for g, rs in pops.items()}
+    colors |= {label: run_color(label) for label in banded.values() if label not in colors}
     curves: dict[str, dict[str, Any]] = {}
     bands: dict[str, dict[str, compare_figures.Band]] = {}
     for tag in tags:
@@ -170,9 +186,11 @@ def grid(view: View, tags: list[str], chart_key: str = "compare_grid", lazy: boo
                 members.setdefault(banded[r.run_id], []).append(xy)
             else:
                 curves.setdefault(tag, {})[labels[r.run_id]] = xy
-        for g, xys in members.items():
-            label = f"{groups.short_id(g)} (mean of {len(pops[g])})"
-            bands.setdefault(tag, {})[label] = compare_data.band(xys, "std" if opts["pop"] == "std" else "min-max")
+        for label, xys in members.items():
+            if opts["group_by"] is not None:  # a group's mean at each of its runs' steps
+                bands.setdefault(tag, {})[label] = run_groups.aggregate(xys, opts["band"])
+            else:
+                bands.setdefault(tag, {})[label] = compare_data.band(xys, "std" if opts["pop"] == "std" else "min-max")
     fig = compare_figures.metric_grid(
         tags,
         curves,

@@ -8,7 +8,16 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import refresh_timings, state
-from dashboard.panels import compare, data_panels, inplace_chart, panels, refresh_trigger, runs_index, safe_text
+from dashboard.panels import (
+    compare,
+    data_panels,
+    inplace_chart,
+    panels,
+    refresh_trigger,
+    run_grouping,
+    runs_index,
+    safe_text,
+)
 from dashboard.processes import launch_status, launcher, notes_sinks
 from dashboard.reading import groups, run_list
 from runstore import index_keeper, index_reader, run_notes, run_store, tb_logdir
@@ -56,9 +65,10 @@ QUERY_HELP = (
 )
 
 
-def query_filter(df: pd.DataFrame) -> pd.DataFrame:
+def query_filter(df: pd.DataFrame, where: object | None = None) -> pd.DataFrame:
     """A query box over the run index; the rows it selects, or every row and its error as one line under it."""
-    text = st.text_input(
+    where = where or st
+    text = where.text_input(  # type: ignore[attr-defined]
         "Query",
         key="runs_query",
         placeholder='config.lr < 0.01 and summary.test/acc.max > 0.9 and tags contains "baseline"',
@@ -70,10 +80,11 @@ def query_filter(df: pd.DataFrame) -> pd.DataFrame:
         current = index_keeper.keep_current(run_store.runs_root())  # waits at most a second, once
         ids = set(index_reader.matching_ids(None, text))
     except (QueryError, index_reader.IndexUnavailable) as exc:
-        st.error(safe_text.md(exc), icon=":material/error:")
+        where.error(safe_text.md(exc), icon=":material/error:")  # type: ignore[attr-defined]
         return df
     if not current:
-        st.caption(f"The run index is being built ({index_reader.indexed_count()} runs so far): results grow.")
+        building = f"The run index is being built ({index_reader.indexed_count()} runs so far): results grow."
+        where.caption(building)  # type: ignore[attr-defined]
     return df[df["run_id"].isin(ids)]
 
 
@@ -111,12 +122,13 @@ RECORDS_REFRESH_S = refresh_timings.seconds("runs_records_rerun")
 FILTER_KEYS = ("runs_search", "runs_query", *(f"runs_filter_{name}" for name in (*FILTERS, *WANDB_FILTERS)))
 
 
-def _select(ids: list[str], table_key: str, shown: list[str]) -> None:
-    """Callback: select `ids`; filters are cleared, so every one of them is in the table drawn next.
+def _select(ids: list[str], table_key: str, shown: list[str], clear: bool = True) -> None:
+    """Callback: select `ids`; filters are cleared (unless `clear` is False: `ids` are all in the table already),
+    so every one of them is in the table drawn next.
 
     With no filter on, the table keeps its key: its selection state is set directly.
     """
-    for k in FILTER_KEYS:
+    for k in FILTER_KEYS if clear else ():
         st.session_state[k] = "" if k in ("runs_search", "runs_query") else []
     st.session_state["selected_ids"] = list(ids)
     rows = [i for i, rid in enumerate(shown) if rid in ids]
@@ -257,16 +269,24 @@ def body(active_ids: list[str] | None = None) -> None:
     if st.query_params.get("compare"):  # a shared link: ?compare=<id>,<id>,... selects those runs once
         st.session_state["selected_ids"] = compare_ids(st.query_params.get_all("compare"), set(df["run_id"]))
         del st.query_params["compare"]
-    shown = query_filter(runs_index.apply(df, filters(df)))
+    query_box, group_box = st.columns([4, 1])
+    shown = query_filter(runs_index.apply(df, filters(df)), query_box)
+    by_id = {r.run_id: r for r in runs}
+    group_by = run_grouping.picker([by_id[i] for i in shown["run_id"]], group_box)
     if df["wandb group"].notna().any() and st.toggle("Group by W&B group", key="runs_by_wandb_group"):
         shown = runs_index.by_wandb_group(shown)  # each run keeps its row: its own state and config
-    ids = list(shown["run_id"])
     if len(shown) < len(df):
         st.caption(f"{len(shown)} of {len(df)} runs match.")
+    picked: list[str] = []
+    if group_by is not None:
+        shown, picked = run_grouping.groups_table(shown, runs, group_by)
+    ids = list(shown["run_id"])
     # The key follows the rows shown, so a new run or another filter redraws the table with the same runs selected.
     kept = [ids.index(i) for i in st.session_state.get("selected_ids", []) if i in ids]
     key = "runs_table_" + hashlib.sha1("|".join(ids).encode()).hexdigest()[:10]
-    by_id = {r.run_id: r for r in runs}
+    if picked:
+        st.button(f"Select these {len(picked)} runs", icon=":material/select_all:", key="runs_group_select",
+                  on_click=_select, args=(picked, key, ids, False))  # fmt: skip
     selected = [by_id[ids[i]] for i in table(shown, key, kept) if i < len(ids)]
     st.session_state["selected_ids"] = [r.run_id for r in selected]
     if not selected:
@@ -277,7 +297,7 @@ def body(active_ids: list[str] | None = None) -> None:
         notes_editor(selected[0], runs_index.choices(df)["tags"])
     display = dict(zip(df["run_id"], df["name"], strict=True))
     st.subheader(f"Compare {len(selected)} run{'s' if len(selected) > 1 else ''}", divider="gray")
-    compare.draw(selected, display)
+    compare.draw(selected, display, group_by)
 
 
 if st.session_state.get("selected_ids") or st.query_params.get("compare"):
