@@ -119,6 +119,7 @@ REFRESH_S = refresh_timings.seconds("runs_rerun")
 # the whole table canvas (every 2 s: ~640 messages and 2.0 s of Chromium CPU a minute here; every 5 s,
 # 209 messages and 1.8 s; every 15 s, 76 and 1.2 s, a page with nothing to follow ~0.95: page_probe runs).
 RECORDS_REFRESH_S = refresh_timings.seconds("runs_records_rerun")
+COMPARE_MAX = 100  # runs the query's button compares at once (each a line in every panel)
 FILTER_KEYS = ("runs_search", "runs_query", *(f"runs_filter_{name}" for name in (*FILTERS, *WANDB_FILTERS)))
 
 
@@ -287,6 +288,10 @@ def body(active_ids: list[str] | None = None) -> None:
     if picked:
         st.button(f"Select these {len(picked)} runs", icon=":material/select_all:", key="runs_group_select",
                   on_click=_select, args=(picked, key, ids, False))  # fmt: skip
+    elif st.session_state.get("runs_query", "").strip() and ids:  # compare what the query selects, in one click
+        st.button(f"Compare the {len(ids)} runs matching", icon=":material/compare_arrows:", key="runs_select_matching",
+                  on_click=_select, args=(ids, key, ids, False), disabled=len(ids) > COMPARE_MAX,
+                  help=f"At most {COMPARE_MAX} runs at once: narrow the query." if len(ids) > COMPARE_MAX else None)  # fmt: skip
     selected = [by_id[ids[i]] for i in table(shown, key, kept) if i < len(ids)]
     st.session_state["selected_ids"] = [r.run_id for r in selected]
     if not selected:
