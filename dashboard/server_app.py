@@ -47,6 +47,7 @@ app = st.App(
     routes=[
         Route(csv_route.route(), csv_route.serve),
         Route(rows_route.route(), rows_route.serve),
+        Route(rows_route.series_route(), rows_route.serve_series),
         Route(poll_route.route(), poll_route.serve),
         Route(plotly_preload.route(), plotly_preload.serve),
     ],

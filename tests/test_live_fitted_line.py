@@ -17,15 +17,16 @@ import pytest
 
 from benchmarks.dashboard_latency import fake_running_run
 from dashboard.server.serve import Server
-from runstore import artifacts, run_store, tags
+from runstore import artifacts, tags
+from runstore.run_folder import RunFolder
 from tests.test_live_refresh import open_counting, wait_quiet
 
 pytest.importorskip("playwright.sync_api")
 
-# The (w, b) of the fit chart's "model" line as drawn (plotly's own trace data), or null before it is drawn.
+# The (w, b) of the fit chart's "model" line as drawn (the chart engine's drawn series), or null before it is drawn.
 LINE_JS = """() => {
-  for (const g of document.querySelectorAll('.jaxdash-chart')) {
-    const t = (g._fullData || []).find((t) => t.name === 'model' && t._length === 2);
+  for (const g of document.querySelectorAll('.jaxdash-line')) {
+    const t = ((g.__chart || {}).data || []).find((t) => t.name === 'model' && t.x.length === 2);
     if (!t) continue;
     const w = (t.y[1] - t.y[0]) / (t.x[1] - t.x[0]);
     return [w, t.y[0] - w * t.x[0]];
@@ -44,7 +45,7 @@ def _table(run: Path, tag: str, columns: list[str], rows: list[list[float]]) -> 
 
 def _record(run: Path, step: int, w: float, b: float) -> None:
     rec = {"step": step, "wall": step / 100, "ts": time.time(), "train/loss": 1.0 / step}
-    run_store.append_metrics(run, [{**rec, "regression/weight": w, "regression/bias": b}])
+    RunFolder(run).append_records([{**rec, "regression/weight": w, "regression/bias": b}])
 
 
 @pytest.mark.browser

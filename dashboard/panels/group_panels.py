@@ -12,12 +12,14 @@ import streamlit as st
 
 from components import figures
 from components.colors import distinct_colors
-from dashboard.panels import pbt_panels
+from dashboard.panels import line_spec, pbt_panels
 from dashboard.panels.panel_kinds import fit_version
-from dashboard.panels.panels import live_chart
+from dashboard.panels.panels import live_chart, live_line
 from dashboard.panels.run_numbers import tile_tags
+from dashboard.server import rows_route
 from runstore import artifacts, run_store, tags
 from runstore.metrics.metric_table import MetricTable
+from runstore.run_folder import RunFolder
 
 
 def side_legend(fig: Any) -> Any:
@@ -65,8 +67,46 @@ def group_curves(
     marks: pbt_panels.Marks | None = None,
     members: list[run_store.RunInfo] | None = None,
 ) -> None:
-    """`tag` of every member overlaid, each in its run colour, the full run name in the hover."""
+    """`tag` of every member overlaid, a colour each (the chart's palette), the full run name in the hover.
+
+    PBT's copy marks (markers where a member copied another) are a plotly figure's: a population trained with
+    PBT keeps that chart on plotly.
+    """
     members = members or []
+    if marks is not None:
+        return _marked_curves(records, names, tag, key, title=title, accuracy=accuracy, marks=marks, members=members)
+
+    def build() -> dict[str, Any]:
+        lines = []
+        for i, (n, r) in enumerate(zip(names, records, strict=True)):
+            run = members[i].run_id if i < len(members) else None
+            label = members[i].name if i < len(members) else None
+            t0 = line_spec.start_time(RunFolder(members[i].path)) if i < len(members) else None
+            lines.append(line_spec.series(r, tag, n, line_spec.Style(label=label), run=run, t0=t0))
+        more: dict[str, Any] = {"metric": tag, "y_title": tag.split("/")[-1]}
+        if accuracy:
+            curves = {s["name"]: (s["x"], s["y"]) for s in lines if s is not None}
+            more |= {"percent": True, "y_range": figures.zoom_range(curves), "clamp": [0.0, 1.0]}
+        if members:
+            more["series_urls"] = {m.run_id: rows_route.series_path(m.run_id) for m in members}
+            more["xkeys"] = line_spec.xkeys(records[0], (tag,)) if records else []
+        return line_spec.spec(key, title, lines, **more)
+
+    live_line(key, (tuple(r.offset for r in records), tuple(names), tag), build)
+
+
+def _marked_curves(
+    records: list[MetricTable],
+    names: list[str],
+    tag: str,
+    key: str,
+    *,
+    title: str,
+    accuracy: bool,
+    marks: pbt_panels.Marks,
+    members: list[run_store.RunInfo],
+) -> None:
+    """A PBT population's curves with its copy marks (a plotly figure)."""
 
     def build() -> Any:
         curves = {n: r.series(tag) for n, r in zip(names, records, strict=True)}
@@ -78,9 +118,7 @@ def group_curves(
             fig = figures.accuracy_figure(curves, title=title, uirevision=key, **style)
         else:
             fig = figures.curves_figure(curves, title, tag.split("/")[-1], uirevision=key, **style)
-        if marks is not None:  # PBT: a marker where a member copied another
-            fig = marks(fig, curves)
-        return side_legend(fig)
+        return side_legend(marks(fig, curves))
 
     live_chart(key, (tuple(r.offset for r in records), tuple(names), tag), build)
 

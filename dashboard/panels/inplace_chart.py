@@ -42,7 +42,6 @@ from streamlit import runtime
 
 from dashboard import refresh_timings
 from dashboard.panels import safe_text
-from dashboard.panels.chart_feed import FEED_JS
 from dashboard.server import url_paths
 from dashboard.server.plotly_preload import PLOTLY_DATA, VENDOR, bundle
 
@@ -63,9 +62,6 @@ function load(name, src) {  // once a page: the load the page's HTML started (se
   loads[name] = loads[name] ? loads[name].catch(add) : add();
   return loads[name];
 }
-"""
-    + FEED_JS
-    + """
 function gridOf(fig) {  // a metric grid's description (components/compare_figures.metric_grid), else null
   const meta = (fig.layout || {}).meta;
   return meta && typeof meta === "object" && meta.grid ? meta.grid : null;
@@ -97,13 +93,10 @@ export default async function (component) {
       else if (w && w !== width && div._fullLayout) { width = w; Plotly.Plots.resize(div); } else if (w) width = w;
     }).observe(div);
   }
-  if (div.__spec === data.spec && div.__config === data.config) {  // the same figure: nothing to draw
-    if (div.__feedText !== data.feed && div._fullLayout) follow(div, data.feed);  // its feed started or ended
-    return;
-  }
+  if (div.__spec === data.spec && div.__config === data.config) return;  // the same figure: nothing to draw
   div.__spec = data.spec; div.__config = data.config;
   const fig = JSON.parse(data.spec);  // once: a comparison's figure is ~1 MB of JSON
-  const layout = fig.layout || {}, grid = !data.feed && gridOf(fig);  // a metric grid: drawn by uPlot (line_grid.js)
+  const layout = fig.layout || {}, grid = gridOf(fig);  // a metric grid: drawn by uPlot (line_grid.js)
   const library = grid ? loadGrid(data) : load("basic", data.basic);
   if (!div.style.height) div.style.height = (layout.height || 450) + "px";  // its room
   if (document.hidden) {  // a tab nobody sees draws nothing; the newest figure draws when it is shown
@@ -140,7 +133,6 @@ export default async function (component) {
   } else {
     if (div.__grid) { div.__grid.destroy(); div.replaceChildren(); }  // the same key held a grid
     await Plotly.react(div, fig.data || [], layout, Object.assign({responsive: true}, JSON.parse(data.config)));
-    if (div.__spec === data.spec) follow(div, data.feed);  // appends from this figure's offset on
   }
   const took = performance.now() - t0;  // a chart spends at most 1/(1 + DRAW_GAP) of the time drawing
   div.__nextDraw = performance.now() + Math.min(MAX_GAP_MS, DRAW_GAP * took);
@@ -183,6 +175,12 @@ def _urls() -> dict[str, str]:
     }
 
 
+def uplot_urls() -> dict[str, str]:
+    """Where the browser loads uPlot and its style sheet (vendor/), for the line charts too (line_chart)."""
+    urls = _urls()
+    return {"uplot": urls["uplot"], "uplot_css": urls["uplot_css"]}
+
+
 def figure_spec(fig: Any) -> str:
     """The figure as the JSON the browser draws (built once per figure by callers that redraw it), no remote images."""
     return plotly.io.to_json(safe_text.without_remote_images(fig), validate=False)
@@ -205,19 +203,16 @@ def inplace_chart(
     config: dict[str, Any] | None = None,
     lazy: bool = False,
     spec: str | None = None,
-    feed: dict[str, Any] | None = None,
 ) -> None:
     """Draw `fig` (a plotly figure) under `key`; later calls with the same key update it in place.
 
     lazy: the browser draws it only once it scrolls into view (as W&B
     draws its panels): a chart below the fold costs a fresh tab nothing until the user scrolls.
     spec: `figure_spec(fig)` if the caller kept it (a refresh that sends the same figure again).
-    feed: {"url", "offset", "traces": {tag: trace index}, "clamp"} (chart_feed): the browser fetches the
-    run's rows after `offset` (dashboard/server/rows_route.py) and appends them to those traces.
     """
     spec = spec if spec is not None else figure_spec(fig)
     key = component_key(key)
-    data = {"spec": spec, "config": json.dumps(config or {}), "lazy": lazy, "feed": json.dumps(feed) if feed else ""}
+    data = {"spec": spec, "config": json.dumps(config or {}), "lazy": lazy}
     _chart(key=key, data={**data, **_urls()})
 
 

@@ -95,7 +95,7 @@ def _panel(
     run_dir: Path | None, records: MetricTable, tag: str, kind: str, key: str, color: str | None, feed: str | None
 ) -> None:
     if kind == "scalar" or run_dir is None:
-        panel_kinds.key_panel(tag, records, key, color, feed)
+        panel_kinds.key_panel(tag, records, key, color, feed, run_dir.name if run_dir is not None else None)
     elif kind == "histogram":
         histogram_panel.tag_panel(tag, histogram_panel.histograms(run_dir)[tag], key)
     else:

@@ -18,23 +18,21 @@ import streamlit as st
 
 from components import figures
 from components.colors import run_color
-from dashboard.panels import safe_text
-from dashboard.panels.chart_feed import line_feed, rows_feed
-from dashboard.panels.panels import TILES_KEY, live_chart
+from dashboard.panels import line_spec, safe_text
+from dashboard.panels.panels import TILES_KEY, live_line
 from dashboard.panels.run_numbers import COMPILE_TILE, tile_values
-from runstore import artifacts, tags
+from dashboard.server import rows_route
+from runstore import artifacts, run_store, tags
 from runstore.metrics.metric_table import MetricTable
 from runstore.run_folder import RunFolder
 
-# Points per curve on a live chart (min/max buckets: spikes kept): ~1 per pixel of a half-page chart.
-# Each refresh sends and redraws them all (the page_cost benchmark measures what that costs training).
-LIVE_POINTS = 800
-# A fed chart (its browser appends the rows written since its figure) is built anew, downsampled, only
-# once this many rows came since its figure was built, its rows doubled (a short curve's style, points
-# shown, changes with its length) or a curve appeared: a rerun meanwhile sends the same figure, which
-# the browser does not draw again (two charts' Plotly.react every 10 s was a third of a Live page's
-# redraws; an appended row costs a redraw no more than a rebuilt one).
+LIVE_POINTS = line_spec.LIVE_POINTS  # points per series a spec carries (min/max buckets: spikes kept)
+# A fed chart (its browser appends the rows written since its spec) is built anew, downsampled, only once
+# this many rows came since its spec was built, its rows doubled or a curve appeared: a rerun meanwhile sends
+# the same spec, which the browser does not draw again.
 FED_REBUILD_ROWS = LIVE_POINTS
+FIT_POINTS = 2000  # a fit's data points drawn (evenly thinned)
+TRUE_COLOR = "#7f7f7f"  # the true curve's dashed gray
 COMPILE_HELP = "First (compiling) chunk beyond a steady one."
 
 
@@ -103,6 +101,36 @@ def _line_from_records(model: Any, records: MetricTable | None) -> Any:
     return x, w * x + b
 
 
+def _padded(values: list[np.ndarray], frac: float) -> list[float]:
+    """[lo, hi] of the finite `values`, padded by `frac` of the span ([-1, 1] without any)."""
+    v = np.concatenate([np.asarray(a, dtype=float).ravel() for a in values])
+    v = v[np.isfinite(v)]
+    if not v.size:
+        return [-1.0, 1.0]
+    lo, hi = float(v.min()), float(v.max())
+    span = hi - lo if hi > lo else max(abs(hi), 1.0)
+    return [lo - frac * span, hi + frac * span]
+
+
+def fit_spec(run_dir: Path, key: str, empty_text: str, color: str | None, model: Any) -> dict[str, Any]:
+    """The fit chart's spec: data scatter, the true curve (dashed gray) and the model's curve, on axes fixed by
+    the data and the true curve (the model slides over them)."""
+    data, _, truth = artifacts.fit(run_dir)
+    if data is None:
+        return line_spec.spec(key, "Fit", [], metric="fit", kind="fit", height=420, empty=empty_text)
+    x, y = (np.asarray(v, dtype=float).ravel() for v in data)
+    keep = np.unique(np.linspace(0, x.size - 1, min(x.size, FIT_POINTS)).round().astype(np.int64)) if x.size else []
+    name = f"data ({len(keep):,} of {x.size:,})" if len(keep) < x.size else "data"
+    lines = [line_spec.points(name, (x[keep], y[keep]), line_spec.Style("#4c78a8"), mode="points")]
+    if truth is not None:
+        lines.append(line_spec.points("true", truth, line_spec.Style(TRUE_COLOR, dash=True)))
+    if model is not None:
+        lines.append(line_spec.points("model", model, line_spec.Style(color)))
+    xs, ys = [x] + ([truth[0]] if truth is not None else []), [y] + ([truth[1]] if truth is not None else [])
+    ranges = {"x_range": _padded(xs, 0.03), "y_range": _padded(ys, 0.08)}
+    return line_spec.spec(key, "Fit", lines, metric="fit", kind="fit", y_title="y", x_title="x", height=420, **ranges)
+
+
 def fit_panel(
     run_dir: Path,
     key: str,
@@ -114,27 +142,24 @@ def fit_panel(
     """Data scatter, true curve and the model's latest curve (in the run's colour).
 
     records: the run's records, whose newest (w, b) (LINE_TAGS) draws a line fit; feed_run: the run whose new
-    records move that line in the browser between reruns (chart_feed.line_feed).
+    records move that line in the browser between reruns (line_spec.feed's `line`).
     """
     offset = records.offset if records is not None else 0  # before building, as curves_panel
     lined = records is not None and all(t in records.tags() for t in LINE_TAGS)
 
-    def build() -> Any:
-        data, model, truth = artifacts.fit(run_dir)
+    def build() -> dict[str, Any]:
+        model = artifacts.fit(run_dir)[1]
         model = _line_from_records(model, records if lined else None)
-        curves = {"model": model} if model is not None else {}
-        colors = {"model": color} if color else None
-        return figures.fit_figure(data, curves, truth, uirevision=key, empty_text=empty_text, colors=colors)
+        spec = fit_spec(run_dir, key, empty_text, color, model)
+        at = next((i for i, s in enumerate(spec["series"]) if s["name"] == "model" and len(s["x"]) == 2), None)
+        if feed_run is not None and at is not None:  # no line yet: the page's next spec has it
+            line = {"series": at, "x": spec["series"][at]["x"], "w": LINE_TAGS[0], "b": LINE_TAGS[1]}
+            spec["feed"] = line_spec.feed(feed_run, offset, {}, line)
+        return spec
 
-    def feed(fig: Any) -> dict[str, Any] | None:
-        trace = next((i for i, t in enumerate(fig.data) if t.name == "model" and len(t.x) == 2), None)
-        if trace is None:
-            return None  # no line yet: the page's next figure has it
-        return line_feed(feed_run, offset, trace, [float(v) for v in fig.data[trace].x], *LINE_TAGS)
-
-    fed = feed_run is not None  # fed before its first (w, b) too: a figure built then is not rebuilt for them
+    fed = feed_run is not None  # fed before its first (w, b) too: a spec built then is not rebuilt for them
     # Fed: built anew only when a table first appears (the data is written once; the feed moves the line, and a
-    # figure rebuilt for the curve's table would draw an older line until its feed caught up); else when a
+    # spec rebuilt for the curve's table would draw an older line until its feed caught up); else when a
     # table changes, and with each record for a line drawn from them.
     tables = fit_version(run_dir)
     version = (
@@ -143,68 +168,88 @@ def fit_panel(
         fed,
         offset if lined and not fed else None,
     )
-    live_chart(key, version, build, feed if fed else None)
+    live_line(key, version, build)
 
 
-def _curves(records: MetricTable, tag_list: tuple[str, ...], x: str) -> dict[str, Any]:
-    curves = {t: records.series(t, x) for t in tag_list}
-    return {t: v for t, v in curves.items() if v[0].size}
+def _run_lines(
+    records: MetricTable, tag_list: tuple[str, ...], color: str | None, run: str | None
+) -> list[dict[str, Any] | None]:
+    """One series per tag of one run, in its colour: train solid, test dashed."""
+    t0 = line_spec.start_time(RunFolder(run_store.runs_root() / run)) if run else None
+    styles = {t: line_spec.Style(color, dash=t.startswith("test/")) for t in tag_list}
+    return [line_spec.series(records, t, t, styles[t], run=run, t0=t0) for t in tag_list]
 
 
-def _run_style(tag_list: tuple[str, ...], color: str | None) -> dict[str, Any]:
-    """One run, one colour: train solid, test dashed, both in the run's colour."""
-    if color is None:
-        return {}
-    return {"colors": dict.fromkeys(tag_list, color), "dashes": {t: "dash" for t in tag_list if t.startswith("test/")}}
+def _run_spec(
+    key: str, title: str, lines: list[dict[str, Any] | None], records: MetricTable, run: str | None, **more: Any
+) -> dict[str, Any]:
+    """A chart of one run's series, with its other scalar keys for the x-axis picker."""
+    drawn = tuple(s["tag"] for s in lines if s is not None)
+    extra = {"xkeys": line_spec.xkeys(records, drawn), "series_urls": {run: rows_route.series_path(run)}} if run else {}
+    return line_spec.spec(key, title, lines, **extra, **more)
 
 
 def curves_panel(
     kind: str,
     records: MetricTable,
     key: str,
-    x: str = "step",
     empty_text: str = "no data yet",
     color: str | None = None,
     feed_run: str | None = None,
+    run: str | None = None,
 ) -> None:
-    """Train (and test) loss, or accuracy ("accuracy": the axis zoomed to the data).
+    """Train (and test) loss, or accuracy ("accuracy": shown as percent, the axis zoomed to the data).
 
-    feed_run: the run whose new rows the browser appends between reruns (rows_route), for a step axis.
+    feed_run: the run whose new rows the browser appends between reruns (rows_route); run: the run shown
+    (its other keys are the x-axis picker's).
     """
     accuracy = kind == "accuracy"
     tag_list = (tags.TRAIN_ACC, tags.TEST_ACC) if accuracy else (tags.TRAIN_LOSS, tags.TEST_LOSS)
     offset = records.offset  # before building: a record read meanwhile may come twice, never not at all
-    fed = feed_run is not None and x == "step"  # feed_run: a run the page polls (served with the routes)
+    fed = feed_run is not None  # feed_run: a run the page polls (served with the routes)
+    run = run or feed_run
 
-    def build() -> Any:
-        curves = _curves(records, tag_list, x)
-        style = {"x_title": x, "uirevision": key, "empty_text": empty_text, **_run_style(tag_list, color)}
+    def build() -> dict[str, Any]:
+        lines = _run_lines(records, tag_list, color, run)
+        more: dict[str, Any] = {"metric": kind, "y_title": kind, "empty": empty_text}
         if accuracy:
-            return figures.accuracy_figure(curves, max_points=LIVE_POINTS, **style)
-        return figures.curves_figure(curves, "Loss", "loss", max_points=LIVE_POINTS, **style)
+            curves = {t: (s["x"], s["y"]) for t, s in zip(tag_list, lines, strict=True) if s is not None}
+            more |= {"percent": True, "y_range": figures.zoom_range(curves), "clamp": [0.0, 1.0]}
+        shown = {s["tag"]: i for i, s in enumerate(t for t in lines if t is not None)}
+        if fed and shown:  # no curve yet: the page's next spec has them
+            more["feed"] = line_spec.feed(feed_run, built_at, shown)
+        return _run_spec(key, "Accuracy" if accuracy else "Loss", lines, records, run, **more)
 
     shown = tuple(t for t in tag_list if t in records.tags())
     built_at = _fed_built_at(key, offset, len(records), shown) if fed else offset
-    feed = rows_feed(feed_run, built_at, tag_list, [0.0, 1.0] if accuracy else None) if fed else None
-    live_chart(key, (built_at, x, empty_text, fed, shown), build, feed)
+    live_line(key, (built_at, empty_text, fed, shown), build)
 
 
-def key_panel(tag: str, records: MetricTable, key: str, color: str | None = None, feed_run: str | None = None) -> None:
-    """One logged scalar's chart against the step (a client script's own key), drawn when scrolled near.
+def key_panel(
+    tag: str,
+    records: MetricTable,
+    key: str,
+    color: str | None = None,
+    feed_run: str | None = None,
+    run: str | None = None,
+) -> None:
+    """One logged scalar's chart (a client script's own key), drawn when scrolled near.
 
     feed_run: the run whose new rows the browser appends between reruns (rows_route), as `curves_panel`.
     """
-    tag_list = (tag,)
     offset = records.offset  # before building: a record read meanwhile may come twice, never not at all
+    run = run or feed_run
 
-    def build() -> Any:
-        style = {"uirevision": key, "height": 260, "max_points": LIVE_POINTS, **_run_style(tag_list, color)}
-        return figures.curves_figure(_curves(records, tag_list, "step"), tag, tag.rsplit("/", 1)[-1], **style)
+    def build() -> dict[str, Any]:
+        lines = _run_lines(records, (tag,), color, run)
+        more: dict[str, Any] = {"metric": tag, "y_title": tag.rsplit("/", 1)[-1], "height": 300}
+        if feed_run and lines[0] is not None:
+            more["feed"] = line_spec.feed(feed_run, built_at, {tag: 0})
+        return _run_spec(key, tag, lines, records, run, **more)
 
-    shown = tag_list if tag in records.tags() else ()
+    shown = (tag,) if tag in records.tags() else ()
     built_at = _fed_built_at(key, offset, len(records), shown) if feed_run else offset
-    feed = rows_feed(feed_run, built_at, tag_list, None) if feed_run else None
-    live_chart(key, (built_at, feed_run is not None, shown), build, feed, lazy=True)
+    live_line(key, (built_at, feed_run is not None, shown), build, lazy=True)
 
 
 def _fed_built_at(key: str, offset: int, rows: int, shown: tuple[str, ...]) -> int:
@@ -239,8 +284,8 @@ def draw(
     feed_run = run_dir.name if fed else None
     draw_one = {
         "fit": lambda k: fit_panel(run_dir, k, empty, color, records, feed_run),
-        "loss": lambda k: curves_panel("loss", records, k, empty_text=empty, color=color, feed_run=feed_run),
-        "accuracy": lambda k: curves_panel("accuracy", records, k, empty_text=empty, color=color, feed_run=feed_run),
+        "loss": lambda k: curves_panel("loss", records, k, empty, color, feed_run, run_dir.name),
+        "accuracy": lambda k: curves_panel("accuracy", records, k, empty, color, feed_run, run_dir.name),
     }
     kinds = [k for k in kinds if k in draw_one]
     if "fit" in kinds and len(kinds) > 1:

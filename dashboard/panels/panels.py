@@ -7,6 +7,7 @@ and draws; nothing here writes to the run directory.
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import os
 import time
@@ -19,7 +20,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from components import figures
 from dashboard import refresh_timings, state
-from dashboard.panels import safe_text
+from dashboard.panels import line_chart, safe_text
 from dashboard.panels.inplace_chart import figure_spec, inplace_chart
 from dashboard.panels.run_numbers import fmt as fmt  # used by the pages as panels.fmt
 from dashboard.panels.run_numbers import progress_fraction
@@ -108,15 +109,14 @@ def inplace_charts() -> bool:
     return os.environ.get("JAXDASH_INPLACE_CHARTS", "1") != "0"
 
 
-def chart(fig: Any, key: str, lazy: bool = False, spec: str | None = None, feed: dict | None = None) -> None:
+def chart(fig: Any, key: str, lazy: bool = False, spec: str | None = None) -> None:
     """A plotly chart with a stable key, so a refresh updates it in place (lazy: drawn when scrolled near).
 
     Drawn by dashboard/panels/inplace_chart.py (plotly.js's basic bundle, loaded once per page): a page of
-    charts starts ~0.75 s of browser CPU sooner than with st.plotly_chart's full-bundle chunk. feed: the
-    browser appends the run's new rows between reruns (inplace_chart's `feed`; in-place charts only).
+    charts starts ~0.75 s of browser CPU sooner than with st.plotly_chart's full-bundle chunk.
     """
     if inplace_charts():
-        inplace_chart(fig, key, PLOT_CONFIG, lazy=lazy, spec=spec, feed=feed)
+        inplace_chart(fig, key, PLOT_CONFIG, lazy=lazy, spec=spec)
     else:
         st.plotly_chart(safe_text.without_remote_images(fig), key=key, config=PLOT_CONFIG, theme=None)
 
@@ -156,7 +156,6 @@ def live_chart(
     key: str,
     version: Any,
     build: Callable[[], Any],
-    feed: Callable[[Any], dict | None] | None = None,
     lazy: bool = False,
     max_age_s: float | None = None,
 ) -> None:
@@ -165,7 +164,7 @@ def live_chart(
 
     As an st.plotly_chart, in a timed refresh a chart that already shows data is rebuilt at most
     every CHART_EVERY_S; a chart without data is rebuilt at once, so the first point shows at once.
-    feed: the chart's feed for a built figure (`chart`), kept with it. lazy: as `chart`'s.
+    lazy: as `chart`'s.
     """
     inplace = inplace_charts()
     cache = st.session_state.setdefault("_live_charts", {})
@@ -176,9 +175,19 @@ def live_chart(
     if old is None or (old[0] != version and due) or aged:
         fig = build()
         has_data = any(getattr(t, "x", None) is not None and len(t.x) for t in fig.data)
-        fed = feed(fig) if feed is not None and inplace else None
-        cache[key] = old = (version, fig, now, has_data, figure_spec(fig) if inplace else None, fed)
-    chart(old[1], key, lazy=lazy, spec=old[4], feed=old[5])  # unchanged: the same JSON again, not serialized again
+        cache[key] = old = (version, fig, now, has_data, figure_spec(fig) if inplace else None)
+    chart(old[1], key, lazy=lazy, spec=old[4])  # unchanged: the same JSON again, not serialized again
+
+
+def live_line(key: str, version: Any, build: Callable[[], dict[str, Any]], lazy: bool = False) -> None:
+    """Draw the line chart `build()` (a line_spec.spec) under `key`, built anew only when `version` changed:
+    otherwise the same spec text goes again, which the browser does not draw again (its feed appends)."""
+    cache = st.session_state.setdefault("_live_lines", {})
+    old = cache.get(key)
+    if old is None or old[0] != version:
+        spec = build()
+        cache[key] = old = (version, json.dumps(spec, allow_nan=False), spec)
+    line_chart.draw(old[2], key, text=old[1], lazy=lazy)
 
 
 def problem_message(status: dict[str, Any]) -> None:

@@ -24,6 +24,7 @@ from dashboard.panels import (
     hosts_panel,
     inplace_chart,
     key_panels,
+    line_chart,
     live_numbers,
     media_panels,
     panel_kinds,
@@ -224,6 +225,7 @@ def damaged(run: run_store.RunInfo) -> None:
 def page() -> None:
     """Pick a run, then show its summary, results, config and tracking links (refreshing while it trains)."""
     inplace_chart.warm_up()  # first: plotly.js loads while the server runs the rest of the page
+    line_chart.warm_up()  # and the line charts' uPlot and chart files
     st.title("Run detail")
     run = panels.pick_run(run_list.all_runs())
     if run is None:

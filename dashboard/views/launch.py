@@ -9,7 +9,7 @@ import streamlit as st
 from dashboard import refresh_timings, state
 from dashboard.forms import pbt_settings, population_form
 from dashboard.forms.widgets import config_form, dataset_title, field_error, population_input
-from dashboard.panels import inplace_chart, pbt_panels, safe_text
+from dashboard.panels import inplace_chart, line_chart, pbt_panels, safe_text
 from dashboard.processes import launcher
 from dashboard.reading import run_list
 from runstore import run_store, run_watch
@@ -174,6 +174,7 @@ def page() -> None:
         state.leave_page("sweeps")
         st.switch_page("views/sweep.py", query_params={"study": study})
     inplace_chart.warm_up()  # the Live page's charts then draw without loading plotly.js first
+    line_chart.warm_up()  # and the line charts' uPlot and chart files
     if not values.submitted:
         return
     try:

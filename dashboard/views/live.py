@@ -17,6 +17,7 @@ from dashboard.panels import (
     histogram_panel,
     inplace_chart,
     key_panels,
+    line_chart,
     live_numbers,
     media_panels,
     panel_kinds,
@@ -71,7 +72,7 @@ NOT_OURS_TO_STOP = "No Stop: a TensorBoard log's writer is not ours to stop; it 
 
 def stopping_note(active: bool, stop_dir: Path | None) -> None:
     """A line while a stop was asked for and the run finishes its chunk (inside the messages container)."""
-    if active and stop_dir is not None and run_store.stop_requested(stop_dir):
+    if active and stop_dir is not None and RunFolder(stop_dir).stop_requested():
         st.caption("Stopping after the current chunk…")
 
 
@@ -206,6 +207,7 @@ def problems(names: list[str], statuses: list[dict[str, Any]]) -> None:
 def page() -> None:
     """Run picker, then the live panel of the run or its population (auto-refreshing only while active)."""
     inplace_chart.warm_up()  # first: plotly.js loads while the server runs the rest of the page
+    line_chart.warm_up()  # and the line charts' uPlot and chart files
     st.title("Live")
     runs = run_list.all_runs()
     run = panels.pick_run(runs)

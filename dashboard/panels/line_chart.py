@@ -1,0 +1,88 @@
+"""The line charts of Live and Run detail: a keyed component whose browser side is static/chart/ (uPlot).
+
+The chart's files (static/chart/: theme.js, controls.js, series.js, feed.js, engine.js, style.css; uPlot from
+vendor/) are served once per page through Streamlit's component file route, as inplace_chart serves plotly.js
+and line_grid.js; the component's own module (LOADER, sent with every element) only loads them once and hands
+the element its spec. Its key is its id, so a rerun with a new spec updates the chart in place (no remount),
+and a rerun with the same spec costs the browser nothing. What the chart holds comes from
+dashboard/panels/line_spec.py.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import streamlit as st
+import streamlit.components.v1 as components
+from streamlit import runtime
+
+from dashboard.panels import inplace_chart
+from dashboard.server import url_paths
+
+CHART_STATIC = Path(__file__).resolve().parent / "static" / "chart"
+FILES = ("theme.js", "controls.js", "series.js", "feed.js", "engine.js")  # in this order: each uses the ones before
+
+# Loads uPlot, its style sheet and the chart's files once a page (promises on window, shared with the
+# in-place chart's grid loader), then mounts the element's spec; a tab that is hidden draws when shown.
+LOADER = """
+function once(name, make) { const l = (window.__jaxdashPlotly = window.__jaxdashPlotly || {}); return (l[name] = l[name] || make()); }
+function tag(kind, url) {
+  return new Promise((ok, fail) => {
+    const el = document.createElement(kind);
+    if (kind === "link") { el.rel = "stylesheet"; el.href = url; } else { el.src = url; el.async = false; }
+    el.onload = ok; el.onerror = () => fail(new Error("could not load " + url));
+    document.head.appendChild(el);
+  });
+}
+function ready(u) {
+  return once("line", () => Promise.all([
+    once("gridStyle", () => tag("link", u.uplot_css)), tag("link", u.css),
+    once("uplot", () => (window.uPlot ? Promise.resolve() : tag("script", u.uplot))).then(() => Promise.all(u.files.map((f) => tag("script", f)))),
+  ]));
+}
+export default async function ({data, parentElement}) {
+  await ready(data.urls);
+  if (data.spec) window.__jaxdashLine.mount(parentElement, data);
+}
+"""
+
+_files = components.declare_component("line_chart_js", path=str(CHART_STATIC))
+_chart = st.components.v2.component("jaxdash_line_chart", js=LOADER, isolate_styles=False)
+
+
+def register_assets() -> None:
+    """Serve the chart's files from the running server, whatever thread asks (inplace_chart.register_assets)."""
+    inplace_chart.register_assets()
+    if not runtime.exists():
+        return
+    registry = runtime.get_instance().component_registry
+    if registry.get_component_path(_files.name) != _files.abspath:
+        registry.register_component(_files)
+
+
+register_assets()
+
+
+def urls() -> dict[str, Any]:
+    """Where the browser loads uPlot and the chart's files."""
+    register_assets()
+    uplot = inplace_chart.uplot_urls()
+    files = [url_paths.under_base("component", _files.name, f) for f in FILES]
+    return {**uplot, "css": url_paths.under_base("component", _files.name, "style.css"), "files": files}
+
+
+def draw(spec: dict[str, Any], key: str, text: str | None = None, lazy: bool = False) -> None:
+    """Draw the chart `spec` (line_spec.spec) under `key`; a later call with the same key updates it in place.
+
+    text: `json.dumps(spec)` if the caller kept it (a rerun that sends the same spec again). lazy: drawn once
+    scrolled near (a panel below the fold costs a fresh tab nothing until then).
+    """
+    text = text if text is not None else json.dumps(spec, allow_nan=False)
+    _chart(key=inplace_chart.component_key(key), data={"spec": text, "lazy": lazy, "urls": urls()})
+
+
+def warm_up() -> None:
+    """Load uPlot and the chart's files into the page ahead of its charts (they then draw at once)."""
+    _chart(key="line_chart_warmup", data={"urls": urls()})

@@ -1,0 +1,250 @@
+// The line chart of Live and Run detail: one uPlot chart per element, its points appended in place.
+//
+// A spec (dashboard/panels/line_spec.py) names the series and holds their points (downsampled) and the
+// cursor its feed starts from; feed.js brings the rows written after it, which are appended to the series'
+// typed arrays and drawn with one setData, the chart never rebuilt for them. Many series; hover shows every
+// series' value at that x (the nearest point each has); drag zooms, a double click resets; the legend
+// hides a series on click. Controls (controls.js) and colours (theme.js) apply per chart.
+// window.__jaxdashLine.mount(parentElement, data) is what the component's loader calls; for tests and probes
+// the element (.jaxdash-line) holds `__chart` (`data`: what is drawn, `settings`, `scales`) and `__timing`.
+(function () {
+  const ns = (window.__jaxdashLine = window.__jaxdashLine || {});
+  const {theme, controls, feed, series: S} = ns;
+  const FIT_DATA = "points", CONTROL_ROW = 30;
+
+  function fmt(percent) {
+    return (u, v) => (v === null || v === undefined ? "--" : percent ? (100 * v).toFixed(2) + "%" : Number(v.toPrecision(5)).toString());
+  }
+
+  class LineChart {
+    constructor(el) {
+      this.el = el;
+      this.title = el.appendChild(document.createElement("div"));
+      this.title.className = "jaxdash-line-title";
+      this.bar = null;
+      this.plot = el.appendChild(document.createElement("div"));
+      this.empty = el.appendChild(document.createElement("div"));
+      this.empty.className = "jaxdash-line-empty";
+      this.u = null; this.shape = ""; this.zoomed = false; this.stopFeed = null; this.xkeys = {};
+      new ResizeObserver(() => this.u && this.u.setSize(this.size())).observe(el);
+      theme.watch(() => { this.shape = ""; this.draw(); });
+    }
+
+    size() {
+      return {width: Math.max(120, this.el.clientWidth), height: Math.max(120, (this.spec.height || 360) - CONTROL_ROW - 56)};
+    }
+
+    setSpec(spec) {  // a new spec: the series start over from its points, its feed from its cursor
+      this.spec = spec;
+      this.title.textContent = spec.title || "";
+      this.lines = spec.series.map((s) => ({
+        ...s, step: new S.Column(s.x), wall: new S.Column(s.wall || []), y: new S.Column(s.y),
+      }));
+      const name = spec.metric || spec.key;
+      if (!this.bar || this.barName !== name) {
+        if (this.bar) this.bar.el.remove();
+        this.bar = controls.toolbar(name, {timeSeries: spec.kind !== "fit"}, () => { this.shape = ""; this.draw(); });
+        this.barName = name;
+        this.el.insertBefore(this.bar.el, this.plot);
+      }
+      this.bar.setXKeys(spec.xkeys || []);
+      if (this.stopFeed) this.stopFeed();
+      this.stopFeed = spec.feed ? feed.subscribe(this.el, {url: spec.feed.url, offset: spec.feed.offset,
+        gapMs: spec.feed.gap_ms}, (rows) => this.append(rows)) : null;
+      this.draw();
+    }
+
+    append(rows) {  // a feed's rows onto the series: true if anything was drawn
+      const f = this.spec.feed;
+      let grew = false;
+      for (const [tag, i] of Object.entries(f.tags || {})) {
+        const xs = rows.x[tag] || [], line = this.lines[i];
+        if (!xs.length || !line) continue;
+        line.step.push(xs); line.y.push(rows.y[tag]); line.wall.push((rows.wall || {})[tag] || xs.map(() => NaN));
+        grew = true;
+      }
+      const fit = f.line && this.lines[f.line.series], w = (rows.y[f.line && f.line.w] || []), b = (rows.y[f.line && f.line.b] || []);
+      if (fit && w.length && b.length) {  // y = w x + b from the newest record holding both
+        const ww = w[w.length - 1], bb = b[b.length - 1];
+        fit.y.replace(f.line.x.map((x) => ww * x + bb));
+        grew = true;
+      }
+      if (grew) this.draw();
+      return grew;
+    }
+
+    xOf(line, s) {  // the x values of `line` under settings `s`
+      const step = line.step.view();
+      if (s.x === "relative") return line.wall.view();
+      if (s.x === "wall") return line.wall.view().map((w) => (line.t0 || 0) + w);
+      if (s.x !== "step" && this.spec.kind !== "fit") {
+        const key = this.xkeys[(line.run || "") + "\u0000" + s.x];
+        if (!key) { this.fetchXKey(line.run, s.x); return new Float64Array(step.length).fill(NaN); }
+        return S.atSteps(key.x, key.y, step);
+      }
+      return step;
+    }
+
+    async fetchXKey(run, tag) {  // a logged scalar as the x axis: its whole (downsampled) series, once
+      const id = (run || "") + "\u0000" + tag, url = (this.spec.series_urls || {})[run];
+      if (!url || this.xkeys[id] || this.pending === id) return;
+      this.pending = id;
+      try {
+        const r = await fetch(url + "&tag=" + encodeURIComponent(tag), {cache: "no-store"});
+        const got = r.ok ? await r.json() : null;
+        if (got) { this.xkeys[id] = {x: got.x[tag] || [], y: got.y[tag] || []}; this.draw(); }
+      } finally { this.pending = null; }
+    }
+
+    columns(s) {  // [xs, ...ys] to draw, and the uPlot series they are (raw faint ones behind smoothed)
+      const pairs = [], specs = [], n = this.lines.length, smooth = s.smooth !== "none" && this.spec.kind !== "fit";
+      this.drawn = [];
+      this.lines.forEach((line, i) => {
+        const x = this.xOf(line, s), raw = Array.from(line.y.view());
+        const y = smooth ? controls.smooth(raw, s) : raw;
+        const color = line.color || theme.color(i, n);
+        if (smooth) {
+          pairs.push([x, raw]);
+          specs.push({label: line.name + " (raw)", stroke: theme.faint(color, 0.25), width: 1, raw: true});
+        }
+        pairs.push([x, y]);
+        specs.push({label: line.name, stroke: color, width: line.mode === FIT_DATA ? 0 : line.width || 2,
+          dash: line.dash ? [6, 4] : undefined, points: line.mode === FIT_DATA, full: line.label});
+        this.drawn.push({name: line.name, x: Array.from(x), y: Array.from(y, (v) => (Number.isFinite(v) ? v : null)), raw: smooth ? raw : null});
+      });
+      return {data: S.align(pairs), specs};
+    }
+
+    yRange(s, data) {  // a fixed y range (ignore outliers, an accuracy axis zoomed to the data), else uPlot's
+      if (s.outliers) return controls.outlierRange(data.slice(1), s.logY);
+      const r = this.spec.y_range;
+      if (!r || s.logY) return null;
+      let lo = r[0], hi = r[1];
+      for (const col of data.slice(1)) for (const v of col) if (v !== null) { lo = Math.min(lo, v); hi = Math.max(hi, v); }
+      if (lo < r[0] || hi > r[1]) {  // appended points outside: widen by a margin, within the clamp
+        const pad = 0.1 * (hi - lo), c = this.spec.clamp || [-Infinity, Infinity];
+        lo = Math.max(c[0], lo < r[0] ? lo - pad : r[0]); hi = Math.min(c[1], hi > r[1] ? hi + pad : r[1]);
+      }
+      return [lo, hi];
+    }
+
+    options(s, specs, range) {
+      const t = theme.current(), pct = !!this.spec.percent;
+      const axis = (label) => ({stroke: t.axis, label, labelFont: "12px sans-serif", font: "11px sans-serif",
+        grid: {stroke: t.grid, width: 1}, ticks: {stroke: t.grid, width: 1}});
+      const yAxis = axis(this.spec.y_title || "");
+      if (pct) yAxis.values = (u, v) => v.map((x) => (100 * x).toFixed(range && range[1] - range[0] < 0.1 ? 1 : 0) + "%");
+      const fixedX = this.spec.x_range;
+      return {
+        ...this.size(),
+        scales: {
+          x: {time: s.x === "wall", ...(fixedX && s.x === "step" ? {range: () => fixedX} : {})},
+          y: {distr: s.logY ? 3 : 1, ...(range ? {range: () => range} : {})},
+        },
+        axes: [axis(s.x === "step" ? this.spec.x_title || "step" : s.x === "wall" ? "" : s.x === "relative" ? "seconds" : s.x), yAxis],
+        series: [{label: s.x, value: s.x === "wall" ? undefined : fmt(false)}, ...specs.map((p) => ({
+          label: p.label, stroke: p.stroke, width: p.width, dash: p.dash, spanGaps: true, value: fmt(pct),
+          show: true, points: p.points ? {show: true, size: 5, fill: p.stroke, stroke: p.stroke} : {},
+          paths: p.points ? () => null : undefined,
+        }))],
+        cursor: {drag: {x: true, y: false}, dataIdx: nearest},
+        legend: {show: true, live: true},
+        hooks: {setScale: [(u, key) => { if (key === "x") this.zoomed = isZoomed(u); }]},
+      };
+    }
+
+    draw() {
+      if (!this.spec) return;
+      const t0 = performance.now(), s = this.bar.settings();
+      const {data, specs} = this.columns(s);
+      const has = data[0].length > 0;
+      this.empty.textContent = has ? "" : this.spec.empty || "no data yet";
+      this.empty.style.display = has ? "none" : "";
+      if (s.logY) for (const col of data.slice(1)) for (let i = 0; i < col.length; i++) if (col[i] !== null && col[i] <= 0) col[i] = null;
+      const range = this.yRange(s, data);
+      const shape = JSON.stringify([specs.map((p) => [p.label, p.stroke, p.width, p.points]), s, range, theme.current().dark]);
+      if (!this.u || shape !== this.shape) {  // a new set of series or settings: a new uPlot; else the points only
+        if (this.u) this.u.destroy();
+        this.plot.replaceChildren();
+        this.u = new uPlot(this.options(s, specs, range), data, this.plot);
+        this.shape = shape; this.zoomed = false;
+      } else {
+        this.u.setData(data, !this.zoomed);
+      }
+      this.data = data;
+      this.el.__timing = {drawn: performance.now(), took: performance.now() - t0};
+    }
+  }
+
+  function isZoomed(u) {
+    const x = u.data[0];
+    return x.length > 1 && (u.scales.x.min > x[0] || u.scales.x.max < x[x.length - 1]);
+  }
+
+  function nearest(u, si, i) {  // hover: each series' nearest point to the cursor's x (series logged at other steps)
+    const ys = u.data[si];
+    if (si === 0 || ys[i] !== null) return i;
+    for (let d = 1; d < ys.length; d++) {
+      if (i - d >= 0 && ys[i - d] !== null) return i - d;
+      if (i + d < ys.length && ys[i + d] !== null) return i + d;
+    }
+    return i;
+  }
+
+  function mount(parent, data) {  // the component's data: {spec: JSON text, lazy}; the same spec again draws nothing
+    let el = parent.querySelector(".jaxdash-line");
+    if (!el) {
+      el = parent.appendChild(document.createElement("div"));
+      el.className = "jaxdash-line";
+    }
+    el.__next = data;
+    if (document.hidden) return whenShown(() => show(el));  // a tab nobody sees draws nothing until shown
+    if (data.lazy && !el.__seen) {  // drawn once it is (nearly) in view
+      el.style.minHeight = (JSON.parse(data.spec).height || 360) + "px";
+      if (!el.__seeing) {
+        el.__seeing = new IntersectionObserver((entries) => {
+          if (!entries.some((e) => e.isIntersecting)) return;
+          el.__seeing.disconnect(); el.__seen = true; el.style.minHeight = ""; show(el);
+        }, {rootMargin: "200px 0px"});
+        el.__seeing.observe(el);
+      }
+      return;
+    }
+    show(el);
+  }
+
+  function show(el) {  // draw the newest spec the element got
+    const data = el.__next;
+    if (!data || el.__specText === data.spec) return;
+    el.__specText = data.spec;
+    if (!el.__line) el.__line = new LineChart(el);
+    el.__line.setSpec(JSON.parse(data.spec));
+    el.__chart = chartView(el.__line);
+  }
+
+  let shown = null;
+  function whenShown(fn) {
+    if (!shown) {
+      shown = new Set();
+      document.addEventListener("visibilitychange", () => {
+        if (document.hidden) return;
+        const todo = shown; shown = new Set();
+        for (const f of todo) f();
+      });
+    }
+    shown.add(fn);
+  }
+
+  function chartView(c) {  // what tests and probes read: the drawn series, settings, scales, the feed's cursor
+    return {
+      get data() { return c.drawn; },
+      get settings() { return c.bar.settings(); },
+      get scales() { return c.u ? {x: {...c.u.scales.x}, y: {...c.u.scales.y}} : null; },
+      get spec() { return c.spec; },
+      get plot() { return c.u; },
+    };
+  }
+
+  ns.LineChart = LineChart;
+  ns.mount = mount;
+})();
