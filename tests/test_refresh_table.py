@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 from dashboard import refresh_timings
-from dashboard.panels import chart_feed, inplace_chart, refresh_trigger
+from dashboard.panels import inplace_chart, line_spec, refresh_trigger
 
 DASHBOARD = Path(__file__).resolve().parent.parent / "dashboard"
 TIMING_NAME = re.compile(r"^[A-Z_]*(_S|_MS|_EVERY)$")
@@ -49,9 +49,8 @@ def test_no_page_module_defines_a_refresh_timing_of_its_own() -> None:
 
 def test_the_scripts_the_browser_runs_carry_the_tables_values() -> None:
     js = inplace_chart.CHART_JS + refresh_trigger.TRIGGER_JS
-    assert not re.search(r"__[A-Z_]+__", chart_feed.FEED_JS), "a placeholder was left in the feed's script"
     assert f"LOST_MS = {refresh_timings.ms('lost_rerun')};" in js
     assert f"MAX_GAP_MS = {refresh_timings.ms('inplace_max_gap')};" in js
-    assert f"FEED_GAP_MS = {refresh_timings.ms('feed_gap')}," in chart_feed.FEED_JS
+    assert line_spec.feed("run", 0, {"loss": 0})["gap_ms"] == refresh_timings.ms("feed_gap")  # feed.js's gap
     assert not re.search(r"__[A-Z_]+__", js), "a placeholder was left in a component's script"
     assert refresh_trigger.GAP_MS == refresh_timings.ms("live_rerun") == 1000 * refresh_timings.seconds("live_rerun")

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from dashboard.panels import chart_feed, refresh_trigger
+from dashboard.panels import line_chart, line_spec, refresh_trigger
 
 pytestmark = pytest.mark.browser
 # The rules, in the page's milliseconds (the modules' constants are what the pages send; these are what they must be).
@@ -41,7 +41,6 @@ SERVER_JS = """() => {
     return {ok: true, json: async () => ({s, n: {}})};
   };
   window.addEventListener("jaxdash-streams", (e) => window.__events.push([performance.now(), e.detail]));
-  window.Plotly = {extendTraces: async (div) => { window.__draws.push(performance.now()); }};
 }"""
 
 
@@ -75,7 +74,7 @@ def clock_page(chromium: Any) -> Any:
     page.add_script_tag(
         content=refresh_trigger.TRIGGER_JS.replace("export default function", "window.__mount = function")
     )
-    page.add_script_tag(content=chart_feed.FEED_JS + "\nwindow.__follow = follow;")
+    page.add_script_tag(path=str(FEED_FILE))
     page.evaluate(SERVER_JS)
     yield page
     context.close()
@@ -181,11 +180,15 @@ def test_a_steady_writer_is_polled_every_1_s_and_at_250_ms_again_after_a_pause(c
     assert news and news[0] - t_write <= POLL_MS + 30, news  # the charts are told at the next poll
 
 
-FOLLOW_JS = """() => {
-  const div = document.getElementById("chart");
-  div.data = [{x: [0], y: [1], mode: "lines"}]; div.layout = {};
-  window.__follow(div, JSON.stringify({url: "/rows?tag=loss", offset: 0, traces: {loss: 0}, clamp: null}));
-}"""
+FEED_FILE = line_chart.CHART_STATIC / "feed.js"
+# A chart's feed as the chart engine subscribes it (its gap from the spec line_spec builds); a draw is noted.
+FOLLOW_JS = (
+    """() => window.__jaxdashLine.feed.subscribe(document.getElementById("chart"),
+  {url: "/rows?tag=loss", offset: 0, gapMs: GAP}, (got) => {
+    if (!(got.x.loss || []).length) return false;
+    window.__draws.push(performance.now()); return true;
+  })"""
+).replace("GAP", str(line_spec.feed("run", 0, {"loss": 0})["gap_ms"]))
 NEWS_JS = """() => window.dispatchEvent(new CustomEvent("jaxdash-streams"))"""
 WRITE_JS = "() => { window.__sig = 'e0.s' + (+window.__sig.split('.')[1].slice(1) + 1); }"
 

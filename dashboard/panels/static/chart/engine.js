@@ -171,7 +171,7 @@
       } else {
         this.u.setData(data, !this.zoomed);
       }
-      this.data = data;
+      this.data = data; this.dark = theme.current().dark;
       this.el.__timing = {drawn: performance.now(), took: performance.now() - t0};
     }
   }
@@ -242,6 +242,7 @@
       get scales() { return c.u ? {x: {...c.u.scales.x}, y: {...c.u.scales.y}} : null; },
       get spec() { return c.spec; },
       get plot() { return c.u; },
+      get dark() { return c.dark; },
     };
   }
 
