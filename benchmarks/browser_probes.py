@@ -25,13 +25,19 @@ REPO = Path(__file__).resolve().parent.parent
 FADED_BELOW = 0.9  # effective opacity under this is a visible fade (Streamlit's stale fade ends at 0.33)
 JUMP_PX = 8  # a chart whose top or height moved more than this between two samples jumped
 
-# Every chart of the page: [element that Streamlit fades, plotly graph div or null]. Live charts are
-# plotly graphs drawn in place by a component in the page (dashboard/panels/inplace_chart.py, class
-# jaxdash-chart); others are st.plotly_chart.
+# Every chart of the page: [element that Streamlit fades, plotly graph div or null]. In-place plotly charts are
+# drawn by a component in the page (dashboard/panels/inplace_chart.py, class jaxdash-chart); others are
+# st.plotly_chart. Line charts (dashboard/panels/static/chart/, class jaxdash-line) come as the same shape:
+# their drawn series (`__chart.data`) as plotly's `_fullData` ({name, x, y, _length}), drawn once they have.
 CHARTS_JS = """() => {
   const out = [];
   for (const c of document.querySelectorAll('[data-testid="stPlotlyChart"]')) out.push([c, c.querySelector('.js-plotly-plot')]);
   for (const g of document.querySelectorAll('.jaxdash-chart')) out.push([g, g.classList.contains('js-plotly-plot') ? g : null]);
+  for (const g of document.querySelectorAll('.jaxdash-line')) {
+    const data = (g.__chart && g.__chart.data) || null;
+    out.push([g, data && {_fullLayout: {}, querySelector: () => g.querySelector('canvas'),
+      _fullData: data.map((t) => ({name: t.name, x: t.x, y: t.y, _length: t.x.length}))}]);
+  }
   return out;
 }"""
 # Every plotly graph div of the page (in-place charts included), for the point-count probes.

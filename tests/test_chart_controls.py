@@ -10,7 +10,6 @@ page (screenshots in /tmp/chart_shots/).
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ from runstore.run_folder import RunFolder
 
 pytest.importorskip("playwright.sync_api")
 
-SHOTS = Path(os.environ.get("JAXDASH_CHART_SHOTS", "/tmp/chart_shots"))
+SHOTS = Path("/tmp/chart_shots")  # screenshots to look at: the chart in light and dark theme
 LOSS = "train/loss"
 # The loss chart's element (its spec's metric is "loss"), once it drew the run's 30 points.
 FIND = """() => Array.from(document.querySelectorAll('.jaxdash-line')).find((el) => el.__chart
