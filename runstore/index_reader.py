@@ -15,7 +15,7 @@ from pathlib import Path
 from runstore import query_sql, run_index
 from runstore.index_rows import IndexedRun
 
-COLUMNS = "run_id, path, name, kind, state, message, task, grp, created, notes, config_json, tags_json, summary_json"
+COLUMNS = "run_id, path, name, kind, state, message, task, grp, created, notes, config_json, tags_json, summary_json, job_type"
 
 
 class IndexUnavailable(Exception):
@@ -33,31 +33,42 @@ def _run(row: tuple) -> IndexedRun:
     return IndexedRun(
         run_id=row[0], path=row[1], name=row[2], kind=row[3], state=row[4], message=row[5] or "", task=row[6],
         group=row[7] or "", created=row[8] or 0.0, notes=row[9] or "", config=json.loads(row[10] or "{}"),
-        tags=json.loads(row[11] or "[]"), summary=summary,
+        tags=json.loads(row[11] or "[]"), summary=summary, job_type=row[13] or "",
     )  # fmt: skip
+
+
+def rows(root: str | os.PathLike | None, sql: str, params: list) -> list[tuple]:
+    """The rows of one SELECT over the index (built from constants, values as `params`); [] while there is no index.
+    Raises IndexUnavailable (one line) when the index cannot be read."""
+    path = run_index.index_path(root)
+    if not path.is_file() or path.is_symlink():
+        return []
+    try:
+        con = _connect(path)
+        try:
+            return con.execute(sql, params).fetchall()
+        finally:
+            con.close()
+    except sqlite3.Error as exc:
+        if "no such table" in str(exc) or "no such column" in str(exc):
+            return []  # the writer is creating it (or rebuilding an index of an older schema)
+        raise IndexUnavailable(f"run index {path}: cannot be read ({exc}); it is rebuilt on its next update") from None
+
+
+def run_of(row: tuple) -> IndexedRun:
+    """An `IndexedRun` from a row of `COLUMNS`."""
+    return _run(row)
 
 
 def _select(root: str | os.PathLike | None, columns: str, query: str, order: str, limit: int | None) -> list[tuple]:
     """Rows of `columns` for the runs `query` selects, in `order`. Raises run_query.QueryError, IndexUnavailable."""
     cond, params = query_sql.where(query)  # a bad query fails here, before the index is opened
     order_sql, order_params = query_sql.order_by(order)
-    path = run_index.index_path(root)
-    if not path.is_file() or path.is_symlink():
-        return []
     sql = f"SELECT {columns} FROM runs WHERE {cond} ORDER BY {order_sql}"
     if limit is not None:
         sql += " LIMIT ?"
         order_params = [*order_params, int(limit)]
-    try:
-        con = _connect(path)
-        try:
-            return con.execute(sql, [*params, *order_params]).fetchall()
-        finally:
-            con.close()
-    except sqlite3.Error as exc:
-        if "no such table" in str(exc):
-            return []  # the writer is creating it
-        raise IndexUnavailable(f"run index {path}: cannot be read ({exc}); it is rebuilt on its next update") from None
+    return rows(root, sql, [*params, *order_params])
 
 
 def search(root: str | os.PathLike | None = None, query: str = "", order: str = "-created",
@@ -73,15 +84,9 @@ def matching_ids(root: str | os.PathLike | None = None, query: str = "") -> list
 
 
 def indexed_count(root: str | os.PathLike | None = None) -> int:
-    """How many runs the index holds now (0 when there is no index yet)."""
-    path = run_index.index_path(root)
-    if not path.is_file():
-        return 0
+    """How many runs the index holds now (0 when there is no index yet, or it cannot be read)."""
     try:
-        con = _connect(path)
-        try:
-            return int(con.execute("SELECT count(*) FROM runs").fetchone()[0])
-        finally:
-            con.close()
-    except sqlite3.Error:
+        found = rows(root, "SELECT count(*) FROM runs", [])
+    except IndexUnavailable:
         return 0
+    return int(found[0][0]) if found else 0

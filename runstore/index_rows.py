@@ -77,6 +77,7 @@ class IndexedRun:
     group: str  # a population's id, else a W&B group, else ""
     created: float
     notes: str = ""
+    job_type: str = ""  # a W&B script's job_type=
     config: dict[str, Any] = field(default_factory=dict)  # as config.json holds it (nested)
     tags: list[str] = field(default_factory=list)
     records: Stats = field(default_factory=dict)  # from metrics.jsonl alone (kept to fold in new records)
@@ -178,6 +179,7 @@ def read(d: Path, records: Stats | None = None, offset: int = 0) -> tuple[Indexe
         group=str(doc.get("group") or meta.group or ""),
         created=float(info.created or 0.0),
         notes=notes.notes or meta.notes,
+        job_type=meta.job_type,
         config=info.config if isinstance(info.config, dict) else {},
         tags=tags,
         records=stats,

@@ -28,7 +28,7 @@ from runstore import index_rows, run_store
 
 INDEX = ".index.sqlite"  # hidden: the runs root lists no dot entries as runs
 LOCK = ".index.lock"
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 BATCH = 500  # runs a transaction: readers see a first build grow
 log = logging.getLogger("jaxdash")
 
@@ -36,7 +36,7 @@ SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE runs(
   id INTEGER PRIMARY KEY, run_id TEXT NOT NULL, path TEXT UNIQUE NOT NULL, name TEXT, kind TEXT, state TEXT,
-  message TEXT, task TEXT, grp TEXT, created REAL, notes TEXT, config_json TEXT, tags_json TEXT,
+  message TEXT, task TEXT, grp TEXT, created REAL, notes TEXT, job_type TEXT, config_json TEXT, tags_json TEXT,
   summary_json TEXT, records_json TEXT, sig TEXT, rec_ino INTEGER, rec_size INTEGER, rec_mtime INTEGER,
   rec_offset INTEGER);
 CREATE INDEX runs_run_id ON runs(run_id);
@@ -139,11 +139,11 @@ def _write(con: sqlite3.Connection, run: index_rows.IndexedRun, sig: str, rec: t
         _delete(con, old[0])
     dumps = json.dumps
     cur = con.execute(
-        "INSERT INTO runs(run_id, path, name, kind, state, message, task, grp, created, notes, config_json, tags_json,"
-        " summary_json, records_json, sig, rec_ino, rec_size, rec_mtime, rec_offset)"
-        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        "INSERT INTO runs(run_id, path, name, kind, state, message, task, grp, created, notes, job_type, config_json,"
+        " tags_json, summary_json, records_json, sig, rec_ino, rec_size, rec_mtime, rec_offset)"
+        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
         (run.run_id, run.path, run.name, run.kind, run.state, run.message, run.task, run.group, run.created,
-         run.notes, dumps(run.config, default=str), dumps(run.tags), dumps(run.summary), dumps(run.records), sig,
+         run.notes, run.job_type, dumps(run.config, default=str), dumps(run.tags), dumps(run.summary), dumps(run.records), sig,
          *rec, offset),
     )  # fmt: skip
     rowid = cur.lastrowid

@@ -61,12 +61,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.fixture(autouse=True)
 def _run_watchers_stopped():  # noqa: ANN202 - a generator fixture
-    """After each test, stop the run watchers its AppTest pages started in this process: one thread per runs
-    root, each polling four times a second, ~100 of them in a worker by its last test otherwise."""
+    """After each test, stop the run watchers and run index keepers its AppTest pages started in this process: one
+    thread each per runs root, ~100 of them in a worker by its last test otherwise."""
     yield
-    from runstore import run_watch
+    from runstore import index_keeper, run_watch
 
     run_watch.stop_all()
+    index_keeper.stop_all()
 
 
 @pytest.fixture

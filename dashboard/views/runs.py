@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
 import pandas as pd
 import streamlit as st
@@ -16,11 +17,12 @@ from dashboard.panels import (
     refresh_trigger,
     run_grouping,
     runs_index,
+    runs_pager,
     safe_text,
 )
 from dashboard.processes import launch_status, launcher, notes_sinks
-from dashboard.reading import groups, run_list
-from runstore import index_keeper, index_reader, run_notes, run_store, tb_logdir
+from dashboard.reading import groups, run_list, runs_page
+from runstore import index_pages, index_reader, run_notes, run_store, tb_logdir
 from runstore.run_query import QueryError
 
 COLUMN_CONFIG = {
@@ -44,19 +46,30 @@ FILTERS = {"states": "Status", "tasks": "Task", "groups": "Population", "tags": 
 WANDB_FILTERS = {"wandb_groups": "W&B group", "job_types": "Job type"}  # offered when a run has one
 
 
-def filters(df: pd.DataFrame) -> runs_index.Filters:
-    """Search box and one multi-select per filter (status, task, population, tag; W&B group and job type)."""
-    options = runs_index.choices(df)
+def filters(root: Path) -> index_pages.Narrow:
+    """Search box and one multi-select per filter (status, task, population, tag; W&B group and job type), their
+    values from the run index."""
+    try:
+        options = index_pages.choices(root)
+    except index_reader.IndexUnavailable:
+        options = {name: [] for name in ("states", "tasks", "populations", "tags", *WANDB_FILTERS)}
+    options["groups"] = options.pop("populations")
     shown = FILTERS | {name: label for name, label in WANDB_FILTERS.items() if options[name]}
     c = st.columns([3] + [2] * len(shown))
     text = c[0].text_input(
         "Search", key="runs_search", placeholder="name, settings, notes…", help="Every word must occur."
     )
     picked = {
-        name: col.multiselect(label, options[name], key=f"runs_filter_{name}", placeholder="all")
+        name: col.multiselect(
+            label,
+            options[name],
+            key=f"runs_filter_{name}",
+            placeholder="all",
+            format_func=groups.short_id if name == "groups" else str,
+        )
         for col, (name, label) in zip(c[1:], shown.items(), strict=True)
     }
-    return runs_index.Filters(text=text, **picked)
+    return index_pages.Narrow(text=text, populations=picked.pop("groups", []), **picked)
 
 
 QUERY_HELP = (
@@ -65,27 +78,14 @@ QUERY_HELP = (
 )
 
 
-def query_filter(df: pd.DataFrame, where: object | None = None) -> pd.DataFrame:
-    """A query box over the run index; the rows it selects, or every row and its error as one line under it."""
-    where = where or st
-    text = where.text_input(  # type: ignore[attr-defined]
+def query_box(where: object | None = None) -> str:
+    """The query box over the run index; its text."""
+    return (where or st).text_input(  # type: ignore[attr-defined]
         "Query",
         key="runs_query",
         placeholder='config.lr < 0.01 and summary.test/acc.max > 0.9 and tags contains "baseline"',
         help=QUERY_HELP,
     )
-    if not text.strip():
-        return df
-    try:
-        current = index_keeper.keep_current(run_store.runs_root())  # waits at most a second, once
-        ids = set(index_reader.matching_ids(None, text))
-    except (QueryError, index_reader.IndexUnavailable) as exc:
-        where.error(safe_text.md(exc), icon=":material/error:")  # type: ignore[attr-defined]
-        return df
-    if not current:
-        building = f"The run index is being built ({index_reader.indexed_count()} runs so far): results grow."
-        where.caption(building)  # type: ignore[attr-defined]
-    return df[df["run_id"].isin(ids)]
 
 
 def table(df: pd.DataFrame, key: str, default: list[int]) -> list[int]:
@@ -121,6 +121,7 @@ REFRESH_S = refresh_timings.seconds("runs_rerun")
 RECORDS_REFRESH_S = refresh_timings.seconds("runs_records_rerun")
 COMPARE_MAX = 100  # runs the query's button compares at once (each a line in every panel)
 FILTER_KEYS = ("runs_search", "runs_query", *(f"runs_filter_{name}" for name in (*FILTERS, *WANDB_FILTERS)))
+PAGE_SIZE = runs_page.PAGE_SIZE
 
 
 def _select(ids: list[str], table_key: str, shown: list[str], clear: bool = True) -> None:
@@ -131,6 +132,8 @@ def _select(ids: list[str], table_key: str, shown: list[str], clear: bool = True
     """
     for k in FILTER_KEYS if clear else ():
         st.session_state[k] = "" if k in ("runs_search", "runs_query") else []
+    if clear:
+        st.session_state[runs_pager.PAGE_KEY] = 1
     st.session_state["selected_ids"] = list(ids)
     rows = [i for i, rid in enumerate(shown) if rid in ids]
     st.session_state[table_key] = {"selection": {"rows": rows, "columns": [], "cells": []}}
@@ -252,8 +255,31 @@ def delete(runs: list[run_store.RunInfo]) -> None:
     st.rerun()
 
 
+def _matching(root: Path, query: str, narrow: index_pages.Narrow, where: object) -> tuple[str, index_pages.Narrow]:
+    """The query as the index reads it ("" when it cannot be read: its error is one line under the box)."""
+    try:
+        index_pages.matching_ids(root, query, index_pages.Narrow(ids=[]))  # parses it; reads no run
+    except (QueryError, index_reader.IndexUnavailable) as exc:
+        where.error(safe_text.md(exc), icon=":material/error:")  # type: ignore[attr-defined]
+        return "", narrow
+    return query, narrow
+
+
+def _grouped(root: Path, query: str, narrow: index_pages.Narrow, key: str, metrics: list[str]) -> list[str]:
+    """The groups table of every run matching (a row per value of config `key`); the ids of the groups picked."""
+    matching = index_pages.matching(root, query, narrow)
+    frame = pd.DataFrame(
+        [
+            {"run_id": r.run_id, **{m: (r.summary.get(m[len("final ") :]) or [None])[0] for m in metrics}}
+            for r in matching
+        ],
+        columns=["run_id", *metrics],
+    )
+    return run_grouping.groups_table(frame, matching, key)[1]  # type: ignore[arg-type]
+
+
 def body(active_ids: list[str] | None = None) -> None:
-    """Filters and table, then actions, notes and the comparison of the selection.
+    """Filters, sort and one page of the runs table, then actions, notes and the comparison of the selection.
 
     active_ids: the active runs whose changes rerun this (refresh_trigger): a new state at most every
     REFRESH_S, records alone every RECORDS_REFRESH_S.
@@ -262,47 +288,89 @@ def body(active_ids: list[str] | None = None) -> None:
         refresh_trigger.rerun_on_change(
             active_ids, key="runs_trigger", gap_ms=int(REFRESH_S * 1000), stream_gap_ms=int(RECORDS_REFRESH_S * 1000)
         )
-    runs = st.session_state.pop("_runs_listed", None) or run_list.all_runs()  # listed once per full page run
-    if not runs:
-        st.info(f"No runs under {safe_text.code(run_store.runs_root())} yet.")
+    root = run_store.runs_root()
+    sync_logdir(root)
+    index = st.session_state.pop("_runs_index", None) or runs_page.open_index(root)  # asked once per page run
+    everything = index_reader.indexed_count(root)
+    if not everything and not index.building:
+        st.info(f"No runs under {safe_text.code(root)} yet.")
         return
-    df = runs_frame(runs)
     if st.query_params.get("compare"):  # a shared link: ?compare=<id>,<id>,... selects those runs once
-        st.session_state["selected_ids"] = compare_ids(st.query_params.get_all("compare"), set(df["run_id"]))
+        known = set(index_pages.matching_ids(root))
+        st.session_state["selected_ids"] = compare_ids(st.query_params.get_all("compare"), known)
         del st.query_params["compare"]
-    query_box, group_box = st.columns([4, 1])
-    shown = query_filter(runs_index.apply(df, filters(df)), query_box)
-    by_id = {r.run_id: r for r in runs}
-    group_by = run_grouping.picker([by_id[i] for i in shown["run_id"]], group_box)
-    if df["wandb group"].notna().any() and st.toggle("Group by W&B group", key="runs_by_wandb_group"):
-        shown = runs_index.by_wandb_group(shown)  # each run keeps its row: its own state and config
-    if len(shown) < len(df):
-        st.caption(f"{len(shown)} of {len(df)} runs match.")
+    narrow = filters(root)
+    query_col, group_col, sort_col, desc_col = st.columns([4, 1.2, 1.2, 0.8], vertical_alignment="bottom")
+    query, narrow = _matching(root, query_box(query_col), narrow, query_col)
+    group_by = run_grouping.picker(runs_pager.group_options(root, query, narrow), group_col)
+    order = runs_pager.sort_picker(root, sort_col, desc_col)
+    first = ""
+    if (
+        st.toggle("Group by W&B group", key="runs_by_wandb_group")
+        if index_pages.choices(root)["wandb_groups"]
+        else False
+    ):
+        first = index_pages.BY_WANDB_GROUP  # each run keeps its row: its own state and config
     picked: list[str] = []
     if group_by is not None:
-        shown, picked = run_grouping.groups_table(shown, runs, group_by)
-    ids = list(shown["run_id"])
+        metrics = [f"final {k}" for k in runs_pager.final_keys(root)]
+        picked = _grouped(root, query, narrow, group_by, metrics)
+        order = f"+{runs_pager.field('config', group_by) or 'created'}"  # a group's runs together
+        if picked:
+            narrow.ids = picked
+    total = index_pages.count(root, query, narrow)
+    offset = runs_pager.pager(total, PAGE_SIZE)
+    page = index_pages.page(root, query, narrow, order=order, first=first, limit=PAGE_SIZE, offset=offset)
+    captions = [f"{total} of {everything} runs match." if total < everything else f"{total} runs."]
+    if total > PAGE_SIZE:
+        captions.append(f"Rows {offset + 1}–{offset + len(page.runs)}.")
+    if index.building:
+        captions.append(f"Indexing {index.indexed} of {index.folders} runs: the list grows as it goes.")
+    st.caption(" ".join(captions))
+    shown_runs = runs_page.infos(page.runs)
+    df = runs_frame(shown_runs)
+    ids = list(df["run_id"])
+    chosen = list(st.session_state.get("selected_ids", []))
+    elsewhere = [i for i in chosen if i not in ids]  # selected on another page, still matching
+    if elsewhere:
+        elsewhere = index_pages.matching_ids(root, query, index_pages.Narrow(**{**vars(narrow), "ids": elsewhere}))
+    kept = [ids.index(i) for i in chosen if i in ids]
     # The key follows the rows shown, so a new run or another filter redraws the table with the same runs selected.
-    kept = [ids.index(i) for i in st.session_state.get("selected_ids", []) if i in ids]
     key = "runs_table_" + hashlib.sha1("|".join(ids).encode()).hexdigest()[:10]
     if picked:
         st.button(f"Select these {len(picked)} runs", icon=":material/select_all:", key="runs_group_select",
                   on_click=_select, args=(picked, key, ids, False))  # fmt: skip
-    elif st.session_state.get("runs_query", "").strip() and ids:  # compare what the query selects, in one click
-        st.button(f"Compare the {len(ids)} runs matching", icon=":material/compare_arrows:", key="runs_select_matching",
-                  on_click=_select, args=(ids, key, ids, False), disabled=len(ids) > COMPARE_MAX,
-                  help=f"At most {COMPARE_MAX} runs at once: narrow the query." if len(ids) > COMPARE_MAX else None)  # fmt: skip
-    selected = [by_id[ids[i]] for i in table(shown, key, kept) if i < len(ids)]
+    elif query.strip() and total:  # compare what the query selects, in one click
+        matching = index_pages.matching_ids(root, query, narrow) if total <= COMPARE_MAX else []
+        st.button(f"Compare the {total} runs matching", icon=":material/compare_arrows:", key="runs_select_matching",
+                  on_click=_select, args=(matching, key, ids, False), disabled=total > COMPARE_MAX,
+                  help=f"At most {COMPARE_MAX} runs at once: narrow the query." if total > COMPARE_MAX else None)  # fmt: skip
+    on_page = [shown_runs[i] for i in table(df, key, kept) if i < len(shown_runs)]
+    selected = runs_page.by_ids(root, elsewhere) + on_page if elsewhere else on_page
     st.session_state["selected_ids"] = [r.run_id for r in selected]
     if not selected:
         st.caption("Select runs in the table to compare them, tag them, download or delete them.")
         return
-    actions(selected, runs, key, ids, df)
+    selected_df = runs_frame(selected)
+    wandb_groups = sorted({g for g in selected_df["wandb group"] if isinstance(g, str)})
+    family = runs_page.related(root, selected, wandb_groups)
+    actions(selected, family, key, ids, runs_frame(family) if wandb_groups else None)
     if len(selected) == 1:
-        notes_editor(selected[0], runs_index.choices(df)["tags"])
-    display = dict(zip(df["run_id"], df["name"], strict=True))
+        notes_editor(selected[0], index_pages.choices(root)["tags"])
+    display = dict(zip(selected_df["run_id"], selected_df["name"], strict=True))
     st.subheader(f"Compare {len(selected)} run{'s' if len(selected) > 1 else ''}", divider="gray")
     compare.draw(selected, display, group_by)
+
+
+def sync_logdir(root: Path) -> None:
+    """Bring a TensorBoard logdir's mirrors up to date (at most every 0.4 s for all sessions) for the index."""
+    logdir = tb_logdir.logdir()
+    if logdir is None:
+        return
+    try:
+        tb_logdir.sync_if_due(logdir, root)
+    except OSError as exc:  # an unreadable logdir never breaks the page; its runs so far stay listed
+        st.warning(f"TensorBoard logdir {safe_text.code(logdir)}: {safe_text.md(exc)}", icon=":material/warning:")
 
 
 if st.session_state.get("selected_ids") or st.query_params.get("compare"):
@@ -312,6 +380,7 @@ st.caption(
     f"Runs under {safe_text.code(run_store.runs_root())}, where scripts calling `jaxdash.init` write too "
     "(`$JAXDASH_RUNS` picks another folder)."
 )
-st.session_state["_runs_listed"] = listed = run_list.all_runs()
-refresh, polled_ids = refresh_trigger.follow([r for r in listed if run_list.is_active(r.status)], REFRESH_S)
+st.session_state["_runs_index"] = runs_page.open_index(run_store.runs_root())  # its keeper runs while it is open
+listed = runs_page.active(run_store.runs_root())
+refresh, polled_ids = refresh_trigger.follow(listed, REFRESH_S)
 st.fragment(panels.guarded(body), run_every=refresh)(polled_ids)

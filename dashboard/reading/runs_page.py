@@ -1,0 +1,98 @@
+"""The Runs page's runs from the run index (`runstore.index_pages`): a page of rows at a time, sorted in SQL, with
+their total; the runs the page acts on (the selection, a population's or a W&B group's runs) read from their
+folders only when shown. The index is kept by this server's keeper (`runstore.index_keeper`), started when the
+page first opens; while it is still being built the page shows what it has and says how far it is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from dashboard.processes.launch_status import population_members, run_status
+from runstore import index_keeper, index_pages, index_reader, index_rows, launch_files, run_states, run_store
+from runstore.index_rows import IndexedRun
+
+PAGE_SIZE = 100  # rows sent to the browser at once
+
+
+@dataclass
+class IndexState:
+    """How current the index is for this page run: `indexed` runs of `folders` run folders when still building."""
+
+    current: bool
+    indexed: int = 0
+    folders: int = 0
+
+    @property
+    def building(self) -> bool:
+        """Whether the index has fewer runs than the root has folders and no update of ours has just ended."""
+        return not self.current and self.indexed < self.folders
+
+
+def open_index(root: Path) -> IndexState:
+    """Start the root's keeper (once a process) and ask it for an update now, waiting for it at most a second."""
+    if index_keeper.fresh(root):
+        return IndexState(True)
+    mirrors = root / index_rows.LOGDIR_MIRRORS
+    folders = len(run_store.run_folders(root)) + (len(run_store.run_folders(mirrors)) if mirrors.is_dir() else 0)
+    return IndexState(False, index_reader.indexed_count(root), folders)
+
+
+def _launched(r: IndexedRun, d: Path) -> run_store.RunInfo | None:
+    """A page launch as the list shows it (None: a population's launch whose members are listed now)."""
+    info = launch_files.launch_info(d)
+    if info and info.get("population") and not info.get("group"):
+        since = float(info.get("launched") or 0.0) - 1
+        members = infos(index_pages.matching(d.parent, f'kind = "member" and created >= {since!r}'))
+        found = population_members(info, members)
+        if found:  # remember it, so the launch stays hidden when its members are deleted later
+            with contextlib.suppress(OSError):  # another session may be writing the same note
+                launch_files.write_launch(d, {**info, "group": found[0].status["group"]})
+            return None
+    run = run_store.RunInfo(d.name, d, r.name, r.task, {}, {}, r.created)
+    run.status = run_status(d)
+    return run
+
+
+def info_of(r: IndexedRun) -> run_store.RunInfo | None:
+    """The run an index row names, read from its folder (None: the folder is gone or holds no run now)."""
+    d = Path(r.path)
+    if r.kind == "damaged":
+        return run_store.damaged_run(d, r.message or "damaged", r.name, r.task)
+    if r.kind == "launched":
+        return _launched(r, d)
+    run = run_store.read_run(d)
+    if run is not None and not run.damaged:  # a damaged run keeps the message that says which file is wrong
+        run.status = run_status(d)
+    return run
+
+
+def infos(rows: list[IndexedRun]) -> list[run_store.RunInfo]:
+    """The runs of index rows, in their order, each read from its folder (rows whose folder is gone left out)."""
+    return [i for i in map(info_of, rows) if i is not None]
+
+
+def by_ids(root: Path, ids: list[str]) -> list[run_store.RunInfo]:
+    """The runs of these ids, in the order given (ids the index does not hold left out)."""
+    found = {r.run_id: r for r in index_pages.matching(root, narrow=index_pages.Narrow(ids=list(ids)))}
+    return infos([found[i] for i in dict.fromkeys(ids) if i in found])
+
+
+def related(root: Path, selected: list[run_store.RunInfo], wandb_groups: list[str]) -> list[run_store.RunInfo]:
+    """`selected` and every run of the populations and W&B groups they belong to (for "Select whole ...")."""
+    pops = sorted({g for r in selected if (g := r.status.get("group"))})
+    out = {r.run_id: r for r in selected}
+    for narrow in (index_pages.Narrow(populations=pops), index_pages.Narrow(wandb_groups=wandb_groups)):
+        if narrow.populations or narrow.wandb_groups:
+            for r in infos([r for r in index_pages.matching(root, narrow=narrow) if r.run_id not in out]):
+                out[r.run_id] = r
+    return list(out.values())
+
+
+def active(root: Path) -> list[run_store.RunInfo]:
+    """The runs the index holds as queued, starting or running (the page follows their changes)."""
+    with contextlib.suppress(index_reader.IndexUnavailable):
+        return infos(index_pages.matching(root, narrow=index_pages.Narrow(states=list(run_states.ACTIVE))))
+    return []
