@@ -34,6 +34,7 @@ class _Keeper:
     begun: int = 0
     ended: int = 0
     last_s: float = 0.0  # the last update's duration
+    ok: bool = False  # the last update was this keeper's (not skipped while another writer held the index)
 
 
 _KEEPERS: dict[Path, _Keeper] = {}
@@ -45,8 +46,9 @@ def _update(root: Path, k: _Keeper, failed: str) -> str:
     with k.done:
         k.begun += 1
     started = time.perf_counter()
+    ok = False
     try:
-        run_index.update(root)
+        ok = run_index.update(root) is not None
         failed = ""
     except Exception as exc:  # noqa: BLE001 - the pages must go on; one line a new failure, not one a second
         if str(exc) != failed:
@@ -54,7 +56,7 @@ def _update(root: Path, k: _Keeper, failed: str) -> str:
         failed = str(exc)
     with k.done:
         k.ended += 1
-        k.last_s = time.perf_counter() - started
+        k.last_s, k.ok = time.perf_counter() - started, ok
         k.done.notify_all()
     k.first.set()
     return failed
@@ -91,13 +93,14 @@ def keep_current(root: str | os.PathLike | None = None, wait_s: float = 1.0, eve
 def fresh(root: str | os.PathLike | None = None, every_s: float = EVERY_S) -> bool:
     """Start the root's updater (once) and ask it for an update now; wait for that update to end, at most twice
     the last update's time within FRESH_WAIT_S. True when the index is as fresh as the folders were at the call,
-    False when the caller goes on with the index as it is (a first build of many runs, a slow disk)."""
+    False when the caller goes on with the index as it is (a first build of many runs, a slow disk, another
+    process holding the index: its writer keeps it)."""
     k = _keeper(run_store.runs_root(root), every_s)
     with k.done:
         wanted = k.begun + 1  # an update already under way may have passed a folder written just now
         k.wake.set()
         wait_s = min(FRESH_WAIT_S[1], max(FRESH_WAIT_S[0], 2 * k.last_s))
-        return k.done.wait_for(lambda: k.ended >= wanted, wait_s)
+        return k.done.wait_for(lambda: k.ended >= wanted, wait_s) and k.ok
 
 
 def stop_all() -> None:
