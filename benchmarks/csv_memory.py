@@ -5,7 +5,7 @@
 Writes one run of `--records` metric records (benchmarks/scale.py's records), then produces its
 CSV in a fresh process per way and prints each process's peak resident memory, its resident
 memory once its imports were done, and the seconds it took:
-  * old: every record as a dict (run_store.read_metrics), pandas.DataFrame(records).to_csv();
+  * old: every record as a dict (RunFolder.records), pandas.DataFrame(records).to_csv();
   * ours, no cache yet: runstore.metrics.metric_csv.write_csv, building metrics.cache/ on the way;
   * ours, cache built (the dashboard's background builder has cached a finished run);
   * download button: the whole CSV as bytes (metric_csv.metrics_csv), as a download button holds
@@ -24,6 +24,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from runstore.run_folder import RunFolder
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -52,13 +54,12 @@ def produce(way: str, run_dir: Path, out: Path) -> dict:
     """Write the CSV of run_dir the given way: peak and post-import resident memory (MB), seconds."""
     import pandas as pd  # noqa: F401 - imported before the baseline by both ways
 
-    from runstore import run_store
     from runstore.metrics import metric_csv
 
     base = _rss_mb()
     t = time.perf_counter()
     if way == "old":
-        records, _ = run_store.read_metrics(run_dir, 0)
+        records, _ = RunFolder(run_dir).records(0)
         text = pd.DataFrame(records).to_csv(index=False)
         out.write_text(text)
         rows = len(records)

@@ -40,6 +40,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout  # noqa: E402
 from benchmarks import browser_probes  # noqa: E402
 from dashboard.server.serve import CHROMIUM, CHROMIUM_ARGS, start_server  # noqa: E402
 from runstore import run_store  # noqa: E402
+from runstore.run_folder import RunFolder
 from training.config import config_to_dict, parse_config  # noqa: E402
 
 # In the page: every 20 ms, note the wall-clock time at which each step first appears in the "train" loss trace.
@@ -98,8 +99,8 @@ def start_to_first_point(
     drawn = page.evaluate("window.__firstDrawn") / 1000
     (run_dir,) = set(run_store.run_folders(runs)) - before  # run folders only (not queue.db, .queue/)
     info = run_store.read_json(run_dir / "launch.json") or {}
-    started = run_store.read_status(run_dir).get("started", float("nan"))
-    first_ts = run_store.read_metrics(run_dir)[0][0]["ts"]
+    started = RunFolder(run_dir).status().get("started", float("nan"))
+    first_ts = RunFolder(run_dir).records()[0][0]["ts"]
     wait_finished(run_dir)
     return {
         "launch": info.get("launched", float("nan")) - t_click,
@@ -108,7 +109,7 @@ def start_to_first_point(
         "drawn": drawn - t_click,
         "via": info.get("via", "?"),  # "worker": the warm worker took the run; "cold": a fresh process
         "shown": "/".join(page.evaluate("Array.from(window.__phases)")) or "-",
-        "compile": run_store.read_status(run_dir).get("compile_seconds") or float("nan"),
+        "compile": RunFolder(run_dir).status().get("compile_seconds") or float("nan"),
         "load": os.getloadavg()[0],
     }
 
@@ -116,16 +117,16 @@ def start_to_first_point(
 def wait_finished(run_dir: Path, timeout: float = 120) -> None:
     """Let a run end before the next measurement (2 shared cores)."""
     deadline = time.monotonic() + timeout
-    while run_store.read_status(run_dir).get("state") in (None, "running") and time.monotonic() < deadline:
+    while RunFolder(run_dir).status().get("state") in (None, "running") and time.monotonic() < deadline:
         time.sleep(0.2)
 
 
 def fake_running_run(runs: Path) -> Path:
     """A regression run that stays "running" (its pid is this process) and that we append to by hand."""
     d = run_store.new_run_dir(runs, "regression", "latency-probe")
-    run_store.write_config(d, "regression", config_to_dict(parse_config("regression", {})), name="latency-probe")
-    run_store.write_status(d, state="running", pid=os.getpid(), started=time.time(), step=0, total_steps=10**9)
-    run_store.append_metrics(d, [{"step": 0, "wall": 0.0, "ts": time.time(), "train/loss": 1.0}])
+    RunFolder(d).write_config("regression", config_to_dict(parse_config("regression", {})), name="latency-probe")
+    RunFolder(d).write_status(state="running", pid=os.getpid(), started=time.time(), step=0, total_steps=10**9)
+    RunFolder(d).append_records([{"step": 0, "wall": 0.0, "ts": time.time(), "train/loss": 1.0}])
     return d
 
 
@@ -139,12 +140,12 @@ def write_to_draw(page: Page, url: str, runs: Path, writes: int) -> list[float]:
     for i in range(1, writes + 1):
         time.sleep(1.0 + random.random() * 0.6)
         written[i] = time.time()
-        run_store.append_metrics(
-            run_dir, [{"step": i, "wall": float(i), "ts": written[i], "train/loss": 1.0 / (i + 1)}]
+        RunFolder(run_dir).append_records(
+            [{"step": i, "wall": float(i), "ts": written[i], "train/loss": 1.0 / (i + 1)}]
         )
     page.wait_for_function(f"{writes} in window.__seen", timeout=30_000, polling=50)
     seen = page.evaluate("window.__seen")
-    run_store.write_status(run_dir, state="stopped", ended=time.time())
+    RunFolder(run_dir).write_status(state="stopped", ended=time.time())
     return [seen[str(i)] / 1000 - written[i] for i in range(1, writes + 1)]
 
 

@@ -46,6 +46,7 @@ from runstore import (
     run_store,  # noqa: E402
 )
 from runstore.metrics import metric_cache  # noqa: E402
+from runstore.run_folder import RunFolder
 
 REFERENCE_APP = Path(__file__).resolve().parent / "scale_reference_app.py"
 CONFIG = {"lr": 0.005, "steps": 1000, "points": 128, "seed": 42}
@@ -86,18 +87,18 @@ def write_metrics(path: Path, n: int) -> None:
 def make_run(root: Path, name: str, metrics: Path | None, lr: float, group: str | None = None) -> Path:
     d = run_store.new_run_dir(root, "mnist", name)
     extra = {"group": group, "member": 0} if group else {}
-    run_store.write_config(d, "regression", {**CONFIG, "lr": lr}, name=name, task_spec="regression", panels=["loss"])
+    RunFolder(d).write_config("regression", {**CONFIG, "lr": lr}, name=name, task_spec="regression", panels=["loss"])
     final = {"train/loss": 0.1 + lr, "test/acc": 0.9 - lr}
-    run_store.write_status(d, state="finished", pid=2**22 + 1, started=time.time() - 60, ended=time.time(), **extra)
-    run_store.write_status(d, final=final, step=1000, total_steps=1000, wall_seconds=60.0)
+    RunFolder(d).write_status(state="finished", pid=2**22 + 1, started=time.time() - 60, ended=time.time(), **extra)
+    RunFolder(d).write_status(final=final, step=1000, total_steps=1000, wall_seconds=60.0)
     # Like a run started from the page with W&B offline (the default): its output and a sync command.
     wandb = {"mode": "offline", "url": None, "sync_command": f"wandb sync {d}/wandb/offline-run-x"}
-    run_store.write_status(d, wandb=wandb)
+    RunFolder(d).write_status(wandb=wandb)
     (d / "process.log").write_text("".join(f"step {s} loss {1 / s:.4f}\n" for s in range(1, 201)))
     if metrics is not None:
         shutil.copyfile(metrics, d / "metrics.jsonl")
     else:
-        run_store.append_metrics(d, [{"step": s, "wall": s * 0.01, "train/loss": 1.0 / s} for s in range(1, 21)])
+        RunFolder(d).append_records([{"step": s, "wall": s * 0.01, "train/loss": 1.0 / s} for s in range(1, 21)])
     return d
 
 

@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from runstore import run_store
+from runstore.run_folder import RunFolder
 from training.queue.store import Queue
 
 WIDTHS = ("32", "64", "128")
@@ -59,7 +60,7 @@ def _steps_per_sec(root: Path) -> float:
     """Median over the runs of their last reported steps/s."""
     rates = []
     for d in run_store.run_folders(root):
-        records, _ = run_store.read_metrics(d)
+        records, _ = RunFolder(d).records()
         last = [r["perf/steps_per_sec"] for r in records if isinstance(r.get("perf/steps_per_sec"), int | float)]
         if last:
             rates.append(last[-1])

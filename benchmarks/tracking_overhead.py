@@ -27,6 +27,7 @@ os.environ.setdefault("WANDB_SILENT", "true")
 os.environ.setdefault("WANDB_DISABLE_GIT", "true")
 
 from runstore import run_store  # noqa: E402
+from runstore.run_folder import RunFolder
 from runwriters.base import (  # noqa: E402
     MetricWriter,
     NullWriter,
@@ -70,8 +71,8 @@ def run_once(cfg, tracked: bool, root: Path) -> dict[str, float]:
     if tracked:
         t0 = time.perf_counter()
         run_dir = run_store.new_run_dir(root, "mnist", "bench")
-        run_store.write_config(run_dir, "mnist", config_to_dict(cfg))
-        run_store.start_status(run_dir, total_steps=0)
+        RunFolder(run_dir).write_config("mnist", config_to_dict(cfg))
+        RunFolder(run_dir).start_status(total_steps=0)
         writer, _ = build_writer(
             run_dir, config_to_dict(cfg), tracking=Tracking("offline", tensorboard=True, console=False)
         )

@@ -31,7 +31,8 @@ from jaxdash.rows_out import RowsOut
 from jaxdash.run_files import RunFiles, RunPath, flatten
 from jaxdash.wandb_config import Config
 from jaxdash.wandb_summary import MetricDefs, Summary, final_numbers
-from runstore import run_store, wandb_reads
+from runstore import wandb_reads
+from runstore.run_folder import RunFolder
 
 logger = logging.getLogger("jaxdash")
 INT64_MAX = 2**63 - 1
@@ -235,7 +236,7 @@ class Run(RunFiles):
 
     def should_stop(self) -> bool:
         """True once the dashboard's Stop button (or `python -m training`'s stop file) asked this run to stop."""
-        if not self._stopped and run_store.stop_requested(self.dir):
+        if not self._stopped and RunFolder(self.dir).stop_requested():
             self._stopped = True
         return self._stopped
 

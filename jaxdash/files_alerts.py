@@ -20,6 +20,7 @@ from typing import Any
 from jaxdash.active_run import current_run
 from jaxdash.data_types import notice
 from runstore import run_files
+from runstore.run_folder import FILES, RunFolder
 from runstore.safe_files import UnsafePath
 
 
@@ -70,7 +71,7 @@ def save_to(run: Any, glob_str: str | os.PathLike | None = None, base_path: str 
     for match in matches:
         rel = os.path.relpath(match, base)
         try:
-            dest = run_files.copy_into(Path(run.dir), Path(match), f"files/{rel}")
+            dest = run_files.copy_into(Path(run.dir), Path(match), f"{FILES}/{rel}")
         except UnsafePath as exc:  # a link or a file planted on the way: one line naming it, the script goes on
             notice(f"save({match})", f"not copied: {exc}")
             continue
@@ -80,7 +81,7 @@ def save_to(run: Any, glob_str: str | os.PathLike | None = None, base_path: str 
             copies.append(str(dest))
     if copies:
         to_copy(
-            run, "save", copies, str(Path(run.dir) / "files"), policy if policy in ("live", "now", "end") else "live"
+            run, "save", copies, str(RunFolder(run.dir).files), policy if policy in ("live", "now", "end") else "live"
         )
     if policy != "now":
         notice("save", f"policy={policy!r}: the files are copied now, later changes are not followed")

@@ -24,6 +24,7 @@ from jaxdash.data_types import Histogram, Image, Plotly, _File, is_matplotlib, n
 from jaxdash.plot import CustomChart
 from jaxdash.table import Table
 from runstore import media_store
+from runstore.run_folder import MEDIA, artifacts_rel
 from runstore.safe_files import UnsafePath
 from runwriters.base import Bins, Chart, Images
 
@@ -123,5 +124,5 @@ def _write_files(writer: Any, step: int, files: dict[str, _File]) -> None:
         if value.data is None or run_dir is None:
             continue
         media_store.write_media_file(run_dir, key, step, value.suffix, value.data)  # UnsafePath: one notice (_guarded)
-        where = f"artifacts/media/{media_store.tag_file(key)}/"
+        where = f"{artifacts_rel(MEDIA, media_store.tag_file(key))}/"
         notice(f"wandb.{kind}", f"kept as a file in the run folder ({where}); TensorBoard and the W&B copy lack it")

@@ -22,7 +22,7 @@ import numpy as np
 
 from jaxdash.fetcher import Block, Part, Values
 from jaxdash.wandb_summary import MetricDefs, summary_of
-from runstore import run_store
+from runstore.run_folder import RunFolder
 from runwriters.base import Progress
 
 logger = logging.getLogger("jaxdash")
@@ -121,7 +121,7 @@ class RowsOut:
         """summary.json (a failed write warns: the script goes on)."""
         self.summary_due = False
         try:
-            run_store.write_summary(self.run_dir, summary)
+            RunFolder(self.run_dir).write_summary(summary)
         except (OSError, TypeError, ValueError) as exc:
             logger.warning("jaxdash: summary.json of %s could not be written (%s)", self.run_dir.name, exc)
 

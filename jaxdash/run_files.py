@@ -12,7 +12,6 @@ from typing import Any
 import numpy as np
 
 from jaxdash.fetcher import numeric_kind
-from runstore import run_store
 from runstore.run_folder import RunFolder
 
 logger = logging.getLogger("jaxdash")
@@ -78,14 +77,14 @@ class RunFiles:
     def _write_summary(self, summary: Mapping[str, Any]) -> None:
         self._summary_dirty = False
         try:
-            run_store.write_summary(self.dir, summary)
+            RunFolder(self.dir).write_summary(summary)
         except (OSError, TypeError, ValueError) as exc:
             logger.warning("jaxdash: summary.json of %s could not be written (%s)", self.id, exc)
 
     def _event(self, kind: str, message: str) -> None:
         logger.warning("jaxdash: %s", message)
         try:
-            run_store.add_event(self.dir, kind, message)
+            RunFolder(self.dir).add_event(kind, message)
         except OSError:
             pass
 
@@ -93,7 +92,7 @@ class RunFiles:
     @property
     def url(self) -> str | None:
         """The W&B copy's URL when it logs online, else None (as an offline W&B run)."""
-        wandb = run_store.read_status(self.dir).get("wandb")
+        wandb = RunFolder(self.dir).status().get("wandb")
         return wandb.get("url") if isinstance(wandb, dict) else None
 
     @property

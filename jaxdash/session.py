@@ -108,13 +108,13 @@ def _start(args: InitArgs, cfg: dict[str, Any], runs_root: Any, tensorboard: boo
             cfg = {**_earlier_config(root / str(fork_from).split("?", 1)[0]), **cfg}
         extra = {k: v for k, v in {"wandb_group": args.group, "job_type": args.job_type, "tags": list(args.tags),
                                    "notes": args.notes, "entity": args.entity, "fork_from": fork_from}.items() if v}  # fmt: skip
-        run_store.write_config(run_dir, project, cfg, name=args.name, command=list(sys.argv), **extra)
+        RunFolder(run_dir).write_config(project, cfg, name=args.name, command=list(sys.argv), **extra)
         _seed_notes(run_dir, args)
     else:
         cfg = {**_earlier_config(run_dir), **cfg}
-    run_store.start_status(run_dir, total_steps or 0)
+    RunFolder(run_dir).start_status(total_steps or 0)
     if start_step >= 0:
-        run_store.write_status(run_dir, resumed_from=start_step, resumed_at=time.time())
+        RunFolder(run_dir).write_status(resumed_from=start_step, resumed_at=time.time())
     # W&B's "Run data is saved locally in ...": the first line says where the dashboard finds the run.
     termlog(f"run data is saved locally in {run_dir} (runs folder {root}; $JAXDASH_RUNS picks another)")
     copy_mode = args.mode if wandb == "auto" and args.mode in ("online", "offline") else wandb
@@ -167,7 +167,7 @@ def _run_dir(root: Path, project: str, name: str | None, run_id: str | None, res
     if RunFolder(run_dir).has_config():
         if resume not in ("allow", "must", "auto", True):
             raise ValueError(f"jaxdash.init: run {run_id} exists in {root}; pass resume='allow' to continue it")
-        steps = [int(r.get("step", 0)) for r in run_store.read_metrics(run_dir)[0]]
+        steps = [int(r.get("step", 0)) for r in RunFolder(run_dir).records()[0]]
         return run_dir, max(steps, default=0)
     if resume == "must":
         raise ValueError(f"jaxdash.init(resume='must'): no run {run_id} in {root}")
@@ -185,7 +185,7 @@ def _writers(run_dir: Path, cfg: dict[str, Any], args: InitArgs, copy_mode: str,
     from runwriters.store import RecordFile, RunStoreWriter
     from runwriters.store_retry import RetryingRecordFile
 
-    run_store.write_status(run_dir, wandb={"mode": "disabled", "requested_mode": copy_mode})
+    RunFolder(run_dir).write_status(wandb={"mode": "disabled", "requested_mode": copy_mode})
     writers: list[Any] = [RunStoreWriter(run_dir, files=RetryingRecordFile(RecordFile(run_dir)))]
     if tensorboard or copy_mode != "disabled":
         # W&B's own variables carry the run's settings to the writer process, whose W&B writer reads
@@ -194,7 +194,7 @@ def _writers(run_dir: Path, cfg: dict[str, Any], args: InitArgs, copy_mode: str,
                      "WANDB_RUN_GROUP": args.group, "WANDB_JOB_TYPE": args.job_type, "WANDB_ENTITY": args.entity,
                      "WANDB_DIR": args.dir, "WANDB_RUN_ID": run_dir.name, **_copy_console_and_stats(args)}  # fmt: skip
         there = Tracking(copy_mode, tensorboard, console=False, run_store=False)  # no job type: W&B would tag it
-        publish = lambda found: run_store.write_status(run_dir, **found)  # noqa: E731
+        publish = lambda found: RunFolder(run_dir).write_status(**found)  # noqa: E731
         resume_step = start_step if start_step >= 0 else None
         writers.append(SinkWriter(run_dir, cfg, args.name, there, resume_step, publish, wandb_env))
     return MultiWriter(writers)

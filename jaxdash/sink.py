@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxdash import wandb_copy
-from runstore import run_store
+from runstore.run_folder import RunFolder
 from runwriters.base import MetricWriter, Tracking
 
 log = logging.getLogger("jaxdash")
@@ -156,7 +156,7 @@ class SinkWriter(MetricWriter):
         )
         log.warning("jaxdash: %s", note)
         with contextlib.suppress(OSError, ValueError):
-            run_store.add_event(self._run_dir, "write_gap", note, writer="sink")
+            RunFolder(self._run_dir).add_event("write_gap", note, writer="sink")
 
 
 def _sink_env(settings: dict[str, str | None]) -> dict[str, str]:

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from runstore import run_store, safe_files, tags
+from runstore.run_folder import CONFIG, IMAGES, TABLES, RunFolder
 
 PANELS = ("fit", "loss", "accuracy")  # the panel kinds the page draws (training.tasks.base.PANELS)
 
@@ -53,7 +54,7 @@ def _float(v: Any) -> float:
 
 def table_path(run_dir: Path, tag: str) -> Path:
     """Where the latest table of `tag` is kept ("fit/curve" -> artifacts/tables/fit__curve.json)."""
-    return Path(run_dir) / "artifacts" / "tables" / f"{run_store.slugify(tag.replace('/', '__'), 80)}.json"
+    return RunFolder(run_dir).media_dir(TABLES) / f"{run_store.slugify(tag.replace('/', '__'), 80)}.json"
 
 
 @functools.lru_cache(maxsize=256)
@@ -85,8 +86,8 @@ def read_table(run_dir: Path, tag: str) -> Table | None:
 def config_doc(run_dir: Path) -> dict[str, Any]:
     """config.json, validated by the run store; {} if missing or damaged."""
     try:
-        doc = run_store.load_json_object(Path(run_dir) / "config.json")
-        return run_store.validate_config(doc) if doc is not None else {}
+        doc = run_store.load_json_object(RunFolder(run_dir).config_path)
+        return run_store.validate_config(doc, CONFIG) if doc is not None else {}
     except run_store.DamagedRunFile:
         return {}
 
@@ -178,7 +179,7 @@ def _predictions(run_dir: Path, names: list[str]) -> tuple[np.ndarray, np.ndarra
 
 def images(run_dir: Path) -> list[Path]:
     """The latest image of every tag (artifacts/images/*.png), by name."""
-    folder = Path(run_dir) / "artifacts" / "images"
+    folder = RunFolder(run_dir).media_dir(IMAGES)
     if not safe_files.inside(run_dir, folder):
         return []  # a link out of the run folder
     try:

@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 from runstore import tb_logdir
+from runstore.run_folder import RunFolder
 
 POLL_S = 0.25  # between stamps (run_watch's poll)
 SYNC_GAP_S = 1.0  # a logdir whose runs write all the time is synced at most this often
@@ -46,7 +47,7 @@ def stamp(logdir: Path) -> Stamp:
     while pending:
         folder = pending.pop()
         try:
-            if (folder / "config.json").exists() and (folder / "status.json").exists():
+            if (run := RunFolder(folder)).config_path.exists() and run.status_path.exists():
                 continue
             out[str(folder)] = (-1, os.stat(folder, follow_symlinks=False).st_mtime_ns)
             entries = list(os.scandir(folder))

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from runstore import nofollow, run_store, safe_files
+from runstore.run_folder import HISTOGRAMS, IMAGES, MEDIA, TEXTS, VALUES, RunFolder, artifacts_rel
 
 KEEP_STEPS = 200  # steps of each image tag kept (a long run keeps its recent ones)
 NUM_BINS = 64  # wandb.Histogram's default
@@ -77,7 +78,7 @@ def write_image_step(
     Raises:
       safe_files.UnsafePath: artifacts/, images/ or the tag's folder is a link or not a folder (nothing written).
     """
-    folder = f"artifacts/images/{tag_file(tag)}"
+    folder = artifacts_rel(IMAGES, tag_file(tag))
     names = [f"{int(step):010d}_{i}.png" for i in range(len(pngs))]
     for name, data in zip(names, pngs, strict=True):
         _write_bytes(run_dir, f"{folder}/{name}", data)
@@ -113,18 +114,22 @@ def bins(values: Any, num_bins: int = NUM_BINS) -> tuple[list[float], list[float
 def append_histogram(run_dir: Path, tag: str, step: int, counts: Sequence[float], edges: Sequence[float]) -> None:
     """One step of a histogram tag: a line of artifacts/histograms/<tag>.jsonl. Raises UnsafePath as `_append_line`."""
     line = {"tag": tag, "step": int(step), "counts": [float(c) for c in counts], "edges": [float(e) for e in edges]}
-    _append_line(run_dir, f"artifacts/histograms/{tag_file(tag)}.jsonl", line)
+    _append_line(run_dir, artifacts_rel(HISTOGRAMS, f"{tag_file(tag)}.jsonl"), line)
 
 
 def append_text(run_dir: Path, tag: str, step: int, text: str) -> None:
     """One step of a text tag: a line of artifacts/texts/<tag>.jsonl. Raises UnsafePath as `_append_line`."""
-    _append_line(run_dir, f"artifacts/texts/{tag_file(tag)}.jsonl", {"tag": tag, "step": int(step), "text": str(text)})
+    _append_line(
+        run_dir, artifacts_rel(TEXTS, f"{tag_file(tag)}.jsonl"), {"tag": tag, "step": int(step), "text": str(text)}
+    )
 
 
 def append_value(run_dir: Path, tag: str, step: int, value: Any) -> None:
     """One step of a tag W&B keeps as a JSON value (a small array as a list): a line of artifacts/values/<tag>.jsonl.
     Raises UnsafePath as `_append_line`."""
-    _append_line(run_dir, f"artifacts/values/{tag_file(tag)}.jsonl", {"tag": tag, "step": int(step), "value": value})
+    _append_line(
+        run_dir, artifacts_rel(VALUES, f"{tag_file(tag)}.jsonl"), {"tag": tag, "step": int(step), "value": value}
+    )
 
 
 def _append_line(run_dir: Path, rel: str, record: dict[str, Any]) -> None:
@@ -142,7 +147,7 @@ def write_media_file(run_dir: Path, tag: str, step: int, suffix: str, data: byte
     Raises:
       safe_files.UnsafePath: a folder on the way is a link or not a folder (nothing written).
     """
-    rel = f"artifacts/media/{tag_file(tag)}/{int(step):010d}.{suffix.lstrip('.') or 'bin'}"
+    rel = artifacts_rel(MEDIA, tag_file(tag), f"{int(step):010d}.{suffix.lstrip('.') or 'bin'}")
     _write_bytes(run_dir, rel, data)
     return Path(run_dir) / rel
 
@@ -159,7 +164,7 @@ class ImageStep:
 
 def image_steps(run_dir: Path) -> dict[str, list[ImageStep]]:
     """Every image tag's steps (oldest first), from artifacts/images/<tag>/; {} when there are none."""
-    root = Path(run_dir) / "artifacts" / "images"
+    root = RunFolder(run_dir).media_dir(IMAGES)
     if not safe_files.inside(run_dir, root) or not root.is_dir():
         return {}
     out: dict[str, list[ImageStep]] = {}
@@ -186,7 +191,7 @@ def _image_step(folder: Path, meta: Path) -> ImageStep | None:
 def histograms(run_dir: Path) -> dict[str, list[tuple[int, list[float], list[float]]]]:
     """Every histogram tag's (step, counts, edges) lines, oldest first, from the newest READ_BYTES of them all
     (`tail_lines`: each tag's share, at least MIN_SHARE); damaged lines skipped."""
-    root = Path(run_dir) / "artifacts" / "histograms"
+    root = RunFolder(run_dir).media_dir(HISTOGRAMS)
     if not safe_files.inside(run_dir, root) or not root.is_dir():
         return {}
     out: dict[str, list[tuple[int, list[float], list[float]]]] = {}
@@ -204,7 +209,7 @@ def histograms(run_dir: Path) -> dict[str, list[tuple[int, list[float], list[flo
 
 def texts(run_dir: Path) -> dict[str, list[tuple[int, str]]]:
     """Every text tag's (step, text) lines, oldest first, within READ_BYTES as `histograms`; damaged lines skipped."""
-    root = Path(run_dir) / "artifacts" / "texts"
+    root = RunFolder(run_dir).media_dir(TEXTS)
     if not safe_files.inside(run_dir, root) or not root.is_dir():
         return {}
     out: dict[str, list[tuple[int, str]]] = {}
@@ -218,7 +223,7 @@ def texts(run_dir: Path) -> dict[str, list[tuple[int, str]]]:
 
 def values(run_dir: Path) -> dict[str, list[tuple[int, Any]]]:
     """Every value tag's (step, value) lines (`append_value`), oldest first, within READ_BYTES as `histograms`."""
-    root = Path(run_dir) / "artifacts" / "values"
+    root = RunFolder(run_dir).media_dir(VALUES)
     if not safe_files.inside(run_dir, root) or not root.is_dir():
         return {}
     out: dict[str, list[tuple[int, Any]]] = {}

@@ -131,30 +131,32 @@ STATUS_FIELDS = {
 WANDB_FIELDS = ("mode", "requested_mode", "url", "sync_command", "dir", "error")
 
 
-def validate_config(doc: dict[str, Any]) -> dict[str, Any]:
-    """config.json checked for the fields readers use (numbers normalized); raises DamagedRunFile."""
+def validate_config(doc: dict[str, Any], file: str) -> dict[str, Any]:
+    """A run's config (its file named `file` in messages: runstore.run_folder.CONFIG) checked for the fields
+    readers use (numbers normalized); raises DamagedRunFile."""
     for key, kind in CONFIG_FIELDS.items():
-        _check(doc, "config.json", key, kind, required=key in ("task", "config", "created"))
+        _check(doc, file, key, kind, required=key in ("task", "config", "created"))
     for key, kind in CONFIG_VALUES.get(doc.get("task"), {}).items():
         try:
-            _check(doc["config"], "config.json", key, kind)
+            _check(doc["config"], file, key, kind)
         except DamagedRunFile as exc:
             raise DamagedRunFile(str(exc).replace(f"{key!r}", f"'config.{key}'", 1)) from None
     return doc
 
 
-def validate_status(doc: dict[str, Any]) -> dict[str, Any]:
-    """status.json checked for the fields readers use (numbers normalized); raises DamagedRunFile."""
+def validate_status(doc: dict[str, Any], file: str) -> dict[str, Any]:
+    """A run's status (its file named `file` in messages: runstore.run_folder.STATUS) checked for the fields
+    readers use (numbers normalized); raises DamagedRunFile."""
     for key, kind in STATUS_FIELDS.items():
-        _check(doc, "status.json", key, kind)
+        _check(doc, file, key, kind)
     final = doc.get("final") or {}
     for tag, v in final.items():
         n = number_or_none(v)
         if n is None:
-            raise DamagedRunFile(f"status.json: 'final.{tag}' must be a number, got {_kind(v)}")
+            raise DamagedRunFile(f"{file}: 'final.{tag}' must be a number, got {_kind(v)}")
         final[tag] = n
     wandb = doc.get("wandb") or {}
     for key in WANDB_FIELDS:
         if wandb.get(key) is not None and not isinstance(wandb[key], str):
-            raise DamagedRunFile(f"status.json: 'wandb.{key}' must be a string, got {_kind(wandb[key])}")
+            raise DamagedRunFile(f"{file}: 'wandb.{key}' must be a string, got {_kind(wandb[key])}")
     return doc

@@ -24,8 +24,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from runstore import nofollow, safe_files
+from runstore.run_folder import ALERTS, ARTIFACTS, LOGGED, RunFolder
 
-ARTIFACTS = ("artifacts", "logged")
+LOGGED_REL = (ARTIFACTS, LOGGED)  # artifacts/logged/, relative to the run folder
 
 
 def safe_relative(rel: str) -> str | None:
@@ -61,7 +62,7 @@ def write_json_inside(run_dir: Path, rel: str, doc: Any) -> Path | None:
 
 def artifact_rel(name: str, version: int) -> str:
     """Where version `version` of artifact `name` lives, relative to its run folder."""
-    return "/".join((*ARTIFACTS, name, f"v{int(version)}"))
+    return "/".join((*LOGGED_REL, name, f"v{int(version)}"))
 
 
 def artifact_dir(run_dir: Path, name: str, version: int) -> Path:
@@ -71,14 +72,14 @@ def artifact_dir(run_dir: Path, name: str, version: int) -> Path:
 
 def next_version(run_dir: Path, name: str) -> int:
     """The first free version number of artifact `name` in this run (its folder listed without following a link)."""
-    found = nofollow.names(run_dir, "/".join((*ARTIFACTS, name)))
+    found = nofollow.names(run_dir, "/".join((*LOGGED_REL, name)))
     taken = [int(n[1:]) for n in found if n.startswith("v") and n[1:].isdigit()]
     return max(taken, default=-1) + 1
 
 
 def artifact_manifests(run_dir: Path) -> list[dict[str, Any]]:
     """Every logged artifact's manifest in a run folder (each with its "path"), by name and version."""
-    root = Path(run_dir).joinpath(*ARTIFACTS)
+    root = RunFolder(run_dir).logged
     if not safe_files.is_real_dir(root) or not safe_files.inside(run_dir, root):
         return []
     out = []
@@ -101,7 +102,7 @@ def _version_number(version: Any) -> int:
 
 def saved_files(run_dir: Path) -> list[str]:
     """The relative paths under files/ (what `wandb.save` kept), sorted; links skipped."""
-    root = Path(run_dir) / "files"
+    root = RunFolder(run_dir).files
     if not safe_files.is_real_dir(root):
         return []
     out = []
@@ -119,13 +120,13 @@ def append_alert(run_dir: Path, title: str, text: str, level: str, step: int | N
       UnsafePath: alerts.jsonl is a link, FIFO or other non-regular file (one line naming it and the fix).
     """
     line = {"title": str(title), "text": str(text), "level": str(level), "step": step, "ts": time.time()}
-    nofollow.append(run_dir, "alerts.jsonl", (json.dumps(line) + "\n").encode())
+    nofollow.append(run_dir, ALERTS, (json.dumps(line) + "\n").encode())
 
 
 def alerts(run_dir: Path) -> list[dict[str, Any]]:
     """The run's alerts, oldest first (a torn or damaged line skipped)."""
     try:
-        text = safe_files.read_regular(Path(run_dir) / "alerts.jsonl", 4 << 20).decode("utf-8", "replace")
+        text = safe_files.read_regular(RunFolder(run_dir).alerts_path, 4 << 20).decode("utf-8", "replace")
     except OSError:
         return []
     out = []
@@ -183,7 +184,7 @@ def _entry(folder: Path, rel: str) -> FileEntry | None:
 
 def saved_file_entries(run_dir: Path) -> list[FileEntry]:
     """What `wandb.save` kept under files/, with sizes, by path; links skipped."""
-    root = Path(run_dir) / "files"
+    root = RunFolder(run_dir).files
     return [e for e in (_entry(root, rel) for rel in saved_files(run_dir)) if e is not None]
 
 
@@ -231,7 +232,7 @@ def alert_count(run_dir: Path) -> int:
     """How many alerts a run raised (alerts.jsonl re-read only when it changed): the Runs table's badge.
 
     One lstat a run when nothing changed (a table of 2,000 runs calls this at every rerun)."""
-    path = os.path.join(run_dir, "alerts.jsonl")
+    path = os.path.join(run_dir, ALERTS)
     try:
         st = os.lstat(path)
     except OSError:

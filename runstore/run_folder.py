@@ -43,7 +43,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from runstore import atomic, hosts, line_reader, nofollow
+from runstore import atomic, hosts, line_reader, nofollow, small_json
 from runstore.processes import pid_alive
 from runstore.run_checks import DamagedRunFile, load_json_object, validate_status
 from runstore.run_storage import RunStorage
@@ -81,6 +81,9 @@ NAMES = (CONFIG, STATUS, RECORDS, METRICS_CACHE, SUMMARY, FINAL_METRICS, STOP, C
 RUN_FILES = (STATUS, RECORDS, FINAL_METRICS, ARTIFACTS, CHECKPOINTS, TENSORBOARD, WANDB, STOP)
 MAX_EVENTS = 50
 PROCESS_GONE = "The training process exited without finishing (killed or crashed)."
+small_json.BOUNDS.update(
+    {STATUS: small_json.PROCESS_STATE, HOSTS: small_json.PROCESS_STATE, LAUNCH: small_json.PAGE_LAUNCH}
+)
 _STATUS_LOCK = threading.Lock()  # writers' background threads update status.json too: no lost read-modify-write
 
 
@@ -199,7 +202,7 @@ class RunFolder(RunStorage):
         """
         try:
             status = load_json_object(self.status_path)
-            status = validate_status(status) if status is not None else {}
+            status = validate_status(status, STATUS) if status is not None else {}
         except DamagedRunFile as exc:
             return {"state": "damaged", "message": str(exc)}
         if status.get("state") == "running" and status.get("host", socket.gethostname()) == socket.gethostname():

@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from runstore import run_states, run_store
+from runstore.run_folder import CONFIG, LAUNCH, STATUS
 
 ENDED_STATES = run_states.ENDED
-KEY_FILES = ("config.json", "status.json", "launch.json")
+KEY_FILES = (CONFIG, STATUS, LAUNCH)
 
 FileKey = tuple[tuple[int, int, int], ...]
 # folder -> (its files' keys, the run as read then): shared by every session of the server
@@ -44,9 +45,9 @@ def _copy(run: run_store.RunInfo) -> run_store.RunInfo:
 
 
 def list_runs(
-    root: str | os.PathLike | None = None, status_of: Callable[[Path], dict[str, Any]] = run_store.read_status
+    root: str | os.PathLike | None = None, status_of: Callable[[Path], dict[str, Any]] | None = None
 ) -> list[run_store.RunInfo]:
-    """Every run under `root` (as `run_store.read_run`, its status from `status_of`), newest first.
+    """Every run under `root` (as `run_store.read_run`, its status from `status_of` when given), newest first.
 
     Damaged runs are included (state "damaged", with the file that is wrong), links directly under
     the root too (listed as damaged, never read). Folders without a run (a page launch whose process
@@ -64,7 +65,7 @@ def list_runs(
         run = run_store.read_run(d)
         if run is None:
             continue
-        if not run.damaged:  # a damaged run keeps the message that says which file is wrong
+        if status_of is not None and not run.damaged:  # a damaged run keeps the message that says which file is wrong
             run.status = status_of(d)
         if run.status.get("state") in ENDED_STATES and key == _file_key(d):  # not changed while read
             _KNOWN[d] = (key, _copy(run))

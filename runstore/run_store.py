@@ -1,9 +1,8 @@
 """The runs root and its runs: listing, reading a run for a listing, new run folders, deleting one.
 
 Stands on the floor, `runstore.run_folder`: one run's files, names and operations are `RunFolder`'s
-(its contract: `runstore.run_storage.RunStorage`). The per-run functions below are `RunFolder`'s
-operations under the names existing callers use (`read_status(d)` is `RunFolder(d).status()`); new
-code calls `RunFolder`. No JAX here: the dashboard imports this module.
+(its contract: `runstore.run_storage.RunStorage`), the one door to a run (`RunFolder(d).status()`,
+`RunFolder(d).append_records(...)`). No JAX here: the dashboard imports this module.
 """
 
 from __future__ import annotations
@@ -26,7 +25,7 @@ from runstore.run_checks import (  # noqa: F401 - part of this module's API
     load_json_object,
     validate_config,
 )
-from runstore.run_folder import MAX_EVENTS, PROCESS_GONE, RUN_FILES, RunFolder  # noqa: F401 - API
+from runstore.run_folder import CONFIG, MAX_EVENTS, PROCESS_GONE, RUN_FILES, RunFolder  # noqa: F401 - API
 
 _SLUG = re.compile(r"[^a-z0-9_-]+")
 
@@ -71,65 +70,17 @@ def new_run_dir(root: str | os.PathLike | None, task: str, name: str | None = No
     raise RuntimeError("could not allocate a unique run id")
 
 
-# -- one run's operations: RunFolder's, under the names existing callers use -------------------------------
+# -- per-run names that one test file still calls; RunFolder is the way in ------------------------------------
 
 
-def write_config(
-    run_dir: Path, task: str, config: Mapping[str, Any], name: str | None = None, command: list[str] | None = None,
-    **extra: Any,
-) -> None:  # fmt: skip
-    """`RunFolder.write_config`: config.json once, at the start of the run."""
-    RunFolder(run_dir).write_config(task, config, name, command, **extra)
-
-
-def merge_config(run_dir: Path, **fields: Any) -> None:
-    """`RunFolder.merge_config`: set top-level fields of config.json, keeping the others (atomic)."""
-    RunFolder(run_dir).merge_config(**fields)
-
-
-def write_summary(run_dir: Path, summary: Mapping[str, Any]) -> None:
-    """`RunFolder.write_summary`: summary.json, the run's summary as W&B keeps it."""
-    RunFolder(run_dir).write_summary(summary)
-
-
-def add_event(run_dir: Path, kind: str, message: str, **extra: Any) -> None:
-    """`RunFolder.add_event`: one event in status.json "events" (the newest MAX_EVENTS kept)."""
-    RunFolder(run_dir).add_event(kind, message, **extra)
+def write_config(run_dir: Path, task: str, config: Mapping[str, Any], name: str | None = None, **extra: Any) -> None:
+    """`RunFolder.write_config`."""
+    RunFolder(run_dir).write_config(task, config, name, **extra)
 
 
 def write_status(run_dir: Path, **fields: Any) -> dict[str, Any]:
-    """`RunFolder.write_status`: merge `fields` into status.json (atomic) and return the new status."""
+    """`RunFolder.write_status`."""
     return RunFolder(run_dir).write_status(**fields)
-
-
-def start_status(run_dir: Path, total_steps: int, **extra: Any) -> dict[str, Any]:
-    """`RunFolder.start_status`: mark the run as running in this process."""
-    return RunFolder(run_dir).start_status(total_steps, **extra)
-
-
-def read_status(run_dir: Path) -> dict[str, Any]:
-    """`RunFolder.status`: status.json, checked; a "running" run whose process is gone is "crashed"."""
-    return RunFolder(run_dir).status()
-
-
-def read_metrics(run_dir: Path, offset: int = 0, max_bytes: int | None = None) -> tuple[list[dict[str, Any]], int]:
-    """`RunFolder.records`: records from byte `offset` on, and the new offset."""
-    return RunFolder(run_dir).records(offset, max_bytes)
-
-
-def append_metrics(run_dir: Path, records: list[Mapping[str, Any]]) -> None:
-    """`RunFolder.append_records`: append records to metrics.jsonl, fsync'd."""
-    RunFolder(run_dir).append_records(records)
-
-
-def request_stop(run_dir: Path) -> None:
-    """`RunFolder.request_stop`: ask the run to stop cleanly after its current chunk."""
-    RunFolder(run_dir).request_stop()
-
-
-def stop_requested(run_dir: Path) -> bool:
-    """`RunFolder.stop_requested`: whether someone asked the run to stop."""
-    return RunFolder(run_dir).stop_requested()
 
 
 # -- the runs root and its runs -------------------------------------------------------------------------------
@@ -178,9 +129,9 @@ def read_run(d: Path) -> RunInfo | None:
         if folder.has_launch():
             return None  # launched from the page, its process has not written config.json yet
         found = [f for f in RUN_FILES if (d / f).exists()]  # names of the floor's
-        return damaged_run(d, f"config.json: missing (the folder has {', '.join(found)})") if found else None
+        return damaged_run(d, f"{CONFIG}: missing (the folder has {', '.join(found)})") if found else None
     try:
-        validate_config(cfg)
+        validate_config(cfg, CONFIG)
     except DamagedRunFile as exc:
         name = cfg.get("name") if isinstance(cfg.get("name"), str) else None
         return damaged_run(d, str(exc), name, cfg["task"] if isinstance(cfg.get("task"), str) else "?")
@@ -227,6 +178,6 @@ def delete_run(run_dir: Path, root: str | os.PathLike | None = None) -> None:
         raise ValueError(f"{path} is not a run directory (a link or not a folder); not deleted")
     if path.resolve().parent != base or path.name in ("", ".", ".."):
         raise ValueError(f"{path} is not a run inside {base}")
-    if read_status(path).get("state") == "running":
+    if RunFolder(path).status().get("state") == "running":
         raise RuntimeError("stop the run before deleting it")
     shutil.rmtree(path.resolve())

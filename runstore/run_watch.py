@@ -17,6 +17,7 @@ from pathlib import Path
 
 from runstore import run_store
 from runstore.metrics import cache_builder
+from runstore.run_folder import LAUNCH, STATUS, RunFolder
 
 POLL_S = 0.25  # between polls; at least COST_FACTOR x a poll's own time (1,000 runs: ~0.04 s a poll)
 COST_FACTOR = 10  # so the watcher never takes more than a tenth of a core
@@ -24,8 +25,8 @@ COST_FACTOR = 10  # so the watcher never takes more than a tenth of a core
 
 def _state(d: Path) -> bool:
     """Whether the run in `d` is active: running, or launched (or resumed) from the page and still alive."""
-    status = run_store.read_status(d)
-    launch = run_store.read_json(d / "launch.json", {})
+    status = RunFolder(d).status()
+    launch = run_store.read_json(RunFolder(d).launch_path, {})
     launch = launch if isinstance(launch, dict) else {}
     resume = launch.get("resume") if isinstance(launch.get("resume"), dict) else {}
     if status.get("state") == "running":
@@ -37,7 +38,7 @@ def _state(d: Path) -> bool:
 
 def _mtimes(d: Path) -> tuple[int, int]:
     out = []
-    for name in ("status.json", "launch.json"):
+    for name in (STATUS, LAUNCH):
         try:
             out.append(os.stat(d / name).st_mtime_ns)
         except OSError:
@@ -72,7 +73,7 @@ def _mirror_active(d: Path) -> bool:
     key = _mtimes(d)
     known = _KNOWN.get(d)
     if known is None or known[0] != key:
-        status = run_store.read_json(d / "status.json", {})
+        status = RunFolder(d).raw_status({})
         known = _KNOWN[d] = (key, isinstance(status, dict) and status.get("state") == "running")
     return known[1]
 

@@ -35,11 +35,12 @@ class Bounds:
 
 
 DEFAULT = Bounds(16 * 2**20, 1_000_000, 100)  # config.json, summary.json, tables, figures: ~100 MB parsed at most
-BOUNDS = {  # files only jaxdash writes, a few KB each: tighter, as a page reads them on every listing
-    "status.json": Bounds(4 * 2**20, 100_000, 32),
-    "hosts.json": Bounds(4 * 2**20, 100_000, 32),
-    "launch.json": Bounds(1 * 2**20, 20_000, 32),
-}
+# Files only jaxdash writes, a few KB each: tighter, as a page reads them on every listing.
+PROCESS_STATE = Bounds(4 * 2**20, 100_000, 32)  # a run's status, a job's hosts
+PAGE_LAUNCH = Bounds(1 * 2**20, 20_000, 32)  # the page's launch file
+# File name -> its bounds. The run folder's names are its own (runstore.run_folder sets its files' bounds here
+# when it is imported: every reader of a run file stands on it).
+BOUNDS: dict[str, Bounds] = {}
 SCAN_CHUNK = 2**19  # bytes scanned at a time: ~10 MB of numpy temporaries, ~0.3 s for 16 MB
 _SEPARATOR = np.zeros(256, dtype=bool)
 _SEPARATOR[list(b",:[{")] = True  # each starts an entry: a value, a key or a container

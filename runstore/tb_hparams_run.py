@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from runstore import run_store, tb_reads
+from runstore.run_folder import RunFolder
 
 SIDE_RUN = re.compile(r"\d{9,11}\.\d+")  # add_hparams' default run name: str(time.time())
 
@@ -48,9 +49,9 @@ def write_summary(mirror: Path, values: dict[str, Any]) -> None:
     """The side runs' metric values into the mirror's status.json "final" (the run's summary), kept across syncs."""
     if not values:
         return
-    doc = run_store.read_json(mirror / "status.json", {}) or {}
+    doc = RunFolder(mirror).raw_status({}) or {}
     if not isinstance(doc, dict):
         doc = {}
     final = {**(doc.get("final") if isinstance(doc.get("final"), dict) else {}), **values}
     if final != doc.get("final"):
-        run_store.atomic_write_json(mirror / "status.json", {**doc, "final": final})
+        run_store.atomic_write_json(RunFolder(mirror).status_path, {**doc, "final": final})

@@ -114,7 +114,7 @@ def find_runs(root: Path) -> dict[str, list[tuple[Path, str]]]:
     found: dict[str, list[tuple[Path, str]]] = {}
     for here, dirs, files in os.walk(root):  # folder links are listed in dirs, never walked into
         folder = Path(here)
-        if (folder / "config.json").exists() and (folder / "status.json").exists():
+        if (run := RunFolder(folder)).config_path.exists() and run.status_path.exists():
             dirs[:] = []  # one of our run folders: its tb/ is already shown as that run
             continue
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
@@ -143,13 +143,14 @@ def covered(root: Path, found: dict[str, list[tuple[Path, str]]]) -> set[Path]:
 def _start_mirror(mirror: Path, name: str, source: Path) -> _Mirror:
     """A fresh mirror folder for this process: config.json, and an empty metrics.jsonl to read into."""
     mirror.mkdir(parents=True, exist_ok=True)
-    if not (mirror / "config.json").exists():
-        run_store.write_config(mirror, TASK, {"logdir": str(source)}, name=name, source=TASK)
-    run_store.atomic_write_json(mirror / "status.json", {"state": "running", "source": TASK})
-    if safe_files.is_real_dir(mirror / "artifacts"):
-        shutil.rmtree(mirror / "artifacts", ignore_errors=True)  # read again from the start, as metrics.jsonl
+    folder = RunFolder(mirror)
+    if not folder.config_path.exists():
+        folder.write_config(TASK, {"logdir": str(source)}, name=name, source=TASK)
+    run_store.atomic_write_json(folder.status_path, {"state": "running", "source": TASK})
+    if safe_files.is_real_dir(folder.artifacts):
+        shutil.rmtree(folder.artifacts, ignore_errors=True)  # read again from the start, as metrics.jsonl
     tb_media.forget(mirror)
-    RunFolder(mirror).replace_records([])  # a new file: readers see a replaced file and start over
+    folder.replace_records([])  # a new file: readers see a replaced file and start over
     return _Mirror()
 
 
@@ -189,13 +190,13 @@ def _write_records(mirror: Path, state: _Mirror, records: list[dict[str, Any]]) 
     the run (`preempted`), as a new file, which readers see replaced and read again."""
     restart = any(state.last_step.get(k, -1) >= r["step"] for r in records for k in r if k not in META)
     if restart:
-        old, _ = run_store.read_metrics(mirror)
+        old, _ = RunFolder(mirror).records()
         records = preempted(old + records)
         RunFolder(mirror).replace_records(records)  # a new file (new inode): readers start over, as at _start_mirror
         state.last_step.clear()
     elif records:
         records = preempted(records)
-        run_store.append_metrics(mirror, records)
+        RunFolder(mirror).append_records(records)
     for r in records:
         state.last_step.update({k: r["step"] for k in r if k not in META})
 
@@ -326,7 +327,7 @@ def _write_status(
     newest = _newest(files)
     catching_up = read_percent is not None
     state = "damaged" if damage else "running" if catching_up or _running(files, now, held) else "finished"
-    old = run_store.read_json(mirror / "status.json", {}) or {}
+    old = RunFolder(mirror).raw_status({}) or {}
     step = max((r["step"] for r in records), default=old.get("step"))
     phase = f"{CATCHING_UP} ({read_percent}% read)" if catching_up and state == "running" else None
     message = None
@@ -342,7 +343,7 @@ def _write_status(
         doc.pop(key, None)
         if value:
             doc[key] = value
-    run_store.atomic_write_json(mirror / "status.json", doc)
+    run_store.atomic_write_json(RunFolder(mirror).status_path, doc)
 
 
 def _mtime(path: Path) -> float:
@@ -354,7 +355,7 @@ def _mtime(path: Path) -> float:
 
 def status(run_dir: Path) -> dict[str, Any]:
     """A mirror's status.json as written by `sync` (no process to check: it is someone else's)."""
-    doc = run_store.read_json(Path(run_dir) / "status.json", {})
+    doc = RunFolder(run_dir).raw_status({})
     return doc if isinstance(doc, dict) else {}
 
 

@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 from tensorboard.compat.proto import types_pb2
 
-from runstore import media_store, nofollow, run_store, safe_files, tb_tensors
+from runstore import media_store, nofollow, safe_files, tb_tensors
+from runstore.run_folder import HISTOGRAMS, IMAGES, TEXTS, RunFolder
 
 MAX_TEXT = 100_000  # characters of one text value kept
 Item = tuple[str, str, int, Any]  # kind ("image", "histogram", "text", "hparams"), tag, step, payload
@@ -122,14 +123,14 @@ def _purge(mirror: Path, kind: str, tag: str, step: int) -> None:
     """A restarted writer (a step at or below the tag's last): drop the tag's steps at or after it, as
     TensorBoard's reader does per time series (runstore.tb_logdir.preempted for scalars)."""
     if kind == "image":
-        folder = mirror / "artifacts" / "images" / media_store.tag_file(tag)
+        folder = RunFolder(mirror).media_dir(IMAGES) / media_store.tag_file(tag)
         for meta in [p for p in folder.glob("*.json") if p.stem.isdigit() and int(p.stem) >= step]:
             for png in folder.glob(f"{meta.stem}_*.png"):
                 png.unlink(missing_ok=True)
             meta.unlink(missing_ok=True)
         return
-    sub = "histograms" if kind == "histogram" else "texts"
-    path = mirror / "artifacts" / sub / f"{media_store.tag_file(tag)}.jsonl"
+    sub = HISTOGRAMS if kind == "histogram" else TEXTS
+    path = RunFolder(mirror).media_dir(sub) / f"{media_store.tag_file(tag)}.jsonl"
     if not safe_files.is_regular(path):
         return
     keep = [line for line in path.read_text(encoding="utf-8").splitlines() if _step_of(line) < step]
@@ -160,8 +161,8 @@ def write(mirror: Path, items: list[Item]) -> None:
         elif kind == "hparams":
             hparams.update(payload)
     if hparams:
-        doc = run_store.read_json(mirror / "config.json")
+        doc = RunFolder(mirror).config()
         if isinstance(doc, dict):
             doc["config"] = {**(doc.get("config") or {}), **hparams}
             doc["hparams"] = sorted(hparams)
-            run_store.atomic_write_json(mirror / "config.json", doc)
+            RunFolder(mirror).replace_config(doc)

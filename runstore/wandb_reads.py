@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from runstore.run_checks import DamagedRunFile, load_json_object
+from runstore.run_folder import CONFIG, RunFolder
 
 STEP = "step"
 
@@ -74,7 +75,7 @@ def _meta(path: str, mtime_ns: int, size: int) -> WandbMeta:
 
 def wandb_meta(run_dir: Path) -> WandbMeta:
     """The run's W&B fields (config.json re-read only when it changed: one lstat a run for a table of many runs)."""
-    path = os.path.join(run_dir, "config.json")
+    path = os.path.join(run_dir, CONFIG)
     try:
         st = os.lstat(path)
     except OSError:
@@ -86,7 +87,7 @@ def read_summary(run_dir: Path) -> tuple[dict[str, Any], str | None]:
     """(summary.json as a dict, None), or ({}, a one-line message naming the file) when it is damaged;
     ({}, None) when the run has none."""
     try:
-        doc = load_json_object(Path(run_dir) / "summary.json")
+        doc = load_json_object(RunFolder(run_dir).summary_path)
     except DamagedRunFile as exc:
         return {}, f"{exc}; the summary is not shown (the run rewrites it at its end)."
     return {str(k): v for k, v in (doc or {}).items()}, None

@@ -74,7 +74,7 @@ class RecordFile:
 
     def write_progress(self, fields: dict[str, Any]) -> None:
         """Merge progress fields (step, steps/s, the count of keys, ...) into status.json."""
-        run_store.write_status(self.run_dir, **fields)
+        RunFolder(self.run_dir).write_status(**fields)
 
     def close(self) -> None:
         """Nothing waits: every write happened in its call."""
@@ -270,7 +270,7 @@ class RunStoreWriter(MetricWriter):
         `training.runs.lifecycle.close_run`)."""
         final = {str(k): _float(v) for k, v in metrics.items()}
         self.drain()  # status.json is read-modify-write: never alongside the writer thread
-        run_store.write_status(self.run_dir, final=final)
+        RunFolder(self.run_dir).write_status(final=final)
 
     def close(self, state: str = "finished", message: str | None = None) -> None:
         """Write what is left and stop the writer thread; lifecycle fields are `training.runs.run`'s."""

@@ -18,8 +18,8 @@ import logging
 import time
 from typing import Any
 
-from runstore import run_store
 from runstore.env_numbers import env_number_or_default
+from runstore.run_folder import RunFolder
 from runstore.safe_files import UnsafePath
 from runwriters.store import RecordFile
 
@@ -96,8 +96,8 @@ class RetryingRecordFile:
         message = f"{error} for {took:.0f} s; {delayed} records waited and were written when it worked again{lost}"
         log.warning("jaxdash: %s", message)
         try:
-            run_store.add_event(self.run_dir, "write_gap", message, started=since, ended=time.time(),
-                                delayed=delayed, lost=self._lost)  # fmt: skip
+            RunFolder(self.run_dir).add_event("write_gap", message, started=since, ended=time.time(),
+                                                delayed=delayed, lost=self._lost)  # fmt: skip
         except OSError:
             pass
         self._lost = 0

@@ -25,7 +25,7 @@ from playwright.sync_api import Page, sync_playwright  # noqa: E402
 
 from benchmarks.browser_probes import CHARTS_JS, PLOTS_JS  # noqa: E402
 from dashboard.server.serve import CHROMIUM, CHROMIUM_ARGS, start_server  # noqa: E402
-from runstore import run_store  # noqa: E402
+from runstore.run_folder import RunFolder  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 VIEWPORT = {"width": 1400, "height": 950}
@@ -73,7 +73,7 @@ def wait_state(run_dir: Path, states: tuple[str, ...], timeout: float = 600) -> 
     """Poll status.json until the run is in one of `states`."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        status = run_store.read_status(run_dir)
+        status = RunFolder(run_dir).status()
         if status.get("state") in states:
             return status
         time.sleep(0.5)

@@ -13,6 +13,7 @@ from streamlit.testing.v1.element_tree import Error
 
 from dashboard.state import PAGE_KEY
 from runstore import run_store, tags
+from runstore.run_folder import RunFolder
 from runwriters.base import Table
 from runwriters.store import RunStoreWriter
 
@@ -93,10 +94,9 @@ def fake_run(
     d = run_store.new_run_dir(root, task, name)
     cfg = {**(REG_CFG if task == "regression" else MNIST_CFG), **(config or {})}
     extra = {"group": group, "member": member} if group else {}
-    run_store.write_config(d, task, cfg, name=name, task_spec=task, panels=PANELS[task], **extra)
+    RunFolder(d).write_config(task, cfg, name=name, task_spec=task, panels=PANELS[task], **extra)
     final = {"train/loss": 0.25} if task == "regression" else {"train/loss": 0.3, "test/acc": 0.87}
-    run_store.write_status(
-        d,
+    RunFolder(d).write_status(
         **extra,
         state=state,
         pid=pid or 2**22 + 12345,
@@ -119,7 +119,7 @@ def fake_run(
             if i % 10 == 9:
                 r["test/acc"] = 0.8
         recs.append(r)
-    run_store.append_metrics(d, recs)
+    RunFolder(d).append_records(recs)
     write_tables(d, task, n * 10)
     return d
 
@@ -173,7 +173,7 @@ def wait_status(run_dir: Path, states: tuple[str, ...], timeout: float = 180.0, 
     deadline = time.monotonic() + timeout
     status: dict = {}
     while time.monotonic() < deadline:
-        status = run_store.read_status(run_dir)
+        status = RunFolder(run_dir).status()
         if status.get("state") in states and (status.get("step") or 0) >= min_step:
             return status
         time.sleep(0.3)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from runstore import run_store
+from runstore.run_folder import RunFolder
 from tests import wandb_leet
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,7 +59,7 @@ def only_run(root: Path) -> Path:
 
 def rows(run_dir: Path) -> list[dict[str, Any]]:
     """metrics.jsonl's records less the run store's own fields (wall, ts)."""
-    return [{k: v for k, v in r.items() if k not in ("wall", "ts")} for r in run_store.read_metrics(run_dir)[0]]
+    return [{k: v for k, v in r.items() if k not in ("wall", "ts")} for r in RunFolder(run_dir).records()[0]]
 
 
 def wandb_records(wandb_dir: Path) -> list[dict[str, Any]]:

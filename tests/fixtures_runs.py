@@ -64,13 +64,13 @@ def wait_held(proc: subprocess.Popen | None, held: Path, timeout: float = 240) -
 def kill_past_checkpoint(proc: subprocess.Popen, held: Path, run_dir: Path, timeout: float = 60) -> None:
     """Once `proc` is held, wait for records past its newest checkpoint (what a bad resume would lose: the held
     process's metrics thread writes them), then SIGKILL it."""
-    from runstore import run_store
+    from runstore.run_folder import RunFolder
     from training.runs.checkpoint import latest_step
 
     try:
         wait_held(proc, held)
         deadline = time.monotonic() + timeout
-        while max(r["step"] for r in run_store.read_metrics(run_dir)[0]) <= latest_step(run_dir):
+        while max(r["step"] for r in RunFolder(run_dir).records()[0]) <= latest_step(run_dir):
             assert time.monotonic() < deadline, "no records past the newest checkpoint"
             time.sleep(0.02)
     finally:
@@ -111,9 +111,9 @@ def _checkpoints_started(run_dir: Path) -> int:
 
 def _wandb_settled(run_dir: Path) -> bool:
     """Whether the run's W&B writer is past its start: its run exists (status.json names its folder) or it failed."""
-    from runstore import run_store
+    from runstore.run_folder import RunFolder
 
-    wandb = run_store.read_status(run_dir).get("wandb") or {}
+    wandb = RunFolder(run_dir).status().get("wandb") or {}
     return bool(wandb.get("dir") or wandb.get("error"))
 
 
@@ -174,9 +174,11 @@ class _Hold:
 
 def install_hold(spec: str) -> None:
     """Wrap the engine's per-chunk stop check with the hold (called by tests/hold_site/sitecustomize.py)."""
-    from runstore import run_store
+    from runstore.run_folder import RunFolder
 
-    run_store.stop_requested = _Hold(spec, run_store.stop_requested)
+    real = RunFolder.stop_requested
+    hold = _Hold(spec, lambda run_dir: real(RunFolder(run_dir)))
+    RunFolder.stop_requested = lambda folder: hold(folder.path)
 
 
 def hold_children(monkeypatch: pytest.MonkeyPatch, held: Path, **hold: int) -> None:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from runstore import media_store, run_store, tb_logdir
+from runstore.run_folder import RunFolder
 
 View = dict[str, dict[str, dict[str, Any]]]  # run -> plugin -> tag (hparams: name) -> what TensorBoard shows
 PLUGINS = ("scalars", "images", "histograms", "text", "hparams")
@@ -137,7 +138,7 @@ def mirror_view(runs_root: Path) -> View:
     for mirror in sorted(p for p in tb_logdir.mirror_root(runs_root).iterdir() if p.is_dir()):
         config = run_store.read_json(mirror / "config.json") or {}
         run: dict[str, dict[str, Any]] = view.setdefault(str(config.get("name", mirror.name)), {})
-        records, _ = run_store.read_metrics(mirror)
+        records, _ = RunFolder(mirror).records()
         for r in records:
             for tag, value in r.items():
                 if tag not in tb_logdir.META:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from runstore import run_store
+from runstore.run_folder import RunFolder
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -63,13 +63,13 @@ def test_two_quick_sigterms_stop_cleanly_with_a_checkpoint(tmp_path):
     ]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
-    while run_store.read_status(run_dir).get("step", 0) < 100 and time.monotonic() < deadline:
+    while RunFolder(run_dir).status().get("step", 0) < 100 and time.monotonic() < deadline:
         time.sleep(0.05)
     proc.send_signal(signal.SIGTERM)
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0 and "Traceback" not in err, err[-2000:]
-    status = run_store.read_status(run_dir)
+    status = RunFolder(run_dir).status()
     assert status["state"] == "stopped"
     from training.runs.checkpoint import latest_step
 

@@ -13,13 +13,14 @@ import numpy as np
 from runstore import run_store, run_watch
 from runstore.metrics import cache_builder, metric_cache, metric_overview
 from runstore.metrics.metric_table import MetricTable
+from runstore.run_folder import RunFolder
 
 
 def make_run(root: Path, name: str, state: str, records: int) -> Path:
     d = root / name
     d.mkdir()
-    run_store.write_config(d, "regression", {"lr": 0.1})
-    run_store.write_status(d, state=state, pid=os.getpid(), host=os.uname().nodename)
+    RunFolder(d).write_config("regression", {"lr": 0.1})
+    RunFolder(d).write_status(state=state, pid=os.getpid(), host=os.uname().nodename)
     append(d, 1, records + 1)
     return d
 
@@ -60,7 +61,7 @@ def test_finished_runs_are_cached_by_the_watcher_without_a_page(tmp_path: Path) 
 
     append(live, 50_001, 51_001)  # a last chunk too small for an active run's rebuild
     before = covered(live)
-    run_store.write_status(live, state="finished")
+    RunFolder(live).write_status(state="finished")
     size = (live / "metrics.jsonl").stat().st_size
     assert size - before < metric_cache.MIN_GROWTH
     assert wait_for(lambda: covered(live) == size)  # the run ended: its whole file is cached

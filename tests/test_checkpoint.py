@@ -18,6 +18,7 @@ import pytest
 from tensorboard.backend.event_processing import event_accumulator as ea
 
 from runstore import run_store
+from runstore.run_folder import RunFolder
 from runwriters.base import Tracking
 from tests.fixtures_runs import hold_env, kill_past_checkpoint
 from tests.test_data import write_idx_dataset
@@ -32,7 +33,7 @@ VOLATILE = ("wall", "ts", "perf/steps_per_sec", "sys/cpu_percent", "sys/rss_mb")
 
 def records(run_dir: Path) -> list[dict]:
     """metrics.jsonl without the fields that differ between two identical runs."""
-    return [{k: v for k, v in r.items() if k not in VOLATILE} for r in run_store.read_metrics(run_dir)[0]]
+    return [{k: v for k, v in r.items() if k not in VOLATILE} for r in RunFolder(run_dir).records()[0]]
 
 
 def run(task: str, cfg: dict, run_dir: Path, wandb_mode: str = "auto", tensorboard: bool = True) -> tuple[str, object]:
@@ -48,7 +49,7 @@ def resume_one(run_dir: Path) -> tuple[str, object]:
 
 
 def tb_steps(run_dir: Path, tag: str = "train/loss") -> list[int]:
-    logdir = run_store.read_status(run_dir)["tensorboard"]["logdir"]
+    logdir = RunFolder(run_dir).status()["tensorboard"]["logdir"]
     acc = ea.EventAccumulator(str(logdir), size_guidance={ea.SCALARS: 0})
     acc.Reload()
     return [e.step for e in acc.Scalars(tag)]
@@ -56,16 +57,16 @@ def tb_steps(run_dir: Path, tag: str = "train/loss") -> list[int]:
 
 def stop_once_at(monkeypatch: pytest.MonkeyPatch, run_dir: Path, polls: int) -> None:
     """Drop a real stop file into `run_dir` at the `polls`-th stop check (one per chunk), once."""
-    real, seen = run_store.stop_requested, []
+    real, seen = RunFolder.stop_requested, []
 
-    def stop_requested(d: Path) -> bool:
-        if Path(d) == run_dir:
-            seen.append(d)
+    def stop_requested(folder: RunFolder) -> bool:
+        if folder.path == run_dir:
+            seen.append(folder.path)
             if len(seen) == polls:
-                run_store.request_stop(run_dir)
-        return real(d)
+                RunFolder(run_dir).request_stop()
+        return real(folder)
 
-    monkeypatch.setattr(run_store, "stop_requested", stop_requested)
+    monkeypatch.setattr(RunFolder, "stop_requested", stop_requested)
 
 
 def test_stopped_regression_resumes_to_the_uninterrupted_result(runs_root, monkeypatch):
@@ -75,10 +76,10 @@ def test_stopped_regression_resumes_to_the_uninterrupted_result(runs_root, monke
     stop_once_at(monkeypatch, part, 12)  # after the 12th chunk of 10 steps
     state, _ = run("regression", cfg, part, wandb_mode="offline")
     assert state == "stopped" and latest_step(part) == 120  # saved at the stop, beyond the periodic 100
-    assert run_store.read_status(part)["step"] == 120
+    assert RunFolder(part).status()["step"] == 120
 
     state, result = resume_one(part)
-    status = run_store.read_status(part)
+    status = RunFolder(part).status()
     assert state == "finished" and status["state"] == "finished" and status["resumed_from"] == 120
     assert records(part) == records(full)  # one record per step, same values
     assert result.final == run_store.read_json(full / "final_metrics.json")
@@ -133,7 +134,7 @@ def test_killed_run_resumes_from_its_last_checkpoint(runs_root, tmp_path):
         stderr=subprocess.PIPE,
     )
     kill_past_checkpoint(proc, held, run_dir)
-    status = run_store.read_status(run_dir)
+    status = RunFolder(run_dir).status()
     assert status["state"] == "crashed", proc.stderr.read().decode()[-2000:]  # it died mid-run
     # Normally the newest checkpoint; the one before if the kill beat that step's metrics to disk.
     ckpt_step = resume_point(run_dir)
@@ -150,7 +151,7 @@ def test_killed_run_resumes_from_its_last_checkpoint(runs_root, tmp_path):
     assert out.returncode == 0, out.stderr[-3000:]
     line = json.loads(out.stdout.strip().splitlines()[-1])
     assert line["state"] == "finished" and line["resumed_from"] == ckpt_step
-    steps = [r["step"] for r in run_store.read_metrics(run_dir)[0]]
+    steps = [r["step"] for r in RunFolder(run_dir).records()[0]]
     assert steps == list(range(0, 5_001, 100))  # records past the checkpoint were dropped, then logged once
     assert tb_steps(run_dir) == steps  # TensorBoard purged the killed process's events past the checkpoint
 
@@ -171,18 +172,18 @@ def test_what_cannot_be_resumed(runs_root, tmp_path):
     assert latest_step(run_dir) == 20  # ckpt_every=0 still saves at the end
     with pytest.raises(CannotResume, match="already finished"):
         resume(run_dir)
-    run_store.write_status(run_dir, state="stopped")
+    RunFolder(run_dir).write_status(state="stopped")
     (run_dir / "ckpt" / "20").rename(run_dir / "ckpt" / "20.orbax-checkpoint-tmp-1")  # as a save cut short
     with pytest.raises(CannotResume, match="no checkpoint"):
         resume(run_dir)
 
 
 def test_truncate_metrics_keeps_steps_up_to_the_checkpoint(tmp_path):
-    run_store.append_metrics(
-        tmp_path, [{"step": s, "train/loss": float("nan") if s == 30 else 1.0} for s in (10, 20, 30)]
+    RunFolder(tmp_path).append_records(
+        [{"step": s, "train/loss": float("nan") if s == 30 else 1.0} for s in (10, 20, 30)]
     )
     assert truncate_metrics(tmp_path, 20) == 1
-    assert [r["step"] for r in run_store.read_metrics(tmp_path)[0]] == [10, 20]
+    assert [r["step"] for r in RunFolder(tmp_path).records()[0]] == [10, 20]
     assert truncate_metrics(tmp_path, 20) == 0
 
 
@@ -190,9 +191,9 @@ def test_resume_point_is_the_newest_checkpoint_with_its_metrics_on_disk(tmp_path
     for step in ("100", "200", "300.orbax-checkpoint-tmp-7"):  # the last one a save cut short
         (tmp_path / "ckpt" / step).mkdir(parents=True)
     assert resume_point(tmp_path) is None  # nothing logged yet
-    run_store.append_metrics(tmp_path, [{"step": s} for s in range(10, 191, 10)])
+    RunFolder(tmp_path).append_records([{"step": s} for s in range(10, 191, 10)])
     assert checkpoint_steps(tmp_path) == [100, 200] and resume_point(tmp_path) == 100  # step 200's record was lost
-    run_store.append_metrics(tmp_path, [{"step": 200}])
+    RunFolder(tmp_path).append_records([{"step": 200}])
     assert resume_point(tmp_path) == 200
 
 
@@ -253,7 +254,7 @@ def test_a_task_given_by_a_relative_file_path_resumes_from_another_folder(tmp_pa
     assert started.returncode == 0, started.stderr[-2000:]
     spec = run_store.read_json(run_dir / "config.json")["task_spec"]
     assert spec == f"{ROOT / 'examples' / 'sine.py'}:SineTask"  # stored absolute
-    run_store.write_status(run_dir, state="stopped")  # as if stopped at its end checkpoint's step
+    RunFolder(run_dir).write_status(state="stopped")  # as if stopped at its end checkpoint's step
     out = subprocess.run(
         [sys.executable, "-m", "training", "resume", str(run_dir), "--quiet"],
         cwd=tmp_path,

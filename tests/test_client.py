@@ -18,6 +18,7 @@ import pytest
 from tensorboard.backend.event_processing import event_accumulator as ea
 
 from runstore import run_store
+from runstore.run_folder import RunFolder
 from tests.test_writers_wandb import history, inspect_records
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -72,7 +73,7 @@ def wait_for_records(run_dir_root: Path, count: int, proc: subprocess.Popen, tim
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and proc.poll() is None:
         dirs = run_store.run_folders(run_dir_root)
-        if dirs and len(run_store.read_metrics(dirs[0])[0]) >= count:
+        if dirs and len(RunFolder(dirs[0]).records()[0]) >= count:
             return dirs[0]
         time.sleep(0.1)
     raise AssertionError(f"no {count} records; stderr: {proc.stderr.read()[-2000:] if proc.poll() is not None else ''}")
@@ -83,9 +84,9 @@ def test_every_step_reaches_the_store_tensorboard_and_wandb(tmp_path: Path, runs
     out, err = proc.communicate(timeout=600)
     assert proc.returncode == 0 and "done" in out, err[-3000:]
     run_dir = the_run(runs_root)
-    status = run_store.read_status(run_dir)
+    status = RunFolder(run_dir).status()
     assert status["state"] == "finished" and status["step"] == 9_999
-    records = run_store.read_metrics(run_dir)[0]
+    records = RunFolder(run_dir).records()[0]
     assert [r["step"] for r in records] == list(range(10_000))
     assert (
         records[-1]["train/loss"] < records[0]["train/loss"] and "params.w" in records[-1]
@@ -104,8 +105,8 @@ def test_kill_9_reads_crashed(tmp_path: Path, runs_root: Path) -> None:
     run_dir = wait_for_records(runs_root, 50, proc)
     proc.send_signal(signal.SIGKILL)
     proc.wait(30)
-    assert run_store.read_status(run_dir)["state"] == "crashed"
-    steps = [r["step"] for r in run_store.read_metrics(run_dir)[0]]
+    assert RunFolder(run_dir).status()["state"] == "crashed"
+    steps = [r["step"] for r in RunFolder(run_dir).records()[0]]
     assert steps == list(range(len(steps)))  # nothing logged before the kill is lost or torn
 
 
@@ -114,18 +115,18 @@ def test_an_exception_reads_failed_with_its_message(tmp_path: Path, runs_root: P
     proc = start(script(tmp_path, 1_000, after=after), runs_root)
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 1 and "ValueError" in err  # the user's own traceback is still printed
-    status = run_store.read_status(the_run(runs_root))
+    status = RunFolder(the_run(runs_root)).status()
     assert status["state"] == "failed" and status["message"] == "ValueError: the data ran out at step 20"
-    assert len(run_store.read_metrics(the_run(runs_root))[0]) == 21
+    assert len(RunFolder(the_run(runs_root)).records()[0]) == 21
 
 
 def test_the_pages_stop_request_ends_the_loop(tmp_path: Path, runs_root: Path) -> None:
     proc = start(script(tmp_path, 1_000_000, sleep=0.001), runs_root)
     run_dir = wait_for_records(runs_root, 20, proc)
-    run_store.request_stop(run_dir)  # what the page's Stop button does
+    RunFolder(run_dir).request_stop()  # what the page's Stop button does
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0 and "done" in out, err[-2000:]
-    assert run_store.read_status(run_dir)["state"] == "stopped"
+    assert RunFolder(run_dir).status()["state"] == "stopped"
 
 
 def test_bad_values_warn_once_and_training_goes_on(tmp_path: Path, runs_root: Path) -> None:
@@ -136,7 +137,7 @@ def test_bad_values_warn_once_and_training_goes_on(tmp_path: Path, runs_root: Pa
     assert proc.returncode == 0 and "done" in out, err[-2000:]
     assert err.count("none: NoneType is no metric") == 1 and "note" not in err  # strings are kept (#35): texts
     assert "before the last logged step" in err and "nan: nan logged" in err
-    records = run_store.read_metrics(the_run(runs_root))[0]
+    records = RunFolder(the_run(runs_root)).records()[0]
     assert [r["step"] for r in records] == list(range(50)) and all(r["nan"] == "nan" for r in records)
     texts = (the_run(runs_root) / "artifacts" / "texts" / "note.jsonl").read_text().splitlines()
     assert [json.loads(t)["text"] for t in texts] == ["text"] * 50
@@ -154,7 +155,7 @@ def test_a_wandb_script_switches_with_one_line(tmp_path: Path, runs_root: Path) 
     proc = start(path, runs_root)
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err[-2000:]
-    records = run_store.read_metrics(the_run(runs_root))[0]
+    records = RunFolder(the_run(runs_root)).records()[0]
     assert [r["step"] for r in records] == list(range(30)) and records[-1]["lr"] == pytest.approx(0.01)
 
 
@@ -164,9 +165,9 @@ def test_resume_allow_continues_the_runs_steps(tmp_path: Path, runs_root: Path) 
         proc = start(script(tmp_path, 25, init=init), runs_root)
         _, err = proc.communicate(timeout=300)
         assert proc.returncode == 0, err[-2000:]
-    records = run_store.read_metrics(runs_root / "my-run-1")[0]
+    records = RunFolder(runs_root / "my-run-1").records()[0]
     assert [r["step"] for r in records] == list(range(50))
-    assert run_store.read_status(runs_root / "my-run-1")["resumed_from"] == 24
+    assert RunFolder(runs_root / "my-run-1").status()["resumed_from"] == 24
 
 
 def test_the_writer_process_runs_at_idle_priority_with_its_own_wandb_service(
@@ -196,4 +197,4 @@ def test_the_writer_process_runs_at_idle_priority_with_its_own_wandb_service(
         run.log({"loss": 1.0})
     finally:
         run.finish()
-    assert run_store.read_status(run.dir)["state"] == "finished"
+    assert RunFolder(run.dir).status()["state"] == "finished"

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from runstore import run_output, run_store, wandb_reads
+from runstore import run_output, wandb_reads
+from runstore.run_folder import RunFolder
 from runstore.safe_files import UnsafePath
 from tests import wandb_leet
 from tests.apptest_pages import app
@@ -91,7 +92,7 @@ def test_the_scripts_output_is_kept_and_still_its_own(console: dict) -> None:
     assert kept[: 2 * LINES + 1] == [*interleaved, "no newline"]  # the open line ends where stderr writes
     assert [line for line in kept if line in TRACEBACK or line.startswith("  File ")][0] == TRACEBACK[0]
     assert TRACEBACK[1] in kept and kept[-1] == TRACEBACK[2]
-    status = run_store.read_status(run_dir)
+    status = RunFolder(run_dir).status()
     assert status["state"] == "failed" and status["message"] == "RuntimeError: boom at the end"
 
 
@@ -154,7 +155,7 @@ if sys.argv[-1] == "wandb":
     import wandb
 else:
     import jaxdash as wandb
-from runstore import run_store
+from runstore.run_folder import RunFolder
 from tests import wandb_leet
 
 ballast = b"x" * ({MB} << 20)  # resident: written, not only reserved
@@ -167,7 +168,7 @@ run = wandb.init(project="system")
 def sampled() -> bool:
     \"\"\"Whether the run's W&B folder holds two system-metrics records yet (the first has no CPU figure).\"\"\"
     ours = sys.argv[-1] != "wandb"
-    folder = (run_store.read_status(run.dir).get("wandb") or {{}}).get("dir") if ours else run.settings.sync_dir
+    folder = (RunFolder(run.dir).status().get("wandb") or {{}}).get("dir") if ours else run.settings.sync_dir
     found = wandb_leet.inspect(folder, "--json") if folder else None
     return bool(found and found.returncode == 0 and found.stdout.count('"type":"stats"') >= 2)
 
@@ -278,4 +279,4 @@ def test_a_forked_child_neither_repeats_nor_ends_the_run(tmp_path: Path) -> None
     run_dir = only_run(tmp_path / "runs")
     assert (run_dir / run_output.OUTPUT).read_text() == "the parent's line\nthe parent's last line\n"
     assert rows(run_dir) == [{"step": 0, "loss": 1.0}]
-    assert run_store.read_status(run_dir)["state"] == "finished"
+    assert RunFolder(run_dir).status()["state"] == "finished"

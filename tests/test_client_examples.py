@@ -15,6 +15,7 @@ import pytest
 from tensorboard.backend.event_processing import event_accumulator as ea
 
 from runstore import run_store
+from runstore.run_folder import RunFolder
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "flax_mnist_loop.py"
@@ -48,9 +49,9 @@ def test_the_flax_loop_example_writes_a_run_like_a_launched_one(tmp_path: Path) 
     out, err = proc.communicate(timeout=600)
     assert proc.returncode == 0, err[-2000:]
     (run_dir,) = run_store.run_folders(root)
-    status = run_store.read_status(run_dir)
+    status = RunFolder(run_dir).status()
     assert status["state"] == "finished" and status["step"] == status["total_steps"] == 100
-    records = run_store.read_metrics(run_dir)[0]
+    records = RunFolder(run_dir).records()[0]
     assert [r["step"] for r in records] == list(range(1, 101))  # the test metrics share the epoch's last step
     assert [r["step"] for r in records if "test/acc" in r] == [50, 100]
     acc = ea.EventAccumulator(status["tensorboard"]["logdir"], size_guidance={ea.SCALARS: 0}).Reload()

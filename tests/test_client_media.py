@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from runstore import run_store
+from runstore.run_folder import RunFolder
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -75,7 +76,7 @@ def run_script(tmp_path: Path, code: str) -> tuple[Path, str]:
 
 def test_wandb_media_and_define_metric_land_in_the_run_folder(tmp_path: Path) -> None:
     run_dir, _ = run_script(tmp_path, MEDIA)
-    assert run_store.read_status(run_dir)["state"] == "finished"
+    assert RunFolder(run_dir).status()["state"] == "finished"
     final = json.loads((run_dir / "final_metrics.json").read_text())
     assert final["val/loss"] == 0.2  # define_metric(summary="min"): the best, not the last (0.5)
     assert abs(final["train/acc"] - 0.7) < 1e-9  # no definition: the last value, as wandb's summary
@@ -91,7 +92,7 @@ def test_wandb_media_and_define_metric_land_in_the_run_folder(tmp_path: Path) ->
 def test_log_chunk_writes_one_record_per_scanned_step(tmp_path: Path) -> None:
     run_dir, stdout = run_script(tmp_path, CHUNKS)
     expected = json.loads(stdout.strip().splitlines()[-1])
-    records = run_store.read_metrics(run_dir)[0]
+    records = RunFolder(run_dir).records()[0]
     assert [r["step"] for r in records] == list(range(50))  # steps from 0, as run.log numbers them
     assert [round(r["train/loss"], 6) for r in records] == [round(v, 6) for v in expected]
 

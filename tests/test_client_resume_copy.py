@@ -10,7 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from runstore import run_store, wandb_reads
+from runstore import wandb_reads
+from runstore.run_folder import RunFolder
 from tests import wandb_leet
 from tests.client_scripts import rows, script_env, write
 
@@ -75,12 +76,12 @@ def test_a_failed_resume_keeps_the_runs_summary(tmp_path: Path) -> None:
     script = write(tmp_path, FAILING)
     _run(tmp_path, script, "first")
     run_dir = tmp_path / "runs" / "refused"
-    summary, final, records = wandb_reads.summary(run_dir), run_store.read_status(run_dir)["final"], rows(run_dir)
+    summary, final, records = wandb_reads.summary(run_dir), RunFolder(run_dir).status()["final"], rows(run_dir)
     assert summary == {"loss": 0.2, "acc": 0.4, "best": "epoch 4"}
     out = subprocess.run([sys.executable, str(script), "again"], cwd=tmp_path, env=script_env(tmp_path / "runs"),
                          capture_output=True, text=True, timeout=180)  # fmt: skip
     assert out.returncode == 1 and "allow_val_change" in out.stderr
-    status = run_store.read_status(run_dir)
+    status = RunFolder(run_dir).status()
     assert status["state"] == "failed" and "allow_val_change" in status["message"]
     assert wandb_reads.summary(run_dir) == summary
     assert status["final"] == final == {"loss": 0.2, "acc": 0.4}

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from runstore import run_store
+from runstore.run_folder import RunFolder
 from tests.client_scripts import only_run, rows, run, start, wandb_history
 
 
@@ -37,7 +38,7 @@ def test_a_step_or_value_it_cannot_store_is_one_warning_and_logging_goes_on(tmp_
     steps = [r["step"] for r in rows(run_dir)]
     assert steps == list(range(100)) + list(range(101, 201))  # the bad row's step passed; nothing after it lost
     assert all(0 <= s < 2**63 for s in steps)
-    assert run_store.read_status(run_dir)["state"] == "finished"
+    assert RunFolder(run_dir).status()["state"] == "finished"
     assert out.stderr.count("past the largest step") == 2 and out.stderr.count("huge:") == 1, out.stderr[-2000:]
     assert "Traceback" not in out.stderr
 
@@ -55,7 +56,7 @@ def test_a_script_that_never_calls_finish_keeps_every_row_everywhere(tmp_path: P
     )
     assert out.returncode == 0, out.stderr[-2000:]
     run_dir = only_run(root)
-    status = run_store.read_status(run_dir)
+    status = RunFolder(run_dir).status()
     assert status["state"] == "finished", status
     assert [r["step"] for r in rows(run_dir)] == list(range(30))
     assert [h["_step"] for h in wandb_history(Path(status["wandb"]["dir"]))] == list(range(30))
@@ -79,7 +80,7 @@ def test_sigterm_reads_stopped_with_every_row_kept(tmp_path: Path) -> None:
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 128 + signal.SIGTERM, err[-2000:]
     run_dir = only_run(root)
-    assert run_store.read_status(run_dir)["state"] == "stopped"
+    assert RunFolder(run_dir).status()["state"] == "stopped"
     assert [r["step"] for r in rows(run_dir)] == list(range(50))
 
 
@@ -96,7 +97,7 @@ def test_an_uncaught_exception_reads_failed_with_every_row_kept(tmp_path: Path) 
     )
     assert out.returncode == 1 and "RuntimeError: out of data" in out.stderr
     run_dir = only_run(root)
-    status = run_store.read_status(run_dir)
+    status = RunFolder(run_dir).status()
     assert status["state"] == "failed" and status["message"] == "RuntimeError: out of data"
     assert rows(run_dir) == [{"step": 0, "loss": 1.0}, {"step": 1, "loss": 0.5}]
 
@@ -177,7 +178,7 @@ def test_a_full_disk_that_frees_up_again_loses_no_record(tmp_path: Path, small_d
     records = rows(run_dir)
     assert [r["step"] for r in records] == list(range(60_000))
     assert all(r["loss"] == r["step"] * 0.5 for r in records)
-    status = run_store.read_status(run_dir)
+    status = RunFolder(run_dir).status()
     assert status["state"] == "finished", status
     gaps = [e for e in status.get("events", []) if e["kind"] == "write_gap"]
     assert len(gaps) == 1 and "No space left on device" in gaps[0]["message"], status.get("events")
@@ -197,5 +198,5 @@ def test_every_run_of_a_script_ends_at_exit(tmp_path: Path) -> None:
     """, WANDB_MODE="disabled")  # fmt: skip
     assert out.returncode == 0, out.stderr[-2000:]
     found = {run_store.read_run(d).task: d for d in run_store.run_folders(root)}
-    assert [run_store.read_status(found[t])["state"] for t in ("a", "b")] == ["finished", "finished"]
+    assert [RunFolder(found[t]).status()["state"] for t in ("a", "b")] == ["finished", "finished"]
     assert (rows(found["a"]), rows(found["b"])) == ([{"step": 0, "x": 1.0}], [{"step": 0, "y": 2.0}])

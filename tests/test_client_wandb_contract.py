@@ -13,6 +13,7 @@ from tensorboard.plugins.hparams import metadata as hp_metadata
 
 from dashboard.reading import groups
 from runstore import run_notes, run_store
+from runstore.run_folder import RunFolder
 from tests.client_scripts import only_run, rows, run, wandb_history, wandb_run_record
 from tests.test_writers_wandb import inspect_summary
 
@@ -81,7 +82,7 @@ def test_steps_config_and_summary_match_wandb(tmp_path: Path) -> None:
     assert [h["_step"] for h in expected] == [0, 1, 5, 6, 7]
     run_dir = only_run(root)
     assert _ours(run_dir) == expected  # every step and value, W&B's keys ("n.i")
-    copy = Path(run_store.read_status(run_dir)["wandb"]["dir"])
+    copy = Path(RunFolder(run_dir).status()["wandb"]["dir"])
     assert wandb_history(copy) == expected  # and the W&B copy our client wrote (no keys of ours)
     assert {k: v for k, v in inspect_summary(copy)["summary"].items() if not k.startswith("_")} == {
         k: v for k, v in inspect_summary(their_dir)["summary"].items() if not k.startswith("_")}  # fmt: skip
@@ -218,7 +219,7 @@ def test_define_metric_is_recorded_and_its_summaries_match_wandb(tmp_path: Path)
     theirs = {k: v for k, v in inspect_summary(their_dir)["summary"].items() if not k.startswith("_")}
     ours = run_store.read_json(run_dir / "summary.json")
     assert ours == theirs
-    assert run_store.read_status(run_dir)["final"]["val/loss"] == 0.2  # one number a metric for the Runs table
+    assert RunFolder(run_dir).status()["final"]["val/loss"] == 0.2  # one number a metric for the Runs table
 
 
 def test_config_and_summary_set_after_init_reach_tensorboard_and_the_copy(tmp_path: Path) -> None:
@@ -240,7 +241,7 @@ def test_config_and_summary_set_after_init_reach_tensorboard_and_the_copy(tmp_pa
     expected = {"lr": 0.1, "batch": 8, "name": "x", "late": 3}
     assert run_store.read_json(run_dir / "config.json")["config"] == expected
     assert run_store.read_json(run_dir / "summary.json") == {"train/loss": 0.2, "note": "text"}
-    status = run_store.read_status(run_dir)
+    status = RunFolder(run_dir).status()
     acc = ea.EventAccumulator(status["tensorboard"]["logdir"])
     acc.Reload()
     start = hp_metadata.parse_session_start_info_plugin_data(

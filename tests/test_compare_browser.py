@@ -11,7 +11,7 @@ import pytest
 
 from dashboard.processes import notes_sinks
 from dashboard.server.serve import Server
-from runstore import run_store
+from runstore.run_folder import RunFolder
 from tests.apptest_pages import fake_population, fake_run
 
 pytest.importorskip("playwright.sync_api")
@@ -108,7 +108,7 @@ def test_compare_grid_draws_a_single_point_and_thirty_decades_on_a_log_axis(
     dirs = []
     for name, records in rows.items():
         dirs.append(fake_run(runs, "regression", "finished", name=name, n=0))
-        run_store.append_metrics(dirs[-1], records)
+        RunFolder(dirs[-1]).append_records(records)
     page, errors = tab, []
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.set_viewport_size({"width": 1400, "height": 1200})
@@ -149,7 +149,7 @@ def test_run_page_shows_its_output_and_system_metrics_while_running(server: tupl
     srv, runs = server
     d = fake_run(runs, "regression", "running", pid=os.getpid(), name="sys")
     recs = [{"step": 600 + i, "wall": 60.0 + i, "ts": time.time(), "sys/rss_mb": 512.0 + i} for i in range(3)]
-    run_store.append_metrics(d, recs)
+    RunFolder(d).append_records(recs)
     (d / "process.log").write_text("first line of output\n")
     page = tab
     page.set_viewport_size({"width": 1400, "height": 2000})
@@ -163,7 +163,7 @@ def test_run_page_shows_its_output_and_system_metrics_while_running(server: tupl
         f"{TRACES_JS}.some(c => c.length > 0) && document.body.innerText.includes('sys/rss_mb')", timeout=30_000
     )
     page.screenshot(path=str(ARTIFACTS / "detail_sys_log.png"), full_page=True)
-    run_store.write_status(d, state="finished", ended=time.time())
+    RunFolder(d).write_status(state="finished", ended=time.time())
 
 
 def test_run_detail_draws_its_metric_grids_when_they_scroll_into_view(server: tuple[Server, Path], tab: Any) -> None:
@@ -171,7 +171,7 @@ def test_run_detail_draws_its_metric_grids_when_they_scroll_into_view(server: tu
     srv, runs = server
     d = fake_run(runs, "regression", "finished", name="lazy")
     recs = [{"step": 600 + i, "wall": 60.0 + i, "ts": time.time(), "sys/rss_mb": 512.0 + i} for i in range(3)]
-    run_store.append_metrics(d, recs)
+    RunFolder(d).append_records(recs)
     points = "Array.from(document.querySelectorAll('.jaxdash-chart')).map(g => (g._fullData || g.__drawn || []).length)"
     page = tab
     page.set_viewport_size({"width": 1400, "height": 700})

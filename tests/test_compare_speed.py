@@ -10,7 +10,7 @@ import pytest
 
 from components import compare_figures
 from dashboard.panels import compare
-from runstore import run_store
+from runstore.run_folder import RunFolder
 from tests.apptest_pages import app, fake_run
 from tests.chart_elements import charts, figure, trace_lengths
 
@@ -42,7 +42,7 @@ def test_a_fresh_tab_opening_the_same_comparison_is_sent_the_kept_figures_not_ne
     assert builds == [("train/acc", "train/loss"), ("test/acc",)]  # nothing built again
     assert _grids(second) == _grids(first) and len(_grids(second)) == 2
     # a run that logged more, or another setting, is built anew
-    run_store.append_metrics(runs[0], [{"step": 1000 + i, "wall": 9.0 + i, "train/loss": 0.01} for i in range(5)])
+    RunFolder(runs[0]).append_records([{"step": 1000 + i, "wall": 9.0 + i, "train/loss": 0.01} for i in range(5)])
     third = app("views/runs.py", selected_ids=ids)
     assert builds[2:] == [("train/acc", "train/loss"), ("test/acc",)]
     lengths = trace_lengths(charts(third)[0])

@@ -17,7 +17,7 @@ from benchmarks import browser_probes
 from benchmarks.dashboard_latency import fake_running_run
 from benchmarks.latency_keys import SCROLL_THROUGH_JS, TO_TOP_JS
 from dashboard.server.serve import Server
-from runstore import run_store
+from runstore.run_folder import RunFolder
 
 pytest.importorskip("playwright.sync_api")
 KEYS = [f"extra/k{i}" for i in range(16)]
@@ -33,8 +33,8 @@ ROWS_ASKED_JS = """(tag) => performance.getEntriesByType("resource")
 
 def _write(run: Path, step: int) -> None:
     record = {"step": step, "wall": float(step), "ts": time.time(), "train/loss": 1 / (step + 1)}
-    run_store.append_metrics(run, [record | {k: step + i for i, k in enumerate(KEYS)}])
-    run_store.write_status(run, step=step)
+    RunFolder(run).append_records([record | {k: step + i for i, k in enumerate(KEYS)}])
+    RunFolder(run).write_status(step=step)
 
 
 def _holds(page: Any, tag: str, step: int, timeout_ms: int = 20_000) -> None:
@@ -69,4 +69,4 @@ def test_charts_out_of_sight_fetch_nothing_and_catch_up_when_scrolled_back(
         KEYS[-1],
     )
     _holds(tab, KEYS[-1], 3)  # back in sight: what it missed, at once
-    run_store.write_status(run, state="stopped", ended=time.time())
+    RunFolder(run).write_status(state="stopped", ended=time.time())

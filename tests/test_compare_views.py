@@ -11,7 +11,7 @@ import numpy as np
 from components import compare_figures
 from components.colors import run_color
 from dashboard.panels import compare_data
-from runstore import run_store
+from runstore.run_folder import RunFolder
 from tests.apptest_pages import app, fake_population, fake_run
 from tests.chart_elements import charts
 
@@ -89,8 +89,8 @@ def test_population_shown_as_mean_with_band(runs_root: Path) -> None:
 
 def test_zoom_redraws_the_range_at_full_resolution(runs_root: Path) -> None:
     d = fake_run(runs_root, "regression", "finished", n=40, name="big")
-    run_store.append_metrics(
-        d, [{"step": 1000 + i, "wall": 10.0 + i, "train/loss": 1.0 / (i + 1)} for i in range(60_000)]
+    RunFolder(d).append_records(
+        [{"step": 1000 + i, "wall": 10.0 + i, "train/loss": 1.0 / (i + 1)} for i in range(60_000)]
     )
     at = app("views/runs.py", selected_ids=[d.name])
     at.slider(key="cmp_range").set_value((30_000, 30_100)).run()

@@ -14,6 +14,7 @@ import pytest
 
 from dashboard.server import run_lookup
 from runstore import run_store
+from runstore.run_folder import RunFolder
 
 
 def get(url: str) -> tuple[int, dict[str, str], bytes]:
@@ -29,7 +30,7 @@ def test_the_route_sends_every_record_as_csv(served) -> None:  # noqa: ANN001
     d = run_store.new_run_dir(root, "regression", "csv")
     records = [{"step": s, "wall": s / 10, "train/loss": 1 / s} for s in range(1, 2001)]
     records[5]["test/acc"] = 0.5  # a key only one record has: an empty cell elsewhere
-    run_store.append_metrics(d, records)
+    RunFolder(d).append_records(records)
     status, headers, body = get(f"{srv.url}/api/runs/{d.name}/metrics.csv")
     assert status == 200 and headers["content-type"].startswith("text/csv")
     assert headers["content-disposition"].startswith(f'attachment; filename="{d.name}.csv"; filename*=UTF-8')
@@ -41,14 +42,14 @@ def test_the_route_sends_every_record_as_csv(served) -> None:  # noqa: ANN001
 def test_unknown_runs_and_paths_get_a_message_not_a_file(served) -> None:  # noqa: ANN001
     srv, root = served
     empty = run_store.new_run_dir(root, "regression", "empty")
-    run_store.write_status(empty, state="starting", pid=1, started=time.time())
+    RunFolder(empty).write_status(state="starting", pid=1, started=time.time())
     status, _, body = get(f"{srv.url}/api/runs/{empty.name}/metrics.csv")
     assert status == 404 and b"has logged no metrics yet" in body
     status, _, body = get(f"{srv.url}/api/runs/no-such-run/metrics.csv")
     assert status == 404 and b"No run 'no-such-run' under" in body
     (root.parent / "outside").mkdir()
     for folder in (root.parent, root.parent / "outside"):  # metrics outside the runs root: never sent
-        run_store.append_metrics(folder, [{"step": 1, "train/loss": 1.0}])
+        RunFolder(folder).append_records([{"step": 1, "train/loss": 1.0}])
     for sneaky in ("..%2Foutside", "..", "%2Fetc", ".hidden"):  # refused, or not this route (the app's page)
         status, headers, body = get(f"{srv.url}/api/runs/{sneaky}/metrics.csv")
         assert "attachment" not in headers.get("content-disposition", ""), (sneaky, status)

@@ -15,6 +15,7 @@ import pytest
 from benchmarks.browser_probes import PLOTS_JS
 from dashboard.server.serve import Server
 from runstore import run_store
+from runstore.run_folder import RunFolder
 from tests.apptest_pages import fake_run
 
 playwright = pytest.importorskip("playwright.sync_api")
@@ -66,7 +67,7 @@ def test_start_regression_run_from_the_page_and_watch_it(server: tuple[Server, P
     )
     other.get_by_text("finished").first.wait_for(timeout=30_000)
     (run_dir,) = run_store.run_folders(runs)
-    assert run_store.read_status(run_dir)["state"] == "finished"
+    assert RunFolder(run_dir).status()["state"] == "finished"
     assert (run_store.read_json(run_dir / "config.json") or {}).get("name") == "e2e-regression"
 
 
@@ -78,7 +79,7 @@ def test_detail_page_refreshes_while_its_run_is_active(server: tuple[Server, Pat
     page.goto(f"{srv.url}/detail?run={run_dir.name}")
     loss_points = f"(() => {{ const c = {PLOT_POINTS_JS}; return c.length && c[0].reduce((a, b) => a + b, 0); }})()"
     page.wait_for_function(f"{loss_points} === 20", timeout=60_000, polling=100)
-    run_store.append_metrics(run_dir, [{"step": 999, "wall": 9.0, "ts": time.time(), "train/loss": 0.01}])
+    RunFolder(run_dir).append_records([{"step": 999, "wall": 9.0, "ts": time.time(), "train/loss": 0.01}])
     page.wait_for_function(f"{loss_points} === 21", timeout=15_000, polling=100)  # no click, no reload
-    run_store.write_status(run_dir, state="finished", ended=time.time())
+    RunFolder(run_dir).write_status(state="finished", ended=time.time())
     page.get_by_text("finished").first.wait_for(timeout=15_000)

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from dashboard.processes import launch_status, launcher
-from runstore import launch_files, run_store
+from runstore import launch_files
+from runstore.run_folder import RunFolder
 from tests.apptest_pages import app, fake_run, wait_status
 from tests.chart_elements import charts, trace_lengths, trace_values
 from tests.fixtures_runs import hold_children, wait_held
@@ -87,7 +88,7 @@ def test_live_page_reads_metrics_incrementally(root: Path) -> None:
     with path.open("r+") as f:  # rewrite step 60's loss in place: a full re-read would see 9.x
         f.seek(text.index(old, text.index('"step": 60')))
         f.write("9" + old[1:])
-    run_store.append_metrics(d, [{"step": 999, "wall": 9.0, "ts": time.time(), "train/loss": 0.01}])
+    RunFolder(d).append_records([{"step": 999, "wall": 9.0, "ts": time.time(), "train/loss": 0.01}])
     at.run()
     assert trace_lengths(charts(at)[1]) == [11]
     assert max(trace_values(charts(at)[1], "y")[0]) <= 1.0
@@ -118,7 +119,7 @@ def test_resume_button_continues_a_stopped_run_in_a_new_process(
     run_dir = launcher.launch("regression", cfg, name="to-resume", wandb_mode="disabled")
     first_pid = launch_files.launch_info(run_dir)["pid"]
     wait_held(None, tmp_path / "held")
-    assert run_store.read_status(run_dir)["state"] == "running"
+    assert RunFolder(run_dir).status()["state"] == "running"
     launcher.stop(run_dir)
     stopped = wait_status(run_dir, ("stopped", "finished", "failed", "crashed"), timeout=60)
     assert stopped["state"] == "stopped" and launcher.has_checkpoint(run_dir), stopped
@@ -129,11 +130,11 @@ def test_resume_button_continues_a_stopped_run_in_a_new_process(
     assert resume["pid"] != first_pid and resume["command"][3:5] == ["resume", str(run_dir)]
     assert launch_status.run_status(run_dir)["state"] in ("starting", "running", "finished")  # no longer "stopped"
     deadline = time.monotonic() + 120
-    while run_store.read_status(run_dir).get("pid") != resume["pid"] and time.monotonic() < deadline:
+    while RunFolder(run_dir).status().get("pid") != resume["pid"] and time.monotonic() < deadline:
         time.sleep(0.2)
     status = wait_status(run_dir, ("finished", "failed", "crashed", "stopped"))
     assert status["state"] == "finished" and status["resumed_from"] > 0 and status["pid"] == resume["pid"], status
-    steps = [r["step"] for r in run_store.read_metrics(run_dir)[0]]
+    steps = [r["step"] for r in RunFolder(run_dir).records()[0]]
     assert steps == sorted(set(steps)) and steps[-1] == 2000  # continued, nothing logged twice
     at = app("views/live.py", run=run_dir.name)
     assert all(b.key != "resume_run" for b in at.button)

@@ -19,6 +19,7 @@ import pytest
 from tensorboard.backend.event_processing import event_accumulator as ea
 
 from runstore import run_store
+from runstore.run_folder import RunFolder
 from tests import wandb_leet
 from training.settings import ConfigError, parse_config
 from training.tasks import available, load_task
@@ -59,7 +60,7 @@ def _train(tmp: Path, spec: str, *args: str) -> list[dict]:
 
 
 def _wandb(run_dir: Path, *flags: str) -> str:
-    folder = run_store.read_status(run_dir)["wandb"]["dir"]  # where the run says its W&B files are
+    folder = RunFolder(run_dir).status()["wandb"]["dir"]  # where the run says its W&B files are
     out = wandb_leet.inspect(folder, *flags, "--json")
     assert out.returncode == 0, out.stderr
     return out.stdout
@@ -109,11 +110,11 @@ def test_help_lists_the_example_settings():
 
 
 def test_cli_run_finishes_and_fits_the_sine(single):
-    status = run_store.read_status(single)
+    status = RunFolder(single).status()
     assert status["state"] == "finished" and status["step"] == STEPS
     doc = run_store.read_json(single / "config.json")
     assert doc["task"] == "sine" and doc["panels"] == ["fit", "loss"] and doc["config"]["hidden"] == 64
-    records = run_store.read_metrics(single)[0]
+    records = RunFolder(single).records()[0]
     assert [r["step"] for r in records] == LOGGED
     losses = [r["train/loss"] for r in records]
     assert losses[-1] < losses[0] / 10 and losses[-1] < 0.05, losses  # noise 0.1: the floor is ~0.01
@@ -129,7 +130,7 @@ def test_cli_run_finishes_and_fits_the_sine(single):
 
 
 def test_tensorboard_has_the_loss_at_every_chunk(single):
-    logdir = run_store.read_status(single)["tensorboard"]["logdir"]  # where the run says it wrote
+    logdir = RunFolder(single).status()["tensorboard"]["logdir"]  # where the run says it wrote
     acc = ea.EventAccumulator(logdir, size_guidance={ea.SCALARS: 0, ea.IMAGES: 0})
     acc.Reload()
     loss = acc.Scalars("train/loss")
@@ -170,14 +171,14 @@ def test_population_by_module_spec_gives_each_member_its_run(tmp_path):
     assert len({d["group"] for d in docs}) == 1
     finals = []
     for d in dirs:
-        assert run_store.read_status(d)["state"] == "finished"
-        logdir = Path(run_store.read_status(d)["tensorboard"]["logdir"])
+        assert RunFolder(d).status()["state"] == "finished"
+        logdir = Path(RunFolder(d).status()["tensorboard"]["logdir"])
         assert logdir.is_relative_to(d / "tb") and list(logdir.glob("events.out.tfevents.*"))
-        assert list(Path(run_store.read_status(d)["wandb"]["dir"]).glob("*.wandb")), "its own W&B run"
+        assert list(Path(RunFolder(d).status()["wandb"]["dir"]).glob("*.wandb")), "its own W&B run"
         assert (d / "artifacts" / "tables" / "fit__curve.json").is_file()
-        finals.append(run_store.read_metrics(d)[0][-1]["train/loss"])
+        finals.append(RunFolder(d).records()[0][-1]["train/loss"])
     assert len(set(finals)) == 3, "members differ in learning rate, so in loss"
-    assert len({run_store.read_status(d)["wandb"]["id"] for d in dirs}) == 3
+    assert len({RunFolder(d).status()["wandb"]["id"] for d in dirs}) == 3
 
 
 # ---- installed like its peers: `pip install .` gives `jaxdash` and `jaxdash-train` --------------------------------

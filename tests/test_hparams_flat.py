@@ -12,6 +12,7 @@ import pytest
 from tensorboardX import SummaryWriter
 
 from runstore import run_store, tb_logdir
+from runstore.run_folder import RunFolder
 from tests import tb_http
 from tests.apptest_pages import app
 from tests.test_run_detail_wandb import run_script
@@ -88,7 +89,7 @@ def test_add_hparams_side_run_is_folded_into_its_run(
     assert (row["final hparam/acc"], row["final hparam/loss"]) == (0.75, 0.25)
     settings = _detail_settings("exp")
     assert {k: settings[k] for k in HPARAMS} == {"lr": "0.01", "opt": "adam", "layers": "3.0", "bn": "True"}
-    records, _ = run_store.read_metrics(mirror)
+    records, _ = RunFolder(mirror).records()
     assert [r["step"] for r in records] == [0, 1, 2] and all("hparam/acc" not in r for r in records)  # no 1-point chart
 
 

@@ -14,6 +14,7 @@ from tensorboardX import SummaryWriter
 
 from dashboard.reading import run_list
 from runstore import index_reader, index_rows, launch_files, run_index, run_store, tb_logdir
+from runstore.run_folder import RunFolder
 from training.queue.store import Queue
 
 
@@ -27,7 +28,7 @@ def _logdir_run(logs: Path, runs: Path, name: str, lr: float, losses: list[float
     mirror = tb_logdir.mirror_root(runs) / tb_logdir.mirror_id(name)
     for _ in range(200):  # the writer's thread may still be writing: wait for the event, not a fixed time
         tb_logdir.sync(logs, runs)
-        if any(r.get("step") == len(losses) - 1 for r in run_store.read_metrics(mirror)[0]):
+        if any(r.get("step") == len(losses) - 1 for r in RunFolder(mirror).records()[0]):
             return mirror
         time.sleep(0.05)
     raise AssertionError(f"{name}: the mirror never held its last step")
@@ -47,8 +48,8 @@ def test_index_holds_logdir_mirrors_and_page_launches_as_the_runs_page_lists_the
     monkeypatch.setenv("JAXDASH_RUNS", str(runs))
     monkeypatch.setenv("JAXDASH_LOGDIR", str(logs))
     own = run_store.new_run_dir(runs, "mnist", "own")
-    run_store.write_config(own, "mnist", {"lr": 0.1}, name="own", task_spec="mnist")
-    run_store.write_status(own, state="finished")
+    RunFolder(own).write_config("mnist", {"lr": 0.1}, name="own", task_spec="mnist")
+    RunFolder(own).write_status(state="finished")
     _logdir_run(logs, runs, "tb_a", 0.01, [3.0, 1.0, 2.0])
     _logdir_run(logs, runs, "own", 0.5, [9.0])  # a logdir run with the id of a root run: both are listed
     proc = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
@@ -71,8 +72,8 @@ def test_index_holds_logdir_mirrors_and_page_launches_as_the_runs_page_lists_the
         proc.wait()
         run_index.update(runs)  # a starting launch is re-checked each update: its process is gone now
         assert {r.name for r in index_reader.search(runs, 'state = "starting"')} == set()
-        run_store.write_config(dead, "mnist", {"lr": 0.3}, name="dead", task_spec="mnist")  # its process began
-        run_store.write_status(dead, state="running", pid=2**22 + 4321)
+        RunFolder(dead).write_config("mnist", {"lr": 0.3}, name="dead", task_spec="mnist")  # its process began
+        RunFolder(dead).write_status(state="running", pid=2**22 + 4321)
         run_index.update(runs)
         (began,) = index_reader.search(runs, "config.lr = 0.3")
         assert (began.name, began.kind) == ("dead", "engine")

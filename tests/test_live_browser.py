@@ -19,6 +19,7 @@ import pytest
 from benchmarks import browser_probes as probes
 from dashboard.server.serve import Server, start_server
 from runstore import run_store
+from runstore.run_folder import RunFolder
 
 pytest.importorskip("playwright.sync_api")
 pytestmark = pytest.mark.browser
@@ -171,7 +172,7 @@ def test_first_point_within_a_second_of_start_on_a_warm_server(warm_server: tupl
         times.append(page.evaluate("window.__firstDrawn") / 1000 - t_click)
         (run_dir,) = set(run_store.run_folders(runs)) - before
         via.append((run_store.read_json(run_dir / "launch.json") or {}).get("via"))
-        while run_store.read_status(run_dir).get("state") in (None, "running"):  # the next start on a quiet machine
+        while RunFolder(run_dir).status().get("state") in (None, "running"):  # the next start on a quiet machine
             time.sleep(0.2)
     print("Start -> first point:", ", ".join(f"{t:.2f}" for t in times), "s")  # pytest -s: the figures for the note
     assert via == ["cold"] + ["worker"] * (len(via) - 1), via  # every later Start found the warm worker ready
@@ -195,17 +196,17 @@ def test_a_hidden_live_tab_stops_refreshing_and_catches_up_when_shown(server: tu
     page = tab
     page.goto(f"{srv.url}/live?run={run_dir.name}")
     page.get_by_role("button", name="Stop").wait_for(timeout=60_000)
-    run_store.append_metrics(run_dir, [{"step": 1, "wall": 1.0, "ts": time.time(), "train/loss": 0.4321}])
+    RunFolder(run_dir).append_records([{"step": 1, "wall": 1.0, "ts": time.time(), "train/loss": 0.4321}])
     assert _seconds_until(page, HAS, "0.4321", 10) <= LIST_BOUND_S  # visible: the tile follows the run
     page.evaluate(HIDE_JS)
     page.wait_for_timeout(300)  # the tab reports it is hidden: the page reruns once with its polls off
     page.wait_for_function(IDLE_JS, timeout=30_000, polling=100)
-    run_store.append_metrics(run_dir, [{"step": 2, "wall": 2.0, "ts": time.time(), "train/loss": 0.1234}])
+    RunFolder(run_dir).append_records([{"step": 2, "wall": 2.0, "ts": time.time(), "train/loss": 0.1234}])
     page.wait_for_timeout(2000)  # eight of the trigger's polls' worth
     assert "0.1234" not in page.evaluate("document.body.innerText")  # hidden: no refresh at all
     page.evaluate(SHOW_JS)
     assert _seconds_until(page, HAS, "0.1234", 10) <= LIST_BOUND_S  # shown: the newest values at once
-    run_store.write_status(run_dir, state="stopped", ended=time.time())
+    RunFolder(run_dir).write_status(state="stopped", ended=time.time())
 
 
 CHART_WIDTHS = (

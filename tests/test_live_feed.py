@@ -22,6 +22,7 @@ from dashboard.panels.panel_kinds import FED_REBUILD_ROWS
 from dashboard.server import changes_route, rows_route
 from dashboard.server.serve import Server
 from runstore import run_store
+from runstore.run_folder import RunFolder
 from tests.test_live_refresh import open_counting, wait_quiet
 from training.config import config_to_dict, parse_config
 
@@ -32,7 +33,7 @@ def test_the_rows_route_answers_finite_values_after_an_offset_and_never_half_a_l
     run = fake_running_run(runs_root)  # step 0: train/loss 1.0
     first = rows_route.rows(run.name, 0, ["train/loss", "test/acc"])
     assert first["x"] == {"train/loss": [0], "test/acc": []} and first["y"]["train/loss"] == [1.0]
-    run_store.append_metrics(run, [{"step": 5, "train/loss": float("nan"), "test/acc": 0.5}])
+    RunFolder(run).append_records([{"step": 5, "train/loss": float("nan"), "test/acc": 0.5}])
     with open(run / "metrics.jsonl", "a") as f:
         f.write('{"step": 6, "train/lo')  # a write in progress
     second = rows_route.rows(run.name, first["offset"], ["train/loss", "test/acc"])
@@ -46,19 +47,19 @@ def test_the_rows_route_answers_finite_values_after_an_offset_and_never_half_a_l
 def test_a_record_changes_the_streams_part_of_the_signature_and_a_new_state_the_events_part(runs_root: Path) -> None:
     run = fake_running_run(runs_root)
     events, streams = changes_route.signature([run.name]).split(".")
-    run_store.append_metrics(run, [{"step": 1, "train/loss": 0.5}])
-    run_store.write_status(run, step=1)
+    RunFolder(run).append_records([{"step": 1, "train/loss": 0.5}])
+    RunFolder(run).write_status(step=1)
     after_record = changes_route.signature([run.name]).split(".")
     assert after_record[0] == events and after_record[1] != streams
-    run_store.write_status(run, phase="evaluating")
+    RunFolder(run).write_status(phase="evaluating")
     assert changes_route.signature([run.name]).split(".")[0] != events
 
 
 def _write(run: Path, step: int) -> None:
-    run_store.append_metrics(
-        run, [{"step": step, "wall": float(step), "ts": time.time(), "train/loss": 1 / (step + 1)}]
+    RunFolder(run).append_records(
+        [{"step": step, "wall": float(step), "ts": time.time(), "train/loss": 1 / (step + 1)}]
     )
-    run_store.write_status(run, step=step)
+    RunFolder(run).write_status(step=step)
 
 
 def _open_live(tab: Any, srv: Server, run: Path, last_step: int = 0) -> Any:
@@ -87,7 +88,7 @@ def test_records_reach_the_chart_progress_and_tiles_without_a_rerun(server: tupl
     page.get_by_text("step 6/").first.wait_for(timeout=5_000)  # the progress line
     page.get_by_text("0.1429").first.wait_for(timeout=5_000)  # the train/loss tile: 1/7
     assert page.evaluate("window.__wsIn") == quiet, "the panel reran for records its charts and numbers follow"
-    run_store.write_status(run, state="stopped", ended=time.time())  # a new state reruns at once
+    RunFolder(run).write_status(state="stopped", ended=time.time())  # a new state reruns at once
     page.get_by_text("Resume").or_(page.get_by_text("stopped")).first.wait_for(timeout=10_000)
     assert page.evaluate("window.__wsIn") > quiet
 
@@ -158,7 +159,7 @@ def test_a_steady_writer_is_polled_every_second_its_chart_drawn_at_each_poll_and
     # at once: polls every 250 ms again (3 s leaves room for a loaded 2-core machine; the exact rule: test_refresh_timing)
     assert time.monotonic() - t_write < 3.0, "a record after a pause waited"
     top = page.evaluate(CHART_TOP_JS)
-    run_store.write_status(run, state="finished", ended=time.time())
+    RunFolder(run).write_status(state="finished", ended=time.time())
     page.get_by_text("finished").first.wait_for(timeout=10_000)
     wait_quiet(page)
     assert page.evaluate(CHART_TOP_JS) == top, "the chart moved when its run ended"
@@ -179,8 +180,8 @@ COUNT_REACTS_JS = counting_js("react")
 def _run_with_rows(runs: Path, rows: int) -> Path:
     """A fake running run whose train/loss has `rows` records, steps 0 .. rows - 1."""
     run = fake_running_run(runs)
-    run_store.append_metrics(run, [{"step": s, "ts": time.time(), "train/loss": 1 / (s + 1)} for s in range(1, rows)])
-    run_store.write_status(run, step=rows - 1)
+    RunFolder(run).append_records([{"step": s, "ts": time.time(), "train/loss": 1 / (s + 1)} for s in range(1, rows)])
+    RunFolder(run).write_status(step=rows - 1)
     return run
 
 
@@ -194,7 +195,7 @@ def _after_a_rerun(page: Any, run: Path, message: str, start_js: str, count_js: 
     """`count_js` 2 s after a new status message (an event: the panel reruns at once), `start_js` run before it."""
     page.evaluate(start_js)
     before = page.evaluate("window.__wsIn")
-    run_store.write_status(run, message=message)
+    RunFolder(run).write_status(message=message)
     page.wait_for_function(f"window.__wsIn > {before}", timeout=10_000, polling=50)
     time.sleep(2.0)
     return page.evaluate(count_js)
@@ -225,9 +226,9 @@ def test_a_rerun_keeps_a_fed_chart_figure_until_many_rows_came(server: tuple[Ser
     reacts = _reacts_after_a_rerun(page, run, "a new message: the panel reruns at once")
     assert reacts == 0, "a rerun drew the fed chart anew for 5 rows it had appended"
     rows = [{"step": s, "ts": time.time(), "train/loss": 1 / (s + 1)} for s in range(105, 106 + FED_REBUILD_ROWS)]
-    run_store.append_metrics(run, rows)
+    RunFolder(run).append_records(rows)
     page.wait_for_function(f"{105 + FED_REBUILD_ROWS} in window.__seen", timeout=15_000, polling=50)
-    run_store.write_status(run, message="another message")
+    RunFolder(run).write_status(message="another message")
     page.wait_for_function("window.__reacts > 0", timeout=10_000, polling=50)  # downsampled anew
 
 
@@ -252,7 +253,7 @@ def test_run_detail_redraws_a_training_run_grids_only_every_30_s_or_when_it_ends
     wait_quiet(page)
     draws = _draws_after_a_rerun(page, run, "a new message: the summary reruns at once")
     assert draws == 0, "a rerun drew a chart or grid of a training run anew"
-    run_store.write_status(run, state="finished", ended=time.time())
+    RunFolder(run).write_status(state="finished", ended=time.time())
     page.wait_for_function(f"({DRAWN_ANEW_JS})() > 0", timeout=15_000, polling=50)  # its final grids
 
 
@@ -274,7 +275,7 @@ def test_a_fed_chart_is_built_anew_once_its_rows_doubled(server: tuple[Server, P
     assert page.evaluate(TRAIN_LOSS_MODE_JS) == "lines+markers"
     page.evaluate(COUNT_REACTS_JS)
     rows = [{"step": s, "ts": time.time(), "train/loss": 1 / (s + 1)} for s in range(10, 70)]
-    run_store.append_metrics(run, rows)
+    RunFolder(run).append_records(rows)
     page.wait_for_function("69 in window.__seen", timeout=15_000, polling=50)
     assert page.evaluate("window.__reacts") == 0  # appended by the feed, not a figure built anew
     assert page.evaluate(TRAIN_LOSS_MODE_JS) == "lines"
@@ -299,10 +300,10 @@ def test_an_accuracy_chart_widens_its_axis_in_the_draw_that_appends_the_rows(
     srv, runs = server
     run = run_store.new_run_dir(runs, "mnist", "widen")
     cfg = config_to_dict(parse_config("mnist", {}))
-    run_store.write_config(run, "mnist", cfg, name="widen", task_spec="mnist", panels=["loss", "accuracy"])
-    run_store.write_status(run, state="running", pid=os.getpid(), started=time.time(), step=19, total_steps=10**9)
+    RunFolder(run).write_config("mnist", cfg, name="widen", task_spec="mnist", panels=["loss", "accuracy"])
+    RunFolder(run).write_status(state="running", pid=os.getpid(), started=time.time(), step=19, total_steps=10**9)
     rows = [{"step": s, "ts": time.time(), "train/loss": 0.3, "train/acc": 0.9 + 0.001 * s} for s in range(20)]
-    run_store.append_metrics(run, rows)
+    RunFolder(run).append_records(rows)
     page = _open_live(tab, srv, run, last_step=19)
     page.wait_for_function(ACC_RANGE_JS, timeout=30_000, polling=50)
     low, high = page.evaluate(ACC_RANGE_JS)
@@ -310,8 +311,8 @@ def test_an_accuracy_chart_widens_its_axis_in_the_draw_that_appends_the_rows(
     wait_quiet(page)
     page.wait_for_timeout(1000)  # past the feed's least gap after a draw: the next rows are drawn at once
     page.evaluate(COUNT_RELAYOUTS_JS)
-    run_store.append_metrics(run, [{"step": 20, "ts": time.time(), "train/loss": 0.3, "train/acc": 0.5}])
-    run_store.write_status(run, step=20)
+    RunFolder(run).append_records([{"step": 20, "ts": time.time(), "train/loss": 0.3, "train/acc": 0.5}])
+    RunFolder(run).write_status(step=20)
     page.wait_for_function("20 in window.__seen", timeout=15_000, polling=30)
     page.wait_for_function(f"({ACC_RANGE_JS})()[0] < 0.5", timeout=5_000, polling=30)
     assert page.evaluate("window.__relayouts") == 0, "the new range was drawn by a second draw of its own"

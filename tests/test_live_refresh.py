@@ -18,6 +18,7 @@ from benchmarks.dashboard_latency import WATCH_JS, fake_running_run
 from dashboard.server import changes_route
 from dashboard.server.serve import Server
 from runstore import run_store
+from runstore.run_folder import RunFolder
 
 # Counts the messages the page's websocket receives, and notes when the last came (installed before
 # Streamlit's scripts run).
@@ -40,11 +41,11 @@ def test_the_signature_changes_with_a_record_a_status_or_a_new_run_and_only_then
     ids = [run.name]
     first = changes_route.signature(ids)
     assert changes_route.signature(ids) == first  # nothing written: the same answer
-    run_store.append_metrics(run, [{"step": 1, "wall": 1.0, "train/loss": 0.5}])
+    RunFolder(run).append_records([{"step": 1, "wall": 1.0, "train/loss": 0.5}])
     after_record = changes_route.signature(ids)
     assert after_record != first
     time.sleep(0.01)
-    run_store.write_status(run, step=1)
+    RunFolder(run).write_status(step=1)
     after_status = changes_route.signature(ids)
     assert after_status != after_record
     (run / "process.log").write_text("a line of output\n")  # Run detail shows the process output
@@ -94,7 +95,7 @@ def test_a_run_that_writes_nothing_costs_no_rerun_and_a_record_shows_at_once(
 ) -> None:
     srv, runs = server
     run = fake_running_run(runs)  # "running" (its pid is this process); records are appended by hand
-    assert run_store.read_status(run)["pid"] == os.getpid()
+    assert RunFolder(run).status()["pid"] == os.getpid()
     page = open_counting(tab, f"{srv.url}/live?run={run.name}")  # a rerun: a score of messages
     page.evaluate(WATCH_JS)
     page.wait_for_function("0 in window.__seen", timeout=60_000, polling=50)
@@ -103,7 +104,7 @@ def test_a_run_that_writes_nothing_costs_no_rerun_and_a_record_shows_at_once(
     delays = []
     for step in range(1, 4):
         written = time.time()
-        run_store.append_metrics(run, [{"step": step, "wall": float(step), "ts": written, "train/loss": 0.5}])
+        RunFolder(run).append_records([{"step": step, "wall": float(step), "ts": written, "train/loss": 0.5}])
         page.wait_for_function(f"{step} in window.__seen", timeout=20_000, polling=30)
         delays.append(page.evaluate(f"window.__seen[{step}]") / 1000 - written)
         page.wait_for_timeout(1000)  # past the chart's least gap after a draw (chart_feed FEED_MIN_GAP_MS)
@@ -147,18 +148,18 @@ def test_run_detail_and_runs_rerun_when_a_run_changes_seldom_for_records_and_at_
     # would pass it waits for the rerun its first records bring instead.
     if page.evaluate("performance.now()") + 4_000 > gap:
         before = page.evaluate("window.__wsIn")
-        run_store.append_metrics(run, [{"step": 1, "ts": time.time(), "train/loss": 0.5}])
+        RunFolder(run).append_records([{"step": 1, "ts": time.time(), "train/loss": 0.5}])
         page.wait_for_function(f"window.__wsIn > {before}", timeout=30_000, polling=50)
         wait_quiet(page)
     quiet = page.evaluate("window.__wsIn")
     for step in range(2, 14):  # a run writing all the time: 3 s, a dozen of the trigger's polls
-        run_store.append_metrics(run, [{"step": step, "ts": time.time(), "train/loss": 1 / step}])
-        run_store.write_status(run, step=step)
+        RunFolder(run).append_records([{"step": step, "ts": time.time(), "train/loss": 1 / step}])
+        RunFolder(run).write_status(step=step)
         page.wait_for_timeout(250)
     if page_path == "detail":  # the progress line follows the records without a rerun (Runs: a canvas)
         page.get_by_text("step 13/").first.wait_for(timeout=15_000)
     assert page.evaluate("window.__wsIn") == quiet, "the page reran for records within its stream gap"
-    run_store.write_status(run, state="stopped", ended=time.time())
+    RunFolder(run).write_status(state="stopped", ended=time.time())
     t0 = time.monotonic()
     page.wait_for_function(f"window.__wsIn > {quiet}", timeout=15_000, polling=50)
     assert time.monotonic() - t0 < 5.0, "a new state waited for the records' gap"

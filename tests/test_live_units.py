@@ -16,13 +16,14 @@ from components import figures
 from components.colors import run_color
 from components.series import progress_text
 from dashboard.processes import warm_workers as worker
-from runstore import run_store, run_watch
+from runstore import run_watch
+from runstore.run_folder import RunFolder
 
 
 def _run(root: Path, name: str, state: str, pid: int | None = None) -> Path:
     d = root / name
     d.mkdir()
-    run_store.write_status(d, state=state, pid=pid or os.getpid(), started=time.time())
+    RunFolder(d).write_status(state=state, pid=pid or os.getpid(), started=time.time())
     return d
 
 
@@ -30,7 +31,7 @@ def test_run_watch_signature_follows_new_ended_and_deleted_runs(tmp_path: Path) 
     assert run_watch.signature(tmp_path) == ()
     d = _run(tmp_path, "a", "running")
     assert run_watch.signature(tmp_path) == (("a", True),)
-    run_store.write_status(d, state="finished", ended=time.time())
+    RunFolder(d).write_status(state="finished", ended=time.time())
     assert run_watch.signature(tmp_path) == (("a", False),)
     _run(tmp_path, "b", "running", pid=2**22 + 12345)  # no such process: crashed, not active
     assert run_watch.signature(tmp_path) == (("a", False), ("b", False))
@@ -138,7 +139,7 @@ def test_run_detail_builds_a_training_runs_metric_grids_anew_every_30_s_and_ever
     now[0] = 1031.0
     at.run()
     assert len(built) == 2 * first  # 30 s old: built anew
-    run_store.write_status(run, state="finished", ended=time.time())
+    RunFolder(run).write_status(state="finished", ended=time.time())
     for _ in range(2):  # it ended: every run builds them (max_age 0)
         at.run()
     assert len(built) == 4 * first

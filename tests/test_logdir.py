@@ -17,10 +17,11 @@ from tensorboard.util import tensor_util
 from tensorboardX import SummaryWriter
 
 from runstore import run_store, tb_logdir, tb_reads
+from runstore.run_folder import RunFolder
 
 
 def _steps(mirror: Path, tag: str) -> list[int]:
-    return [r["step"] for r in run_store.read_metrics(mirror)[0] if tag in r]
+    return [r["step"] for r in RunFolder(mirror).records()[0] if tag in r]
 
 
 def _write_scalars(writer: SummaryWriter, steps: range) -> None:
@@ -86,7 +87,7 @@ def test_nested_clu_layout_folds_train_and_eval_into_one_run(tmp_path: Path) -> 
         writer.close()
     found = tb_logdir.sync(logs, runs)
     assert [p.name for p in found] == ["project__workdir"]
-    records = run_store.read_metrics(found[0])[0]
+    records = RunFolder(found[0]).records()[0]
     assert [r["step"] for r in records if "train/loss" in r] == [0, 10, 20]
     assert [r["eval/accuracy"] for r in records if "eval/accuracy" in r] == [0.5, 1.5, 2.5]
     assert run_store.read_run(found[0]).name == "project/workdir"
@@ -96,8 +97,8 @@ def test_our_own_run_folders_are_not_listed_again(tmp_path: Path) -> None:
     """A logdir that holds our runs (each with config.json, status.json and tb/) lists only foreign runs."""
     logs, runs = tmp_path / "logs", tmp_path / "runs"
     ours = run_store.new_run_dir(logs, "sine", "ours")
-    run_store.write_config(ours, "sine", {})
-    run_store.write_status(ours, state="finished")
+    RunFolder(ours).write_config("sine", {})
+    RunFolder(ours).write_status(state="finished")
     _write_scalars(SummaryWriter(str(ours / "tb"), flush_secs=0.1), range(3))
     foreign = SummaryWriter(str(logs / "foreign"))
     _write_scalars(foreign, range(3))

@@ -14,13 +14,14 @@ from pathlib import Path
 import pytest
 from tensorboardX import SummaryWriter
 
-from runstore import event_files, run_store, tb_logdir
+from runstore import event_files, tb_logdir
+from runstore.run_folder import RunFolder
 
 EVENTS = 60
 
 
 def _steps(mirror: Path) -> list[int]:
-    return [r["step"] for r in run_store.read_metrics(mirror)[0] if "loss" in r]
+    return [r["step"] for r in RunFolder(mirror).records()[0] if "loss" in r]
 
 
 def _sync_to_the_end(logs: Path, runs: Path, mirror: Path, later: float) -> list[tuple[str, str | None, int]]:

@@ -19,7 +19,8 @@ from tensorboardX import SummaryWriter
 
 from dashboard.processes.tensorboard_server import start_tensorboard
 from dashboard.server.serve import Server, start_server
-from runstore import run_store, tb_logdir
+from runstore import tb_logdir
+from runstore.run_folder import RunFolder
 from tests import client_scripts
 from tests.apptest_pages import fake_run
 
@@ -70,7 +71,7 @@ def _tensorboard_scalars(url: str, run: str, tags: list[str]) -> dict[str, list[
 
 
 def _mirrored(runs: Path, run: str, tags: list[str]) -> dict[str, list[tuple[int, float]]]:
-    records, _ = run_store.read_metrics(tb_logdir.mirror_root(runs) / tb_logdir.mirror_id(run))
+    records, _ = RunFolder(tb_logdir.mirror_root(runs) / tb_logdir.mirror_id(run)).records()
     return {tag: [(r["step"], r[tag]) for r in records if tag in r] for tag in tags}
 
 

@@ -111,7 +111,7 @@ def test_two_processes_make_one_run_one_wandb_run_one_tensorboard_writer(tmp_pat
         run_dir = _wait("the run folder", lambda: _run_dir(root), procs, tmp_path)
         both = {"sys/host0/cpu_percent", "sys/host1/cpu_percent", "sys/host1/rss_mb"}
         _wait("both hosts' system metrics", lambda: both <= _keys(run_dir), procs, tmp_path)
-        run_store.request_stop(run_dir)  # the page's Stop: both processes end after the same step
+        RunFolder(run_dir).request_stop()  # the page's Stop: both processes end after the same step
         for p in procs:
             p.wait(timeout=60)
     finally:
@@ -131,7 +131,7 @@ def test_two_processes_make_one_run_one_wandb_run_one_tensorboard_writer(tmp_pat
     assert len({r["step"] for r in records}) == len(records)
     assert all(loss == pytest.approx((s**2 + (s + 4) ** 2) / 2) for s, loss in losses)  # the global batch's mean
     assert both <= _keys(run_dir)
-    status = run_store.read_status(run_dir)
+    status = RunFolder(run_dir).status()
     assert status["state"] == "stopped", status
 
     (event_file,) = (run_dir / "tb").rglob("events.out.tfevents.*")  # one TensorBoard writer
@@ -179,8 +179,8 @@ def test_kill_9_of_process_1_reads_crashed_naming_host_1(tmp_path: Path, monkeyp
         assert table.loc["1", "state"].startswith("crashed: its process is gone"), table
         assert table.loc["0", "state"] == "running" and table.loc["1", "last heartbeat"].endswith("s ago")
 
-        run_store.request_stop(run_dir)  # process 0 ends its loop: the run stays crashed, host 1 named
-        ended = _wait("process 0's end", lambda: (s := run_store.read_status(run_dir)).get("ended") and s, procs,
+        RunFolder(run_dir).request_stop()  # process 0 ends its loop: the run stays crashed, host 1 named
+        ended = _wait("process 0's end", lambda: (s := RunFolder(run_dir).status()).get("ended") and s, procs,
                       tmp_path)  # fmt: skip
         assert ended["state"] == "crashed" and ended["message"] == status["message"], ended
     finally:
@@ -188,7 +188,7 @@ def test_kill_9_of_process_1_reads_crashed_naming_host_1(tmp_path: Path, monkeyp
 
 
 def _crashed(run_dir: Path) -> dict[str, Any] | None:
-    status = run_store.read_status(run_dir)
+    status = RunFolder(run_dir).status()
     return status if status.get("state") == "crashed" else None
 
 
@@ -203,7 +203,7 @@ def test_init_on_process_0_only_is_one_run_and_never_a_lost_host(tmp_path: Path)
     logs = [(tmp_path / f"process{i}.log").read_text() for i in range(2)]
     assert [p.returncode for p in procs] == [0, 0], logs
     (run_dir,) = run_store.run_folders(root)
-    status = run_store.read_status(run_dir)
+    status = RunFolder(run_dir).status()
     assert status["state"] == "finished" and "lost_host" not in status, status
     assert [r["step"] for r in rows(run_dir) if "train/loss" in r] == list(range(100))
     assert "sys/host0/cpu_percent" in _keys(run_dir) and not any(k.startswith("sys/host1/") for k in _keys(run_dir))

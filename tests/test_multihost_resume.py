@@ -43,7 +43,7 @@ def test_a_stopped_job_resumed_on_two_processes_ends_as_an_uninterrupted_one(tmp
     whole = ends(start_job(_mnist(fashion_dir, whole_root, SHORT), tmp_path / "whole", **wrong), tmp_path / "whole")
     (whole_run,) = run_store.run_folders(whole_root)  # one run folder for the job: process 0's
     assert whole[0]["run_dir"] == str(whole_run)
-    assert run_store.read_status(whole_run)["devices"] == 8  # one mesh over both processes
+    assert RunFolder(whole_run).status()["devices"] == 8  # one mesh over both processes
 
     root = tmp_path / "runs"
     procs = start_job(_mnist(fashion_dir, root, SHORT), tmp_path)
@@ -51,11 +51,11 @@ def test_a_stopped_job_resumed_on_two_processes_ends_as_an_uninterrupted_one(tmp
     procs[0].send_signal(signal.SIGTERM)  # before its first step: the job stops after its first chunk
     stopped = ends(procs, tmp_path)
     assert [o["state"] for o in stopped] == ["stopped", "stopped"]
-    assert run_store.read_status(run)["step"] == 4 and run.joinpath("ckpt", "4").is_dir()
+    assert RunFolder(run).status()["step"] == 4 and run.joinpath("ckpt", "4").is_dir()
 
     procs = start_job(["resume", str(run), "--quiet"], tmp_path)
     resumed = ends(procs, tmp_path)
-    status = run_store.read_status(run)
+    status = RunFolder(run).status()
     assert status["state"] == "finished" and status["resumed_from"] == 4, status
     assert status["pid"] == procs[0].pid  # process 0 marked it running; process 1 wrote none of it
     for out in resumed:
@@ -89,7 +89,7 @@ def test_kill_9_of_process_1_crashes_the_run_naming_host_1_and_process_0_exits(
     finally:
         kill(procs)
     err = (tmp_path / "err0.txt").read_text()
-    status = run_store.read_status(run)  # as the page reads it
+    status = RunFolder(run).status()  # as the page reads it
     assert status["state"] == "crashed" and status["lost_host"] == 1, status
     assert status["message"].startswith(f"Host 1 (process 1 of 2, pid {procs[1].pid} on "), status
     if procs[0].returncode == -signal.SIGABRT:  # gloo's collective met the dead peer first and aborted process 0

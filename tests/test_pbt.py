@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from runstore import run_store
+from runstore.run_folder import RunFolder
 from training.__main__ import main
 from training.engine.pbt import PbtConfig, apply, learning_rates, plan
 from training.runs.resume import resume
@@ -110,31 +111,31 @@ def test_a_diverged_member_is_rescued_and_the_lineage_is_recorded(uninterrupted)
     rescued = lineage(dirs[3])
     assert rescued[0][4] == "diverged" and rescued[0][1] in (1, 2)
     for d in dirs:
-        recs = run_store.read_metrics(d)[0]
+        recs = RunFolder(d).records()[0]
         assert recs[0]["step"] == 0 and all("pbt/lr" in r for r in recs[1:]) and np.isfinite(recs[-1]["train/loss"])
         assert abs(recs[-1]["regression/weight"] - 2.0) < 0.1
         assert run_store.read_json(d / "config.json")["pbt"]["interval"] == 50
-    lrs = [r["pbt/lr"] for r in run_store.read_metrics(dirs[0])[0] if "pbt/lr" in r]
+    lrs = [r["pbt/lr"] for r in RunFolder(dirs[0]).records()[0] if "pbt/lr" in r]
     assert lrs[0] == pytest.approx(0.0001) and lrs[-1] != pytest.approx(0.0001)  # the slowest member was moved
 
 
 def test_a_stopped_pbt_population_resumes_identically(runs_root, monkeypatch, uninterrupted):
     full = uninterrupted[0]
-    real, polls = run_store.stop_requested, []
+    real, polls = RunFolder.stop_requested, []
 
-    def stop_requested(d: Path) -> bool:
-        polls.append(d)
+    def stop_requested(folder: RunFolder) -> bool:
+        polls.append(folder.path)
         if len(polls) == 4 * 17:  # the 17th chunk (step 170): between two PBT steps
-            run_store.request_stop(d)
-        return real(d)
+            folder.request_stop()
+        return real(folder)
 
-    monkeypatch.setattr(run_store, "stop_requested", stop_requested)
+    monkeypatch.setattr(RunFolder, "stop_requested", stop_requested)
     assert main(pbt_argv(runs_root)) == 0
-    monkeypatch.setattr(run_store, "stop_requested", real)
-    assert {run_store.read_status(d)["step"] for d in members(runs_root)} == {170}
+    monkeypatch.setattr(RunFolder, "stop_requested", real)
+    assert {RunFolder(d).status()["step"] for d in members(runs_root)} == {170}
     outcomes = resume(members(runs_root)[0], console=False)
     assert [s for _, s, _ in outcomes] == ["finished"] * 4
     for part, whole in zip(members(runs_root), members(full), strict=True):
-        strip = lambda d: [{k: v for k, v in r.items() if k not in VOLATILE} for r in run_store.read_metrics(d)[0]]  # noqa: E731
+        strip = lambda d: [{k: v for k, v in r.items() if k not in VOLATILE} for r in RunFolder(d).records()[0]]  # noqa: E731
         assert strip(part) == strip(whole)
         assert lineage(part) == lineage(whole)

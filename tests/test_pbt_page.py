@@ -22,6 +22,7 @@ from components.colors import distinct_colors, run_color
 from dashboard.forms import pbt_settings
 from dashboard.processes import launcher
 from runstore import launch_files, run_states, run_store
+from runstore.run_folder import RunFolder
 from tests.apptest_pages import app, errors_under, wait_status
 from tests.chart_elements import charts, figure
 from tests.fixtures_runs import hold_children, wait_held
@@ -251,17 +252,17 @@ def test_stop_all_and_resume_a_pbt_population_from_the_page(
         launch_files.launch_info(d)["resume"]["pid"] for d in members if "resume" in launch_files.launch_info(d)
     ]
     deadline = time.monotonic() + 120
-    while {run_store.read_status(d).get("pid") for d in members} != {resumed} and time.monotonic() < deadline:
+    while {RunFolder(d).status().get("pid") for d in members} != {resumed} and time.monotonic() < deadline:
         time.sleep(0.2)  # one process takes over every member
     finals = [wait_status(d, ("finished", "failed", "crashed", "diverged", "stopped"), timeout=240) for d in members]
     assert {s["state"] for s in finals} == {"finished"}, finals
     for d in members:
-        steps = [r["step"] for r in run_store.read_metrics(d)[0]]
+        steps = [r["step"] for r in RunFolder(d).records()[0]]
         assert steps == sorted(set(steps)) and steps[-1] == 4_000  # continued, nothing logged twice
         rows = lineage_rows(d)
         assert [r[0] for r in rows] == sorted({r[0] for r in rows})  # each copy recorded once, in order
     # PBT went on after the resume: every member logs its lr to the end (copies stop once members converge).
-    assert all("pbt/lr" in run_store.read_metrics(d)[0][-1] for d in members)
+    assert all("pbt/lr" in RunFolder(d).records()[0][-1] for d in members)
     at = app("views/live.py", run=members[0].name)
     assert "Learning rate (PBT)" in chart_specs(at) and launch_dir in members  # the launch folder is member 0's
 
@@ -300,9 +301,9 @@ def test_start_a_pbt_population_from_the_page_and_see_its_lr_chart(server: tuple
         page.screenshot(path=str(tmp_path / "pbt_live.png"), full_page=True)
     finally:
         for run_dir in run_store.run_folders(runs):
-            run_store.request_stop(run_dir)  # the population is seen: its 6000 steps need not run on
+            RunFolder(run_dir).request_stop()  # the population is seen: its 6000 steps need not run on
         for run_dir in run_store.run_folders(runs):  # ended before the shared server's runs root is emptied
-            if run_store.read_status(run_dir):
+            if RunFolder(run_dir).status():
                 wait_status(run_dir, run_states.ENDED, timeout=60)
     (config,) = [json.loads(p.read_text()) for p in runs.glob("*-m0-*/config.json")]
     assert config["pbt"]["interval"] == 200 and config["pbt"]["metric"] == "train/loss"

@@ -10,7 +10,7 @@ import pytest
 
 from benchmarks.dashboard_latency import fake_running_run
 from dashboard.server import changes_route, poll_route
-from runstore import run_store
+from runstore.run_folder import RunFolder
 
 
 def _numbers_of(run_id: str) -> dict:
@@ -31,7 +31,7 @@ def test_one_poll_answers_each_signature_and_numbers_only_after_a_write(runs_roo
     assert seen == changes_route.signature([run.name]).split(".")[1]  # one run: its streams hash
     query["n"]["numbers"][1] = seen
     assert _ask(query)["n"] == {"numbers": {"streams": seen}}  # nothing written: no texts to draw
-    run_store.append_metrics(run, [{"step": 1, "train/loss": 0.5}])
+    RunFolder(run).append_records([{"step": 1, "train/loss": 0.5}])
     again = _ask(query)
     assert again["n"]["numbers"]["streams"] != seen and "text" in again["n"]["numbers"]
     assert again["s"]["panel"].split(".")[1] != first["s"]["panel"].split(".")[1]

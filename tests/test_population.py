@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from runstore import run_store
+from runstore.run_folder import RunFolder
 from runwriters.base import MemoryWriter
 from tests import wandb_leet
 from tests.test_data import write_idx_dataset
@@ -74,7 +75,7 @@ def test_cli_population_writes_one_run_per_member(runs_root, capsys):
     assert len(groups) == 1 and [d["member"] for d in docs] == [0, 1, 2, 3]
     (group,) = groups
     for i, (run_dir, doc) in enumerate(zip(dirs, docs, strict=True)):
-        status = run_store.read_status(run_dir)
+        status = RunFolder(run_dir).status()
         assert (status["state"], status["group"], status["member"], status["step"]) == ("finished", group, i, 100)
         assert (run_dir / "tb").is_dir() and run_store.read_json(run_dir / "artifacts" / "tables" / "fit__data.json")
         single = MemoryWriter()
@@ -83,7 +84,7 @@ def test_cli_population_writes_one_run_per_member(runs_root, capsys):
         )
         logged = [
             (r["step"], {k: r[k] for k in ("train/loss", "regression/weight", "regression/bias") if k in r})
-            for r in run_store.read_metrics(run_dir)[0]
+            for r in RunFolder(run_dir).records()[0]
         ]
         assert_same_run(logged, values(single), rtol=1e-6)
         assert lines[i]["final"] == pytest.approx(result.final, rel=1e-6)
@@ -135,15 +136,15 @@ def test_mnist_population_matches_single_runs_and_isolates_a_diverged_member(idx
 
 
 def test_stop_file_in_one_member_stops_the_group_and_the_population_resumes_as_a_whole(runs_root, monkeypatch):
-    real, polls = run_store.stop_requested, []
+    real, polls = RunFolder.stop_requested, []
 
-    def stop_requested(d: Path) -> bool:  # the group checks every member's dir once per chunk
-        polls.append(d)
+    def stop_requested(folder: RunFolder) -> bool:  # the group checks every member's dir once per chunk
+        polls.append(folder.path)
         if len(polls) == 3 * 5:  # 5th chunk, last member checked: drop a real stop file there
-            run_store.request_stop(d)
-        return real(d)
+            folder.request_stop()
+        return real(folder)
 
-    monkeypatch.setattr(run_store, "stop_requested", stop_requested)
+    monkeypatch.setattr(RunFolder, "stop_requested", stop_requested)
     argv = [
         "regression",
         "--population",
@@ -161,16 +162,16 @@ def test_stop_file_in_one_member_stops_the_group_and_the_population_resumes_as_a
     ]
     assert main(argv) == 0
     dirs = sorted(runs_root.iterdir(), key=lambda d: run_store.read_json(d / "config.json")["member"])
-    assert [run_store.read_status(d)["state"] for d in dirs] == ["stopped"] * 3
-    assert [run_store.read_status(d)["step"] for d in dirs] == [50] * 3
-    monkeypatch.setattr(run_store, "stop_requested", real)
+    assert [RunFolder(d).status()["state"] for d in dirs] == ["stopped"] * 3
+    assert [RunFolder(d).status()["step"] for d in dirs] == [50] * 3
+    monkeypatch.setattr(RunFolder, "stop_requested", real)
     outcomes = resume(dirs[1], console=False)  # any member resumes the whole population
     assert [d for d, _, _ in outcomes] == dirs and [s for _, s, _ in outcomes] == ["finished"] * 3
     for (run_dir, _, result), lr in zip(outcomes, (0.005, 0.01, 0.02), strict=True):
         expected = train_regression(RegressionConfig(steps=200, lr=lr), MemoryWriter())
         assert result.final == pytest.approx(expected.final, rel=1e-6)
-        assert [r["step"] for r in run_store.read_metrics(run_dir)[0]] == list(range(0, 201, 10))
-        assert run_store.read_status(run_dir)["resumed_from"] == 50
+        assert [r["step"] for r in RunFolder(run_dir).records()[0]] == list(range(0, 201, 10))
+        assert RunFolder(run_dir).status()["resumed_from"] == 50
 
 
 def test_population_arguments_are_validated():

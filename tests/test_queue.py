@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+from runstore.run_folder import RunFolder
 from training.queue.store import Queue, default_limit
 
 
@@ -74,7 +75,6 @@ def test_page_starts_wait_in_the_queue_show_their_place_start_in_turn_and_cancel
     """With one slot, the page's second and third Start wait as queued (#1, #2); Cancel takes one out; the
     server's dispatcher starts the other when the first run ends, into its own run folder."""
     from dashboard.processes import launch_status, launcher
-    from runstore import run_store
     from tests.apptest_pages import app
     from training.settings import parse_config
     from training.tasks import load_task
@@ -99,7 +99,7 @@ def test_page_starts_wait_in_the_queue_show_their_place_start_in_turn_and_cancel
     deadline = time.monotonic() + 240
     while launch_status.run_status(second).get("state") not in ("finished", "failed") and time.monotonic() < deadline:
         time.sleep(0.5)
-    done = [run_store.read_status(d) for d in (first, second)]
+    done = [RunFolder(d).status() for d in (first, second)]
     assert [s.get("state") for s in done] == ["finished", "finished"], (second / "process.log").read_text()[-2000:]
     assert done[1]["started"] >= done[0]["ended"] - 1  # one slot: the second began after the first ended
     assert not (third / "config.json").exists()  # cancelled: it never ran

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from runstore import run_store
+from runstore.run_folder import RunFolder
 from runwriters.wandb.writer import WandbWriter
 from tests import wandb_leet
 from tests.fixtures_runs import hold_env, wait_held
@@ -74,7 +75,7 @@ def test_kill_and_resume_without_the_environment_stay_one_wandb_run(tmp_path: Pa
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
-    assert run_store.read_status(run_dir)["state"] == "crashed", proc.stderr.read().decode()[-2000:]
+    assert RunFolder(run_dir).status()["state"] == "crashed", proc.stderr.read().decode()[-2000:]
     newest_checkpoint = max(checkpoint_steps(run_dir))
 
     resume = [sys.executable, "-m", "training", "resume", str(run_dir), "--quiet"]
@@ -91,9 +92,9 @@ def test_kill_and_resume_without_the_environment_stay_one_wandb_run(tmp_path: Pa
     first, second = (history_steps(r) for r in records)
     assert max(first) > newest_checkpoint, "the killed process logged past a checkpoint"
     assert not set(first) & set(second), "no step in both folders"
-    logged = sorted({rec["step"] for rec in run_store.read_metrics(run_dir)[0]})
+    logged = sorted({rec["step"] for rec in RunFolder(run_dir).records()[0]})
     assert sorted(first + second) == logged, "together every step of metrics.jsonl, once"
-    sync = run_store.read_status(run_dir)["wandb"]["sync_command"]
+    sync = RunFolder(run_dir).status()["wandb"]["sync_command"]
     assert sync == "wandb sync " + " ".join(map(str, folders))
 
 
@@ -152,15 +153,15 @@ def test_one_final_number_everywhere_and_no_writer_warnings(tmp_path: Path, fash
     assert out.returncode == 0, out.stderr[-2000:]
     assert "does not support" not in out.stderr + out.stdout
     final = json.loads((run_dir / "final_metrics.json").read_text())
-    chunk_means = [r["train/loss"] for r in run_store.read_metrics(run_dir)[0] if "train/loss" in r]
+    chunk_means = [r["train/loss"] for r in RunFolder(run_dir).records()[0] if "train/loss" in r]
     assert final["train/loss"] != pytest.approx(chunk_means[-1]), "the epoch mean, not the last chunk's"
 
-    folder = Path(run_store.read_status(run_dir)["wandb"]["dir"])
+    folder = Path(RunFolder(run_dir).status()["wandb"]["dir"])
     summary = json.loads(wandb_leet.inspect(folder, "--summary", "--json").stdout)
     assert summary["summary"]["final"] == pytest.approx(final)
     assert summary["config"]["task"] == "mnist"
 
-    acc = ea.EventAccumulator(run_store.read_status(run_dir)["tensorboard"]["logdir"])
+    acc = ea.EventAccumulator(RunFolder(run_dir).status()["tensorboard"]["logdir"])
     acc.Reload()
     tb_final = {t[len("final/") :]: acc.Scalars(t)[-1].value for t in acc.Tags()["scalars"] if t.startswith("final/")}
     assert tb_final == pytest.approx(final, rel=1e-6)
@@ -183,7 +184,7 @@ def test_a_non_scalar_metric_is_named_in_one_line(tmp_path: Path) -> None:
     out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode != 0 and "Traceback" not in out.stderr, out.stderr[-2000:]
     assert "metric 'errors' is an array of shape (3,) per step" in out.stderr + out.stdout
-    status = run_store.read_status(tmp_path / "run")
+    status = RunFolder(tmp_path / "run").status()
     assert status["state"] == "failed" and "'errors'" in status["message"]
 
 
@@ -220,7 +221,7 @@ def test_pbt_moves_the_lr_in_wandb_config_and_tensorboard_names_each_trial(tmp_p
     out = subprocess.run(cmd, cwd=ROOT, env=_env(tmp_path), capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     (slowest,) = [d for d in run_store.run_folders(runs_root) if "-m0-" in d.name]
-    lr_now = [r["pbt/lr"] for r in run_store.read_metrics(slowest)[0] if "pbt/lr" in r][-1]
+    lr_now = [r["pbt/lr"] for r in RunFolder(slowest).records()[0] if "pbt/lr" in r][-1]
     assert lr_now != pytest.approx(0.0001)  # PBT moved it
 
     (folder,) = (slowest / "wandb").glob("offline-run-*")

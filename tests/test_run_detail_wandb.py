@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from dashboard.panels import safe_text
-from runstore import run_store
+from runstore.run_folder import RunFolder
 from tests.apptest_pages import app, dirs
 from tests.chart_elements import charts, figure, trace_values
 
@@ -175,7 +175,7 @@ def test_a_write_gap_is_shown_as_a_run_event(logged: Path, tmp_path: Path, monke
     (root / logged.name).mkdir(parents=True)
     for name in ("config.json", "status.json", "metrics.jsonl"):
         (root / logged.name / name).write_bytes((logged / name).read_bytes())
-    run_store.add_event(root / logged.name, "write_gap", "metrics.jsonl could not be written for 12 s: ENOSPC")
+    RunFolder(root / logged.name).add_event("write_gap", "metrics.jsonl could not be written for 12 s: ENOSPC")
     monkeypatch.setenv("JAXDASH_RUNS", str(root))
     at = app("views/detail.py", run=logged.name)
     assert any("could not be written 1 time" in w.value for w in at.warning)

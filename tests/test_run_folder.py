@@ -61,12 +61,12 @@ def test_run_folder_reads_and_writes_through_the_run_store(tmp_path: Path) -> No
     run_dir = run_store.new_run_dir(tmp_path, "regression", "r")
     folder = RunFolder(run_dir)
     assert not folder.has_config() and folder.config({}) == {} and not folder.has_checkpoint()
-    run_store.write_config(run_dir, "regression", {"lr": 0.1})
+    RunFolder(run_dir).write_config("regression", {"lr": 0.1})
     assert folder.has_config() and folder.checked_config()["config"] == {"lr": 0.1}
     folder.replace_config({**folder.config(), "sweep": {"trial": 3}})
     assert run_store.read_json(run_dir / "config.json")["sweep"] == {"trial": 3}
     folder.request_stop()
-    assert folder.stop_requested() and run_store.stop_requested(run_dir)
+    assert folder.stop_requested() and RunFolder(run_dir).stop_requested()
     folder.clear_stop()
     assert not folder.stop_requested()
     (folder.checkpoints / "120.orbax-checkpoint-tmp-1").mkdir(parents=True)

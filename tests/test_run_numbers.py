@@ -5,13 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from dashboard.panels.run_numbers import MAX_TILES, tile_tags
-from runstore import run_store
 from runstore.metrics.metric_table import MetricTable
+from runstore.run_folder import RunFolder
 
 
 def _table(run: Path, keys: list[str]) -> MetricTable:
     run.mkdir()
-    run_store.append_metrics(run, [{"step": s, **{k: float(s) for k in keys}} for s in range(3)])
+    RunFolder(run).append_records([{"step": s, **{k: float(s) for k in keys}} for s in range(3)])
     return MetricTable().update(run)
 
 

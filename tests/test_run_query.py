@@ -14,14 +14,15 @@ from pathlib import Path
 import pytest
 
 from runstore import index_reader, run_index, run_notes, run_store
+from runstore.run_folder import RunFolder
 from runstore.run_query import QueryError, parse
 
 
 def _run(root: Path, name: str, config: dict, state: str, accs: list[float], tags: list[str] = (), **extra) -> Path:
     d = run_store.new_run_dir(root, "mnist", name)
-    run_store.write_config(d, "mnist", config, name=name, tags=list(tags), **extra)
-    run_store.write_status(d, state=state)
-    run_store.append_metrics(d, [{"step": i, "wall": 0.0, "ts": 0.0, "test/acc": a} for i, a in enumerate(accs)])
+    RunFolder(d).write_config("mnist", config, name=name, tags=list(tags), **extra)
+    RunFolder(d).write_status(state=state)
+    RunFolder(d).append_records([{"step": i, "wall": 0.0, "ts": 0.0, "test/acc": a} for i, a in enumerate(accs)])
     return d
 
 
@@ -33,7 +34,7 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _run(root, "b", {"lr": 0.01, "opt": "sgd", "model": {"hidden": 64}, "use_bn": False}, "finished",
          [0.6, 0.85], ["baseline", "sweep"])  # fmt: skip
     c = _run(root, "c", {"lr": 0.1, "opt": "sgd", "model": {"hidden": 256}}, "failed", [0.1, 0.3], ["Sweep"])
-    run_store.write_summary(c, {"best_model": "ckpt-3", "test/acc": 0.25})  # W&B's summary: the last word
+    RunFolder(c).write_summary({"best_model": "ckpt-3", "test/acc": 0.25})  # W&B's summary: the last word
     d = _run(root, "d", {"lr": "auto", "warm up": 5}, "stopped", [])
     run_notes.write(d, run_notes.make("delta debug", ["scratch"], "a debug run"))
     assert run_index.update(root).read == 4

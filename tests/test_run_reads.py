@@ -9,12 +9,13 @@ from pathlib import Path
 
 from dashboard.processes import launch_status
 from runstore import run_reads, run_store
+from runstore.run_folder import RunFolder
 
 
 def make(root: Path, name: str, state_: str, pid: int | None = None) -> Path:
     d = run_store.new_run_dir(root, "regression", name)
-    run_store.write_config(d, "regression", {"lr": 0.1}, name=name)
-    run_store.write_status(d, state=state_, pid=pid or 2**22 + 7, started=time.time())
+    RunFolder(d).write_config("regression", {"lr": 0.1}, name=name)
+    RunFolder(d).write_status(state=state_, pid=pid or 2**22 + 7, started=time.time())
     return d
 
 
@@ -35,7 +36,7 @@ def test_ended_runs_are_reused_until_a_file_changes(tmp_path: Path, monkeypatch)
     assert reads == [live]  # the running run is read again, the ended one is not
     again["done"].status["state"] = "changed by a caller"
     assert by_name(run_reads.list_runs(tmp_path, launch_status.run_status))["done"].status["state"] == "finished"
-    run_store.write_status(done, final={"train/loss": 0.5})
+    RunFolder(done).write_status(final={"train/loss": 0.5})
     reads.clear()
     assert by_name(run_reads.list_runs(tmp_path, launch_status.run_status))["done"].status["final"] == {
         "train/loss": 0.5
@@ -46,7 +47,7 @@ def test_ended_runs_are_reused_until_a_file_changes(tmp_path: Path, monkeypatch)
 def test_a_run_that_ends_or_is_deleted_shows_at_once(tmp_path: Path) -> None:
     live = make(tmp_path, "live", "running", pid=os.getpid())
     assert run_reads.list_runs(tmp_path, launch_status.run_status)[0].status["state"] == "running"
-    run_store.write_status(live, state="stopped", ended=time.time())
+    RunFolder(live).write_status(state="stopped", ended=time.time())
     assert run_reads.list_runs(tmp_path, launch_status.run_status)[0].status["state"] == "stopped"
     shutil.rmtree(live)
     assert run_reads.list_runs(tmp_path, launch_status.run_status) == []

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from runstore import run_store
+from runstore.run_folder import RunFolder
 from runwriters.base import Progress, Table
 from runwriters.store import RunStoreWriter
 from training.tasks.summaries import FitSummary, write_summaries
@@ -46,8 +47,8 @@ def test_atomic_write_json_readers_never_see_a_partial_file(tmp_path):
 
 
 def test_write_status_merges_and_keeps_json_strict(tmp_path):
-    run_store.write_status(tmp_path, state="running", step=1)
-    status = run_store.write_status(tmp_path, step=2, loss=float("nan"))
+    RunFolder(tmp_path).write_status(state="running", step=1)
+    status = RunFolder(tmp_path).write_status(step=2, loss=float("nan"))
     assert status["state"] == "running" and status["step"] == 2
     on_disk = json.loads((tmp_path / "status.json").read_text())  # strict parser: NaN stored as a string
     assert on_disk["loss"] == "nan" and on_disk["step"] == 2
@@ -67,8 +68,8 @@ def test_json_files_keep_numpy_scalars_and_non_finite_values_strict(tmp_path):
 
 def _start_running_process(run_dir: Path) -> subprocess.Popen:
     code = (
-        "import sys, time; from pathlib import Path; from runstore import run_store; "
-        "run_store.start_status(Path(sys.argv[1]), total_steps=10); print('ready', flush=True); time.sleep(60)"
+        "import sys, time; from pathlib import Path; from runstore.run_folder import RunFolder; "
+        "RunFolder(sys.argv[1]).start_status(total_steps=10); print('ready', flush=True); time.sleep(60)"
     )
     proc = subprocess.Popen([sys.executable, "-c", code, str(run_dir)], cwd=ROOT, stdout=subprocess.PIPE, text=True)
     assert proc.stdout.readline().strip() == "ready"
@@ -78,11 +79,11 @@ def _start_running_process(run_dir: Path) -> subprocess.Popen:
 def test_read_status_reports_a_killed_process_as_crashed(tmp_path):
     proc = _start_running_process(tmp_path)
     try:
-        assert run_store.read_status(tmp_path)["state"] == "running"
+        assert RunFolder(tmp_path).status()["state"] == "running"
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
-    status = run_store.read_status(tmp_path)
+    status = RunFolder(tmp_path).status()
     assert status["state"] == "crashed"
     assert "killed or crashed" in status["message"]
     # The file itself still says running: "crashed" is the reader's conclusion, not a write.
@@ -91,27 +92,27 @@ def test_read_status_reports_a_killed_process_as_crashed(tmp_path):
 
 def test_read_status_leaves_terminal_states_alone(tmp_path):
     proc = _start_running_process(tmp_path)
-    run_store.write_status(tmp_path, state="finished", ended=time.time())
+    RunFolder(tmp_path).write_status(state="finished", ended=time.time())
     proc.kill()
     proc.wait(10)
-    assert run_store.read_status(tmp_path)["state"] == "finished"
+    assert RunFolder(tmp_path).status()["state"] == "finished"
 
 
 def test_read_metrics_is_incremental_and_skips_a_partial_trailing_line(tmp_path):
-    run_store.append_metrics(tmp_path, [{"step": 1, "train/loss": 1.0}, {"step": 2, "train/loss": 0.5}])
-    records, offset = run_store.read_metrics(tmp_path)
+    RunFolder(tmp_path).append_records([{"step": 1, "train/loss": 1.0}, {"step": 2, "train/loss": 0.5}])
+    records, offset = RunFolder(tmp_path).records()
     assert [r["step"] for r in records] == [1, 2]
     with open(tmp_path / "metrics.jsonl", "a") as f:  # a writer caught mid-line
         f.write('{"step": 3, "train/lo')
-    records, offset2 = run_store.read_metrics(tmp_path, offset)
+    records, offset2 = RunFolder(tmp_path).records(offset)
     assert records == [] and offset2 == offset
     with open(tmp_path / "metrics.jsonl", "a") as f:
         f.write('ss": 0.25}\n')
-    records, offset3 = run_store.read_metrics(tmp_path, offset2)
+    records, offset3 = RunFolder(tmp_path).records(offset2)
     assert records == [{"step": 3, "train/loss": 0.25}]
     assert offset3 == (tmp_path / "metrics.jsonl").stat().st_size
-    assert run_store.read_metrics(tmp_path, offset3) == ([], offset3)
-    assert run_store.read_metrics(tmp_path / "missing", 0) == ([], 0)
+    assert RunFolder(tmp_path).records(offset3) == ([], offset3)
+    assert RunFolder(tmp_path / "missing").records(0) == ([], 0)
 
 
 @pytest.mark.parametrize(
@@ -146,10 +147,10 @@ def test_delete_refuses_outside_root_and_running_runs(tmp_path):
     assert outside.exists()
 
     run = run_store.new_run_dir(root, "regression")
-    run_store.start_status(run, total_steps=1)  # this process is alive, so the run is running
+    RunFolder(run).start_status(total_steps=1)  # this process is alive, so the run is running
     with pytest.raises(RuntimeError):
         run_store.delete_run(run, root)
-    run_store.write_status(run, state="finished")
+    RunFolder(run).write_status(state="finished")
     run_store.delete_run(run, root)
     assert not run.exists()
 
@@ -170,7 +171,7 @@ def _progress(step: int) -> Progress:
 
 
 def test_store_writer_buffers_until_flush_and_owns_only_progress_fields(tmp_path):
-    run_store.start_status(tmp_path, total_steps=100)
+    RunFolder(tmp_path).start_status(total_steps=100)
     w = RunStoreWriter(tmp_path)
     w.write_scalars(10, {"train/loss": np.float32(0.5), "train/acc": 0.75}, _progress(10))
     assert not (tmp_path / "metrics.jsonl").exists(), "records reach disk at flush, once per chunk"
@@ -178,20 +179,20 @@ def test_store_writer_buffers_until_flush_and_owns_only_progress_fields(tmp_path
     w.write_scalars(20, {"train/loss": float("nan")}, _progress(20))
     w.write_scalars(20, {"test/acc": 0.5})  # no progress: same step, wall continues the run clock
     w.flush()  # double-buffered: returns once chunk 10 is on disk, chunk 20 is being written
-    assert [r["step"] for r in run_store.read_metrics(tmp_path)[0]][:1] == [10]
+    assert [r["step"] for r in RunFolder(tmp_path).records()[0]][:1] == [10]
     w.drain()
-    records, _ = run_store.read_metrics(tmp_path)
+    records, _ = RunFolder(tmp_path).records()
     assert [r["step"] for r in records] == [10, 20, 20]
     assert records[0]["train/loss"] == 0.5 and records[0]["wall"] == 1.0 and "ts" in records[0]
     assert records[1]["train/loss"] == "nan"
     assert records[2]["wall"] >= 2.0
-    status = run_store.read_status(tmp_path)
+    status = RunFolder(tmp_path).status()
     assert status["state"] == "running" and status["pid"] == os.getpid()
     assert (status["step"], status["total_steps"], status["epoch"], status["total_epochs"]) == (20, 100, 1, 2)
     assert status["steps_per_sec"] == 123.0 and status["compile_seconds"] == 0.5 and status["wall_seconds"] == 2.0
     w.write_summary({"test/acc": 0.5})
     w.close("failed", "boom")
-    status = run_store.read_status(tmp_path)
+    status = RunFolder(tmp_path).status()
     assert status["state"] == "running" and status["message"] is None, "lifecycle fields belong to training.runs.run"
     assert status["final"] == {"test/acc": 0.5}
     assert not (tmp_path / "artifacts" / "final_metrics.json").exists(), "final_metrics.json is close_run's, once"
@@ -205,18 +206,18 @@ def test_a_block_of_columns_writes_the_lines_records_would_in_order_with_the_rec
         {"step": s, "wall": 0.5, "ts": 7.25, **{k: v[i] for k, v in cols.items()}} for i, s in enumerate([1, 2, 3])
     ]
     assert run_store.column_lines([1, 2, 3], 0.5, 7.25, cols) == run_store.metric_lines(records)
-    run_store.start_status(tmp_path, total_steps=10)
+    RunFolder(tmp_path).start_status(total_steps=10)
     w = RunStoreWriter(tmp_path)
     w.write_scalar_rows(np.array([1, 2]), {"train/loss": np.array([0.5, np.nan], np.float32)}, _progress(2))
     w.write_scalars(2, {"test/acc": 0.25})
     w.write_scalar_rows(np.array([3]), {"train/loss": np.array([0.25])})
     w.flush()
     w.drain()
-    read = run_store.read_metrics(tmp_path)[0]
+    read = RunFolder(tmp_path).records()[0]
     assert [(r["step"], r.get("train/loss"), r.get("test/acc")) for r in read] == [
         (1, 0.5, None), (2, "nan", None), (2, None, 0.25), (3, 0.25, None)
     ]  # fmt: skip
-    assert read[0]["wall"] == read[1]["wall"] == 0.2 and run_store.read_status(tmp_path)["step"] == 2
+    assert read[0]["wall"] == read[1]["wall"] == 0.2 and RunFolder(tmp_path).status()["step"] == 2
     w.close()
 
 
@@ -258,18 +259,16 @@ def test_a_job_whose_process_0_died_without_a_word_reads_crashed_naming_the_host
     import subprocess
     import sys
 
-    from runstore.run_folder import RunFolder
-
     # two processes that ran and ended: their pids are gone
     pid0, pid1 = (int(subprocess.check_output([sys.executable, "-c", "import os; print(os.getpid())"])) for _ in "01")
     run = tmp_path / "run"
     run.mkdir()
-    run_store.write_status(run, state="running", pid=pid0, started=1.0)
+    RunFolder(run).write_status(state="running", pid=pid0, started=1.0)
     here = socket.gethostname()
     RunFolder(run).write_hosts(
         2, [{"process": k, "host": here, "pid": p, "state": "running"} for k, p in ((0, pid0), (1, pid1))]
     )
-    status = run_store.read_status(run)
+    status = RunFolder(run).status()
     assert status["state"] == "crashed" and status["lost_host"] == 1, status
     assert (
         status["message"]

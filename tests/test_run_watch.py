@@ -6,14 +6,15 @@ import os
 import shutil
 import threading
 
-from runstore import run_store, run_watch
+from runstore import run_watch
+from runstore.run_folder import RunFolder
 
 
 def make_run(root, name, state):
     d = root / name
     d.mkdir()
-    run_store.write_config(d, "regression", {"lr": 0.1})
-    run_store.write_status(d, state=state, pid=os.getpid(), host=os.uname().nodename)
+    RunFolder(d).write_config("regression", {"lr": 0.1})
+    RunFolder(d).write_status(state=state, pid=os.getpid(), host=os.uname().nodename)
     return d
 
 
@@ -22,13 +23,13 @@ def test_signature_follows_new_ended_and_deleted_runs(tmp_path, monkeypatch):
     assert run_watch.signature(tmp_path) == (("a", True),)
     make_run(tmp_path, "b", "finished")
     assert run_watch.signature(tmp_path) == (("a", True), ("b", False))
-    run_store.write_status(a, state="finished")
+    RunFolder(a).write_status(state="finished")
     assert run_watch.signature(tmp_path) == (("a", False), ("b", False))
     reads = []
     real = run_watch._state
     monkeypatch.setattr(run_watch, "_state", lambda d: reads.append(d.name) or real(d))
     assert run_watch.signature(tmp_path) == (("a", False), ("b", False)) and reads == []  # nothing changed: no reads
-    run_store.write_status(a, state="running", pid=os.getpid())  # resumed in place
+    RunFolder(a).write_status(state="running", pid=os.getpid())  # resumed in place
     assert run_watch.signature(tmp_path) == (("a", True), ("b", False)) and reads == ["a"]
     shutil.rmtree(tmp_path / "b")
     assert run_watch.signature(tmp_path) == (("a", True),)

@@ -11,6 +11,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from dashboard.processes import notes_sinks
 from runstore import run_log, run_notes, run_store
+from runstore.run_folder import RunFolder
 from tests.apptest_pages import app, fake_run
 from tests.chart_elements import charts
 
@@ -87,7 +88,7 @@ def test_detail_shows_process_output_and_system_metrics(runs_root: Path) -> None
         {"step": 600 + i, "wall": 60.0 + i, "ts": time.time(), "sys/cpu_percent": 90.0, "sys/rss_mb": 512.0}
         for i in range(3)
     ]
-    run_store.append_metrics(d, recs)
+    RunFolder(d).append_records(recs)
     (d / "process.log").write_text("Compiling…\nstep 100 loss 0.3\n")
     at = app("views/detail.py", run=d.name)
     assert any("step 100 loss 0.3" in c.value for c in at.code), (

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from runstore import media_store, run_store
+from runstore.run_folder import RunFolder
 from runstore.safe_files import UnsafePath, is_regular
 from runwriters.base import Table
 from runwriters.store import RunStoreWriter
@@ -63,7 +64,7 @@ def planted_run(tmp_path: Path) -> tuple[Path, Path]:
     root, outside = tmp_path / "runs", tmp_path / "outside"
     run_dir = root / RUN_ID
     run_dir.mkdir(parents=True)
-    run_store.write_config(run_dir, "script", {"lr": 0.1})
+    RunFolder(run_dir).write_config("script", {"lr": 0.1})
     outside.mkdir()
     (outside / "precious.txt").write_text("keep me\n")
     return root, outside
@@ -96,7 +97,7 @@ def run_planted(tmp_path: Path, root: Path, timeout: float = 60) -> tuple[str, f
 def the_rest_is_logged(run_dir: Path) -> None:
     """What no plant stood in the way of: the unplanted image tag, status.json and summary.json, as regular files."""
     assert len(media_store.image_steps(run_dir)["ok_pic"]) == 1
-    assert run_store.read_status(run_dir)["state"] == "finished"
+    assert RunFolder(run_dir).status()["state"] == "finished"
     assert is_regular(run_dir / "summary.json") and run_store.read_json(run_dir / "summary.json")["best"] == 1.0
 
 
@@ -163,7 +164,7 @@ def test_the_engines_store_writer_refuses_a_linked_artifacts_folder_and_keeps_it
             call()
     writer.close()
     assert list(outside.iterdir()) == []
-    assert [r["loss"] for r in run_store.read_metrics(run_dir)[0]] == [0.5]
+    assert [r["loss"] for r in RunFolder(run_dir).records()[0]] == [0.5]
 
 
 def test_a_rejected_value_never_removes_an_accepted_one_of_the_same_step(tmp_path: Path) -> None:

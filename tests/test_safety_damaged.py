@@ -16,6 +16,7 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard.panels import safe_text
 from runstore import run_reads, run_store
+from runstore.run_folder import RunFolder
 from tests.apptest_pages import app
 
 GOOD_CFG = {"task": "regression", "points": 128, "noise": 0.5, "true_weight": 2.0, "true_bias": -1.0, "lr": 0.005}
@@ -25,10 +26,10 @@ BROKEN = "Something went wrong"
 def good_run(root: Path, name: str = "good-run") -> Path:
     """A finished regression run written through the run store, with a few metrics."""
     d = run_store.new_run_dir(root, "regression", name)
-    run_store.write_config(d, "regression", GOOD_CFG, name=name)
-    run_store.write_status(d, state="finished", pid=2**22 + 1, started=time.time() - 10, ended=time.time(), step=30)
-    run_store.append_metrics(
-        d, [{"step": i, "wall": i * 0.1, "ts": time.time(), "train/loss": 1 / i} for i in (1, 2, 3)]
+    RunFolder(d).write_config("regression", GOOD_CFG, name=name)
+    RunFolder(d).write_status(state="finished", pid=2**22 + 1, started=time.time() - 10, ended=time.time(), step=30)
+    RunFolder(d).append_records(
+        [{"step": i, "wall": i * 0.1, "ts": time.time(), "train/loss": 1 / i} for i in (1, 2, 3)]
     )
     return d
 
@@ -133,7 +134,7 @@ def test_run_store_lists_every_damaged_run_with_a_message_naming_the_file(runs) 
             continue
         assert listed[d.name].status["state"] == "damaged", kind
         assert expected in listed[d.name].status["message"], (kind, listed[d.name].status["message"])
-    records, _ = run_store.read_metrics(good.parent / "20200101-000000-cfg-garbage")
+    records, _ = RunFolder(good.parent / "20200101-000000-cfg-garbage").records()
     assert [r["step"] for r in records] == [1, 2]  # non-objects skipped, the half-written line left
 
 

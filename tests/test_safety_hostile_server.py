@@ -27,6 +27,7 @@ from dashboard.processes import notes_sinks
 from dashboard.server import stale_temp
 from dashboard.server.serve import Server, start_server
 from runstore import media_store, run_store
+from runstore.run_folder import RunFolder
 from tests.test_safety_damaged import GOOD_CFG, good_run
 
 CHART = ".jaxdash-chart .main-svg"  # a chart plotly.js drew
@@ -73,14 +74,13 @@ def _md(url: str, what: str) -> str:
 def hostile_run(root: Path, url: str) -> Path:
     """A failed run whose name, display name, notes, tag, metric name, message and figure load `url`'s images."""
     d = run_store.new_run_dir(root, "regression", "hostile")
-    run_store.write_config(d, "regression", GOOD_CFG, name=_md(url, "name"))
+    RunFolder(d).write_config("regression", GOOD_CFG, name=_md(url, "name"))
     now, metric = time.time(), _md(url, "metric")
-    status = run_store.write_status(
-        d, state="failed", pid=2**22 + 3, started=now - 10, ended=now, step=3, message=_md(url, "message"),
+    status = RunFolder(d).write_status(state="failed", pid=2**22 + 3, started=now - 10, ended=now, step=3, message=_md(url, "message"),
         final={metric: 3.0},
     )  # fmt: skip
-    run_store.append_metrics(
-        d, [{"step": i, "wall": i * 0.1, "train/loss": 1 / i, metric: float(i)} for i in (1, 2, 3)]
+    RunFolder(d).append_records(
+        [{"step": i, "wall": i * 0.1, "train/loss": 1 / i, metric: float(i)} for i in (1, 2, 3)]
     )
     notes_sinks.save(d, _md(url, "display"), [_md(url, "t")], _md(url, "notes"), status)
     fig = go.Figure(go.Scatter(x=[0, 1], y=[1, 0]), layout={"title": {"text": _md(url, "title")}})

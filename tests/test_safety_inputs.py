@@ -14,7 +14,7 @@ import pytest
 
 from components.series import STALL_S, progress_text
 from dashboard.server import csv_route
-from runstore import run_store
+from runstore.run_folder import RunFolder
 from tests.test_safety_damaged import good_run, page
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_huge_steps_and_accuracies_render(runs_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("JAXDASH_WARM_WORKER", "0")
     d = good_run(runs_root, "huge-numbers")
-    run_store.append_metrics(d, [{"step": 1e35, "wall": 5, "train/loss": 0.1, "train/acc": 1e308}])
+    RunFolder(d).append_records([{"step": 1e35, "wall": 5, "train/loss": 0.1, "train/acc": 1e308}])
     detail = page("views/detail.py", d.name)
     assert any("beyond what the page can zoom into" in c.value for c in detail.caption)
     live = page("views/live.py", d.name)
@@ -36,7 +36,7 @@ def test_a_failed_run_with_a_checkpoint_offers_resume(runs_root: Path, monkeypat
     monkeypatch.setenv("JAXDASH_WARM_WORKER", "0")
     d = good_run(runs_root, "failed-disk-full")
     message = "No space left on device writing metrics.jsonl. Free some space, then resume the run."
-    run_store.write_status(d, state="failed", message=message, ended=time.time())
+    RunFolder(d).write_status(state="failed", message=message, ended=time.time())
     (d / "ckpt" / "30").mkdir(parents=True)
     for view in ("views/detail.py", "views/live.py"):
         at = page(view, d.name)
@@ -65,8 +65,8 @@ def test_csv_links_work_for_any_folder_name_and_long_ids_get_404(served) -> None
     for name in ("with spaces", "naïve-日本", "new\nline"):
         d = root / name
         d.mkdir()
-        run_store.write_config(d, "regression", {"lr": 0.1}, name=name)
-        run_store.append_metrics(d, [{"step": 1, "train/loss": 0.5}])
+        RunFolder(d).write_config("regression", {"lr": 0.1}, name=name)
+        RunFolder(d).append_records([{"step": 1, "train/loss": 0.5}])
         status, body = get(srv.url + csv_route.path(name))
         assert status == 200 and body.splitlines()[1] == b"1,0.5", name
     status, body = get(f"{srv.url}/api/runs/{'a' * 10_000}/metrics.csv")

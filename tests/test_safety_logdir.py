@@ -22,6 +22,7 @@ from tensorboardX import SummaryWriter
 from tensorboardX.record_writer import masked_crc32c
 
 from runstore import run_store, safe_files, tb_logdir
+from runstore.run_folder import RunFolder
 
 EVENTS = "events.out.tfevents.1700000000.host"
 SYNC_BOUND_S = 15.0  # a sync returns within the read limit (5 s) plus a busy 2-core machine's slack
@@ -72,7 +73,7 @@ def listed(runs: Path) -> dict[str, run_store.RunInfo]:
 
 
 def points(runs: Path, name: str) -> list[int]:
-    return [r["step"] for r in run_store.read_metrics(listed(runs)[name].path)[0] if "loss" in r]
+    return [r["step"] for r in RunFolder(listed(runs)[name].path).records()[0] if "loss" in r]
 
 
 @pytest.mark.parametrize("claim", [1_900_000_000, 2**62])

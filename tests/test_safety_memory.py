@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from runstore import run_store
 from runstore.metrics.metric_csv import metrics_csv
 from runstore.metrics.metric_table import MetricTable
+from runstore.run_folder import RunFolder
 
 N = 100_000
 SPIKE_STEP = 61_234
@@ -44,7 +44,7 @@ def test_a_long_metrics_file_is_read_into_bounded_columns_that_keep_what_charts_
     table = MetricTable(max_rows=20_000).update(tmp_path)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.reset_peak()
-    records, _ = run_store.read_metrics(tmp_path)  # what the pages used to hold: every record as a dict
+    records, _ = RunFolder(tmp_path).records()  # what the pages used to hold: every record as a dict
     _, as_dicts = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     del records
@@ -79,6 +79,6 @@ def test_incremental_reads_a_replaced_file_again_and_waits_for_a_half_written_li
 
 def test_csv_download_has_every_record(tmp_path: Path) -> None:
     write_metrics(tmp_path, 1, 30_001)
-    run_store.append_metrics(tmp_path, [{"step": 30_001, "extra/tag": 1.0}])
+    RunFolder(tmp_path).append_records([{"step": 30_001, "extra/tag": 1.0}])
     lines = metrics_csv(tmp_path).decode().splitlines()
     assert len(lines) == 30_002 and lines[0].split(",")[-1] == "extra/tag"

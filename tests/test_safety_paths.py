@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from runstore import run_reads, run_store
+from runstore import run_reads
 from runstore.metrics import metric_cache
+from runstore.run_folder import RunFolder
 from tests.test_safety_damaged import good_run, page
 
 
@@ -41,7 +42,7 @@ def big_run(root: Path, name: str, records: int = 6_000) -> Path:
     """A run whose metrics.jsonl is over metric_cache.MIN_GROWTH (what the background builder caches)."""
     d = good_run(root, name)
     pad = "x" * 40
-    run_store.append_metrics(d, [{"step": s, "wall": s, "train/loss": 1 / s, "note": pad} for s in range(4, records)])
+    RunFolder(d).append_records([{"step": s, "wall": s, "train/loss": 1 / s, "note": pad} for s in range(4, records)])
     assert (d / "metrics.jsonl").stat().st_size > metric_cache.MIN_GROWTH
     return d
 
@@ -102,7 +103,7 @@ def test_a_symlink_loop_hides_no_run(tmp_path: Path) -> None:
     listed = {r.run_id: r for r in run_reads.list_runs(root)}
     assert listed[good.name].status["state"] == "finished"
     assert listed["selfloop"].damaged and "a symbolic link" in listed["selfloop"].status["message"]
-    seen = {r.run_id for r in run_reads.list_runs(root, run_store.read_status)}
+    seen = {r.run_id for r in run_reads.list_runs(root, lambda d: RunFolder(d).status())}
     assert {good.name, "selfloop"} <= seen
 
 
@@ -156,6 +157,6 @@ def test_metrics_linked_outside_are_neither_served_nor_plotted(served) -> None: 
     (d / "metrics.jsonl").symlink_to(secret)
     status, body = get(f"{srv.url}/api/runs/{d.name}/metrics.csv")
     assert status == 404 and b"12345" not in body
-    records, _ = run_store.read_metrics(d)
+    records, _ = RunFolder(d).records()
     assert records == []  # what the pages plot
     assert metric_cache.identity(d / "metrics.jsonl") is None

@@ -19,6 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from runstore.run_folder import RunFolder
 from tests.test_sweep_postgres import ENV, PASSWORD, TINY, _wait_for, postgres  # noqa: F401 - the fixture
 from training.queue.store import Queue
 
@@ -170,7 +171,7 @@ class ServiceStore:
 
 
 def test_process_0s_hub_takes_hostile_heartbeats_without_raising_or_growing_its_files(tmp_path: Path) -> None:
-    from runstore import run_folder, run_store
+    from runstore import run_folder
     from training.runs.host_watch import Hub
 
     kv = ServiceStore()
@@ -188,7 +189,7 @@ def test_process_0s_hub_takes_hostile_heartbeats_without_raising_or_growing_its_
     state, message = hub.verdict()
     assert state == "failed" and message.startswith("Host 1 (node-b) failed: zzz") and len(message) < 2100
     assert (tmp_path / run_folder.HOSTS).stat().st_size < 4000
-    run_store.write_status(tmp_path, state=state, message=message)
+    RunFolder(tmp_path).write_status(state=state, message=message)
     assert (tmp_path / "status.json").stat().st_size < 4000
 
 
@@ -253,7 +254,7 @@ def test_process_0_keeps_every_row_under_hostile_heartbeats(tmp_path: Path) -> N
     kept = rows(run_dir)
     assert [r["step"] for r in kept if "loss" in r] == list(range(400))
     assert any(r.get("sys/host1/rss_mb") == 7.0 for r in kept) and not any("sys/host1/cpu_percent" in r for r in kept)
-    status = run_store.read_status(run_dir)
+    status = RunFolder(run_dir).status()
     assert status["state"] == "failed" and status["message"].startswith("Host 1 (evil) failed: yyy"), status
     assert len(status["message"]) < 2100
     assert (run_dir / "status.json").stat().st_size < 8000 and (run_dir / run_folder.HOSTS).stat().st_size < 8000

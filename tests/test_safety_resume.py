@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from tensorboard.backend.event_processing import event_accumulator as ea
 
-from runstore import run_store
+from runstore.run_folder import RunFolder
 from tests.fixtures_runs import hold_env, kill_past_checkpoint
 from training.runs.checkpoint import checkpoint_steps, latest_step, resume_point
 
@@ -32,7 +32,7 @@ def killed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     env = hold_env(ENV, held, checkpoints=2, chunks=3)
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     kill_past_checkpoint(proc, held, run_dir)
-    assert run_store.read_status(run_dir)["state"] == "crashed", proc.stderr.read().decode()[-2000:]
+    assert RunFolder(run_dir).status()["state"] == "crashed", proc.stderr.read().decode()[-2000:]
     return run_dir
 
 
@@ -59,7 +59,7 @@ def resume_cli(run_dir: Path) -> subprocess.CompletedProcess:
 
 def tb_steps(run_dir: Path, original: Path, tag: str = "train/loss") -> list[int]:
     """The steps of `tag` in the copy's own TensorBoard logdir (status.json names the original's)."""
-    logdir = Path(run_store.read_status(run_dir)["tensorboard"]["logdir"])
+    logdir = Path(RunFolder(run_dir).status()["tensorboard"]["logdir"])
     logdir = run_dir / logdir.relative_to(original) if logdir.is_relative_to(original) else logdir
     acc = ea.EventAccumulator(str(logdir), size_guidance={ea.SCALARS: 0})
     acc.Reload()
@@ -89,9 +89,9 @@ def test_a_damaged_newest_checkpoint_resumes_from_the_one_before(killed: Path, d
     warning = [ln for ln in out.stderr.splitlines() if ln.startswith("warning: checkpoint")]
     assert len(warning) == 1 and f"ckpt/{newest}" in warning[0] and f"resuming from step {before}" in warning[0]
     assert len(warning[0]) < 500
-    status = run_store.read_status(run_dir)
+    status = RunFolder(run_dir).status()
     assert status["state"] == "finished" and status["resumed_from"] == before
-    steps = [r["step"] for r in run_store.read_metrics(run_dir)[0]]
+    steps = [r["step"] for r in RunFolder(run_dir).records()[0]]
     assert steps == list(range(0, STEPS + 1, LOG_EVERY))  # every step exactly once
     assert tb_steps(run_dir, killed) == steps  # TensorBoard cut back once, after the restore
 
@@ -106,4 +106,4 @@ def test_every_checkpoint_damaged_refuses_and_changes_nothing(killed: Path) -> N
     errors = [ln for ln in out.stderr.splitlines() if "every checkpoint is damaged" in ln]
     assert len(errors) == 1 and "Nothing was changed" in errors[0] and "Traceback" not in out.stderr
     assert fingerprint(run_dir) == before
-    assert run_store.read_status(run_dir)["state"] == "crashed"
+    assert RunFolder(run_dir).status()["state"] == "crashed"

@@ -19,6 +19,7 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard.processes import launcher
 from runstore import run_store
+from runstore.run_folder import RunFolder
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "dashboard" / "app.py")
@@ -35,7 +36,7 @@ def sleeper() -> Iterator[subprocess.Popen]:
 
 def hand_written_run(root: Path, pid: int, **status: object) -> Path:
     d = run_store.new_run_dir(root, "regression", "hand-written")
-    run_store.write_config(d, "regression", {"lr": 0.1}, name="hand-written")
+    RunFolder(d).write_config("regression", {"lr": 0.1}, name="hand-written")
     doc = {"state": "running", "pid": pid, "host": socket.gethostname(), "started": time.time(), "step": 1, **status}
     (d / "status.json").write_text(json.dumps(doc))
     return d
@@ -43,12 +44,12 @@ def hand_written_run(root: Path, pid: int, **status: object) -> Path:
 
 def test_stop_does_not_kill_an_unrelated_process_named_in_status_json(runs_root: Path, sleeper) -> None:
     d = hand_written_run(runs_root, sleeper.pid)
-    assert run_store.read_status(d)["state"] == "running"  # the pid is alive, so the run looks alive
-    assert not run_store.owns_process(run_store.read_status(d), d)
+    assert RunFolder(d).status()["state"] == "running"  # the pid is alive, so the run looks alive
+    assert not run_store.owns_process(RunFolder(d).status(), d)
     assert launcher.stop(d) is False
     time.sleep(0.3)
     assert sleeper.poll() is None, "the unrelated sleep was signalled"
-    assert run_store.stop_requested(d)  # the stop file is all that was done
+    assert RunFolder(d).stop_requested()  # the stop file is all that was done
 
 
 def test_stop_button_on_the_live_page_leaves_the_unrelated_process_alone(
@@ -91,8 +92,8 @@ def test_owns_process_refuses_other_hosts_reused_pids_and_bad_values(runs_root: 
 def test_stop_signals_the_runs_own_training_process(runs_root: Path) -> None:
     d = run_store.new_run_dir(runs_root, "regression", "real")
     code = (
-        "import sys, time, training; from pathlib import Path; from runstore import run_store; "
-        "run_store.start_status(Path(sys.argv[1]), total_steps=10); print('ready', flush=True); time.sleep(60)"
+        "import sys, time, training; from pathlib import Path; from runstore.run_folder import RunFolder; "
+        "RunFolder(sys.argv[1]).start_status(total_steps=10); print('ready', flush=True); time.sleep(60)"
     )
     proc = subprocess.Popen([sys.executable, "-c", code, str(d)], cwd=ROOT, stdout=subprocess.PIPE, text=True)
     try:

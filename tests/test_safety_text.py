@@ -72,7 +72,7 @@ def _damaged_run(root: Path) -> Path:
 def _failed_run(root: Path, name: str, wandb: dict[str, str]) -> Path:
     """A failed run with a hostile message, W&B fields and hosts.json (machine names and messages)."""
     d = fake_run(root, "regression", "failed", name=name, message=HOSTILE)
-    run_store.write_status(d, wandb=wandb)
+    RunFolder(d).write_status(wandb=wandb)
     now = time.time()
     RunFolder(d).write_hosts(2, [
         {"process": 0, "host": HOSTILE, "pid": 2**22 + 1, "state": "failed", "message": HOSTILE, "seen": now},

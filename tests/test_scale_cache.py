@@ -12,10 +12,10 @@ from pathlib import Path
 
 import numpy as np
 
-from runstore import run_store
 from runstore.metrics import metric_cache
 from runstore.metrics.metric_csv import write_csv
 from runstore.metrics.metric_table import MetricTable
+from runstore.run_folder import RunFolder
 
 
 def write(run_dir: Path, start: int, stop: int) -> None:
@@ -50,10 +50,10 @@ def test_only_the_last_part_is_rewritten_as_the_file_grows(tmp_path: Path) -> No
 
 
 def test_non_finite_values_bad_lines_and_strings_read_as_the_file_says(tmp_path: Path) -> None:
-    run_store.append_metrics(tmp_path, [{"step": 1, "train/loss": math.nan}, {"step": 2, "train/loss": math.inf}])
+    RunFolder(tmp_path).append_records([{"step": 1, "train/loss": math.nan}, {"step": 2, "train/loss": math.inf}])
     with open(tmp_path / "metrics.jsonl", "a") as f:
         f.write('not json\n{"step": 3, "train/loss": -1.5, "note": "text"}\n')
-    run_store.append_metrics(tmp_path, [{"step": 4, "train/loss": -math.inf}])
+    RunFolder(tmp_path).append_records([{"step": 4, "train/loss": -math.inf}])
     table = metric_cache.parse((tmp_path / "metrics.jsonl").read_bytes())
     loss = table.column("train/loss").to_numpy(zero_copy_only=False)
     assert np.isnan(loss[0]) and loss[1] == math.inf and loss[2] == -1.5 and loss[3] == -math.inf
@@ -105,7 +105,7 @@ def test_csv_holds_every_record_as_written_including_non_finite_and_missing_keys
     records = [{"step": i, "wall": i * 0.5, "ts": 1.7e9 + i * 1e-3, "train/loss": 1.0 / i} for i in range(1, 40_001)]
     records[5]["train/loss"], records[6]["train/loss"] = math.nan, -math.inf
     records[9]["test/acc"] = 0.25  # a key first seen in the tenth record
-    run_store.append_metrics(tmp_path, records)
+    RunFolder(tmp_path).append_records(records)
     out = tmp_path / "out.csv"
     assert write_csv(tmp_path, out) == len(records)
     with open(out, newline="") as f:

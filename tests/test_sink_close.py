@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from runstore import run_store
+from runstore.run_folder import RunFolder
 from tests import client_scripts
 
 ROWS = 200
@@ -36,7 +36,7 @@ run.finish()
 def test_every_row_logged_before_an_immediate_close_is_in_the_wandb_copy(tmp_path: Path) -> None:
     out, root = client_scripts.run(tmp_path, AT_ONCE)
     assert out.returncode == 0, out.stderr[-2000:]
-    status = run_store.read_status(client_scripts.only_run(root))
+    status = RunFolder(client_scripts.only_run(root)).status()
     history = client_scripts.wandb_history(Path(status["wandb"]["dir"]))
     assert [h["train/loss"] for h in history] == [1.0 / (s + 1) for s in range(ROWS)]
     assert not [e for e in status.get("events", []) if e["kind"] == "write_gap"]
@@ -47,7 +47,7 @@ def test_a_sink_stopped_at_close_leaves_a_write_gap_event_and_the_run_store_whol
     assert out.returncode == 0 and "done" in out.stdout, out.stderr[-2000:]
     run_dir = client_scripts.only_run(root)
     assert [r["step"] for r in client_scripts.rows(run_dir)] == list(range(ROWS))
-    status = run_store.read_status(run_dir)
+    status = RunFolder(run_dir).status()
     (gap,) = [e for e in status.get("events", []) if e["kind"] == "write_gap"]
     assert gap["writer"] == "sink" and "may be missing from TensorBoard and the W&B copy" in gap["message"]
     assert status["state"] == "finished"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from runstore import run_store
+from runstore.run_folder import RunFolder
 from tests import client_scripts
 
 SCALARS = """
@@ -35,7 +35,7 @@ def test_a_run_of_scalars_never_imports_pandas_and_its_rows_reach_wandb(tmp_path
     assert out.returncode == 0, out.stderr[-2000:]
     assert "jaxdash.sink" in out.stderr  # the sink's imports are in this stderr too
     assert not PANDAS.search(out.stderr)
-    status = run_store.read_status(client_scripts.only_run(root))
+    status = RunFolder(client_scripts.only_run(root)).status()
     history = client_scripts.wandb_history(Path(status["wandb"]["dir"]))
     assert [h["train/loss"] for h in history] == [1.0, 0.5, 1.0 / 3]
 
@@ -44,6 +44,6 @@ def test_a_table_imports_pandas_in_the_sink_and_reaches_wandb(tmp_path: Path) ->
     out, root = client_scripts.run(tmp_path, TABLE, PYTHONPROFILEIMPORTTIME="1")
     assert out.returncode == 0, out.stderr[-2000:]
     assert PANDAS.search(out.stderr)
-    status = run_store.read_status(client_scripts.only_run(root))
+    status = RunFolder(client_scripts.only_run(root)).status()
     records = client_scripts.wandb_records(Path(status["wandb"]["dir"]))
     assert any("preds" in str(r.get("history", "")) for r in records)

@@ -30,6 +30,7 @@ import pytest
 from optuna.trial import TrialState
 
 from runstore import run_store
+from runstore.run_folder import RunFolder
 from training.sweep import report
 from training.sweep import study as studies
 from training.sweep.command import worker_main
@@ -142,7 +143,7 @@ def _wait_for(what: str, check, timeout: float = 240.0, procs: tuple = ()):  # n
 def _training_run_of(root: Path, pids: set[int]) -> tuple[Path, int] | None:
     """A run folder that one of `pids` is training, in its first half (a kill there is mid-trial)."""
     for d in run_store.run_folders(root):
-        status = run_store.read_status(d)
+        status = RunFolder(d).status()
         if status.get("state") == "running" and status.get("pid") in pids and 0 < (status.get("step") or 0) <= 1500:
             return d, status["pid"]
     return None
@@ -178,7 +179,7 @@ def test_cli_and_two_workers_on_postgres_one_killed_finish_12_trials_once(
     folders = {d.name for d in run_store.run_folders(root)}
     ran = [t.user_attrs["run_id"] for t in trials if "run_id" in t.user_attrs]
     assert len(ran) == len(set(ran)) == 13 and set(ran) == folders  # every trial once, one folder each
-    assert run_store.read_status(killed_dir)["state"] == "crashed"
+    assert RunFolder(killed_dir).status()["state"] == "crashed"
     for t in done:
         cfg = json.loads((root / t.user_attrs["run_id"] / "config.json").read_text())
         assert cfg["sweep"]["study"] == "team" and cfg["config"]["lr"] == pytest.approx(t.params["lr"])

@@ -16,7 +16,7 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from runstore import run_store
+from runstore.run_folder import RunFolder
 from training.sweep import study as studies
 from training.sweep.space import parse_space
 from training.tasks import load_task
@@ -36,7 +36,7 @@ def _grid(root: Path, name: str, lrs: tuple[float, ...]) -> str:
 
 
 def _steps(run_dir: Path) -> list[int]:
-    return [r["step"] for r in run_store.read_metrics(run_dir)[0] if "train/loss" in r]
+    return [r["step"] for r in RunFolder(run_dir).records()[0] if "train/loss" in r]
 
 
 def test_trial_states_follow_what_their_runs_did(tmp_path: Path) -> None:
@@ -52,7 +52,7 @@ def test_trial_states_follow_what_their_runs_did(tmp_path: Path) -> None:
     by_state: dict[TrialState, list[float]] = {}
     for t in trials:
         run_dir = tmp_path / t.user_attrs["run_id"]
-        status = run_store.read_status(run_dir)
+        status = RunFolder(run_dir).status()
         by_state.setdefault(t.state, []).append(t.params["lr"])
         if status["state"] == "finished" or t.state == TrialState.COMPLETE:
             assert (status["state"], t.state) == ("finished", TrialState.COMPLETE), (t.number, status)

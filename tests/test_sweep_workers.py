@@ -20,6 +20,7 @@ import pytest
 from optuna.trial import TrialState
 
 from runstore import run_store
+from runstore.run_folder import RunFolder
 from tests.fixtures_runs import hold_env, wait_held
 from training.sweep import study as studies
 from training.sweep.space import parse_space
@@ -90,7 +91,7 @@ def test_killed_worker_loses_nothing_and_runs_no_trial_twice(tmp_path: Path, sto
     retry = [t for t in complete if t.system_attrs.get("failed_trial") == dead.number]
     assert len(retry) == 1 and retry[0].params == dead.params  # re-queued once, same settings
     assert len({t.user_attrs["run_id"] for t in complete} | {killed_dir.name}) == 4  # no run twice
-    states = {d.name: run_store.read_status(d).get("state") for d in run_store.run_folders(tmp_path)}
+    states = {d.name: RunFolder(d).status().get("state") for d in run_store.run_folders(tmp_path)}
     assert len(states) == 4 and states[killed_dir.name] == "crashed"  # its process died: the run reads as crashed
 
 

@@ -23,7 +23,7 @@ from tensorboard.backend.event_processing import event_accumulator as ea
 from tensorboard.plugins.hparams import metadata as hp_metadata
 
 from dashboard.views.detail import PINNED, tensorboard_link
-from runstore import run_store
+from runstore.run_folder import RunFolder
 from tests import wandb_leet
 from tests.fixtures_runs import hold_env, wait_held
 
@@ -70,11 +70,11 @@ def _cli(task: str, run_dir: Path, *args: str) -> list[str]:
 
 
 def metric_steps(run_dir: Path, key: str = "train/loss") -> list[int]:
-    return [r["step"] for r in run_store.read_metrics(run_dir)[0] if key in r]
+    return [r["step"] for r in RunFolder(run_dir).records()[0] if key in r]
 
 
 def tb_load(run_dir: Path) -> ea.EventAccumulator:
-    logdir = run_store.read_status(run_dir)["tensorboard"]["logdir"]  # what the page reads
+    logdir = RunFolder(run_dir).status()["tensorboard"]["logdir"]  # what the page reads
     assert [p.name for p in (run_dir / "tb").iterdir()] == [Path(logdir).name], "one TensorBoard run per run"
     acc = ea.EventAccumulator(logdir, size_guidance={ea.SCALARS: 0, ea.IMAGES: 0, ea.TENSORS: 0})
     acc.Reload()
@@ -115,7 +115,7 @@ def _wait_for_chunks(proc: subprocess.Popen, run_dir: Path, n: int, min_age: flo
         if proc.poll() is not None:
             log = run_dir.parent.parent / "training.log"  # see _start
             raise AssertionError(f"training exited early with {proc.returncode}:\n{log.read_text()[-3000:]}")
-        recs = run_store.read_metrics(run_dir)[0]
+        recs = RunFolder(run_dir).records()[0]
         if len(recs) >= n and time.time() - recs[0]["ts"] >= min_age:
             return
         time.sleep(0.2)
@@ -151,7 +151,7 @@ def test_cli_regression_writes_every_store(tmp_path, env):
 
     steps = [0, *range(20, 201, 20)]  # step 0: the initial params' loss
     assert metric_steps(run_dir) == steps
-    status = run_store.read_status(run_dir)
+    status = RunFolder(run_dir).status()
     assert status["state"] == "finished" and status["step"] == 200 and status["final"]["train/loss"] > 0
     assert status["wandb"]["mode"] == "offline" and status["wandb"]["sync_command"].startswith("wandb sync ")
     for name in ("tables/fit__data.json", "tables/fit__curve.json", "images/fit__plot.png"):
@@ -188,9 +188,9 @@ def test_mnist_killed_with_sigkill_keeps_what_was_logged(tmp_path, env, fashion_
         proc.wait(30)
     _wait_wandb_core_gone(run_dir)
 
-    status = run_store.read_status(run_dir)
+    status = RunFolder(run_dir).status()
     assert status["state"] == "crashed" and "killed" in status["message"]
-    logged = run_store.read_metrics(run_dir)[0]
+    logged = RunFolder(run_dir).records()[0]
     steps = [r["step"] for r in logged if "train/loss" in r]
     assert len(steps) >= 10 and status["step"] >= steps[-2], "progress in status.json keeps up with the metrics"
 
@@ -223,7 +223,7 @@ def test_mnist_sigterm_stops_with_everything_flushed(tmp_path, env, fashion_dir)
     finally:
         if proc.poll() is None:
             proc.kill()
-    status = run_store.read_status(run_dir)
+    status = RunFolder(run_dir).status()
     assert status["state"] == "stopped" and status["ended"]
     steps = metric_steps(run_dir)
     assert status["step"] == steps[-1] < status["total_steps"]
@@ -272,7 +272,7 @@ def test_kill_then_resume_leaves_every_step_in_wandb(tmp_path, env):
         timeout=300,
     )
     assert out.returncode == 0, out.stderr[-3000:]
-    status = run_store.read_status(run_dir)
+    status = RunFolder(run_dir).status()
     assert status["state"] == "finished" and status["resumed_from"] > 0
     folders = sorted(glob.glob(str(run_dir / "wandb" / "offline-run-*")))
     assert len(folders) == 2, folders
@@ -408,11 +408,11 @@ def _check_hparams(base: str, root: Path, mnist: str) -> None:
     fm = by_run[mnist]
     assert fm["hparams"]["batch_size"] == 32 and fm["hparams"]["lr"] == pytest.approx(1e-3)
     values = {m["name"]["tag"]: m["value"] for m in fm["metricValues"]}
-    final = run_store.read_status(root / mnist.split("/tb/")[0])["final"]  # also final_metrics.json
+    final = RunFolder(root / mnist.split("/tb/")[0]).status()["final"]  # also final_metrics.json
     assert {k[6:]: v for k, v in values.items() if k.startswith("final/")} == pytest.approx(final)
     for name, group in by_run.items():
         if name != mnist:  # regression: its loss, speed, weight and bias
-            final = run_store.read_status(root / name.split("/tb/")[0])["final"]
+            final = RunFolder(root / name.split("/tb/")[0]).status()["final"]
             curves = ["train/loss", "perf/steps_per_sec", "regression/weight", "regression/bias"]
             assert sorted(m["name"]["tag"] for m in group["metricValues"]) == sorted(
                 [*curves, *map("final/".__add__, final)]

@@ -17,6 +17,7 @@ import pytest
 from tensorboard.backend.event_processing import event_accumulator as ea
 
 from runstore import media_store, run_files, run_store
+from runstore.run_folder import RunFolder
 from runstore.safe_files import UnsafePath
 from tests.test_writers_wandb import finished_records, history, inspect_records
 
@@ -105,7 +106,7 @@ def run_script(tmp_path: Path, code: str) -> tuple[list[Path], str]:
         [sys.executable, str(path)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
     )
     assert out.returncode == 0, out.stderr[-3000:]
-    started = lambda p: run_store.read_status(p)["started"]  # noqa: E731 - names made in one second sort at random
+    started = lambda p: RunFolder(p).status()["started"]  # noqa: E731 - names made in one second sort at random
     return sorted(run_store.run_folders(root), key=started), out.stdout + out.stderr
 
 
@@ -118,7 +119,7 @@ def media_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 
 def test_images_are_kept_every_step_with_captions_in_all_three_places(media_run: tuple[Path, str]) -> None:
     run_dir, _ = media_run
-    assert run_store.read_status(run_dir)["state"] == "finished"
+    assert RunFolder(run_dir).status()["state"] == "finished"
     steps = media_store.image_steps(run_dir)
     assert [s.step for s in steps["samples"]] == [0, 1, 2]  # every step, not only the last
     assert [s.captions for s in steps["samples"]] == [(f"ramp {i}", None) for i in range(3)]
@@ -138,9 +139,7 @@ def test_images_are_kept_every_step_with_captions_in_all_three_places(media_run:
     assert [e.step for e in acc.Histograms("weights")] == [0, 1, 2]
 
     rows = [
-        h
-        for h in history(inspect_records(Path(run_store.read_status(run_dir)["wandb"]["dir"])))
-        if "samples._type" in h
+        h for h in history(inspect_records(Path(RunFolder(run_dir).status()["wandb"]["dir"]))) if "samples._type" in h
     ]
     assert [r["samples._type"] for r in rows] == ["images/separated"] * 3
     assert [r["samples.captions"] for r in rows] == [[f"ramp {i}", None] for i in range(3)]
@@ -180,7 +179,7 @@ def test_tables_and_wandb_plot_charts_land_as_figures_and_tables(media_run: tupl
         assert doc["step"] == 3 and doc["figure"]["data"], key
     assert json.loads(next((run_dir / "artifacts" / "figures" / "line").glob("*.json")).read_text())["figure"][
         "layout"]["title"]["text"] == "y(x)"  # fmt: skip
-    rows = history(inspect_records(Path(run_store.read_status(run_dir)["wandb"]["dir"])))
+    rows = history(inspect_records(Path(RunFolder(run_dir).status()["wandb"]["dir"])))
     last = next(r for r in rows if "cm_table._type" in r)
     assert last["cm_table._type"] == "table-file" and last["cm_table.nrows"] == 9 and last["df.ncols"] == 3
 
@@ -198,7 +197,7 @@ def test_files_media_are_kept_and_nothing_raises(media_run: tuple[Path, str]) ->
 
 def test_artifacts_save_and_alerts_are_kept_in_the_run_folder(tmp_path: Path) -> None:
     (first, second), output = run_script(tmp_path, FILES)
-    assert run_store.read_status(first)["state"] == "finished"
+    assert RunFolder(first).status()["state"] == "finished"
     # W&B's layout: relative to the working folder, to base_path, and one folder level for an absolute path
     assert run_files.saved_files(first) == ["ckpt/model.bin", "sub/opt.bin", f"{tmp_path.name}/notes.txt"]
     assert "REFUSED" in output
@@ -226,8 +225,8 @@ wandb.finish()
 
 def test_a_medium_that_cannot_be_stored_is_dropped_with_a_notice(tmp_path: Path) -> None:
     (run_dir,), output = run_script(tmp_path, BLOCKED)
-    assert run_store.read_status(run_dir)["state"] == "finished"
-    assert [r["loss"] for r in run_store.read_metrics(run_dir)[0]] == [0.5, 0.25]
+    assert RunFolder(run_dir).status()["state"] == "finished"
+    assert [r["loss"] for r in RunFolder(run_dir).records()[0]] == [0.5, 0.25]
     assert "artifacts/images: not stored: is not a folder" in output
 
 
@@ -345,7 +344,7 @@ def test_media_nested_in_a_dict_and_figures_reach_the_store_and_the_wandb_copy(t
     (run_dir,), _ = run_script(tmp_path, NESTED)
     steps = media_store.image_steps(run_dir)
     assert [(s.step, s.captions) for s in steps["val.examples"]] == [(0, ("ex 0",)), (1, ("ex 1",))]
-    rows = history(inspect_records(Path(run_store.read_status(run_dir)["wandb"]["dir"])))
+    rows = history(inspect_records(Path(RunFolder(run_dir).status()["wandb"]["dir"])))
     kept = [r for r in rows if "val.loss" in r]
     assert [r["val.loss"] for r in kept] == [1.0, 0.5]
     assert [r.get("val.examples._type") for r in kept] == ["images/separated"] * 2

@@ -26,6 +26,7 @@ from tensorboard.backend.event_processing import event_accumulator as ea
 
 from components.series import progress_text
 from runstore import media_store, run_store
+from runstore.run_folder import RunFolder
 from tests import wandb_leet
 from tests.client_scripts import only_run, rows, script_env, wandb_run_record, write
 
@@ -166,7 +167,7 @@ def differences(want: dict[str, Any], got: dict[str, Any], where: str) -> list[s
 
 def copy_dir(run_dir: Path) -> Path:
     """The W&B copy our writer process wrote for `run_dir`."""
-    return Path(run_store.read_status(run_dir)["wandb"]["dir"])
+    return Path(RunFolder(run_dir).status()["wandb"]["dir"])
 
 
 def store_rows(run_dir: Path) -> dict[int, dict[str, Any]]:
@@ -216,7 +217,7 @@ def test_every_numeric_dtype_is_stored_as_wandb_stores_it(runs: dict[str, Any]) 
     theirs = _keys(summary(their_dir), DTYPE_KEYS)
     found += differences(theirs, _keys(run_store.read_json(run_dir / "summary.json"), DTYPE_KEYS), "summary.json")
     found += differences(theirs, _keys(summary(copy_dir(run_dir)), DTYPE_KEYS), "W&B copy's summary")
-    acc = ea.EventAccumulator(run_store.read_status(run_dir)["tensorboard"]["logdir"], size_guidance={ea.SCALARS: 0})
+    acc = ea.EventAccumulator(RunFolder(run_dir).status()["tensorboard"]["logdir"], size_guidance={ea.SCALARS: 0})
     acc.Reload()
     board: dict[int, dict[str, float]] = {}
     for tag in acc.Tags()["scalars"]:
@@ -320,6 +321,6 @@ def test_a_run_of_media_alone_is_at_its_last_step_as_in_wandb(tmp_path: Path) ->
     page's progress line, not at step 0."""
     both = _run_both(tmp_path, MEDIA_ONLY)
     theirs = wandb_leet.finished_summary(both["theirs"])["summary"]["_step"]
-    status = run_store.read_status(both["ours"])
+    status = RunFolder(both["ours"]).status()
     assert (theirs, status["step"]) == (2, 2)
     assert "step 2" in progress_text(status)

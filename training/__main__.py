@@ -6,6 +6,7 @@ import logging
 import os
 import sys
 
+from runstore.run_folder import RunFolder
 from training import cli
 from training.settings import ConfigError
 
@@ -38,9 +39,7 @@ def _resume(argv: list[str]) -> int:
     except JobError as exc:
         return _fail(str(exc), 1)
     for run_dir, state, result in outcomes:
-        from runstore import run_store
-
-        resumed_from = run_store.read_status(run_dir).get("resumed_from")
+        resumed_from = RunFolder(run_dir).status().get("resumed_from")
         cli.report(run_dir, state, result.final if result else {}, resumed_from=resumed_from)
     return cli.exit_code([s for _, s, _ in outcomes])
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from runstore import run_folder, run_states, run_store
+from runstore.run_folder import RunFolder
 from runwriters.wandb.mode import MODES as WANDB_MODES
 from training.settings import FieldInfo, fields
 from training.tasks import available
@@ -183,7 +184,7 @@ def job_flags(args: argparse.Namespace) -> Any:
 
 def report(run_dir: Path, state: str, final: dict, **extra: Any) -> None:
     """One JSON line per run on stdout (what the page and scripts parse), problems on stderr."""
-    status = run_store.read_status(run_dir)
+    status = RunFolder(run_dir).status()
     print(json.dumps({"run_dir": str(run_dir), "state": state, "final": final, **extra}, default=float))
     if state not in ("finished", "stopped"):
         print(f"error: {run_dir.name}: {status.get('message')}", file=sys.stderr)

@@ -18,14 +18,14 @@ from components import histogram_figures
 from dashboard.panels.image_steps_panel import step_index, widget_key
 from dashboard.panels.panels import chart
 from runstore import media_store, safe_files, wandb_reads
-from runstore.run_folder import RunFolder
+from runstore.run_folder import HISTOGRAMS, RunFolder
 
 VIEWS = ("Histograms", "Distribution")
 
 
 def _signature(run_dir: Path) -> tuple[tuple[str, int, int], ...]:
     """(name, mtime, size) of every histogram file: what the cache below is keyed on."""
-    root = RunFolder(run_dir).artifacts / "histograms"
+    root = RunFolder(run_dir).media_dir(HISTOGRAMS)
     if not safe_files.is_real_dir(root):
         return ()
     out = []

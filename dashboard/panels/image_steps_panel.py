@@ -17,7 +17,7 @@ from PIL import Image
 
 from dashboard.panels import safe_text
 from runstore import media_store, safe_files
-from runstore.run_folder import RunFolder
+from runstore.run_folder import IMAGES, RunFolder
 
 MAX_IMAGE_BYTES = 16 << 20  # a larger file is named, not sent to the browser
 MIN_WIDTH = 160  # pixels: a smaller image is drawn at least this wide (W&B scales small images up too)
@@ -95,7 +95,7 @@ def step_images(item: media_store.ImageStep, tag: str, columns: int = COLUMNS) -
 
 def _signature(run_dir: Path) -> tuple[tuple[str, int], ...]:
     """(name, mtime) of every tag folder: a step written (files renamed in) or pruned changes its folder's mtime."""
-    root = RunFolder(run_dir).artifacts / "images"
+    root = RunFolder(run_dir).media_dir(IMAGES)
     if not safe_files.is_real_dir(root):
         return ()
     try:

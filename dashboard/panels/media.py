@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from runstore import artifacts, media_store, run_store, safe_files, tags
-from runstore.run_folder import RunFolder
+from runstore.run_folder import FIGURES, TABLES, RunFolder
 
 # Drawn by the page's own panels (dashboard/panels/panel_kinds.py, views/detail.py), so not repeated here.
 OWN_TABLES = {media_store.tag_file(t) for t in (tags.FIT_DATA, tags.FIT_CURVE, tags.CONFUSION, tags.PREDICTIONS)}
@@ -36,7 +36,7 @@ class FigureSteps:
 
 
 def _folder(run_dir: Path, name: str) -> Path | None:
-    folder = RunFolder(run_dir).artifacts / name
+    folder = RunFolder(run_dir).media_dir(name)
     return folder if safe_files.inside(run_dir, folder) and folder.is_dir() else None
 
 
@@ -49,7 +49,7 @@ def _listing(folder: Path, pattern: str) -> list[Path]:
 
 def figures(run_dir: Path) -> list[FigureSteps]:
     """Every logged figure tag with its steps, by tag."""
-    root = _folder(run_dir, "figures")
+    root = _folder(run_dir, FIGURES)
     if root is None:
         return []
     out = []
@@ -83,7 +83,7 @@ def images(run_dir: Path) -> list[Path]:
 
 def tables(run_dir: Path) -> list[tuple[str, artifacts.Table]]:
     """(tag, table) of every readable table the page does not draw itself, by tag."""
-    root = _folder(run_dir, "tables")
+    root = _folder(run_dir, TABLES)
     if root is None:
         return []
     out = []

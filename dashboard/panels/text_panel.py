@@ -17,7 +17,7 @@ import streamlit as st
 from dashboard.panels import text_markdown
 from dashboard.panels.image_steps_panel import step_index, widget_key
 from runstore import media_store, safe_files, wandb_reads
-from runstore.run_folder import RunFolder
+from runstore.run_folder import TEXTS, RunFolder
 
 MAX_ROWS = 1000  # the newest steps of a key offered (a string logged every step of a long run)
 SHOWN = 5  # steps drawn at once: the picked one and those before it, newest first
@@ -25,7 +25,7 @@ SHOWN = 5  # steps drawn at once: the picked one and those before it, newest fir
 
 def _signature(run_dir: Path) -> tuple[tuple[str, int, int], ...]:
     """(name, mtime, size) of every text file: what the cache below is keyed on."""
-    root = RunFolder(run_dir).artifacts / "texts"
+    root = RunFolder(run_dir).media_dir(TEXTS)
     if not safe_files.is_real_dir(root):
         return ()
     try:

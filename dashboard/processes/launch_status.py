@@ -19,7 +19,7 @@ RESUMABLE_STATES = run_states.RESUMABLE
 
 
 def run_status(run_dir: Path) -> dict[str, Any]:
-    """status.json via `run_store.read_status`, plus "starting" for launched runs that have not begun.
+    """status.json via `RunFolder.status`, plus "starting" for launched runs that have not begun.
 
     A launched process that died before writing its status is reported as
     "failed" with the last line of its log as the message. A run being resumed
@@ -29,7 +29,7 @@ def run_status(run_dir: Path) -> dict[str, Any]:
     run_dir = Path(run_dir)
     if tb_logdir.is_mirror(run_dir):  # a TensorBoard log's run: no process of ours to check
         return tb_logdir.status(run_dir)
-    status = processes.with_stall(run_store.read_status(run_dir), time.time())  # "stalled since" (SIGSTOP: 3 s)
+    status = processes.with_stall(RunFolder(run_dir).status(), time.time())  # "stalled since" (SIGSTOP: 3 s)
     info = launch_files.launch_info(run_dir)
     if status.get("state"):
         resume = info.get("resume") or {}

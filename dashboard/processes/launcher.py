@@ -265,11 +265,11 @@ def stop(run_dir: Path) -> bool:
     not a reused pid). Returns True if a process was signalled, False if only the stop file was written.
     """
     run_dir = Path(run_dir)
-    run_store.request_stop(run_dir)
+    RunFolder(run_dir).request_stop()
     info = launch_files.launch_info(run_dir)
     if page_queue.cancel(info) or page_queue.cancel(info.get("resume") or {}):
         return False  # it was still waiting in the run queue: it never starts
-    for claim in (run_store.read_status(run_dir), info.get("resume") or {}, info):
+    for claim in (RunFolder(run_dir).status(), info.get("resume") or {}, info):
         if run_store.owns_process(claim, run_dir):
             try:
                 os.kill(int(claim["pid"]), signal.SIGTERM)

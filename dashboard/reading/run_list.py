@@ -12,7 +12,7 @@ import streamlit as st
 from dashboard.panels import safe_text
 from dashboard.processes.launch_status import population_members, run_status
 from runstore import launch_files, run_reads, run_states, run_store, safe_files, tb_logdir
-from runstore.run_folder import RunFolder
+from runstore.run_folder import CONFIG, RunFolder
 
 ACTIVE_STATES = run_states.ACTIVE
 
@@ -81,6 +81,6 @@ def run_command(run_dir: Path) -> list[str] | None:
     """The command of config.json (a list of strings), or None."""
     try:
         doc = RunFolder(run_dir).checked_config()
-        return run_store.validate_config(doc).get("command") if doc is not None else None
+        return run_store.validate_config(doc, CONFIG).get("command") if doc is not None else None
     except run_store.DamagedRunFile:
         return None

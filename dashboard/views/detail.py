@@ -40,6 +40,7 @@ from dashboard.processes import launch_status, page_tensorboard
 from dashboard.reading import groups, run_list, run_metrics
 from runstore import artifacts, launch_files, run_output, run_store, wandb_reads
 from runstore.metrics.metric_table import MetricTable
+from runstore.run_folder import TABLES, artifacts_rel
 
 DETAIL_REFRESH_S = refresh_timings.seconds("detail_rerun")
 # While its run trains, the curves and the progress line follow the records in the browser (chart_feed,
@@ -84,7 +85,7 @@ def results(run: run_store.RunInfo, records: MetricTable, fed: bool = False, def
     data_panels.draw(run.path, records, "detail_keys", run_store.runs_root(), data_panels.project_of(run.path), owned)
     report, problem = artifacts.classification(run.path)
     if problem:
-        st.warning(safe_text.md(f"artifacts/tables/{problem}; not shown."))
+        st.warning(safe_text.md(f"{artifacts_rel(TABLES, problem)}; not shown."))
     if report is None:
         if "accuracy" in kinds and panel_kinds.own_task(run.path):  # our tasks write one; a script may not
             st.caption("No confusion matrix yet (written at the end of the run).")

@@ -138,10 +138,9 @@ class WandbWriter(MetricWriter):
             self._write_status()
 
     def _write_status(self) -> None:
-        from runstore import run_store
 
         if RunFolder(self.run_dir).status_path.exists():
-            run_store.write_status(self.run_dir, wandb=self.info)
+            RunFolder(self.run_dir).write_status(wandb=self.info)
 
     def _refill(self, earlier: list[Path]) -> None:
         """Log the checkpointed steps the earlier processes' W&B folders lack (a kill lost them), and skip

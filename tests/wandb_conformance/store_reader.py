@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from runstore import media_store, run_notes, run_store
+from runstore.run_folder import RunFolder
 from tests.wandb_conformance.observe import as_number, empty, read_wandb_runs, summary_values
 
 DROP = ("step", "wall", "ts")  # the run store's own fields of a metrics.jsonl record
@@ -58,11 +59,11 @@ def _first(key: str, *docs: dict[str, Any]) -> Any:
 def read_store_run(run_dir: Path) -> dict[str, Any]:
     """Our run folder, read through runstore: config.json, status.json, metrics.jsonl, artifacts/, notes.json."""
     cfg = run_store.read_json(run_dir / "config.json", {}) or {}
-    status = run_store.read_status(run_dir)
+    status = RunFolder(run_dir).status()
     notes = run_notes.load(run_dir)
     page = {"tags": notes.tags, "notes": notes.notes, "name": notes.display_name}
     history: dict[int, dict[str, Any]] = {}
-    for rec in run_store.read_metrics(run_dir)[0]:
+    for rec in RunFolder(run_dir).records()[0]:
         if all(k in DROP or k.startswith(SYSTEM) for k in rec):
             continue  # a system-metrics sample alone: no history row in W&B either
         row = history.setdefault(int(rec.get("step", 0)), {})
@@ -108,7 +109,7 @@ def read_copy_runs(root: Path) -> list[dict[str, Any]]:
     (status.json "wandb"."dir", e.g. under a script's `init(dir=)`)."""
     out = []
     for run_dir in sorted(store_run_dirs(root), key=_created):
-        where = (run_store.read_status(run_dir).get("wandb") or {}).get("dir")
+        where = (RunFolder(run_dir).status().get("wandb") or {}).get("dir")
         copies = read_wandb_runs(run_dir) or (read_wandb_runs(Path(where)) if where and Path(where).is_dir() else [])
         out.append(copies[-1] if copies else {**empty(), "state": "missing (no .wandb file for the run folder)"})
     return out

@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from runstore import run_store
+from runstore.run_folder import RunFolder
 from runwriters.base import MetricWriter, Progress
 from training.errors import Diverged
 from training.runs.lifecycle import close_run, describe_error
@@ -82,7 +82,7 @@ class Members:
         """Tell the page what the run is doing before its first step ("loading data", "compiling")."""
         for i in self.alive():
             if self.members[i].run_dir is not None:
-                run_store.write_status(self.members[i].run_dir, phase=phase)
+                RunFolder(self.members[i].run_dir).write_status(phase=phase)
 
     def report(
         self,

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from runstore import hosts, run_store
+from runstore import hosts
 from runstore.env_numbers import env_number_or_default
 from runstore.processes import pid_alive
 from runstore.run_folder import RunFolder
@@ -170,8 +170,8 @@ class Hub:
             snapshot = [dict(h) for h in self._hosts.values()]
         RunFolder(self.run_dir).write_hosts(self.processes, snapshot)
         for host, text in newly_lost:
-            run_store.write_status(self.run_dir, state="crashed", message=text, lost_host=host)
-            run_store.add_event(self.run_dir, "host_lost", text, host=host)
+            RunFolder(self.run_dir).write_status(state="crashed", message=text, lost_host=host)
+            RunFolder(self.run_dir).add_event("host_lost", text, host=host)
 
     def _take(self, record: dict[str, Any]) -> None:
         k = int(record["process"])

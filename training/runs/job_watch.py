@@ -24,8 +24,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from runstore import run_store
 from runstore.env_numbers import env_number_or_default
+from runstore.run_folder import RunFolder
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +99,7 @@ class JobWatch:
         if not self._closed.is_set():  # the main thread waits in a collective for the lost host
             for d in self.run_dirs:
                 try:
-                    run_store.write_status(d, state=state, message=message, ended=time.time())
+                    RunFolder(d).write_status(state=state, message=message, ended=time.time())
                 except OSError:
                     pass
             print(f"error: {self.run_dirs[0].name}: {message}", file=sys.stderr)

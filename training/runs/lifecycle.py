@@ -16,7 +16,6 @@ import traceback
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from runstore import run_store
 from runstore.env_numbers import EnvNumberError
 from runstore.run_folder import RunFolder
 from runwriters.base import MetricWriter
@@ -47,7 +46,7 @@ class StopFlag:
         self.signalled = True
 
     def __call__(self) -> bool:
-        return self.signalled or any(run_store.stop_requested(d) for d in self.run_dirs)
+        return self.signalled or any(RunFolder(d).stop_requested() for d in self.run_dirs)
 
 
 def describe_os_error(exc: OSError) -> str:
@@ -132,6 +131,6 @@ def close_run(run_dir: Path, writer: MetricWriter, state: str, message: str | No
     try:
         if final:
             RunFolder(run_dir).write_final_metrics(dict(final))
-        run_store.write_status(run_dir, state=state, message=message, ended=time.time(), final=dict(final) or None)
+        RunFolder(run_dir).write_status(state=state, message=message, ended=time.time(), final=dict(final) or None)
     except OSError as exc:
         log.error("%s: could not record the end of the run: %s", run_dir, describe_os_error(exc))

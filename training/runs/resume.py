@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runstore import run_states, run_store
+from runstore import run_states
 from runstore.run_folder import RunFolder
 from runwriters.base import Tracking
 from training.engine import processes
@@ -51,14 +51,14 @@ def population_dirs(run_dir: Path, doc: dict[str, Any]) -> list[Path]:
     for d in run_dir.parent.iterdir():
         other = RunFolder(d).config() if d.is_dir() else None
         if isinstance(other, dict) and other.get("group") == doc["group"]:
-            if run_store.read_status(d).get("state") not in run_states.NOT_RESUMED:
+            if RunFolder(d).status().get("state") not in run_states.NOT_RESUMED:
                 found.append((int(other.get("member", 0)), d))
     return [d for _, d in sorted(found)]
 
 
 def _check_state(run_dir: Path) -> None:
     """CannotResume when the run's state forbids resuming (running, finished, diverged)."""
-    state = run_store.read_status(run_dir).get("state")
+    state = RunFolder(run_dir).status().get("state")
     if state in _WHY_NOT:
         raise CannotResume(f"Cannot resume {run_dir.name}: {_WHY_NOT[state]}.")
 
@@ -114,8 +114,7 @@ def _restart_at(run_dir: Path, step: int) -> None:
     from training.runs.checkpoint import truncate_metrics
 
     truncate_metrics(run_dir, step)
-    run_store.write_status(
-        run_dir,
+    RunFolder(run_dir).write_status(
         state="running",
         pid=os.getpid(),
         host=socket.gethostname(),
@@ -150,7 +149,7 @@ def _plan(run_dir: Path, wandb_mode: str | None, tensorboard: bool | None, conso
     task_cls = load_task(doc.get("task_spec") or doc["task"])
     docs = [_read_config(d) for d in dirs]
     cfgs = [parse_config(task_cls.Config, dd["config"], task_cls.name) for dd in docs]
-    previous = run_store.read_status(run_dir).get("wandb") or {}
+    previous = RunFolder(run_dir).status().get("wandb") or {}
     if wandb_mode is None:
         wandb_mode = (
             "disabled" if previous.get("mode", "disabled") == "disabled" else previous.get("requested_mode", "auto")

@@ -49,7 +49,7 @@ def open_writer(run_dir: Path, cfg: Any, name: str, tracking: Tracking, resume_s
     facts = {k: doc[k] for k in RUN_FACTS if isinstance(doc, dict) and doc.get(k) is not None}
     settings = {**config_to_dict(cfg), **facts}
     writer, info = build_writer(run_dir, settings, name=name, tracking=tracking, resume_step=resume_step)
-    run_store.write_status(run_dir, **info)
+    RunFolder(run_dir).write_status(**info)
     if resume_step is None:
         writer.write_hparams(settings)
     return writer
@@ -92,8 +92,7 @@ def create_runs(
         total = getattr(cfg, "steps", 0) or getattr(cfg, "epochs", 0) * (
             getattr(cfg, "train_size", 0) // getattr(cfg, "batch_size", 1)
         )
-        run_store.write_config(
-            d,
+        RunFolder(d).write_config(
             task,
             config_to_dict(cfg),
             name=names[-1],
@@ -102,8 +101,8 @@ def create_runs(
             panels=list(task_cls.panels),
             **extra,
         )
-        run_store.start_status(
-            d, total_steps=total, epoch=0, total_epochs=getattr(cfg, "epochs", 0), phase="starting", **extra
+        RunFolder(d).start_status(
+            total_steps=total, epoch=0, total_epochs=getattr(cfg, "epochs", 0), phase="starting", **extra
         )
         dirs.append(d)
     return dirs, names, group
@@ -157,7 +156,7 @@ def train_members(
         for i in members.alive():
             results[i] = trained[i]
             members.writer(i).write_summary(trained[i].final)
-            run_store.write_status(dirs[i], devices=trained[i].extra.get("devices"))  # a job's: all processes'
+            RunFolder(dirs[i]).write_status(devices=trained[i].extra.get("devices"))  # a job's: all processes'
             members.end(i, trained[i].state, None, trained[i].final)
     except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - every live member records the failure
         state, message = watch.verdict() or failure(exc, dirs[0])  # a lost host is why, not its symptom
@@ -165,7 +164,7 @@ def train_members(
         for i in members.alive():
             members.end(i, state, message)
         for d in dirs[len(members) :]:  # writers never opened: record the failure all the same
-            run_store.write_status(d, state=state, message=message, ended=time.time())
+            RunFolder(d).write_status(state=state, message=message, ended=time.time())
     watch.close()
     states = [m.state for m in members.members] + ["failed"] * (len(dirs) - len(members))
     return list(zip(dirs, states, results, strict=True))

@@ -16,7 +16,7 @@ from typing import Any
 
 import optuna
 
-from runstore import run_states, run_store, tags
+from runstore import run_states, tags
 from runstore.run_folder import RunFolder
 from runwriters.base import Tracking
 from training.runs.lifecycle import StopFlag
@@ -147,8 +147,8 @@ def _tell(
     """Tell Optuna what happened to the trial's run: COMPLETE with its value, PRUNED, or FAIL (its run's state kept)."""
     judged = objective(result.final, metric) if result else None
     if state == run_states.PRUNED:
-        run_store.write_status(
-            d, message=f"Pruned by the sweep's {type(study.pruner).__name__} at step {stop.pruned_at}."
+        RunFolder(d).write_status(
+            message=f"Pruned by the sweep's {type(study.pruner).__name__} at step {stop.pruned_at}."
         )
         study.tell(trial, state=optuna.trial.TrialState.PRUNED)
     elif state == run_states.FINISHED and judged is not None:
