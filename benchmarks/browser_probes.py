@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from runstore import run_folder
+
 REPO = Path(__file__).resolve().parent.parent
 
 FADED_BELOW = 0.9  # effective opacity under this is a visible fade (Streamlit's stale fade ends at 0.33)
@@ -182,7 +184,7 @@ def watch_blinks(
     run's charts replaced by this run's (blank until drawn) were scored as a jump and a blank.
     """
     deadline = time.monotonic() + 60
-    while not (run_dir / "status.json").exists() and proc.poll() is None and time.monotonic() < deadline:
+    while not (run_dir / run_folder.STATUS).exists() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
     page.goto(f"{url}/live?run={run_dir.name}")
     page.wait_for_function(f"({CHARTS_JS})().length > 0", timeout=60_000, polling=100)

@@ -25,6 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from runstore import run_folder
 from runstore.run_folder import RunFolder
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -91,8 +92,8 @@ def main() -> None:
 
     tmp = Path(tempfile.mkdtemp(prefix="jaxdash-csv-"))
     try:
-        write_metrics(tmp / "metrics.jsonl", args.records)
-        size = (tmp / "metrics.jsonl").stat().st_size / 2**20
+        write_metrics(tmp / run_folder.RECORDS, args.records)
+        size = (tmp / run_folder.RECORDS).stat().st_size / 2**20
         print(f"run of {args.records:,} records, metrics.jsonl {size:.0f} MB")
         for way, label in zip(WAYS, LABELS, strict=True):
             cmd = [sys.executable, __file__, "--way", way, "--run-dir", str(tmp)]

@@ -39,7 +39,10 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout  # noqa: E402
 
 from benchmarks import browser_probes  # noqa: E402
 from dashboard.server.serve import CHROMIUM, CHROMIUM_ARGS, start_server  # noqa: E402
-from runstore import run_store  # noqa: E402
+from runstore import (
+    run_folder,
+    run_store,  # noqa: E402
+)
 from runstore.run_folder import RunFolder
 from training.config import config_to_dict, parse_config  # noqa: E402
 
@@ -98,7 +101,7 @@ def start_to_first_point(
     page.wait_for_function("window.__firstDrawn !== null", timeout=120_000, polling=50)
     drawn = page.evaluate("window.__firstDrawn") / 1000
     (run_dir,) = set(run_store.run_folders(runs)) - before  # run folders only (not queue.db, .queue/)
-    info = run_store.read_json(run_dir / "launch.json") or {}
+    info = run_store.read_json(run_dir / run_folder.LAUNCH) or {}
     started = RunFolder(run_dir).status().get("started", float("nan"))
     first_ts = RunFolder(run_dir).records()[0][0]["ts"]
     wait_finished(run_dir)
@@ -175,7 +178,7 @@ def blink(tmp: Path, epochs: int) -> browser_probes.BlinkReport:
             page = browser.new_page(viewport={"width": 1400, "height": 950})
             argv = ["mnist", "--dataset", "fashion_mnist", "--epochs", str(epochs)]
             proc, run_dir = browser_probes.cli_run(runs, argv)
-            while not (run_dir / "status.json").exists() and proc.poll() is None:
+            while not (run_dir / run_folder.STATUS).exists() and proc.poll() is None:
                 time.sleep(0.1)
             report = browser_probes.watch_blinks(page, srv.url, run_dir, proc)
             page.screenshot(path=str(tmp / "blink.png"), full_page=True)

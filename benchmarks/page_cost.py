@@ -35,6 +35,7 @@ from playwright.sync_api import sync_playwright
 
 from benchmarks import browser_probes
 from dashboard.server.serve import CHROMIUM, CHROMIUM_ARGS, start_server
+from runstore import run_folder
 
 FASHION_DIR = Path("/usr/share/datasets/fashion-mnist")
 CONDITIONS = ("none", "live", "three", "hidden")
@@ -126,7 +127,7 @@ def window(pages: list[Any], run_dir: Path, server: psutil.Process, seconds: flo
     time.sleep(seconds)
     s1, c1, t1 = cpu_seconds([server]), cpu_seconds(chrome), time.time()
     per_min = 60.0 / (t1 - t0)
-    return steps_per_sec(run_dir / "metrics.jsonl", t0, t1), (s1 - s0) * per_min, (c1 - c0) * per_min
+    return steps_per_sec(run_dir / run_folder.RECORDS, t0, t1), (s1 - s0) * per_min, (c1 - c0) * per_min
 
 
 def measure(run_dir: Path, server_pid: int, rounds: int, seconds: float, open_fn: Callable) -> dict[str, list]:
@@ -207,7 +208,7 @@ def main() -> None:
     try:
         with sync_playwright() as p:
             browser, context = open_browser(p)
-            wait_for_training(run_dir / "metrics.jsonl", proc)
+            wait_for_training(run_dir / run_folder.RECORDS, proc)
             results = measure(
                 run_dir,
                 srv.proc.pid,

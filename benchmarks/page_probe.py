@@ -22,6 +22,7 @@ import psutil
 from playwright.sync_api import sync_playwright
 
 from benchmarks.page_cost import chromium_processes, cpu_seconds, open_browser, start_training, wait_for_training
+from runstore import run_folder
 
 SETTLE_S = 6.0
 RENDERER = ("TaskDuration", "ScriptDuration", "LayoutDuration", "RecalcStyleDuration", "LayoutCount")
@@ -75,7 +76,7 @@ def main() -> None:
     try:
         with sync_playwright() as p:
             browser, context = open_browser(p)
-            wait_for_training(run_dir / "metrics.jsonl", proc)
+            wait_for_training(run_dir / run_folder.RECORDS, proc)
             if args.static:
                 proc.kill()
                 proc.wait()

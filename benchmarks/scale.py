@@ -42,6 +42,7 @@ from dashboard.panels import panels, runs_index  # noqa: E402
 from dashboard.reading import groups  # noqa: E402
 from dashboard.server.serve import CHROMIUM, CHROMIUM_ARGS, start_server  # noqa: E402
 from runstore import (
+    run_folder,
     run_reads,  # noqa: E402
     run_store,  # noqa: E402
 )
@@ -94,9 +95,9 @@ def make_run(root: Path, name: str, metrics: Path | None, lr: float, group: str 
     # Like a run started from the page with W&B offline (the default): its output and a sync command.
     wandb = {"mode": "offline", "url": None, "sync_command": f"wandb sync {d}/wandb/offline-run-x"}
     RunFolder(d).write_status(wandb=wandb)
-    (d / "process.log").write_text("".join(f"step {s} loss {1 / s:.4f}\n" for s in range(1, 201)))
+    (d / run_folder.LOG).write_text("".join(f"step {s} loss {1 / s:.4f}\n" for s in range(1, 201)))
     if metrics is not None:
-        shutil.copyfile(metrics, d / "metrics.jsonl")
+        shutil.copyfile(metrics, d / run_folder.RECORDS)
     else:
         RunFolder(d).append_records([{"step": s, "wall": s * 0.01, "train/loss": 1.0 / s} for s in range(1, 21)])
     return d
@@ -198,7 +199,7 @@ def cached(run_dir: Path) -> bool:
     """Whether metrics.cache/ covers all of metrics.jsonl (read from its index; builds nothing)."""
     doc = run_store.read_json(run_dir / metric_cache.CACHE_DIR / "index.json", {})
     parts = doc.get("parts") if isinstance(doc, dict) else None
-    return bool(parts) and parts[-1]["end"] == (run_dir / "metrics.jsonl").stat().st_size
+    return bool(parts) and parts[-1]["end"] == (run_dir / run_folder.RECORDS).stat().st_size
 
 
 def write_runs(tmp: Path, records: int, n_big: int, n_small: int) -> list[Path]:
@@ -206,9 +207,9 @@ def write_runs(tmp: Path, records: int, n_big: int, n_small: int) -> list[Path]:
     root = tmp / "runs"
     root.mkdir()
     t = time.perf_counter()
-    write_metrics(tmp / "metrics.jsonl", records)
-    size = (tmp / "metrics.jsonl").stat().st_size
-    big = [make_run(root, f"big-{i}", tmp / "metrics.jsonl", 0.001 * (i + 1)) for i in range(n_big)]
+    write_metrics(tmp / run_folder.RECORDS, records)
+    size = (tmp / run_folder.RECORDS).stat().st_size
+    big = [make_run(root, f"big-{i}", tmp / run_folder.RECORDS, 0.001 * (i + 1)) for i in range(n_big)]
     for i in range(n_small):
         make_run(root, f"small-{i}", None, 0.0001 * (i + 1))
     print(
@@ -227,7 +228,7 @@ def measure(
     _, first = open_tabs(browser, f"{url}/runs", None, server, 2)
     t = time.perf_counter()
     # the builder caches only files of MIN_GROWTH bytes or more (a page parses smaller ones itself): wait for those
-    to_cache = [d for d in big if (d / "metrics.jsonl").stat().st_size >= metric_cache.MIN_GROWTH]
+    to_cache = [d for d in big if (d / run_folder.RECORDS).stat().st_size >= metric_cache.MIN_GROWTH]
     while not all(cached(d) for d in to_cache):
         time.sleep(0.5)
     print(f"Runs page, first opens: {first}", flush=True)

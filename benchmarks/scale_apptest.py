@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from benchmarks.scale import make_run, write_metrics  # noqa: E402
+from runstore import run_folder
 from runstore.metrics import cache_builder  # noqa: E402
 
 APP = str(Path(__file__).resolve().parent.parent / "dashboard" / "app.py")
@@ -55,8 +56,8 @@ def main() -> None:
     root.mkdir()
     os.environ["JAXDASH_RUNS"] = str(root)
     os.environ["JAXDASH_WARM_WORKER"] = "0"  # no JAX worker competing for the CPU
-    write_metrics(tmp / "metrics.jsonl", args.records)
-    big = [make_run(root, f"big-{i}", tmp / "metrics.jsonl", 0.001 * (i + 1)) for i in range(args.big)]
+    write_metrics(tmp / run_folder.RECORDS, args.records)
+    big = [make_run(root, f"big-{i}", tmp / run_folder.RECORDS, 0.001 * (i + 1)) for i in range(args.big)]
     for i in range(args.small):
         make_run(root, f"small-{i}", None, 0.0001 * (i + 1))
     t = time.perf_counter()

@@ -37,6 +37,7 @@ import numpy as np
 import optax
 from flax.training import train_state
 
+from runstore import run_folder
 from training.data import load_dataset
 from training.tasks.mnist import MLP, MnistConfig, MnistTask
 
@@ -207,7 +208,7 @@ def ours_cli(epochs: int, flags: list[str], env: dict[str, str], root: Path) -> 
     if out.returncode:
         return {"error": out.stderr.strip().splitlines()[-1:]}
     run_dir = Path(json.loads(out.stdout.splitlines()[0])["run_dir"])
-    lines = (run_dir / "metrics.jsonl").read_text().splitlines()
+    lines = (run_dir / run_folder.RECORDS).read_text().splitlines()
     records = sorted(
         (r for r in map(json.loads, lines) if "train/loss" in r and r["step"] > 0), key=lambda r: r["step"]
     )
@@ -217,7 +218,7 @@ def ours_cli(epochs: int, flags: list[str], env: dict[str, str], root: Path) -> 
         for a, b in zip(records, records[1:], strict=False)
         if "epoch/train_loss" not in a | b
     ]
-    status = json.loads((run_dir / "status.json").read_text())
+    status = json.loads((run_dir / run_folder.STATUS).read_text())
     return {
         "epochs": list(np.diff(ends)),
         "steady": min(per_step) * STEPS if per_step else float("nan"),

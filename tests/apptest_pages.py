@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.element_tree import Error
 
 from dashboard.state import PAGE_KEY
-from runstore import run_store, tags
+from runstore import run_folder, run_store, tags
 from runstore.run_folder import RunFolder
 from runwriters.base import Table
 from runwriters.store import RunStoreWriter
@@ -177,7 +177,7 @@ def wait_status(run_dir: Path, states: tuple[str, ...], timeout: float = 180.0, 
         if status.get("state") in states and (status.get("step") or 0) >= min_step:
             return status
         time.sleep(0.3)
-    log = (run_dir / "process.log").read_text(errors="replace")[-2000:] if (run_dir / "process.log").exists() else ""
+    log = (run_dir / run_folder.LOG).read_text(errors="replace")[-2000:] if (run_dir / run_folder.LOG).exists() else ""
     raise AssertionError(f"run never reached {states}: {status}\n{log}")
 
 

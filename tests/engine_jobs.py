@@ -16,6 +16,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from runstore import run_folder
+
 ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT_S = 240  # a process left in a collective the others never join is killed after this
 
@@ -81,4 +83,4 @@ def wait_for(what: str, found: Callable[[], Any], procs: Sequence[subprocess.Pop
 
 def records(run_dir: Path) -> list[dict]:
     """metrics.jsonl's records."""
-    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
+    return [json.loads(line) for line in (run_dir / run_folder.RECORDS).read_text().splitlines() if line.strip()]

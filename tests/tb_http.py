@@ -22,7 +22,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from runstore import media_store, run_store, tb_logdir
+from runstore import media_store, run_folder, run_store, tb_logdir
 from runstore.run_folder import RunFolder
 
 View = dict[str, dict[str, dict[str, Any]]]  # run -> plugin -> tag (hparams: name) -> what TensorBoard shows
@@ -136,7 +136,7 @@ def mirror_view(runs_root: Path) -> View:
     """The same shape, read from the mirror run folders under `runs_root` (what the page draws)."""
     view: View = {}
     for mirror in sorted(p for p in tb_logdir.mirror_root(runs_root).iterdir() if p.is_dir()):
-        config = run_store.read_json(mirror / "config.json") or {}
+        config = run_store.read_json(mirror / run_folder.CONFIG) or {}
         run: dict[str, dict[str, Any]] = view.setdefault(str(config.get("name", mirror.name)), {})
         records, _ = RunFolder(mirror).records()
         for r in records:

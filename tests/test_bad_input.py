@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from runstore import run_folder
 from runstore.run_folder import RunFolder
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,10 +39,10 @@ def test_bad_values_get_one_message_naming_the_setting(args, expected, tmp_path)
 
 
 def test_run_dir_holding_other_files_is_refused(tmp_path):
-    (tmp_path / "metrics.jsonl").write_text('{"step": 1}\n')
+    (tmp_path / run_folder.RECORDS).write_text('{"step": 1}\n')
     out = cli("regression", "--run-dir", str(tmp_path))
     assert out.returncode == 2 and "is not empty (it may hold another run)" in out.stderr
-    assert (tmp_path / "metrics.jsonl").read_text() == '{"step": 1}\n'  # untouched
+    assert (tmp_path / run_folder.RECORDS).read_text() == '{"step": 1}\n'  # untouched
 
 
 def test_two_quick_sigterms_stop_cleanly_with_a_checkpoint(tmp_path):

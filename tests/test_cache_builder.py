@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from runstore import run_store, run_watch
+from runstore import run_folder, run_store, run_watch
 from runstore.metrics import cache_builder, metric_cache, metric_overview
 from runstore.metrics.metric_table import MetricTable
 from runstore.run_folder import RunFolder
@@ -26,7 +26,7 @@ def make_run(root: Path, name: str, state: str, records: int) -> Path:
 
 
 def append(d: Path, start: int, stop: int) -> None:
-    with open(d / "metrics.jsonl", "a") as f:
+    with open(d / run_folder.RECORDS, "a") as f:
         f.writelines(
             json.dumps({"step": i, "wall": i * 0.01, "train/loss": 1.0 / i}) + "\n" for i in range(start, stop)
         )
@@ -53,16 +53,16 @@ def test_finished_runs_are_cached_by_the_watcher_without_a_page(tmp_path: Path) 
     live = make_run(tmp_path, "live", "running", 50_000)  # ~3.5 MB: one part
     small = make_run(tmp_path, "small", "finished", 100)
     run_watch.Watcher(tmp_path)
-    size = (done / "metrics.jsonl").stat().st_size
+    size = (done / run_folder.RECORDS).stat().st_size
     assert size > cache_builder.MIN_BYTES
     assert wait_for(lambda: covered(done) == size)
-    assert wait_for(lambda: covered(live) == (live / "metrics.jsonl").stat().st_size)  # grown past MIN_GROWTH
+    assert wait_for(lambda: covered(live) == (live / run_folder.RECORDS).stat().st_size)  # grown past MIN_GROWTH
     assert not (small / metric_cache.CACHE_DIR).exists()  # a page parses a small file itself
 
     append(live, 50_001, 51_001)  # a last chunk too small for an active run's rebuild
     before = covered(live)
     RunFolder(live).write_status(state="finished")
-    size = (live / "metrics.jsonl").stat().st_size
+    size = (live / run_folder.RECORDS).stat().st_size
     assert size - before < metric_cache.MIN_GROWTH
     assert wait_for(lambda: covered(live) == size)  # the run ended: its whole file is cached
     table = MetricTable().update(live)
@@ -77,17 +77,17 @@ def test_builder_thread_runs_at_the_lowest_priority_and_lets_pages_in_between_pa
     thread = next(t for t in threading.enumerate() if t.name == "metrics-cache-builder")
     assert os.getpriority(os.PRIO_PROCESS, thread.native_id) == cache_builder.NICE
     parts = metric_cache.sync(d)
-    assert len(parts) >= 2 and parts[-1].end == (d / "metrics.jsonl").stat().st_size
+    assert len(parts) >= 2 and parts[-1].end == (d / run_folder.RECORDS).stat().st_size
     assert b.built[d] == parts[-1].end
     # One part per call (the run's lock is free between parts): a big append is covered in steps.
     append(d, 150_001, 250_001)
     one = metric_cache.sync(d, force=True, max_parts=1)
-    assert parts[-1].end < one[-1].end < (d / "metrics.jsonl").stat().st_size
+    assert parts[-1].end < one[-1].end < (d / run_folder.RECORDS).stat().st_size
 
 
 def test_a_fresh_table_starts_from_the_saved_overview_and_reads_only_what_came_after(tmp_path: Path) -> None:
     d = make_run(tmp_path, "big", "finished", 150_000)
-    size = (d / "metrics.jsonl").stat().st_size
+    size = (d / run_folder.RECORDS).stat().st_size
     assert cache_builder.build(d) == size and metric_overview.covered(d) == size
     built = MetricTable().update(d)
     for part in (d / metric_cache.CACHE_DIR).glob("0*.arrow"):
@@ -107,7 +107,7 @@ def test_an_overview_of_a_replaced_file_is_ignored(tmp_path: Path) -> None:
     assert metric_overview.load(d, 20_000) is not None and metric_overview.load(d, 10_000) is None
     new = d / "new.jsonl"
     new.write_text('{"step": 1, "train/loss": 9.0}\n' * 10_000)
-    os.replace(new, d / "metrics.jsonl")
+    os.replace(new, d / run_folder.RECORDS)
     assert metric_overview.load(d, 20_000) is None
     table = MetricTable().update(d)
     assert table.records == 10_000 and table.last("train/loss") == 9.0

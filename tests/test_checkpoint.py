@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from tensorboard.backend.event_processing import event_accumulator as ea
 
-from runstore import run_store
+from runstore import run_folder, run_store
 from runstore.run_folder import RunFolder
 from runwriters.base import Tracking
 from tests.fixtures_runs import hold_env, kill_past_checkpoint
@@ -82,10 +82,10 @@ def test_stopped_regression_resumes_to_the_uninterrupted_result(runs_root, monke
     status = RunFolder(part).status()
     assert state == "finished" and status["state"] == "finished" and status["resumed_from"] == 120
     assert records(part) == records(full)  # one record per step, same values
-    assert result.final == run_store.read_json(full / "final_metrics.json")
+    assert result.final == run_store.read_json(full / run_folder.FINAL_METRICS)
     assert tb_steps(part) == tb_steps(full) == list(range(0, 301, 10))
     # W&B: the same run id continued in a second offline folder; the sync command uploads both, in order.
-    folders = sorted(glob.glob(str(part / "wandb" / "offline-run-*")))
+    folders = sorted(glob.glob(str(part / run_folder.WANDB / "offline-run-*")))
     # offline-run-<time>-<id>, with "-1" appended by wandb when both processes started in the same second
     assert len(folders) == 2 and all(f"-{status['wandb']['id']}" in Path(f).name for f in folders)
     assert status["wandb"]["sync_command"] == "wandb sync " + " ".join(folders)
@@ -105,7 +105,7 @@ def test_stopped_mnist_resumes_mid_epoch(runs_root, monkeypatch, tmp_path):
     assert records(part) == records(full)
     assert tb_steps(part) == tb_steps(full) == [0, 8, 16, 21, 29, 37, 42]
     assert tb_steps(part, "test/acc") == [16, 21, 37, 42]
-    assert result.final == run_store.read_json(full / "final_metrics.json")
+    assert result.final == run_store.read_json(full / run_folder.FINAL_METRICS)
 
 
 def test_killed_run_resumes_from_its_last_checkpoint(runs_root, tmp_path):
@@ -173,7 +173,9 @@ def test_what_cannot_be_resumed(runs_root, tmp_path):
     with pytest.raises(CannotResume, match="already finished"):
         resume(run_dir)
     RunFolder(run_dir).write_status(state="stopped")
-    (run_dir / "ckpt" / "20").rename(run_dir / "ckpt" / "20.orbax-checkpoint-tmp-1")  # as a save cut short
+    (run_dir / run_folder.CHECKPOINTS / "20").rename(
+        run_dir / run_folder.CHECKPOINTS / "20.orbax-checkpoint-tmp-1"
+    )  # as a save cut short
     with pytest.raises(CannotResume, match="no checkpoint"):
         resume(run_dir)
 
@@ -189,7 +191,7 @@ def test_truncate_metrics_keeps_steps_up_to_the_checkpoint(tmp_path):
 
 def test_resume_point_is_the_newest_checkpoint_with_its_metrics_on_disk(tmp_path):
     for step in ("100", "200", "300.orbax-checkpoint-tmp-7"):  # the last one a save cut short
-        (tmp_path / "ckpt" / step).mkdir(parents=True)
+        (tmp_path / run_folder.CHECKPOINTS / step).mkdir(parents=True)
     assert resume_point(tmp_path) is None  # nothing logged yet
     RunFolder(tmp_path).append_records([{"step": s} for s in range(10, 191, 10)])
     assert checkpoint_steps(tmp_path) == [100, 200] and resume_point(tmp_path) == 100  # step 200's record was lost
@@ -252,7 +254,7 @@ def test_a_task_given_by_a_relative_file_path_resumes_from_another_folder(tmp_pa
         timeout=300,
     )
     assert started.returncode == 0, started.stderr[-2000:]
-    spec = run_store.read_json(run_dir / "config.json")["task_spec"]
+    spec = run_store.read_json(run_dir / run_folder.CONFIG)["task_spec"]
     assert spec == f"{ROOT / 'examples' / 'sine.py'}:SineTask"  # stored absolute
     RunFolder(run_dir).write_status(state="stopped")  # as if stopped at its end checkpoint's step
     out = subprocess.run(

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from tensorboard.backend.event_processing import event_accumulator as ea
 
-from runstore import run_store
+from runstore import run_folder, run_store
 from runstore.run_folder import RunFolder
 from tests.test_writers_wandb import history, inspect_records
 
@@ -96,7 +96,7 @@ def test_every_step_reaches_the_store_tensorboard_and_wandb(tmp_path: Path, runs
     assert [e.step for e in acc.Scalars("train/loss")] == list(range(10_000))
     rows = [h for h in history(inspect_records(Path(status["wandb"]["dir"]))) if "train/loss" in h]
     assert sorted(int(h["_step"]) for h in rows) == list(range(10_000))  # W&B's own step, no global_step
-    config = run_store.read_json(run_dir / "config.json")
+    config = run_store.read_json(run_dir / run_folder.CONFIG)
     assert config["task"] == "client-test" and config["name"] == "my-loop" and config["config"] == {"lr": 0.1}
 
 
@@ -139,7 +139,7 @@ def test_bad_values_warn_once_and_training_goes_on(tmp_path: Path, runs_root: Pa
     assert "before the last logged step" in err and "nan: nan logged" in err
     records = RunFolder(the_run(runs_root)).records()[0]
     assert [r["step"] for r in records] == list(range(50)) and all(r["nan"] == "nan" for r in records)
-    texts = (the_run(runs_root) / "artifacts" / "texts" / "note.jsonl").read_text().splitlines()
+    texts = (the_run(runs_root) / run_folder.ARTIFACTS / run_folder.TEXTS / "note.jsonl").read_text().splitlines()
     assert [json.loads(t)["text"] for t in texts] == ["text"] * 50
 
 

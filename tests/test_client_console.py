@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from runstore import run_output, wandb_reads
+from runstore import run_folder, run_output, wandb_reads
 from runstore.run_folder import RunFolder
 from runstore.safe_files import UnsafePath
 from tests import wandb_leet
@@ -62,7 +62,7 @@ def _both(tmp_path: Path, code: str, **env: str) -> dict[str, tuple[subprocess.C
 
 
 def _copy(run_dir: Path) -> Path:
-    (folder,) = (run_dir / "wandb").glob("offline-run-*")
+    (folder,) = (run_dir / run_folder.WANDB).glob("offline-run-*")
     return folder
 
 
@@ -106,7 +106,7 @@ def test_the_wandb_copy_has_wandbs_output_records_and_output_log(console: dict) 
     for stream in ("STDOUT", "STDERR"):
         assert _output_lines(our_records, stream) == _output_lines(their_records, stream), stream
     assert len(_output_lines(our_records, "STDOUT")) == LINES + 1
-    assert (ours / "files" / "output.log").read_text() == (theirs / "files" / "output.log").read_text()
+    assert (ours / "files" / run_folder.OUTPUT).read_text() == (theirs / "files" / run_folder.OUTPUT).read_text()
 
 
 def test_run_detail_shows_the_failed_runs_logs_as_text(console: dict, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -145,7 +145,7 @@ def test_console_off_keeps_no_output(tmp_path: Path, how: str) -> None:
     assert rows(run_dir)[0]["loss"] == 1.0 and not run_output.has_output(run_dir)
     records = wandb_leet.finished_records(_copy(run_dir))
     assert not [r for r in records if r.get("type") in ("output_raw", "output")]
-    assert not (_copy(run_dir) / "files" / "output.log").exists()
+    assert not (_copy(run_dir) / "files" / run_folder.OUTPUT).exists()
 
 
 THREADS, MB = 40, 400

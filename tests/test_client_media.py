@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from runstore import run_store
+from runstore import run_folder, run_store
 from runstore.run_folder import RunFolder
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,14 +77,14 @@ def run_script(tmp_path: Path, code: str) -> tuple[Path, str]:
 def test_wandb_media_and_define_metric_land_in_the_run_folder(tmp_path: Path) -> None:
     run_dir, _ = run_script(tmp_path, MEDIA)
     assert RunFolder(run_dir).status()["state"] == "finished"
-    final = json.loads((run_dir / "final_metrics.json").read_text())
+    final = json.loads((run_dir / run_folder.FINAL_METRICS).read_text())
     assert final["val/loss"] == 0.2  # define_metric(summary="min"): the best, not the last (0.5)
     assert abs(final["train/acc"] - 0.7) < 1e-9  # no definition: the last value, as wandb's summary
-    png = (run_dir / "artifacts" / "images" / "samples.png").read_bytes()
+    png = (run_dir / run_folder.ARTIFACTS / run_folder.IMAGES / "samples.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
-    table = json.loads((run_dir / "artifacts" / "tables" / "counts.json").read_text())
+    table = json.loads((run_dir / run_folder.ARTIFACTS / run_folder.TABLES / "counts.json").read_text())
     assert table["columns"] == ["class", "count"] and table["rows"] == [["T-shirt/top", 3], ["Bag", 5]]
-    (figure,) = (run_dir / "artifacts" / "figures" / "boundary").glob("*.json")
+    (figure,) = (run_dir / run_folder.ARTIFACTS / run_folder.FIGURES / "boundary").glob("*.json")
     doc = json.loads(figure.read_text())
     assert doc["step"] == 3 and doc["figure"]["data"][0]["y"] == [1, 0]
 

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from runstore import wandb_reads
+from runstore import run_folder, wandb_reads
 from runstore.run_folder import RunFolder
 from tests import wandb_leet
 from tests.client_scripts import rows, script_env, write
@@ -41,7 +41,7 @@ def test_a_resumed_runs_wandb_copy_holds_each_step_once(tmp_path: Path) -> None:
     _run(tmp_path, script, "0", "5")
     _run(tmp_path, script, "5", "4")
     run_dir = tmp_path / "runs" / "twice"
-    folders = sorted((run_dir / "wandb").glob("offline-run-*"))
+    folders = sorted((run_dir / run_folder.WANDB).glob("offline-run-*"))
     assert len(folders) == 2, folders
     per_folder = []
     for folder in folders:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from runstore import run_store
+from runstore import run_folder, run_store
 from runstore.run_folder import RunFolder
 from tests.client_scripts import only_run, rows, run, start, wandb_history
 
@@ -127,7 +127,7 @@ def test_a_config_w_and_b_cannot_store_as_json_is_converted_and_leaves_no_empty_
     assert out.returncode == 0, out.stderr[-2000:]
     assert "refused:" in out.stdout
     run_dir = only_run(root)  # one folder: the refused config made none
-    config = run_store.read_json(run_dir / "config.json")["config"]
+    config = run_store.read_json(run_dir / run_folder.CONFIG)["config"]
     assert config == {"model": "Model()", "shape": [0.0, 0.0, 0.0], "lr": 0.5, "dims": [1, 2]}
 
 
@@ -183,7 +183,7 @@ def test_a_full_disk_that_frees_up_again_loses_no_record(tmp_path: Path, small_d
     gaps = [e for e in status.get("events", []) if e["kind"] == "write_gap"]
     assert len(gaps) == 1 and "No space left on device" in gaps[0]["message"], status.get("events")
     assert gaps[0]["delayed"] > 0 and gaps[0]["lost"] == 0
-    assert all(json.loads(line) for line in (run_dir / "metrics.jsonl").read_bytes().splitlines())
+    assert all(json.loads(line) for line in (run_dir / run_folder.RECORDS).read_bytes().splitlines())
 
 
 def test_every_run_of_a_script_ends_at_exit(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from tensorboard.backend.event_processing import event_accumulator as ea
 from tensorboard.plugins.hparams import metadata as hp_metadata
 
 from dashboard.reading import groups
-from runstore import run_notes, run_store
+from runstore import run_folder, run_notes, run_store
 from runstore.run_folder import RunFolder
 from tests.client_scripts import only_run, rows, run, wandb_history, wandb_run_record
 from tests.test_writers_wandb import inspect_summary
@@ -86,12 +86,12 @@ def test_steps_config_and_summary_match_wandb(tmp_path: Path) -> None:
     assert wandb_history(copy) == expected  # and the W&B copy our client wrote (no keys of ours)
     assert {k: v for k, v in inspect_summary(copy)["summary"].items() if not k.startswith("_")} == {
         k: v for k, v in inspect_summary(their_dir)["summary"].items() if not k.startswith("_")}  # fmt: skip
-    doc = run_store.read_json(run_dir / "config.json")
+    doc = run_store.read_json(run_dir / run_folder.CONFIG)
     assert doc["config"] == theirs["config"]
     assert {k: v for k, v in inspect_summary(copy)["config"].items() if not k.startswith("_")} == theirs["config"]
     record = wandb_run_record(copy)
     assert (record["run_group"], record["job_type"], record.get("tags", [])) == ("g", "train", [])  # no project tag
-    assert run_store.read_json(run_dir / "summary.json")["best"] == "text"
+    assert run_store.read_json(run_dir / run_folder.SUMMARY)["best"] == "text"
 
 
 def test_every_init_argument_and_settings_are_accepted(tmp_path: Path) -> None:
@@ -120,7 +120,7 @@ def test_every_init_argument_and_settings_are_accepted(tmp_path: Path) -> None:
     assert out.stderr.count("init(save_code=...) has no meaning") == 1 and out.stderr.count("watch()") == 1
     run_dir = only_run(root)
     assert run_dir.name == "args-1"
-    doc = run_store.read_json(run_dir / "config.json")
+    doc = run_store.read_json(run_dir / run_folder.CONFIG)
     assert doc["config"] == {"a": 1} and doc["job_type"] == "eval" and doc["entity"] == "team"
     assert rows(run_dir) == [{"step": 0, "loss": 1.0}]
 
@@ -140,7 +140,7 @@ def test_wandb_variables_reach_the_run_folder_the_page_and_the_copy(tmp_path: Pa
     run_dir = only_run(root)
     assert run_dir.name == "envid123"
     info = run_store.read_run(run_dir)
-    doc = run_store.read_json(run_dir / "config.json")
+    doc = run_store.read_json(run_dir / run_folder.CONFIG)
     assert (info.task, info.name, doc["wandb_group"], doc["job_type"]) == ("envproj", "envname", "envgroup", "eval")
     notes = run_notes.load(run_dir)
     assert (notes.tags, notes.notes) == (["t1", "t2"], "env notes")  # the Runs table's tags and notes
@@ -165,7 +165,7 @@ def test_a_wandb_group_is_no_population(tmp_path: Path) -> None:
     assert [r.config for r in runs] == [{"fold": 0}, {"fold": 1}]
     assert [r.status["state"] for r in runs] == ["finished", "failed"]
     assert [groups.group_of(r) for r in runs] == [None, None]  # never one "population"
-    assert [run_store.read_json(r.path / "config.json")["wandb_group"] for r in runs] == ["exp-1", "exp-1"]
+    assert [run_store.read_json(r.path / run_folder.CONFIG)["wandb_group"] for r in runs] == ["exp-1", "exp-1"]
 
 
 def test_mode_disabled_is_a_no_op_run(tmp_path: Path) -> None:
@@ -213,11 +213,11 @@ def test_define_metric_is_recorded_and_its_summaries_match_wandb(tmp_path: Path)
     run_dir = only_run(root)
     assert [{k: r[k] for k in ("epoch", "val/loss")} for r in rows(run_dir) if "val/loss" in r] == [
         {k: r[k] for k in ("epoch", "val/loss")} for r in their_rows]  # fmt: skip
-    doc = run_store.read_json(run_dir / "config.json")["define_metric"]
+    doc = run_store.read_json(run_dir / run_folder.CONFIG)["define_metric"]
     assert doc["val/*"] == {"step_metric": "epoch", "step_sync": True, "summary": ["min", "max"]}
     assert doc["epoch"] == {"hidden": True}
     theirs = {k: v for k, v in inspect_summary(their_dir)["summary"].items() if not k.startswith("_")}
-    ours = run_store.read_json(run_dir / "summary.json")
+    ours = run_store.read_json(run_dir / run_folder.SUMMARY)
     assert ours == theirs
     assert RunFolder(run_dir).status()["final"]["val/loss"] == 0.2  # one number a metric for the Runs table
 
@@ -239,8 +239,8 @@ def test_config_and_summary_set_after_init_reach_tensorboard_and_the_copy(tmp_pa
     assert out.returncode == 0, out.stderr[-3000:]
     run_dir = only_run(root)
     expected = {"lr": 0.1, "batch": 8, "name": "x", "late": 3}
-    assert run_store.read_json(run_dir / "config.json")["config"] == expected
-    assert run_store.read_json(run_dir / "summary.json") == {"train/loss": 0.2, "note": "text"}
+    assert run_store.read_json(run_dir / run_folder.CONFIG)["config"] == expected
+    assert run_store.read_json(run_dir / run_folder.SUMMARY) == {"train/loss": 0.2, "note": "text"}
     status = RunFolder(run_dir).status()
     acc = ea.EventAccumulator(status["tensorboard"]["logdir"])
     acc.Reload()

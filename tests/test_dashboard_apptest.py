@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from dashboard.processes import launcher, tensorboard_server
-from runstore import launch_files, run_store
+from runstore import launch_files, run_folder, run_store
 from tests.apptest_pages import app, dirs, errors_under, fake_run, submit_mnist_form, wait_status
 from tests.chart_elements import charts, trace_lengths
 from training import cli
@@ -197,7 +197,7 @@ def test_a_users_task_appears_in_the_form_starts_from_the_page_and_is_drawn(
     assert launch_files.launch_info(run_dir)["command"][3] == spec  # the CLI got the task's spec
     status = wait_status(run_dir, ("finished", "failed", "crashed", "diverged"))
     assert status["state"] == "finished", status
-    doc = run_store.read_json(run_dir / "config.json")
+    doc = run_store.read_json(run_dir / run_folder.CONFIG)
     assert (doc["task"], doc["task_spec"], doc["panels"], doc["config"]["width"]) == (
         "tinysine",
         spec,

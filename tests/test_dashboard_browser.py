@@ -14,7 +14,7 @@ import pytest
 
 from benchmarks.browser_probes import PLOTS_JS
 from dashboard.server.serve import Server
-from runstore import run_store
+from runstore import run_folder, run_store
 from runstore.run_folder import RunFolder
 from tests.apptest_pages import fake_run
 
@@ -68,7 +68,7 @@ def test_start_regression_run_from_the_page_and_watch_it(server: tuple[Server, P
     other.get_by_text("finished").first.wait_for(timeout=30_000)
     (run_dir,) = run_store.run_folders(runs)
     assert RunFolder(run_dir).status()["state"] == "finished"
-    assert (run_store.read_json(run_dir / "config.json") or {}).get("name") == "e2e-regression"
+    assert (run_store.read_json(run_dir / run_folder.CONFIG) or {}).get("name") == "e2e-regression"
 
 
 def test_detail_page_refreshes_while_its_run_is_active(server: tuple[Server, Path], tab: Any) -> None:

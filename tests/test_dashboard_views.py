@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from dashboard.processes import launch_status, launcher
-from runstore import launch_files
+from runstore import launch_files, run_folder
 from runstore.run_folder import RunFolder
 from tests.apptest_pages import app, fake_run, wait_status
 from tests.chart_elements import charts, trace_lengths, trace_values
@@ -82,7 +82,7 @@ def test_live_page_reads_metrics_incrementally(root: Path) -> None:
     d = fake_run(root, "regression", "running", n=10, pid=os.getpid())
     at = app("views/live.py", run=d.name)
     assert trace_lengths(charts(at)[1]) == [10]
-    path = d / "metrics.jsonl"
+    path = d / run_folder.RECORDS
     text = path.read_text()
     old = json.dumps(json.loads(text.splitlines()[5])["train/loss"])
     with path.open("r+") as f:  # rewrite step 60's loss in place: a full re-read would see 9.x
@@ -101,13 +101,13 @@ def test_resume_button_only_for_stopped_or_crashed_runs_with_a_checkpoint(root: 
     stopped = fake_run(root, "regression", "stopped", name="no-ckpt")
     at = app("views/live.py", run=stopped.name)
     assert all(b.key != "resume_run" for b in at.button)
-    (stopped / "ckpt" / "100").mkdir(parents=True)
-    (stopped / "ckpt" / "200.orbax-checkpoint-tmp-1").mkdir()
+    (stopped / run_folder.CHECKPOINTS / "100").mkdir(parents=True)
+    (stopped / run_folder.CHECKPOINTS / "200.orbax-checkpoint-tmp-1").mkdir()
     at = app("views/live.py", run=stopped.name)
     assert at.button(key="resume_run").label == "Resume"
     assert app("views/detail.py", run=stopped.name).button(key="detail_resume").label == "Resume"
     finished = fake_run(root, "regression", "finished")
-    (finished / "ckpt" / "100").mkdir(parents=True)
+    (finished / run_folder.CHECKPOINTS / "100").mkdir(parents=True)
     assert all(b.key != "detail_resume" for b in app("views/detail.py", run=finished.name).button)
 
 

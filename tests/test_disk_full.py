@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from runstore import run_folder
 from runstore.run_folder import RunFolder
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,7 +52,7 @@ def test_full_disk_fails_the_run_with_one_line_and_no_torn_files(mount_tmpfs):
     assert last.startswith(f"error: {run_dir.name}: No space left on device writing {run_dir}")
     status = RunFolder(run_dir).status()
     assert status["state"] == "failed" and status["message"].startswith("No space left on device writing")
-    raw = (run_dir / "metrics.jsonl").read_bytes()
+    raw = (run_dir / run_folder.RECORDS).read_bytes()
     assert raw.endswith(b"\n") and all(json.loads(line) for line in raw.splitlines())
     assert not [p for p in fs.rglob("*") if p.name.endswith(".tmp")]
 

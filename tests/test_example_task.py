@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from tensorboard.backend.event_processing import event_accumulator as ea
 
-from runstore import run_store
+from runstore import run_folder, run_store
 from runstore.run_folder import RunFolder
 from tests import wandb_leet
 from training.settings import ConfigError, parse_config
@@ -112,20 +112,20 @@ def test_help_lists_the_example_settings():
 def test_cli_run_finishes_and_fits_the_sine(single):
     status = RunFolder(single).status()
     assert status["state"] == "finished" and status["step"] == STEPS
-    doc = run_store.read_json(single / "config.json")
+    doc = run_store.read_json(single / run_folder.CONFIG)
     assert doc["task"] == "sine" and doc["panels"] == ["fit", "loss"] and doc["config"]["hidden"] == 64
     records = RunFolder(single).records()[0]
     assert [r["step"] for r in records] == LOGGED
     losses = [r["train/loss"] for r in records]
     assert losses[-1] < losses[0] / 10 and losses[-1] < 0.05, losses  # noise 0.1: the floor is ~0.01
 
-    curve = run_store.read_json(single / "artifacts" / "tables" / "fit__curve.json")
+    curve = run_store.read_json(single / run_folder.ARTIFACTS / run_folder.TABLES / "fit__curve.json")
     assert curve["step"] == STEPS and curve["columns"] == ["x", "y", "y_true"]
     x, y, y_true = np.array(curve["rows"], dtype=np.float64).T
     assert len(x) >= 100 and np.all(np.diff(x) > 0), "the curve is drawn on a sorted grid"
     np.testing.assert_allclose(y_true, np.sin(x), atol=1e-6)
     assert np.sqrt(np.mean((y - y_true) ** 2)) < 0.15, "the fitted curve lies on the sine"
-    data = run_store.read_json(single / "artifacts" / "tables" / "fit__data.json")
+    data = run_store.read_json(single / run_folder.ARTIFACTS / run_folder.TABLES / "fit__data.json")
     assert data["columns"] == ["x", "y"] and len(data["rows"]) == 256
 
 
@@ -166,16 +166,16 @@ def test_population_by_module_spec_gives_each_member_its_run(tmp_path):
     assert [ln["member"] for ln in lines] == [0, 1, 2] and {ln["state"] for ln in lines} == {"finished"}
     dirs = [Path(ln["run_dir"]) for ln in lines]
     assert len(set(dirs)) == 3 and all(d.parent == tmp_path / "runs" for d in dirs)
-    docs = [run_store.read_json(d / "config.json") for d in dirs]
+    docs = [run_store.read_json(d / run_folder.CONFIG) for d in dirs]
     assert [d["config"]["lr"] for d in docs] == lrs and [d["member"] for d in docs] == [0, 1, 2]
     assert len({d["group"] for d in docs}) == 1
     finals = []
     for d in dirs:
         assert RunFolder(d).status()["state"] == "finished"
         logdir = Path(RunFolder(d).status()["tensorboard"]["logdir"])
-        assert logdir.is_relative_to(d / "tb") and list(logdir.glob("events.out.tfevents.*"))
+        assert logdir.is_relative_to(d / run_folder.TENSORBOARD) and list(logdir.glob("events.out.tfevents.*"))
         assert list(Path(RunFolder(d).status()["wandb"]["dir"]).glob("*.wandb")), "its own W&B run"
-        assert (d / "artifacts" / "tables" / "fit__curve.json").is_file()
+        assert (d / run_folder.ARTIFACTS / run_folder.TABLES / "fit__curve.json").is_file()
         finals.append(RunFolder(d).records()[0][-1]["train/loss"])
     assert len(set(finals)) == 3, "members differ in learning rate, so in loss"
     assert len({RunFolder(d).status()["wandb"]["id"] for d in dirs}) == 3

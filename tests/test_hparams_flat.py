@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from tensorboardX import SummaryWriter
 
-from runstore import run_store, tb_logdir
+from runstore import run_folder, run_store, tb_logdir
 from runstore.run_folder import RunFolder
 from tests import tb_http
 from tests.apptest_pages import app
@@ -40,7 +40,7 @@ def _detail_settings(run: str) -> dict[str, str]:
 
 def test_a_nested_client_config_is_shown_with_dotted_keys(tmp_path: Path, runs_root: Path) -> None:
     (run_dir,) = run_script(runs_root, tmp_path / "work", SCRIPT)
-    assert run_store.read_json(run_dir / "config.json")["config"]["model"] == {"hidden": 128, "act": "relu"}  # kept
+    assert run_store.read_json(run_dir / run_folder.CONFIG)["config"]["model"] == {"hidden": 128, "act": "relu"}  # kept
     table = app("views/runs.py").dataframe[0].value
     row = table[table["name"] == "nested"].iloc[0]
     assert row["config.model.hidden"] == 128 and row["config.model.act"] == "relu" and row["config.lr"] == 0.1
@@ -66,7 +66,7 @@ def _synced(logs: Path, runs: Path) -> Path:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         tb_logdir.sync(logs, runs)
-        if (run_store.read_json(mirror / "status.json", {}) or {}).get("final"):
+        if (run_store.read_json(mirror / run_folder.STATUS, {}) or {}).get("final"):
             break
         time.sleep(0.05)
     return mirror
@@ -81,7 +81,7 @@ def test_add_hparams_side_run_is_folded_into_its_run(
     assert len([d for d in (logs / "exp").iterdir() if d.is_dir()]) == 1  # tensorboardX wrote its side run
     mirror = _synced(logs, runs_root)
     assert sorted(p.name for p in tb_logdir.mirror_root(runs_root).iterdir()) == ["exp"]  # one run, not two
-    assert run_store.read_json(mirror / "status.json")["final"] == METRICS
+    assert run_store.read_json(mirror / run_folder.STATUS)["final"] == METRICS
     table = app("views/runs.py").dataframe[0].value
     assert list(table["name"]) == ["exp"]
     row = table.iloc[0]
@@ -113,5 +113,5 @@ def test_tensorboards_hparams_api_agrees_with_the_folded_run(tmp_path: Path) -> 
     got = tb_http.mirror_view(runs)
     assert set(got) == {"exp"} and got["exp"]["hparams"] == session["hparams"] == {**HPARAMS, "layers": 3.0}
     tb_metrics = {tag: series[-1][1] for tag, series in session["scalars"].items()}
-    assert tb_metrics == run_store.read_json(mirror / "status.json")["final"] == METRICS
+    assert tb_metrics == run_store.read_json(mirror / run_folder.STATUS)["final"] == METRICS
     assert pd.Series(got["exp"]["scalars"]["loss"]).map(lambda p: p[0]).tolist() == [0, 1, 2]

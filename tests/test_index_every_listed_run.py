@@ -13,7 +13,7 @@ import pytest
 from tensorboardX import SummaryWriter
 
 from dashboard.reading import run_list
-from runstore import index_reader, index_rows, launch_files, run_index, run_store, tb_logdir
+from runstore import index_reader, index_rows, launch_files, run_folder, run_index, run_store, tb_logdir
 from runstore.run_folder import RunFolder
 from training.queue.store import Queue
 
@@ -86,11 +86,11 @@ def test_a_launch_the_page_hides_or_cannot_read_is_indexed_as_the_page_lists_it(
     folded = run_store.new_run_dir(tmp_path, "mnist", "pop")
     launch_files.write_launch(folded, {"launched": 1.0, "population": {"lr": [0.1]}, "group": "pop-1"})
     broken = run_store.new_run_dir(tmp_path, "mnist", "broken")
-    (broken / "launch.json").write_text("{not json")
+    (broken / run_folder.LAUNCH).write_text("{not json")
     run_index.update(tmp_path)
     (only,) = index_reader.search(tmp_path)  # the population's launch stands for its members: not a run itself
     assert (only.run_id, only.kind, only.state) == (broken.name, "damaged", "damaged")
-    assert "launch.json" in only.message
+    assert run_folder.LAUNCH in only.message
 
 
 def test_the_mirror_folder_name_is_the_logdir_readers() -> None:

@@ -11,7 +11,8 @@ their wrappers, for the engine and the client alike), then training, then jaxdas
 which re-exports training's Task API), then the page. runstore, runwriters and components import no JAX and
 no Streamlit (FORBIDDEN); components are pure figure builders.
 The page never imports JAX: checked by importing what `streamlit run` serves and drawing the New run page.
-runstore owns the run folder: no module outside it names a run file (runstore.run_folder.RunFolder is the way in).
+runstore.run_folder owns the run folder's names: no module, test or benchmark outside it spells one, artifacts/
+sub-layout included (RunFolder and its constants are the way in; SPELLED_ON_PURPOSE lists the exceptions).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from runstore import run_folder, run_store
+from runstore import run_folder
 
 ROOT = Path(__file__).resolve().parent.parent
 # Floor by floor, lowest first: a package imports only packages on lower floors (components and runwriters,
@@ -171,49 +172,104 @@ def test_only_entry_points_at_the_top_of_training_and_dashboard() -> None:
     assert len(top["training"]) <= 8 and len(top["dashboard"]) <= 5, top
 
 
-# A run folder's file names (runstore.run_folder.NAMES and the files only a training process writes).
-RUN_FILE_NAMES = frozenset(run_folder.NAMES) | frozenset(run_store.RUN_FILES)
-# Modules other helpers are moving onto RunFolder in parallel (issue #38); each entry is a TODO to empty.
-NOT_YET_MOVED = {}
+# Every name run_folder gives a file or folder of a run, its artifacts/ sub-layout included.
+RUN_FILE_NAMES = frozenset(
+    (*run_folder.NAMES, *run_folder.RUN_FILES, run_folder.FILES, run_folder.LOGGED, *run_folder.MEDIA_KINDS)
+)
+# A string starting with one of these is a path inside a run folder ("artifacts/images/x.png", f"ckpt/{step}").
+PATH_PREFIXES = tuple(
+    f"{name}/"
+    for name in (run_folder.ARTIFACTS, run_folder.CHECKPOINTS, run_folder.FILES, run_folder.TENSORBOARD,
+                 run_folder.METRICS_CACHE)
+)  # fmt: skip
+PATH_CALLS = ("join", "joinpath", "media_dir", "artifacts_rel")  # a name given to one of these is a place
+# Files that spell a run-folder name on purpose, each with why. W&B writes a folder of the same name as ours
+# (WANDB_DIR/wandb/, <its run>/files/) and the tests that read W&B's own files spell W&B's names.
+SPELLED_ON_PURPOSE = {
+    "tests/test_layout.py": "the check's own example of an offending module",
+    "tests/test_writers_wandb.py": "W&B's own folders: WANDB_DIR/wandb/ and a W&B run's files/",
+    "tests/test_client_wandb_contract.py": "W&B's own folders: WANDB_DIR/wandb/ and a W&B run's files/",
+    "tests/test_wandb_fidelity.py": "W&B's own folders: WANDB_DIR/wandb/ and a W&B run's files/",
+    "tests/test_wandb_data_types.py": "W&B's own folders: WANDB_DIR/wandb/ and a W&B run's files/",
+    "tests/test_review_wandb.py": "W&B's own folders: WANDB_DIR/wandb/ and a W&B run's files/",
+    "tests/test_wandb_conformance.py": "W&B's own folders: WANDB_DIR/wandb/ and a W&B run's files/",
+    "tests/test_wandb_resume_rows.py": "W&B's own folders: WANDB_DIR/wandb/ and a W&B run's files/",
+    "tests/test_wandb_leet.py": "W&B's own folders: WANDB_DIR/wandb/ and a W&B run's files/",
+    "tests/wandb_conformance/running.py": "W&B's own folders: WANDB_DIR/wandb/ and a W&B run's files/",
+    "benchmarks/wandb_conformance.py": "W&B's own folders: WANDB_DIR/wandb/ and a W&B run's files/",
+    "tests/test_client_console.py": "W&B's own folders: WANDB_DIR/wandb/ and a W&B run's files/",
+    "tests/test_logdir_media.py": "a TensorBoard logdir's own run folder named tb/nested",
+    "tests/test_safety_client_links.py": "notes_sinks given the TensorBoard logdir 'tb/linked' as a user would",
+}
+# Files other tasks are editing at the same time; each entry is a TODO to empty (replace the names by
+# runstore.run_folder's constants).
+NOT_YET_MOVED: dict[str, str] = {
+    "benchmarks/live_staleness.py": "Live's charts",
+    "benchmarks/run_index.py": "the run index",
+    "tests/test_compare_browser.py": "Compare's grouping",
+    "tests/test_live_browser.py": "Live's charts",
+    "tests/test_live_feed.py": "Live's charts",
+    "tests/test_live_refresh.py": "Live's charts",
+    "tests/test_run_index.py": "the run index",
+}
 
 
 def _path_part(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
-    """Whether a string constant is joined onto a path: `x / "ckpt"`, os.path.join(..., "ckpt"), joinpath."""
+    """Whether a string is joined onto a path: `x / "ckpt"`, os.path.join(..., "ckpt"), joinpath, or given to
+    RunFolder.media_dir / run_folder.artifacts_rel."""
     parent = parents.get(node)
     if isinstance(parent, ast.BinOp) and isinstance(parent.op, ast.Div):
         return True
-    return isinstance(parent, ast.Call) and ast.unparse(parent.func).split(".")[-1] in ("join", "joinpath")
+    return isinstance(parent, ast.Call) and ast.unparse(parent.func).split(".")[-1] in PATH_CALLS
 
 
 def run_file_names(path: Path) -> Iterator[tuple[int, str]]:
-    """(line, name) of each run file a module names: a file name with a dot anywhere as a string of its own
-    (a tuple of names, a default), a bare folder or flag name ("ckpt", "stop") where it is joined onto a path."""
+    """(line, name) of each run-folder name a module spells: a file name with a dot as a string of its own (a
+    tuple of names, a default), a bare folder or flag name ("ckpt", "stop", "images") where it is joined onto a
+    path, and a path inside a run folder ("artifacts/images/x.png", an f-string starting "ckpt/")."""
     tree = ast.parse(path.read_text(), str(path))
     parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
     for node in ast.walk(tree):
-        if not (isinstance(node, ast.Constant) and isinstance(node.value, str)) or node.value not in RUN_FILE_NAMES:
+        if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
             continue
-        if isinstance(parents.get(node), ast.JoinedStr):
-            continue  # part of a message
-        if "." in node.value or _path_part(node, parents):
+        parent = parents.get(node)
+        if isinstance(parent, ast.JoinedStr):  # a message, unless the f-string starts as a run-folder path
+            if parent.values[0] is node and node.value.startswith(PATH_PREFIXES):
+                yield node.lineno, node.value
+        elif node.value.startswith(PATH_PREFIXES):
+            yield node.lineno, node.value
+        elif node.value in RUN_FILE_NAMES and ("." in node.value or _path_part(node, parents)):
             yield node.lineno, node.value
 
 
+def _checked_files() -> list[Path]:
+    """Package modules, tests and benchmarks: everything but the floor module, which owns the names."""
+    paths = [*modules().values(), *(ROOT / "tests").rglob("*.py"), *(ROOT / "benchmarks").rglob("*.py")]
+    return sorted(p for p in paths if p != ROOT / "runstore" / "run_folder.py")
+
+
 def run_file_offenders(paths: list[Path]) -> list[str]:
-    """`file:line names "x"` for each run file named by a module outside runstore/ and not allow-listed."""
+    """`file:line names "x"` for each run-folder name spelled outside runstore/run_folder.py, not allow-listed."""
     bad = []
     for path in paths:
-        rel = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else str(path)
-        if rel.startswith("runstore/") or rel in NOT_YET_MOVED:
+        rel = _rel(path)
+        if rel in SPELLED_ON_PURPOSE or rel in NOT_YET_MOVED or rel == "runstore/run_folder.py":
             continue
         bad += [f"{rel}:{line} names {name!r}" for line, name in run_file_names(path)]
     return bad
 
 
-def test_only_runstore_names_a_run_file() -> None:
-    """Every module outside runstore/ reaches a run's files through runstore (RunFolder), never by name."""
-    bad = run_file_offenders(sorted(modules().values()))
-    assert not bad, "use runstore.run_folder.RunFolder instead:\n" + "\n".join(bad)
+def test_only_the_floor_names_a_run_file() -> None:
+    """Every module, test and benchmark reaches a run's files through runstore.run_folder (RunFolder, its
+    constants), never by spelling a name, artifacts/ sub-layout included."""
+    bad = run_file_offenders(_checked_files())
+    assert not bad, f"{len(bad)} run-folder names spelled; use runstore.run_folder's constants:\n" + "\n".join(bad)
+
+
+def test_every_allow_listed_file_exists_and_says_why() -> None:
+    """The allowlist names real files, each with a reason (a stale entry would hide a new offender)."""
+    for rel, why in {**SPELLED_ON_PURPOSE, **NOT_YET_MOVED}.items():
+        assert (ROOT / rel).is_file() and why.strip(), rel
 
 
 def test_the_run_file_check_finds_a_named_file(tmp_path: Path) -> None:
@@ -227,8 +283,13 @@ def test_the_run_file_check_finds_a_named_file(tmp_path: Path) -> None:
         "c = d / 'stop'\n"
         "msg = f'{x}: no metrics.jsonl'\n"
         "mode = status.get('wandb')\n"
+        "e = RunFolder(d).artifacts / 'histograms'\n"
+        "f = f'artifacts/images/{tag}.png'\n"
+        "g = RunFolder(d).media_dir('tables')\n"
+        "h = 'files/' + name\n"
+        "kinds = {'images': 1}\n"
     )
-    assert [line for line, _ in run_file_names(module)] == [2, 3, 4, 5]
+    assert [line for line, _ in run_file_names(module)] == [2, 3, 4, 5, 8, 9, 10, 11]
 
 
 HEAVY = ("jax", "flax", "optax")

@@ -16,7 +16,7 @@ from tensorboard.summary.writer.event_file_writer import EventFileWriter
 from tensorboard.util import tensor_util
 from tensorboardX import SummaryWriter
 
-from runstore import run_store, tb_logdir, tb_reads
+from runstore import run_folder, run_store, tb_logdir, tb_reads
 from runstore.run_folder import RunFolder
 
 
@@ -46,7 +46,7 @@ def test_reads_only_new_events_after_append(tmp_path: Path, monkeypatch: pytest.
     _write_scalars(writer, range(5))
     mirror = tb_logdir.mirror_root(runs) / "exp1"
     _sync_until(logs, runs, mirror, "loss", [0, 1, 2, 3, 4])
-    size = (mirror / "metrics.jsonl").stat().st_size
+    size = (mirror / run_folder.RECORDS).stat().st_size
 
     read: list[int] = []
     original = tb_reads.read_new
@@ -56,7 +56,7 @@ def test_reads_only_new_events_after_append(tmp_path: Path, monkeypatch: pytest.
     writer.close()
     _sync_until(logs, runs, mirror, "loss", list(range(8)))
     assert read == [5, 6, 7]
-    assert (mirror / "metrics.jsonl").stat().st_size > size
+    assert (mirror / run_folder.RECORDS).stat().st_size > size
     run = run_store.read_run(mirror)
     assert run is not None and run.task == tb_logdir.TASK and run.name == "exp1"
     assert tb_logdir.status(mirror)["state"] == "running"  # the file just grew
@@ -99,7 +99,7 @@ def test_our_own_run_folders_are_not_listed_again(tmp_path: Path) -> None:
     ours = run_store.new_run_dir(logs, "sine", "ours")
     RunFolder(ours).write_config("sine", {})
     RunFolder(ours).write_status(state="finished")
-    _write_scalars(SummaryWriter(str(ours / "tb"), flush_secs=0.1), range(3))
+    _write_scalars(SummaryWriter(str(ours / run_folder.TENSORBOARD), flush_secs=0.1), range(3))
     foreign = SummaryWriter(str(logs / "foreign"))
     _write_scalars(foreign, range(3))
     foreign.close()
@@ -116,7 +116,7 @@ def test_mirror_folder_is_hidden_from_the_runs_root_listing(tmp_path: Path) -> N
     tb_logdir.sync(runs, runs)
     assert tb_logdir.find_runs(runs).keys() == {"tbx"}
     assert [d.name for d in run_store.run_folders(runs)] == ["tbx"]
-    assert (tb_logdir.mirror_root(runs) / "tbx" / "config.json").exists()
+    assert (tb_logdir.mirror_root(runs) / "tbx" / run_folder.CONFIG).exists()
 
 
 def test_jaxdash_logdir_flag_sets_the_env_and_names_a_bad_folder(tmp_path: Path) -> None:

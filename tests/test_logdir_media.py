@@ -18,7 +18,7 @@ from tensorboard.summary.writer.event_file_writer import EventFileWriter
 from tensorboard.util import tensor_util
 from tensorboardX import SummaryWriter
 
-from runstore import media_store, run_store, tb_logdir
+from runstore import media_store, run_folder, run_store, tb_logdir
 
 RNG = np.random.default_rng(0)
 
@@ -82,7 +82,7 @@ def test_tensorboardx_images_histograms_text_and_hparams_match_tensorboard(tmp_p
     assert [i.step for i in images["samples/digit"]] == [0, 5, 10]
     assert [h[0] for h in media_store.histograms(mirror)["weights/w"]] == [0, 5, 10]
     _check_against_tensorboard(logs / "exp", mirror, buckets=False)
-    config = run_store.read_json(hp / "config.json")
+    config = run_store.read_json(hp / run_folder.CONFIG)
     assert {k: config["config"][k] for k in ("lr", "opt", "layers")} == {"lr": 0.01, "opt": "adam", "layers": 3}
     from dashboard.panels import panels, runs_index
 
@@ -110,7 +110,7 @@ def _buckets(values: np.ndarray, k: int) -> np.ndarray:
 
 def test_tensorboard_plugin_formats_in_a_nested_run(tmp_path: Path) -> None:
     logs, runs = tmp_path / "logs", tmp_path / "runs"
-    writer = EventFileWriter(str(logs / "tb" / "nested"))
+    writer = EventFileWriter(str(logs / run_folder.TENSORBOARD / "nested"))
     for step in range(3):
         pixels = (RNG.random((2, 6, 6, 3)) * 255).astype(np.uint8)
         pngs = [b"6", b"6"] + [media_store.png_bytes(p) for p in pixels]
@@ -123,10 +123,10 @@ def test_tensorboard_plugin_formats_in_a_nested_run(tmp_path: Path) -> None:
     writer.close()
     mirror = tb_logdir.mirror_root(runs) / tb_logdir.mirror_id("tb/nested")
     _sync_until(logs, runs, lambda: len(media_store.texts(mirror).get("log", [])) == 3)
-    assert run_store.read_json(mirror / "config.json")["name"] == "tb/nested"
+    assert run_store.read_json(mirror / run_folder.CONFIG)["name"] == "tb/nested"
     assert [len(i.paths) for i in media_store.image_steps(mirror)["images/pair"]] == [2, 2, 2]
     assert all(len(c) == 12 for _, c, _ in media_store.histograms(mirror)["dist/x"])
-    _check_against_tensorboard(logs / "tb" / "nested", mirror)
+    _check_against_tensorboard(logs / run_folder.TENSORBOARD / "nested", mirror)
 
 
 def test_run_detail_draws_a_logdirs_images_histograms_and_text(

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from runstore import run_folder
 from runstore.metrics import metric_cache
 from runstore.metrics.metric_table import MetricTable
 from tests import client_scripts
@@ -57,7 +58,7 @@ def test_run_detail_lists_every_key_and_draws_train_loss(wide: Path, monkeypatch
 
 def test_a_file_inventing_a_key_per_line_is_bounded_and_named(tmp_path: Path) -> None:
     keys = metric_cache.MAX_TAGS + 2_000
-    with open(tmp_path / "metrics.jsonl", "w") as f:
+    with open(tmp_path / run_folder.RECORDS, "w") as f:
         for i in range(keys):
             f.write(json.dumps({"step": i, "wall": i * 0.1, f"k/{i:05d}": float(i)}) + "\n")
     tracemalloc.start()

@@ -18,7 +18,7 @@ import pytest
 from tensorboardX import SummaryWriter
 
 from dashboard.panels.image_steps_panel import widget_key
-from runstore import run_store, tb_logdir
+from runstore import run_folder, run_store, tb_logdir
 from runwriters.base import Table
 from runwriters.store import RunStoreWriter
 from tests.apptest_pages import app, fake_run
@@ -58,7 +58,7 @@ def test_logged_figure_image_and_table_shown_with_their_step(runs_root: Path) ->
 
 def test_damaged_figure_file_says_so_and_the_page_stays(runs_root: Path) -> None:
     run_dir = fake_run(runs_root)
-    folder = run_dir / "artifacts" / "figures" / "panel__mine"
+    folder = run_dir / run_folder.ARTIFACTS / run_folder.FIGURES / "panel__mine"
     folder.mkdir(parents=True)
     (folder / "0000000005.json").write_text('{"tag": "panel/mine", "step": 5, "figure": ')  # cut off
     at = app("views/detail.py", run=run_dir.name)

@@ -91,7 +91,7 @@ def _wait(what: str, found: Callable[[], Any], procs: list[subprocess.Popen], tm
 
 def _run_dir(root: Path) -> Path | None:
     dirs = run_store.run_folders(root) if root.exists() else []
-    return dirs[0] if dirs and (dirs[0] / "status.json").exists() else None
+    return dirs[0] if dirs and (dirs[0] / run_folder.STATUS).exists() else None
 
 
 def _keys(run_dir: Path) -> set[str]:
@@ -134,7 +134,7 @@ def test_two_processes_make_one_run_one_wandb_run_one_tensorboard_writer(tmp_pat
     status = RunFolder(run_dir).status()
     assert status["state"] == "stopped", status
 
-    (event_file,) = (run_dir / "tb").rglob("events.out.tfevents.*")  # one TensorBoard writer
+    (event_file,) = (run_dir / run_folder.TENSORBOARD).rglob("events.out.tfevents.*")  # one TensorBoard writer
     acc = ea.EventAccumulator(str(event_file.parent), size_guidance={ea.SCALARS: 0})
     acc.Reload()
     assert [e.step for e in acc.Scalars("train/loss")] == list(range(n0))
@@ -218,7 +218,7 @@ def test_a_damaged_hosts_json_is_one_line_on_run_detail(root: Path) -> None:
     run_dir = fake_run(root, state="finished")
     (run_dir / run_folder.HOSTS).write_text('{"hosts": [{"process": 0')  # truncated
     at = app("views/detail.py", run=run_dir.name)
-    (warning,) = [w.value for w in at.warning if "hosts.json" in w.value]
+    (warning,) = [w.value for w in at.warning if run_folder.HOSTS in w.value]
     assert warning.startswith("hosts.json: not valid JSON") and warning.endswith("the hosts of this run are not shown.")
     assert "\n" not in warning
     assert not at.table and not at.exception

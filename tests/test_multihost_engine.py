@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from runstore import run_folder
+
 ROOT = Path(__file__).resolve().parents[1]
 ARGS = ["--epochs", "1", "--batch-size", "32", "--train-limit", "512", "--test-limit", "200", "--log-every", "4"]
 
@@ -65,7 +67,7 @@ def _train(root: Path, fashion: Path, processes: int, devices: int) -> list[dict
 
 
 def _event_files(run: Path) -> list[Path]:
-    return [p for p in (run / "tb").rglob("events.out.tfevents.*")]
+    return [p for p in (run / run_folder.TENSORBOARD).rglob("events.out.tfevents.*")]
 
 
 @pytest.mark.slow
@@ -83,17 +85,19 @@ def test_two_processes_train_one_run_equal_to_one_process_of_eight_devices(tmp_p
     runs = [p for p in (tmp_path / "two").iterdir() if p.is_dir()]
     assert len(runs) == 1, runs  # one run folder for the job: process 0's
     assert two[0]["run_dir"] == str(runs[0])
-    assert json.loads((runs[0] / "status.json").read_text())["devices"] == 8  # one mesh over both processes
+    assert json.loads((runs[0] / run_folder.STATUS).read_text())["devices"] == 8  # one mesh over both processes
     events = _event_files(runs[0])
     assert len(events) == 1, events  # one TensorBoard writer
     acc = EventAccumulator(str(events[0].parent))
     acc.Reload()
     steps = [e.step for e in acc.Scalars("train/loss")]
     assert steps == sorted(set(steps)) and steps[-1] == 16  # every step once (512 / 32 = 16 steps)
-    rows = [json.loads(line) for line in (runs[0] / "metrics.jsonl").read_text().splitlines() if line.strip()]
+    rows = [json.loads(line) for line in (runs[0] / run_folder.RECORDS).read_text().splitlines() if line.strip()]
     logged = [r["step"] for r in rows if "train/loss" in r]
     assert len(logged) == len(set(logged)) and max(logged) == 16
-    assert (runs[0] / "ckpt").is_dir() and any((runs[0] / "ckpt").iterdir())  # the job's checkpoint
+    assert (runs[0] / run_folder.CHECKPOINTS).is_dir() and any(
+        (runs[0] / run_folder.CHECKPOINTS).iterdir()
+    )  # the job's checkpoint
 
 
 @pytest.mark.slow
@@ -105,13 +109,17 @@ def test_a_stop_in_the_run_folder_ends_every_process_of_the_job_at_one_step(tmp_
     run = None
     while time.monotonic() < deadline:  # wait for process 0's run to log a few chunks
         runs = [p for p in root.iterdir() if p.is_dir()] if root.exists() else []
-        if runs and (runs[0] / "metrics.jsonl").exists() and (runs[0] / "metrics.jsonl").read_text().count("\n") >= 3:
+        if (
+            runs
+            and (runs[0] / run_folder.RECORDS).exists()
+            and (runs[0] / run_folder.RECORDS).read_text().count("\n") >= 3
+        ):
             run = runs[0]
             break
         assert all(p.poll() is None for p in procs), [p.communicate()[1][-2000:] for p in procs]
         time.sleep(0.2)
     assert run is not None, "process 0 logged nothing"
-    (run / "stop").write_text("")  # the page's Stop: seen by process 0 only
+    (run / run_folder.STOP).write_text("")  # the page's Stop: seen by process 0 only
     outs = _ends(procs)
     assert [o["state"] for o in outs] == ["stopped", "stopped"]
     assert outs[0]["final"] == outs[1]["final"]  # both left after the same step

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from tensorboard.backend.event_processing import event_accumulator as ea
 
-from runstore import run_store
+from runstore import run_folder, run_store
 from runstore.run_folder import RunFolder
 from tests.engine_jobs import ends, kill, records, start_job, wait_for
 
@@ -31,7 +31,7 @@ def _mnist(fashion: Path, root: Path, args: list[str]) -> list[str]:
 
 def _run_dir(root: Path) -> Path | None:
     dirs = run_store.run_folders(root) if root.exists() else []
-    return dirs[0] if dirs and (dirs[0] / "status.json").exists() else None
+    return dirs[0] if dirs and (dirs[0] / run_folder.STATUS).exists() else None
 
 
 @pytest.mark.slow
@@ -51,7 +51,7 @@ def test_a_stopped_job_resumed_on_two_processes_ends_as_an_uninterrupted_one(tmp
     procs[0].send_signal(signal.SIGTERM)  # before its first step: the job stops after its first chunk
     stopped = ends(procs, tmp_path)
     assert [o["state"] for o in stopped] == ["stopped", "stopped"]
-    assert RunFolder(run).status()["step"] == 4 and run.joinpath("ckpt", "4").is_dir()
+    assert RunFolder(run).status()["step"] == 4 and run.joinpath(run_folder.CHECKPOINTS, "4").is_dir()
 
     procs = start_job(["resume", str(run), "--quiet"], tmp_path)
     resumed = ends(procs, tmp_path)
@@ -65,7 +65,7 @@ def test_a_stopped_job_resumed_on_two_processes_ends_as_an_uninterrupted_one(tmp
     steps = [r["step"] for r in records(run) if "train/loss" in r]
     assert steps == sorted(set(steps)) and steps[0] == 0 and steps[-1] == 16  # every step once
     assert run_store.run_folders(root) == [run]
-    (events,) = {p.parent for p in (run / "tb").rglob("events.out.tfevents.*")}
+    (events,) = {p.parent for p in (run / run_folder.TENSORBOARD).rglob("events.out.tfevents.*")}
     acc = ea.EventAccumulator(str(events), size_guidance={ea.SCALARS: 0})
     acc.Reload()
     tb = [e.step for e in acc.Scalars("train/loss")]
@@ -83,7 +83,9 @@ def test_kill_9_of_process_1_crashes_the_run_naming_host_1_and_process_0_exits(
     procs = start_job(_mnist(fashion_dir, root, LONG), tmp_path, JAXDASH_LOST_HOST_GRACE_S="2")
     try:
         run = wait_for("process 0's run folder", lambda: _run_dir(root), procs)
-        wait_for("a few chunks", lambda: len(records(run)) >= 3 if (run / "metrics.jsonl").exists() else False, procs)
+        wait_for(
+            "a few chunks", lambda: len(records(run)) >= 3 if (run / run_folder.RECORDS).exists() else False, procs
+        )
         os.kill(procs[1].pid, signal.SIGKILL)
         procs[0].wait(timeout=90)  # not stuck in the next collective: it ends on its own, in bounded time
     finally:

@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from runstore import run_store
+from runstore import run_folder, run_store
 from runstore.run_folder import RunFolder
 from training.__main__ import main
 from training.engine.pbt import PbtConfig, apply, learning_rates, plan
@@ -85,11 +85,11 @@ def pbt_argv(root: Path, *extra: str) -> list[str]:
 
 
 def members(root: Path) -> list[Path]:
-    return sorted(root.iterdir(), key=lambda d: run_store.read_json(d / "config.json")["member"])
+    return sorted(root.iterdir(), key=lambda d: run_store.read_json(d / run_folder.CONFIG)["member"])
 
 
 def lineage(run_dir: Path) -> list:
-    doc = run_store.read_json(run_dir / "artifacts" / "tables" / "pbt__lineage.json")
+    doc = run_store.read_json(run_dir / run_folder.ARTIFACTS / run_folder.TABLES / "pbt__lineage.json")
     return doc["rows"] if doc else []
 
 
@@ -114,7 +114,7 @@ def test_a_diverged_member_is_rescued_and_the_lineage_is_recorded(uninterrupted)
         recs = RunFolder(d).records()[0]
         assert recs[0]["step"] == 0 and all("pbt/lr" in r for r in recs[1:]) and np.isfinite(recs[-1]["train/loss"])
         assert abs(recs[-1]["regression/weight"] - 2.0) < 0.1
-        assert run_store.read_json(d / "config.json")["pbt"]["interval"] == 50
+        assert run_store.read_json(d / run_folder.CONFIG)["pbt"]["interval"] == 50
     lrs = [r["pbt/lr"] for r in RunFolder(dirs[0]).records()[0] if "pbt/lr" in r]
     assert lrs[0] == pytest.approx(0.0001) and lrs[-1] != pytest.approx(0.0001)  # the slowest member was moved
 

@@ -21,7 +21,7 @@ from components import pbt_figures
 from components.colors import distinct_colors, run_color
 from dashboard.forms import pbt_settings
 from dashboard.processes import launcher
-from runstore import launch_files, run_states, run_store
+from runstore import launch_files, run_folder, run_states, run_store
 from runstore.run_folder import RunFolder
 from tests.apptest_pages import app, errors_under, wait_status
 from tests.chart_elements import charts, figure
@@ -54,7 +54,7 @@ def pbt_population(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     cmd += ["--pbt-interval", "50", "--steps", "400", "--runs-root", str(root), "--wandb", "disabled", "--quiet"]
     subprocess.run(cmd, cwd=launcher.REPO_ROOT, check=True, capture_output=True, timeout=300)
     dirs = [p.parent for p in root.glob("*/config.json")]
-    return sorted(dirs, key=lambda d: json.loads((d / "config.json").read_text())["member"])
+    return sorted(dirs, key=lambda d: json.loads((d / run_folder.CONFIG).read_text())["member"])
 
 
 def population_form(at, lrs: str = LRS) -> None:  # noqa: ANN001 - an AppTest
@@ -172,7 +172,7 @@ def test_copy_events_markers_and_lr_figure_are_pure() -> None:
 
 
 def lineage_rows(run_dir: Path) -> list[list]:
-    path = run_dir / "artifacts" / "tables" / "pbt__lineage.json"
+    path = run_dir / run_folder.ARTIFACTS / run_folder.TABLES / "pbt__lineage.json"
     return json.loads(path.read_text())["rows"] if path.exists() else []
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from runstore import run_store
+from runstore import run_folder, run_store
 from runstore.run_folder import RunFolder
 from runwriters.base import MemoryWriter
 from tests import wandb_leet
@@ -69,7 +69,7 @@ def test_cli_population_writes_one_run_per_member(runs_root, capsys):
     lines = [json.loads(ln) for ln in capsys.readouterr().out.splitlines()]
     assert [ln["member"] for ln in lines] == [0, 1, 2, 3] and {ln["state"] for ln in lines} == {"finished"}
     dirs = [Path(ln["run_dir"]) for ln in lines]
-    docs = [run_store.read_json(d / "config.json") for d in dirs]
+    docs = [run_store.read_json(d / run_folder.CONFIG) for d in dirs]
     assert [(d["config"]["lr"], d["config"]["seed"]) for d in docs] == [(0.001, 0), (0.001, 1), (0.02, 0), (0.02, 1)]
     groups = {d["group"] for d in docs}
     assert len(groups) == 1 and [d["member"] for d in docs] == [0, 1, 2, 3]
@@ -77,7 +77,9 @@ def test_cli_population_writes_one_run_per_member(runs_root, capsys):
     for i, (run_dir, doc) in enumerate(zip(dirs, docs, strict=True)):
         status = RunFolder(run_dir).status()
         assert (status["state"], status["group"], status["member"], status["step"]) == ("finished", group, i, 100)
-        assert (run_dir / "tb").is_dir() and run_store.read_json(run_dir / "artifacts" / "tables" / "fit__data.json")
+        assert (run_dir / run_folder.TENSORBOARD).is_dir() and run_store.read_json(
+            run_dir / run_folder.ARTIFACTS / run_folder.TABLES / "fit__data.json"
+        )
         single = MemoryWriter()
         result = train_regression(
             RegressionConfig(steps=100, optimizer="adam", lr=doc["config"]["lr"], seed=doc["config"]["seed"]), single
@@ -89,7 +91,7 @@ def test_cli_population_writes_one_run_per_member(runs_root, capsys):
         assert_same_run(logged, values(single), rtol=1e-6)
         assert lines[i]["final"] == pytest.approx(result.final, rel=1e-6)
     # Each member is its own W&B run, all in the population's group.
-    (folder,) = glob.glob(str(dirs[3] / "wandb" / "offline-run-*"))
+    (folder,) = glob.glob(str(dirs[3] / run_folder.WANDB / "offline-run-*"))
     out = wandb_leet.inspect(folder, "--json")
     (run,) = [json.loads(ln)["run"] for ln in out.stdout.splitlines() if '"type": "run"' in ln or '"type":"run"' in ln]
     assert run["run_group"] == group
@@ -161,7 +163,7 @@ def test_stop_file_in_one_member_stops_the_group_and_the_population_resumes_as_a
         "--quiet",
     ]
     assert main(argv) == 0
-    dirs = sorted(runs_root.iterdir(), key=lambda d: run_store.read_json(d / "config.json")["member"])
+    dirs = sorted(runs_root.iterdir(), key=lambda d: run_store.read_json(d / run_folder.CONFIG)["member"])
     assert [RunFolder(d).status()["state"] for d in dirs] == ["stopped"] * 3
     assert [RunFolder(d).status()["step"] for d in dirs] == [50] * 3
     monkeypatch.setattr(RunFolder, "stop_requested", real)

@@ -8,7 +8,7 @@ import os
 import time
 from pathlib import Path
 
-from runstore import launch_files, run_store
+from runstore import launch_files, run_folder, run_store
 from tests.apptest_pages import app, dirs, errors_under, fake_population, fake_run, wait_status
 from tests.chart_elements import charts, trace_lengths
 
@@ -64,7 +64,7 @@ def test_start_population_from_the_page_and_watch_every_member(root: Path) -> No
     df = app("views/runs.py").dataframe[0].value
     assert len(df) == 6 and df["group"].nunique() == 1  # the launch row gave way to its members
     assert launch_dir in members and len(dirs(root)) == 6  # the launch folder is member 0's: none left behind
-    assert run_store.read_json(launch_dir / "config.json")["name"] == "pop #0 (seed=0 lr=0.001)"
+    assert run_store.read_json(launch_dir / run_folder.CONFIG)["name"] == "pop #0 (seed=0 lr=0.001)"
 
 
 def test_live_shows_every_member_of_a_population(root: Path) -> None:

@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+from runstore import run_folder
 from runstore.run_folder import RunFolder
 from training.queue.store import Queue, default_limit
 
@@ -84,7 +85,7 @@ def test_page_starts_wait_in_the_queue_show_their_place_start_in_turn_and_cancel
     Queue(tmp_path).set_limit(1)
     cfg = parse_config(load_task("regression").Config, {"steps": 400, "log_every": 100})
     first, second, third = (launcher.launch("regression", cfg, wandb_mode="disabled") for _ in range(3))
-    infos = [json.loads((d / "launch.json").read_text()) for d in (first, second, third)]
+    infos = [json.loads((d / run_folder.LAUNCH).read_text()) for d in (first, second, third)]
     assert "pid" in infos[0] and infos[0]["queue_job"] == 1
     assert [i["via"] for i in infos[1:]] == ["queue", "queue"] and not any("pid" in i for i in infos[1:])
     assert [launch_status.run_status(d).get("position") for d in (second, third)] == [1, 2]
@@ -100,9 +101,9 @@ def test_page_starts_wait_in_the_queue_show_their_place_start_in_turn_and_cancel
     while launch_status.run_status(second).get("state") not in ("finished", "failed") and time.monotonic() < deadline:
         time.sleep(0.5)
     done = [RunFolder(d).status() for d in (first, second)]
-    assert [s.get("state") for s in done] == ["finished", "finished"], (second / "process.log").read_text()[-2000:]
+    assert [s.get("state") for s in done] == ["finished", "finished"], (second / run_folder.LOG).read_text()[-2000:]
     assert done[1]["started"] >= done[0]["ended"] - 1  # one slot: the second began after the first ended
-    assert not (third / "config.json").exists()  # cancelled: it never ran
+    assert not (third / run_folder.CONFIG).exists()  # cancelled: it never ran
 
 
 def test_the_limit_is_set_from_the_cli_and_the_page(tmp_path: Path, monkeypatch) -> None:
@@ -135,15 +136,15 @@ def test_a_job_never_writes_its_output_outside_the_runs_root(tmp_path: Path) -> 
     root, outside = tmp_path / "runs", tmp_path / "outside"
     outside.mkdir()
     (root / "link").mkdir(parents=True)
-    (root / "link" / "process.log").symlink_to(outside / "victim")
+    (root / "link" / run_folder.LOG).symlink_to(outside / "victim")
     q = Queue(root)
     q.set_limit(3)
     far = q.submit(["tasks"], log=outside / "victim")
-    linked = q.submit(["tasks"], log=root / "link" / "process.log")
-    ours = q.submit(["tasks"], log=root / "run-a" / "process.log")
+    linked = q.submit(["tasks"], log=root / "link" / run_folder.LOG)
+    ours = q.submit(["tasks"], log=root / "run-a" / run_folder.LOG)
     seen: dict[int, Path] = {}
     q.dispatch(lambda job, argv, log: seen.setdefault(job, log) and os.getpid())
-    assert seen == {far: q.log_path(far), linked: q.log_path(linked), ours: root / "run-a" / "process.log"}
+    assert seen == {far: q.log_path(far), linked: q.log_path(linked), ours: root / "run-a" / run_folder.LOG}
     assert not (outside / "victim").exists()
 
 

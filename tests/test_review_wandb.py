@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from runstore import run_store
+from runstore import run_folder, run_store
 from runstore.run_folder import RunFolder
 from runwriters.wandb.writer import WandbWriter
 from tests import wandb_leet
@@ -104,7 +104,7 @@ def test_population_members_get_their_own_ids_under_wandb_run_id(tmp_path: Path,
     out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     members = sorted(
-        run_store.run_folders(runs_root), key=lambda d: json.loads((d / "config.json").read_text())["member"]
+        run_store.run_folders(runs_root), key=lambda d: json.loads((d / run_folder.CONFIG).read_text())["member"]
     )
     ids = []
     for member in members:
@@ -152,7 +152,7 @@ def test_one_final_number_everywhere_and_no_writer_warnings(tmp_path: Path, fash
     out = subprocess.run(cmd, cwd=ROOT, env=_env(tmp_path), capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "does not support" not in out.stderr + out.stdout
-    final = json.loads((run_dir / "final_metrics.json").read_text())
+    final = json.loads((run_dir / run_folder.FINAL_METRICS).read_text())
     chunk_means = [r["train/loss"] for r in RunFolder(run_dir).records()[0] if "train/loss" in r]
     assert final["train/loss"] != pytest.approx(chunk_means[-1]), "the epoch mean, not the last chunk's"
 
@@ -204,7 +204,7 @@ def test_a_population_members_logs_tab_holds_its_own_lines(tmp_path: Path, runs_
     for member in run_store.run_folders(runs_root):
         (folder,) = (member / "wandb").glob("offline-run-*")
         lines = output_lines(folder)
-        final_loss = json.loads((member / "final_metrics.json").read_text())["train/loss"]
+        final_loss = json.loads((member / run_folder.FINAL_METRICS).read_text())["train/loss"]
         assert lines[0].startswith("step 0/200") and "run finished" in lines
         assert any(ln.split() == ["train/loss", f"{final_loss:.6g}"] for ln in lines), lines
         assert not any("W&B" in ln or "wandb" in ln for ln in lines)  # none of the process's own output
@@ -228,7 +228,7 @@ def test_pbt_moves_the_lr_in_wandb_config_and_tensorboard_names_each_trial(tmp_p
     configs = [r["config"]["update"] for r in inspect(folder) if r.get("type") == "config"]
     assert configs and configs[-1]["lr"] == pytest.approx(lr_now)
 
-    acc = ea.EventAccumulator(str(slowest / "tb" / "lr=0.0001"), size_guidance={ea.TENSORS: 0})
+    acc = ea.EventAccumulator(str(slowest / run_folder.TENSORBOARD / "lr=0.0001"), size_guidance={ea.TENSORS: 0})
     acc.Reload()
     start = hp_metadata.parse_session_start_info_plugin_data(
         acc.PluginTagToContent("hparams")[hp_metadata.SESSION_START_INFO_TAG]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from runstore import media_store
+from runstore import media_store, run_folder
 from tests.apptest_pages import app
 from tests.test_run_detail_wandb import run_script
 
@@ -37,7 +37,7 @@ def test_strings_are_kept_every_step_with_the_summarys_last(logged: Path) -> Non
     phases = ["warmup", "train", "**bold** ![x](http://example.invalid/x.png)"]
     assert found["phase"] == list(enumerate(phases))
     assert found["eval.note"] == [(i, f"note {i}") for i in range(3)]  # W&B's key of a nested dict
-    summary = (logged / "summary.json").read_text()
+    summary = (logged / run_folder.SUMMARY).read_text()
     assert '"phase": "**bold**' in summary and '"eval.note": "note 2"' in summary
 
 

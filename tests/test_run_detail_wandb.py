@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from dashboard.panels import safe_text
+from runstore import run_folder
 from runstore.run_folder import RunFolder
 from tests.apptest_pages import app, dirs
 from tests.chart_elements import charts, figure, trace_values
@@ -173,7 +174,7 @@ def test_a_write_gap_is_shown_as_a_run_event(logged: Path, tmp_path: Path, monke
     """The event is written with runstore's own function (a full disk is not made here)."""
     root = tmp_path / "runs"
     (root / logged.name).mkdir(parents=True)
-    for name in ("config.json", "status.json", "metrics.jsonl"):
+    for name in (run_folder.CONFIG, run_folder.STATUS, run_folder.RECORDS):
         (root / logged.name / name).write_bytes((logged / name).read_bytes())
     RunFolder(root / logged.name).add_event("write_gap", "metrics.jsonl could not be written for 12 s: ENOSPC")
     monkeypatch.setenv("JAXDASH_RUNS", str(root))
@@ -181,7 +182,7 @@ def test_a_write_gap_is_shown_as_a_run_event(logged: Path, tmp_path: Path, monke
     assert any("could not be written 1 time" in w.value for w in at.warning)
     events = _frame_with(at, "kind")
     assert list(events["kind"]) == ["write gap"] and "ENOSPC" in events["message"][0]
-    status = json.loads((root / logged.name / "status.json").read_text())
+    status = json.loads((root / logged.name / run_folder.STATUS).read_text())
     assert status["events"][0]["kind"] == "write_gap"
 
 
@@ -231,19 +232,19 @@ def test_damaged_files_get_a_line_each_and_the_rest_is_shown(
 
     root = tmp_path / "runs"
     copy = Path(shutil.copytree(logged, root / logged.name, symlinks=True))
-    (copy / "summary.json").write_text('{"best_model": "m-')
-    (png,) = (copy / "artifacts" / "images" / "samples").glob("0000000008_0.png")
+    (copy / run_folder.SUMMARY).write_text('{"best_model": "m-')
+    (png,) = (copy / run_folder.ARTIFACTS / run_folder.IMAGES / "samples").glob("0000000008_0.png")
     png.write_bytes(b"not an image")
-    with open(copy / "artifacts" / "histograms" / "weights.jsonl", "a") as fh:
+    with open(copy / run_folder.ARTIFACTS / run_folder.HISTOGRAMS / "weights.jsonl", "a") as fh:
         fh.write('{"step": 9, "counts": [1, 2], "edges": [0]}\n{"torn": \n')
-    with open(copy / "alerts.jsonl", "a") as fh:
+    with open(copy / run_folder.ALERTS, "a") as fh:
         fh.write("not json\n")
-    (copy / "artifacts" / "logged" / "mymodel" / "v0" / "manifest.json").write_text("{")
+    (copy / run_folder.ARTIFACTS / run_folder.LOGGED / "mymodel" / "v0" / "manifest.json").write_text("{")
     monkeypatch.setenv("JAXDASH_RUNS", str(root))
     at = app("views/detail.py", run=logged.name)
     assert not at.exception
     warnings = [w.value.replace("\\", "") for w in at.warning]  # markdown escapes (safe_text.md) dropped
-    assert any("summary.json" in w and "not shown" in w for w in warnings), warnings
+    assert any(run_folder.SUMMARY in w and "not shown" in w for w in warnings), warnings
     texts = [t.value for t in at.text]
     assert "0000000008_0.png: not an image (damaged?); not shown" in texts, texts
     assert _captions(at) == ["second 4 ![x](http://example.invalid/4.png)"]  # the other image of that step

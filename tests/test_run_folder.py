@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from runstore import atomic, launch_files, run_store
+from runstore import atomic, launch_files, run_folder, run_store
 from runstore.run_folder import RecordsReader, RunFolder
 
 
@@ -20,10 +20,10 @@ def test_every_record_is_yielded_once_and_a_torn_tail_waits_for_its_newline(tmp_
     RunFolder(tmp_path).append_records(_records(3))
     assert [r["step"] for r in reader.read_new()] == [0, 1, 2]
     assert reader.read_new() == []
-    with open(tmp_path / "metrics.jsonl", "a") as f:  # a writer half way through a line
+    with open(tmp_path / run_folder.RECORDS, "a") as f:  # a writer half way through a line
         f.write('{"step": 3, "train/lo')
     assert reader.read_new() == []
-    with open(tmp_path / "metrics.jsonl", "a") as f:
+    with open(tmp_path / run_folder.RECORDS, "a") as f:
         f.write('ss": 0.25}\n')
     assert [r["step"] for r in reader.read_new()] == [3]
     RunFolder(tmp_path).append_records(_records(2, start=4))
@@ -34,7 +34,7 @@ def test_what_was_read_is_never_read_again(tmp_path: Path) -> None:
     RunFolder(tmp_path).append_records(_records(2))
     reader = RecordsReader(tmp_path)
     assert len(reader.read_new()) == 2
-    path = tmp_path / "metrics.jsonl"
+    path = tmp_path / run_folder.RECORDS
     data = path.read_bytes()
     with open(path, "r+b") as f:  # the bytes already read change in place (same file, same size)
         f.write(data.replace(b'"step": 0', b'"step": 9'))
@@ -50,7 +50,7 @@ def test_a_replaced_file_is_read_from_its_start(tmp_path: Path) -> None:
     assert len(reader.read_new()) == 5
     tmp = tmp_path / "new.jsonl"
     tmp.write_text(atomic.metric_lines(_records(3)) + atomic.metric_lines(_records(1, start=10)))
-    os.replace(tmp, tmp_path / "metrics.jsonl")  # a new inode, as long as the old file or not
+    os.replace(tmp, tmp_path / run_folder.RECORDS)  # a new inode, as long as the old file or not
     assert [r["step"] for r in reader.read_new()] == [0, 1, 2, 10]
     assert reader.read_new() == []
     RunFolder(tmp_path).replace_records(_records(1, start=7))  # the writers' one way to rewrite it
@@ -64,7 +64,7 @@ def test_run_folder_reads_and_writes_through_the_run_store(tmp_path: Path) -> No
     RunFolder(run_dir).write_config("regression", {"lr": 0.1})
     assert folder.has_config() and folder.checked_config()["config"] == {"lr": 0.1}
     folder.replace_config({**folder.config(), "sweep": {"trial": 3}})
-    assert run_store.read_json(run_dir / "config.json")["sweep"] == {"trial": 3}
+    assert run_store.read_json(run_dir / run_folder.CONFIG)["sweep"] == {"trial": 3}
     folder.request_stop()
     assert folder.stop_requested() and RunFolder(run_dir).stop_requested()
     folder.clear_stop()
@@ -79,7 +79,7 @@ def test_run_folder_reads_and_writes_through_the_run_store(tmp_path: Path) -> No
     records, end = folder.records()
     assert [r["step"] for r in records] == [0, 1] and end == folder.records_size()
     folder.write_final_metrics({"test/acc": 0.5})
-    assert run_store.read_json(run_dir / "final_metrics.json") == {"test/acc": 0.5}
+    assert run_store.read_json(run_dir / run_folder.FINAL_METRICS) == {"test/acc": 0.5}
 
 
 def test_final_metrics_live_in_one_file_and_an_old_run_folder_still_reads(tmp_path: Path) -> None:
@@ -89,8 +89,8 @@ def test_final_metrics_live_in_one_file_and_an_old_run_folder_still_reads(tmp_pa
     for folder in (new, old, none):
         folder.artifacts.mkdir(parents=True)
     new.write_final_metrics({"test/acc": 0.5})
-    assert sorted(p.name for p in new.path.rglob("*.json")) == ["final_metrics.json"]
+    assert sorted(p.name for p in new.path.rglob("*.json")) == [run_folder.FINAL_METRICS]
     assert new.final_metrics() == {"test/acc": 0.5}
-    atomic.atomic_write_json(old.artifacts / "final_metrics.json", {"test/acc": 0.25})
+    atomic.atomic_write_json(old.artifacts / run_folder.FINAL_METRICS, {"test/acc": 0.25})
     assert old.final_metrics() == {"test/acc": 0.25}
     assert none.final_metrics() == {}

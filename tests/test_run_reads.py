@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from dashboard.processes import launch_status
-from runstore import run_reads, run_store
+from runstore import run_folder, run_reads, run_store
 from runstore.run_folder import RunFolder
 
 
@@ -55,7 +55,7 @@ def test_a_run_that_ends_or_is_deleted_shows_at_once(tmp_path: Path) -> None:
 
 def test_a_damaged_run_is_read_every_time(tmp_path: Path) -> None:
     d = make(tmp_path, "bad", "finished")
-    (d / "status.json").write_text("{not json")
+    (d / run_folder.STATUS).write_text("{not json")
     assert run_reads.list_runs(tmp_path, launch_status.run_status)[0].status["state"] == "damaged"
-    run_store.atomic_write_json(d / "status.json", {"state": "finished", "pid": 1, "started": 1.0})
+    run_store.atomic_write_json(d / run_folder.STATUS, {"state": "finished", "pid": 1, "started": 1.0})
     assert run_reads.list_runs(tmp_path, launch_status.run_status)[0].status["state"] == "finished"

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from runstore import run_store
+from runstore import run_folder, run_store
 from runstore.run_folder import RunFolder
 from runwriters.base import Progress, Table
 from runwriters.store import RunStoreWriter
@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_atomic_write_json_readers_never_see_a_partial_file(tmp_path):
-    path = tmp_path / "status.json"
+    path = tmp_path / run_folder.STATUS
     run_store.atomic_write_json(path, {"i": -1, "pad": "x" * 50_000})
     stop, bad = threading.Event(), []
 
@@ -50,7 +50,7 @@ def test_write_status_merges_and_keeps_json_strict(tmp_path):
     RunFolder(tmp_path).write_status(state="running", step=1)
     status = RunFolder(tmp_path).write_status(step=2, loss=float("nan"))
     assert status["state"] == "running" and status["step"] == 2
-    on_disk = json.loads((tmp_path / "status.json").read_text())  # strict parser: NaN stored as a string
+    on_disk = json.loads((tmp_path / run_folder.STATUS).read_text())  # strict parser: NaN stored as a string
     assert on_disk["loss"] == "nan" and on_disk["step"] == 2
 
 
@@ -87,7 +87,7 @@ def test_read_status_reports_a_killed_process_as_crashed(tmp_path):
     assert status["state"] == "crashed"
     assert "killed or crashed" in status["message"]
     # The file itself still says running: "crashed" is the reader's conclusion, not a write.
-    assert json.loads((tmp_path / "status.json").read_text())["state"] == "running"
+    assert json.loads((tmp_path / run_folder.STATUS).read_text())["state"] == "running"
 
 
 def test_read_status_leaves_terminal_states_alone(tmp_path):
@@ -102,15 +102,15 @@ def test_read_metrics_is_incremental_and_skips_a_partial_trailing_line(tmp_path)
     RunFolder(tmp_path).append_records([{"step": 1, "train/loss": 1.0}, {"step": 2, "train/loss": 0.5}])
     records, offset = RunFolder(tmp_path).records()
     assert [r["step"] for r in records] == [1, 2]
-    with open(tmp_path / "metrics.jsonl", "a") as f:  # a writer caught mid-line
+    with open(tmp_path / run_folder.RECORDS, "a") as f:  # a writer caught mid-line
         f.write('{"step": 3, "train/lo')
     records, offset2 = RunFolder(tmp_path).records(offset)
     assert records == [] and offset2 == offset
-    with open(tmp_path / "metrics.jsonl", "a") as f:
+    with open(tmp_path / run_folder.RECORDS, "a") as f:
         f.write('ss": 0.25}\n')
     records, offset3 = RunFolder(tmp_path).records(offset2)
     assert records == [{"step": 3, "train/loss": 0.25}]
-    assert offset3 == (tmp_path / "metrics.jsonl").stat().st_size
+    assert offset3 == (tmp_path / run_folder.RECORDS).stat().st_size
     assert RunFolder(tmp_path).records(offset3) == ([], offset3)
     assert RunFolder(tmp_path / "missing").records(0) == ([], 0)
 
@@ -137,7 +137,7 @@ def test_delete_refuses_outside_root_and_running_runs(tmp_path):
     root = tmp_path / "runs"
     outside = tmp_path / "precious"
     outside.mkdir()
-    (outside / "config.json").write_text("{}")
+    (outside / run_folder.CONFIG).write_text("{}")
     with pytest.raises(ValueError):
         run_store.delete_run(outside, root)
     with pytest.raises(ValueError):
@@ -174,7 +174,7 @@ def test_store_writer_buffers_until_flush_and_owns_only_progress_fields(tmp_path
     RunFolder(tmp_path).start_status(total_steps=100)
     w = RunStoreWriter(tmp_path)
     w.write_scalars(10, {"train/loss": np.float32(0.5), "train/acc": 0.75}, _progress(10))
-    assert not (tmp_path / "metrics.jsonl").exists(), "records reach disk at flush, once per chunk"
+    assert not (tmp_path / run_folder.RECORDS).exists(), "records reach disk at flush, once per chunk"
     w.flush()
     w.write_scalars(20, {"train/loss": float("nan")}, _progress(20))
     w.write_scalars(20, {"test/acc": 0.5})  # no progress: same step, wall continues the run clock
@@ -195,7 +195,9 @@ def test_store_writer_buffers_until_flush_and_owns_only_progress_fields(tmp_path
     status = RunFolder(tmp_path).status()
     assert status["state"] == "running" and status["message"] is None, "lifecycle fields belong to training.runs.run"
     assert status["final"] == {"test/acc": 0.5}
-    assert not (tmp_path / "artifacts" / "final_metrics.json").exists(), "final_metrics.json is close_run's, once"
+    assert not (tmp_path / run_folder.ARTIFACTS / run_folder.FINAL_METRICS).exists(), (
+        "final_metrics.json is close_run's, once"
+    )
 
 
 def test_a_block_of_columns_writes_the_lines_records_would_in_order_with_the_records(tmp_path):
@@ -228,27 +230,31 @@ def test_store_writer_keeps_the_latest_table_image_and_text_of_each_tag(tmp_path
         write_summaries(
             w, step, [FitSummary(x, 2 * x, x[[0, -1]], weight * x[[0, -1]] + 0.1, 2 * x[[0, -1]])], step == 0
         )
-    data = json.loads((tmp_path / "artifacts" / "tables" / "fit__data.json").read_text())
+    data = json.loads((tmp_path / run_folder.ARTIFACTS / run_folder.TABLES / "fit__data.json").read_text())
     assert data["columns"] == ["x", "y"] and [r[0] for r in data["rows"]] == x.tolist() and data["step"] == 0
-    curve = json.loads((tmp_path / "artifacts" / "tables" / "fit__curve.json").read_text())
+    curve = json.loads((tmp_path / run_folder.ARTIFACTS / run_folder.TABLES / "fit__curve.json").read_text())
     assert curve == {
         "tag": "fit/curve",
         "step": 10,
         "columns": ["x", "y", "y_true"],
         "rows": [[-1.0, -1.4, -2.0], [1.0, 1.6, 2.0]],
     }
-    assert (tmp_path / "artifacts" / "images" / "fit__plot.png").exists()
+    assert (tmp_path / run_folder.ARTIFACTS / run_folder.IMAGES / "fit__plot.png").exists()
 
     w.write_tables(30, {"test/confusion": Table(["true", "a", "b"], [["a", 5, 1], ["b", 0, 4]])})
-    doc = json.loads((tmp_path / "artifacts" / "tables" / "test__confusion.json").read_text())
+    doc = json.loads((tmp_path / run_folder.ARTIFACTS / run_folder.TABLES / "test__confusion.json").read_text())
     assert doc["rows"] == [["a", 5, 1], ["b", 0, 4]] and doc["step"] == 30
     w.write_images(30, {"test/grid": np.zeros((4, 6, 3), np.uint8)})
     w.write_images(40, {"test/grid": np.ones((4, 6, 3), np.uint8)})
-    assert [p.name for p in (tmp_path / "artifacts" / "images").glob("test__grid*.png")] == ["test__grid.png"]
-    assert sorted(p.name for p in (tmp_path / "artifacts" / "images" / "test__grid").glob("*.png")) == [
+    assert [p.name for p in (tmp_path / run_folder.ARTIFACTS / run_folder.IMAGES).glob("test__grid*.png")] == [
+        "test__grid.png"
+    ]
+    assert sorted(p.name for p in (tmp_path / run_folder.ARTIFACTS / run_folder.IMAGES / "test__grid").glob("*.png")) == [
         "0000000030_0.png", "0000000040_0.png"]  # and every step's image (#35)  # fmt: skip
     w.write_texts(5, {"notes": "hello"})
-    assert json.loads((tmp_path / "artifacts" / "texts.json").read_text()) == {"notes": {"step": 5, "text": "hello"}}
+    assert json.loads((tmp_path / run_folder.ARTIFACTS / run_folder.TEXTS_LATEST).read_text()) == {
+        "notes": {"step": 5, "text": "hello"}
+    }
     assert not list(tmp_path.rglob("*.tmp"))
 
 

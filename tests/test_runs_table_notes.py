@@ -10,14 +10,14 @@ from pathlib import Path
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from dashboard.processes import notes_sinks
-from runstore import run_log, run_notes, run_store
+from runstore import run_folder, run_log, run_notes, run_store
 from runstore.run_folder import RunFolder
 from tests.apptest_pages import app, fake_run
 from tests.chart_elements import charts
 
 
 def test_notes_are_saved_atomically_and_shown_as_tensorboard_text(tmp_path: Path) -> None:
-    logdir = tmp_path / "tb" / "run"
+    logdir = tmp_path / run_folder.TENSORBOARD / "run"
     logdir.mkdir(parents=True)
     status = {"tensorboard": {"logdir": str(logdir)}, "wandb": {"mode": "offline"}}
     saved = notes_sinks.save(tmp_path, " best ", ["baseline", "Baseline", "lr, sweep"], "looks good", status)
@@ -42,7 +42,7 @@ def test_wandb_online_is_sent_offline_and_disabled_are_explained() -> None:
 
 def test_log_tail_keeps_the_last_lines_and_what_a_progress_bar_shows(tmp_path: Path) -> None:
     assert run_log.tail(tmp_path) is None
-    (tmp_path / "process.log").write_text("".join(f"line {i}\n" for i in range(5000)) + "10%\r50%\r100%\n")
+    (tmp_path / run_folder.LOG).write_text("".join(f"line {i}\n" for i in range(5000)) + "10%\r50%\r100%\n")
     text = run_log.tail(tmp_path, lines=3)
     assert text.splitlines() == ["line 4998", "line 4999", "100%"]
 
@@ -79,7 +79,7 @@ def test_name_tags_and_notes_edited_on_the_page_survive_a_reload(runs_root: Path
     row = fresh.dataframe[0].value.iloc[0]
     assert row["name"] == "the good one" and list(row["tags"]) == ["keeper"]
     assert run_notes.load(d).notes == "lr looks right"
-    assert run_store.read_json(d / "config.json")["name"] == "plain"  # the training process's file is untouched
+    assert run_store.read_json(d / run_folder.CONFIG)["name"] == "plain"  # the training process's file is untouched
 
 
 def test_detail_shows_process_output_and_system_metrics(runs_root: Path) -> None:
@@ -89,7 +89,7 @@ def test_detail_shows_process_output_and_system_metrics(runs_root: Path) -> None
         for i in range(3)
     ]
     RunFolder(d).append_records(recs)
-    (d / "process.log").write_text("Compiling…\nstep 100 loss 0.3\n")
+    (d / run_folder.LOG).write_text("Compiling…\nstep 100 loss 0.3\n")
     at = app("views/detail.py", run=d.name)
     assert any("step 100 loss 0.3" in c.value for c in at.code), (
         [e.value for e in at.error],
@@ -101,7 +101,7 @@ def test_detail_shows_process_output_and_system_metrics(runs_root: Path) -> None
 
 def test_detail_draws_an_ended_runs_output_and_config_only_when_opened(runs_root: Path) -> None:
     d = fake_run(runs_root, "regression", "finished", name="ended")
-    (d / "process.log").write_text("Compiling…\nstep 100 loss 0.3\n")
+    (d / run_folder.LOG).write_text("Compiling…\nstep 100 loss 0.3\n")
     at = app("views/detail.py", run=d.name)
     assert not at.code and len(at.dataframe) == 0  # closed: nothing read or sent
     at.session_state["process_output"] = True

@@ -12,13 +12,13 @@ import shutil
 from pathlib import Path
 
 from benchmarks.run_index import make_root
-from runstore import run_index, run_store
+from runstore import run_folder, run_index, run_store
 from tests.apptest_pages import app
 
 
 def _last_acc(d: Path) -> float:
     """A generated run's last test/acc, read from its records file."""
-    lines = (d / "metrics.jsonl").read_text().splitlines()
+    lines = (d / run_folder.RECORDS).read_text().splitlines()
     return json.loads(lines[-1])["test/acc"]
 
 
@@ -34,8 +34,8 @@ def test_one_page_of_rows_is_sent_and_a_summary_sort_orders_across_pages(runs_ro
 
     at.selectbox(key="runs_sort").set_value("summary.test/acc").run()
     by_acc = sorted(run_store.run_folders(runs_root), key=_last_acc, reverse=True)
-    names = {json.loads((d / "config.json").read_text())["name"]: _last_acc(d) for d in by_acc}
-    expected = [json.loads((d / "config.json").read_text())["name"] for d in by_acc]
+    names = {json.loads((d / run_folder.CONFIG).read_text())["name"]: _last_acc(d) for d in by_acc}
+    expected = [json.loads((d / run_folder.CONFIG).read_text())["name"] for d in by_acc]
     shown = list(at.dataframe[0].value["name"])
     assert shown == expected[:100], "page 1 is not the global top 100 by summary test/acc"
     at.number_input(key="runs_page").set_value(3).run()

@@ -20,7 +20,7 @@ import pytest
 from tensorboard.compat.proto import event_pb2, summary_pb2, tensor_pb2, tensor_shape_pb2, types_pb2
 from tensorboardX import SummaryWriter
 
-from runstore import media_store, run_store, small_json, tb_logdir, tb_media, tb_tensors
+from runstore import media_store, run_folder, run_store, small_json, tb_logdir, tb_media, tb_tensors
 from runstore.run_folder import RunFolder
 from tests.test_safety_logdir import EVENTS, listed, points, record
 
@@ -187,8 +187,8 @@ def _run(root: Path, name: str, status: dict, **files: bytes) -> Path:
     d = root / name
     d.mkdir(parents=True)
     config = {"run_id": name, "name": name, "task": "regression", "config": {}, "created": 1.7e9}
-    (d / "config.json").write_text(json.dumps(config))
-    (d / "status.json").write_text(json.dumps(status))
+    (d / run_folder.CONFIG).write_text(json.dumps(config))
+    (d / run_folder.STATUS).write_text(json.dumps(status))
     for file, data in files.items():
         (d / file.replace("_", ".")).write_bytes(data)
     return d
@@ -202,9 +202,9 @@ def test_small_run_files_over_their_bounds_read_as_damaged_naming_file_and_bound
     empties = b"{}," * (16 * 2**20 // 3 - 20)
     bombed = _run(root, "hosts_bomb", dead, hosts_json=b'{"processes": 2, "hosts": [' + empties + b"{}]}")
     big_config = b'{"task": "regression", "created": 1.7e9, "config": {"x": [' + empties[:-200] + b"{}]}}"
-    _run(root, "config_bomb", {"state": "finished"}).joinpath("config.json").write_bytes(big_config)
+    _run(root, "config_bomb", {"state": "finished"}).joinpath(run_folder.CONFIG).write_bytes(big_config)
     deep = b'{"state": "finished", "final": ' + b'{"a":' * 1000 + b"1" + b"}" * 1001
-    _run(root, "status_deep", {}).joinpath("status.json").write_bytes(deep)
+    _run(root, "status_deep", {}).joinpath(run_folder.STATUS).write_bytes(deep)
     _run(root, "good", {"state": "finished", "step": 10})
     for d in root.iterdir():
         assert all(f.stat().st_size <= 16 * 2**20 for f in d.iterdir())
@@ -226,7 +226,7 @@ def test_small_run_files_over_their_bounds_read_as_damaged_naming_file_and_bound
 
 
 def test_bounds_are_checked_outside_strings_and_a_refusal_is_remembered(tmp_path: Path) -> None:
-    path = tmp_path / "hosts.json"
+    path = tmp_path / run_folder.HOSTS
     inside = {"hosts": [{"message": '",:[{}]\\' * 200_000}]}  # separators and brackets only inside a string
     path.write_text(json.dumps(inside))
     assert small_json.load(path) == inside and RunFolder(tmp_path).hosts()[1] is None
@@ -247,7 +247,7 @@ def test_bounds_are_checked_outside_strings_and_a_refusal_is_remembered(tmp_path
 def test_histogram_and_text_lines_are_read_from_a_bounded_tail(tmp_path: Path) -> None:
     """24 MB of terse histogram lines (12M numbers): the page reads the newest steps within READ_BYTES."""
     run = tmp_path / "run"
-    folder = run / "artifacts" / "histograms"
+    folder = run / run_folder.ARTIFACTS / run_folder.HISTOGRAMS
     folder.mkdir(parents=True)
     counts = "[" + ",".join(["0"] * 60_000) + "]"
     line = '{"tag": "w", "step": %d, "counts": ' + counts + ', "edges": ' + counts[:-1] + ",0]}\n"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from runstore import media_store, run_store
+from runstore import media_store, run_folder, run_store
 from runstore.run_folder import RunFolder
 from runstore.safe_files import UnsafePath, is_regular
 from runwriters.base import Table
@@ -41,11 +41,13 @@ run.finish()
 print("DONE")
 """
 # Where the script writes, relative to the run folder: folders (a link there is a linked folder) and files.
-FOLDERS = ["files", "artifacts/logged", f"artifacts/images/{media_store.tag_file('pic')}",
-           f"artifacts/media/{media_store.tag_file('page')}", "artifacts/tables",
-           f"artifacts/figures/{media_store.tag_file('fig')}", "tb"]  # fmt: skip
-FILES = ["alerts.jsonl", "summary.json", "status.json", "artifacts/texts.json", "artifacts/texts/note.jsonl",
-         "artifacts/histograms/h.jsonl"]  # fmt: skip
+rf = run_folder
+FOLDERS = [rf.FILES, rf.artifacts_rel(rf.LOGGED), rf.artifacts_rel(rf.IMAGES, media_store.tag_file("pic")),
+           rf.artifacts_rel(rf.MEDIA, media_store.tag_file("page")), rf.artifacts_rel(rf.TABLES),
+           rf.artifacts_rel(rf.FIGURES, media_store.tag_file("fig")), rf.TENSORBOARD]  # fmt: skip
+FILES = [rf.ALERTS, rf.SUMMARY, rf.STATUS, rf.artifacts_rel(rf.TEXTS_LATEST), rf.artifacts_rel(rf.TEXTS, "note.jsonl"),
+         rf.artifacts_rel(rf.HISTOGRAMS, "h.jsonl")]  # fmt: skip
+LINKED_DIRS = [rf.artifacts_rel(kind) for kind in (rf.LOGGED, rf.IMAGES, rf.MEDIA, rf.TABLES)]
 
 
 def listing(folder: Path) -> dict[str, bytes | None]:
@@ -98,7 +100,7 @@ def the_rest_is_logged(run_dir: Path) -> None:
     """What no plant stood in the way of: the unplanted image tag, status.json and summary.json, as regular files."""
     assert len(media_store.image_steps(run_dir)["ok_pic"]) == 1
     assert RunFolder(run_dir).status()["state"] == "finished"
-    assert is_regular(run_dir / "summary.json") and run_store.read_json(run_dir / "summary.json")["best"] == 1.0
+    assert is_regular(run_dir / run_folder.SUMMARY) and run_store.read_json(run_dir / run_folder.SUMMARY)["best"] == 1.0
 
 
 def test_links_planted_at_every_path_are_never_written_through_and_the_rest_is_logged(tmp_path: Path) -> None:
@@ -113,8 +115,7 @@ def test_links_planted_at_every_path_are_never_written_through_and_the_rest_is_l
     run_dir = root / RUN_ID
     assert [r["loss"] for r in rows(run_dir)] == [1.0, 0.5, 1 / 3, 0.25, 0.2, 0.1]
     the_rest_is_logged(run_dir)
-    for rel in ["files", "artifacts/logged", "artifacts/images", "artifacts/media", "artifacts/tables", "tb",
-                "alerts.jsonl", "note.jsonl", "h.jsonl"]:  # fmt: skip
+    for rel in [rf.FILES, *LINKED_DIRS, rf.TENSORBOARD, rf.ALERTS, "note.jsonl", "h.jsonl"]:
         lines = [line for line in err.splitlines() if rel in line and "is a symbolic link" in line]
         assert lines and "remove the link" in lines[0], (rel, err[-3000:])
 
@@ -123,20 +124,20 @@ def test_fifos_planted_at_every_path_never_hang_the_script(tmp_path: Path) -> No
     """A FIFO opened for writing blocks until a reader comes: metrics.jsonl and alerts.jsonl hung the script for
     ever. Here each is refused in one line, and the script ends without waiting for a write that cannot land."""
     root, outside = planted_run(tmp_path)
-    for rel in ["metrics.jsonl", *FOLDERS, *FILES]:
+    for rel in [run_folder.RECORDS, *FOLDERS, *FILES]:
         plant(root / RUN_ID, rel, "fifo", outside)
     err, took = run_planted(tmp_path, root, timeout=60)
     assert took < 25  # a refused metrics.jsonl is not retried for $JAXDASH_WRITE_RETRY_S (30 s) at close
     the_rest_is_logged(root / RUN_ID)
-    for rel in ["metrics.jsonl", "alerts.jsonl", "note.jsonl", "h.jsonl"]:
+    for rel in [run_folder.RECORDS, run_folder.ALERTS, "note.jsonl", "h.jsonl"]:
         assert any(rel in line and "not a regular file" in line for line in err.splitlines()), (rel, err[-3000:])
-    for rel in ["files", "artifacts/logged", "artifacts/images", "artifacts/media", "artifacts/tables"]:
+    for rel in [rf.FILES, *LINKED_DIRS]:
         assert any(rel in line and "is not a folder" in line for line in err.splitlines()), (rel, err[-3000:])
 
 
 def test_a_linked_metrics_file_is_refused_in_one_line_and_its_target_keeps_its_bytes(tmp_path: Path) -> None:
     root, outside = planted_run(tmp_path)
-    plant(root / RUN_ID, "metrics.jsonl", "file", outside)
+    plant(root / RUN_ID, run_folder.RECORDS, "file", outside)
     before = listing(outside)
     err, took = run_planted(tmp_path, root)
     assert listing(outside) == before and took < 25
@@ -151,7 +152,7 @@ def test_the_engines_store_writer_refuses_a_linked_artifacts_folder_and_keeps_it
     run_dir, outside = tmp_path / "run", tmp_path / "outside"
     run_dir.mkdir()
     outside.mkdir()
-    (run_dir / "artifacts").symlink_to(outside)
+    (run_dir / run_folder.ARTIFACTS).symlink_to(outside)
     writer = RunStoreWriter(run_dir)
     writer.write_scalars(1, {"loss": 0.5})
     calls = [lambda: writer.write_tables(1, {"fit/data": Table(["x"], [[1.0]])}),
@@ -160,7 +161,7 @@ def test_the_engines_store_writer_refuses_a_linked_artifacts_folder_and_keeps_it
              lambda: writer.write_histograms(1, {"h": [1.0, 2.0]}),
              lambda: media_store.write_image_step(run_dir, "pic", 1, [b"png"])]  # fmt: skip
     for call in calls:
-        with pytest.raises(UnsafePath, match=f"{run_dir / 'artifacts'}: is a symbolic link"):
+        with pytest.raises(UnsafePath, match=f"{run_dir / run_folder.ARTIFACTS}: is a symbolic link"):
             call()
     writer.close()
     assert list(outside.iterdir()) == []
@@ -200,10 +201,10 @@ def test_notes_saved_to_tensorboard_never_leave_the_run_folder(tmp_path: Path) -
     from runstore import run_notes
 
     run_dir, outside = tmp_path / "run", tmp_path / "outside"
-    (run_dir / "tb").mkdir(parents=True)
+    (run_dir / run_folder.TENSORBOARD).mkdir(parents=True)
     outside.mkdir()
     (outside / "old.notes").write_text("someone else's file")
-    (run_dir / "tb" / "linked").symlink_to(outside)
+    (run_dir / run_folder.TENSORBOARD / "linked").symlink_to(outside)
     before = listing(outside)
     notes = run_notes.RunNotes("name", [], "hello", 0.0)
     for logdir in (str(outside), "tb/linked", "../outside"):

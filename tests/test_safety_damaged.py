@@ -15,7 +15,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard.panels import safe_text
-from runstore import run_reads, run_store
+from runstore import run_folder, run_reads, run_store
 from runstore.run_folder import RunFolder
 from tests.apptest_pages import app
 
@@ -52,35 +52,56 @@ def _status(**over: object) -> str:
 
 # name -> (files to write, expected words of the damage message). Each folder also gets a metrics.jsonl.
 DAMAGED: dict[str, tuple[dict[str, str | bytes], str]] = {
-    "cfg-garbage": ({"config.json": "{not json", "status.json": _status()}, "config.json: not valid JSON"),
-    "cfg-truncated": ({"config.json": _config()[:25]}, "config.json: not valid JSON"),
-    "cfg-empty": ({"config.json": ""}, "config.json: empty"),
-    "cfg-list": ({"config.json": "[1, 2, 3]"}, "config.json: must be a JSON object, got a list"),
-    "cfg-created-str": ({"config.json": _config(created="yesterday")}, "config.json: 'created' must be"),
-    "cfg-config-null": ({"config.json": _config(config=None)}, "config.json: 'config' must be an object, got null"),
-    "cfg-task-int": ({"config.json": _config(task=5)}, "config.json: 'task' must be a string, got 5"),
+    "cfg-garbage": ({run_folder.CONFIG: "{not json", run_folder.STATUS: _status()}, "config.json: not valid JSON"),
+    "cfg-truncated": ({run_folder.CONFIG: _config()[:25]}, "config.json: not valid JSON"),
+    "cfg-empty": ({run_folder.CONFIG: ""}, "config.json: empty"),
+    "cfg-list": ({run_folder.CONFIG: "[1, 2, 3]"}, "config.json: must be a JSON object, got a list"),
+    "cfg-created-str": ({run_folder.CONFIG: _config(created="yesterday")}, "config.json: 'created' must be"),
+    "cfg-config-null": ({run_folder.CONFIG: _config(config=None)}, "config.json: 'config' must be an object, got null"),
+    "cfg-task-int": ({run_folder.CONFIG: _config(task=5)}, "config.json: 'task' must be a string, got 5"),
     "cfg-hidden-int": (
-        {"config.json": _config(task="mnist", config={"hidden": 5, "dataset": "mnist"})},
+        {run_folder.CONFIG: _config(task="mnist", config={"hidden": 5, "dataset": "mnist"})},
         "config.json: 'config.hidden' must be a list of integers",
     ),
-    "cfg-not-utf8": ({"config.json": b'{"task": "\xff\xfe"}'}, "config.json: not UTF-8"),
-    "cfg-deep": ({"config.json": "[" * 100_000 + "]" * 100_000}, "config.json: nested 100,000 deep, over the limit"),
-    "cfg-inf-created": ({"config.json": _config().replace('"created": ', '"created": Infinity, "x": ')}, "'created'"),
-    "status-list": ({"config.json": _config(), "status.json": "[1, 2, 3]"}, "status.json: must be a JSON object"),
-    "status-state-int": ({"config.json": _config(), "status.json": _status(state=7)}, "status.json: 'state' must"),
-    "status-pid-str": ({"config.json": _config(), "status.json": _status(pid="abc")}, "status.json: 'pid' must"),
+    "cfg-not-utf8": ({run_folder.CONFIG: b'{"task": "\xff\xfe"}'}, "config.json: not UTF-8"),
+    "cfg-deep": (
+        {run_folder.CONFIG: "[" * 100_000 + "]" * 100_000},
+        "config.json: nested 100,000 deep, over the limit",
+    ),
+    "cfg-inf-created": (
+        {run_folder.CONFIG: _config().replace('"created": ', '"created": Infinity, "x": ')},
+        "'created'",
+    ),
+    "status-list": (
+        {run_folder.CONFIG: _config(), run_folder.STATUS: "[1, 2, 3]"},
+        "status.json: must be a JSON object",
+    ),
+    "status-state-int": (
+        {run_folder.CONFIG: _config(), run_folder.STATUS: _status(state=7)},
+        "status.json: 'state' must",
+    ),
+    "status-pid-str": (
+        {run_folder.CONFIG: _config(), run_folder.STATUS: _status(pid="abc")},
+        "status.json: 'pid' must",
+    ),
     "status-final-str": (
-        {"config.json": _config(), "status.json": _status(final={"train/loss": "low"})},
+        {run_folder.CONFIG: _config(), run_folder.STATUS: _status(final={"train/loss": "low"})},
         "status.json: 'final.train/loss' must be a number",
     ),
-    "status-step-str": ({"config.json": _config(), "status.json": _status(step="ten")}, "status.json: 'step' must"),
+    "status-step-str": (
+        {run_folder.CONFIG: _config(), run_folder.STATUS: _status(step="ten")},
+        "status.json: 'step' must",
+    ),
     "status-wandb-url": (
-        {"config.json": _config(), "status.json": _status(wandb={"url": 5})},
+        {run_folder.CONFIG: _config(), run_folder.STATUS: _status(wandb={"url": 5})},
         "status.json: 'wandb.url' must be a string",
     ),
-    "status-truncated": ({"config.json": _config(), "status.json": _status()[:10]}, "status.json: not valid JSON"),
-    "no-config": ({"status.json": _status()}, "config.json: missing (the folder has status.json, metrics.jsonl)"),
-    "launch-garbage": ({"launch.json": "garbage"}, "launch.json: not valid JSON"),
+    "status-truncated": (
+        {run_folder.CONFIG: _config(), run_folder.STATUS: _status()[:10]},
+        "status.json: not valid JSON",
+    ),
+    "no-config": ({run_folder.STATUS: _status()}, "config.json: missing (the folder has status.json, metrics.jsonl)"),
+    "launch-garbage": ({run_folder.LAUNCH: "garbage"}, "launch.json: not valid JSON"),
 }
 # Not damaged, but hostile content in files the pages read: metrics lines that are not objects, a
 # half-written last line, artifacts of the wrong shape. These runs must show normally.
@@ -96,15 +117,15 @@ def build(root: Path) -> tuple[Path, dict[str, tuple[Path, str]]]:
         d.mkdir()
         for name, content in files.items():
             (d / name).write_bytes(content if isinstance(content, bytes) else content.encode())
-        (d / "metrics.jsonl").write_text(ODD_METRICS)
+        (d / run_folder.RECORDS).write_text(ODD_METRICS)
         damaged[kind] = (d, expected)
-    (root / "20200101-000000-cfg-is-dir" / "config.json").mkdir(parents=True)
+    (root / "20200101-000000-cfg-is-dir" / run_folder.CONFIG).mkdir(parents=True)
     damaged["cfg-is-dir"] = (root / "20200101-000000-cfg-is-dir", "config.json: cannot be read")
     odd = good_run(root, "odd-files")
-    (odd / "metrics.jsonl").write_text(ODD_METRICS)
-    (odd / "artifacts").mkdir()
-    (odd / "artifacts" / "data_sample.json").write_text('"oops"')
-    (odd / "artifacts" / "fit.json").write_text('{"weight": "heavy", "bias": [1]}')
+    (odd / run_folder.RECORDS).write_text(ODD_METRICS)
+    (odd / run_folder.ARTIFACTS).mkdir()
+    (odd / run_folder.ARTIFACTS / "data_sample.json").write_text('"oops"')
+    (odd / run_folder.ARTIFACTS / "fit.json").write_text('{"weight": "heavy", "bias": [1]}')
     (root / "not-a-run").mkdir()  # an empty folder is no run: not listed
     (root / "stray-file.txt").write_text("hello")
     return good, damaged

@@ -26,7 +26,7 @@ import pytest
 from dashboard.processes import notes_sinks
 from dashboard.server import stale_temp
 from dashboard.server.serve import Server, start_server
-from runstore import media_store, run_store
+from runstore import media_store, run_folder, run_store
 from runstore.run_folder import RunFolder
 from tests.test_safety_damaged import GOOD_CFG, good_run
 
@@ -85,7 +85,7 @@ def hostile_run(root: Path, url: str) -> Path:
     notes_sinks.save(d, _md(url, "display"), [_md(url, "t")], _md(url, "notes"), status)
     fig = go.Figure(go.Scatter(x=[0, 1], y=[1, 0]), layout={"title": {"text": _md(url, "title")}})
     fig.update_layout(images=[{"source": f"{url}/layout.png", "x": 0, "y": 1, "sizex": 1, "sizey": 1}])
-    folder = d / "artifacts" / "figures" / media_store.tag_file("fig")
+    folder = d / run_folder.ARTIFACTS / run_folder.FIGURES / media_store.tag_file("fig")
     folder.mkdir(parents=True)
     run_store.atomic_write_json(folder / "1.json", {"tag": "fig", "step": 1, "figure": fig.to_plotly_json()})
     return d

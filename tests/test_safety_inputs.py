@@ -14,6 +14,7 @@ import pytest
 
 from components.series import STALL_S, progress_text
 from dashboard.server import csv_route
+from runstore import run_folder
 from runstore.run_folder import RunFolder
 from tests.test_safety_damaged import good_run, page
 
@@ -37,7 +38,7 @@ def test_a_failed_run_with_a_checkpoint_offers_resume(runs_root: Path, monkeypat
     d = good_run(runs_root, "failed-disk-full")
     message = "No space left on device writing metrics.jsonl. Free some space, then resume the run."
     RunFolder(d).write_status(state="failed", message=message, ended=time.time())
-    (d / "ckpt" / "30").mkdir(parents=True)
+    (d / run_folder.CHECKPOINTS / "30").mkdir(parents=True)
     for view in ("views/detail.py", "views/live.py"):
         at = page(view, d.name)
         assert [b for b in at.button if b.label == "Resume"], view

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from dashboard.panels import safe_text
+from runstore import run_folder
 from training.queue.store import Queue
 
 REPO = Path(__file__).resolve().parents[1]
@@ -135,8 +136,8 @@ def test_a_link_planted_as_a_runs_text_or_histogram_file_is_refused_and_its_targ
 
     run, target = tmp_path / "run", tmp_path / "victim.txt"
     target.write_text("keep me\n")
-    (run / "artifacts" / kind).mkdir(parents=True)
-    (run / "artifacts" / kind / "notes.jsonl").symlink_to(target)
+    (run / run_folder.ARTIFACTS / kind).mkdir(parents=True)
+    (run / run_folder.ARTIFACTS / kind / "notes.jsonl").symlink_to(target)
     with pytest.raises(UnsafePath, match="notes.jsonl"):
         if kind == "texts":
             media_store.append_text(run, "notes", 1, "hello")

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from runstore import run_folder
 from runstore.metrics.metric_csv import metrics_csv
 from runstore.metrics.metric_table import MetricTable
 from runstore.run_folder import RunFolder
@@ -24,7 +25,7 @@ SPIKE_STEP = 61_234
 
 
 def write_metrics(run_dir: Path, start: int, stop: int) -> None:
-    with open(run_dir / "metrics.jsonl", "a") as f:
+    with open(run_dir / run_folder.RECORDS, "a") as f:
         for i in range(start, stop):
             rec = {"step": i, "wall": i * 1e-3, "ts": 1.7e9 + i, "train/loss": 1.0 / i, "train/acc": 1 - 1 / i}
             if i == SPIKE_STEP:
@@ -64,16 +65,16 @@ def test_incremental_reads_a_replaced_file_again_and_waits_for_a_half_written_li
     write_metrics(tmp_path, 1, 101)
     table = MetricTable().update(tmp_path)
     offset = table.offset
-    with open(tmp_path / "metrics.jsonl", "a") as f:
+    with open(tmp_path / run_folder.RECORDS, "a") as f:
         f.write('[1, 2]\n"text"\n{"step": 101, "train/lo')  # not objects, then a write in progress
     table.update(tmp_path)
     assert table.records == 100 and table.offset > offset
-    with open(tmp_path / "metrics.jsonl", "a") as f:
+    with open(tmp_path / run_folder.RECORDS, "a") as f:
         f.write('ss": 0.5}\n')
     assert table.update(tmp_path).last("train/loss") == 0.5 and table.records == 101
     replacement = tmp_path / "new.jsonl"  # e.g. a resume truncating past records: a new file
     replacement.write_text('{"step": 1, "train/loss": 9.0}\n')
-    os.replace(replacement, tmp_path / "metrics.jsonl")
+    os.replace(replacement, tmp_path / run_folder.RECORDS)
     assert table.update(tmp_path).records == 1 and table.last("train/loss") == 9.0
 
 

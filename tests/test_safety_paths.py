@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from runstore import run_reads
+from runstore import run_folder, run_reads
 from runstore.metrics import metric_cache
 from runstore.run_folder import RunFolder
 from tests.test_safety_damaged import good_run, page
@@ -29,7 +29,7 @@ def get(url: str, timeout: float = 20) -> tuple[int, bytes]:
 
 def crafted_index(run_dir: Path, part_name: str) -> None:
     """A metrics.cache/index.json valid in every way but one: its part is `part_name`, with a stale `end`."""
-    ident = metric_cache.identity(run_dir / "metrics.jsonl")
+    ident = metric_cache.identity(run_dir / run_folder.RECORDS)
     assert ident is not None
     cache = run_dir / metric_cache.CACHE_DIR
     cache.mkdir()
@@ -43,7 +43,7 @@ def big_run(root: Path, name: str, records: int = 6_000) -> Path:
     d = good_run(root, name)
     pad = "x" * 40
     RunFolder(d).append_records([{"step": s, "wall": s, "train/loss": 1 / s, "note": pad} for s in range(4, records)])
-    assert (d / "metrics.jsonl").stat().st_size > metric_cache.MIN_GROWTH
+    assert (d / run_folder.RECORDS).stat().st_size > metric_cache.MIN_GROWTH
     return d
 
 
@@ -71,7 +71,7 @@ def test_a_crafted_cache_index_never_deletes_outside_the_root_background_builder
     while metric_cache.sync(
         d, force=False, max_parts=1, threads=False
     ):  # as runstore/metrics/cache_builder.py calls it
-        if metric_cache.sync(d)[-1].end == (d / "metrics.jsonl").stat().st_size:
+        if metric_cache.sync(d)[-1].end == (d / run_folder.RECORDS).stat().st_size:
             break
     assert victim.read_text() == "keep me"
     parts = metric_cache.sync(d, force=True)
@@ -120,17 +120,17 @@ def test_a_fifo_status_or_metrics_file_hangs_nothing(served) -> None:  # noqa: A
     srv, root = served
     good = good_run(root, "fifo-neighbour")
     fifo = {}
-    for name in ("status.json", "metrics.jsonl"):
+    for name in (run_folder.STATUS, run_folder.RECORDS):
         fifo[name] = d = good_run(root, f"fifo-{name.split('.')[0]}")
         (d / name).unlink()
         os.mkfifo(d / name)
     t0 = time.monotonic()
     listed = {r.run_id: r for r in run_reads.list_runs(root)}
     assert time.monotonic() - t0 < 5
-    message = listed[fifo["status.json"].name].status["message"]
+    message = listed[fifo[run_folder.STATUS].name].status["message"]
     assert "status.json: cannot be read (not a regular file" in message
     for _ in range(50):  # more requests than the server has threads
-        status, body = get(f"{srv.url}/api/runs/{fifo['metrics.jsonl'].name}/metrics.csv", timeout=5)
+        status, body = get(f"{srv.url}/api/runs/{fifo[run_folder.RECORDS].name}/metrics.csv", timeout=5)
         assert status == 404 and b"not a regular file" in body
     status, body = get(f"{srv.url}/api/runs/{good.name}/metrics.csv", timeout=5)
     assert status == 200 and body.count(b"\n") == 4
@@ -140,8 +140,8 @@ def test_pages_render_next_to_fifos_loops_and_links(runs_root: Path, monkeypatch
     monkeypatch.setenv("JAXDASH_WARM_WORKER", "0")
     good = good_run(runs_root, "good-next-to-hostile")
     fifo = good_run(runs_root, "fifo-status-page")
-    (fifo / "status.json").unlink()
-    os.mkfifo(fifo / "status.json")
+    (fifo / run_folder.STATUS).unlink()
+    os.mkfifo(fifo / run_folder.STATUS)
     (runs_root / "selfloop").symlink_to(runs_root / "selfloop")
     for path in (None, "views/runs.py", "views/live.py", "views/detail.py"):
         at = page(path, run=good.name)  # no exception, no "Something went wrong"
@@ -153,10 +153,10 @@ def test_metrics_linked_outside_are_neither_served_nor_plotted(served) -> None: 
     secret = root.parent / "secret.jsonl"
     secret.write_text('{"step": 1, "train/loss": 12345.0}\n')
     d = good_run(root, "linked-metrics")
-    (d / "metrics.jsonl").unlink()
-    (d / "metrics.jsonl").symlink_to(secret)
+    (d / run_folder.RECORDS).unlink()
+    (d / run_folder.RECORDS).symlink_to(secret)
     status, body = get(f"{srv.url}/api/runs/{d.name}/metrics.csv")
     assert status == 404 and b"12345" not in body
     records, _ = RunFolder(d).records()
     assert records == []  # what the pages plot
-    assert metric_cache.identity(d / "metrics.jsonl") is None
+    assert metric_cache.identity(d / run_folder.RECORDS) is None

@@ -19,6 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from runstore import run_folder
 from runstore.run_folder import RunFolder
 from tests.test_sweep_postgres import ENV, PASSWORD, TINY, _wait_for, postgres  # noqa: F401 - the fixture
 from training.queue.store import Queue
@@ -171,7 +172,6 @@ class ServiceStore:
 
 
 def test_process_0s_hub_takes_hostile_heartbeats_without_raising_or_growing_its_files(tmp_path: Path) -> None:
-    from runstore import run_folder
     from training.runs.host_watch import Hub
 
     kv = ServiceStore()
@@ -190,7 +190,7 @@ def test_process_0s_hub_takes_hostile_heartbeats_without_raising_or_growing_its_
     assert state == "failed" and message.startswith("Host 1 (node-b) failed: zzz") and len(message) < 2100
     assert (tmp_path / run_folder.HOSTS).stat().st_size < 4000
     RunFolder(tmp_path).write_status(state=state, message=message)
-    assert (tmp_path / "status.json").stat().st_size < 4000
+    assert (tmp_path / run_folder.STATUS).stat().st_size < 4000
 
 
 JOB = """
@@ -234,7 +234,7 @@ finally:
 
 @pytest.mark.slow  # two processes importing JAX: about ten seconds
 def test_process_0_keeps_every_row_under_hostile_heartbeats(tmp_path: Path) -> None:
-    from runstore import run_folder, run_store
+    from runstore import run_store
     from tests.client_scripts import rows, script_env, write
     from tests.test_multihost import _port
 
@@ -257,4 +257,4 @@ def test_process_0_keeps_every_row_under_hostile_heartbeats(tmp_path: Path) -> N
     status = RunFolder(run_dir).status()
     assert status["state"] == "failed" and status["message"].startswith("Host 1 (evil) failed: yyy"), status
     assert len(status["message"]) < 2100
-    assert (run_dir / "status.json").stat().st_size < 8000 and (run_dir / run_folder.HOSTS).stat().st_size < 8000
+    assert (run_dir / run_folder.STATUS).stat().st_size < 8000 and (run_dir / run_folder.HOSTS).stat().st_size < 8000

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from dashboard.panels import safe_text
+from runstore import run_folder
 from training.queue.store import Queue
 
 REPO = Path(__file__).resolve().parents[1]
@@ -153,7 +154,7 @@ def start_from_the_page(root: Path) -> tuple[float, Path, dict, dict]:
     t0 = time.monotonic()
     run_dir = launcher.launch("regression", cfg, wandb_mode="disabled", root=root)
     took = time.monotonic() - t0
-    return took, run_dir, json.loads((run_dir / "launch.json").read_text()), launch_status.run_status(run_dir)
+    return took, run_dir, json.loads((run_dir / run_folder.LAUNCH).read_text()), launch_status.run_status(run_dir)
 
 
 @pytest.mark.parametrize("problem", ["damaged", "read-only", "locked"])

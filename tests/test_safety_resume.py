@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from tensorboard.backend.event_processing import event_accumulator as ea
 
+from runstore import run_folder
 from runstore.run_folder import RunFolder
 from tests.fixtures_runs import hold_env, kill_past_checkpoint
 from training.runs.checkpoint import checkpoint_steps, latest_step, resume_point
@@ -68,7 +69,11 @@ def tb_steps(run_dir: Path, original: Path, tag: str = "train/loss") -> list[int
 
 def fingerprint(run_dir: Path) -> dict[str, str]:
     """Hashes of metrics.jsonl, status.json and every TensorBoard file."""
-    files = [run_dir / "metrics.jsonl", run_dir / "status.json", *sorted((run_dir / "tb").rglob("*events*"))]
+    files = [
+        run_dir / run_folder.RECORDS,
+        run_dir / run_folder.STATUS,
+        *sorted((run_dir / run_folder.TENSORBOARD).rglob("*events*")),
+    ]
     return {str(f.relative_to(run_dir)): hashlib.sha256(f.read_bytes()).hexdigest() for f in files}
 
 
@@ -81,13 +86,17 @@ def test_a_damaged_newest_checkpoint_resumes_from_the_one_before(killed: Path, d
     )  # the one before the newest (a slow kill leaves more)
     assert newest == latest_step(run_dir) and before < newest
     if damage == "torn arrays":
-        tear(run_dir / "ckpt" / str(newest))
+        tear(run_dir / run_folder.CHECKPOINTS / str(newest))
     else:
-        (run_dir / "ckpt" / str(newest) / "_CHECKPOINT_METADATA").write_text("")
+        (run_dir / run_folder.CHECKPOINTS / str(newest) / "_CHECKPOINT_METADATA").write_text("")
     out = resume_cli(run_dir)
     assert out.returncode == 0, out.stderr[-3000:]
     warning = [ln for ln in out.stderr.splitlines() if ln.startswith("warning: checkpoint")]
-    assert len(warning) == 1 and f"ckpt/{newest}" in warning[0] and f"resuming from step {before}" in warning[0]
+    assert (
+        len(warning) == 1
+        and f"{run_folder.CHECKPOINTS}/{newest}" in warning[0]
+        and f"resuming from step {before}" in warning[0]
+    )
     assert len(warning[0]) < 500
     status = RunFolder(run_dir).status()
     assert status["state"] == "finished" and status["resumed_from"] == before
@@ -99,7 +108,7 @@ def test_a_damaged_newest_checkpoint_resumes_from_the_one_before(killed: Path, d
 def test_every_checkpoint_damaged_refuses_and_changes_nothing(killed: Path) -> None:
     run_dir = copy_of(killed, "all-torn")
     for step in checkpoint_steps(run_dir):
-        tear(run_dir / "ckpt" / str(step))
+        tear(run_dir / run_folder.CHECKPOINTS / str(step))
     before = fingerprint(run_dir)
     out = resume_cli(run_dir)
     assert out.returncode != 0

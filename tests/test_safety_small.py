@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from runstore import run_folder
 from runstore.env_numbers import EnvNumberError, env_number
 from tests.client_scripts import only_run, run
 
@@ -38,7 +39,7 @@ def test_a_5000_deep_config_is_kept_to_32_levels_with_one_warning(tmp_path: Path
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr[-3000:]
     warned = [line for line in out.stderr.splitlines() if "nested deeper than 32 levels" in line]
     assert len(warned) == 1, out.stderr  # once, not per value
-    saved = json.loads((only_run(root) / "config.json").read_text())["config"]
+    saved = json.loads((only_run(root) / run_folder.CONFIG).read_text())["config"]
     assert saved["lr"] == 0.1
     node, levels = saved["deep"], 0
     while isinstance(node, dict):
@@ -134,7 +135,11 @@ def test_a_full_disk_at_a_checkpoint_names_the_checkpoint_not_an_earlier_write(t
     from training.runs.lifecycle import describe_error
 
     run_dir = tmp_path / "run"
-    image = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(run_dir / "artifacts/images/fit__plot.png"))
+    image = OSError(
+        errno.ENOSPC,
+        os.strerror(errno.ENOSPC),
+        str(run_dir / run_folder.artifacts_rel(run_folder.IMAGES, "fit__plot.png")),
+    )
     saving = ValueError(  # TensorStore's error as Orbax raised it
         'RESOURCE_EXHAUSTED: Error opening "zarr" driver: Error writing "shuffle_key/.zarray" in OCDBT '
         f'database at local file "{run_dir}/ckpt/200.orbax-checkpoint-tmp/arrays.orbax-checkpoint-tmp/'

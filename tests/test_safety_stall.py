@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from components.series import progress_text
+from runstore import run_folder
 
 REPO = Path(__file__).resolve().parents[1]
 T0 = 1_700_000_000.0  # the fake clock's start
@@ -50,7 +51,7 @@ def test_stalled_since_is_a_function_of_status_times_and_now() -> None:
 
 def _status(run_dir: Path) -> dict:
     try:
-        return json.loads((run_dir / "status.json").read_text())
+        return json.loads((run_dir / run_folder.STATUS).read_text())
     except (OSError, ValueError):
         return {}
 
@@ -105,7 +106,7 @@ def test_a_process_started_from_the_page_is_reaped_when_it_exits(
     from dashboard.processes import launcher
 
     monkeypatch.setenv("JAXDASH_WARM_WORKER", "0")
-    log = tmp_path / "process.log"
+    log = tmp_path / run_folder.LOG
     pid, via = launcher.start_now([sys.executable, "-m", "training", "tasks"], log)
     assert via == "cold" and pid != os.getpid()
     _wait("the process to exit and be reaped", lambda: _zombie_or_alive(pid) in (None, "Z") and log.stat().st_size, 60)

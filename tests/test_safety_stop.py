@@ -18,7 +18,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard.processes import launcher
-from runstore import run_store
+from runstore import run_folder, run_store
 from runstore.run_folder import RunFolder
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,7 +38,7 @@ def hand_written_run(root: Path, pid: int, **status: object) -> Path:
     d = run_store.new_run_dir(root, "regression", "hand-written")
     RunFolder(d).write_config("regression", {"lr": 0.1}, name="hand-written")
     doc = {"state": "running", "pid": pid, "host": socket.gethostname(), "started": time.time(), "step": 1, **status}
-    (d / "status.json").write_text(json.dumps(doc))
+    (d / run_folder.STATUS).write_text(json.dumps(doc))
     return d
 
 
@@ -111,10 +111,10 @@ def test_sigterm_as_soon_as_status_json_appears_ends_the_run_stopped(tmp_path: P
     proc = subprocess.Popen([*cmd, "--wandb", "disabled", "--quiet"], cwd=ROOT, stdout=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 60
-        while not (d / "status.json").exists() and time.monotonic() < deadline:
+        while not (d / run_folder.STATUS).exists() and time.monotonic() < deadline:
             time.sleep(0.005)
         proc.terminate()
         assert proc.wait(60) == 0
     finally:
         proc.kill()
-    assert json.loads((d / "status.json").read_text())["state"] == "stopped"
+    assert json.loads((d / run_folder.STATUS).read_text())["state"] == "stopped"

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from dashboard.panels import safe_text
-from runstore import run_store
+from runstore import run_folder, run_store
 from runstore.run_folder import RunFolder
 from tests.apptest_pages import app, fake_run
 
@@ -63,9 +63,9 @@ def _bodies(at: Any) -> list[tuple[str, str]]:
 def _damaged_run(root: Path) -> Path:
     """A run whose status.json's `final` holds a key with a string value: damaged, the key in its message."""
     d = fake_run(root, "regression", "finished", name="damaged-run")
-    doc = run_store.read_json(d / "status.json", {})
+    doc = run_store.read_json(d / run_folder.STATUS, {})
     doc["final"] = {HOSTILE: "not a number"}
-    (d / "status.json").write_text(json.dumps(doc))
+    (d / run_folder.STATUS).write_text(json.dumps(doc))
     return d
 
 

@@ -23,6 +23,7 @@ import pytest
 
 from benchmarks.scale import PeakRss, cached, costed, make_run, write_metrics
 from dashboard.server.serve import Server, start_server
+from runstore import run_folder
 
 pytest.importorskip("playwright.sync_api")
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -36,9 +37,9 @@ def big_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server,
     tmp = tmp_path_factory.mktemp("scale")
     root = tmp / "runs"
     root.mkdir()
-    write_metrics(tmp / "metrics.jsonl", RECORDS)
-    runs = [make_run(root, f"big-{i}", tmp / "metrics.jsonl", 0.001 * (i + 1)) for i in range(RUNS)]
-    (tmp / "metrics.jsonl").unlink()
+    write_metrics(tmp / run_folder.RECORDS, RECORDS)
+    runs = [make_run(root, f"big-{i}", tmp / run_folder.RECORDS, 0.001 * (i + 1)) for i in range(RUNS)]
+    (tmp / run_folder.RECORDS).unlink()
     srv = start_server(root, tmp / "streamlit.log", env={"WANDB_MODE": "disabled", "JAXDASH_WARM_WORKER": "0"})
     rss = PeakRss(srv.proc.pid)
     rss.start()

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from runstore import run_folder
 from runstore.metrics import metric_cache
 from runstore.metrics.metric_csv import write_csv
 from runstore.metrics.metric_table import MetricTable
@@ -19,7 +20,7 @@ from runstore.run_folder import RunFolder
 
 
 def write(run_dir: Path, start: int, stop: int) -> None:
-    with open(run_dir / "metrics.jsonl", "a") as f:
+    with open(run_dir / run_folder.RECORDS, "a") as f:
         for i in range(start, stop):
             rec = {"step": i, "wall": i * 0.01, "ts": 1.7e9 + i, "train/loss": 1.0 / i}
             if i % 1000 == 0:
@@ -30,7 +31,7 @@ def write(run_dir: Path, start: int, stop: int) -> None:
 def test_cache_covers_the_file_in_parts_and_a_fresh_table_reads_it_instead_of_json(tmp_path: Path) -> None:
     write(tmp_path, 1, 120_001)
     parts = metric_cache.sync(tmp_path, force=True)
-    assert len(parts) >= 2 and parts[0].start == 0 and parts[-1].end == (tmp_path / "metrics.jsonl").stat().st_size
+    assert len(parts) >= 2 and parts[0].start == 0 and parts[-1].end == (tmp_path / run_folder.RECORDS).stat().st_size
     assert all(a.end == b.start for a, b in zip(parts, parts[1:], strict=False))
     assert sum(p.rows for p in parts) == 120_000
     table = MetricTable().update(tmp_path)
@@ -51,10 +52,10 @@ def test_only_the_last_part_is_rewritten_as_the_file_grows(tmp_path: Path) -> No
 
 def test_non_finite_values_bad_lines_and_strings_read_as_the_file_says(tmp_path: Path) -> None:
     RunFolder(tmp_path).append_records([{"step": 1, "train/loss": math.nan}, {"step": 2, "train/loss": math.inf}])
-    with open(tmp_path / "metrics.jsonl", "a") as f:
+    with open(tmp_path / run_folder.RECORDS, "a") as f:
         f.write('not json\n{"step": 3, "train/loss": -1.5, "note": "text"}\n')
     RunFolder(tmp_path).append_records([{"step": 4, "train/loss": -math.inf}])
-    table = metric_cache.parse((tmp_path / "metrics.jsonl").read_bytes())
+    table = metric_cache.parse((tmp_path / run_folder.RECORDS).read_bytes())
     loss = table.column("train/loss").to_numpy(zero_copy_only=False)
     assert np.isnan(loss[0]) and loss[1] == math.inf and loss[2] == -1.5 and loss[3] == -math.inf
     assert table.num_rows == 4 and "ts" not in table.column_names
@@ -65,7 +66,7 @@ def test_a_replaced_file_throws_the_cache_away(tmp_path: Path) -> None:
     metric_cache.sync(tmp_path, force=True)
     new = tmp_path / "new.jsonl"
     new.write_text('{"step": 1, "train/loss": 9.0}\n')
-    os.replace(new, tmp_path / "metrics.jsonl")
+    os.replace(new, tmp_path / run_folder.RECORDS)
     (part,) = metric_cache.sync(tmp_path, force=True)
     assert part.rows == 1
     assert MetricTable().update(tmp_path).last("train/loss") == 9.0
@@ -157,11 +158,11 @@ def test_csv_of_a_big_cached_run_costs_a_fraction_of_its_file_in_memory(tmp_path
     from benchmarks.scale import write_metrics
 
     (tmp_path / "small").mkdir()
-    write_metrics(tmp_path / "small" / "metrics.jsonl", 100)
-    write_metrics(tmp_path / "metrics.jsonl", 400_000)
+    write_metrics(tmp_path / "small" / run_folder.RECORDS, 100)
+    write_metrics(tmp_path / run_folder.RECORDS, 400_000)
     for run_dir in (tmp_path, tmp_path / "small"):
         metric_cache.sync(run_dir, force=True)  # as the dashboard's background builder leaves a finished run
-    size_mb = (tmp_path / "metrics.jsonl").stat().st_size / 2**20
+    size_mb = (tmp_path / run_folder.RECORDS).stat().st_size / 2**20
     repo = Path(__file__).resolve().parent.parent
     done = subprocess.run(
         [sys.executable, "-c", MEASURE, str(tmp_path), str(tmp_path / "small")],

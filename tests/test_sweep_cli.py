@@ -11,6 +11,7 @@ from pathlib import Path
 import optuna
 import pytest
 
+from runstore import run_folder
 from training.__main__ import main
 from training.sweep import study as studies
 
@@ -65,16 +66,18 @@ def test_grid_of_lr_and_seed_trains_as_one_population(tmp_path: Path, capsys) ->
     study = studies.load("pop", studies.default_url(root))
     trials = study.get_trials(states=(optuna.trial.TrialState.COMPLETE,))
     assert sorted((t.params["lr"], t.params["seed"]) for t in trials) == [(0.01, 0), (0.01, 1), (0.05, 0), (0.05, 1)]
-    configs = {t.number: json.loads((root / t.user_attrs["run_id"] / "config.json").read_text()) for t in trials}
+    configs = {t.number: json.loads((root / t.user_attrs["run_id"] / run_folder.CONFIG).read_text()) for t in trials}
     programs = {c["sweep"]["program"] for c in configs.values()}
     assert len(programs) == 1 and programs == {c["group"] for c in configs.values()}  # one vmapped program
     for t in trials:
         cfg = configs[t.number]
-        assert not (root / t.user_attrs["run_id"] / "tb").exists()  # --no-tensorboard holds for trials too
+        assert not (
+            root / t.user_attrs["run_id"] / run_folder.TENSORBOARD
+        ).exists()  # --no-tensorboard holds for trials too
         assert cfg["sweep"]["study"] == "pop" and cfg["sweep"]["trial"] == t.number
         assert (cfg["config"]["lr"], cfg["config"]["seed"]) == (t.params["lr"], t.params["seed"])
         assert t.value == pytest.approx(
-            json.loads((root / t.user_attrs["run_id"] / "final_metrics.json").read_text())["train/loss"]
+            json.loads((root / t.user_attrs["run_id"] / run_folder.FINAL_METRICS).read_text())["train/loss"]
         )
 
 

@@ -29,7 +29,7 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from runstore import run_store
+from runstore import run_folder, run_store
 from runstore.run_folder import RunFolder
 from training.sweep import report
 from training.sweep import study as studies
@@ -181,7 +181,7 @@ def test_cli_and_two_workers_on_postgres_one_killed_finish_12_trials_once(
     assert len(ran) == len(set(ran)) == 13 and set(ran) == folders  # every trial once, one folder each
     assert RunFolder(killed_dir).status()["state"] == "crashed"
     for t in done:
-        cfg = json.loads((root / t.user_attrs["run_id"] / "config.json").read_text())
+        cfg = json.loads((root / t.user_attrs["run_id"] / run_folder.CONFIG).read_text())
         assert cfg["sweep"]["study"] == "team" and cfg["config"]["lr"] == pytest.approx(t.params["lr"])
 
     # What the Sweeps page reads, from the server named by $JAXDASH_SWEEP_STORAGE

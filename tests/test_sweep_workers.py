@@ -19,7 +19,7 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from runstore import run_store
+from runstore import run_folder, run_store
 from runstore.run_folder import RunFolder
 from tests.fixtures_runs import hold_env, wait_held
 from training.sweep import study as studies
@@ -61,7 +61,7 @@ def test_two_workers_finish_a_12_trial_random_sweep(tmp_path: Path) -> None:
     run_ids = [t.user_attrs["run_id"] for t in done]
     assert len(set(run_ids)) == 12
     for t in done:
-        cfg = json.loads((tmp_path / t.user_attrs["run_id"] / "config.json").read_text())
+        cfg = json.loads((tmp_path / t.user_attrs["run_id"] / run_folder.CONFIG).read_text())
         assert cfg["sweep"] == {"study": "two", "trial": t.number, "program": t.user_attrs["run_id"]}
         assert cfg["config"]["lr"] == pytest.approx(t.params["lr"])
 
@@ -77,7 +77,7 @@ def test_killed_worker_loses_nothing_and_runs_no_trial_twice(tmp_path: Path, sto
         a.send_signal(signal.SIGKILL)
         a.wait()
     dirs = run_store.run_folders(tmp_path)
-    assert len(dirs) == 1 and (dirs[0] / "metrics.jsonl").exists()
+    assert len(dirs) == 1 and (dirs[0] / run_folder.RECORDS).exists()
     killed_dir = dirs[0]
     b = _worker(tmp_path, "kill", url)
     out, err = b.communicate(timeout=500)

@@ -23,6 +23,7 @@ from tensorboard.backend.event_processing import event_accumulator as ea
 from tensorboard.plugins.hparams import metadata as hp_metadata
 
 from dashboard.views.detail import PINNED, tensorboard_link
+from runstore import run_folder
 from runstore.run_folder import RunFolder
 from tests import wandb_leet
 from tests.fixtures_runs import hold_env, wait_held
@@ -75,14 +76,16 @@ def metric_steps(run_dir: Path, key: str = "train/loss") -> list[int]:
 
 def tb_load(run_dir: Path) -> ea.EventAccumulator:
     logdir = RunFolder(run_dir).status()["tensorboard"]["logdir"]  # what the page reads
-    assert [p.name for p in (run_dir / "tb").iterdir()] == [Path(logdir).name], "one TensorBoard run per run"
+    assert [p.name for p in (run_dir / run_folder.TENSORBOARD).iterdir()] == [Path(logdir).name], (
+        "one TensorBoard run per run"
+    )
     acc = ea.EventAccumulator(logdir, size_guidance={ea.SCALARS: 0, ea.IMAGES: 0, ea.TENSORS: 0})
     acc.Reload()
     return acc
 
 
 def wandb_dir(run_dir: Path) -> str:
-    (found,) = glob.glob(str(run_dir / "wandb" / "offline-run-*"))
+    (found,) = glob.glob(str(run_dir / run_folder.WANDB / "offline-run-*"))
     return found
 
 
@@ -124,7 +127,7 @@ def _wait_for_chunks(proc: subprocess.Popen, run_dir: Path, n: int, min_age: flo
 
 def _wait_wandb_core_gone(run_dir: Path, timeout: float = 20) -> None:
     """wandb-core outlives a killed trainer briefly; wait until its file stops changing."""
-    path = glob.glob(str(run_dir / "wandb" / "offline-run-*" / "*.wandb"))[0]
+    path = glob.glob(str(run_dir / run_folder.WANDB / "offline-run-*" / "*.wandb"))[0]
     last, stable_since, deadline = -1, time.monotonic(), time.monotonic() + timeout
     while time.monotonic() < deadline:
         size = os.path.getsize(path)
@@ -155,8 +158,10 @@ def test_cli_regression_writes_every_store(tmp_path, env):
     assert status["state"] == "finished" and status["step"] == 200 and status["final"]["train/loss"] > 0
     assert status["wandb"]["mode"] == "offline" and status["wandb"]["sync_command"].startswith("wandb sync ")
     for name in ("tables/fit__data.json", "tables/fit__curve.json", "images/fit__plot.png"):
-        assert (run_dir / "artifacts" / name).exists()
-    assert (run_dir / "final_metrics.json").exists() and not (run_dir / "artifacts" / "final_metrics.json").exists()
+        assert (run_dir / run_folder.ARTIFACTS / name).exists()
+    assert (run_dir / run_folder.FINAL_METRICS).exists() and not (
+        run_dir / run_folder.ARTIFACTS / run_folder.FINAL_METRICS
+    ).exists()
 
     acc = tb_load(run_dir)
     assert [e.step for e in acc.Scalars("train/loss")] == steps
@@ -228,8 +233,8 @@ def test_mnist_sigterm_stops_with_everything_flushed(tmp_path, env, fashion_dir)
     steps = metric_steps(run_dir)
     assert status["step"] == steps[-1] < status["total_steps"]
     assert set(status["final"]) >= {"train/loss", "test/acc"}
-    assert (run_dir / "artifacts" / "images" / "test__confusion_matrix.png").exists()
-    assert (run_dir / "artifacts" / "images" / "test__prediction_grid.png").exists()
+    assert (run_dir / run_folder.ARTIFACTS / run_folder.IMAGES / "test__confusion_matrix.png").exists()
+    assert (run_dir / run_folder.ARTIFACTS / run_folder.IMAGES / "test__prediction_grid.png").exists()
 
     acc = tb_load(run_dir)
     assert [e.step for e in acc.Scalars("train/loss")] == steps
@@ -257,7 +262,9 @@ def test_kill_then_resume_leaves_every_step_in_wandb(tmp_path, env):
     try:
         wait_held(proc, held)
         deadline = time.monotonic() + 120  # W&B starts in a thread: its file, maybe none of the rows yet
-        while not glob.glob(str(run_dir / "wandb" / "offline-run-*" / "*.wandb")) and time.monotonic() < deadline:
+        while (
+            not glob.glob(str(run_dir / run_folder.WANDB / "offline-run-*" / "*.wandb")) and time.monotonic() < deadline
+        ):
             time.sleep(0.05)
     finally:
         proc.send_signal(signal.SIGKILL)
@@ -274,7 +281,7 @@ def test_kill_then_resume_leaves_every_step_in_wandb(tmp_path, env):
     assert out.returncode == 0, out.stderr[-3000:]
     status = RunFolder(run_dir).status()
     assert status["state"] == "finished" and status["resumed_from"] > 0
-    folders = sorted(glob.glob(str(run_dir / "wandb" / "offline-run-*")))
+    folders = sorted(glob.glob(str(run_dir / run_folder.WANDB / "offline-run-*")))
     assert len(folders) == 2, folders
     assert status["wandb"].get("sync_command") == "wandb sync " + " ".join(folders), (status, out.stderr[-3000:])
     in_wandb = [set(wandb_steps(run_dir, folder=f)) for f in folders]

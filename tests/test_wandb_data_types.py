@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from tensorboard.backend.event_processing import event_accumulator as ea
 
-from runstore import media_store, run_files, run_store
+from runstore import media_store, run_files, run_folder, run_store
 from runstore.run_folder import RunFolder
 from runstore.safe_files import UnsafePath
 from tests.test_writers_wandb import finished_records, history, inspect_records
@@ -131,9 +131,13 @@ def test_images_are_kept_every_step_with_captions_in_all_three_places(media_run:
     assert np.asarray(Image.open(steps["samples"][2].paths[0])).max() == 255  # floats in [0, 1] scaled as W&B does
     assert Image.open(steps["rendered"][0].paths[0]).size == (640, 480)  # a matplotlib figure drawn, as W&B does
     assert Image.open(steps["gray"][0].paths[0]).mode == "L"
-    assert (run_dir / "artifacts" / "images" / "samples.png").is_file()  # the latest, as the page read it before
+    assert (
+        run_dir / run_folder.ARTIFACTS / run_folder.IMAGES / "samples.png"
+    ).is_file()  # the latest, as the page read it before
 
-    acc = ea.EventAccumulator(str(next((run_dir / "tb").iterdir())), size_guidance={"images": 0, "histograms": 0})
+    acc = ea.EventAccumulator(
+        str(next((run_dir / run_folder.TENSORBOARD).iterdir())), size_guidance={"images": 0, "histograms": 0}
+    )
     acc.Reload()
     assert [e.step for e in acc.Images("samples/0")] == [0, 1, 2] and [e.step for e in acc.Images("photo")] == [0, 1, 2]
     assert [e.step for e in acc.Histograms("weights")] == [0, 1, 2]
@@ -159,7 +163,7 @@ def test_histograms_and_matplotlib_figures_are_stored_per_step(media_run: tuple[
     ]
     step, counts, edges = lines[1]
     assert len(counts) == 64 and len(edges) == 65 and sum(counts) == 100 and edges[0] == 1.0 and edges[-1] == 100.0
-    figures = sorted((run_dir / "artifacts" / "figures" / "curve").glob("*.json"))
+    figures = sorted((run_dir / run_folder.ARTIFACTS / run_folder.FIGURES / "curve").glob("*.json"))
     assert [int(p.stem) for p in figures] == [0, 1, 2]  # matplotlib converted to plotly, as W&B does
     fig = json.loads(figures[2].read_text())["figure"]
     assert fig["data"][0]["y"] == [2, 1, 0]
@@ -167,17 +171,17 @@ def test_histograms_and_matplotlib_figures_are_stored_per_step(media_run: tuple[
 
 def test_tables_and_wandb_plot_charts_land_as_figures_and_tables(media_run: tuple[Path, str]) -> None:
     run_dir, _ = media_run
-    tables = run_dir / "artifacts" / "tables"
+    tables = run_dir / run_folder.ARTIFACTS / run_folder.TABLES
     df = json.loads((tables / "df.json").read_text())
     assert df["columns"] == ["x", "y", "z"] and df["rows"] == [[1, 2.0, 0], [2, 4.0, 1], [3, 8.0, 0]]
     cm = json.loads((tables / "cm_table.json").read_text())  # W&B's key for a chart's table
     assert cm["columns"] == ["Actual", "Predicted", "nPredictions"]
     assert {(a, p): n for a, p, n in cm["rows"]}[("c", "b")] == 1
     for key in ("line", "scatter", "bars", "spread", "series", "cm", "pr", "roc", "bars_plotly"):
-        (path,) = (run_dir / "artifacts" / "figures" / key).glob("*.json")
+        (path,) = (run_dir / run_folder.ARTIFACTS / run_folder.FIGURES / key).glob("*.json")
         doc = json.loads(path.read_text())
         assert doc["step"] == 3 and doc["figure"]["data"], key
-    assert json.loads(next((run_dir / "artifacts" / "figures" / "line").glob("*.json")).read_text())["figure"][
+    assert json.loads(next((run_dir / run_folder.ARTIFACTS / run_folder.FIGURES / "line").glob("*.json")).read_text())["figure"][
         "layout"]["title"]["text"] == "y(x)"  # fmt: skip
     rows = history(inspect_records(Path(RunFolder(run_dir).status()["wandb"]["dir"])))
     last = next(r for r in rows if "cm_table._type" in r)
@@ -186,7 +190,7 @@ def test_tables_and_wandb_plot_charts_land_as_figures_and_tables(media_run: tupl
 
 def test_files_media_are_kept_and_nothing_raises(media_run: tuple[Path, str]) -> None:
     run_dir, output = media_run
-    media = run_dir / "artifacts" / "media"
+    media = run_dir / run_folder.ARTIFACTS / run_folder.MEDIA
     assert (media / "page" / "0000000003.html").read_bytes() == b"<b>hello</b>"
     assert (media / "tone" / "0000000003.wav").read_bytes()[:4] == b"RIFF"
     assert (media / "clip" / "0000000003.gif").read_bytes()[:3] == b"GIF"
@@ -245,7 +249,7 @@ def test_save_and_artifacts_never_write_out_of_the_run_folder(tmp_path: Path) ->
         and run_files.copy_into(run_dir, source, "/etc/x") is None
     )
     assert list(outside.iterdir()) == [] and not (tmp_path / "f2.txt").exists()
-    (run_dir / "alerts.jsonl").symlink_to(source)
+    (run_dir / run_folder.ALERTS).symlink_to(source)
     with pytest.raises(UnsafePath, match="alerts.jsonl: is a symbolic link"):
         run_files.append_alert(run_dir, "t", "x", "INFO", None)
     assert source.read_text() == "x" and run_files.alerts(run_dir) == []  # refused, never written through

@@ -25,7 +25,7 @@ import pytest
 from tensorboard.backend.event_processing import event_accumulator as ea
 
 from components.series import progress_text
-from runstore import media_store, run_store
+from runstore import media_store, run_folder, run_store
 from runstore.run_folder import RunFolder
 from tests import wandb_leet
 from tests.client_scripts import only_run, rows, script_env, wandb_run_record, write
@@ -215,7 +215,9 @@ def test_every_numeric_dtype_is_stored_as_wandb_stores_it(runs: dict[str, Any]) 
         found += differences(chart, _keys(ours.get(step, {}), DTYPE_KEYS), f"run folder {step}")
         found += differences(row, _keys(copy.get(step, {}), DTYPE_KEYS), f"W&B copy {step}")
     theirs = _keys(summary(their_dir), DTYPE_KEYS)
-    found += differences(theirs, _keys(run_store.read_json(run_dir / "summary.json"), DTYPE_KEYS), "summary.json")
+    found += differences(
+        theirs, _keys(run_store.read_json(run_dir / run_folder.SUMMARY), DTYPE_KEYS), run_folder.SUMMARY
+    )
     found += differences(theirs, _keys(summary(copy_dir(run_dir)), DTYPE_KEYS), "W&B copy's summary")
     acc = ea.EventAccumulator(RunFolder(run_dir).status()["tensorboard"]["logdir"], size_guidance={ea.SCALARS: 0})
     acc.Reload()
@@ -246,7 +248,7 @@ def test_arrays_are_lists_up_to_32_elements_and_histograms_above(runs: dict[str,
         found += differences(row, _keys(copy.get(step, {}), ("arr/",)), f"W&B copy {step}")
     theirs = _keys(summary(their_dir), ("arr/",))
     lists = {k: v for k, v in theirs.items() if not isinstance(v, dict)}  # histograms: not in summary.json
-    found += differences(lists, _keys(run_store.read_json(run_dir / "summary.json"), ("arr/",)), "summary.json")
+    found += differences(lists, _keys(run_store.read_json(run_dir / run_folder.SUMMARY), ("arr/",)), run_folder.SUMMARY)
     found += differences(theirs, _keys(summary(copy_dir(run_dir)), ("arr/",)), "W&B copy's summary")
     assert not found, "\n".join(found)
 

@@ -12,7 +12,7 @@ import pytest
 
 from dashboard.processes import launcher
 from dashboard.processes import warm_workers as worker
-from runstore import launch_files
+from runstore import launch_files, run_folder
 from tests.apptest_pages import app, dirs, submit_mnist_form, wait_status
 from training.config import parse_config
 
@@ -59,7 +59,7 @@ def test_start_goes_to_the_warm_worker_with_the_current_environment(
     status = wait_status(run_dir, ("finished", "failed", "crashed"))
     assert status["state"] == "finished", status
     assert status["pid"] == ready_pid  # the worker became the run's process
-    assert '"state": "finished"' in (run_dir / "process.log").read_text()
+    assert '"state": "finished"' in (run_dir / run_folder.LOG).read_text()
     deadline = time.monotonic() + 60  # a replacement starts once the run has written metrics
     while (warm_pool.worker is None or warm_pool.worker.proc.pid == ready_pid) and time.monotonic() < deadline:
         time.sleep(0.2)

@@ -8,6 +8,7 @@ from tensorboard.backend.event_processing import event_accumulator as ea
 from tensorboard.backend.event_processing import plugin_event_multiplexer as pem
 from tensorboard.plugins.hparams import metadata as hp_metadata
 
+from runstore import run_folder
 from runwriters import labels, render
 from runwriters.base import Progress
 from runwriters.tensorboard import TensorBoardWriter, flatten_hparams, readable_name
@@ -68,9 +69,9 @@ def _run_sequence(w: TensorBoardWriter, state: str = "finished", close: bool = T
 
 
 def test_scalars_images_histograms_text_pr_curves_and_hparams_read_back(tmp_path):
-    w = TensorBoardWriter(tmp_path / "tb", run_name="my run")
+    w = TensorBoardWriter(tmp_path / run_folder.TENSORBOARD, run_name="my run")
     _run_sequence(w)
-    assert w.logdir == tmp_path / "tb" / "my run", "TensorBoard lists the run under its name"
+    assert w.logdir == tmp_path / run_folder.TENSORBOARD / "my run", "TensorBoard lists the run under its name"
     files = list(w.logdir.iterdir())
     assert len(files) == 1 and files[0].name.startswith("events.out.tfevents"), "one event file, no hparams sub-run"
     acc = _load(w.logdir)
@@ -87,7 +88,7 @@ def test_scalars_images_histograms_text_pr_curves_and_hparams_read_back(tmp_path
         {"final/train/loss": 1 / 200, "final/test/acc": 0.8, "final/extra": 3.0}
     )
     assert {e.step for t in finals for e in acc.Scalars(t)} == {200}, "at the last step"
-    assert [p.name for p in (tmp_path / "tb").iterdir()] == ["my run"], "one TensorBoard run per run"
+    assert [p.name for p in (tmp_path / run_folder.TENSORBOARD).iterdir()] == ["my run"], "one TensorBoard run per run"
 
     assert [e.step for e in acc.Images("fit/plot")] == STEPS
     assert {"test/prediction_grid", "test/confusion_matrix"} <= set(tags["images"])
@@ -112,7 +113,7 @@ def test_scalars_images_histograms_text_pr_curves_and_hparams_read_back(tmp_path
 
 
 def test_failed_run_ends_its_session_as_failure_and_keeps_the_message(tmp_path):
-    w = TensorBoardWriter(tmp_path / "tb")
+    w = TensorBoardWriter(tmp_path / run_folder.TENSORBOARD)
     _run_sequence(w, close=False)
     w.close("diverged", "Loss became nan at step 7")
     acc = _load(w.logdir)
@@ -125,7 +126,7 @@ def test_failed_run_ends_its_session_as_failure_and_keeps_the_message(tmp_path):
 
 def test_flush_makes_every_chunk_readable_before_close(tmp_path):
     """Events are written synchronously: after flush() a reader sees them (no background queue)."""
-    w = TensorBoardWriter(tmp_path / "tb")
+    w = TensorBoardWriter(tmp_path / run_folder.TENSORBOARD)
     w.write_hparams(CONFIG)
     for step in STEPS[:3]:
         w.write_scalars(step, {"train/loss": 1.0 / step})
@@ -136,9 +137,9 @@ def test_flush_makes_every_chunk_readable_before_close(tmp_path):
 
 def test_hparams_table_has_one_session_per_run(tmp_path):
     """Two runs with different tasks under one logdir: both sessions, no arbitrary experiment summary."""
-    a = TensorBoardWriter(tmp_path / "run_a" / "tb", run_name="a")
+    a = TensorBoardWriter(tmp_path / "run_a" / run_folder.TENSORBOARD, run_name="a")
     _run_sequence(a)
-    b = TensorBoardWriter(tmp_path / "run_b" / "tb", run_name="sweep #1 (lr=0.003 seed=1)")
+    b = TensorBoardWriter(tmp_path / "run_b" / run_folder.TENSORBOARD, run_name="sweep #1 (lr=0.003 seed=1)")
     b.write_hparams({"task": "regression", "points": 128, "lr": 0.005})
     b.write_scalars(10, {"train/loss": 1.0})
     b.close()
@@ -152,12 +153,14 @@ def test_hparams_table_has_one_session_per_run(tmp_path):
 
 
 def test_resume_purges_what_the_interrupted_process_wrote_after_the_checkpoint(tmp_path):
-    first = TensorBoardWriter(tmp_path / "tb", run_name="r")
+    first = TensorBoardWriter(tmp_path / run_folder.TENSORBOARD, run_name="r")
     first.write_hparams(CONFIG)
     for step in range(10, 101, 10):
         first.write_scalars(step, {"train/loss": 1.0, "regression/weight": 1.0})
         first.flush()  # then killed: never closed
-    resumed = TensorBoardWriter(tmp_path / "tb", run_name="r", resume_step=50)  # checkpoint at 50; same second
+    resumed = TensorBoardWriter(
+        tmp_path / run_folder.TENSORBOARD, run_name="r", resume_step=50
+    )  # checkpoint at 50; same second
     assert resumed.logdir == first.logdir
     for step in range(60, 121, 10):
         resumed.write_scalars(step, {"train/loss": 2.0, "regression/weight": 2.0})
@@ -171,15 +174,18 @@ def test_resume_purges_what_the_interrupted_process_wrote_after_the_checkpoint(t
 
 
 def test_resuming_a_run_written_before_named_logdirs_keeps_its_folder(tmp_path):
-    old = TensorBoardWriter(tmp_path / "tb", run_name="x")
+    old = TensorBoardWriter(tmp_path / run_folder.TENSORBOARD, run_name="x")
     old.close()
     for f in old.logdir.iterdir():  # the layout of runs written before tb/<name>
-        f.rename(tmp_path / "tb" / f.name)
-    assert TensorBoardWriter(tmp_path / "tb", run_name="x", resume_step=0).logdir == tmp_path / "tb"
+        f.rename(tmp_path / run_folder.TENSORBOARD / f.name)
+    assert (
+        TensorBoardWriter(tmp_path / run_folder.TENSORBOARD, run_name="x", resume_step=0).logdir
+        == tmp_path / run_folder.TENSORBOARD
+    )
 
 
 def test_nan_scalars_are_logged(tmp_path):
-    w = TensorBoardWriter(tmp_path / "tb")
+    w = TensorBoardWriter(tmp_path / run_folder.TENSORBOARD)
     w.write_scalars(1, {"train/loss": float("nan")})
     w.close("diverged")
     assert np.isnan(_load(w.logdir).Scalars("train/loss")[0].value)
@@ -280,7 +286,7 @@ def test_render_confusion_shape_and_diagonal_ink():
 
 
 def test_the_engines_system_metrics_stay_out_of_tensorboard_and_a_scripts_own_sys_tags_do_not(tmp_path):
-    w = TensorBoardWriter(tmp_path / "tb", run_name="r")
+    w = TensorBoardWriter(tmp_path / run_folder.TENSORBOARD, run_name="r")
     w.write_scalars(1, {"sys/rss_mb": 300.0, "sys/cpu_percent": 50.0, "sys/gpu_util": 0.7, "train/loss": 1.0})
     w.close()
     assert set(_load(w.logdir).Tags()["scalars"]) == {"sys/gpu_util", "train/loss"}

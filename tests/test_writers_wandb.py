@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from runstore import run_folder
 from runwriters.base import Progress
 from runwriters.wandb import writer as wandb_writer
 from runwriters.wandb.mode import init_kwargs
@@ -236,7 +237,7 @@ def test_two_runs_in_folders_of_the_same_name_get_different_ids(tmp_path):
 
 def test_resume_refills_the_steps_a_kill_lost(tmp_path):
     """metrics.jsonl holds steps 10..50 (checkpoint at 50) but the killed process's W&B folder only 10..20."""
-    (tmp_path / "metrics.jsonl").write_text(
+    (tmp_path / run_folder.RECORDS).write_text(
         "".join(json.dumps({"step": s, "ts": 0.0, "wall": 1.0, "train/loss": 1 / s}) + "\n" for s in range(10, 51, 10))
     )
     first = WandbWriter(tmp_path, CONFIG, mode="offline")
@@ -256,7 +257,7 @@ def test_resume_refills_the_steps_a_kill_lost(tmp_path):
 
 
 def test_rows_logged_while_init_is_running_are_kept(tmp_path):
-    (tmp_path / "status.json").write_text("{}")
+    (tmp_path / run_folder.STATUS).write_text("{}")
     w = WandbWriter(tmp_path, CONFIG, mode="offline")
     assert not w._ready.is_set(), "the constructor returned before wandb.init finished"
     for step in STEPS[:3]:  # training goes on meanwhile; these rows wait for the run
@@ -266,7 +267,7 @@ def test_rows_logged_while_init_is_running_are_kept(tmp_path):
     w.close("finished")
     assert logged_steps(finished_records(w.info["dir"]), "train/loss") == STEPS[:3]
     assert inspect_summary(w.info["dir"])["summary"]["final"]["train/loss"] == 0.5, "the final metrics are kept"
-    status = json.loads((tmp_path / "status.json").read_text())
+    status = json.loads((tmp_path / run_folder.STATUS).read_text())
     assert status["wandb"]["sync_command"] == f"wandb sync {w.info['dir']}", "info reaches status.json when ready"
 
 

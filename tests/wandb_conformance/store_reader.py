@@ -15,7 +15,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from runstore import media_store, run_notes, run_store
+from runstore import media_store, run_folder, run_notes, run_store
 from runstore.run_folder import RunFolder
 from tests.wandb_conformance.observe import as_number, empty, read_wandb_runs, summary_values
 
@@ -27,19 +27,19 @@ SYSTEM = "sys/"
 
 def _store_media(run_dir: Path, history: dict[int, dict[str, Any]]) -> None:
     """Images, histograms, tables and figures of every step, from the run folder's artifacts/."""
-    art = run_dir / "artifacts"
-    for doc_path in (art / "images").glob("*/*.json"):
+    art = run_dir / run_folder.ARTIFACTS
+    for doc_path in (art / run_folder.IMAGES).glob("*/*.json"):
         doc = run_store.read_json(doc_path, {}) or {}
         if isinstance(doc, dict) and "step" in doc:
             caps = doc.get("captions") or [None] * len(doc.get("files", []))
             value = {"_type": "images", "count": len(doc.get("files", [])), "captions": caps}
             history.setdefault(int(doc["step"]), {})[doc.get("tag", doc_path.parent.name)] = value
-    for hist in (art / "histograms").glob("*.jsonl"):
+    for hist in (art / run_folder.HISTOGRAMS).glob("*.jsonl"):
         for rec in media_store.json_lines(hist):
             counts = rec.get("counts", [])
             value = {"_type": "histogram", "bins": len(counts), "total": sum(counts)}
             history.setdefault(int(rec.get("step", 0)), {})[rec.get("tag", hist.stem.replace("__", "/"))] = value
-    for table in (art / "tables").glob("*.json"):
+    for table in (art / run_folder.TABLES).glob("*.json"):
         doc = run_store.read_json(table, {}) or {}
         if isinstance(doc, dict) and "step" in doc:
             value = {"_type": "table", "ncols": len(doc.get("columns", [])), "nrows": len(doc.get("rows", []))}
@@ -47,7 +47,7 @@ def _store_media(run_dir: Path, history: dict[int, dict[str, Any]]) -> None:
     for tag, lines in media_store.texts(run_dir).items():
         for step, text in lines:
             history.setdefault(step, {})[tag] = text
-    for fig in (art / "figures").glob("*/*.json"):
+    for fig in (art / run_folder.FIGURES).glob("*/*.json"):
         if fig.stem.isdigit():
             history.setdefault(int(fig.stem), {})[fig.parent.name.replace("__", "/")] = {"_type": "figure"}
 
@@ -58,7 +58,7 @@ def _first(key: str, *docs: dict[str, Any]) -> Any:
 
 def read_store_run(run_dir: Path) -> dict[str, Any]:
     """Our run folder, read through runstore: config.json, status.json, metrics.jsonl, artifacts/, notes.json."""
-    cfg = run_store.read_json(run_dir / "config.json", {}) or {}
+    cfg = run_store.read_json(run_dir / run_folder.CONFIG, {}) or {}
     status = RunFolder(run_dir).status()
     notes = run_notes.load(run_dir)
     page = {"tags": notes.tags, "notes": notes.notes, "name": notes.display_name}
@@ -69,16 +69,16 @@ def read_store_run(run_dir: Path) -> dict[str, Any]:
         row = history.setdefault(int(rec.get("step", 0)), {})
         row.update({k: as_number(v) for k, v in rec.items() if k not in DROP and not k.startswith(("_", SYSTEM))})
     _store_media(run_dir, history)
-    saved = run_dir / "files"
+    saved = run_dir / run_folder.FILES
     files = sorted(str(p.relative_to(saved)) for p in saved.rglob("*") if p.is_file()) if saved.is_dir() else []
     artifacts = []
-    for manifest in sorted((run_dir / "artifacts" / "logged").glob("*/*/manifest.json")):
+    for manifest in sorted((run_dir / run_folder.ARTIFACTS / run_folder.LOGGED).glob("*/*/manifest.json")):
         doc = run_store.read_json(manifest, {}) or {}
         artifacts.append({"name": doc.get("name"), "type": doc.get("type"), "files": sorted(doc.get("files", []))})
     alerts = []
-    for line in media_store.json_lines(run_dir / "alerts.jsonl"):
+    for line in media_store.json_lines(run_dir / run_folder.ALERTS):
         alerts.append({k: line.get(k) for k in ("title", "text", "level")})
-    summary = run_store.read_json(run_dir / "summary.json", None)
+    summary = run_store.read_json(run_dir / run_folder.SUMMARY, None)
     if not isinstance(summary, dict):
         summary = status.get("summary") if isinstance(status.get("summary"), dict) else status.get("final") or {}
     obs = empty()
@@ -94,7 +94,7 @@ def read_store_run(run_dir: Path) -> dict[str, Any]:
 
 def store_run_dirs(root: Path) -> list[Path]:
     """Our run folders under `root` (any depth: a probe may pass dir=), in the order they were created."""
-    dirs = [p.parent for p in root.rglob("config.json") if (p.parent / "status.json").exists()]
+    dirs = [p.parent for p in root.rglob(run_folder.CONFIG) if (p.parent / run_folder.STATUS).exists()]
     return [d for d in dirs if "wandb" not in d.relative_to(root).parts]
 
 
@@ -116,7 +116,7 @@ def read_copy_runs(root: Path) -> list[dict[str, Any]]:
 
 
 def _created(run_dir: Path) -> float:
-    return (run_store.read_json(run_dir / "config.json", {}) or {}).get("created", 0) or 0
+    return (run_store.read_json(run_dir / run_folder.CONFIG, {}) or {}).get("created", 0) or 0
 
 
 def read_trackio_runs(folder: Path) -> list[dict[str, Any]]:
