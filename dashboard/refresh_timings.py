@@ -1,8 +1,9 @@
 """Every page's refresh timing, in one table and one unit (milliseconds).
 
 A page redraws when its runs change (dashboard/panels/refresh_trigger.py), never on a blind timer:
-the browser polls the server's change signature of the runs it shows, reruns the panel at most once
-per gap, and draws new records itself between reruns (chart_feed, live_numbers). The values below
+the server pushes the change signature of the runs a tab shows, new records and live numbers over the
+tab's one stream (dashboard/server/push_route.py); the panel reruns at most once per gap, and the
+charts and numbers draw what the stream brings themselves. The values below
 are the whole policy; modules read them from here (the JS ones are joined into their scripts), so
 two timings meant to be equal cannot drift apart. Tests check each rule on a fake clock
 (tests/test_refresh_timing.py) and on a real page (tests/test_live_refresh.py).
@@ -11,11 +12,11 @@ two timings meant to be equal cannot drift apart. Tests check each rule on a fak
 from __future__ import annotations
 
 TIMINGS_MS: dict[str, int] = {
-    # The poll: one request per page for every poller (refresh_trigger.POLL_HUB_JS).
-    "poll": 250,  # the change signature of followed runs; a record shows within this plus one rerun
-    "steady_poll": 1_000,  # a run that writes all the time: polled this often after 8 busy polls (its charts draw then)
-    "lost_rerun": 3_000,  # a rerun asked for and not drawn by then is asked for again
-    "numbers": 1_000,  # a run's live numbers (step, loss, speed) ride along at most this often
+    # The push stream: one per tab (dashboard/server/push_route.py), one watcher thread per server.
+    "push_tick": 250,  # the watcher stats the followed runs' files this often; a record is sent within it
+    "push_numbers": 1_000,  # a run's live numbers (step, loss, speed) are sent at most this often
+    "push_keepalive": 15_000,  # a comment on a stream that sent nothing for this long
+    "push_reopen": 1_000,  # a stream the network or server broke is opened again after this
     # Reruns of a page's panel (Streamlit): at most one per gap.
     "live_rerun": 500,  # Live: a new state or phase (also the gap for anything new on Live)
     "live_fed_rerun": 20_000,  # Live, records alone: its charts draw them themselves (chart_feed)
@@ -27,9 +28,8 @@ TIMINGS_MS: dict[str, int] = {
     "sweep_rerun": 2_000,  # Sweep page while trials run
     "launch_training_now": 1_000,  # New run page's "training now" list
     "runs_watch": 500,  # every page checks the list of runs (new, ended or deleted runs)
-    "runs_watch_poll": 1_000,  # the list's own poll
     # Drawing (browser): charts redraw at a pace their own cost sets.
-    "feed_gap": 750,  # a chart draws new rows at most this often (a steady writer's: at each poll)
+    "feed_gap": 750,  # a chart draws new rows at most this often
     "inplace_max_gap": 2_000,  # an in-place chart's redraw waits up to 8x its draw time, at most this
     # Server-side rebuilds.
     "chart_rebuild": 1_000,  # a chart figure is rebuilt at most this often while its run trains

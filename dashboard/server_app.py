@@ -1,6 +1,7 @@
 """What `streamlit run` serves: the dashboard's pages (dashboard/app.py) plus HTTP routes that
-Streamlit has no element for: a run's metrics as a streamed CSV download, and what a Live page
-polls (the runs' change signature, a run's new rows, its progress line and tiles).
+Streamlit has no element for: a run's metrics as a streamed CSV download, a key's whole series (the
+x-axis picker), and the tab's push stream (the runs' change signature, a run's new rows, its progress
+line and tiles: server/push_route.py).
 
 A download button holds its whole file in the server's memory (66 MB of CSV for a run of a
 million records). GET <base>/api/runs/<run id>/metrics.csv instead sends the CSV as it is written,
@@ -12,7 +13,7 @@ download button instead.
 Every request passes the host check (DNS rebinding, server/host_check.py) and every response
 carries headers that forbid other sites to frame it and pages to load images from other hosts
 (server/frame_headers.py). The routes import no page module: a page module imported off a script
-run declared its components unregistered (#36); the poll's numbers come from panels/run_numbers.py.
+run declared its components unregistered (#36); the stream's numbers come from panels/run_numbers.py.
 """
 
 from __future__ import annotations
@@ -35,20 +36,19 @@ from dashboard.server import (  # noqa: E402
     frame_headers,
     host_check,
     plotly_preload,
-    poll_route,
+    push_route,
     rows_route,
     stale_temp,
 )
 
 stale_temp.remove_leftovers()  # plotly.js copies of servers before #36 that are gone
-csv_route.ROUTE_ON = changes_route.ROUTE_ON = True  # the poll and rows routes come with them
+csv_route.ROUTE_ON = changes_route.ROUTE_ON = True  # the push stream comes with them
 app = st.App(
     Path(__file__).parent / "app.py",
     routes=[
         Route(csv_route.route(), csv_route.serve),
-        Route(rows_route.route(), rows_route.serve),
         Route(rows_route.series_route(), rows_route.serve_series),
-        Route(poll_route.route(), poll_route.serve),
+        Route(push_route.route(), push_route.serve),
         Route(plotly_preload.route(), plotly_preload.serve),
     ],
     middleware=[

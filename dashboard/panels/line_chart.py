@@ -1,7 +1,7 @@
 """The line charts of Live and Run detail: a keyed component whose browser side is static/chart/ (uPlot).
 
-The chart's files (static/chart/: theme.js, controls.js, series.js, feed.js, engine.js, style.css; uPlot from
-vendor/) are served once per page through Streamlit's component file route, as inplace_chart serves plotly.js
+The chart's files (static/stream/stream.js, the tab's push stream; static/chart/: theme.js, controls.js,
+series.js, feed.js, engine.js, style.css; uPlot from vendor/) are served once per page through Streamlit's component file route, as inplace_chart serves plotly.js
 and line_grid.js; the component's own module (LOADER, sent with every element) only loads them once and hands
 the element its spec. Its key is its id, so a rerun with a new spec updates the chart in place (no remount),
 and a rerun with the same spec costs the browser nothing. What the chart holds comes from
@@ -18,7 +18,7 @@ import streamlit as st
 import streamlit.components.v1 as components
 from streamlit import runtime
 
-from dashboard.panels import inplace_chart
+from dashboard.panels import inplace_chart, stream_assets
 from dashboard.server import url_paths
 
 CHART_STATIC = Path(__file__).resolve().parent / "static" / "chart"
@@ -69,7 +69,7 @@ def urls() -> dict[str, Any]:
     """Where the browser loads uPlot and the chart's files."""
     register_assets()
     uplot = inplace_chart.uplot_urls()
-    files = [url_paths.under_base("component", _files.name, f) for f in FILES]
+    files = [stream_assets.url("stream.js")] + [url_paths.under_base("component", _files.name, f) for f in FILES]
     return {**uplot, "css": url_paths.under_base("component", _files.name, "style.css"), "files": files}
 
 

@@ -2,7 +2,7 @@
 
 A spec is plain data: the chart's title and axis names, its series (name, colour, dash, and the points:
 step, wall seconds and value, min/max downsampled so spikes stay), the byte offset its records were read to
-and the feed that appends the rows written after it (dashboard/server/rows_route.py), the name its controls
+and the feed that appends the rows written after it (the tab's push stream, dashboard/server/push_route.py), the name its controls
 are saved under in the browser (the metric's, so Live and Run detail share them), and the run's other scalar
 keys for the x-axis picker. No figure library and no page code here: `line_chart.draw` sends it.
 """
@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from dashboard import refresh_timings
-from dashboard.server import rows_route
+from dashboard.server import push_route
 from runstore.metrics.downsample import bucket_extremes
 from runstore.metrics.metric_table import MetricTable
 from runstore.run_folder import RunFolder
@@ -110,7 +110,10 @@ def feed(run_id: str, offset: int, tag_index: dict[str, int], line: dict[str, An
     to each new record's (w, b)."""
     asked = list(tag_index) + ([line["w"], line["b"]] if line else [])
     return {
-        "url": rows_route.path(run_id, asked),
+        "stream": push_route.route(),
+        "run": run_id,
+        "asked": asked[: push_route.MAX_TAGS],
+        "reopen_ms": refresh_timings.ms("push_reopen"),
         "offset": offset,
         "tags": tag_index,
         "line": line,

@@ -10,10 +10,6 @@ from dashboard.server import changes_route
 from runstore import run_store, run_watch
 
 WATCH_S = refresh_timings.seconds("runs_watch")
-# The browser asks for the list's signature this often (served with the change route): at 1 s, with the
-# pages' other pollers at 2 s while a run writes all the time, it alone made each open page poll
-# every second (Live + Run detail + Runs: Chromium 0.35 s and the server 0.1 s of CPU a minute each).
-WATCH_POLL_MS = refresh_timings.ms("runs_watch_poll")
 
 
 def check_runs() -> None:
@@ -33,8 +29,8 @@ def watch_runs() -> None:
     Call once per full page run, first: it notes the runs as this run saw them, and a fragment that
     draws nothing runs check_runs. Every list of runs (pickers, tables, "Training now") and every
     page's refresh then follow a run that appeared, started, ended or was deleted. Served with the
-    change route (dashboard/server/changes_route.py), the browser polls the list's signature and the
-    fragment reruns only when it changed: a page left open costs no reruns. Without it (AppTest, plain
+    change route (dashboard/server/changes_route.py), the tab's push stream brings the list's signature
+    when it changed and the fragment reruns only then: a page left open costs no reruns. Without it (AppTest, plain
     app.py), the fragment reruns every WATCH_S.
     """
     st.session_state["_runs_seen"] = seen = run_watch.watcher(run_store.runs_root()).current
@@ -42,7 +38,7 @@ def watch_runs() -> None:
 
         def check_on_change() -> None:
             gap_ms = int(WATCH_S * 1000)  # a page's own panel follows its runs; the list can wait a second
-            refresh_trigger.rerun_on_change([], key="runs_watch", gap_ms=gap_ms, listing=seen, poll_ms=WATCH_POLL_MS)
+            refresh_trigger.rerun_on_change([], key="runs_watch", gap_ms=gap_ms, listing=seen)
             check_runs()
 
         st.fragment(check_on_change)()

@@ -1,6 +1,7 @@
-"""What a page polls to know that something changed: a short text per set of runs.
+"""What a page follows to know that something changed: a short text per set of runs.
 
-`signature(ids)`, asked for in the page's poll (dashboard/server/poll_route.py), is a text (a hash) that changes whenever one of those
+`signature(ids)`, sent over the tab's push stream (dashboard/server/push_route.py) at once and whenever
+it changes, is a text (a hash) that changes whenever one of those
 runs wrote to metrics.jsonl, status.json, launch.json, process.log or output.log, added or replaced a table,
 figure or image under artifacts/, or the list of runs changed (a run
 started, ended or was deleted: runstore/run_watch.py's signature). The Live page's panel reruns
@@ -10,8 +11,9 @@ few seconds gets a rerun per write. An answer is a few stat calls, folder listin
 status.json reads. The answer has two parts (`signature`): a page whose charts and numbers follow a
 run's records by themselves reruns at once for a new state or phase, and for records less often.
 
-Served through the poll route by dashboard/server_app.py (`ROUTE_ON`); without it (AppTest, plain dashboard/app.py) the
-panel refreshes on a timer as before.
+Served through the push stream by dashboard/server_app.py (`ROUTE_ON`); without it (AppTest, plain
+dashboard/app.py) the panel refreshes on a timer. `stat_stamp` is what the stream's watcher compares
+every tick: stat calls only, no file read.
 """
 
 from __future__ import annotations
@@ -83,6 +85,13 @@ def _hash(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8", "surrogateescape"), digest_size=12).hexdigest()
 
 
+def stat_stamp(folder: os.PathLike | None) -> str:
+    """Stat calls only (no file read): changes whenever `signature` or `streams` of the run could change."""
+    if folder is None:
+        return "-"
+    return ",".join(_file_stamps(folder, FILES)) + "|" + _stream_stamp(folder)
+
+
 def streams(run_id: str) -> str:
     """The STREAMS hash of one run alone: it changes when the run wrote records, progress, output or media."""
     return _hash(_stream_stamp(run_lookup.run_folder(run_id)))
@@ -94,7 +103,7 @@ def signature(run_ids: list[str], listing: Any = None) -> str:
     EVENTS: the list of runs, each run's state, phase and launch file; STREAMS: each run's
     metrics.jsonl, status.json and process.log sizes and times and its media folders' times (they
     change with every chunk or epoch). A page whose charts and numbers follow the records
-    themselves (rows_route, live_numbers) reruns for STREAMS less often.
+    themselves (the push stream's rows and numbers) reruns for STREAMS less often.
     listing: the list of runs as a page saw it (run_watch's signature), instead of the current one.
     """
     listing = run_watch.watcher(run_store.runs_root()).current if listing is None else listing

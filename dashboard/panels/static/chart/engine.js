@@ -49,8 +49,9 @@
       }
       this.bar.setXKeys(spec.xkeys || []);
       if (this.stopFeed) this.stopFeed();
-      this.stopFeed = spec.feed ? feed.subscribe(this.el, {url: spec.feed.url, offset: spec.feed.offset,
-        gapMs: spec.feed.gap_ms}, (rows) => this.append(rows)) : null;
+      const f = spec.feed;
+      this.stopFeed = f ? feed.subscribe(this.el, {stream: f.stream, run: f.run, tags: f.asked, offset: f.offset,
+        gapMs: f.gap_ms, reopenMs: f.reopen_ms}, (rows) => this.append(rows)) : null;
       this.draw();
     }
 

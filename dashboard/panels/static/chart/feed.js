@@ -1,63 +1,65 @@
 // A chart's feed: the rows a run wrote after the chart's cursor, handed to the chart as they come.
 //
-// The transport lives here alone: `subscribe` is what a chart calls, whatever carries the rows. Now it
-// pulls from the rows route (dashboard/server/rows_route.py) when the page's refresh trigger says the run's
-// records grew (the "jaxdash-streams" window event, dashboard/panels/refresh_trigger.py), so a run that
-// writes nothing costs no request. A hidden tab fetches nothing; a chart more than 200 px out of view asks
-// for nothing and catches up at once when back in view. It hands rows over at most once per `gapMs`, and
-// never sooner than GAP_FACTOR x the last draw's time after it (a slow machine draws less often); rows that
-// come sooner wait and make one draw. Exposes window.__jaxdashLine.feed.
+// The transport lives here alone: `subscribe` is what a chart calls, whatever carries the rows. The rows come
+// over the tab's one push stream (../stream/stream.js, dashboard/server/push_route.py): the server sends the
+// bytes after the cursor not sent yet, as the run writes them, and no request is made for them. A hidden tab's
+// stream is closed (it receives nothing, and catches up from its cursors when shown); a chart more than 200 px
+// out of view keeps the rows it receives and draws them once back in view. It hands rows over at most once per
+// `gapMs`, and never sooner than GAP_FACTOR x the last draw's time after it (a slow machine draws less often);
+// rows that come sooner wait and make one draw. Exposes window.__jaxdashLine.feed.
 (function () {
   const ns = (window.__jaxdashLine = window.__jaxdashLine || {});
   const GAP_FACTOR = 10;
 
-  // Follow `source` ({url, offset, gapMs}) for the chart element `el`: onRows(rows) gets each answer
-  // {offset, x: {tag: steps}, y: {tag: values}, wall: {tag: seconds}} and returns whether it drew.
+  function merge(a, b) {  // two answers of consecutive bytes as one: b's rows after a's
+    if (!a) return b;
+    const out = {offset: b.offset, x: {}, y: {}, wall: {}};
+    for (const part of ["x", "y", "wall"]) {
+      for (const tag of new Set([...Object.keys(a[part] || {}), ...Object.keys(b[part] || {})])) {
+        out[part][tag] = [...((a[part] || {})[tag] || []), ...((b[part] || {})[tag] || [])];
+      }
+    }
+    return out;
+  }
+
+  // Follow `source` ({stream, run, tags, offset, gapMs}) for the chart element `el`: onRows(rows) gets each
+  // part {offset, x: {tag: steps}, y: {tag: values}, wall: {tag: seconds}} and returns whether it drew.
   // Returns the function that stops it (a new spec, or the chart gone).
   function subscribe(el, source, onRows) {
-    const st = {offset: source.offset, fetching: false, again: false, next: 0, later: null, inSight: null,
-      missed: false, stopped: false};
-    const pull = async () => {
+    const st = {held: null, next: 0, later: null, inSight: null, stopped: false};
+    const hand = () => {
       if (st.stopped) return;
       if (!el.isConnected) return stop();
-      if (document.hidden) return;
-      if (st.inSight === false) { st.missed = true; return; }
-      if (st.fetching) { st.again = true; return; }
+      if (!st.held || st.inSight === false) return;  // out of view: kept until it is back
       const wait = st.next - performance.now();
       if (wait > 5) {  // drawn moments ago: what comes meanwhile makes one draw (a timer may fire a little early)
-        if (!st.later) st.later = setTimeout(() => { st.later = null; pull(); }, wait);
+        if (!st.later) st.later = setTimeout(() => { st.later = null; hand(); }, wait);
         return;
       }
-      st.fetching = true; st.again = false;
-      try {
-        const r = await fetch(source.url + "&after=" + st.offset, {cache: "no-store"});
-        const got = r.ok ? await r.json() : null;
-        if (!got || got.behind || st.stopped) return;  // far behind: the page's next spec brings them
-        st.offset = got.offset;
-        const t0 = performance.now();
-        if (!onRows(got)) return;
-        st.next = performance.now() + Math.max(source.gapMs, GAP_FACTOR * (performance.now() - t0));
-      } catch (e) { /* the server is away: the next change tries again */ }
-      finally {
-        st.fetching = false;
-        if (st.again && !st.stopped) pull();
-      }
+      const rows = st.held;
+      st.held = null;
+      const t0 = performance.now();
+      if (onRows(rows)) st.next = performance.now() + Math.max(source.gapMs, GAP_FACTOR * (performance.now() - t0));
     };
     const sight = new IntersectionObserver((entries) => {
       st.inSight = entries[entries.length - 1].isIntersecting;
-      if (st.inSight && st.missed) { st.missed = false; pull(); }
+      if (st.inSight) hand();
     }, {rootMargin: "200px 0px"});
     sight.observe(el);
-    window.addEventListener("jaxdash-streams", pull);
+    window.__jaxdashStream.configure(source.stream, source.reopenMs);
+    const unfollow = window.__jaxdashStream.feed(source.run, source.tags, source.offset, (got) => {
+      if (got.behind) return;  // its file was replaced: the page's next spec starts over
+      st.held = merge(st.held, got);
+      hand();
+    });
     function stop() {
       st.stopped = true;
-      window.removeEventListener("jaxdash-streams", pull);
+      unfollow();
       sight.disconnect();
       if (st.later) clearTimeout(st.later);
     }
-    pull();  // what was written since the spec was built
     return stop;
   }
 
-  ns.feed = {subscribe};
+  ns.feed = {subscribe, merge};
 })();
