@@ -53,7 +53,7 @@ def _append(run: Path, step: int) -> None:
 def test_the_stream_sends_only_bytes_not_yet_sent(server: tuple[Server, Path]) -> None:
     srv, runs = server
     run = fake_running_run(runs)  # step 0
-    size = (run / "metrics.jsonl").stat().st_size
+    size = RunFolder(run).records_size()
     resp = _open(srv, {"f": {"a": [run.name, size, ["train/loss"]]}})
     assert resp.status == 200 and resp.getheader("content-type").startswith("text/event-stream")
     _append(run, 1)
@@ -62,7 +62,7 @@ def test_the_stream_sends_only_bytes_not_yet_sent(server: tuple[Server, Path]) -
     second = _next_event(resp, "rows")
     assert first["feed"] == second["feed"] == "a"
     assert first["x"] == {"train/loss": [1]} and second["x"] == {"train/loss": [2]}, (first, second)
-    assert size < first["offset"] < second["offset"] == (run / "metrics.jsonl").stat().st_size
+    assert size < first["offset"] < second["offset"] == RunFolder(run).records_size()
     assert second["y"]["train/loss"] == [1 / 3] and second["wall"]["train/loss"] == [2.0]
     resp.close()
 
