@@ -10,7 +10,8 @@ import re
 from pathlib import Path
 
 from dashboard import refresh_timings
-from dashboard.panels import inplace_chart, line_spec, refresh_trigger
+from dashboard.panels import inplace_chart, line_spec, refresh_trigger, stream_assets
+from dashboard.server import push_route, push_watch
 
 DASHBOARD = Path(__file__).resolve().parent.parent / "dashboard"
 TIMING_NAME = re.compile(r"^[A-Z_]*(_S|_MS|_EVERY)$")
@@ -48,9 +49,15 @@ def test_no_page_module_defines_a_refresh_timing_of_its_own() -> None:
 
 
 def test_the_scripts_the_browser_runs_carry_the_tables_values() -> None:
-    js = inplace_chart.CHART_JS + refresh_trigger.TRIGGER_JS
-    assert f"LOST_MS = {refresh_timings.ms('lost_rerun')};" in js
+    js = inplace_chart.CHART_JS + stream_assets.loader(["trigger.js"], "__jaxdashTrigger")
     assert f"MAX_GAP_MS = {refresh_timings.ms('inplace_max_gap')};" in js
-    assert line_spec.feed("run", 0, {"loss": 0})["gap_ms"] == refresh_timings.ms("feed_gap")  # feed.js's gap
+    feed = line_spec.feed("run", 0, {"loss": 0})
+    assert feed["gap_ms"] == refresh_timings.ms("feed_gap")  # feed.js's gap
+    assert feed["reopen_ms"] == refresh_timings.ms("push_reopen") and feed["stream"] == push_route.route()
+    assert push_watch.TICK_S * 1000 == refresh_timings.ms("push_tick")
+    assert push_watch.NUMBERS_S * 1000 == refresh_timings.ms("push_numbers")
+    assert push_route.KEEPALIVE_S * 1000 == refresh_timings.ms("push_keepalive")
     assert not re.search(r"__[A-Z_]+__", js), "a placeholder was left in a component's script"
     assert refresh_trigger.GAP_MS == refresh_timings.ms("live_rerun") == 1000 * refresh_timings.seconds("live_rerun")
+    for gone in ("poll", "steady_poll", "lost_rerun", "numbers", "runs_watch_poll"):  # the stream took their job
+        assert gone not in refresh_timings.TIMINGS_MS
