@@ -25,7 +25,7 @@ from tests.test_data import write_idx_dataset
 from training.errors import CannotResume
 from training.runs.checkpoint import Checkpointer, checkpoint_steps, latest_step, resume_point, truncate_metrics
 from training.runs.resume import resume
-from training.runs.run import execute
+from training.runs.run import NewRuns, execute
 
 ROOT = Path(__file__).resolve().parents[1]
 VOLATILE = ("wall", "ts", "perf/steps_per_sec", "sys/cpu_percent", "sys/rss_mb")  # differ between any two runs
@@ -39,7 +39,7 @@ def records(run_dir: Path) -> list[dict]:
 def run(task: str, cfg: dict, run_dir: Path, wandb_mode: str = "auto", tensorboard: bool = True) -> tuple[str, object]:
     """Train one run into `run_dir`; (final state, result)."""
     tracking = Tracking(wandb_mode, tensorboard, console=False)
-    ((_, state, result),) = execute(task, [cfg], run_dir=run_dir, tracking=tracking)
+    ((_, state, result),) = execute(task, [cfg], NewRuns(run_dir=run_dir), tracking=tracking)
     return state, result
 
 

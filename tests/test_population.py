@@ -24,7 +24,7 @@ from training.config import ConfigError
 from training.runs.in_memory import train
 from training.runs.population import member_raws, parse_axes
 from training.runs.resume import resume
-from training.runs.run import execute
+from training.runs.run import NewRuns, execute
 from training.tasks.mnist import MnistConfig, MnistTask
 from training.tasks.regression import RegressionConfig, RegressionTask
 
@@ -186,7 +186,7 @@ def test_population_arguments_are_validated():
         with pytest.raises(ConfigError, match=fix):
             parse_axes(bad)
     with pytest.raises(ConfigError) as err:
-        execute("regression", member_raws({}, {"lr": ["0.1", "-1"]}), axes=["lr"])
+        execute("regression", member_raws({}, {"lr": ["0.1", "-1"]}), NewRuns(axes=["lr"]))
     assert "lr" in err.value.errors and "Learning rate must be > 0" in err.value.errors["lr"]
     assert member_raws({"epochs": "1"}, {"seed": ["4", "5"]}) == [
         {"epochs": "1", "seed": "4"},

@@ -68,22 +68,19 @@ def _train(task: str, argv: list[str]) -> int:
         return _sweep_or_queue(task, task_cls, raw, args, argv)
     from runwriters.base import Tracking
     from training.engine.processes import JobError
-    from training.runs.run import execute
+    from training.runs.run import NewRuns, execute
 
     try:
         axes = parse_axes(args.population)
         raws = member_raws(raw, axes) if axes else [raw]
         if cli.check_members(len(raws)):
             return _fail(cli.check_members(len(raws)))
+        command = ["python", "-m", "training", task, *argv]
         outcomes = execute(
             task,
             raws,
-            axes=list(axes),
-            run_dir=args.run_dir,
-            root=args.runs_root,
-            name=args.name,
+            NewRuns(list(axes), args.run_dir, args.runs_root, args.name, command),
             tracking=Tracking(cli.wandb_mode(args.wandb), not args.no_tensorboard, not args.quiet),
-            command=["python", "-m", "training", task, *argv],
             pbt=cli.pbt_config(args, int(raw.get("seed") or 0)),
             job=job,
         )

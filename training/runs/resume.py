@@ -25,7 +25,7 @@ from training.engine import processes
 from training.engine.pbt import PbtConfig
 from training.engine.processes import JobFlags
 from training.errors import CannotResume
-from training.runs.run import FOLLOWER, Outcome, train_members
+from training.runs.run import FOLLOWER, MemberRuns, Outcome, train_members
 from training.settings import parse_config
 from training.tasks import load_task
 
@@ -129,14 +129,9 @@ def _restart_at(run_dir: Path, step: int) -> None:
 
 @dataclass
 class _Plan:
-    """What a resume trains: the members' run dirs, configs and names, and how it writes."""
+    """What a resume trains (the members' run dirs, configs and names, and how they write) and from which step."""
 
-    task_cls: type
-    dirs: list[Path]
-    cfgs: list[Any]
-    names: list[str]
-    tracking: Tracking
-    pbt: PbtConfig | None
+    runs: MemberRuns
     step: int | None  # the checkpoint (process 0 of a job, or one process); None where not looked for
 
 
@@ -158,7 +153,7 @@ def _plan(run_dir: Path, wandb_mode: str | None, tensorboard: bool | None, conso
         tensorboard = RunFolder(run_dir).has_tensorboard()
     names = [dd.get("name") or d.name for dd, d in zip(docs, dirs, strict=True)]
     tracking = Tracking(wandb_mode, tensorboard, console, group=doc.get("group"))
-    return _Plan(task_cls, dirs, cfgs, names, tracking, pbt_of(doc), step)
+    return _Plan(MemberRuns(task_cls, cfgs, dirs, names, tracking, pbt_of(doc)), step)
 
 
 def resume(
@@ -186,11 +181,9 @@ def resume(
     if processes.count() > 1:
         return _resume_job(run_dir, wandb_mode, tensorboard, console)
     plan = _plan(run_dir, wandb_mode, tensorboard, console, find_step=True)
-    for d in plan.dirs:
+    for d in plan.runs.dirs:
         _restart_at(d, plan.step)
-    return train_members(
-        plan.task_cls, plan.cfgs, plan.dirs, plan.names, plan.tracking, resume_step=plan.step, pbt=plan.pbt
-    )
+    return train_members(plan.runs, resume_step=plan.step)
 
 
 def _resume_job(run_dir: Path, wandb_mode: str | None, tensorboard: bool | None, console: bool) -> list[Outcome]:
@@ -220,26 +213,24 @@ def _resume_job(run_dir: Path, wandb_mode: str | None, tensorboard: bool | None,
         )
     step = answers[0]
     if lead:
-        _drop_checkpoints_after(plan.dirs, step)
-        for d in plan.dirs:
+        _drop_checkpoints_after(list(plan.runs.dirs), step)
+        for d in plan.runs.dirs:
             _restart_at(d, step)
     processes.gathered(0)  # sync point: process 0 has dropped the checkpoints past `step`
     if lead:
-        return train_members(
-            plan.task_cls, plan.cfgs, plan.dirs, plan.names, plan.tracking, resume_step=step, pbt=plan.pbt
-        )
+        return train_members(plan.runs, resume_step=step)
     scratch = Path(tempfile.mkdtemp(prefix="jaxdash-follower-"))
-    own = [scratch / str(i) for i in range(len(plan.dirs))]
+    own = [scratch / str(i) for i in range(len(plan.runs.dirs))]
     for d in own:
         d.mkdir()
     try:
-        tracking = dataclasses.replace(FOLLOWER, group=plan.tracking.group)
+        tracking = dataclasses.replace(FOLLOWER, group=plan.runs.tracking.group)
         outcomes = train_members(
-            plan.task_cls, plan.cfgs, own, plan.names, tracking, resume_step=step, pbt=plan.pbt, ckpt_dirs=plan.dirs
+            dataclasses.replace(plan.runs, dirs=own, tracking=tracking), resume_step=step, ckpt_dirs=plan.runs.dirs
         )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    return [(d, state, result) for d, (_, state, result) in zip(plan.dirs, outcomes, strict=True)]
+    return [(d, state, result) for d, (_, state, result) in zip(plan.runs.dirs, outcomes, strict=True)]
 
 
 def _drop_checkpoints_after(dirs: list[Path], step: int) -> None:

@@ -13,6 +13,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -55,24 +56,46 @@ def open_writer(run_dir: Path, cfg: Any, name: str, tracking: Tracking, resume_s
     return writer
 
 
+@dataclass(frozen=True)
+class NewRuns:
+    """Where `execute` creates its run folders and what it names them.
+
+    axes: the fields a population varies (its members' names); empty for a single run.
+    run_dir: a single run's folder, or member 0's in a population (default: a new one under `root`).
+    root: the runs root (default $JAXDASH_RUNS, else the per-user folder of `run_store.default_runs_root`).
+    name: display name (a population's members get "<name> #i (lr=...)").
+    command: the command line, saved in config.json.
+    """
+
+    axes: Sequence[str] = ()
+    run_dir: Path | None = None
+    root: Any = None
+    name: str | None = None
+    command: list[str] | None = None
+
+
+@dataclass(frozen=True)
+class MemberRuns:
+    """What one engine run trains: the task, each member's config, run folder and display name, how it writes."""
+
+    task_cls: type[Task]
+    cfgs: Sequence[Any]
+    dirs: Sequence[Path]
+    names: Sequence[str]
+    tracking: Tracking
+    pbt: PbtConfig | None = None
+
+
 def _member_name(name: str | None, group: str, i: int, cfg: Any, axes: Sequence[str]) -> str:
     label = " ".join(f"{a}={getattr(cfg, a):g}" for a in axes)
     return f"{name or group} #{i} ({label})"
 
 
 def create_runs(
-    task_spec: str,
-    task_cls: type[Task],
-    cfgs: Sequence[Any],
-    axes: Sequence[str],
-    root: Any,
-    run_dir: Path | None,
-    name: str | None,
-    command: list[str] | None,
-    pbt: PbtConfig | None = None,
+    task_spec: str, task_cls: type[Task], cfgs: Sequence[Any], runs: NewRuns, pbt: PbtConfig | None = None
 ) -> tuple[list[Path], list[str], str | None]:
     """The members' new run directories with config.json and a "running" status.json; (dirs, names, group)."""
-    task = task_cls.name
+    task, axes, name, run_dir = task_cls.name, runs.axes, runs.name, runs.run_dir
     group = None
     if axes:
         group = f"{time.strftime('%Y%m%d-%H%M%S')}-{run_store.slugify(name or task)}-pop-{secrets.token_hex(2)}"
@@ -82,7 +105,7 @@ def create_runs(
             d = Path(run_dir)
             d.mkdir(parents=True, exist_ok=True)
         else:
-            d = run_store.new_run_dir(root, task, name if group is None else f"{name or task}-m{i}")
+            d = run_store.new_run_dir(runs.root, task, name if group is None else f"{name or task}-m{i}")
         if group is None:
             extra: dict[str, Any] = {}
             names.append(name or d.name)
@@ -96,7 +119,7 @@ def create_runs(
             task,
             config_to_dict(cfg),
             name=names[-1],
-            command=command,
+            command=runs.command,
             task_spec=task_spec,
             panels=list(task_cls.panels),
             **extra,
@@ -109,27 +132,24 @@ def create_runs(
 
 
 def train_members(
-    task_cls: type[Task],
-    cfgs: Sequence[Any],
-    dirs: Sequence[Path],
-    names: Sequence[str],
-    tracking: Tracking,
+    runs: MemberRuns,
     resume_step: int | None = None,
-    pbt: PbtConfig | None = None,
     stop: StopFlag | None = None,
     ckpt_dirs: Sequence[Path] | None = None,
 ) -> list[Outcome]:
     """Writers, stop flag and checkpoints around one engine run; each member's end recorded.
 
+    `resume_step`: the checkpoint step the members continue from (None: a new run).
     `stop`: a flag installed before the run folders were made (a SIGTERM in between then stops the
     run cleanly instead of killing it with a "running" status.json).
-    `ckpt_dirs`: where the members' checkpoints are (default: `dirs`); a resumed job's process k > 0
-    writes into scratch `dirs` and restores the run's own checkpoints (Orbax writes them from process 0).
+    `ckpt_dirs`: where the members' checkpoints are (default: `runs.dirs`); a resumed job's process k > 0
+    writes into scratch `runs.dirs` and restores the run's own checkpoints (Orbax writes them from process 0).
     """
     from training.engine.loop import Engine
     from training.runs.checkpoint import Checkpointer
     from training.runs.job_watch import JobWatch
 
+    task_cls, cfgs, dirs, tracking = runs.task_cls, runs.cfgs, runs.dirs, runs.tracking
     for d in dirs:
         RunFolder(d).clear_stop()
     if stop is None:
@@ -141,7 +161,7 @@ def train_members(
     ckpt_dirs = list(ckpt_dirs) if ckpt_dirs is not None else list(dirs)
     watch = JobWatch(dirs)  # a job's hosts: heartbeats to process 0, a lost one named (nothing in one process)
     try:
-        for i, (cfg, d, n) in enumerate(zip(cfgs, dirs, names, strict=True)):
+        for i, (cfg, d, n) in enumerate(zip(cfgs, dirs, runs.names, strict=True)):
             member_tracking = dataclasses.replace(  # one progress bar: member 0's
                 tracking,
                 console=tracking.console and i == 0,
@@ -151,7 +171,7 @@ def train_members(
             writer = open_writer(d, cfg, n, member_tracking, resume_step)
             members.members.append(Member(d, writer, cfg.lr))
             members.members[-1].ckpt = Checkpointer(ckpt_dirs[i], resume_step=resume_step)
-        trained = Engine(task_cls, cfgs, members, stop, pbt=pbt).run(resume_step)
+        trained = Engine(task_cls, cfgs, members, stop, pbt=runs.pbt).run(resume_step)
         watch.end(trained[0].state, trained[0].extra.get("message"))
         for i in members.alive():
             results[i] = trained[i]
@@ -173,28 +193,20 @@ def train_members(
 def execute(
     task: str,
     raw_cfgs: Sequence[dict[str, Any]] | Sequence[Any],
+    runs: NewRuns = NewRuns(),
     *,
-    axes: Sequence[str] = (),
-    run_dir: Path | None = None,
-    root: Any = None,
-    name: str | None = None,
     tracking: Tracking = DEFAULT_TRACKING,
-    command: list[str] | None = None,
     pbt: PbtConfig | None = None,
     job: processes.JobFlags | None = None,
 ) -> list[Outcome]:
-    """Train a task into new run directories: one run, or a population when `axes` names the varied fields.
+    """Train a task into new run directories: one run, or a population when `runs.axes` names the varied fields.
 
     Args:
       task: a task name or "module:Class" spec (see training.tasks).
       raw_cfgs: one config per member, as raw dicts (validated here) or configs.
-      axes: the fields a population varies (for member names); empty for a single run.
-      run_dir: a single run's directory, or member 0's in a population (default: a new one under `root`).
-      root: the runs root (default $JAXDASH_RUNS, else the per-user folder of `run_store.default_runs_root`).
-      name: display name (a population's members get "<name> #i (lr=...)").
-      wandb_mode: "auto", "online", "offline" or "disabled".
-      tensorboard, console: write TensorBoard event files; show a progress bar (member 0).
-      command: the command line, saved in config.json.
+      runs: where the run folders go and what they are named (`NewRuns`; default: a new folder under
+        the runs root).
+      tracking: where the runs log besides the run store: W&B mode, TensorBoard, the progress bar (member 0).
       pbt: population-based training settings (a population varying lr only).
       job: the `jax.distributed` job to join (the CLI's --coordinator ...; default: the JAX_* variables).
 
@@ -203,20 +215,20 @@ def execute(
     """
     processes.join(processes.from_env(job))  # a jax.distributed job: before JAX's backend starts
     if not processes.is_lead():  # process k > 0 trains the same run and writes nothing of it
-        run_dir, tracking = Path(tempfile.mkdtemp(prefix="jaxdash-follower-")), FOLLOWER
-        root = run_dir / "members"  # a population's other members: beside it, not in the shared runs root
+        scratch, tracking = Path(tempfile.mkdtemp(prefix="jaxdash-follower-")), FOLLOWER
+        # a population's other members: beside it, not in the shared runs root
+        runs = dataclasses.replace(runs, run_dir=scratch, root=scratch / "members")
     task_cls = load_task(task)
     cfgs = [c if isinstance(c, task_cls.Config) else parse_config(task_cls.Config, c, task_cls.name) for c in raw_cfgs]
     if pbt is not None:
-        pbt.validate(len(cfgs) if axes else 1)
+        pbt.validate(len(cfgs) if runs.axes else 1)
         lrs = [c.lr for c in cfgs]
         pbt = dataclasses.replace(pbt, lr_range=(min(lrs), max(lrs)))
     stop = StopFlag([])
     stop.install()  # before status.json says "running" with this pid
-    dirs, names, group = create_runs(canonical_spec(task), task_cls, cfgs, axes, root, run_dir, name, command, pbt)
-    outcomes = train_members(
-        task_cls, cfgs, dirs, names, dataclasses.replace(tracking, group=group), pbt=pbt, stop=stop
-    )
+    dirs, names, group = create_runs(canonical_spec(task), task_cls, cfgs, runs, pbt)
+    tracking = dataclasses.replace(tracking, group=group)
+    outcomes = train_members(MemberRuns(task_cls, cfgs, dirs, names, tracking, pbt), stop=stop)
     if not processes.is_lead():
         shutil.rmtree(dirs[0], ignore_errors=True)  # the follower's scratch folder: process 0 holds the run
     return outcomes

@@ -21,7 +21,7 @@ from runstore.run_folder import RunFolder
 from runwriters.base import Tracking
 from training.runs.lifecycle import StopFlag
 from training.runs.population import VARIED
-from training.runs.run import create_runs, train_members
+from training.runs.run import MemberRuns, NewRuns, create_runs, train_members
 from training.settings import parse_config
 from training.sweep import server
 from training.sweep import study as studies
@@ -128,14 +128,15 @@ def run_batch(study: optuna.Study, trials: list[optuna.Trial], root: Path, wandb
     axes = [n for n in space if n in VARIED] if len(trials) > 1 else []
     name = f"{study.study_name}-t{trials[0].number}"
     command = ["python", "-m", "training", "worker", "--sweep", study.study_name]
-    dirs, names, group = create_runs(canonical_spec(attrs["task"]), task_cls, cfgs, axes, root, None, name, command)
+    new = NewRuns(axes, root=root, name=name, command=command)
+    dirs, names, group = create_runs(canonical_spec(attrs["task"]), task_cls, cfgs, new)
     for t, d in zip(trials, dirs, strict=True):
         _mark(d, study.study_name, t, group or d.name)
     metric = attrs.get("metric", "auto")
     stop = TrialStop(trials, dirs, intermediate_key(metric, studies.direction_of(study)))
     stop.install()
     tracking = Tracking(wandb_mode, attrs.get("tensorboard", True), console=console, group=group)
-    outcomes = train_members(task_cls, cfgs, dirs, names, tracking, stop=stop)
+    outcomes = train_members(MemberRuns(task_cls, cfgs, dirs, names, tracking), stop=stop)
     return [
         _tell(study, t, d, state, result, metric, stop) for t, (d, state, result) in zip(trials, outcomes, strict=True)
     ]
