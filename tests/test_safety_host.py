@@ -50,25 +50,20 @@ def handshake(port: int, host: str, origin: str) -> str:
 def test_a_foreign_host_is_refused_on_every_route(served_port) -> None:  # noqa: ANN001
     srv, root, port = served_port
     run = good_run(root, "host-check")
-    rows = f"/api/runs/{run.name}/rows?tag=train%2Floss&after=0"
-    poll = "/api/runs/poll?q=" + urllib.parse.quote(json.dumps({"s": {"p": [run.name]}, "n": {"n": [run.name, ""]}}))
-    for path in ("/", "/_stcore/health", f"/api/runs/{run.name}/metrics.csv", rows, poll, "/static/../index.html"):
+    series = f"/api/runs/{run.name}/series?tag=train%2Floss"
+    stream = "/api/stream?q=" + urllib.parse.quote(json.dumps({"s": {"p": [run.name]}, "n": {"n": run.name}}))
+    for path in ("/", "/_stcore/health", f"/api/runs/{run.name}/metrics.csv", series, stream, "/static/../index.html"):
         status, body = http_status(port, path, f"{EVIL}:{port}")
         assert status == 403 and b"serves only its own host names" in body, path
-    for path in (rows, poll):
-        assert http_status(port, path, f"127.0.0.1:{port}")[0] == 200, path
-    for gone in ("/api/runs/changes?id=x", f"/api/runs/{run.name}/numbers"):  # one poll route took their place
-        assert b'<div id="root">' in http_status(port, gone, f"127.0.0.1:{port}")[1], (
-            gone
-        )  # the app page: no such route
-    outside = "/api/runs/poll?q=" + urllib.parse.quote(json.dumps({"n": {"n": ["../../etc", ""]}}))
-    status, body = http_status(port, outside, f"127.0.0.1:{port}")
-    assert status == 200 and json.loads(body)["n"] == {"n": None}  # no run there: nothing read outside the root
+    assert http_status(port, series, f"127.0.0.1:{port}")[0] == 200
+    gone = ("/api/runs/changes?id=x", f"/api/runs/{run.name}/numbers", "/api/runs/poll?q=%7B%7D")
+    for path in (*gone, f"/api/runs/{run.name}/rows?after=0"):  # the push stream took their place
+        assert b'<div id="root">' in http_status(port, path, f"127.0.0.1:{port}")[1], path  # the app page
     for path in (
-        "/api/runs/.hidden/rows?after=0",
-        f"/api/runs/{run.name}/rows?after=-1",
-        "/api/runs/poll?q=%7Bnot%20json",
-        "/api/runs/poll?q=" + urllib.parse.quote(json.dumps({"s": {"p": "../.."}})),
+        "/api/runs/.hidden/series?tag=x",
+        "/api/stream?q=%7Bnot%20json",
+        "/api/stream?q=" + urllib.parse.quote(json.dumps({"s": {"p": "../.."}})),
+        "/api/stream?q=" + urllib.parse.quote(json.dumps({"f": {"a": ["run", -1, []]}})),
     ):
         status, body = http_status(port, path, f"127.0.0.1:{port}")
         assert status in (400, 404) and b"Traceback" not in body, path

@@ -10,7 +10,6 @@ make Chromium fetch from it (item 10).
 from __future__ import annotations
 
 import http.client
-import json
 import os
 import threading
 import time
@@ -121,8 +120,8 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hostile]:
     env = {"WANDB_MODE": "disabled", "JAXDASH_WARM_WORKER": "0", "TMPDIR": str(tmp)}
     srv = start_server(root, base / "streamlit.log", env=env)
     port = int(srv.url.rsplit(":", 1)[1])
-    # Item 3: the first request is a poll from outside any page (a Live tab polling a restarted server).
-    first = _get(port, "/api/runs/poll?q=" + urllib.parse.quote(json.dumps({"n": {"a": ["plain", "x"]}})))
+    # Item 3: the first request is a route's from outside any page (a Live tab of a restarted server).
+    first = _get(port, f"/api/runs/{good}/series?tag=train%2Floss")
     try:
         yield Hostile(srv, root, tmp, port, pixel, good, bad, first.status)
     finally:
@@ -131,7 +130,7 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hostile]:
 
 
 @pytest.mark.browser
-def test_charts_draw_after_a_poll_from_outside_a_page(hostile: Hostile, chromium) -> None:  # noqa: ANN001
+def test_charts_draw_after_a_request_from_outside_a_page(hostile: Hostile, chromium) -> None:  # noqa: ANN001
     assert hostile.first_poll == 200
     browser = chromium.new_context()  # the session's Chromium, a context of this test's own
     try:
@@ -155,9 +154,8 @@ def test_every_response_forbids_framing_by_another_site(hostile: Hostile) -> Non
         "/favicon.png",
         "/component/dashboard.panels.inplace_chart.plotly_basic/plotly-basic.min.js",
         f"/api/runs/{run}/metrics.csv",
-        f"/api/runs/{run}/rows?after=0&tag=train%2Floss",
-        "/api/runs/poll?q=%7B%7D",
-        "/api/runs/poll?q=%7Bnot%20json",  # 400
+        f"/api/runs/{run}/series?tag=train%2Floss",
+        "/api/stream?q=%7Bnot%20json",  # 400
         "/api/runs/no-such-run/metrics.csv",  # 404
     ]
     for path in paths:
@@ -192,13 +190,15 @@ def test_chromium_does_not_draw_the_dashboard_in_another_sites_frame(hostile: Ho
 @pytest.mark.parametrize(
     "path",
     [
-        pytest.param("/api/runs/{run}/rows?after=%C2%B2&tag=train%2Floss", id="superscript-2"),  # a str.isdigit digit
-        pytest.param("/api/runs/{run}/rows?after=" + "9" * 5000, id="5000-digits"),
-        pytest.param("/api/runs/poll?q=" + "%5B" * 5000 + "%5D" * 5000, id="nested-5000"),
+        pytest.param("/api/stream?q=" + urllib.parse.quote('{"f": {"a": ["r", "²", []]}}'), id="superscript-2"),
         pytest.param(
-            "/api/runs/poll?q=" + urllib.parse.quote('{"s": {"p": ' + "[" * 5000 + "]" * 5000 + "}}"), id="nested-ids"
+            "/api/stream?q=" + urllib.parse.quote('{"f": {"a": ["r", ' + "9" * 5000 + ", []]}}"), id="5000-digits"
         ),
-        pytest.param("/api/runs/poll?q=" + urllib.parse.quote('{"s": {"p": ["\\ud800"]}}'), id="lone-surrogate"),
+        pytest.param("/api/stream?q=" + "%5B" * 5000 + "%5D" * 5000, id="nested-5000"),
+        pytest.param(
+            "/api/stream?q=" + urllib.parse.quote('{"s": {"p": ' + "[" * 5000 + "]" * 5000 + "}}"), id="nested-ids"
+        ),
+        pytest.param("/api/stream?q=" + urllib.parse.quote('{"s": {"p": ["\\ud800"]}}'), id="lone-surrogate"),
     ],
 )
 def test_malformed_queries_get_400_and_one_line_never_a_traceback(hostile: Hostile, path: str) -> None:

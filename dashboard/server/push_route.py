@@ -76,6 +76,8 @@ def _doc(text: str) -> dict[str, Any]:
         raise BadStream('q: nested too deep; the stream\'s query is {"s": {...}, "f": {...}, "n": {...}}') from None
     except UnicodeEncodeError:
         raise BadStream("q: a string holds a lone surrogate (\\ud800-\\udfff); run ids and keys are text") from None
+    except ValueError:  # a number of thousands of digits (Python's int limit)
+        raise BadStream(f"q: numbers are byte offsets of at most {len(str(MAX_OFFSET))} digits") from None
     if not isinstance(doc, dict):
         raise BadStream('q: a JSON object {"s": {...}, "f": {...}, "n": {...}}')
     return doc
