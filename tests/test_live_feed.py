@@ -1,17 +1,16 @@
 """A running run's curves, progress line and tiles follow its records in the browser, without reruns.
 
-The rows route (dashboard/server/rows_route.py) answers the records after a byte offset; the
-change signature has two parts, so a page whose charts follow the records reruns at once only for
-a new state. In Chromium against a real server: records written one after another reach the
-chart, the progress line and the tiles while the page's websocket stays quiet (no rerun).
+rows_route.rows answers the records after a byte offset, which the tab's push stream sends
+(dashboard/server/push_route.py); the change signature has two parts, so a page whose charts follow
+the records reruns at once only for a new state. In Chromium against a real server: records written
+one after another reach the chart, the progress line and the tiles while the page's websocket stays
+quiet (no rerun).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -74,17 +73,13 @@ def _open_live(tab: Any, srv: Server, run: Path, last_step: int = 0) -> Any:
 def test_records_reach_the_chart_progress_and_tiles_without_a_rerun(server: tuple[Server, Path], tab: Any) -> None:
     srv, runs = server
     run = fake_running_run(runs)
-    url = f"{srv.url}/api/runs/{run.name}/rows?tag=train%2Floss&after=0"
-    assert json.loads(urllib.request.urlopen(url, timeout=30).read())["x"] == {"train/loss": [0]}
     page = _open_live(tab, srv, run)
-    wait_quiet(page)
-    _write(run, 1)  # the first news after a quiet while reruns the panel once (its numbers, a new figure)
-    page.wait_for_function("1 in window.__seen", timeout=20_000, polling=30)
     quiet = wait_quiet(page)
-    for step in range(2, 7):  # within the panel's 20 s between reruns for records
+    for step in range(1, 7):  # within the panel's 20 s between reruns for records
         _write(run, step)
         time.sleep(0.3)
     page.wait_for_function("6 in window.__seen", timeout=8_000, polling=30)  # appended by the chart itself
+    page.wait_for_timeout(1100)  # the numbers go at most once a second: the last write's come within it
     page.get_by_text("step 6/").first.wait_for(timeout=5_000)  # the progress line
     page.get_by_text("0.1429").first.wait_for(timeout=5_000)  # the train/loss tile: 1/7
     assert page.evaluate("window.__wsIn") == quiet, "the panel reran for records its charts and numbers follow"
@@ -93,71 +88,61 @@ def test_records_reach_the_chart_progress_and_tiles_without_a_rerun(server: tupl
     assert page.evaluate("window.__wsIn") > quiet
 
 
-# What the page asked the server in the last 3 s, other than a chart's rows: the run watcher's, the
-# panel trigger's and the numbers' polls, by their start times (one request a poll carries all three).
-STEADY_POLLS_JS = """() => performance.getEntriesByType("resource")
-  .filter((e) => e.name.includes("/api/runs/") && !e.name.includes("/rows?") && e.startTime > performance.now() - 3000)
-  .map((e) => e.name.includes("/api/runs/poll?") ? e.startTime : e.name)"""
-CHART_TOP_JS = "() => Math.round(document.querySelector('.jaxdash-chart').getBoundingClientRect().top + window.scrollY)"
-
-
-# Records when the page's charts appended rows: [performance.now(), chart's index among the page's charts].
-EXTEND_TIMES_JS = """() => {
-  const original = Plotly.extendTraces;
-  window.__extendAt = [];
-  Plotly.extendTraces = function (div, ...rest) {
-    window.__extendAt.push([performance.now(), [...document.querySelectorAll('.jaxdash-chart')].indexOf(div)]);
-    return original.call(this, div, ...rest);
-  };
+# When the page's line charts drew: [performance.now(), chart's index among the page's line charts].
+DRAW_TIMES_JS = """() => {
+  window.__drawAt = [];
+  const charts = [...document.querySelectorAll('.jaxdash-line')];
+  setInterval(() => charts.forEach((c, i) => {
+    const t = (c.__timing || {}).drawn;
+    if (t && t !== c.__lastDrawn) { c.__lastDrawn = t; window.__drawAt.push([t, i]); }
+  }), 20);
 }"""
+CHART_TOP_JS = "() => Math.round(document.querySelector('.jaxdash-line').getBoundingClientRect().top + window.scrollY)"
 
 
-def _longest_draw_gap_s(extends: list[list[float]]) -> float:
-    """The longest time between two appends to the same chart, in seconds."""
+def _longest_draw_gap_s(draws: list[list[float]]) -> float:
+    """The longest time between two draws of the same chart, in seconds."""
     gaps = [0.0]
-    for chart in {i for _, i in extends}:
-        times = [t for t, i in extends if i == chart]
+    for chart in {i for _, i in draws}:
+        times = [t for t, i in draws if i == chart]
         gaps += [(b - a) / 1000 for a, b in zip(times, times[1:], strict=False)]
     return max(gaps)
 
 
 @pytest.mark.browser
-def test_a_steady_writer_is_polled_every_second_its_chart_drawn_at_each_poll_and_a_record_after_a_pause_at_once(
+def test_a_steady_writer_makes_no_request_its_chart_drawn_each_second_and_a_record_after_a_pause_at_once(
     server: tuple[Server, Path], tab: Any
 ) -> None:
-    """Each poll and each draw costs Chromium CPU on the training machine: a run with news at every poll
-    is asked once a second, not 4 times a second, and its chart appends rows at each poll (at most every
-    0.75 s: tests/test_refresh_timing.py on a fake clock), so it is never more than ~1 s behind; a pause sets
-    the polls back to 250 ms, so the next record is drawn at once; its end moves nothing on the page."""
+    """A run writing every 0.1 s: the page asks the server nothing (its stream brings every row), its
+    chart draws at most every 0.75 s and never falls ~1 s behind; after a pause the next record is drawn
+    at once; its end moves nothing on the page."""
     srv, runs = server
     run = fake_running_run(runs)
-    tab.add_init_script("performance.setResourceTimingBufferSize(10000)")
     page = open_counting(tab, f"{srv.url}/live?run={run.name}")
     page.evaluate(WATCH_JS)
     page.wait_for_function("0 in window.__seen", timeout=60_000, polling=50)
-    page.evaluate(EXTEND_TIMES_JS)
+    wait_quiet(page)
+    asked: list[str] = []
+    page.on("request", lambda r: asked.append(r.url))
+    page.evaluate(DRAW_TIMES_JS)
     step, t_end = 0, time.monotonic() + 8
-    while time.monotonic() < t_end:  # a record every 0.1 s: news at every poll (steady after 2 s)
+    while time.monotonic() < t_end:
         step += 1
         _write(run, step)
         time.sleep(0.1)
-    steady = page.evaluate(STEADY_POLLS_JS)
-    # 3 or 4 when the watcher, the trigger and the numbers ask once a second in one request; 12+ at 250 ms
-    assert len(steady) <= 4, f"{len(steady)} polls in the last 3 s of a steady writer: {steady}"
-    assert all(isinstance(t, float | int) for t in steady), f"a request outside the page's poll: {steady}"
-    extends = page.evaluate("window.__extendAt")
-    longest = _longest_draw_gap_s(extends)
-    # one draw per 1 s poll (0.75 s at the soonest); 2.5 s leaves room for a loaded 2-core machine
-    assert len(extends) >= 5 and longest < 2.5, (
-        f"a steady writer's chart appended {len(extends)} times, gaps up to {longest:.1f} s"
+    assert asked == [], f"a steady writer's page made requests: {asked}"
+    draws = page.evaluate("window.__drawAt")
+    longest = _longest_draw_gap_s(draws)
+    # a draw each 0.75 s at the soonest; 2.5 s leaves room for a loaded 2-core machine
+    assert len(draws) >= 5 and longest < 2.5, (
+        f"a steady writer's chart drew {len(draws)} times, gaps up to {longest:.1f} s"
     )
-    time.sleep(2.5)  # the writer pauses: a 1 s poll without news sets the trigger back to 250 ms
+    time.sleep(2.5)  # the writer pauses
     step += 1
     t_write = time.monotonic()
     _write(run, step)
     page.wait_for_function(f"{step} in window.__seen", timeout=10_000, polling=20)
-    # at once: polls every 250 ms again (3 s leaves room for a loaded 2-core machine; the exact rule: test_refresh_timing)
-    assert time.monotonic() - t_write < 3.0, "a record after a pause waited"
+    assert time.monotonic() - t_write < 2.0, "a record after a pause waited"
     top = page.evaluate(CHART_TOP_JS)
     RunFolder(run).write_status(state="finished", ended=time.time())
     page.get_by_text("finished").first.wait_for(timeout=10_000)
