@@ -106,15 +106,7 @@ def _add_wandb(
     from runwriters.wandb.writer import WandbWriter
 
     wb = WandbWriter(
-        run_dir,
-        cfg_dict,
-        name=name or run_dir.name,
-        mode=tracking.wandb_mode,
-        resume=resume_step is not None,
-        group=tracking.group,
-        job_type=tracking.job_type,
-        resume_step=resume_step,
-        member=tracking.member,
+        run_dir, cfg_dict, tracking, name=name or run_dir.name, resume=resume_step is not None, resume_step=resume_step
     )
     if wb.active:
         writers.append(wb)

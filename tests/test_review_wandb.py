@@ -17,6 +17,7 @@ import pytest
 
 from runstore import run_folder, run_store
 from runstore.run_folder import RunFolder
+from runwriters.base import Tracking
 from runwriters.wandb.writer import WandbWriter
 from tests import wandb_leet
 from tests.fixtures_runs import hold_env, wait_held
@@ -120,7 +121,7 @@ def test_a_class_name_with_a_slash_stays_whole_in_the_pr_chart(tmp_path: Path, m
     for key, value in _env(tmp_path).items():
         monkeypatch.setenv(key, value)
     labels = np.array([0, 1, 1, 0])
-    writer = WandbWriter(tmp_path, {"lr": 0.1}, mode="offline")
+    writer = WandbWriter(tmp_path, {"lr": 0.1}, Tracking("offline"))
     writer.write_scalars(10, {"train/loss": 1.0})
     writer.write_pr_curves(
         10,

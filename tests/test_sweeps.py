@@ -98,8 +98,8 @@ def test_wandb_keeps_the_agents_run_id(tmp_path):
     In a subprocess: wandb reads WANDB_SWEEP_ID once per process, as it would under the agent.
     """
     code = (
-        "import json, sys; from runwriters.wandb.writer import WandbWriter; "
-        "w = WandbWriter(sys.argv[1], {'lr': 0.01}, name='trial', mode='offline'); "
+        "import json, sys; from runwriters.base import Tracking; from runwriters.wandb.writer import WandbWriter; "
+        "w = WandbWriter(sys.argv[1], {'lr': 0.01}, Tracking('offline'), name='trial'); "
         "w.wait_ready(60); print(json.dumps(w.info)); w.close('finished')"
     )
     env = {**os.environ, "WANDB_SWEEP_ID": "abc123", "WANDB_RUN_ID": "agentrun7", "WANDB_MODE": "offline"}

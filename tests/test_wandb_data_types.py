@@ -290,10 +290,10 @@ def test_the_wandb_copy_takes_figures_and_binned_histograms(tmp_path: Path) -> N
     and `Bins` as W&B's histogram of those bins."""
     import plotly.graph_objects as go
 
-    from runwriters.base import Bins, Images
+    from runwriters.base import Bins, Images, Tracking
     from runwriters.wandb.writer import WandbWriter
 
-    w = WandbWriter(tmp_path, {}, mode="offline")
+    w = WandbWriter(tmp_path, {}, Tracking("offline"))
     assert w.wait_ready(60), w.info
     w.write_scalars(0, {"loss": 1.0})
     w.write_figures(0, {"curve": go.Figure(go.Scatter(x=[0, 1], y=[1, 0])).to_plotly_json()})

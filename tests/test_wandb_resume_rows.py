@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from runstore.run_folder import RunFolder
+from runwriters.base import Tracking
 from runwriters.wandb import writer as wandb_writer
 from runwriters.wandb.writer import WandbWriter
 from tests import wandb_leet
@@ -58,12 +59,12 @@ def test_replayed_steps_the_killed_folder_holds_are_not_logged_again_media_inclu
     RunFolder(run_dir).append_records(
         [{"step": s, "wall": 1.0, "ts": 0.0, "train/loss": 1 / s} for s in range(10, 41, 10)]
     )
-    first = WandbWriter(run_dir, CONFIG, mode="offline")
+    first = WandbWriter(run_dir, CONFIG, Tracking("offline"))
     for step in (10, 20, 30, 40):
         _write(first, step, with_media=step == 40)
     first.close("crashed")  # as the killed process's wandb-core leaves it: every row written
 
-    resumed = WandbWriter(run_dir, CONFIG, mode="offline", resume=True, resume_step=30)
+    resumed = WandbWriter(run_dir, CONFIG, Tracking("offline"), resume=True, resume_step=30)
     for step in (40, 50, 60):  # the engine replays every step after the checkpoint
         _write(resumed, step, with_media=step == 40)
     resumed.close()

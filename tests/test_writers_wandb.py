@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from runstore import run_folder
-from runwriters.base import Progress
+from runwriters.base import Progress, Tracking
 from runwriters.wandb import writer as wandb_writer
 from runwriters.wandb.mode import init_kwargs
 from runwriters.wandb.writer import WandbWriter, resolve_mode
@@ -71,7 +71,7 @@ def _fit() -> FitSummary:
 def test_offline_run_round_trip(tmp_path):
     run_dir = tmp_path / "run-1"
     run_dir.mkdir()
-    w = WandbWriter(run_dir, CONFIG, name="nice name", mode="offline", job_type="mnist")
+    w = WandbWriter(run_dir, CONFIG, Tracking("offline", job_type="mnist"), name="nice name")
     assert w.active and w.wait_ready(60), w.info
     info = w.info
     assert info["mode"] == "offline" and info["url"] is None
@@ -137,7 +137,7 @@ def _check_pr_chart(records: list[dict], run_folder: str) -> None:
 
 def test_flushed_rows_reach_the_file_once_the_next_chunk_is_flushed(tmp_path):
     """A step's row stays open for its snapshot's media; the next chunk's flush commits it, before close."""
-    w = WandbWriter(tmp_path, CONFIG, mode="offline")
+    w = WandbWriter(tmp_path, CONFIG, Tracking("offline"))
     assert w.wait_ready(60), w.info  # rows logged before the run exists wait for it (next test)
     for step in STEPS[:4]:
         w.write_scalars(step, {"train/loss": 1.0})
@@ -154,7 +154,7 @@ def test_flushed_rows_reach_the_file_once_the_next_chunk_is_flushed(tmp_path):
 def test_a_flush_hands_its_rows_to_wandb_core_in_one_hop(tmp_path, monkeypatch):
     """A hop to wandb's asyncio thread per row was most of W&B's CPU: a flush of 300 rows makes one, and every
     row still reaches the file with its value, step and define_metric summary."""
-    w = WandbWriter(tmp_path, CONFIG, mode="offline")
+    w = WandbWriter(tmp_path, CONFIG, Tracking("offline"))
     assert w.wait_ready(60), w.info
     asyncer = w.run._interface._asyncer
     hops = []
@@ -193,7 +193,7 @@ def test_rows_go_one_by_one_through_a_run_without_the_batch_internals(tmp_path):
 def test_flushes_are_throttled_and_close_logs_everything(tmp_path, monkeypatch):
     """W&B log calls cost the loop ~5 ms each: at most one per FLUSH_SECS; close logs what is left."""
     monkeypatch.setattr(wandb_writer, "FLUSH_SECS", 3600.0)
-    w = WandbWriter(tmp_path, CONFIG, mode="offline")
+    w = WandbWriter(tmp_path, CONFIG, Tracking("offline"))
     assert w.wait_ready(60), w.info
     calls = []
     real_flush = w._rows.flush
@@ -209,10 +209,10 @@ def test_flushes_are_throttled_and_close_logs_everything(tmp_path, monkeypatch):
 def test_resume_continues_the_run_id_in_a_group(tmp_path):
     run_dir = tmp_path / "member-0"
     run_dir.mkdir()
-    first = WandbWriter(run_dir, CONFIG, mode="offline", group="pop-1")
+    first = WandbWriter(run_dir, CONFIG, Tracking("offline", group="pop-1"))
     first.write_scalars(10, {"train/loss": 1.0})
     first.close("stopped")
-    resumed = WandbWriter(run_dir, CONFIG, mode="offline", group="pop-1", resume=True)
+    resumed = WandbWriter(run_dir, CONFIG, Tracking("offline", group="pop-1"), resume=True)
     resumed.write_scalars(20, {"train/loss": 0.5})
     resumed.close()
     folders = sorted((run_dir / "wandb").glob("offline-run-*"))
@@ -231,7 +231,7 @@ def test_two_runs_in_folders_of_the_same_name_get_different_ids(tmp_path):
     for parent in ("a", "b"):
         run_dir = tmp_path / parent / "k00"
         run_dir.mkdir(parents=True)
-        ids.append(init_kwargs(run_dir, None, None, None, [])["id"])
+        ids.append(init_kwargs(run_dir, None, Tracking())["id"])
     assert ids[0] != ids[1]
 
 
@@ -240,11 +240,11 @@ def test_resume_refills_the_steps_a_kill_lost(tmp_path):
     (tmp_path / run_folder.RECORDS).write_text(
         "".join(json.dumps({"step": s, "ts": 0.0, "wall": 1.0, "train/loss": 1 / s}) + "\n" for s in range(10, 51, 10))
     )
-    first = WandbWriter(tmp_path, CONFIG, mode="offline")
+    first = WandbWriter(tmp_path, CONFIG, Tracking("offline"))
     for step in (10, 20):
         first.write_scalars(step, {"train/loss": 1 / step})
     first.close("stopped")
-    resumed = WandbWriter(tmp_path, CONFIG, mode="offline", resume=True, resume_step=50)
+    resumed = WandbWriter(tmp_path, CONFIG, Tracking("offline"), resume=True, resume_step=50)
     for step in (60, 70):  # the engine replays every step after the checkpoint
         resumed.write_scalars(step, {"train/loss": 1 / step})
         resumed.flush()
@@ -258,7 +258,7 @@ def test_resume_refills_the_steps_a_kill_lost(tmp_path):
 
 def test_rows_logged_while_init_is_running_are_kept(tmp_path):
     (tmp_path / run_folder.STATUS).write_text("{}")
-    w = WandbWriter(tmp_path, CONFIG, mode="offline")
+    w = WandbWriter(tmp_path, CONFIG, Tracking("offline"))
     assert not w._ready.is_set(), "the constructor returned before wandb.init finished"
     for step in STEPS[:3]:  # training goes on meanwhile; these rows wait for the run
         w.write_scalars(step, {"train/loss": float(step)})
@@ -273,7 +273,7 @@ def test_rows_logged_while_init_is_running_are_kept(tmp_path):
 
 @pytest.mark.parametrize(("state", "code"), [("failed", 1), ("diverged", 3)])
 def test_failed_runs_finish_with_nonzero_exit_code(tmp_path, state, code):
-    w = WandbWriter(tmp_path, CONFIG, mode="offline")
+    w = WandbWriter(tmp_path, CONFIG, Tracking("offline"))
     w.write_scalars(1, {"train/loss": float("nan")})
     w.close(state, "Loss became nan")
     summary = inspect_summary(w.info["dir"])
@@ -330,7 +330,7 @@ def test_wandb_environment_variables_are_honoured(tmp_path, monkeypatch):
     monkeypatch.setenv("WANDB_DIR", str(tmp_path / "wandb_dir"))
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    w = WandbWriter(run_dir, CONFIG, mode="offline", group="pop-1", job_type="mnist")
+    w = WandbWriter(run_dir, CONFIG, Tracking("offline", group="pop-1", job_type="mnist"))
     w.write_scalars(1, {"train/loss": 1.0})
     w.close()
     assert Path(w.info["dir"]).parent == tmp_path / "wandb_dir" / "wandb", "WANDB_DIR decides where files go"
@@ -339,16 +339,16 @@ def test_wandb_environment_variables_are_honoured(tmp_path, monkeypatch):
     assert summary["tags"] == ["mnist", "alpha", "beta"]
     (run,) = [r["run"] for r in finished_records(w.info["dir"]) if r.get("type") == "run"]
     assert run["run_group"] == "grp-env" and run["job_type"] == "custom-job"
-    assert init_kwargs(run_dir, None, None, None, [])["entity"] is None
+    assert init_kwargs(run_dir, None, Tracking())["entity"] is None
     monkeypatch.setenv("WANDB_ENTITY", "team-y")
-    assert init_kwargs(run_dir, None, None, None, [])["entity"] == "team-y"
+    assert init_kwargs(run_dir, None, Tracking())["entity"] == "team-y"
 
 
 def test_console_output_and_a_failed_runs_error_reach_the_logs(tmp_path):
     """In a subprocess (wandb wraps the process's stdout/stderr): the Logs tab gets the error line."""
     code = (
-        "import sys; from runwriters.wandb.writer import WandbWriter; "
-        "w = WandbWriter(sys.argv[1], {'lr': 0.1}, mode='offline'); w.wait_ready(60); "
+        "import sys; from runwriters.base import Tracking; from runwriters.wandb.writer import WandbWriter; "
+        "w = WandbWriter(sys.argv[1], {'lr': 0.1}, Tracking('offline')); w.wait_ready(60); "
         "print('hello from training'); print('run failed: boom', file=sys.stderr); "
         "w.close('failed', 'boom'); print(w.info['dir'])"
     )
@@ -368,7 +368,7 @@ def test_online_failure_falls_back_to_offline_and_never_raises(tmp_path, monkeyp
     monkeypatch.setenv("WANDB_API_KEY", "x" * 40)  # accepted locally; the server (closed port) never answers
     monkeypatch.setenv("JAXDASH_WANDB_INIT_TIMEOUT", "2")
     t0 = time.monotonic()
-    w = WandbWriter(tmp_path, CONFIG, mode="online")
+    w = WandbWriter(tmp_path, CONFIG, Tracking("online"))
     assert time.monotonic() - t0 < 1.0, "init runs in the background: training never waits for W&B"
     assert w.wait_ready(60) and time.monotonic() - t0 < 30
     assert w.active and w.info["mode"] == "offline" and w.info["error"]
@@ -378,7 +378,7 @@ def test_online_failure_falls_back_to_offline_and_never_raises(tmp_path, monkeyp
 
 
 def test_bad_mode_disables_the_writer_without_raising(tmp_path):
-    w = WandbWriter(tmp_path, CONFIG, mode="sometimes")
+    w = WandbWriter(tmp_path, CONFIG, Tracking("sometimes"))
     assert not w.active and w.info["mode"] == "disabled" and "sometimes" in w.info["error"]
     w.write_scalars(1, {"train/loss": 1.0})
     w.flush()
@@ -393,7 +393,8 @@ def test_wandb_files_stay_in_the_run_directory_and_wandbs_own_dirs(tmp_path):
         d.mkdir()
     code = (
         "import sys; sys.path.insert(0, sys.argv[2]); from runwriters.wandb.writer import WandbWriter; "
-        "w = WandbWriter(sys.argv[1], {'lr': 0.1}, mode='offline'); w.write_scalars(1, {'train/loss': 1.0}); w.close()"
+        "from runwriters.base import Tracking; "
+        "w = WandbWriter(sys.argv[1], {'lr': 0.1}, Tracking('offline')); w.write_scalars(1, {'train/loss': 1.0}); w.close()"
     )
     env = {**os.environ, "HOME": str(home)}
     root = str(Path(__file__).resolve().parents[1])

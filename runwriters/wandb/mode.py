@@ -17,9 +17,12 @@ import logging
 import os
 import secrets
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runstore import atomic, run_folder
+
+if TYPE_CHECKING:
+    from runwriters.base import Tracking
 
 log = logging.getLogger(__name__)
 
@@ -116,18 +119,11 @@ def _env_list(var: str) -> list[str]:
     return [t.strip() for t in os.environ.get(var, "").split(",") if t.strip()]
 
 
-def init_kwargs(
-    run_dir: Path,
-    name: str | None,
-    group: str | None,
-    job_type: str | None,
-    tags: list[str],
-    member: int | None = None,
-    resume: bool = False,
-) -> dict[str, Any]:
+def init_kwargs(run_dir: Path, name: str | None, tracking: Tracking, resume: bool = False) -> dict[str, Any]:
     """`wandb.init` keywords: W&B's variables win over our defaults (project, dir, group, job type).
 
-    `WANDB_TAGS` adds to our tags; `WANDB_ENTITY` and `WANDB_NOTES` are passed on as set. The
+    `tracking` gives the group, the job type (also our one tag) and a population member's index (its
+    own run id). `WANDB_TAGS` adds to our tags; `WANDB_ENTITY` and `WANDB_NOTES` are passed on as set. The
     settings a run started with are kept in `run_dir/wandb_settings.json`; a resume uses them
     whatever the environment says then, so both parts land in one W&B run.
     """
@@ -135,15 +131,16 @@ def init_kwargs(
         kept = kept_settings(run_dir)
         if kept:
             _warn_if_environment_differs(kept)
-            return {**kept, "id": run_id(run_dir, member)}
+            return {**kept, "id": run_id(run_dir, tracking.member)}
     env = os.environ.get
+    tags = [tracking.job_type] if tracking.job_type else []
     kwargs = {
         "dir": str(Path(env("WANDB_DIR") or run_dir).resolve()),
         "project": env("WANDB_PROJECT") or DEFAULT_PROJECT,
         "entity": env("WANDB_ENTITY") or None,
         "notes": env("WANDB_NOTES") or None,
-        "group": env("WANDB_RUN_GROUP") or group,
-        "job_type": env("WANDB_JOB_TYPE") or job_type,
+        "group": env("WANDB_RUN_GROUP") or tracking.group,
+        "job_type": env("WANDB_JOB_TYPE") or tracking.job_type,
         "tags": list(dict.fromkeys([*tags, *_env_list("WANDB_TAGS")])),
         "name": name or Path(run_dir).name,
     }
@@ -151,7 +148,7 @@ def init_kwargs(
         atomic.atomic_write_json(Path(run_dir) / SETTINGS_FILE, kwargs)
     except OSError as exc:
         log.warning("Could not keep the W&B settings in %s (%s); a resume reads the environment.", run_dir, exc)
-    return {**kwargs, "id": run_id(run_dir, member, resume)}
+    return {**kwargs, "id": run_id(run_dir, tracking.member, resume)}
 
 
 def kept_settings(run_dir: Path) -> dict[str, Any]:

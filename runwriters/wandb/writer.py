@@ -31,7 +31,7 @@ import numpy as np
 
 from runstore import nofollow, run_folder
 from runstore.run_folder import RunFolder
-from runwriters.base import Bins, Chart, Images, MetricWriter, Progress, Table
+from runwriters.base import DEFAULT_TRACKING, Bins, Chart, Images, MetricWriter, Progress, Table, Tracking
 from runwriters.wandb import media as wandb_media
 from runwriters.wandb import mode as wandb_mode
 from runwriters.wandb import run as wandb_run
@@ -54,27 +54,23 @@ class WandbWriter(MetricWriter):
     Args:
       run_dir: the run directory; W&B files go under `run_dir/wandb` (or `$WANDB_DIR/wandb`).
       cfg_dict: the run config (shown in W&B's config panel).
+      tracking: its W&B fields: `wandb_mode` ("auto", "online", "offline" or "disabled", see
+        `wandb_mode.resolve_mode`), `group` (e.g. a population's id), `job_type` (the task's name, also
+        a tag) and `member` (a population member's index: its own W&B id under `$WANDB_RUN_ID`).
       name: display name of the run.
-      mode: "auto", "online", "offline" or "disabled" (see `wandb_mode.resolve_mode`).
       resume: continue the run with this run directory's id (after a checkpoint).
-      group: W&B group, e.g. a population's id.
-      job_type: the task's name (also a tag).
       resume_step: the checkpoint step a resumed run continues from; earlier steps the W&B run
         lacks are refilled from metrics.jsonl, later steps it already holds are not logged again.
-      member: a population member's index (its own W&B id under `$WANDB_RUN_ID`).
     """
 
     def __init__(
         self,
         run_dir: str | Path,
         cfg_dict: Mapping[str, Any],
+        tracking: Tracking = DEFAULT_TRACKING,
         name: str | None = None,
-        mode: str = "auto",
         resume: bool = False,
-        group: str | None = None,
-        job_type: str | None = None,
         resume_step: int | None = None,
-        member: int | None = None,
     ):
         self.run_dir = Path(run_dir)
         self.run = None
@@ -87,8 +83,8 @@ class WandbWriter(MetricWriter):
         self._flushed_at = -float("inf")  # monotonic time of the last W&B log call
         self._resume_step = resume_step if resume_step is not None else (0 if resume else None)
         # One process trains every member: its console output is no one member's log.
-        self._member_log = MemberLog(initial_step=resume_step or 0) if member is not None else None
-        requested = mode
+        self._member_log = MemberLog(initial_step=resume_step or 0) if tracking.member is not None else None
+        requested = mode = tracking.wandb_mode
         try:
             mode = resolve_mode(mode)
         except ValueError as exc:
@@ -98,9 +94,8 @@ class WandbWriter(MetricWriter):
         self.info = {"mode": mode, "requested_mode": requested}
         if mode == "disabled":
             return
-        tags = [job_type] if job_type else []
         resuming = self._resume_step is not None
-        self._kwargs = wandb_mode.init_kwargs(self.run_dir, name, group, job_type, tags, member, resuming)
+        self._kwargs = wandb_mode.init_kwargs(self.run_dir, name, tracking, resuming)
         self._kwargs["resume"] = "allow" if self._resume_step is not None else None
         self.active = True
         self._ready = threading.Event()
