@@ -1,8 +1,8 @@
 """The Live panel reruns when its run wrote something, not on a timer (dashboard/panels/refresh_trigger.py).
 
-The change signature the page polls (dashboard/server/changes_route.py) is checked directly; then in
-Chromium against a real server: a running run that writes nothing costs the page no rerun, and a
-record written shows on the chart within a poll and a rerun.
+The change signature the tab's push stream sends (dashboard/server/changes_route.py) is checked directly;
+then in Chromium against a real server: a running run that writes nothing costs the page no rerun, and a
+record written shows on the chart at once.
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ def test_a_run_that_writes_nothing_costs_no_rerun_and_a_record_shows_at_once(
     page.evaluate(WATCH_JS)
     page.wait_for_function("0 in window.__seen", timeout=60_000, polling=50)
     wait_quiet(page)
-    no_messages_for(page, 2.5)  # the 0.5 s timer sent ~100 in that time; the trigger polled 10 times
+    no_messages_for(page, 2.5)  # the 0.5 s timer sent ~100 in that time
     delays = []
     for step in range(1, 4):
         written = time.time()
@@ -131,8 +131,8 @@ TRIGGER_KEY = {"runs": "runs_trigger", "detail": "detail_trigger"}
 def test_run_detail_and_runs_rerun_when_a_run_changes_seldom_for_records_and_at_once_for_a_new_state(
     server: tuple[Server, Path], tab: Any, page_path: str
 ) -> None:
-    """The other pages that follow an active run (Run detail every 1 s, Runs every 2 s) poll too: nothing
-    written, no rerun. Each rerun redraws the whole Runs table canvas, or sends Run detail ~28 messages:
+    """The other pages that follow an active run (Run detail every 1 s, Runs every 2 s) follow the stream too:
+    nothing written, no rerun. Each rerun redraws the whole Runs table canvas, or sends Run detail ~28 messages:
     a run writing all the time reruns Runs and Run detail (a run started from the CLI has no process output
     to follow) not within their stream gap of their load or last rerun, while Run detail's progress line
     follows the records, and a new state still shows within 2 s (asserted: < 5 s)."""
@@ -142,7 +142,7 @@ def test_run_detail_and_runs_rerun_when_a_run_changes_seldom_for_records_and_at_
     _wait_drawn(page, page_path)
     wait_quiet(page)  # past the page's first draws
     no_messages_for(page, 2.5)  # the run wrote nothing: no rerun
-    gap = page.evaluate(f"window.__jaxdashHub.pollers['{TRIGGER_KEY[page_path]}'].streamGap")
+    gap = page.evaluate(f"window.__jaxdashTrigger.triggers['{TRIGGER_KEY[page_path]}'].streamGap")
     assert LEAST_STREAM_GAP_MS[page_path] <= gap <= 30_000, f"{page_path} reruns for records every {gap} ms"
     # The gap counts from the page's load, or its last rerun: a load slow enough that the writing below
     # would pass it waits for the rerun its first records bring instead.
@@ -152,7 +152,7 @@ def test_run_detail_and_runs_rerun_when_a_run_changes_seldom_for_records_and_at_
         page.wait_for_function(f"window.__wsIn > {before}", timeout=30_000, polling=50)
         wait_quiet(page)
     quiet = page.evaluate("window.__wsIn")
-    for step in range(2, 14):  # a run writing all the time: 3 s, a dozen of the trigger's polls
+    for step in range(2, 14):  # a run writing all the time: 3 s, a dozen of the watcher's ticks
         RunFolder(run).append_records([{"step": step, "ts": time.time(), "train/loss": 1 / step}])
         RunFolder(run).write_status(step=step)
         page.wait_for_timeout(250)

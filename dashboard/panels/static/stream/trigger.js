@@ -5,7 +5,7 @@
 // since its last rerun; records and progress alone (STREAMS) only after `stream_gap_ms` (a page whose charts
 // and numbers are fed by the stream sets it long), both counted from the panel's last draw. A change that comes
 // within its gap waits for the gap's end.
-// Exposes window.__jaxdashTrigger.mount(component) -> cleanup.
+// Exposes window.__jaxdashTrigger: mount(component) -> cleanup, and triggers (each key's gaps, for tests).
 (function () {
   if (window.__jaxdashTrigger) return;
   const triggers = {};
@@ -33,5 +33,5 @@
     if (p.latest) check(p);
     return () => { if (p.stop) p.stop(); p.stop = null; clearTimeout(p.timer); };
   }
-  window.__jaxdashTrigger = {mount};
+  window.__jaxdashTrigger = {mount, triggers};
 })();
