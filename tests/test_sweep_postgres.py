@@ -207,9 +207,8 @@ def test_a_worker_that_loses_the_server_mid_sweep_stops_with_one_line(tmp_path: 
     (password hidden) and what to do, not a traceback from its heartbeat thread or its tell."""
     with postgres_server() as server:
         space = parse_space(["lr=loguniform(0.001,0.1)"], load_task("regression").Config, "random")
-        studies.create(
-            "lost", server.url, "regression", {"steps": 3000, "log_every": 10, "points": 32}, space, "random", 2
-        )
+        base = {"steps": 3000, "log_every": 10, "points": 32}
+        studies.create("lost", server.url, studies.StudySpec("regression", base, space, "random", 2))
         worker = _training(["worker", "--sweep", "lost", "--storage", server.url, "--runs-root", str(tmp_path)])
         _wait_for("the worker's trial", lambda: _training_run_of(tmp_path, {worker.pid}), procs=(worker,))
         server.stop()

@@ -31,7 +31,7 @@ def _grid(root: Path, name: str, lrs: tuple[float, ...]) -> str:
     url = studies.default_url(root)
     space = parse_space(["lr=" + ",".join(map(str, lrs))], load_task("regression").Config, "grid")
     base = {"steps": STEPS, "log_every": 10, "points": 32}
-    studies.create(name, url, "regression", base, space, "grid", None, tensorboard=False)
+    studies.create(name, url, studies.StudySpec("regression", base, space, "grid", tensorboard=False))
     return url
 
 
@@ -84,10 +84,10 @@ def test_pruner_and_direction_are_checked_and_kept(tmp_path: Path) -> None:
         (studies.Objective(direction="up"), "sweep_direction"),
     ]:
         with pytest.raises(ConfigError) as err:
-            studies.create("bad", url, "regression", {}, space, "grid", None, bad)
+            studies.create("bad", url, studies.StudySpec("regression", {}, space, "grid", objective=bad))
         assert list(err.value.errors) == [field]
     objective = studies.Objective("train/loss", "maximize", "threshold:0.5")
-    studies.create("up", url, "regression", {}, space, "grid", None, objective)
+    studies.create("up", url, studies.StudySpec("regression", {}, space, "grid", objective=objective))
     study = studies.load("up", url)
     assert studies.direction_of(study) == "maximize" and study.pruner._lower == 0.5
     assert not any(s.study_name == "bad" for s in optuna.get_all_study_summaries(studies.storage(url)))

@@ -35,7 +35,7 @@ def _study(root: Path, name: str, steps: int, trials: int, storage: str = "sqlit
     cfg = load_task("regression").Config
     space = parse_space(["lr=loguniform(0.001,0.1)"], cfg, "random")
     base = {"steps": steps, "log_every": 10, "points": 32}
-    studies.create(name, url, "regression", base, space, "random", trials)
+    studies.create(name, url, studies.StudySpec("regression", base, space, "random", trials))
     return url
 
 
@@ -137,7 +137,7 @@ def claims_at_once(url: str, monkeypatch: pytest.MonkeyPatch) -> list[list[int]]
 
     cfg = load_task("regression").Config
     space = parse_space(["points=32,64", "lr=0.01,0.02,0.03"], cfg, "grid")
-    studies.create("race", url, "regression", {"steps": 20, "log_every": 10}, space, "grid", None)
+    studies.create("race", url, studies.StudySpec("regression", {"steps": 20, "log_every": 10}, space, "grid"))
     joins = worker._next_joins
     monkeypatch.setattr(worker, "_next_joins", lambda *a: (time.sleep(0.05), joins(*a))[1])  # a slow storage
     claims: list[list[int]] = []

@@ -43,7 +43,7 @@ from training.engine.members import Members, first_nonfinite, stack, take
 from training.engine.pbt import Exploiter, PbtConfig, learning_rates
 from training.engine.position import Plan, Position, data_for, param_arrays, reduce_chunk
 from training.engine.result import TrainResult
-from training.engine.schedule import Due, Schedules
+from training.engine.schedule import Due, Periods, Schedules
 from training.engine.sharding import AXIS, DataParallel, resolve_devices
 from training.engine.system import SystemMetrics
 from training.errors import TrainingError
@@ -182,16 +182,7 @@ class Engine:
         self.members.set_phase("compiling")
         cfg = self.cfg
         self._setup_pbt()
-        self.schedules = Schedules(
-            self.plan.total_steps,
-            pos.step,
-            getattr(cfg, "eval_every", 0) or (0 if self.plan.batched else self.plan.total_steps // EVALS_PER_RUN),
-            getattr(cfg, "ckpt_every", 0),
-            self.pbt.interval if self.pbt is not None else None,
-            SNAPSHOTS,
-            CKPT_SECS,
-            LIVE_FIT_SECS,
-        )
+        self.schedules = Schedules(self.plan.total_steps, pos.step, self._periods())
         if pos.step == 0:
             self._snapshot(0, final=False, first=True)
         todo = chunk_plan(pos.epoch, pos.pos, self.plan.steps_per_epoch, cfg.log_every, self.plan.epochs)
@@ -283,10 +274,8 @@ class Engine:
         )
         pos.last = scalars
         if self.pbt is not None and (due.pbt or diverged):
-            writers = [m.writer for m in self.members.members]
-            self.state, self.lrs = self.exploiter(
-                self.state, self.lrs, pos.step, scalars, diverged, pos.lineage, writers
-            )
+            self.state, self.lrs, copies = self.exploiter(self.state, self.lrs, pos.step, scalars, diverged)
+            self.exploiter.record(pos.step, copies, pos.lineage, [m.writer for m in self.members.members])
         if epoch_end and self.plan.batched:
             self._histograms(pos.step, held)
         if due.snapshot or due.live_fit:
@@ -327,6 +316,13 @@ class Engine:
                 phase="training",
             )
             self.members.writer(i).write_scalars(0, initial, progress)
+
+    def _periods(self) -> Periods:
+        """How often this run evaluates, checkpoints, exploits (PBT) and writes its task summaries."""
+        cfg = self.cfg
+        evals = getattr(cfg, "eval_every", 0) or (0 if self.plan.batched else self.plan.total_steps // EVALS_PER_RUN)
+        pbt = self.pbt.interval if self.pbt is not None else None
+        return Periods(evals, getattr(cfg, "ckpt_every", 0), pbt, SNAPSHOTS, CKPT_SECS, LIVE_FIT_SECS)
 
     def _setup_pbt(self) -> None:
         """PBT's ranking metric and the members' current learning rates (from the state)."""

@@ -161,21 +161,18 @@ class Exploiter:
         self.higher_is_better = metric.endswith("acc")
 
     def __call__(
-        self,
-        state: Any,
-        lrs: np.ndarray,
-        step: int,
-        scalars: Sequence[dict[str, float]],
-        forced: Sequence[int],
-        lineage: list[list[Copy]],
-        writers: Sequence[Any],
-    ) -> tuple[Any, np.ndarray]:
-        """The state and learning rates after this step's copies; each copied member's writer gets its lineage."""
+        self, state: Any, lrs: np.ndarray, step: int, scalars: Sequence[dict[str, float]], forced: Sequence[int]
+    ) -> tuple[Any, np.ndarray, list[Copy]]:
+        """The state and learning rates after this step's copies, and the copies (`record` writes them)."""
         scores = [s.get(self.metric, math.nan) for s in scalars]
         copies = plan(scores, lrs, step, self.cfg, self.higher_is_better, forced)
         if not copies:
-            return state, lrs
+            return state, lrs, []
         state, lrs = apply(state, copies, lrs)
+        return state, lrs, copies
+
+    def record(self, step: int, copies: Sequence[Copy], lineage: list[list[Copy]], writers: Sequence[Any]) -> None:
+        """Each copied member's lineage extended and written to its run: the table, its lr, a line of text."""
         for c in copies:
             lineage[c["member"]].append(c)
             rows = [[e["step"], e["source"], e["old_lr"], e["new_lr"], e["reason"]] for e in lineage[c["member"]]]
@@ -190,7 +187,6 @@ class Exploiter:
                     f"lr {c['old_lr']:.3g} -> {c['new_lr']:.3g}"
                 },
             )
-        return state, lrs
 
 
 def _table(columns: list[str], rows: list[list[Any]]) -> Any:

@@ -62,24 +62,39 @@ class Due:
         return self.stopped or self.pbt or self.evaluate or self.snapshot or self.live_fit or self.checkpoint
 
 
+@dataclasses.dataclass(frozen=True)
+class Periods:
+    """How often a run evaluates, checkpoints, exploits (PBT) and writes its task summaries.
+
+    eval_every / ckpt_every: the config's periods in steps (0: never by steps).
+    pbt_interval: PBT's period in steps, None without PBT.
+    snapshots: task summaries spread over the run; ckpt_secs / live_fit_secs: the engine's periods in seconds.
+    """
+
+    eval_every: int
+    ckpt_every: int
+    pbt_interval: int | None
+    snapshots: int
+    ckpt_secs: float
+    live_fit_secs: float
+
+
 class Schedules:
     """Every periodic decision of a run, asked once per chunk.
 
     Args:
       total_steps: the run's length (snapshots are spread over it).
       last_step: where the run starts (a resumed run's checkpoint step).
-      eval_every / ckpt_every: the config's periods (0: never by steps).
-      pbt_interval: PBT's period in steps, None without PBT.
-      snapshots / ckpt_secs / live_fit_secs: the engine's own periods.
+      periods: how often each thing is due.
     """
 
-    def __init__(self, total_steps: int, last_step: int, eval_every: int, ckpt_every: int, pbt_interval: int | None,
-                 snapshots: int, ckpt_secs: float, live_fit_secs: float) -> None:  # fmt: skip
-        self.snapshots = Periodic(every_steps=max(1, total_steps // snapshots), last_step=last_step)
-        self.live_fits = Periodic(every_secs=live_fit_secs)  # the page's fitted curve slides between snapshots
-        self.checkpoints = Periodic(ckpt_every, ckpt_secs, last_step=last_step)
-        self.evals = Periodic(eval_every, last_step=last_step)
-        self.pbt = Periodic(pbt_interval, last_step=last_step) if pbt_interval else None
+    def __init__(self, total_steps: int, last_step: int, periods: Periods) -> None:
+        p = periods
+        self.snapshots = Periodic(every_steps=max(1, total_steps // p.snapshots), last_step=last_step)
+        self.live_fits = Periodic(every_secs=p.live_fit_secs)  # the page's fitted curve slides between snapshots
+        self.checkpoints = Periodic(p.ckpt_every, p.ckpt_secs, last_step=last_step)
+        self.evals = Periodic(p.eval_every, last_step=last_step)
+        self.pbt = Periodic(p.pbt_interval, last_step=last_step) if p.pbt_interval else None
         self.total_steps = total_steps
 
     def after_chunk(

@@ -47,7 +47,9 @@ def run_sweep(task: str, task_cls: type, raw: dict[str, Any], args: argparse.Nam
     name = args.study or f"{task_cls.name}-{time.strftime('%Y%m%d-%H%M%S')}"
     tensorboard = not args.no_tensorboard
     objective = studies.Objective(args.sweep_metric, args.sweep_direction, args.sweep_pruner)
-    studies.create(name, url, task, base, space, args.sweep_method, args.trials, objective, tensorboard)
+    studies.create(
+        name, url, studies.StudySpec(task, base, space, args.sweep_method, args.trials, objective, tensorboard)
+    )
     print(json.dumps({"study": name, "storage": server.shown(url)}), flush=True)
     helpers = []
     workers = args.workers or (args.max_parallel if not shares_program(space) and args.sweep_method != "grid" else 1)

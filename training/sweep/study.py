@@ -207,23 +207,30 @@ def direction_of(study: optuna.Study) -> str:
     return study.direction.name.lower()
 
 
-def create(
-    name: str,
-    url: str,
-    task: str,
-    base: dict[str, Any],
-    space: dict[str, Param],
-    method: str,
-    trials: int | None,
-    objective: Objective = Objective(),
-    tensorboard: bool = True,
-) -> optuna.Study:
-    """A new study holding everything a worker needs (the task, its settings, the objective and its
-    pruner, whether trials write TensorBoard); its name must be new in this storage."""
+@dataclasses.dataclass(frozen=True)
+class StudySpec:
+    """What a new study holds for its workers: the task, its settings, the search and how trials are judged.
+
+    base: the settings every trial shares; space: the fields searched (`parse_space`); method: a name of
+    METHODS; trials: how many (None: the grid's size, else 20); tensorboard: whether trials write event files.
+    """
+
+    task: str
+    base: dict[str, Any]
+    space: dict[str, Param]
+    method: str
+    trials: int | None = None
+    objective: Objective = Objective()
+    tensorboard: bool = True
+
+
+def create(name: str, url: str, spec: StudySpec) -> optuna.Study:
+    """A new study holding everything a worker needs (`spec`); its name must be new in this storage."""
+    method, space, objective = spec.method, spec.space, spec.objective
     if method not in METHODS:
         raise ConfigError({"sweep_method": f"is one of {', '.join(METHODS)} (got {method!r})"})
     objective.check()
-    n = grid_size(space) if method == "grid" and trials is None else (trials or 20)
+    n = grid_size(space) if method == "grid" and spec.trials is None else (spec.trials or 20)
     st = storage(url)
     try:
         study = optuna.create_study(study_name=name, storage=st, direction=objective.direction, load_if_exists=False)
@@ -231,8 +238,8 @@ def create(
         raise ConfigError(
             {"sweep": f"a study named {name!r} already exists in {server.shown(url)}; pick another name"}
         ) from None
-    attrs = {"task": task, "base": base, "space": to_specs(space), "method": method, "trials": n}
-    attrs.update(metric=objective.metric, pruner=objective.pruner, tensorboard=tensorboard)
+    attrs = {"task": spec.task, "base": spec.base, "space": to_specs(space), "method": method, "trials": n}
+    attrs.update(metric=objective.metric, pruner=objective.pruner, tensorboard=spec.tensorboard)
     for key, value in attrs.items():
         study.set_user_attr(key, value)
     if method == "grid":
