@@ -37,6 +37,7 @@ LONGEST_FIRST = [
     "test_population.py",
     "test_multihost_engine.py",
     "test_mirrored_runs.py",
+    "test_live_new_runs.py",
     "test_queue.py",
     "test_safety_resume.py",
     "test_compare_browser.py",

@@ -54,7 +54,8 @@ def pick_run(runs: list[run_store.RunInfo]) -> run_store.RunInfo | None:
     """Run selector; defaults to ?run=, else the run chosen here, else the newest active run, else the newest.
 
     Only a run the user picks (here, by a link, or on another page) is remembered: while none is, the page
-    follows the newest run, and the run watcher's rerun shows a run started after the page opened.
+    follows the newest run, and the run watcher's rerun shows a run started after the page opened. A run
+    picked stays shown when newer runs start.
     """
     current = state.select_run(runs)
     if current is None:
@@ -67,9 +68,24 @@ def pick_run(runs: list[run_store.RunInfo]) -> run_store.RunInfo | None:
         index=list(by_id).index(current.run_id),
         format_func=lambda i: f"{by_id[i].name}  ·  {by_id[i].task}  ·  {i}",
         key=key,
-        on_change=lambda: state.remember_run(st.session_state[key]),
+        on_change=_remember_pick,
+        args=(key, current.run_id, frozenset(by_id)),
     )
     return by_id[chosen]
+
+
+def _remember_pick(key: str, shown: str, listed: frozenset[str]) -> None:
+    """The picker's on_change: remember the run the user picked in the widget `key`, drawn showing `shown`.
+
+    Streamlit keeps a widget's callback after the run that replaced it (the picker's key changes with
+    its default), and a rerun the browser asks for as that run ends (the run watcher's, the panel's)
+    still carries the replaced widget's value: with no old value to compare, Streamlit calls this for
+    it. That value is the run the widget showed, the previous default: remembering it would pin the
+    page to an older run. Only another listed run is the user's pick.
+    """
+    picked = st.session_state.get(key)
+    if picked != shown and picked in listed:
+        state.remember_run(picked)
 
 
 def key_config(task: str, c: dict[str, Any]) -> str:
