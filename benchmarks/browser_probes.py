@@ -2,9 +2,9 @@
 
 Shared by `benchmarks/dashboard_latency.py` and the browser tests, so both report the same numbers.
 
-Blink: every 100 ms the page notes, for every plotly chart, its effective opacity (the product of
+Blink: every 100 ms the page notes, for every chart, its effective opacity (the product of
 the computed opacity of the chart and all its ancestors: Streamlit fades a stale element's
-container to 0.33), its size and position, and whether plotly has drawn it. `blink_report` turns
+container to 0.33), its size and position, and whether it has drawn (uPlot's or plotly's). `blink_report` turns
 those samples into the fraction of (sample, chart) pairs in which a chart was faded, missing,
 blank or had jumped.
 """
@@ -27,23 +27,31 @@ REPO = Path(__file__).resolve().parent.parent
 FADED_BELOW = 0.9  # effective opacity under this is a visible fade (Streamlit's stale fade ends at 0.33)
 JUMP_PX = 8  # a chart whose top or height moved more than this between two samples jumped
 
-# Every chart of the page: [element that Streamlit fades, plotly graph div or null]. In-place plotly charts are
-# drawn by a component in the page (dashboard/panels/inplace_chart.py, class jaxdash-chart); others are
-# st.plotly_chart. Line charts (dashboard/panels/static/chart/, class jaxdash-line) come as the same shape:
-# their drawn series (`__chart.data`) as plotly's `_fullData` ({name, x, y, _length}), drawn once they have.
+# Every chart of the page: [element that Streamlit fades, its drawn series or null while it shows none, its title].
+# A series is {name, x, y, n} (n: its number of points, x and y may be longer): what the chart drew. Line charts
+# (dashboard/panels/static/chart/, class jaxdash-line) give their engine's drawn series (`__chart.data`, once
+# uPlot drew them); plotly charts (st.plotly_chart, and the in-place ones of dashboard/panels/inplace_chart.py,
+# class jaxdash-chart) give plotly's traces once it drew traces, not just axes.
 CHARTS_JS = """() => {
+  const plotly = (g) => (g && g._fullLayout && g.querySelector('.main-svg .trace')
+    ? (g._fullData || []).map((t) => ({name: t.name, x: t.x || [], y: t.y || [], n: t._length || 0})) : null);
+  const title = (g) => { const t = g && g.layout && g.layout.title; return (t && (t.text || t)) || ""; };
   const out = [];
-  for (const c of document.querySelectorAll('[data-testid="stPlotlyChart"]')) out.push([c, c.querySelector('.js-plotly-plot')]);
-  for (const g of document.querySelectorAll('.jaxdash-chart')) out.push([g, g.classList.contains('js-plotly-plot') ? g : null]);
+  for (const c of document.querySelectorAll('[data-testid="stPlotlyChart"]')) {
+    const g = c.querySelector('.js-plotly-plot');
+    out.push([c, plotly(g), title(g)]);
+  }
+  for (const g of document.querySelectorAll('.jaxdash-chart')) out.push([g, g.classList.contains('js-plotly-plot') ? plotly(g) : null, title(g)]);
   for (const g of document.querySelectorAll('.jaxdash-line')) {
-    const data = (g.__chart && g.__chart.data) || null;
-    out.push([g, data && {_fullLayout: {}, querySelector: () => g.querySelector('canvas'),
-      _fullData: data.map((t) => ({name: t.name, x: t.x, y: t.y, _length: t.x.length}))}]);
+    const c = g.__chart;
+    out.push([g, c && c.plot ? c.data.map((t) => ({name: t.name, x: t.x, y: t.y, n: t.x.length})) : null, c ? c.spec.title || "" : ""]);
   }
   return out;
 }"""
-# Every plotly graph div of the page (in-place charts included), for the point-count probes.
-PLOTS_JS = f"(() => ({CHARTS_JS})().map(([c, g]) => g).filter(g => g))()"
+# Every chart that drew a point, in page order: {title, series}.
+DRAWN_CHARTS_JS = f"(() => ({CHARTS_JS})().filter(([c, s]) => s && s.some((t) => t.n)).map(([c, series, title]) => ({{title, series}})))()"
+# Every drawn series of the page, every chart's, in page order.
+SERIES_JS = f"(() => ({CHARTS_JS})().flatMap(([c, s]) => s || []))()"
 
 # Every 100 ms: one row per chart [opacity, width, height, top, drawn, points, stale]; stale: Streamlit
 # marks the chart as waiting for its rerun (data-stale), whether or not the page shows a fade for it.
@@ -53,12 +61,12 @@ SAMPLE_JS = (
   const charts = """
     + CHARTS_JS
     + """;
-  const sample = () => charts().map(([c, g]) => {
+  const sample = () => charts().map(([c, s]) => {
     let op = 1;
     for (let e = c; e; e = e.parentElement) op *= parseFloat(getComputedStyle(e).opacity);
     const r = c.getBoundingClientRect();
-    const drawn = !!(g && g._fullLayout && g.querySelector('.main-svg .trace'));  // traces drawn, not just axes
-    const points = drawn ? (g._fullData || []).reduce((a, t) => a + (t._length || 0), 0) : 0;
+    const drawn = s !== null;
+    const points = drawn ? s.reduce((a, t) => a + t.n, 0) : 0;
     const stale = !!c.closest('[data-stale="true"]');
     return [op, Math.round(r.width), Math.round(r.height), Math.round(r.top + window.scrollY), drawn, points, stale];
   });
@@ -67,18 +75,14 @@ SAMPLE_JS = (
 )
 STOP_JS = "() => { clearInterval(window.__blink.timer); return window.__blink.samples; }"
 
-# The time at which the first chart trace named `name` first held a point (window.__firstDrawn).
+# The time at which the first chart series named `name` first held a point (window.__firstDrawn).
 FIRST_POINT_JS = (
     """(name) => {
   window.__firstDrawn = null;
   const t = setInterval(() => {
-    for (const g of """
-    + PLOTS_JS
-    + """) {
-      for (const tr of (g._fullData || [])) {
-        if (tr.name === name && tr._length) { window.__firstDrawn = Date.now(); clearInterval(t); return; }
-      }
-    }
+    if ("""
+    + SERIES_JS
+    + """.some((tr) => tr.name === name && tr.n)) { window.__firstDrawn = Date.now(); clearInterval(t); }
   }, 20);
 }"""
 )
@@ -190,7 +194,7 @@ def watch_blinks(
     page.wait_for_function(f"({CHARTS_JS})().length > 0", timeout=60_000, polling=100)
     page.evaluate(SAMPLE_JS)
     if watch_s is not None:  # counted from the first point drawn: a run's start takes longer on a loaded machine
-        page.wait_for_function(f"{PLOTS_JS}.some(g => (g._fullData || []).some(t => t._length))", timeout=120_000)
+        page.wait_for_function(f"{SERIES_JS}.some(t => t.n)", timeout=120_000)
     try:
         proc.wait(min(timeout, watch_s) if watch_s is not None else timeout)
     except subprocess.TimeoutExpired:

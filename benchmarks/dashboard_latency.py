@@ -51,15 +51,13 @@ WATCH_JS = (
     """() => {
   window.__seen = {}; window.__firstDrawn = null;
   setInterval(() => {
-    for (const g of """
-    + browser_probes.PLOTS_JS
+    for (const t of """
+    + browser_probes.SERIES_JS
     + """) {
-      for (const t of (g._fullData || [])) {
-        if (t.name !== 'train/loss' || !t._length) continue;
-        if (window.__firstDrawn === null) window.__firstDrawn = Date.now();
-        const xs = t.x; const n = t._length;
-        for (let i = Math.max(0, n - 5); i < n; i++) { const s = xs[i]; if (!(s in window.__seen)) window.__seen[s] = Date.now(); }
-      }
+      if (t.name !== 'train/loss' || !t.n) continue;
+      if (window.__firstDrawn === null) window.__firstDrawn = Date.now();
+      const xs = t.x; const n = t.n;
+      for (let i = Math.max(0, n - 5); i < n; i++) { const s = xs[i]; if (!(s in window.__seen)) window.__seen[s] = Date.now(); }
     }
     if (window.__firstDrawn === null && ++window.__ticks % 5 === 0) {  // every 100 ms: the phase the progress line says
       const bar = document.querySelector('[data-testid="stProgress"]');

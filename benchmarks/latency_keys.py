@@ -31,33 +31,31 @@ from dashboard.server.serve import CHROMIUM, CHROMIUM_ARGS, start_server
 
 PREFIXES = ("train", "eval", "opt", "grad")
 PANEL_PX = 330  # a panel's height with its share of section headers: the viewport holds every one
-# In the page: every 20 ms, the wall-clock time at which each step first appears in each named trace.
+# In the page: every 20 ms, the wall-clock time at which each step first appears in each named series.
 WATCH_JS = (
     """() => {
   window.__seenk = {};
   setInterval(() => {
-    for (const g of """
-    + browser_probes.PLOTS_JS
+    for (const t of """
+    + browser_probes.SERIES_JS
     + """) {
-      for (const t of (g._fullData || [])) {
-        if (!t._length || !t.name) continue;
-        const seen = (window.__seenk[t.name] = window.__seenk[t.name] || {});
-        for (let i = Math.max(0, t._length - 200); i < t._length; i++) if (!(t.x[i] in seen)) seen[t.x[i]] = Date.now();
-      }
+      if (!t.n || !t.name) continue;
+      const seen = (window.__seenk[t.name] = window.__seenk[t.name] || {});
+      for (let i = Math.max(0, t.n - 200); i < t.n; i++) if (!(t.x[i] in seen)) seen[t.x[i]] = Date.now();
     }
   }, 20);
 }"""
 )
 SHOWS = "(t) => (document.querySelector('[data-testid=stSelectbox] input') || {}).value?.includes(t)"  # its picker
 # Once the page holds `n` charts and every one whose top is within the window (height `h`) is drawn: the names
-# of their traces (the keys in view), else null.
+# of their series (the keys in view), else null.
 SHOWN_JS = (
     "([n, h]) => { const cs = ("
     + browser_probes.CHARTS_JS
     + """)(); if (cs.length < n) return null;
   const inView = cs.filter(([c]) => c.getBoundingClientRect().top < h);
-  if (inView.some(([c, g]) => !g || !(g._fullData || []).some((t) => t._length))) return null;
-  return inView.flatMap(([c, g]) => g._fullData.filter((t) => t._length).map((t) => t.name)); }"""
+  if (inView.some(([c, s]) => !s || !s.some((t) => t.n))) return null;
+  return inView.flatMap(([c, s]) => s.filter((t) => t.n).map((t) => t.name)); }"""
 )
 SCROLL_THROUGH_JS = (
     "async () => { for (const [c] of ("

@@ -42,20 +42,20 @@ W_TAG, B_TAG = "regression/weight", "regression/bias"
 DRAWN_JS = (
     "() => ("
     + browser_probes.CHARTS_JS
-    + """)().filter(([c, g]) => {
+    + """)().filter(([c]) => {
   const r = c.getBoundingClientRect();
   return r.height > 0 && r.bottom > 0 && r.top < window.innerHeight;
-}).map(([c, g]) => {
-  const data = (g && g._fullData) || [];
-  const line = data.find((t) => t.name === "model" && t._length >= 2);
+}).map(([c, s]) => {
+  const data = s || [];
+  const line = data.find((t) => t.name === "model" && t.n >= 2);
   if (line) {
-    const [x0, x1] = [line.x[0], line.x[line._length - 1]], [y0, y1] = [line.y[0], line.y[line._length - 1]];
+    const [x0, x1] = [line.x[0], line.x[line.n - 1]], [y0, y1] = [line.y[0], line.y[line.n - 1]];
     const w = (y1 - y0) / (x1 - x0);
     return ["fit", [w, y0 - w * x0]];
   }
   if (data.some((t) => t.name === "data")) return ["none", null];  // a fit chart before its first line
   let step = null;
-  for (const t of data) if (t._length && t.name) step = Math.max(step ?? -Infinity, Number(t.x[t._length - 1]));
+  for (const t of data) if (t.n && t.name) step = Math.max(step ?? -Infinity, Number(t.x[t.n - 1]));
   return step === null ? ["none", null] : ["curve", step];
 })"""
 )

@@ -37,7 +37,7 @@ import numpy as np  # noqa: E402
 import psutil  # noqa: E402
 from playwright.sync_api import Browser, Page, sync_playwright  # noqa: E402
 
-from benchmarks.scale_navigation import HAS_POINTS, IN_VIEW_JS, navigate  # noqa: E402
+from benchmarks.scale_navigation import CHART_ELEMENTS, HAS_POINTS, IN_VIEW_JS, navigate  # noqa: E402
 from dashboard.panels import panels, runs_index  # noqa: E402
 from dashboard.reading import groups  # noqa: E402
 from dashboard.server.serve import CHROMIUM, CHROMIUM_ARGS, start_server  # noqa: E402
@@ -51,11 +51,9 @@ from runstore.run_folder import RunFolder
 
 REFERENCE_APP = Path(__file__).resolve().parent / "scale_reference_app.py"
 CONFIG = {"lr": 0.005, "steps": 1000, "points": 128, "seed": 42}
-# Charts holding points in one frame: plotly graphs, and metric grids drawn by uPlot (dashboard/panels/static/line_grid.js,
-# whose div lists what each panel drew as [name, points]).
-CHARTS_WITH_DATA = (
-    f"() => Array.from(document.querySelectorAll('.js-plotly-plot, .jaxdash-chart')).filter({HAS_POINTS}).length"
-)
+# Charts holding points in one frame: plotly graphs, metric grids drawn by uPlot (dashboard/panels/static/line_grid.js,
+# whose div lists what each panel drew as [name, points]) and line charts (scale_navigation.HAS_POINTS).
+CHARTS_WITH_DATA = f"() => Array.from(document.querySelectorAll('{CHART_ELEMENTS}')).filter({HAS_POINTS}).length"
 TABLE_DRAWN = "() => !!document.querySelector('[data-testid=stDataFrame] canvas')"
 IN_VIEW_CHARTS = 0  # `timed`'s n_charts for "every chart in view, at least one"
 

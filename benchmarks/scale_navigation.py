@@ -16,16 +16,20 @@ import psutil
 from playwright.sync_api import Browser, Page
 
 FRESH = "!el.closest('[data-stale=\"true\"]')"
-# A chart with points: a plotly graph, or a metric grid drawn by uPlot (dashboard/panels/static/line_grid.js: [name, points]).
+# Every chart element: plotly graphs, in-place charts and metric grids (.jaxdash-chart), line charts (.jaxdash-line).
+CHART_ELEMENTS = ".js-plotly-plot, .jaxdash-chart, .jaxdash-line"
+# A chart with points: a plotly graph, a metric grid drawn by uPlot (dashboard/panels/static/line_grid.js: [name,
+# points]), or a line chart whose engine drew a point (dashboard/panels/static/chart/engine.js: `__chart.data`).
 HAS_POINTS = "(p => (p._fullData || []).some(t => (t._length || (t.x && t.x.length) || 0) > 0)"
-HAS_POINTS += " || (p.__drawn || []).some(panel => panel.length))"
-CHARTS_JS = f"""() => Array.from(document.querySelectorAll('.js-plotly-plot, .jaxdash-chart')).filter(el => {FRESH})
+HAS_POINTS += " || (p.__drawn || []).some(panel => panel.length)"
+HAS_POINTS += " || !!(p.__chart && p.__chart.plot && p.__chart.data.some(t => t.x.length)))"
+CHARTS_JS = f"""() => Array.from(document.querySelectorAll('{CHART_ELEMENTS}')).filter(el => {FRESH})
   .filter({HAS_POINTS}).length"""
 TABLE_JS = f"() => Array.from(document.querySelectorAll('[data-testid=stDataFrame] canvas')).some(el => {FRESH})"
 # [charts in the viewport with points, charts in the viewport], the old page's stale ones left out.
-# Run detail draws its all-metrics grids only once they scroll into view (dashboard/panels/inplace_chart.py,
-# lazy), so an undrawn chart is its placeholder (.jaxdash-chart, no .js-plotly-plot yet).
-IN_VIEW_JS = f"""() => {{ const inView = Array.from(document.querySelectorAll('.jaxdash-chart, .js-plotly-plot'))
+# Run detail draws its all-metrics grids and lower line charts only once they scroll into view (lazy), so an
+# undrawn chart is its placeholder (a .jaxdash-chart or .jaxdash-line without points yet).
+IN_VIEW_JS = f"""() => {{ const inView = Array.from(document.querySelectorAll('{CHART_ELEMENTS}'))
   .filter(el => {FRESH})
   .filter(d => {{ const r = d.getBoundingClientRect(); return r.height > 0 && r.top < innerHeight && r.bottom > 0; }});
   const drawn = inView.filter({HAS_POINTS});

@@ -1,9 +1,10 @@
-"""The plotly charts of an AppTest page, however they are drawn.
+"""The charts of an AppTest page, however they are drawn.
 
-The dashboard draws its charts as in-place components (dashboard/panels/inplace_chart.py: an
-st.components.v2 element whose JSON data holds the figure under "spec"); with
-$JAXDASH_INPLACE_CHARTS=0 they are st.plotly_chart elements. Both come back here in page order as
-`Chart`s: the widget key, and `proto.spec` (the figure's JSON) like an st.plotly_chart's.
+The dashboard draws its line charts with its chart engine (dashboard/panels/line_chart.py: an st.components.v2
+element whose JSON data holds the line spec under "spec") and its other figures as in-place plotly components
+(dashboard/panels/inplace_chart.py: the figure under "spec"); with $JAXDASH_INPLACE_CHARTS=0 those are
+st.plotly_chart elements. All come back here in page order as `Chart`s: the widget key, and `proto.spec` (the
+spec's JSON) like an st.plotly_chart's; `figure` reads a line spec as the plotly figure it stands for.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from tensorboard.backend.event_processing import event_accumulator as ea
 
+from benchmarks import browser_probes
 from runstore import run_store
 from runstore.run_folder import RunFolder
 
@@ -24,13 +25,11 @@ pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason="no Fashion-MNIST at /
 SHOW_BOUND_S = 10.0  # a guard against a stalled page on a busy 2-core machine; the figure is printed
 
 # Points of the Live page's loss chart (-1 while it is not drawn).
-LOSS_POINTS = """() => {
-  for (const d of document.querySelectorAll('.jaxdash-chart')) {
-    const title = d.layout && d.layout.title && (d.layout.title.text || d.layout.title);
-    if (title === 'Loss' && d.calcdata && d.calcdata[0]) return d.calcdata[0].length;
-  }
-  return -1;
-}"""
+LOSS_POINTS = (
+    "() => { for (const [c, s, title] of ("
+    + browser_probes.CHARTS_JS
+    + ")()) if (title === 'Loss' && s && s[0]) return s[0].n; return -1; }"
+)
 
 
 def start_example(root: Path, *args: str) -> subprocess.Popen:

@@ -1,8 +1,9 @@
-"""A Live page of many panels: only the charts in sight fetch and draw a run's new rows (chart_feed.py).
+"""A Live page of many panels: only the charts in sight draw a run's new rows (static/chart/feed.js).
 
 In Chromium against a real server: a running run of 16 keys besides its loss, its Live page scrolled through
 (every panel drawn and fed), then back to the top. New records reach the charts in sight; a chart out of
-sight asks for nothing and draws nothing, and catches up at once when scrolled back into sight.
+sight draws nothing (it keeps the rows the tab's stream brings), and catches up at once when scrolled back
+into sight.
 """
 
 from __future__ import annotations
@@ -21,14 +22,18 @@ from runstore.run_folder import RunFolder
 
 pytest.importorskip("playwright.sync_api")
 KEYS = [f"extra/k{i}" for i in range(16)]
-# The steps the chart of trace `name` holds ([] while it has no such chart drawn).
+# The steps the chart of series `name` drew ([] while it has no such chart drawn).
 STEPS_JS = (
-    "(name) => { for (const g of "
-    + browser_probes.PLOTS_JS
-    + ") for (const t of (g._fullData || [])) if (t.name === name) return Array.from(t.x || []); return []; }"
+    "(name) => { for (const t of "
+    + browser_probes.SERIES_JS
+    + ") if (t.name === name) return Array.from(t.x).slice(0, t.n); return []; }"
 )
-ROWS_ASKED_JS = """(tag) => performance.getEntriesByType("resource")
-  .filter((e) => e.name.includes("/rows?") && e.name.includes("tag=" + encodeURIComponent(tag))).length"""
+# When the chart of series `name` last drew (performance.now(); null while it has no such chart drawn).
+DRAWN_AT_JS = (
+    "(name) => { for (const [c, s] of ("
+    + browser_probes.CHARTS_JS
+    + ")()) if (s && s.some((t) => t.name === name)) return c.__timing.drawn; return null; }"
+)
 
 
 def _write(run: Path, step: int) -> None:
@@ -42,7 +47,7 @@ def _holds(page: Any, tag: str, step: int, timeout_ms: int = 20_000) -> None:
 
 
 @pytest.mark.browser
-def test_charts_out_of_sight_fetch_nothing_and_catch_up_when_scrolled_back(
+def test_charts_out_of_sight_draw_nothing_and_catch_up_when_scrolled_back(
     server: tuple[Server, Path], tab: Any
 ) -> None:
     srv, runs = server
@@ -55,17 +60,18 @@ def test_charts_out_of_sight_fetch_nothing_and_catch_up_when_scrolled_back(
     tab.evaluate(SCROLL_THROUGH_JS)  # every panel drawn (and fed), as a user who looked at each
     _holds(tab, KEYS[-1], 1)
     tab.evaluate(TO_TOP_JS)
-    tab.wait_for_function("(h) => document.querySelector('.jaxdash-chart').getBoundingClientRect().top < h", arg=950)
-    tab.evaluate("performance.clearResourceTimings()")
+    tab.wait_for_function("(h) => document.querySelector('.jaxdash-line').getBoundingClientRect().top < h", arg=950)
+    far_drawn = tab.evaluate(DRAWN_AT_JS, KEYS[-1])
+    loss_drawn = tab.evaluate(DRAWN_AT_JS, "train/loss")
     _write(run, 2)
     _holds(tab, "train/loss", 2)  # the loss chart, in sight, appends the record
-    _write(run, 3)  # a full feed cycle later (each chart draws at most every second): every fetch of step 2 is done
+    _write(run, 3)  # a full feed cycle later (each chart draws at most once per gap): step 2 reached every chart
     _holds(tab, "train/loss", 3)
-    assert tab.evaluate(ROWS_ASKED_JS, "train/loss") >= 1
-    assert tab.evaluate(ROWS_ASKED_JS, KEYS[-1]) == 0, "a chart far out of sight fetched the run's rows"
+    assert tab.evaluate(DRAWN_AT_JS, "train/loss") > loss_drawn
+    assert tab.evaluate(DRAWN_AT_JS, KEYS[-1]) == far_drawn, "a chart far out of sight drew the run's rows"
     assert 2 not in tab.evaluate(STEPS_JS, KEYS[-1])
     tab.evaluate(
-        f"(name) => {{ for (const g of {browser_probes.PLOTS_JS}) if (g.data[0].name === name) g.scrollIntoView(); }}",
+        f"(name) => {{ for (const [c, s] of ({browser_probes.CHARTS_JS})()) if (s && s[0] && s[0].name === name) c.scrollIntoView(); }}",
         KEYS[-1],
     )
     _holds(tab, KEYS[-1], 3)  # back in sight: what it missed, at once

@@ -6,7 +6,6 @@ the launch and stop tests start real training processes through the page.
 
 from __future__ import annotations
 
-import json
 import subprocess
 import urllib.request
 from pathlib import Path
@@ -16,7 +15,7 @@ import pytest
 from dashboard.processes import launcher, tensorboard_server
 from runstore import launch_files, run_folder, run_store
 from tests.apptest_pages import app, dirs, errors_under, fake_run, submit_mnist_form, wait_status
-from tests.chart_elements import charts, trace_lengths
+from tests.chart_elements import charts, figure, trace_lengths
 from training import cli
 from training.config import parse_config
 from training.tasks import load_task
@@ -116,7 +115,7 @@ def test_launch_real_regression_run_finishes_and_shows_up(root: Path) -> None:
     tiles = {m.label: m.value for m in live.metric}
     assert {"regression/weight", "regression/bias", "train/loss"} <= set(tiles)
     assert abs(float(tiles["regression/weight"]) - 2.0) < 0.5  # the fit converged towards the true weight
-    fit = json.loads(charts(live)[0].proto.spec)["data"]
+    fit = figure(charts(live)[0])["data"]
     assert [t["name"] for t in fit] == ["data", "true", "model"] and trace_lengths(charts(live)[0])[0] == 128
 
 
@@ -206,7 +205,7 @@ def test_a_users_task_appears_in_the_form_starts_from_the_page_and_is_drawn(
     )
     live = app("views/live.py", run=run_dir.name)
     fit, loss = charts(live)
-    traces = json.loads(fit.proto.spec)["data"]
+    traces = figure(fit)["data"]
     assert [t["name"] for t in traces] == ["data", "true", "model"] and trace_lengths(fit) == [64, 64, 64]
     assert trace_lengths(loss) == [400 // 20 + 1]  # the step-0 loss, then one train/loss point per chunk
     assert "train/loss" in [m.label for m in live.metric]

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks.browser_probes import PLOTS_JS
+from benchmarks.browser_probes import CHARTS_JS
 from dashboard.server.serve import Server
 from runstore import run_folder, run_store
 from runstore.run_folder import RunFolder
@@ -23,8 +23,8 @@ pytestmark = pytest.mark.browser
 
 REPO = Path(__file__).resolve().parent.parent
 ARTIFACTS = REPO / "test-artifacts"
-# Point counts of every trace of every plotly chart on the page (plotly's own parsed data).
-PLOT_POINTS_JS = f"{PLOTS_JS}.map(g => (g._fullData || []).map(t => t._length || 0))"  # in-place charts too
+# Point counts of every series of every drawn chart on the page (what uPlot or plotly drew), in page order.
+PLOT_POINTS_JS = f"({CHARTS_JS})().filter(([c, s]) => s).map(([c, s]) => s.map(t => t.n))"
 
 
 def test_start_regression_run_from_the_page_and_watch_it(server: tuple[Server, Path], tab: Any) -> None:

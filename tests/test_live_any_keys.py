@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from benchmarks import browser_probes
 from dashboard.server.serve import TEST_CHROMIUM, Server
 from tests import client_scripts
 from tests.apptest_pages import fake_run
@@ -66,9 +67,7 @@ sys.stdin.readline()
 run.finish()
 """
 # Titles of the charts on the page that have drawn points.
-DRAWN = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
-  .filter(g => g.calcdata && g.calcdata[0] && g.calcdata[0].length > 0)
-  .map(g => (g.layout.title && (g.layout.title.text || g.layout.title)) || '')"""
+DRAWN = f"() => {browser_probes.DRAWN_CHARTS_JS}.map(c => c.title)"
 
 
 def test_live_charts_every_key_of_a_client_run_in_sections_by_prefix(

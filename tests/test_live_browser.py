@@ -209,14 +209,16 @@ def test_a_hidden_live_tab_stops_refreshing_and_catches_up_when_shown(server: tu
     RunFolder(run_dir).write_status(state="stopped", ended=time.time())
 
 
+# The width each line chart's plot is drawn at (0 while not drawn).
 CHART_WIDTHS = (
-    "() => Array.from(document.querySelectorAll('.jaxdash-chart')).map(d => d._fullLayout ? d._fullLayout.width : 0)"
+    "() => Array.from(document.querySelectorAll('.jaxdash-line'))"
+    ".map(d => d.__chart && d.__chart.plot ? d.__chart.plot.width : 0)"
 )
 
 
 def test_a_chart_follows_its_column_when_the_column_narrows_or_widens(server: tuple[Server, Path], tab: Any) -> None:
-    """plotly's `responsive` follows the window only; a chart whose column changes width (the page's
-    layout changing as a run ends) follows its column too, not clipped and not left short."""
+    """A chart whose column changes width (the page's layout changing as a run ends) follows its column, not
+    only the window: not clipped and not left short."""
     srv, runs = server
     proc, run_dir = probes.cli_run(runs, ["regression", "--steps", "200"])
     proc.wait(120)
@@ -224,9 +226,9 @@ def test_a_chart_follows_its_column_when_the_column_narrows_or_widens(server: tu
     page.goto(f"{srv.url}/live?run={run_dir.name}")
     page.wait_for_function(f"() => ({CHART_WIDTHS})().filter(w => w > 0).length >= 2", timeout=60_000)  # fit, loss
     before = page.evaluate(CHART_WIDTHS)
-    page.evaluate("() => { for (const d of document.querySelectorAll('.jaxdash-chart')) d.style.width = '420px'; }")
+    page.evaluate("() => { for (const d of document.querySelectorAll('.jaxdash-line')) d.style.width = '420px'; }")
     page.wait_for_function(f"() => ({CHART_WIDTHS})().every(w => w === 0 || w === 420)", timeout=5_000)
-    page.evaluate("() => { for (const d of document.querySelectorAll('.jaxdash-chart')) d.style.width = ''; }")
+    page.evaluate("() => { for (const d of document.querySelectorAll('.jaxdash-line')) d.style.width = ''; }")
     page.wait_for_function(
         f"(b) => JSON.stringify(({CHART_WIDTHS})()) === JSON.stringify(b)", arg=before, timeout=5_000
     )

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from tensorboardX import SummaryWriter
 
+from benchmarks import browser_probes
 from dashboard.server.serve import Server, start_server
 from runstore import tb_logdir
 from tests.test_safety_logdir import EVENTS, crafted
@@ -26,13 +27,11 @@ SHOTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 LIVE_BOUND_S = 10.0  # a guard against a stalled page on a busy 2-core machine; a refresh is every 0.5 s
 
 # How many points the chart of `tag` holds now (-1 while it is not drawn).
-POINTS = """(tag) => {
-  for (const d of document.querySelectorAll('.jaxdash-chart')) {
-    const title = d.layout && d.layout.title && (d.layout.title.text || d.layout.title);
-    if (title === tag && d.calcdata && d.calcdata[0]) return d.calcdata[0].length;  // x may be typed-array data
-  }
-  return -1;
-}"""
+POINTS = (
+    "(tag) => { for (const [c, s, title] of ("
+    + browser_probes.CHARTS_JS
+    + ")()) if (title === tag && s && s[0]) return s[0].n; return -1; }"
+)
 
 
 @pytest.fixture(scope="module")

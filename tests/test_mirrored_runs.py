@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from tensorboardX import SummaryWriter
 
+from benchmarks import browser_probes
 from dashboard.processes.tensorboard_server import start_tensorboard
 from dashboard.server.serve import Server, start_server
 from runstore import tb_logdir
@@ -25,8 +26,8 @@ from tests import client_scripts
 from tests.apptest_pages import fake_run
 
 pytest.importorskip("playwright.sync_api")
-# Points drawn per plotly chart on the page.
-DRAWN_JS = "Array.from(document.querySelectorAll('.js-plotly-plot')).map(g => (g.calcdata || []).length)"
+# Points drawn per chart on the page (uPlot's or plotly's).
+DRAWN_JS = f"({browser_probes.CHARTS_JS})().map(([c, s]) => (s ? s.reduce((a, t) => a + t.n, 0) : 0))"
 BROKEN = ("BidiComponentInvalidIdError", "delimiter sequence", "Traceback", "Something went wrong")
 
 

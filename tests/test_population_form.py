@@ -10,7 +10,7 @@ from pathlib import Path
 
 from runstore import launch_files, run_folder, run_store
 from tests.apptest_pages import app, dirs, errors_under, fake_population, fake_run, wait_status
-from tests.chart_elements import charts, trace_lengths
+from tests.chart_elements import charts, figure, trace_lengths
 
 # -- populations -----------------------------------------------------------------------------------
 
@@ -76,7 +76,7 @@ def test_live_shows_every_member_of_a_population(root: Path) -> None:
     mnist = fake_population(root, "mnist", lrs=(0.001, 0.003), seeds=(0,), state="stopped")
     at = app("views/live.py", run=mnist[1].name)
     loss, acc = charts(at)
-    assert [t["name"] for t in json.loads(acc.proto.spec)["data"]] == ["lr=0.001", "lr=0.003"]
+    assert [t["name"] for t in figure(acc)["data"]] == ["lr=0.001", "lr=0.003"]
     at.segmented_control(key="group_acc_split").set_value("test").run()
     assert trace_lengths(charts(at)[1]) == [5, 5]  # test accuracy: one point per evaluation
     assert list(at.dataframe[0].value["member"]) == ["lr=0.001", "lr=0.003"]

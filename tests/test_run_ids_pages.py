@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from benchmarks import browser_probes
 from tests import client_scripts
 from tests.apptest_pages import APP, app
 from tests.chart_elements import charts, trace_lengths
@@ -70,9 +71,8 @@ def test_every_page_opens_a_run_whatever_its_id(runs: Path, run_id: str, monkeyp
     assert [c for c in charts(at) if "compare" in c.key and 4 in trace_lengths(c)], "no compare grid drawn"
 
 
-# How many plotly charts on the page have drawn points.
-DRAWN = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
-  .filter(g => g.calcdata && g.calcdata[0] && g.calcdata[0].length > 0).length"""
+# How many charts on the page (line charts and plotly's) have drawn points.
+DRAWN = f"() => {browser_probes.DRAWN_CHARTS_JS}.length"
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
 
 
