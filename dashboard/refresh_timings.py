@@ -19,7 +19,7 @@ TIMINGS_MS: dict[str, int] = {
     "push_reopen": 1_000,  # a stream the network or server broke is opened again after this
     # Reruns of a page's panel (Streamlit): at most one per gap.
     "live_rerun": 500,  # Live: a new state or phase (also the gap for anything new on Live)
-    "live_fed_rerun": 20_000,  # Live, records alone: its charts draw them themselves (chart_feed)
+    "live_fed_rerun": 20_000,  # Live, records alone: its charts draw them themselves (static/chart/feed.js)
     "detail_rerun": 1_000,  # Run detail redraws its confusion matrix and images too
     "detail_fed_rerun": 20_000,  # Run detail, records alone
     "detail_output_rerun": 10_000,  # Run detail with its process output open

@@ -1,4 +1,4 @@
-"""A plotly chart that updates in place: the Live page's charts.
+"""A plotly figure that updates in place on Live and Run detail; their line charts are line_chart.py's.
 
 st.plotly_chart gives a chart a new element id whenever its figure changes, and the browser
 mounts a chart with a new id from scratch: the old one goes, the new one is drawn anew. While a

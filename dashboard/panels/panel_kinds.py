@@ -84,7 +84,7 @@ def fit_version(run_dir: Path) -> tuple[int, ...]:
 
 
 # A linear fit's parameters, logged with every record (the regression task's own keys): the fit chart's line is
-# drawn from the newest record's (w, b) and moved in the browser as records come (chart_feed.line_feed), not
+# drawn from the newest record's (w, b) and moved in the browser as records come (line_spec.feed's line), not
 # only when the fit's table is written anew (~12 times a run).
 LINE_TAGS = ("regression/weight", "regression/bias")
 

@@ -43,7 +43,7 @@ from runstore.metrics.metric_table import MetricTable
 from runstore.run_folder import TABLES, artifacts_rel
 
 DETAIL_REFRESH_S = refresh_timings.seconds("detail_rerun")
-# While its run trains, the curves and the progress line follow the records in the browser (chart_feed,
+# While its run trains, the curves and the progress line follow the records in the browser (static/chart/feed.js,
 # live_numbers); the summary reruns for a new state or phase after DETAIL_REFRESH_S, for records (every
 # metric's chart, media) at most every DETAIL_FED_MS, as the Live panel, since each rerun sends the page
 # ~28 messages (`benchmarks/page_probe.py detail`: Chromium 3.5-4.1 s of CPU a minute at 10 s, 2.3 at
@@ -63,7 +63,7 @@ def _rk(run_id: str) -> str:
 def results(run: run_store.RunInfo, records: MetricTable, fed: bool = False, defs: dict | None = None) -> None:
     """Final metrics, the task's panels (config.json "panels"), then its test report when it wrote one.
 
-    fed: the panels' curves append the run's new records in the browser (chart_feed).
+    fed: the panels' curves append the run's new records in the browser (static/chart/feed.js).
     defs: the run's define_metric definitions (a metric defined hidden gets no tile, chart or histogram).
     """
     final = {
