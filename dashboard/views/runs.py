@@ -380,6 +380,7 @@ st.caption(
     f"Runs under {safe_text.code(run_store.runs_root())}, where scripts calling `jaxdash.init` write too "
     "(`$JAXDASH_RUNS` picks another folder)."
 )
+sync_logdir(run_store.runs_root())  # first: the index's update below then holds a logdir's new runs
 st.session_state["_runs_index"] = runs_page.open_index(run_store.runs_root())  # its keeper runs while it is open
 listed = runs_page.active(run_store.runs_root())
 refresh, polled_ids = refresh_trigger.follow(listed, REFRESH_S)
