@@ -264,7 +264,7 @@ def sync(root: Path, runs_root: Path, now: float | None = None) -> list[Path]:
             tb_media.write(
                 mirror, [m for p, _ in files if (e := state.files.get(p)) is not None for m in e.take_media()]
             )
-            _write_status(mirror, files, records, now, damage, held, _read_percent(state, files))
+            _write_status(mirror, _verdict(files, now, damage, held, _read_percent(state, files)), records, now)
     return out
 
 
@@ -311,33 +311,42 @@ def _running(files: list[tuple[Path, str]], now: float, held: set[str] | None) -
     return held is None or any(os.path.realpath(p) in held for p, _ in files)
 
 
-def _write_status(
-    mirror: Path,
-    files: list[tuple[Path, str]],
-    records: list[dict[str, Any]],
-    now: float,
-    damage: list[str],
-    held: set[str] | None = None,
-    read_percent: int | None = None,
-) -> None:
-    """status.json of a mirror: state from its writer (`_running`), or its damage; rewritten only on a change.
+@dataclass(frozen=True)
+class _Verdict:
+    """What one sync says of a mirror's run: its state, the message naming its damage, its phase, its end."""
+
+    state: str
+    message: str | None = None
+    phase: str | None = None
+    ended: float | None = None
+
+
+def _verdict(
+    files: list[tuple[Path, str]], now: float, damage: list[str], held: set[str] | None, read_percent: int | None
+) -> _Verdict:
+    """The run's state from its writer (`_running`), or its damage.
 
     A reader still behind its files (`read_percent` not None) keeps the run "running" with the phase
     "catching up (N% read)", which the pages show on its progress line: "finished" only once all is read."""
-    newest = _newest(files)
     catching_up = read_percent is not None
     state = "damaged" if damage else "running" if catching_up or _running(files, now, held) else "finished"
-    old = RunFolder(mirror).raw_status({}) or {}
-    step = max((r["step"] for r in records), default=old.get("step"))
     phase = f"{CATCHING_UP} ({read_percent}% read)" if catching_up and state == "running" else None
     message = None
     if damage:
         message = damage[0] + (f" (and {len(damage) - 1} more file(s))" if len(damage) > 1 else "")
+    return _Verdict(state, message, phase, _newest(files) if state == "finished" else None)
+
+
+def _write_status(mirror: Path, verdict: _Verdict, records: list[dict[str, Any]], now: float) -> None:
+    """status.json of a mirror as `verdict` says, with the last step of `records`; rewritten only on a change."""
+    old = RunFolder(mirror).raw_status({}) or {}
+    step = max((r["step"] for r in records), default=old.get("step"))
+    state, message, phase = verdict.state, verdict.message, verdict.phase
     if (old.get("state"), old.get("step"), old.get("message"), old.get("phase")) == (state, step, message, phase):
         return
     fields = {"state": state, "source": TASK, "step": step}
     if state == "finished":
-        fields["ended"] = newest
+        fields["ended"] = verdict.ended
     doc = {**old, **fields, "updated": now}
     for key, value in (("message", message), ("phase", phase)):
         doc.pop(key, None)

@@ -8,6 +8,7 @@ pixels.
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -18,6 +19,22 @@ FIT = (230, 90, 30)
 RED = (220, 30, 30)
 GREEN = (40, 170, 70)
 MAX_GRID_IMAGES = 64  # test images in a prediction grid
+
+
+@dataclass
+class FitSummary:
+    """A model's curve over its data, e.g. the fitted line of a regression (a task's summary, drawn by `render_fit`).
+
+    x, y: the data points (a task subsamples them: `training.tasks.summaries.subsample`); curve_x, curve_y: the model's predictions at
+    sorted inputs; truth_y: the true function at curve_x, when the task knows it.
+    """
+
+    x: np.ndarray
+    y: np.ndarray
+    curve_x: np.ndarray
+    curve_y: np.ndarray
+    truth_y: np.ndarray | None = None
+
 
 # 3x5 bitmap digits, enough to print counts in confusion-matrix cells without a font library.
 _DIGITS = {
@@ -55,25 +72,17 @@ def render_regression(
 ) -> np.ndarray:
     """`render_fit` of the line w*x + b against the true line."""
     xs = np.linspace(float(np.min(x)), float(np.max(x)), 2) if np.size(x) else np.zeros(0)
-    return render_fit(x, y, xs, weight * xs + bias, true_weight * xs + true_bias, **size)
+    return render_fit(FitSummary(x, y, xs, weight * xs + bias, true_weight * xs + true_bias), **size)
 
 
-def render_fit(
-    x: np.ndarray,
-    y: np.ndarray,
-    curve_x: np.ndarray,
-    curve_y: np.ndarray,
-    truth_y: np.ndarray | None = None,
-    width: int = 320,
-    height: int = 240,
-) -> np.ndarray:
-    """Scatter of (x, y), the true curve dashed gray (when given) and the model's curve in orange.
+def render_fit(fit: FitSummary, width: int = 320, height: int = 240) -> np.ndarray:
+    """Scatter of the fit's data, its true curve dashed gray (when given) and the model's curve in orange.
 
     Axis ranges come from the data (with a margin), so the curve may leave the frame early in
     training; the visible part is what matters. Curves are drawn as polylines through their points.
     """
-    x = np.asarray(x, dtype=np.float64).ravel()
-    y = np.asarray(y, dtype=np.float64).ravel()
+    x = np.asarray(fit.x, dtype=np.float64).ravel()
+    y = np.asarray(fit.y, dtype=np.float64).ravel()
     img = _canvas(height, width)
     if x.size == 0:
         return img
@@ -102,12 +111,12 @@ def render_fit(
     for dx, dy in ((0, 0), (1, 0), (0, 1), (1, 1)):
         _plot_line(img, px + dx, py + dy, POINT)
     xs = np.linspace(x0, x1, 4 * width)
-    cx = np.asarray(curve_x, dtype=np.float64).ravel()
-    if truth_y is not None:
-        tx, ty = to_px(xs, np.interp(xs, cx, np.asarray(truth_y, dtype=np.float64).ravel()))
+    cx = np.asarray(fit.curve_x, dtype=np.float64).ravel()
+    if fit.truth_y is not None:
+        tx, ty = to_px(xs, np.interp(xs, cx, np.asarray(fit.truth_y, dtype=np.float64).ravel()))
         dashed = (np.arange(xs.size) // 24) % 2 == 0
         _plot_line(img, tx[dashed], ty[dashed], GRAY, width=2)
-    cy = np.asarray(curve_y, dtype=np.float64).ravel()
+    cy = np.asarray(fit.curve_y, dtype=np.float64).ravel()
     if cx.size and np.all(np.isfinite(cy)):
         fx, fy = to_px(xs, np.interp(xs, cx, cy))
         _plot_line(img, fx, fy, FIT, width=3)

@@ -16,23 +16,9 @@ import numpy as np
 from runstore import tags
 from runwriters import labels, render
 from runwriters.base import MetricWriter, Table
+from runwriters.render import FitSummary  # defined beside `render_fit`, which draws it; tasks import it here
 
 MAX_POINTS = 2000  # data points kept for a fit plot; more only paints the same pixels
-
-
-@dataclass
-class FitSummary:
-    """A model's curve over its data, e.g. the fitted line of a regression.
-
-    x, y: the data points (subsampled to MAX_POINTS); curve_x, curve_y: the model's predictions at
-    sorted inputs; truth_y: the true function at curve_x, when the task knows it.
-    """
-
-    x: np.ndarray
-    y: np.ndarray
-    curve_x: np.ndarray
-    curve_y: np.ndarray
-    truth_y: np.ndarray | None = None
 
 
 @dataclass
@@ -88,9 +74,7 @@ def _write_fit(writer: MetricWriter, step: int, fit: FitSummary, first: bool, im
         curve["y_true"] = fit.truth_y
     writer.write_tables(step, {tags.FIT_CURVE: Table.from_columns(**curve)})
     if images:
-        writer.write_images(
-            step, {tags.FIT_IMAGE: render.render_fit(fit.x, fit.y, fit.curve_x, fit.curve_y, fit.truth_y)}
-        )
+        writer.write_images(step, {tags.FIT_IMAGE: render.render_fit(fit)})
 
 
 def _write_classification(writer: MetricWriter, step: int, report: ClassificationSummary) -> None:
