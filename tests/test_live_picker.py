@@ -1,11 +1,11 @@
 """Live's run picker: while no run is picked it follows the newest run; a run the user picks stays picked.
 
 The picker's widget key holds the run it was drawn showing, so a new default is a new widget. Streamlit keeps
-the replaced widget's callback, and a rerun the browser asks for as the page's run ends (the run watcher's
-or the panel's fragment, fired when the new run writes) can still carry the replaced widget's value: these
-tests send such a rerun, as the browser does, and check that it pins nothing (the race seen in Chromium on
-a loaded machine: ?run= set to the previous default, the new run never shown). Run folders are written
-by hand (tests/apptest_pages.py); the browser tests are in tests/test_live_new_runs.py.
+the replaced widget's callback, and a rerun the browser asked for while that page run ran (the run watcher's
+or the panel's fragment, fired when the new run writes; queued behind it) still carries its value: these
+tests send such a rerun, as the browser does, and check that it pins nothing (in Chromium, when a new run's
+first record comes a second after its `init`: ?run= set to the previous default, the new run never shown;
+tests/test_live_new_runs.py). Run folders are written by hand (tests/apptest_pages.py).
 """
 
 from __future__ import annotations

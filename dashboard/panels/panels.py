@@ -78,9 +78,9 @@ def _remember_pick(key: str, shown: str, listed: frozenset[str]) -> None:
     """The picker's on_change: remember the run the user picked in the widget `key`, drawn showing `shown`.
 
     Streamlit keeps a widget's callback after the run that replaced it (the picker's key changes with
-    its default), and a rerun the browser asks for as that run ends (the run watcher's, the panel's)
-    still carries the replaced widget's value: with no old value to compare, Streamlit calls this for
-    it. That value is the run the widget showed, the previous default: remembering it would pin the
+    its default), and a rerun the browser asked for while that run ran (the run watcher's, the panel's;
+    queued behind it) still carries the replaced widget's value: with no old value to compare, Streamlit
+    calls this for it. That value is the run the widget showed, the previous default: remembering it would pin the
     page to an older run. Only another listed run is the user's pick.
     """
     picked = st.session_state.get(key)
