@@ -29,7 +29,6 @@ from runstore.run_folder import RunFolder
 DEFAULT_PROJECT = "uncategorized"  # W&B's project of a run that names none (no project=, no $WANDB_PROJECT)
 
 _RUNS: list[Run] = []  # every run of the process (reinit="create_new" keeps several): each ends at exit
-_UNUSED = ("anonymous", "save_code", "magic", "monitor_gym", "force", "sync_tensorboard", "fork_from", "resume_from")
 
 
 def current() -> Run | DisabledRun | None:

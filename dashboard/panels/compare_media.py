@@ -21,7 +21,6 @@ from dashboard.panels.panels import chart
 from runstore import run_store
 
 MAX_RUNS = 4  # columns side by side
-KINDS = ("histogram", "image")
 
 
 def media_of(run: run_store.RunInfo) -> dict[str, tuple[str, list[Any]]]:

@@ -78,8 +78,6 @@ class Worker:
             stderr=subprocess.STDOUT,
             start_new_session=True,  # a run outlives the dashboard, like a cold-started one
         )
-        self.started = time.monotonic()
-        self.ready_after: float | None = None
         self.output: collections.deque[str] = collections.deque(maxlen=20)  # for the log if it dies
         self.used = False
         self._ready = threading.Event()
@@ -92,7 +90,6 @@ class Worker:
         for raw in self.proc.stdout:
             line = raw.decode(errors="replace").rstrip()
             if line == "ready" and not self._ready.is_set():
-                self.ready_after = time.monotonic() - self.started
                 self._ready.set()
             elif line:
                 self.output.append(line)
