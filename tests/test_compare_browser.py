@@ -172,13 +172,17 @@ def test_run_detail_draws_its_metric_grids_when_they_scroll_into_view(server: tu
     d = fake_run(runs, "regression", "finished", name="lazy")
     recs = [{"step": 600 + i, "wall": 60.0 + i, "ts": time.time(), "sys/rss_mb": 512.0 + i} for i in range(3)]
     RunFolder(d).append_records(recs)
-    points = "Array.from(document.querySelectorAll('.jaxdash-chart')).map(g => (g._fullData || g.__drawn || []).length)"
+    # series drawn per chart, in page order: the run's own panels (line charts), then the grids (uPlot)
+    points = (
+        "Array.from(document.querySelectorAll('.jaxdash-line, .jaxdash-chart')).map(g => g.__chart"
+        " ? (g.__chart.plot ? g.__chart.data.length : 0) : (g._fullData || g.__drawn || []).length)"
+    )
     page = tab
     page.set_viewport_size({"width": 1400, "height": 700})
     page.goto(f"{srv.url}/detail?run={d.name}")
     page.wait_for_function(f"(() => {{ const c = {points}; return c.length >= 3 && c[0] > 0; }})()", timeout=60_000)
     time.sleep(1.0)
     assert page.evaluate(points)[-1] == 0, "the system grid, a screen below, was drawn without being seen"
-    for chart in page.locator(".jaxdash-chart").all():  # the per-key panels (data_panels), then the grids
+    for chart in page.locator(".jaxdash-line, .jaxdash-chart").all():  # the per-key panels, then the grids
         chart.scroll_into_view_if_needed()
     page.wait_for_function(f"{points}.every(n => n > 0)", timeout=15_000)
