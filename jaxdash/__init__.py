@@ -31,10 +31,10 @@ from jaxdash.client import Run
 from jaxdash.data_api import *  # noqa: F403 - W&B's data types, plots, artifacts, save, alert
 from jaxdash.data_api import __all__ as _data_names
 from jaxdash.extras import login, teardown, unwatch, watch
+from jaxdash.init_settings import Settings
 from jaxdash.notices import termerror, termlog, termwarn
 from jaxdash.public_api import Api
 from jaxdash.session import define_metric, finish, init, log
-from jaxdash.settings import Settings
 from jaxdash.wandb_config import Config, ConfigError
 from training.data import load_dataset
 

@@ -24,11 +24,11 @@ from typing import Any
 
 import numpy as np
 
+from jaxdash.client_files import RunFiles, RunPath, flatten
 from jaxdash.fetcher import Fetcher, unstorable
-from jaxdash.media import is_media, write_media
+from jaxdash.log_media import is_media, write_media
 from jaxdash.notices import one_line
 from jaxdash.rows_out import RowsOut
-from jaxdash.run_files import RunFiles, RunPath, flatten
 from jaxdash.wandb_config import Config
 from jaxdash.wandb_summary import MetricDefs, Summary, final_numbers
 from runstore import wandb_reads

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from jaxdash.settings import explicit
+from jaxdash.init_settings import explicit
 from runstore.run_output import OutputLog
 
 logger = logging.getLogger("jaxdash")

@@ -1,7 +1,7 @@
 """W&B's media types under `import jaxdash as wandb`: Image, Histogram, Plotly, Html, Audio, Video, Object3D.
 
 Same names, arguments and defaults as `wandb.sdk.data_types` (read there). Each holds what the run
-store, TensorBoard and the W&B copy take (pixels, bins, a plotly figure, a file's bytes); jaxdash/media.py
+store, TensorBoard and the W&B copy take (pixels, bins, a plotly figure, a file's bytes); jaxdash/log_media.py
 hands them to the writers when logged. Nothing here raises for input W&B accepts: input that cannot
 be read is logged once as a notice naming the type and the value, and the medium is skipped.
 """

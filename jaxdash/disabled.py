@@ -12,7 +12,7 @@ import tempfile
 import weakref
 from typing import Any
 
-from jaxdash.run_files import RunPath
+from jaxdash.client_files import RunPath
 from jaxdash.wandb_config import Config
 from jaxdash.wandb_summary import Summary
 

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from jaxdash.client import Run
-from jaxdash.run_files import RunPath
+from jaxdash.client_files import RunPath
 from jaxdash.wandb_config import Config
 from jaxdash.wandb_summary import Summary
 from training.runs.coordination import Coordination

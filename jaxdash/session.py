@@ -2,7 +2,7 @@
 
 `init` takes every argument `wandb.init` takes. The run's project, name, group, job type, tags,
 notes and id come from the argument, else a `Settings` field, else the `WANDB_*` variable (see
-`jaxdash.settings`), and reach our run folder, the page and the W&B copy alike: the W&B copy's id is
+`jaxdash.init_settings`), and reach our run folder, the page and the W&B copy alike: the W&B copy's id is
 the run's id; a W&B `group` is kept as config.json "wandb_group" (never a page population); `tags`
 are the script's only. `init` converts the config (as W&B stores it) before any folder exists, then
 creates (or resumes) the run folder and builds the writers; `jaxdash.exits` records the end.
@@ -20,8 +20,8 @@ from typing import Any
 from jaxdash import active_run, console_capture, exits, multihost, system_watch
 from jaxdash.client import Run
 from jaxdash.disabled import DisabledRun
+from jaxdash.init_settings import InitArgs, resolve
 from jaxdash.notices import notice, termlog
-from jaxdash.settings import InitArgs, resolve
 from jaxdash.wandb_config import Config, parse_config
 from runstore import run_store, safe_files
 from runstore.run_folder import RunFolder

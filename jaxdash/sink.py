@@ -161,7 +161,7 @@ class SinkWriter(MetricWriter):
 
 def _sink_env(settings: dict[str, str | None]) -> dict[str, str]:
     """The sink's environment: the script's, with the run's W&B `settings` (set, or removed when empty:
-    `jaxdash.settings` already read the script's WANDB_* variables into them, explicit arguments first),
+    `jaxdash.init_settings` already read the script's WANDB_* variables into them, explicit arguments first),
     W&B's per-call telemetry off unless set, less WANDB_SERVICE: a script that called `wandb.init` itself has a W&B service at normal
     priority; the sink starts its own, idle-priority one."""
     env = {k: v for k, v in os.environ.items() if k != "WANDB_SERVICE"}

@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from jaxdash.settings import explicit
+from jaxdash.init_settings import explicit
 from runstore import tags
 from runstore.env_numbers import env_number_or_default
 from training.runs.host_watch import Sampler

@@ -1,6 +1,6 @@
 """Media of every step in a run folder: images (with captions), histograms and media files. No Streamlit here.
 
-Who writes what (the run store writer, runwriters/store.py, and the client, jaxdash/media.py):
+Who writes what (the run store writer, runwriters/store.py, and the client, jaxdash/log_media.py):
 
 * artifacts/images/<tag>/<step:010d>_<i>.png: every image logged at that step (a list keeps its order),
   and artifacts/images/<tag>/<step:010d>.json = {"tag", "step", "files", "captions"} written after

@@ -1,6 +1,6 @@
 """What a W&B script's run keeps beyond its rows, read for the pages. No Streamlit here.
 
-The client (jaxdash/run_files.py, jaxdash/session.py) writes, in the run folder (runstore/run_store.py):
+The client (jaxdash/client_files.py, jaxdash/session.py) writes, in the run folder (runstore/run_store.py):
 
 * summary.json: the W&B summary, {key: number | string | {"min", "max", ...} | other JSON};
 * config.json "wandb_group" (a W&B group: runs shown together, never a population), "job_type", "tags",
