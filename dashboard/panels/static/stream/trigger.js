@@ -30,6 +30,7 @@
     p.drawn = data.seen; p.asked = null;
     if (p.stop) p.stop();
     p.stop = data.on ? window.__jaxdashStream.watch(data.key, data.ids, (seen) => { p.latest = seen; check(p); }) : null;
+    if (!data.on) p.latest = null;  // not following: a signature pushed before (e.g. before the tab hid) reruns nothing
     if (p.latest) check(p);
     return () => { if (p.stop) p.stop(); p.stop = null; clearTimeout(p.timer); };
   }
