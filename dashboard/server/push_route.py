@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -39,6 +40,7 @@ MAX_FEEDS = 128
 MAX_TAGS = 16
 MAX_OFFSET = 10**18
 KEEPALIVE_S = refresh_timings.seconds("push_keepalive")
+EXIT_CHECK_S = 0.5  # an open stream looks this often whether the server is shutting down
 
 
 class BadStream(ValueError):
@@ -105,16 +107,30 @@ def parse(text: str) -> tuple[dict[str, list[str]], dict[str, push_watch.Feed], 
     )
 
 
+def server_exiting() -> bool:
+    """Whether the server is shutting down (Ctrl+C, SIGTERM). uvicorn's shutdown waits for every open response
+    to end, so an open stream would keep the server up for ever: each ends itself once this is True. uvicorn
+    answers SIGTERM with its Server's `handle_exit`, whose `should_exit` it sets."""
+    server = getattr(signal.getsignal(signal.SIGTERM), "__self__", None)
+    return bool(getattr(server, "should_exit", False))
+
+
 async def _events(stream: push_watch.Stream) -> AsyncIterator[str]:
-    """The response's text: each queued event, a keep-alive comment when none came for KEEPALIVE_S."""
+    """The response's text: each queued event, a keep-alive comment when none came for KEEPALIVE_S; it ends
+    when the server shuts down (checked every EXIT_CHECK_S)."""
     push_watch.HUB.add(stream)
+    quiet_s = 0.0
     try:
         yield "retry: 1000\n\n"
-        while not stream.closed:
+        while not stream.closed and not server_exiting():
             try:
-                text = await asyncio.wait_for(stream.queue.get(), KEEPALIVE_S)
+                text = await asyncio.wait_for(stream.queue.get(), EXIT_CHECK_S)
+                quiet_s = 0.0
             except TimeoutError:
-                text = ": keep-alive\n\n"
+                quiet_s += EXIT_CHECK_S
+                if quiet_s < KEEPALIVE_S:
+                    continue
+                text, quiet_s = ": keep-alive\n\n", 0.0
             if text is None:  # the watcher gave up on a client that stopped reading
                 return
             yield text
