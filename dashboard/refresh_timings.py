@@ -16,6 +16,7 @@ TIMINGS_MS: dict[str, int] = {
     "push_tick": 250,  # the watcher stats the followed runs' files this often; a record is sent within it
     "push_numbers": 1_000,  # a run's live numbers (step, loss, speed) are sent at most this often
     "push_keepalive": 15_000,  # a comment on a stream that sent nothing for this long
+    "push_exit_check": 500,  # an open stream looks this often whether the server is shutting down
     "push_reopen": 1_000,  # a stream the network or server broke is opened again after this
     # Reruns of a page's panel (Streamlit): at most one per gap.
     "live_rerun": 500,  # Live: a new state or phase (also the gap for anything new on Live)

@@ -57,6 +57,7 @@ def test_the_scripts_the_browser_runs_carry_the_tables_values() -> None:
     assert push_watch.TICK_S * 1000 == refresh_timings.ms("push_tick")
     assert push_watch.NUMBERS_S * 1000 == refresh_timings.ms("push_numbers")
     assert push_route.KEEPALIVE_S * 1000 == refresh_timings.ms("push_keepalive")
+    assert push_route.EXIT_CHECK_S * 1000 == refresh_timings.ms("push_exit_check")
     assert not re.search(r"__[A-Z_]+__", js), "a placeholder was left in a component's script"
     assert refresh_trigger.GAP_MS == refresh_timings.ms("live_rerun") == 1000 * refresh_timings.seconds("live_rerun")
     for gone in ("poll", "steady_poll", "lost_rerun", "numbers", "runs_watch_poll"):  # the stream took their job

@@ -40,7 +40,7 @@ MAX_FEEDS = 128
 MAX_TAGS = 16
 MAX_OFFSET = 10**18
 KEEPALIVE_S = refresh_timings.seconds("push_keepalive")
-EXIT_CHECK_S = 0.5  # an open stream looks this often whether the server is shutting down
+EXIT_CHECK_S = refresh_timings.seconds("push_exit_check")
 
 
 class BadStream(ValueError):
