@@ -24,7 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from runstore import index_reader, run_index, run_store  # noqa: E402
+from runstore import index_reader, run_index  # noqa: E402
+from runstore.run_folder import RunFolder
 
 QUERIES = [
     'config.lr < 0.01 and summary.test/acc.max > 0.9 and tags contains "baseline"',
@@ -104,7 +105,7 @@ def main() -> None:
         idle, same = _timed(lambda: run_index.update(root))
         print(f"update, nothing changed: {idle:.2f} s ({same.kept} folders checked, {same.read} read)")
         one = sorted(root.iterdir())[-1]
-        run_store.append_metrics(one, [{"step": 999, "wall": 0.0, "ts": time.time(), "test/acc": 0.999}])
+        RunFolder(one).append_records([{"step": 999, "wall": 0.0, "ts": time.time(), "test/acc": 0.999}])
         t = time.perf_counter()
         changed = run_index.update(root)
         took = time.perf_counter() - t

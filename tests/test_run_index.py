@@ -22,9 +22,9 @@ from runstore.run_folder import RunFolder
 
 def _run(root: Path, name: str, lr: float, accs: list[float], state: str = "finished", **status) -> Path:
     d = run_store.new_run_dir(root, "mnist", name)
-    run_store.write_config(d, "mnist", {"lr": lr}, name=name, task_spec="mnist")
-    run_store.write_status(d, state=state, **status)
-    run_store.append_metrics(d, [{"step": i, "wall": 0.0, "ts": 0.0, "test/acc": a} for i, a in enumerate(accs)])
+    RunFolder(d).write_config("mnist", {"lr": lr}, name=name, task_spec="mnist")
+    RunFolder(d).write_status(state=state, **status)
+    RunFolder(d).append_records([{"step": i, "wall": 0.0, "ts": 0.0, "test/acc": a} for i, a in enumerate(accs)])
     return d
 
 
@@ -58,7 +58,7 @@ def test_update_reads_only_changed_folders_and_sees_a_new_run_at_once(tmp_path: 
     assert run_index.update(tmp_path).read == 5
     again = run_index.update(tmp_path)
     assert (again.read, again.kept) == (0, 5)
-    run_store.append_metrics(dirs[2], [{"step": 9, "wall": 0.0, "ts": 0.0, "test/acc": 0.99}])
+    RunFolder(dirs[2]).append_records([{"step": 9, "wall": 0.0, "ts": 0.0, "test/acc": 0.99}])
     grew = run_index.update(tmp_path)
     assert (grew.read, grew.kept) == (1, 4)
     assert _names(tmp_path, "summary.test/acc.max > 0.9") == {"r2"}
