@@ -33,6 +33,7 @@ from playwright.sync_api import sync_playwright
 
 from benchmarks import browser_probes
 from dashboard.server.serve import CHROMIUM, CHROMIUM_ARGS, start_server
+from runstore.run_folder import RunFolder
 
 GOALS = {"median": 1.0, "p95": 2.0}
 SAMPLE_S = 0.5
@@ -145,7 +146,7 @@ def sample(page: Any, tail: Tail, proc: subprocess.Popen) -> dict[str, list[floa
 def open_live(page: Any, url: str, run_dir: Path, proc: subprocess.Popen) -> None:
     """The run's Live page, once its folder exists, with its charts on the page."""
     deadline = time.monotonic() + 60
-    while not (run_dir / "status.json").exists() and proc.poll() is None and time.monotonic() < deadline:
+    while not RunFolder(run_dir).status_path.exists() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
     page.goto(f"{url}/live?run={run_dir.name}")
     page.wait_for_function(f"({browser_probes.CHARTS_JS})().length > 0", timeout=60_000, polling=100)
@@ -156,7 +157,7 @@ def regression(page: Any, url: str, runs: Path, seconds: float) -> dict[str, lis
     steps = int(seconds * 1000)
     argv = ["regression", "--lr", str(round(6.0 / steps, 7)), "--steps", str(steps)]
     proc, run_dir = browser_probes.cli_run(runs, argv, env={"WANDB_MODE": "disabled"})
-    tail = Tail(run_dir / "metrics.jsonl")
+    tail = Tail(RunFolder(run_dir).records_path)
     try:
         open_live(page, url, run_dir, proc)
         return sample(page, tail, proc)
@@ -171,7 +172,7 @@ def client(page: Any, url: str, runs: Path, seconds: float, keys: int) -> dict[s
     env = {**os.environ, "WANDB_MODE": "disabled"}
     proc = subprocess.Popen(cmd, cwd=browser_probes.REPO, env=env, stdout=subprocess.PIPE, text=True)
     run_dir = runs / proc.stdout.readline().strip()
-    tail = Tail(run_dir / "metrics.jsonl")
+    tail = Tail(RunFolder(run_dir).records_path)
     try:
         open_live(page, url, run_dir, proc)
         return sample(page, tail, proc)

@@ -47,6 +47,7 @@ def make_root(root: Path, n: int, seed: int = 0) -> None:
         kind = ("sweep", "member", "client")[i % 3]
         d = root / f"20260101-000000-{kind}-{i:05d}"
         d.mkdir(parents=True)
+        run = RunFolder(d)
         cfg = {"lr": 10 ** rng.uniform(-4, -1), "batch_size": rng.choice([32, 64, 128]),
                "optimizer": rng.choice(["adam", "sgd"]), "model": {"hidden": rng.choice([64, 128, 256])}}  # fmt: skip
         doc = {"run_id": d.name, "name": f"{kind}-{i}", "task": "mnist", "config": cfg, "created": now + i,
@@ -57,14 +58,14 @@ def make_root(root: Path, n: int, seed: int = 0) -> None:
             doc["task_spec"] = "mnist"
         else:
             doc["tags"] = rng.sample(["baseline", "ablation", "long", "debug"], 2)
-        _write(d / "config.json", doc)
-        _write(d / "status.json", {"state": rng.choice(["finished", "finished", "stopped", "failed"]), "step": 100})
+        _write(run.config_path, doc)
+        _write(run.status_path, {"state": rng.choice(["finished", "finished", "stopped", "failed"]), "step": 100})
         accs = sorted(rng.uniform(0.5, 0.99) for _ in range(5))
         lines = [{"step": s * 20, "wall": s, "ts": now + i, "train/loss": 1 / (s + 1), "test/acc": a}
                  for s, a in enumerate(accs)]  # fmt: skip
-        (d / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+        run.records_path.write_text("".join(json.dumps(r) + "\n" for r in lines))
         if kind == "client":
-            _write(d / "summary.json", {"test/acc": accs[-1], "best": f"ckpt-{i % 5}"})
+            _write(run.summary_path, {"test/acc": accs[-1], "best": f"ckpt-{i % 5}"})
 
 
 def _rss_mb() -> tuple[float, float]:

@@ -150,12 +150,12 @@ def test_run_page_shows_its_output_and_system_metrics_while_running(server: tupl
     d = fake_run(runs, "regression", "running", pid=os.getpid(), name="sys")
     recs = [{"step": 600 + i, "wall": 60.0 + i, "ts": time.time(), "sys/rss_mb": 512.0 + i} for i in range(3)]
     RunFolder(d).append_records(recs)
-    (d / "process.log").write_text("first line of output\n")
+    RunFolder(d).log_path.write_text("first line of output\n")
     page = tab
     page.set_viewport_size({"width": 1400, "height": 2000})
     page.goto(f"{srv.url}/detail?run={d.name}")
     page.get_by_text("first line of output").wait_for(timeout=60_000)
-    with open(d / "process.log", "a") as f:
+    with open(RunFolder(d).log_path, "a") as f:
         f.write("a line written later\n")
     page.get_by_text("a line written later").wait_for(timeout=15_000)  # refreshed, no reload
     page.locator(".jaxdash-chart").last.scroll_into_view_if_needed()  # the grids draw once in view

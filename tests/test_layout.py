@@ -204,13 +204,7 @@ SPELLED_ON_PURPOSE = {
 # Files other tasks are editing at the same time; each entry is a TODO to empty (replace the names by
 # runstore.run_folder's constants).
 NOT_YET_MOVED: dict[str, str] = {
-    "benchmarks/live_staleness.py": "Live's charts",
-    "benchmarks/run_index.py": "the run index",
-    "tests/test_compare_browser.py": "Compare's grouping",
-    "tests/test_live_browser.py": "Live's charts",
     "tests/test_live_feed.py": "Live's charts",
-    "tests/test_live_refresh.py": "Live's charts",
-    "tests/test_run_index.py": "the run index",
 }
 
 

@@ -69,7 +69,7 @@ def test_a_cli_run_appears_ends_and_goes_without_a_reload(server: tuple[Server, 
     page.wait_for_function(IDLE_JS, timeout=60_000, polling=100)  # the page has settled
     proc, run_dir = probes.cli_run(runs, ["regression", "--steps", "3000000", "--points", "4096"])
     try:
-        while not (run_dir / "status.json").exists():
+        while not RunFolder(run_dir).status_path.exists():
             time.sleep(0.05)
         # "Training now" on New run; the run instead of "No runs" on the others (the Runs table is a canvas).
         appeared = _seconds_until(page, *((HAS, "Training now") if path == "/new" else (HAS_NOT, "No runs")), 10)
@@ -171,7 +171,7 @@ def test_first_point_within_a_second_of_start_on_a_warm_server(warm_server: tupl
         page.wait_for_function("window.__firstDrawn !== null", timeout=60_000, polling=50)
         times.append(page.evaluate("window.__firstDrawn") / 1000 - t_click)
         (run_dir,) = set(run_store.run_folders(runs)) - before
-        via.append((run_store.read_json(run_dir / "launch.json") or {}).get("via"))
+        via.append((run_store.read_json(RunFolder(run_dir).launch_path) or {}).get("via"))
         while RunFolder(run_dir).status().get("state") in (None, "running"):  # the next start on a quiet machine
             time.sleep(0.2)
     print("Start -> first point:", ", ".join(f"{t:.2f}" for t in times), "s")  # pytest -s: the figures for the note

@@ -17,7 +17,7 @@ import pytest
 from benchmarks.dashboard_latency import WATCH_JS, fake_running_run
 from dashboard.server import changes_route
 from dashboard.server.serve import Server
-from runstore import run_store
+from runstore import run_folder, run_store
 from runstore.run_folder import RunFolder
 
 # Counts the messages the page's websocket receives, and notes when the last came (installed before
@@ -48,10 +48,10 @@ def test_the_signature_changes_with_a_record_a_status_or_a_new_run_and_only_then
     RunFolder(run).write_status(step=1)
     after_status = changes_route.signature(ids)
     assert after_status != after_record
-    (run / "process.log").write_text("a line of output\n")  # Run detail shows the process output
+    RunFolder(run).log_path.write_text("a line of output\n")  # Run detail shows the process output
     after_log = changes_route.signature(ids)
     assert after_log != after_status
-    figure = run / "artifacts" / "figures" / "boundary" / "10.json"  # a logged figure's new step
+    figure = RunFolder(run).media_dir(run_folder.FIGURES) / "boundary" / "10.json"  # a logged figure's new step
     figure.parent.mkdir(parents=True)
     time.sleep(0.01)
     figure.write_text("{}")

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import jaxdash
-from runstore import index_keeper, index_reader, run_index, run_notes, run_store
+from runstore import index_keeper, index_reader, run_folder, run_index, run_notes, run_store
 from runstore.run_folder import RunFolder
 
 
@@ -137,10 +137,10 @@ def test_damaged_or_missing_index_is_rebuilt_with_one_log_line(
 def test_a_damaged_run_folder_is_indexed_as_damaged(tmp_path: Path) -> None:
     _run(tmp_path, "good", 0.1, [0.5])
     bad = run_store.new_run_dir(tmp_path, "mnist", "bad")
-    (bad / "config.json").write_text('{"run_id": "bad", "task": ')
+    RunFolder(bad).config_path.write_text('{"run_id": "bad", "task": ')
     run_index.update(tmp_path)
     (damaged,) = index_reader.search(tmp_path, 'state = "damaged"')
-    assert damaged.kind == "damaged" and "config.json" in damaged.message
+    assert damaged.kind == "damaged" and run_folder.CONFIG in damaged.message
 
 
 def test_one_writer_at_a_time_and_readers_never_wait_for_it(tmp_path: Path) -> None:
