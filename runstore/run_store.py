@@ -12,7 +12,6 @@ import re
 import secrets
 import shutil
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -68,19 +67,6 @@ def new_run_dir(root: str | os.PathLike | None, task: str, name: str | None = No
             continue
         return path
     raise RuntimeError("could not allocate a unique run id")
-
-
-# -- per-run names that one test file still calls; RunFolder is the way in ------------------------------------
-
-
-def write_config(run_dir: Path, task: str, config: Mapping[str, Any], name: str | None = None, **extra: Any) -> None:
-    """`RunFolder.write_config`."""
-    RunFolder(run_dir).write_config(task, config, name, **extra)
-
-
-def write_status(run_dir: Path, **fields: Any) -> dict[str, Any]:
-    """`RunFolder.write_status`."""
-    return RunFolder(run_dir).write_status(**fields)
 
 
 # -- the runs root and its runs -------------------------------------------------------------------------------

@@ -83,8 +83,8 @@ def logdir_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Se
     logs.mkdir()
     env = {"WANDB_MODE": "disabled", "JAXDASH_WARM_WORKER": "0", "JAXDASH_LOGDIR": str(logs)}
     earlier = run_store.new_run_dir(runs, "regression", "earlier")  # Runs opens on a table, as a user's does
-    run_store.write_config(earlier, "regression", {}, name="earlier")
-    run_store.write_status(earlier, state="finished", ended=time.time())
+    RunFolder(earlier).write_config("regression", {}, name="earlier")
+    RunFolder(earlier).write_status(state="finished", ended=time.time())
     srv = start_server(runs, tmp / "streamlit.log", env=env)
     yield srv, runs, logs
     srv.stop()
@@ -312,8 +312,8 @@ def test_a_run_picked_on_live_stays_picked_when_a_new_run_starts(
     listed in the picker."""
     srv, runs, _ = logdir_server
     later = run_store.new_run_dir(runs, "regression", "later")  # newer than the run picked: not the default
-    run_store.write_config(later, "regression", {}, name="later")
-    run_store.write_status(later, state="finished", ended=time.time())
+    RunFolder(later).write_config("regression", {}, name="later")
+    RunFolder(later).write_status(state="finished", ended=time.time())
     _open_idle(tab, f"{srv.url}/live", "[data-testid=stSelectbox]")
     picker = tab.locator("[data-testid=stSelectbox]")
     picker.click()
