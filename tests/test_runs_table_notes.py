@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
@@ -13,7 +12,7 @@ from dashboard.processes import notes_sinks
 from runstore import run_folder, run_log, run_notes, run_store
 from runstore.run_folder import RunFolder
 from tests.apptest_pages import app, fake_run
-from tests.chart_elements import charts
+from tests.chart_elements import charts, figure
 
 
 def test_notes_are_saved_atomically_and_shown_as_tensorboard_text(tmp_path: Path) -> None:
@@ -95,7 +94,7 @@ def test_detail_shows_process_output_and_system_metrics(runs_root: Path) -> None
         [e.value for e in at.error],
         [c.value for c in at.code],
     )
-    titles = [[a.get("text") for a in json.loads(c.proto.spec)["layout"].get("annotations", [])] for c in charts(at)]
+    titles = [[a.get("text") for a in figure(c)["layout"].get("annotations", [])] for c in charts(at)]
     assert ["sys/cpu_percent", "sys/rss_mb"] in titles  # the system grid
 
 
