@@ -18,9 +18,17 @@ from tensorboard.summary.writer.event_file_writer import EventFileWriter
 from tensorboard.util import tensor_util
 from tensorboardX import SummaryWriter
 
+from benchmarks import browser_probes
 from runstore import media_store, run_folder, run_store, tb_logdir
 
 RNG = np.random.default_rng(0)
+# The charts of the logdir's run drawn: its two histogram panels (plotly) and its loss (the line chart engine).
+MEDIA_CHARTS_DRAWN = f"""(() => {{
+  const drawn = {browser_probes.DRAWN_CHARTS_JS};
+  const titled = (t) => drawn.some((c) => c.title === t);
+  return titled("weights/w at step 3") && titled("weights/w over steps (histograms)")
+    && drawn.some((c) => c.series.some((s) => s.name === "loss" && s.n === 3));
+}})()"""
 
 
 def _accumulator(folder: Path) -> event_accumulator.EventAccumulator:
@@ -181,7 +189,7 @@ def test_run_detail_in_chromium_shows_a_logdirs_media(tmp_path: Path, tab: objec
         tab.get_by_text("samples/digit · step 3").first.wait_for(timeout=60_000)  # the image's caption
         assert tab.locator("[data-testid=stImage] img").count() >= 1
         tab.get_by_text("weights/w", exact=True).first.wait_for(timeout=60_000)  # the histogram's panel
-        tab.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 3", timeout=60_000)
+        tab.wait_for_function(MEDIA_CHARTS_DRAWN, timeout=60_000, polling=100)
         out = Path(__file__).resolve().parent.parent / "test-artifacts"
         out.mkdir(exist_ok=True)
         tab.screenshot(path=str(out / "logdir_media_detail.png"))
