@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from benchmarks.dashboard_latency import WATCH_JS, fake_running_run
-from dashboard.panels.panel_kinds import FED_REBUILD_ROWS
+from dashboard.panels.panel_kinds import FED_REBUILD_ROWS, LIVE_POINTS
 from dashboard.server import changes_route, rows_route
 from dashboard.server.serve import Server
 from runstore import run_store
@@ -150,18 +150,6 @@ def test_a_steady_writer_makes_no_request_its_chart_drawn_each_second_and_a_reco
     assert page.evaluate(CHART_TOP_JS) == top, "the chart moved when its run ended"
 
 
-def counting_js(call: str) -> str:
-    """JS that counts the page's `Plotly.<call>` calls from now on in `window.__<call>s`."""
-    return f"""() => {{
-  const original = Plotly.{call};
-  window.__{call}s = 0;
-  Plotly.{call} = function (...args) {{ window.__{call}s++; return original.apply(this, args); }};
-}}"""
-
-
-COUNT_REACTS_JS = counting_js("react")
-
-
 def _run_with_rows(runs: Path, rows: int) -> Path:
     """A fake running run whose train/loss has `rows` records, steps 0 .. rows - 1."""
     run = fake_running_run(runs)
@@ -170,13 +158,7 @@ def _run_with_rows(runs: Path, rows: int) -> Path:
     return run
 
 
-# Charts drawn anew (by plotly.js or, a metric grid, by uPlot) since SNAPSHOT_DRAWS_JS: the in-place chart
-# stamps each draw in its div's `__timing.drawn` (dashboard/panels/inplace_chart.py).
-SNAPSHOT_DRAWS_JS = "() => { window.__drawnAt = new Map([...document.querySelectorAll('.jaxdash-chart')].map(d => [d, (d.__timing || {}).drawn])); }"
-DRAWN_ANEW_JS = "() => [...document.querySelectorAll('.jaxdash-chart')].filter(d => d.__timing && window.__drawnAt.get(d) !== d.__timing.drawn).length"
-
-
-def _after_a_rerun(page: Any, run: Path, message: str, start_js: str, count_js: str) -> int:
+def _after_a_rerun(page: Any, run: Path, message: str, start_js: str, count_js: str) -> Any:
     """`count_js` 2 s after a new status message (an event: the panel reruns at once), `start_js` run before it."""
     page.evaluate(start_js)
     before = page.evaluate("window.__wsIn")
@@ -186,43 +168,87 @@ def _after_a_rerun(page: Any, run: Path, message: str, start_js: str, count_js: 
     return page.evaluate(count_js)
 
 
-def _reacts_after_a_rerun(page: Any, run: Path, message: str) -> int:
-    """Plotly.react calls in the 2 s after a new status message."""
-    return _after_a_rerun(page, run, message, COUNT_REACTS_JS, "window.__reacts")
+def _line_js(name: str) -> str:
+    """JS for the line chart (static/chart/engine.js, class jaxdash-line) drawing the series `name`: its element,
+    whose `__chart` holds what it drew (`data`), its spec (`spec`, a new object for each spec the page sends: a
+    chart built anew) and its uPlot (`plot`); each draw stamps `__timing.drawn`."""
+    return (
+        "[...document.querySelectorAll('.jaxdash-line')]"
+        f".find((el) => el.__chart && (el.__chart.data || []).some((t) => t.name === '{name}'))"
+    )
 
 
-def _draws_after_a_rerun(page: Any, run: Path, message: str) -> int:
-    """Charts drawn anew, whatever draws them, in the 2 s after a new status message."""
-    return _after_a_rerun(page, run, message, SNAPSHOT_DRAWS_JS, DRAWN_ANEW_JS)
+LOSS_LINE = _line_js("train/loss")
+KEEP_SPEC_JS = f"() => {{ window.__keptSpec = ({LOSS_LINE}).__chart.spec; }}"
+SPEC_KEPT_JS = f"() => ({LOSS_LINE}).__chart.spec === window.__keptSpec"
+# The loss chart's spec: the cursor its feed starts from, and how many points of train/loss it holds itself.
+SPEC_JS = f"""() => {{
+  const spec = ({LOSS_LINE}).__chart.spec;
+  return {{offset: spec.feed.offset, points: spec.series.find((s) => s.name === 'train/loss').x.length}};
+}}"""
+LOSS_POINTS_JS = f"() => ({LOSS_LINE}).__chart.data.find((t) => t.name === 'train/loss').x.length"
+
+
+def _rebuilt_after_a_rerun(page: Any, run: Path, message: str) -> bool:
+    """Whether the loss chart got a new spec (was built anew) in the 2 s after a new status message."""
+    return not _after_a_rerun(page, run, message, KEEP_SPEC_JS, SPEC_KEPT_JS)
 
 
 @pytest.mark.browser
 def test_a_rerun_keeps_a_fed_chart_figure_until_many_rows_came(server: tuple[Server, Path], tab: Any) -> None:
-    """The chart appended the rows itself: a rerun (here for a new status message) sends its figure again
-    unchanged, and the browser does not draw it anew, until panel_kinds.FED_REBUILD_ROWS rows came."""
+    """The chart appended the rows itself: a rerun (here for a new status message) sends its spec again
+    unchanged, and the browser keeps its chart with the appended points (nothing built anew), until
+    panel_kinds.FED_REBUILD_ROWS rows came: then the rerun sends a spec built anew, downsampled, its
+    feed's cursor past the rows it holds."""
     srv, runs = server
-    run = _run_with_rows(runs, 100)  # a figure of 100 rows: kept until 200 (rows doubled) or 900
+    run = _run_with_rows(runs, 100)  # a spec of 100 rows: kept until 200 (rows doubled) or 900
     page = _open_live(tab, srv, run, last_step=99)
     wait_quiet(page)
+    first = page.evaluate(SPEC_JS)
+    assert first["points"] == 100
     for step in range(100, 105):
         _write(run, step)
         time.sleep(0.2)
     page.wait_for_function("104 in window.__seen", timeout=10_000, polling=30)
-    reacts = _reacts_after_a_rerun(page, run, "a new message: the panel reruns at once")
-    assert reacts == 0, "a rerun drew the fed chart anew for 5 rows it had appended"
+    rebuilt = _rebuilt_after_a_rerun(page, run, "a new message: the panel reruns at once")
+    assert not rebuilt, "a rerun built the fed chart anew for 5 rows it had appended"
+    assert page.evaluate(SPEC_JS) == first
+    assert page.evaluate(LOSS_POINTS_JS) == 105, "the rerun dropped the points the chart appended"
     rows = [{"step": s, "ts": time.time(), "train/loss": 1 / (s + 1)} for s in range(105, 106 + FED_REBUILD_ROWS)]
     RunFolder(run).append_records(rows)
     page.wait_for_function(f"{105 + FED_REBUILD_ROWS} in window.__seen", timeout=15_000, polling=50)
+    page.evaluate(KEEP_SPEC_JS)
     RunFolder(run).write_status(message="another message")
-    page.wait_for_function("window.__reacts > 0", timeout=10_000, polling=50)  # downsampled anew
+    page.wait_for_function(f"!({SPEC_KEPT_JS})()", timeout=10_000, polling=50)  # built anew
+    anew = page.evaluate(SPEC_JS)
+    assert anew["offset"] > first["offset"] and anew["points"] <= LIVE_POINTS  # downsampled anew
+
+
+# A chart or grid drawn since SNAPSHOT_DRAWS_JS: the line charts (engine.js) and the in-place charts (a metric
+# grid, drawn by uPlot: dashboard/panels/inplace_chart.py) stamp each draw in their element's `__timing.drawn`.
+CHARTS = "[...document.querySelectorAll('.jaxdash-line, .jaxdash-chart')]"
+SNAPSHOT_DRAWS_JS = f"() => {{ window.__drawnAt = new Map({CHARTS}.map(d => [d, (d.__timing || {{}}).drawn])); }}"
+
+
+def _drawn_anew_js(selector: str) -> str:
+    """JS: how many elements matching `selector` drew since SNAPSHOT_DRAWS_JS."""
+    return (
+        f"() => [...document.querySelectorAll('{selector}')]"
+        ".filter(d => d.__timing && window.__drawnAt.get(d) !== d.__timing.drawn).length"
+    )
+
+
+def _draws_after_a_rerun(page: Any, run: Path, message: str) -> int:
+    """Charts and grids drawn anew, whatever draws them, in the 2 s after a new status message."""
+    return _after_a_rerun(page, run, message, SNAPSHOT_DRAWS_JS, _drawn_anew_js(".jaxdash-line, .jaxdash-chart"))
 
 
 @pytest.mark.browser
 def test_run_detail_redraws_a_training_run_grids_only_every_30_s_or_when_it_ends(
     server: tuple[Server, Path], tab: Any
 ) -> None:
-    """Run detail's rerun for a new status message sends its fed charts and its metric grids unchanged (no
-    Plotly.react: run_sections.GRID_REFRESH_S); the run's end draws the grids anew at once."""
+    """Run detail's rerun for a new status message sends its fed charts and its metric grids unchanged (none
+    drawn again: run_sections.GRID_REFRESH_S); the run's end draws the grids anew at once."""
     srv, runs = server
     run = _run_with_rows(runs, 100)
     tab.set_viewport_size({"width": 1400, "height": 2400})  # the grids in view: drawn
@@ -233,46 +259,63 @@ def test_run_detail_redraws_a_training_run_grids_only_every_30_s_or_when_it_ends
         _write(run, step)
         time.sleep(0.2)
     page.wait_for_function("104 in window.__seen", timeout=15_000, polling=30)
-    drawn = "[...document.querySelectorAll('.jaxdash-chart')].filter(d => d.__timing).length"
-    page.wait_for_function(f"{drawn} >= 2", timeout=15_000, polling=50)  # a fed chart and a grid
+    drawn = "[...document.querySelectorAll('{}')].filter(d => d.__timing).length"
+    for kind in (".jaxdash-line", ".jaxdash-chart"):  # a fed chart and a grid
+        page.wait_for_function(drawn.format(kind) + " >= 1", timeout=15_000, polling=50)
     wait_quiet(page)
     draws = _draws_after_a_rerun(page, run, "a new message: the summary reruns at once")
     assert draws == 0, "a rerun drew a chart or grid of a training run anew"
     RunFolder(run).write_status(state="finished", ended=time.time())
-    page.wait_for_function(f"({DRAWN_ANEW_JS})() > 0", timeout=15_000, polling=50)  # its final grids
+    grids_anew = _drawn_anew_js(".jaxdash-chart")
+    page.wait_for_function(f"({grids_anew})() > 0", timeout=15_000, polling=50)  # its final grids
 
 
-TRAIN_LOSS_MODE_JS = """() => {
-  for (const g of document.querySelectorAll('.jaxdash-chart.js-plotly-plot'))
-    for (const t of g.data || []) if (t.name === 'train/loss') return t.mode;
-  return null;
-}"""
+# Whether uPlot draws train/loss's points as markers: its default rule (engine.js leaves the series'
+# `points.show` to uPlot), evaluated at each draw: markers while the points are at least two marker sizes
+# apart in the chart, a plain line once they are denser.
+LOSS_MARKERS_JS = f"""() => {{
+  const el = {LOSS_LINE}, u = el && el.__chart.plot;
+  const i = u ? u.series.findIndex((s) => s.label === 'train/loss') : -1;
+  return i > 0 ? !!u.series[i].points.show(u, i) : null;
+}}"""
 
 
 @pytest.mark.browser
 def test_a_fed_chart_is_built_anew_once_its_rows_doubled(server: tuple[Server, Path], tab: Any) -> None:
-    """A curve of 10 points shows its points (markers); past SPARSE_POINTS (50) the draw that appends rows
-    makes it a plain line (not 70 markers until the next rerun); once the rows doubled, the next rerun
-    builds the figure anew."""
+    """A curve of 10 points shows its points (markers); the draw that appends 60 rows makes it a plain line
+    (no spec built anew for it: not 70 markers until the next rerun); once the rows doubled, the next rerun
+    builds the chart anew."""
     srv, runs = server
     run = _run_with_rows(runs, 10)
     page = _open_live(tab, srv, run, last_step=9)
-    assert page.evaluate(TRAIN_LOSS_MODE_JS) == "lines+markers"
-    page.evaluate(COUNT_REACTS_JS)
+    assert page.evaluate(LOSS_MARKERS_JS) is True
+    page.evaluate(KEEP_SPEC_JS)
     rows = [{"step": s, "ts": time.time(), "train/loss": 1 / (s + 1)} for s in range(10, 70)]
     RunFolder(run).append_records(rows)
     page.wait_for_function("69 in window.__seen", timeout=15_000, polling=50)
-    assert page.evaluate("window.__reacts") == 0  # appended by the feed, not a figure built anew
-    assert page.evaluate(TRAIN_LOSS_MODE_JS) == "lines"
-    assert _reacts_after_a_rerun(page, run, "the rows doubled") > 0
-    page.wait_for_function(f"({TRAIN_LOSS_MODE_JS})() === 'lines'", timeout=10_000, polling=50)
+    assert page.evaluate(SPEC_KEPT_JS), "appended by the feed, not a chart built anew"
+    assert page.evaluate(LOSS_MARKERS_JS) is False
+    assert _rebuilt_after_a_rerun(page, run, "the rows doubled")
+    assert page.evaluate(SPEC_JS)["points"] == 70
+    assert page.evaluate(LOSS_MARKERS_JS) is False
 
 
-COUNT_RELAYOUTS_JS = counting_js("relayout")
-ACC_RANGE_JS = """() => {
-  for (const g of document.querySelectorAll('.jaxdash-chart.js-plotly-plot'))
-    if ((g.data || []).some((t) => t.name === 'train/acc')) return g.layout.yaxis.range;
-  return null;
+ACC_LINE = _line_js("train/acc")
+ACC_RANGE_JS = f"() => {{ const el = {ACC_LINE}, s = el && el.__chart.scales; return s ? [s.y.min, s.y.max] : null; }}"
+# Each draw of the accuracy chart from now on, in window.__accDraws: [whether it drew step 20, its y axis's
+# low end]; the axis is read once uPlot has set it (its own microtask, queued in the draw before this one).
+WATCH_ACC_DRAWS_JS = """() => {
+  window.__accDraws = [];
+  const proto = window.__jaxdashLine.LineChart.prototype, draw = proto.draw;
+  proto.draw = function (...args) {
+    const out = draw.apply(this, args);
+    const acc = (this.drawn || []).find((t) => t.name === 'train/acc');
+    if (acc) {
+      const has20 = acc.x.includes(20);
+      queueMicrotask(() => window.__accDraws.push([has20, this.u.scales.y.min]));
+    }
+    return out;
+  };
 }"""
 
 
@@ -281,7 +324,7 @@ def test_an_accuracy_chart_widens_its_axis_in_the_draw_that_appends_the_rows(
     server: tuple[Server, Path], tab: Any
 ) -> None:
     """An appended accuracy below the chart's zoomed y range widens the axis to show it, in the same
-    draw as the rows (extendTraces reads the new range): no second draw (Plotly.relayout) of the chart."""
+    draw as the rows (engine.js's yRange reads the appended points): no draw shows the new row off its axis."""
     srv, runs = server
     run = run_store.new_run_dir(runs, "mnist", "widen")
     cfg = config_to_dict(parse_config("mnist", {}))
@@ -295,9 +338,11 @@ def test_an_accuracy_chart_widens_its_axis_in_the_draw_that_appends_the_rows(
     assert 0.8 < low < 0.9 < 0.919 < high <= 1.0  # zoomed to the data
     wait_quiet(page)
     page.wait_for_timeout(1000)  # past the feed's least gap after a draw: the next rows are drawn at once
-    page.evaluate(COUNT_RELAYOUTS_JS)
+    page.evaluate(WATCH_ACC_DRAWS_JS)
     RunFolder(run).append_records([{"step": 20, "ts": time.time(), "train/loss": 0.3, "train/acc": 0.5}])
     RunFolder(run).write_status(step=20)
     page.wait_for_function("20 in window.__seen", timeout=15_000, polling=30)
-    page.wait_for_function(f"({ACC_RANGE_JS})()[0] < 0.5", timeout=5_000, polling=30)
-    assert page.evaluate("window.__relayouts") == 0, "the new range was drawn by a second draw of its own"
+    page.wait_for_function("window.__accDraws.some(([has20]) => has20)", timeout=5_000, polling=30)
+    with_row = [y_low for has20, y_low in page.evaluate("window.__accDraws") if has20]
+    assert with_row[0] < 0.5, f"the draw that appended 0.5 kept the axis from {with_row[0]:.3f}"
+    assert page.evaluate(ACC_RANGE_JS)[0] < 0.5

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from components import figures
 from dashboard import refresh_timings
 from dashboard.server import push_route
 from runstore.metrics.downsample import bucket_extremes
@@ -138,6 +139,7 @@ def spec(
     point), feed (`feed`), xkeys (the scalar keys the x axis may be) and series_urls ({run: rows_route.series_path}).
     """
     out = {"kind": kind, "key": key, "title": title, "y_title": y_title, "metric": metric, "height": 360}
+    out["sparse_points"] = figures.SPARSE_POINTS  # as plotly's figures and compare's grids: markers up to this
     out["series"] = [s for s in lines if s is not None]
     out.update(more)
     return out

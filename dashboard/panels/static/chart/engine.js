@@ -4,7 +4,9 @@
 // cursor its feed starts from; feed.js brings the rows written after it, which are appended to the series'
 // typed arrays and drawn with one setData, the chart never rebuilt for them. Many series; hover shows every
 // series' value at that x (the nearest point each has); drag zooms, a double click resets; the legend
-// hides a series on click. Controls (controls.js) and colours (theme.js) apply per chart.
+// hides a series on click. A curve of at most spec.sparse_points points shows them as markers too, decided at
+// each draw (past it, the draw that appends is a plain line). Controls (controls.js) and colours (theme.js)
+// apply per chart.
 // window.__jaxdashLine.mount(parentElement, data) is what the component's loader calls; for tests and probes
 // the element (.jaxdash-line) holds `__chart` (`data`: what is drawn, `settings`, `scales`) and `__timing`.
 (function () {
@@ -110,7 +112,8 @@
         }
         pairs.push([x, y]);
         specs.push({label: line.name, stroke: color, width: line.mode === FIT_DATA ? 0 : line.width || 2,
-          dash: line.dash ? [6, 4] : undefined, points: line.mode === FIT_DATA, full: line.label});
+          dash: line.dash ? [6, 4] : undefined, points: line.mode === FIT_DATA, full: line.label,
+          sparse: this.spec.kind !== "fit" && line.step.view().length <= (this.spec.sparse_points || 0)});
         this.drawn.push({name: line.name, x: Array.from(x), y: Array.from(y, (v) => (Number.isFinite(v) ? v : null)), raw: smooth ? raw : null});
       });
       return {data: S.align(pairs), specs};
@@ -145,7 +148,7 @@
         axes: [axis(s.x === "step" ? this.spec.x_title || "step" : s.x === "wall" ? "" : s.x === "relative" ? "seconds" : s.x), yAxis],
         series: [{label: s.x, value: s.x === "wall" ? undefined : fmt(false)}, ...specs.map((p) => ({
           label: p.label, stroke: p.stroke, width: p.width, dash: p.dash, spanGaps: true, value: fmt(pct),
-          show: true, points: p.points ? {show: true, size: 5, fill: p.stroke, stroke: p.stroke} : {},
+          show: true, points: p.points ? {show: true, size: 5, fill: p.stroke, stroke: p.stroke} : {show: (u, si) => this.sparse[si - 1]},
           paths: p.points ? () => null : undefined,
         }))],
         cursor: {drag: {x: true, y: false}, dataIdx: nearest},
@@ -163,6 +166,7 @@
       this.empty.style.display = has ? "none" : "";
       if (s.logY) for (const col of data.slice(1)) for (let i = 0; i < col.length; i++) if (col[i] !== null && col[i] <= 0) col[i] = null;
       const range = this.yRange(s, data);
+      this.sparse = specs.map((p) => !!p.sparse);  // read by each series' points.show as this draw paints
       const shape = JSON.stringify([specs.map((p) => [p.label, p.stroke, p.width, p.points]), s, range, theme.current().dark]);
       if (!this.u || shape !== this.shape) {  // a new set of series or settings: a new uPlot; else the points only
         if (this.u) this.u.destroy();
