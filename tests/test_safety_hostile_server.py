@@ -1,10 +1,11 @@
 """A hostile caller and hostile run data against one real server (#36, items 3, 4, 9, 10, 11).
 
-The module's server is started with its own TMPDIR, and its first request is a poll from outside
-any page (item 3: that once left every page without plotly.js). A local HTTP server on another
-port stands for a remote host: the run data of one run names it in markdown images (its name,
-display name, notes, tags, metric names, message) and in a figure's `layout.images`; no page may
-make Chromium fetch from it (item 10).
+The module's server is started with its own TMPDIR, and its first request is a route's from outside
+any page (item 3: that once left every page without plotly.js; it would leave the line charts without
+their engine's files alike: every chart file is a component file registered with the running server).
+A local HTTP server on another port stands for a remote host: the run data of one run names it in
+markdown images (its name, display name, notes, tags, metric names, message) and in a figure's
+`layout.images`; no page may make Chromium fetch from it (item 10).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 import plotly.graph_objects as go
 import pytest
 
+from benchmarks import browser_probes
 from dashboard.processes import notes_sinks
 from dashboard.server import stale_temp
 from dashboard.server.serve import Server, start_server
@@ -29,7 +31,10 @@ from runstore import media_store, run_folder, run_store
 from runstore.run_folder import RunFolder
 from tests.test_safety_damaged import GOOD_CFG, good_run
 
-CHART = ".jaxdash-chart .main-svg"  # a chart plotly.js drew
+CHART = ".jaxdash-chart .main-svg"  # a chart plotly.js drew (a logged figure: the hostile run's)
+# The good run's train/loss drawn by the line chart engine (static/chart/, uPlot): its 3 points.
+LOSS_DRAWN = f"{browser_probes.SERIES_JS}.some((t) => t.name === 'train/loss' && t.n === 3)"
+ASSET = "/component/"  # where the server serves every chart file: plotly.js, uPlot, the engine's and the stream's
 
 
 class _Pixel(BaseHTTPRequestHandler):
@@ -136,10 +141,12 @@ def test_charts_draw_after_a_request_from_outside_a_page(hostile: Hostile, chrom
     try:
         page = browser.new_page()
         missing = []
-        page.on("response", lambda r: missing.append(r.url) if r.status >= 400 and "plotly" in r.url else None)
+        page.on("response", lambda r: missing.append(r.url) if r.status >= 400 and ASSET in r.url else None)
         for path in (f"/live?run={hostile.good}", f"/detail?run={hostile.good}"):
             page.goto(hostile.srv.url + path, timeout=30_000)
-            page.wait_for_selector(CHART, timeout=30_000)  # plotly.js loaded and drew
+            page.wait_for_function(LOSS_DRAWN, timeout=30_000, polling=100)  # the engine's files loaded and drew
+        page.goto(f"{hostile.srv.url}/detail?run={hostile.bad}", timeout=30_000)
+        page.wait_for_selector(CHART, timeout=30_000)  # plotly.js loaded and drew the run's figure
         assert missing == []
     finally:
         browser.close()
@@ -243,7 +250,9 @@ def test_no_temporary_chart_folder_while_serving_or_after_a_stop(hostile: Hostil
     try:
         page = browser.new_page()
         page.goto(f"{hostile.srv.url}/live?run={hostile.good}", timeout=30_000)
-        page.wait_for_selector(CHART, timeout=30_000)  # the chart module is imported and serves plotly.js
+        page.wait_for_function(LOSS_DRAWN, timeout=30_000, polling=100)  # the chart modules are imported
+        page.goto(f"{hostile.srv.url}/live?run={hostile.bad}", timeout=30_000)
+        page.wait_for_selector(CHART, timeout=30_000)  # and serve plotly.js (the run's figure drawn)
     finally:
         browser.close()
     left = [hostile.tmp / "jaxdash-chart-other"]  # the dead server's folder went at start; one not ours stays
