@@ -16,19 +16,22 @@ from plotly.subplots import make_subplots
 
 from components import figures
 from components.figure_style import set_template
-from components.series import Series, downsample_minmax, ema_smooth
+from components.series import Series, ema_smooth
+from runstore.metrics.downsample import bucket_extremes
 
 GRID_POINTS = 400  # per curve in a small multiple; a zoom re-reads the range at full resolution
 
 
 @dataclass(frozen=True)
 class Band:
-    """A population's curve: the mean and a band (min-max or +-std) on a common x grid."""
+    """A population's curve: the mean and a band (min-max or +-std) on a common x grid; `wall`, where known,
+    the members' mean time (seconds since their start) at each x, for a browser's time axis."""
 
     x: np.ndarray
     mean: np.ndarray
     low: np.ndarray
     high: np.ndarray
+    wall: np.ndarray | None = None
 
 
 def _rgba(hex_color: str, alpha: float) -> str:
@@ -41,29 +44,46 @@ def _clean(y: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(y), y, np.nan)
 
 
-def _run_traces(name: str, xy: Series, color: str, smoothing: float, max_points: int) -> list[go.Scattergl]:
-    """Raw (faint when smoothed) and smoothed line of one run, downsampled keeping spikes."""
-    x, y = (np.asarray(v, dtype=float) for v in xy)
+def _run_traces(
+    name: str, xy: Series | tuple[Any, Any, Any], color: str, smoothing: float, max_points: int
+) -> list[go.Scattergl]:
+    """Raw (faint when smoothed) and smoothed line of one run, downsampled keeping spikes.
+
+    xy: (x, y), or (x, y, wall): each point's seconds since the run's start, carried as the trace's customdata
+    for the browser's time axes (static/line_grid.js)."""
+    x, y = (np.asarray(v, dtype=float) for v in xy[:2])
     if x.size == 0:
         return []
-    traces = []
-    dx, dy = downsample_minmax(x, y, max_points)
-    common = dict(name=name, legendgroup=name, mode="lines" if dx.size > figures.SPARSE_POINTS else "lines+markers")
-    if smoothing > 0:
-        traces.append(
-            go.Scatter(x=dx, y=_clean(dy), line=dict(color=color, width=1), opacity=0.25, hoverinfo="skip", **common)
-        )
-        dx, dy = downsample_minmax(x, ema_smooth(y, smoothing), max_points)
-    traces.append(go.Scatter(x=dx, y=_clean(dy), line=dict(color=color, width=1.6), **common))
-    return traces
+    wall = np.asarray(xy[2], dtype=float) if len(xy) > 2 and np.asarray(xy[2]).size == x.size else None
+    mode = "lines" if min(x.size, max_points) > figures.SPARSE_POINTS else "lines+markers"
+    common = dict(name=name, legendgroup=name, mode=mode)
+
+    def trace(values: np.ndarray, **style: Any) -> go.Scatter:
+        keep = _kept(x, values, max_points)
+        times = None if wall is None else _clean(wall[keep])
+        return go.Scatter(x=x[keep], y=_clean(values[keep]), customdata=times, **common, **style)
+
+    if smoothing <= 0:
+        return [trace(y, line=dict(color=color, width=1.6))]
+    faint = trace(y, line=dict(color=color, width=1), opacity=0.25, hoverinfo="skip")
+    return [faint, trace(ema_smooth(y, smoothing), line=dict(color=color, width=1.6))]
+
+
+def _kept(x: np.ndarray, y: np.ndarray, max_points: int) -> np.ndarray:
+    """Indices of the points `components.series.downsample_minmax` keeps, so a run's times follow its values."""
+    if x.size <= max_points:
+        return np.arange(x.size)
+    keep = np.unique(bucket_extremes(x, y, max_points // 4))
+    return keep[np.argsort(x[keep], kind="stable")]
 
 
 def _band_traces(name: str, band: Band, color: str) -> list[go.Scatter]:
-    """The band as one filled polygon, then the mean line on top."""
+    """The band as one filled polygon (its upper edge, then its lower one backwards), then the mean line on top."""
     if band.x.size == 0:
         return []
     ok = np.isfinite(band.low) & np.isfinite(band.high)
     x, lo, hi = band.x[ok], band.low[ok], band.high[ok]
+    wall = band.wall if band.wall is not None and band.wall.size == band.x.size else None
     poly = go.Scatter(
         x=np.concatenate([x, x[::-1]]),
         y=np.concatenate([hi, lo[::-1]]),
@@ -74,8 +94,16 @@ def _band_traces(name: str, band: Band, color: str) -> list[go.Scatter]:
         name=name,
         legendgroup=name,
         showlegend=False,
+        customdata=None if wall is None else _clean(np.concatenate([wall[ok], wall[ok][::-1]])),
     )
-    mean = go.Scatter(x=band.x, y=_clean(band.mean), line=dict(color=color, width=2), name=name, legendgroup=name)
+    mean = go.Scatter(
+        x=band.x,
+        y=_clean(band.mean),
+        line=dict(color=color, width=2),
+        name=name,
+        legendgroup=name,
+        customdata=None if wall is None else _clean(wall),
+    )
     return [poly, mean]
 
 
@@ -92,6 +120,7 @@ def metric_grid(
     cols: int = 3,
     max_points: int = GRID_POINTS,
     uirevision: str = "compare",
+    browser: Mapping[str, Any] | None = None,
 ) -> go.Figure:
     """Small multiples: one subplot per tag, one line (or band) per run or population, one shared legend.
 
@@ -101,6 +130,9 @@ def metric_grid(
       colors: label (run or population) -> colour, the same in every subplot.
       bands: tag -> {population label: Band}, drawn as mean + shaded band.
       missing: tag -> labels of the selected runs that never logged it (named in the subplot title).
+      browser: more for the browser's grid (static/line_grid.js), e.g. `controls` (the name its smoothing, log y
+        and x-axis controls are saved under: shown when given), `t0` and `epoch` ({label: start in unix
+        seconds, steps per epoch}) for its x axes, `palette` (colour the lines by the theme's palette).
     """
     cols = max(1, min(cols, len(tags) or 1))
     rows = max(1, math.ceil(len(tags) / cols))
@@ -139,7 +171,16 @@ def metric_grid(
         hovermode="closest",
         uirevision=uirevision,
         # What the dashboard's canvas grid (dashboard/panels/static/line_grid.js) draws the panels from.
-        meta=dict(grid=dict(cols=cols, titles=list(tags), lacking=lacking_by_panel, log=log_by_panel, x_title=x_title)),
+        meta=dict(
+            grid=dict(
+                cols=cols,
+                titles=list(tags),
+                lacking=lacking_by_panel,
+                log=log_by_panel,
+                x_title=x_title,
+                **(browser or {}),
+            )
+        ),
     )
     return fig
 

@@ -186,7 +186,7 @@ def main() -> None:
             page.goto(f"{srv.url}/runs")
             page.get_by_text("Select runs in the table").wait_for(timeout=60_000)
             select_rows(page, [0, 1])
-            page.get_by_text("Smoothing (EMA)").wait_for(timeout=30_000)
+            page.locator(".jaxdash-grid-controls").first.wait_for(timeout=30_000)
             pick(page, "Metric", "test/acc")
             settle(page)
             shot(page, "compare", plots=1)

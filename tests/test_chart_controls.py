@@ -1,11 +1,12 @@
-"""Every line chart on Live and Run detail offers smoothing, log y and the x-axis choice, kept per browser.
+"""Every line chart on Live, Run detail and Compare offers smoothing, log y and the x-axis choice, kept per browser.
 
 In Chromium against a real server, on a run with 30 records: the loss chart (dashboard/panels/static/chart/)
 offers the controls; EMA smoothing draws TensorBoard's debiased EMA of the raw values (checked against
 components.series.ema_smooth, the formula TensorBoard's) with the raw line kept behind; log y makes the y
 scale logarithmic; x = wall time draws each point at its record's unix time; the settings survive a reload
 and hold on Run detail too (saved under the metric's name). In light and dark theme the chart follows the
-page (screenshots in /tmp/chart_shots/).
+page (screenshots in /tmp/chart_shots/). Compare's grid (dashboard/panels/static/line_grid.js with grid_view.js)
+offers the same controls from the same code (static/chart/controls.js), checked the same way on its loss panel.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from benchmarks.dashboard_latency import fake_running_run
 from components.series import ema_smooth
 from dashboard.server.serve import Server
 from runstore.run_folder import RunFolder
+from tests.apptest_pages import fake_run
 
 pytest.importorskip("playwright.sync_api")
 
@@ -127,4 +129,98 @@ def test_charts_follow_the_light_and_dark_theme(server: tuple[Server, Path], chr
         page.wait_for_function(f"() => ({FIND})().__chart.dark === {str(scheme == 'dark').lower()}", timeout=10_000)
         page.locator(".jaxdash-line").first.screenshot(path=str(SHOTS / f"live_{scheme}.png"))
         page.screenshot(path=str(SHOTS / f"live_{scheme}_page.png"))
+        context.close()
+
+
+# Compare's grid (a .jaxdash-chart drawn by line_grid.js) once its loss panel drew both runs' 30 points.
+GRID = """() => Array.from(document.querySelectorAll('.jaxdash-chart')).find((d) => d.__gridView
+  && d.__gridView.panels.some((p) => p.title === 'train/loss'
+    && p.lines.filter((l) => !l.raw && !l.fill && l.x.length >= 30).length >= 2))"""
+GRID_LINE = f"""(name) => ({GRID})().__gridView.panels.find((p) => p.title === '{LOSS}')
+  .lines.find((l) => l.name === name && !l.raw)"""
+GRID_RAW = f"""(name) => ({GRID})().__gridView.panels.find((p) => p.title === '{LOSS}')
+  .lines.find((l) => l.name === name && l.raw)"""
+GRID_SCALES = """() => { const u = document.querySelector('.jaxdash-grid-cells .uplot').__uplot;
+  return {x: {...u.scales.x}, y: {...u.scales.y}}; }"""
+
+
+def _compared(runs: Path) -> tuple[list[Path], list[float], float]:
+    """Two finished runs of 30 noisy loss records each: (folders, run a's values, run a's start in unix seconds)."""
+    start = time.time() - 1000
+    dirs, first = [], []
+    for k, name in enumerate(("a", "b")):
+        values = [1.0 / (s + k + 1) + (0.05 if s % 3 == 0 else 0.0) for s in range(1, 31)]
+        rows = [{"step": s, "wall": 2.0 * s, "ts": start + 2.0 * s, LOSS: v} for s, v in enumerate(values, 1)]
+        dirs.append(fake_run(runs, "regression", "finished", name=name, n=0))
+        RunFolder(dirs[-1]).append_records(rows)
+        first = first or values
+    return dirs, first, start
+
+
+def _set(page: Any, css: str, value: str | bool) -> None:
+    """Set the grid's control `css` to `value` as a user's change does (its change event)."""
+    prop = "checked" if isinstance(value, bool) else "value"
+    page.evaluate(
+        f"""(v) => {{ const el = ({GRID})().querySelector('{css}'); el.{prop} = v;
+        el.dispatchEvent(new Event('change')); }}""",
+        value,
+    )
+
+
+@pytest.mark.browser
+def test_smoothing_log_y_and_x_axis_on_compare_persist(server: tuple[Server, Path], tab: Any) -> None:
+    srv, runs = server
+    dirs, values, start = _compared(runs)
+    tab.set_viewport_size({"width": 1400, "height": 1000})
+    url = f"{srv.url}/runs?compare={dirs[0].name},{dirs[1].name}"
+    tab.goto(url)
+    tab.wait_for_function(f"() => !!({GRID})()", timeout=60_000, polling=100)
+    for css in ("select.jaxdash-smooth", "input.jaxdash-logy", "select.jaxdash-x", "input.jaxdash-outliers"):
+        assert tab.evaluate(f"() => !!({GRID})().querySelector('{css}')"), f"no {css} on Compare's grid"
+    raw = tab.evaluate(GRID_LINE, "a")["y"]
+    assert raw == pytest.approx(values)
+    colors = {tab.evaluate(GRID_LINE, n)["color"] for n in ("a", "b")}
+    assert colors == {"#4e79a7", "#f28e2b"}, "runs not coloured by the theme's qualitative palette"
+
+    _set(tab, "select.jaxdash-smooth", "ema")
+    _set(tab, "input.jaxdash-weight", "0.6")
+    smoothed = tab.evaluate(GRID_LINE, "a")["y"]
+    assert smoothed == pytest.approx(ema_smooth(raw, 0.6).tolist(), rel=1e-12), "not TensorBoard's debiased EMA"
+    assert tab.evaluate(GRID_RAW, "a")["y"] == pytest.approx(raw), "the raw line is not kept behind the smoothed one"
+
+    assert tab.evaluate(GRID_SCALES)["y"]["distr"] == 1
+    _set(tab, "input.jaxdash-logy", True)
+    assert tab.evaluate(GRID_SCALES)["y"]["distr"] == 3, "log y did not make the y scale logarithmic"
+
+    _set(tab, "select.jaxdash-x", "wall")
+    walled = tab.evaluate(GRID_LINE, "a")["x"]
+    assert tab.evaluate(GRID_SCALES)["x"]["time"] is True
+    assert walled == pytest.approx([start + 2.0 * s for s in range(1, 31)], abs=1e-3), (
+        "x = wall time: not each record's time"
+    )
+
+    tab.goto(url)  # the page anew (the Runs page drops ?compare= once read): the browser keeps the settings
+    tab.wait_for_function(f"() => !!({GRID})()", timeout=60_000, polling=100)
+    kept = tab.evaluate(f"() => ({GRID})().__gridView.settings")
+    assert kept["smooth"] == "ema" and kept["logY"] is True and kept["x"] == "wall", kept
+    assert tab.evaluate(GRID_LINE, "a")["y"] == pytest.approx(ema_smooth(raw, 0.6).tolist(), rel=1e-12)
+    assert tab.evaluate(GRID_SCALES)["y"]["distr"] == 3
+    tab.evaluate("() => localStorage.clear()")
+
+
+@pytest.mark.browser
+def test_compare_grid_follows_the_light_and_dark_theme(server: tuple[Server, Path], chromium: Any) -> None:
+    srv, runs = server
+    dirs, _, _ = _compared(runs)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    for scheme in ("light", "dark"):
+        context = chromium.new_context(viewport={"width": 1400, "height": 1000}, color_scheme=scheme)
+        page = context.new_page()
+        page.goto(f"{srv.url}/runs?compare={dirs[0].name},{dirs[1].name}")
+        page.wait_for_function(f"() => !!({GRID})()", timeout=60_000, polling=100)
+        page.wait_for_function(f"() => ({GRID})().__gridView.dark === {str(scheme == 'dark').lower()}", timeout=10_000)
+        page.evaluate(f"() => ({GRID})().scrollIntoView()")
+        page.locator(".jaxdash-chart:has(.jaxdash-grid-cells)").first.screenshot(
+            path=str(SHOTS / f"compare_{scheme}.png")
+        )
         context.close()

@@ -66,7 +66,8 @@ X_RANGE_JS = "() => { const u = document.querySelector('.jaxdash-grid-cells .upl
 
 def test_compare_grid_hover_legend_and_zoom_kept_across_a_new_figure(server: tuple[Server, Path], tab: Any) -> None:
     """The canvas grid as a user works it: hover names the run, a legend click hides it in every panel, a dragged
-    zoom stays when the figure is sent again (smoothing changed), and a double click shows every point again."""
+    zoom stays when the grid is drawn again (smoothing changed in its controls), and a double click shows every
+    point again."""
     srv, runs = server
     a = fake_run(runs, "mnist", "finished", name="alpha", n=300)
     b = fake_run(runs, "mnist", "finished", name="beta", n=40)
@@ -88,11 +89,12 @@ def test_compare_grid_hover_legend_and_zoom_kept_across_a_new_figure(server: tup
     page.mouse.up()
     zoomed = page.evaluate(X_RANGE_JS)
     assert full[0] < zoomed[0] < zoomed[1] < full[1], (full, zoomed)
-    page.get_by_role("slider", name="Smoothing (EMA)").press("ArrowRight")  # a new figure: raw + smoothed lines
+    page.locator(".jaxdash-chart select.jaxdash-smooth").first.select_option("ema")  # drawn anew: raw + smoothed
     page.wait_for_function(f"{GRID_TRACES_JS}[0].length >= 8", timeout=30_000)
     assert page.evaluate(X_RANGE_JS) == pytest.approx(zoomed)
     page.locator(".jaxdash-grid-cells .u-over").first.dblclick()
     assert page.evaluate(X_RANGE_JS) == pytest.approx(full)
+    page.evaluate("() => localStorage.clear()")  # the grid's settings are the browser's: none for the next test
 
 
 def test_compare_grid_draws_a_single_point_and_thirty_decades_on_a_log_axis(
@@ -114,7 +116,7 @@ def test_compare_grid_draws_a_single_point_and_thirty_decades_on_a_log_axis(
     page.set_viewport_size({"width": 1400, "height": 1200})
     page.goto(f"{srv.url}/runs?compare={dirs[0].name},{dirs[1].name}")
     page.wait_for_function(f"{GRID_TRACES_JS}.flat().length >= 2", timeout=60_000)
-    page.locator("label").filter(has_text="log y").click()
+    page.locator(".jaxdash-grid-controls label").filter(has_text="log y").first.click()  # the grid's own control
     page.wait_for_function(
         "() => { const el = document.querySelector('.jaxdash-grid-cells .uplot');"
         " return el && el.__uplot.scales.y.distr === 3; }",
@@ -124,6 +126,7 @@ def test_compare_grid_draws_a_single_point_and_thirty_decades_on_a_log_axis(
     low, high = page.evaluate("() => { const y = document.querySelector('.jaxdash-grid-cells .uplot').__uplot.scales.y;"
                               " return [y.min, y.max]; }")  # fmt: skip
     assert low <= 1e-30 and high >= 29, (low, high)
+    page.evaluate("() => localStorage.clear()")
 
 
 def test_search_filters_and_notes_survive_a_reload(server: tuple[Server, Path], tab: Any) -> None:

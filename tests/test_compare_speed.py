@@ -47,7 +47,7 @@ def test_a_fresh_tab_opening_the_same_comparison_is_sent_the_kept_figures_not_ne
     assert builds[2:] == [("train/acc", "train/loss"), ("test/acc",)]
     lengths = trace_lengths(charts(third)[0])
     assert sorted(n for t, n in zip(_grids(third)[0]["data"], lengths, strict=True) if t["name"] == "r0") == [50, 55]
-    third.slider(key="cmp_smooth").set_value(0.5).run()
+    third.toggle(key="cmp_partial").set_value(True).run()
     assert len(builds) > 3
 
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
+import numpy as np
 import streamlit as st
 
 from components import compare_figures, run_groups
@@ -22,6 +23,7 @@ from dashboard.panels import (
     data_panels,
     inplace_chart,
     key_panels,
+    line_spec,
     panels,
     run_sections,
     safe_text,
@@ -29,7 +31,9 @@ from dashboard.panels import (
 from dashboard.reading import groups, run_metrics
 from runstore import run_store
 from runstore.metrics.metric_table import MetricTable
+from runstore.run_folder import RunFolder
 
+CONTROLS = "compare"  # the name every comparison grid's smoothing, log y and x axis are saved under in the browser
 POP_MODES = {"curves": "every run", "min-max": "mean, min-max band", "std": "mean, ±1 std band"}
 
 
@@ -48,37 +52,27 @@ def _step_bounds(tables: Mapping[str, MetricTable]) -> tuple[int, int]:
 
 
 def controls(pops: bool, bounds: tuple[int, int], group_by: str | None = None) -> dict[str, Any]:
-    """The shared x axis, smoothing, log scale, population view (or the groups' band) and step range."""
-    c = st.columns([2, 2, 1, 1], vertical_alignment="bottom")
+    """The metrics some runs lack, the population view (or the groups' band) and the step range. Smoothing, log y
+    and the x axis are the browser's, on each grid (static/line_grid.js with static/chart/controls.js)."""
+    c = st.columns([1, 2, 3], vertical_alignment="bottom")
     out = {
-        "x": c[0].segmented_control(
-            "x axis",
-            list(compare_data.X_CHOICES),
-            format_func=compare_data.X_CHOICES.get,
-            default="step",
-            required=True,
-            key="cmp_x",
-        ),
-        "smoothing": c[1].slider("Smoothing (EMA)", 0.0, 0.99, 0.0, 0.01, key="cmp_smooth"),
-        "log_y": c[2].toggle("log y", value=False, key="cmp_log"),
-        "partial": c[3].toggle("metrics not all have", value=False, key="cmp_partial"),
+        "partial": c[0].toggle("metrics not all have", value=False, key="cmp_partial"),
         "pop": "curves",
         "range": bounds,
         "group_by": group_by,
         "band": "min-max",
     }
-    c = st.columns([2, 4])
     if group_by is not None:  # every run is in a group: no population drawn apart
-        out["band"] = c[0].segmented_control(
+        out["band"] = c[1].segmented_control(
             "Groups", list(run_groups.BANDS), format_func=lambda b: f"mean, {run_groups.BANDS[b]}", default="min-max",
             required=True, key="cmp_group_band",
         )  # fmt: skip
     elif pops:
-        out["pop"] = c[0].segmented_control(
+        out["pop"] = c[1].segmented_control(
             "Populations", list(POP_MODES), format_func=POP_MODES.get, default="curves", required=True, key="cmp_pop"
         )
     if bounds[1] > bounds[0] and max(abs(bounds[0]), abs(bounds[1])) <= run_sections.MAX_SAFE_STEP:
-        out["range"] = c[1].slider(
+        out["range"] = c[2].slider(
             "Step range (zoom in: the range is re-read at full resolution)",
             bounds[0],
             bounds[1],
@@ -89,14 +83,14 @@ def controls(pops: bool, bounds: tuple[int, int], group_by: str | None = None) -
 
 
 def series(run: run_store.RunInfo, table: MetricTable, tag: str, opts: Mapping[str, Any]) -> Any:
-    """(x, y) of one run's tag on the chosen x axis, within the chosen step range."""
-    x = "wall" if opts["x"] == "wall" else "step"
+    """(step, y, wall) of one run's tag within the chosen step range; wall (seconds since the run's start, for the
+    browser's time axes) is NaN where a record has none."""
     lo, hi = opts["range"]
-    xs, ys = table.window(run.path, tag, x, lo, hi)
-    if opts["x"] == "epoch":
-        scale = compare_data.epoch_scale(run.status)
-        xs = xs / scale if scale else xs
-    return xs, ys
+    xs, ys = table.window(run.path, tag, "step", lo, hi)
+    walls, wy = table.window(run.path, tag, "wall", lo, hi)
+    if walls.size != xs.size:  # some records without a wall time: this series has no time axis
+        walls = np.full(xs.size, np.nan)
+    return xs, ys, walls
 
 
 def draw(selected: list[run_store.RunInfo], display: Mapping[str, str], group_by: str | None = None) -> None:
@@ -110,8 +104,6 @@ def draw(selected: list[run_store.RunInfo], display: Mapping[str, str], group_by
         return
     pops = _populations(selected)
     opts = controls(bool(pops), _step_bounds(tables), group_by)
-    if opts["x"] == "epoch" and any(compare_data.epoch_scale(r.status) is None for r in selected):
-        st.caption("Runs without epochs (e.g. full-batch regression) are drawn against their step.")
     if missing:
         lines = [f"{safe_text.code(t)}: not logged by {safe_text.md(', '.join(rs))}" for t, rs in missing.items()]
         shown = "shown below with a note" if opts["partial"] else "turn on 'metrics not all have' to see them"
@@ -181,28 +173,46 @@ def grid(view: View, tags: list[str], chart_key: str = "compare_grid", lazy: boo
         for r in selected:
             if tag not in tables[r.run_id].tags():
                 continue
-            xy = series(r, tables[r.run_id], tag, opts)
+            xyw = series(r, tables[r.run_id], tag, opts)
             if r.run_id in banded:
-                members.setdefault(banded[r.run_id], []).append(xy)
+                members.setdefault(banded[r.run_id], []).append(xyw)
             else:
-                curves.setdefault(tag, {})[labels[r.run_id]] = xy
-        for label, xys in members.items():
-            if opts["group_by"] is not None:  # a group's mean at each of its runs' steps
-                bands.setdefault(tag, {})[label] = run_groups.aggregate(xys, opts["band"])
-            else:
-                bands.setdefault(tag, {})[label] = compare_data.band(xys, "std" if opts["pop"] == "std" else "min-max")
+                curves.setdefault(tag, {})[labels[r.run_id]] = xyw
+        for label, xyws in members.items():
+            bands.setdefault(tag, {})[label] = compare_data.timed_band(xyws, _aggregate(opts))
     fig = compare_figures.metric_grid(
-        tags,
-        curves,
-        colors,
-        bands=bands,
-        missing=view.missing,
-        x_title=compare_data.X_CHOICES[opts["x"]],
-        smoothing=opts["smoothing"],
-        log_y=opts["log_y"],
+        tags, curves, colors, bands=bands, missing=view.missing, browser=_browser(view, banded)
     )
     spec = _keep_spec(version, inplace_chart.figure_spec(fig)) if panels.inplace_charts() else None
     panels.chart(fig, chart_key, lazy=lazy, spec=spec)
+
+
+def _aggregate(opts: Mapping[str, Any]) -> Callable[[list[Any]], compare_figures.Band]:
+    """How the view makes a band of curves: a group's mean at each of its runs' steps, or a population's."""
+    if opts["group_by"] is not None:
+        return lambda xys: run_groups.aggregate(xys, opts["band"])
+    return lambda xys: compare_data.band(xys, "std" if opts["pop"] == "std" else "min-max")
+
+
+def _browser(view: View, banded: Mapping[str, str]) -> dict[str, Any]:
+    """What the browser's grid needs for its controls: their saved name, each line's start (unix seconds: wall
+    time = start + seconds since it) and steps per epoch (the epoch axis); a band's are its runs' mean."""
+    starts: dict[str, list[float]] = {}
+    epochs: dict[str, list[float]] = {}
+    for r in view.selected:
+        label = banded.get(r.run_id, view.labels[r.run_id])
+        t0, scale = line_spec.start_time(RunFolder(r.path)), compare_data.epoch_scale(r.status)
+        if t0 is not None:
+            starts.setdefault(label, []).append(t0)
+        if scale is not None:
+            epochs.setdefault(label, []).append(scale)
+    mean = lambda values: sum(values) / len(values)  # noqa: E731
+    return {
+        "controls": CONTROLS,
+        "palette": True,
+        "t0": {k: mean(v) for k, v in starts.items()},
+        "epoch": {k: mean(v) for k, v in epochs.items()},
+    }
 
 
 SPECS_KEPT = 8  # comparison figures kept for every session (50 runs x 2 metrics: ~1 MB of JSON each)

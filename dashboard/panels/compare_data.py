@@ -5,9 +5,10 @@ No Streamlit here: pages wire these to widgets and `components.compare_figures`.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -17,7 +18,6 @@ from components.compare_figures import Band
 from components.series import Series
 from runstore import run_store
 
-X_CHOICES = {"step": "step", "wall": "wall time (s)", "epoch": "epoch"}
 BAND_POINTS = 400
 
 
@@ -114,3 +114,16 @@ def band(curves: Sequence[Series], kind: str = "min-max", points: int = BAND_POI
             sd = np.nanstd(stack, axis=0)
             return Band(grid, mean, mean - sd, mean + sd)
         return Band(grid, mean, np.nanmin(stack, axis=0), np.nanmax(stack, axis=0))
+
+
+def timed_band(curves: Sequence[tuple[Any, Any, Any]], make: Callable[[list[Series]], Band]) -> Band:
+    """`make`'s band of the (step, y) curves, with its runs' mean time (wall, seconds since each one's start) at
+    each of its steps, for a time axis; NaN where no run has a time there."""
+    band_ = make([(x, y) for x, y, _ in curves])
+    times = make([(x, w) for x, _, w in curves])
+    ok = np.isfinite(times.mean)
+    wall = np.full(band_.x.size, np.nan)
+    if ok.any() and band_.x.size:
+        inside = (band_.x >= times.x[ok][0]) & (band_.x <= times.x[ok][-1])
+        wall[inside] = np.interp(band_.x[inside], times.x[ok], times.mean[ok])
+    return dataclasses.replace(band_, wall=wall)

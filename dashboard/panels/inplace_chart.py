@@ -46,6 +46,8 @@ from dashboard.server import url_paths
 from dashboard.server.plotly_preload import PLOTLY_DATA, VENDOR, bundle
 
 GRID_STATIC = Path(__file__).resolve().parent / "static"  # line_grid.js: a metric grid drawn by uPlot
+CHART_STATIC = GRID_STATIC / "chart"  # the line chart's files; the grid uses its theme, controls and series
+GRID_USES = ("theme.js", "controls.js")  # loaded before static/grid_view.js and line_grid.js, in order
 
 # The component's module: load plotly.js once per page (a promise on window), then draw `data.spec`.
 CHART_JS = (
@@ -66,15 +68,28 @@ function gridOf(fig) {  // a metric grid's description (components/compare_figur
   const meta = (fig.layout || {}).meta;
   return meta && typeof meta === "object" && meta.grid ? meta.grid : null;
 }
-function loadGrid(urls) {  // uPlot, its style sheet, then static/line_grid.js (window.__jaxdashGrid): once a page
+function script(src) {  // once a page per file, kept in order (shared with line_chart.py's loader)
   const loads = (window.__jaxdashPlotly = window.__jaxdashPlotly || {});
-  loads.gridStyle = loads.gridStyle || new Promise((ok, fail) => {
+  return (loads[src] = loads[src] || new Promise((ok, fail) => {
+    const s = document.createElement("script");
+    s.src = src; s.async = false; s.onload = ok; s.onerror = () => fail(new Error("could not load " + src));
+    document.head.appendChild(s);
+  }));
+}
+function sheet(href) {  // once a page per style sheet
+  const loads = (window.__jaxdashPlotly = window.__jaxdashPlotly || {});
+  return (loads[href] = loads[href] || new Promise((ok, fail) => {
     const link = document.createElement("link");
-    link.rel = "stylesheet"; link.href = urls.uplot_css; link.onload = ok;
-    link.onerror = () => fail(new Error("could not load " + urls.uplot_css));
+    link.rel = "stylesheet"; link.href = href; link.onload = ok;
+    link.onerror = () => fail(new Error("could not load " + href));
     document.head.appendChild(link);
-  });
-  return Promise.all([load("uplot", urls.uplot).then(() => load("grid", urls.grid)), loads.gridStyle]);
+  }));
+}
+function loadGrid(urls) {  // uPlot, the style sheets, the chart's theme, controls and series, then static/line_grid.js
+  const loads = (window.__jaxdashPlotly = window.__jaxdashPlotly || {});
+  loads.gridStyle = loads.gridStyle || sheet(urls.uplot_css);
+  const code = Promise.all(urls.grid_uses.map(script)).then(() => script(urls.grid));
+  return Promise.all([load("uplot", urls.uplot), code, loads.gridStyle, sheet(urls.chart_css)]);
 }
 export default async function (component) {
   const { data, parentElement } = component, received = performance.now();
@@ -148,6 +163,7 @@ _basic = components.declare_component("plotly_basic", path=str(_BASIC_FILE.paren
 _full = components.declare_component("plotly_full", path=str(PLOTLY_DATA))
 _uplot = components.declare_component("uplot", path=str(VENDOR))
 _grid = components.declare_component("line_grid", path=str(GRID_STATIC))
+_chart_files = components.declare_component("line_chart_js", path=str(CHART_STATIC))
 _chart = st.components.v2.component("jaxdash_inplace_chart", js=CHART_JS, isolate_styles=False)
 
 
@@ -156,7 +172,7 @@ def register_assets() -> None:
     if not runtime.exists():
         return
     registry = runtime.get_instance().component_registry
-    for assets in (_basic, _full, _uplot, _grid):
+    for assets in (_basic, _full, _uplot, _grid, _chart_files):
         if registry.get_component_path(assets.name) != assets.abspath:
             registry.register_component(assets)
 
@@ -172,7 +188,15 @@ def _urls() -> dict[str, str]:
         "uplot": url_paths.under_base("component", _uplot.name, "uPlot.iife.min.js"),
         "uplot_css": url_paths.under_base("component", _uplot.name, "uPlot.min.css"),
         "grid": url_paths.under_base("component", _grid.name, "line_grid.js"),
+        "grid_uses": [chart_file(f) for f in GRID_USES]
+        + [url_paths.under_base("component", _grid.name, "grid_view.js")],
+        "chart_css": chart_file("style.css"),
     }
+
+
+def chart_file(name: str) -> str:
+    """Where the browser loads static/chart/`name` (the line chart's files, line_chart.py; the grid's too)."""
+    return url_paths.under_base("component", _chart_files.name, name)
 
 
 def uplot_urls() -> dict[str, str]:

@@ -11,17 +11,13 @@ dashboard/panels/line_spec.py.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import streamlit as st
-import streamlit.components.v1 as components
-from streamlit import runtime
 
 from dashboard.panels import inplace_chart, stream_assets
-from dashboard.server import url_paths
 
-CHART_STATIC = Path(__file__).resolve().parent / "static" / "chart"
+CHART_STATIC = inplace_chart.CHART_STATIC  # static/chart/, served by inplace_chart (the metric grid uses it too)
 FILES = ("theme.js", "controls.js", "series.js", "feed.js", "engine.js")  # in this order: each uses the ones before
 
 # Loads uPlot, its style sheet and the chart's files once a page (promises on window, shared with the
@@ -36,10 +32,10 @@ function tag(kind, url) {
     document.head.appendChild(el);
   });
 }
-function ready(u) {
+function ready(u) {  // each file once a page, keyed by its address (the metric grid loads some of them too)
   return once("line", () => Promise.all([
-    once("gridStyle", () => tag("link", u.uplot_css)), tag("link", u.css),
-    once("uplot", () => (window.uPlot ? Promise.resolve() : tag("script", u.uplot))).then(() => Promise.all(u.files.map((f) => tag("script", f)))),
+    once("gridStyle", () => tag("link", u.uplot_css)), once(u.css, () => tag("link", u.css)),
+    once("uplot", () => (window.uPlot ? Promise.resolve() : tag("script", u.uplot))).then(() => Promise.all(u.files.map((f) => once(f, () => tag("script", f))))),
   ]));
 }
 export default async function ({data, parentElement}) {
@@ -48,18 +44,13 @@ export default async function ({data, parentElement}) {
 }
 """
 
-_files = components.declare_component("line_chart_js", path=str(CHART_STATIC))
 _chart = st.components.v2.component("jaxdash_line_chart", js=LOADER, isolate_styles=False)
 
 
 def register_assets() -> None:
-    """Serve the chart's files from the running server, whatever thread asks (inplace_chart.register_assets)."""
+    """Serve the chart's files from the running server, whatever thread asks (inplace_chart.register_assets
+    registers static/chart/ with the grid's files)."""
     inplace_chart.register_assets()
-    if not runtime.exists():
-        return
-    registry = runtime.get_instance().component_registry
-    if registry.get_component_path(_files.name) != _files.abspath:
-        registry.register_component(_files)
 
 
 register_assets()
@@ -69,8 +60,8 @@ def urls() -> dict[str, Any]:
     """Where the browser loads uPlot and the chart's files."""
     register_assets()
     uplot = inplace_chart.uplot_urls()
-    files = [stream_assets.url("stream.js")] + [url_paths.under_base("component", _files.name, f) for f in FILES]
-    return {**uplot, "css": url_paths.under_base("component", _files.name, "style.css"), "files": files}
+    files = [stream_assets.url("stream.js")] + [inplace_chart.chart_file(f) for f in FILES]
+    return {**uplot, "css": inplace_chart.chart_file("style.css"), "files": files}
 
 
 def draw(spec: dict[str, Any], key: str, text: str | None = None, lazy: bool = False) -> None:

@@ -5,8 +5,12 @@
 // Kept from plotly's grid: one colour and legend entry per run (click hides it everywhere, double
 // click shows it alone), hover names the nearest point, drag zooms (double click resets), log axes,
 // markers on sparse lines, population bands, and the zoom and hidden runs across redraws.
-// A classic script, loaded once a page after uPlot (inplace_chart.py: `loadGrid`), served as a file so
-// the chart module every chart element carries stays small; it defines window.__jaxdashGrid.draw.
+// A grid whose figure names `controls` (a comparison's) has the line chart's controls above it (static/chart/
+// controls.js: smoothing, log y, the x axis, ignore outliers; saved in the browser under that name, so every
+// grid of that name follows a change), drawn by grid_view.js; every grid follows the light or dark theme.
+// A classic script, loaded once a page after uPlot, static/chart/'s theme, controls and series and grid_view.js
+// (inplace_chart.py: `loadGrid`); it defines window.__jaxdashGrid.draw. For tests and probes a grid's div
+// holds `__gridView` ({settings, dark, panels: [{title, log, range, lines: [{name, x, y, raw}]}]}).
 (() => {
 const GRID_PLOT_H = 230, GRID_TITLE_H = 30, GRID_HOVER_PX = 24;
 const GRID_FONT = '12px "Source Sans", sans-serif';  // Streamlit's
@@ -21,7 +25,7 @@ const GRID_CSS = `
 .jaxdash-grid-title { height: ${GRID_TITLE_H}px; text-align: center; font: 14px "Source Sans", sans-serif;
   overflow: hidden; white-space: nowrap; text-overflow: ellipsis; }
 .jaxdash-grid-title small { display: block; font-size: 11px; color: #777; }
-.jaxdash-grid-tip { position: absolute; pointer-events: none; z-index: 10; background: rgba(255,255,255,0.95);
+.jaxdash-grid-tip { position: absolute; pointer-events: none; z-index: 10;
   border: 1px solid #ccc; border-radius: 3px; padding: 2px 6px; font: ${GRID_FONT}; white-space: nowrap; display: none; }
 .jaxdash-grid-empty { height: ${GRID_PLOT_H}px; display: flex; align-items: center; justify-content: center; color: #999; }`;
 const GRID_DTYPES = {f8: Float64Array, f4: Float32Array, i1: Int8Array, u1: Uint8Array, i2: Int16Array,
@@ -42,7 +46,7 @@ function gridValues(v, log) {  // plotly's list or typed array ({dtype, bdata}):
   return out;
 }
 
-function gridPanels(fig, grid) {  // a panel per title, each with its lines (run, raw, band) in trace order
+function gridPanels(fig, grid) {  // a panel per title, each with its lines (run, band) in trace order; wall: customdata
   const panels = grid.titles.map((title, i) => ({title, lacking: grid.lacking[i] || [], log: !!grid.log[i], lines: []}));
   for (const t of fig.data || []) {
     const panel = panels[t.xaxis && t.xaxis !== "x" ? parseInt(t.xaxis.slice(1), 10) - 1 : 0];
@@ -53,6 +57,7 @@ function gridPanels(fig, grid) {  // a panel per title, each with its lines (run
       color: line.color || "#444", width: line.width ?? 1.6, alpha: t.opacity ?? 1,
       fill: t.fill === "toself" ? t.fillcolor : null, hover: t.hoverinfo !== "skip",
       markers: (t.mode || "").includes("markers"), x: gridValues(t.x), y: gridValues(t.y, panel.log),
+      wall: t.customdata ? gridValues(t.customdata) : null,
     });
   }
   return panels;
@@ -97,32 +102,40 @@ function gridDots(u, si) {  // a sparse line's points (uPlot's own draws none in
   return {stroke: dots, fill: dots, clip: inside, band: null, gaps: null, flags: 0};
 }
 
-function gridAxis(label, vertical, log) {  // x: its ticks and title (bottom row); y: as wide as its widest tick label
+function gridAxis(label, vertical, log, look, time) {  // x: ticks and title (bottom row); y: as wide as its widest label
   const axis = {
     label: label || undefined, labelSize: label ? 16 : 0, labelGap: 0, labelFont: GRID_FONT, font: GRID_FONT,
-    stroke: "#444", grid: {stroke: "#ebebeb", width: 1}, ticks: {stroke: "#ebebeb", width: 1, size: 4},
-    values: (u, splits) => splits.map(gridTick),
+    stroke: look.axis, grid: {stroke: look.grid, width: 1}, ticks: {stroke: look.grid, width: 1, size: 4},
     size: vertical ? (u, values) => (values ? 12 + 7 * Math.max(2, ...values.map((v) => v.length)) : 40) : 24,
   };
+  if (!time) axis.values = (u, splits) => splits.map(gridTick);  // a time axis: uPlot's dates and times
   return log ? Object.assign(axis, {splits: gridDecades, filter: (u, splits) => splits}) : axis;
 }
 
-function gridOptions(panel, width, xTitle, hooks) {
+const GRID_LIGHT = {dark: false, axis: "#444", grid: "#ebebeb", text: "#262730", background: "rgb(255,255,255)"};
+
+function gridLook() {  // the page's theme (static/chart/theme.js), light without it
+  const theme = (window.__jaxdashLine || {}).theme;
+  return theme ? theme.current() : GRID_LIGHT;
+}
+
+function gridOptions(panel, width, xTitle, hooks, s) {
+  const look = gridLook(), time = s.x === "wall", sorted = s.x === "step" ? 1 : 0;
   const linear = uPlot.paths.linear();
   const series = [{}];
   for (const l of panel.lines) {
     series.push({
       label: l.name, stroke: l.fill ? "transparent" : l.color, fill: l.fill || undefined, width: l.fill ? 0 : l.width,
       alpha: l.alpha, paths: l.fill ? gridPolygon : linear,
-      facets: [{scale: "x", auto: true, sorted: l.fill ? 0 : 1}, {scale: "y", auto: true}],
+      facets: [{scale: "x", auto: true, sorted: l.fill ? 0 : sorted}, {scale: "y", auto: true}],
       points: {show: l.markers, fill: l.color, stroke: l.color, paths: gridDots},
     });
   }
   return {
     mode: 2, width, height: GRID_PLOT_H, legend: {show: false}, series, hooks,
-    scales: {x: {time: false, range: (u, min, max) => (min === max ? [min - 1, max + 1] : [min, max])},  // one step: room
-      y: panel.log ? {distr: 3, log: 10} : {}},
-    axes: [gridAxis(xTitle, false, false), gridAxis(null, true, panel.log)],
+    scales: {x: {time, range: (u, min, max) => (min === max ? [min - 1, max + 1] : [min, max])},  // one step: room
+      y: {...(panel.log ? {distr: 3, log: 10} : {}), ...(panel.range ? {range: () => panel.range} : {})}},
+    axes: [gridAxis(xTitle, false, false, look, time), gridAxis(null, true, panel.log, look, false)],
     cursor: {drag: {x: true, y: true, uni: 30, setScale: true}, points: {show: false}},
   };
 }
@@ -131,7 +144,7 @@ function gridNumber(v) {
   return Math.abs(v) >= 1e5 || (v !== 0 && Math.abs(v) < 1e-3) ? v.toExponential(4) : String(+v.toPrecision(6));
 }
 
-function gridHover(u, panel, tip) {  // the nearest point of a shown, hoverable line within GRID_HOVER_PX
+function gridHover(u, panel, tip, time) {  // the nearest point of a shown, hoverable line within GRID_HOVER_PX
   let pending = null;
   const find = (px, py) => {
     let best = null, bestD = GRID_HOVER_PX * GRID_HOVER_PX;
@@ -153,7 +166,8 @@ function gridHover(u, panel, tip) {  // the nearest point of a shown, hoverable 
       pending = null;
       if (!hit) { tip.style.display = "none"; return; }
       const [l, i] = hit;
-      tip.textContent = `${l.name}: ${gridNumber(l.y[i])} at ${gridNumber(l.x[i])}`;
+      const at = time ? new Date(l.x[i] * 1000).toLocaleString() : gridNumber(l.x[i]);
+      tip.textContent = `${l.name}: ${gridNumber(l.y[i])} at ${at}`;
       tip.style.borderColor = l.color;
       tip.style.display = "block";
       const left = u.over.offsetLeft + u.valToPos(l.x[i], "x"), top = u.over.offsetTop + u.valToPos(l.y[i], "y");
@@ -211,6 +225,36 @@ function gridEmpty(cell, text) {
   cell.appendChild(empty);
 }
 
+const gridNamed = new Map();  // controls' name -> the grid divs drawn under it (a change redraws them all)
+
+function gridBar(div, grid) {  // the grid's controls (static/chart/controls.js), kept across redraws; null without
+  const controls = (window.__jaxdashLine || {}).controls;
+  if (!grid.controls || !controls || !window.__jaxdashGridView) return null;
+  if (div.__gridBar && div.__gridBar.name === grid.controls) return div.__gridBar;
+  const bar = controls.toolbar(grid.controls, {timeSeries: true}, () => {
+    for (const other of gridNamed.get(grid.controls) || []) {
+      if (!other.isConnected) { gridNamed.get(grid.controls).delete(other); continue; }
+      if (other !== div) other.__gridBar = null;  // its toolbar shows the saved settings anew
+      drawGrid(other, other.__gridFig, other.__gridMeta);
+    }
+  });
+  bar.el.classList.add("jaxdash-grid-controls");
+  bar.setXKeys(Object.keys(grid.epoch || {}).length ? ["epoch"] : []);
+  bar.name = grid.controls;
+  if (!gridNamed.has(grid.controls)) gridNamed.set(grid.controls, new Set());
+  gridNamed.get(grid.controls).add(div);
+  return (div.__gridBar = bar);
+}
+
+function gridFollowTheme(div) {  // redrawn when the page's theme changes (Streamlit switches it without a reload)
+  const theme = (window.__jaxdashLine || {}).theme;
+  if (!theme || div.__gridTheme) return;
+  div.__gridTheme = theme.watch(() => {
+    if (!div.isConnected) return void div.__gridTheme();
+    if (div.__gridFig) drawGrid(div, div.__gridFig, div.__gridMeta);
+  });
+}
+
 function drawGrid(div, fig, grid) {
   if (!document.getElementById("jaxdash-grid-css")) {
     const style = document.createElement("style");
@@ -218,17 +262,23 @@ function drawGrid(div, fig, grid) {
     document.head.appendChild(style);
   }
   if (div.__grid) div.__grid.destroy();
+  div.__gridFig = fig; div.__gridMeta = grid;
+  gridFollowTheme(div);
   const hidden = (div.__gridHidden = div.__gridHidden || new Set()), zoom = (div.__gridZoom = div.__gridZoom || {});
-  const panels = gridPanels(fig, grid), cols = Math.max(1, Math.min(grid.cols, panels.length));
+  const bar = gridBar(div, grid), view = window.__jaxdashGridView;
+  const s = bar ? bar.settings() : view ? view.NONE : {x: "step"}, look = gridLook();
+  const panels = view ? view.apply(gridPanels(fig, grid), grid, s) : gridPanels(fig, grid);
+  const cols = Math.max(1, Math.min(grid.cols, panels.length));
   const legend = document.createElement("div"), cells = document.createElement("div");
   legend.className = "jaxdash-grid-legend"; cells.className = "jaxdash-grid-cells";
   cells.style.gridTemplateColumns = `repeat(${cols}, minmax(0, 1fr))`;
-  div.replaceChildren(legend, cells);
+  div.replaceChildren(...(bar ? [bar.el] : []), legend, cells);
   const charts = [], lastRow = Math.ceil(panels.length / cols) - 1;
   const width = () => Math.max(120, Math.floor((div.clientWidth - 10 * (cols - 1)) / cols));
   panels.forEach((panel, i) => {
     const cell = document.createElement("div"), title = document.createElement("div"), tip = document.createElement("div");
     cell.className = "jaxdash-grid-cell"; title.className = "jaxdash-grid-title"; tip.className = "jaxdash-grid-tip";
+    Object.assign(tip.style, {background: look.background, color: look.text});
     title.textContent = panel.title;
     title.title = panel.title;
     if (panel.lacking.length) {
@@ -238,11 +288,12 @@ function drawGrid(div, fig, grid) {
     }
     cell.append(title);
     cells.appendChild(cell);
-    if (!panel.lines.length) return void gridEmpty(cell, "no points");
-    const key = panel.title, xTitle = Math.floor(i / cols) === lastRow ? grid.x_title : null;
+    if (!panel.lines.some((l) => l.x.length)) return void gridEmpty(cell, "no points");
+    const key = panel.title + "\u0000" + s.x;  // a zoom is kept per x axis (its units)
+    const xTitle = Math.floor(i / cols) === lastRow ? (view ? view.xTitle(grid, s) : grid.x_title) : null;
     let u;
     try {
-      u = new uPlot(gridOptions(panel, width(), xTitle, gridZoomHooks(zoom, key)),
+      u = new uPlot(gridOptions(panel, width(), xTitle, gridZoomHooks(zoom, key), s),
         [null, ...panel.lines.map((l) => [l.x, l.y])], cell);
     } catch (e) {  // this panel only: the others still draw
       gridEmpty(cell, "could not draw these points: " + e.message);
@@ -250,11 +301,13 @@ function drawGrid(div, fig, grid) {
     }
     u.root.__uplot = u;  // for tests and probes: what this panel draws
     cell.appendChild(tip);
-    gridHover(u, panel, tip);
+    gridHover(u, panel, tip, s.x === "wall");
     charts.push([u, panel]);
   });
   gridLegend(legend, panels, charts, hidden);
   div.__drawn = panels.map((p) => p.lines.filter((l) => l.x.length).map((l) => [l.name, l.x.length]));
+  div.__gridView = {settings: s, dark: look.dark, panels: panels.map((p) => ({title: p.title, log: p.log, range: p.range,
+    lines: p.lines.map((l) => ({name: l.name, x: l.x, y: l.y, raw: !!l.raw, fill: !!l.fill, color: l.color}))}))};
   div.__grid = {
     resize: () => { for (const [u] of charts) u.setSize({width: width(), height: GRID_PLOT_H}); },
     destroy: () => { for (const [u] of charts) u.destroy(); div.__grid = null; div.__drawn = null; },
