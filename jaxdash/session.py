@@ -177,15 +177,17 @@ def _run_dir(root: Path, project: str, name: str | None, run_id: str | None, res
 
 def _writers(run_dir: Path, cfg: dict[str, Any], args: InitArgs, copy_mode: str, tensorboard: bool,
              start_step: int) -> Any:  # fmt: skip
-    """The run's writers: the run store here (retrying failed writes); TensorBoard and W&B in a niced
-    writer process (jaxdash/sink.py), whose info (logdir, W&B mode, url, sync command) lands in status.json."""
+    """The run's writers: the run store here (written on a background thread, failed writes retried); TensorBoard
+    and W&B in a niced writer process (jaxdash/sink.py), whose info (logdir, W&B mode, url, sync command) lands in
+    status.json."""
     from jaxdash.sink import SinkWriter
+    from runwriters.async_writer import BackgroundWrites
     from runwriters.base import MultiWriter, Tracking
     from runwriters.store import RecordFile, RunStoreWriter
     from runwriters.store_retry import RetryingRecordFile
 
     RunFolder(run_dir).write_status(wandb={"mode": "disabled", "requested_mode": copy_mode})
-    writers: list[Any] = [RunStoreWriter(run_dir, files=RetryingRecordFile(RecordFile(run_dir)))]
+    writers: list[Any] = [BackgroundWrites(RunStoreWriter(run_dir, files=RetryingRecordFile(RecordFile(run_dir))))]
     if tensorboard or copy_mode != "disabled":
         # W&B's own variables carry the run's settings to the writer process, whose W&B writer reads
         # them (runwriters/wandb/mode.py); the script's own environment stays as it was.

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from runstore.run_folder import RunFolder
+from runwriters.async_writer import BackgroundWrites
 from runwriters.base import DEFAULT_TRACKING, MetricWriter, MultiWriter, NullWriter, Tracking
 from runwriters.store import RunStoreWriter
 
@@ -43,7 +44,8 @@ def build_writer(
     run_dir = Path(run_dir)
     cfg_dict = dict(cfg)
     # The first writer is required (its failures end the run): the run store, or nothing to require.
-    writers: list[MetricWriter] = [RunStoreWriter(run_dir) if tracking.run_store else NullWriter()]
+    # Its chunks written on a background thread, double-buffered (the fsyncs overlap the next chunk's compute).
+    writers: list[MetricWriter] = [BackgroundWrites(RunStoreWriter(run_dir)) if tracking.run_store else NullWriter()]
     info: dict[str, Any] = {}
     job_type = tracking.job_type
     if tracking.tensorboard:

@@ -3,14 +3,13 @@
 This is the writer the dashboard reads, so it is built first and kept cheap:
 scalars are buffered in memory and written once per `flush`, i.e. once per chunk.
 
-The writes (append + fsync of metrics.jsonl, atomic replace + fsync of
-status.json) run on one background thread, double-buffered: `flush` first waits
-for the previous chunk's writes, then hands over this chunk's and returns. The
-fsyncs took 1-10 ms per chunk on a busy shared disk, as much as 20% of a chunk;
-this way they overlap the next chunk's compute, and a killed process still
-loses at most the chunk in flight. `drain()` (and `close`) wait for the writes.
-The writes themselves go through a `RecordFile`; the client wraps it in `RetryingRecordFile`
-(runwriters/store_retry.py) to keep and retry a failed write instead of raising it.
+`flush` writes in the caller's thread: it takes this chunk out of the buffer (`take_chunk`) and writes it
+(`write_chunk`: append + fsync of metrics.jsonl, atomic replace + fsync of status.json). Behaviour around the
+writes is added by wrapping, as CLU's `AsyncWriter(writer)`: the engine and the client write through
+`BackgroundWrites(RunStoreWriter(...))` (runwriters/async_writer.py), which runs each `write_chunk` on one
+background thread, double-buffered, so the fsyncs overlap the next chunk's compute. The writes themselves go
+through a `RecordFile`; the client wraps it in `RetryingRecordFile` (runwriters/store_retry.py) to keep and
+retry a failed write instead of raising it.
 Lifecycle fields of status.json (state, ended, message) belong to `training.runs.run`;
 every status.json write of this writer happens before `close` returns, so it
 never races run.py's final one.
@@ -23,7 +22,6 @@ import json
 import logging
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -55,8 +53,17 @@ def _float(v: Any) -> float:
     return float(np.asarray(v))
 
 
+@dataclasses.dataclass
+class Chunk:
+    """What one `flush` writes: the buffered records (dicts) and column blocks (tuples), in order, and the
+    progress fields for status.json (None when they did not change)."""
+
+    items: list[dict[str, Any] | tuple]
+    fields: dict[str, Any] | None
+
+
 class RecordFile:
-    """Where a `RunStoreWriter`'s thread puts what it flushed: metrics.jsonl lines and status.json's progress
+    """Where a `RunStoreWriter` puts what it flushed: metrics.jsonl lines and status.json's progress
     fields, each written at once; a failed write raises (and ends the run through its writer).
 
     The writer takes any object with these three methods (`RunStoreWriter(run_dir, files=...)`), so behaviour
@@ -85,7 +92,7 @@ class RunStoreWriter(MetricWriter):
 
     Args:
       run_dir: an existing run directory (see `runstore.run_store`).
-      files: where the writer thread's metrics.jsonl lines and progress fields go (default `RecordFile(run_dir)`,
+      files: where the flushed metrics.jsonl lines and progress fields go (default `RecordFile(run_dir)`,
         which raises a failed write); a wrapper of it adds behaviour, as `RetryingRecordFile`.
     """
 
@@ -105,8 +112,6 @@ class RunStoreWriter(MetricWriter):
         self._progress_dirty = False
         self._keys: set[str] = set()  # every scalar key written: a new one is news the page reruns for at once
         self._keys_dirty = False
-        self._pool: ThreadPoolExecutor | None = ThreadPoolExecutor(1, thread_name_prefix="run-store")
-        self._pending: Future | None = None
 
     # -- scalars and progress ----------------------------------------------------------
     def write_scalars(self, step: int, scalars: Mapping[str, float], progress: Progress | None = None) -> None:
@@ -148,9 +153,15 @@ class RunStoreWriter(MetricWriter):
         return self._wall_at[0] + (now - self._wall_at[1])
 
     def flush(self) -> None:
-        """Hand this chunk's records and progress to the writer thread (after the previous chunk's landed)."""
-        self.drain()
-        records, self._buffer = self._buffer, []
+        """Write this chunk's records and progress, in the caller's thread (`take_chunk`, then `write_chunk`)."""
+        chunk = self.take_chunk()
+        if chunk is not None:
+            self.write_chunk(chunk)
+
+    def take_chunk(self) -> Chunk | None:
+        """Take what was buffered since the last chunk: the records and the changed progress fields (None when
+        nothing changed). Cheap; the caller's thread (`BackgroundWrites` writes the chunk on its own thread)."""
+        items, self._buffer = self._buffer, []
         fields = None
         if self._progress_dirty and self._progress is not None:
             p = self._progress
@@ -163,25 +174,17 @@ class RunStoreWriter(MetricWriter):
         if self._keys_dirty:  # status.json's "keys": the count of scalar keys, so a page sees a new key at once
             fields = {**(fields or {}), "keys": len(self._keys)}
             self._keys_dirty = False
-        if not records and not fields:
-            return
-        if self._pool is None:  # closed: write in the caller's thread
-            self._write(records, fields)
-        else:
-            self._pending = self._pool.submit(self._write, records, fields)
+        if not items and not fields:
+            return None
+        return Chunk(items, fields)
 
-    def _write(self, records: list[dict[str, Any] | tuple], fields: dict[str, Any] | None) -> None:
-        """On the writer thread: the records as metrics.jsonl lines (`runstore.atomic`), then the progress fields,
-        through `self.files` (each flush calls `append`, even with no lines: a wrapper may retry then)."""
-        self.files.append(_lines(records))
-        if fields:
-            self.files.write_progress(fields)
-
-    def drain(self) -> None:
-        """Wait until everything flushed so far is on disk; re-raises a failed write."""
-        pending, self._pending = self._pending, None
-        if pending is not None:
-            pending.result()
+    def write_chunk(self, chunk: Chunk) -> None:
+        """Write a chunk: its records as metrics.jsonl lines (`runstore.atomic`), then its progress fields, through
+        `self.files` (each chunk calls `append`, even with no lines: a wrapper may retry then); raises a failed
+        write (`RecordFile`'s)."""
+        self.files.append(_lines(chunk.items))
+        if chunk.fields:
+            self.files.write_progress(chunk.fields)
 
     # -- artifacts ---------------------------------------------------------------------
     def _reached(self, step: int) -> None:
@@ -269,18 +272,13 @@ class RunStoreWriter(MetricWriter):
         """Final metrics in status.json "final" (final_metrics.json is written once, with the run's end:
         `training.runs.lifecycle.close_run`)."""
         final = {str(k): _float(v) for k, v in metrics.items()}
-        self.drain()  # status.json is read-modify-write: never alongside the writer thread
         RunFolder(self.run_dir).write_status(final=final)
 
     def close(self, state: str = "finished", message: str | None = None) -> None:
-        """Write what is left and stop the writer thread; lifecycle fields are `training.runs.run`'s."""
+        """Write what is left and close the record file; lifecycle fields are `training.runs.run`'s."""
         try:
             self.flush()
-            self.drain()
         finally:
-            if self._pool is not None:
-                self._pool.shutdown(wait=True)
-                self._pool = None
             self.files.close()
 
 

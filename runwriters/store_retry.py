@@ -34,8 +34,8 @@ def close_retry_s() -> float:
 
 
 class RetryingRecordFile:
-    """A `RecordFile` whose metrics.jsonl and progress writes are retried instead of raised (called from the
-    run store writer's one thread, so it keeps no lock)."""
+    """A `RecordFile` whose metrics.jsonl and progress writes are retried instead of raised (called from one
+    thread, `runwriters.async_writer.BackgroundWrites`', so it keeps no lock)."""
 
     def __init__(self, inner: RecordFile) -> None:
         self.inner = inner

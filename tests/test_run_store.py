@@ -16,6 +16,7 @@ import pytest
 
 from runstore import run_folder, run_store
 from runstore.run_folder import RunFolder
+from runwriters.async_writer import BackgroundWrites
 from runwriters.base import Progress, Table
 from runwriters.store import RunStoreWriter
 from training.tasks.summaries import FitSummary, write_summaries
@@ -172,7 +173,7 @@ def _progress(step: int) -> Progress:
 
 def test_store_writer_buffers_until_flush_and_owns_only_progress_fields(tmp_path):
     RunFolder(tmp_path).start_status(total_steps=100)
-    w = RunStoreWriter(tmp_path)
+    w = BackgroundWrites(RunStoreWriter(tmp_path))  # as the engine and the client build it
     w.write_scalars(10, {"train/loss": np.float32(0.5), "train/acc": 0.75}, _progress(10))
     assert not (tmp_path / run_folder.RECORDS).exists(), "records reach disk at flush, once per chunk"
     w.flush()
@@ -213,8 +214,7 @@ def test_a_block_of_columns_writes_the_lines_records_would_in_order_with_the_rec
     w.write_scalar_rows(np.array([1, 2]), {"train/loss": np.array([0.5, np.nan], np.float32)}, _progress(2))
     w.write_scalars(2, {"test/acc": 0.25})
     w.write_scalar_rows(np.array([3]), {"train/loss": np.array([0.25])})
-    w.flush()
-    w.drain()
+    w.flush()  # in this thread: on disk when it returns
     read = RunFolder(tmp_path).records()[0]
     assert [(r["step"], r.get("train/loss"), r.get("test/acc")) for r in read] == [
         (1, 0.5, None), (2, "nan", None), (2, None, 0.25), (3, 0.25, None)
