@@ -33,11 +33,11 @@ def test_the_rows_route_answers_finite_values_after_an_offset_and_never_half_a_l
     first = rows_route.rows(run.name, 0, ["train/loss", "test/acc"])
     assert first["x"] == {"train/loss": [0], "test/acc": []} and first["y"]["train/loss"] == [1.0]
     RunFolder(run).append_records([{"step": 5, "train/loss": float("nan"), "test/acc": 0.5}])
-    with open(run / "metrics.jsonl", "a") as f:
+    with open(RunFolder(run).records_path, "a") as f:
         f.write('{"step": 6, "train/lo')  # a write in progress
     second = rows_route.rows(run.name, first["offset"], ["train/loss", "test/acc"])
     assert second["x"] == {"train/loss": [], "test/acc": [5]}  # NaN left out; the partial line waits
-    assert second["offset"] == (run / "metrics.jsonl").stat().st_size - len('{"step": 6, "train/lo')
+    assert second["offset"] == RunFolder(run).records_path.stat().st_size - len('{"step": 6, "train/lo')
     assert rows_route.rows(run.name, 10**9, ["train/loss"]) == {"offset": 10**9, "behind": True}  # a new file
     assert rows_route.rows("../outside", 0, ["train/loss"]) is None
     assert rows_route.rows(".hidden", 0, ["train/loss"]) is None
