@@ -143,3 +143,19 @@ def test_run_detail_builds_a_training_runs_metric_grids_anew_every_30_s_and_ever
     for _ in range(2):  # it ended: every run builds them (max_age 0)
         at.run()
     assert len(built) == 4 * first
+
+
+def test_a_populations_members_have_one_colour_each_in_every_chart_of_live(runs_root: Path) -> None:
+    """On a population's Live page, a member's line in the engine's loss chart has the colour of its line in
+    the population's fit chart (plotly), and no two members share one."""
+    from tests.apptest_pages import app, fake_population
+    from tests.chart_elements import charts, figure
+
+    pop = fake_population(runs_root, "regression")
+    at = app("views/live.py", run=pop[0].name)
+    specs = {figure(c)["layout"]["title"]["text"]: figure(c) for c in charts(at)}
+    fit = next(s for title, s in specs.items() if title.startswith("Fits of"))
+    loss = specs["Train loss"]
+    fit_colors = {t["name"]: t["line"]["color"] for t in fit["data"] if t["name"] not in ("data", "true")}
+    loss_colors = {t["name"]: t["line"]["color"] for t in loss["data"]}
+    assert loss_colors == fit_colors and len(set(loss_colors.values())) == len(pop)

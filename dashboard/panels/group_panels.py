@@ -67,7 +67,8 @@ def group_curves(
     marks: pbt_panels.Marks | None = None,
     members: list[run_store.RunInfo] | None = None,
 ) -> None:
-    """`tag` of every member overlaid, a colour each (the chart's palette), the full run name in the hover.
+    """`tag` of every member overlaid, each in its member colour (`member_colors`: the same as in the population's
+    fit and PBT charts on the page), the full run name in the hover.
 
     PBT's copy marks (markers where a member copied another) are a plotly figure's: a population trained with
     PBT keeps that chart on plotly.
@@ -78,11 +79,13 @@ def group_curves(
 
     def build() -> dict[str, Any]:
         lines = []
+        colors = member_colors([m.path for m in members], names) if len(members) == len(names) else {}
         for i, (n, r) in enumerate(zip(names, records, strict=True)):
             run = members[i].run_id if i < len(members) else None
             label = members[i].name if i < len(members) else None
             t0 = line_spec.start_time(RunFolder(members[i].path)) if i < len(members) else None
-            lines.append(line_spec.series(r, tag, n, line_spec.Style(label=label), run=run, t0=t0))
+            style = line_spec.Style(label=label, color=colors.get(n))
+            lines.append(line_spec.series(r, tag, n, style, run=run, t0=t0))
         more: dict[str, Any] = {"metric": tag, "y_title": tag.split("/")[-1]}
         if accuracy:
             curves = {s["name"]: (s["x"], s["y"]) for s in lines if s is not None}
