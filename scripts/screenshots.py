@@ -22,20 +22,23 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from playwright.sync_api import Page, sync_playwright  # noqa: E402
+from playwright.sync_api import TimeoutError as PlaywrightTimeout  # noqa: E402
 
-from benchmarks.browser_probes import CHARTS_JS, PLOTS_JS  # noqa: E402
+from benchmarks.browser_probes import CHARTS_JS  # noqa: E402
 from dashboard.server.serve import CHROMIUM, CHROMIUM_ARGS, start_server  # noqa: E402
 from runstore.run_folder import RunFolder  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 VIEWPORT = {"width": 1400, "height": 950}
-# Every chart drawn (st.plotly_chart and the Live page's in-place charts): how many hold traces, else 0.
-PLOTS_DRAWN_JS = (
-    f"(({CHARTS_JS})().every(([c, g]) => g) ? {PLOTS_JS}.filter(g => (g._fullData || []).length).length : 0)"
+# How many charts have drawn a point (Plotly figures, the line charts' engine, metric grids that report it).
+PLOTS_DRAWN_JS = f"({CHARTS_JS})().filter(([c, s]) => s && s.some((t) => t.n)).length"
+# A comparison's metric grid (uPlot) has drawn a line with points.
+GRID_DRAWN_JS = (
+    "Array.from(document.querySelectorAll('.jaxdash-chart')).some((g) => g.__gridView && "
+    "g.__gridView.panels.some((p) => p.lines.some((l) => l.x.length)))"
 )
-PLOT_POINTS_JS = (
-    "Array.from(document.querySelectorAll('.js-plotly-plot')).map(g => (g._fullData || []).map(t => t._length || 0))"
-)
+# Each drawn chart's points per series, in page order.
+PLOT_POINTS_JS = f"({CHARTS_JS})().filter(([c, s]) => s).map(([c, s]) => s.map((t) => t.n))"
 
 
 def settle(page: Page, seconds: float = 1.0) -> None:
@@ -86,10 +89,11 @@ def start_mnist(
     """Start a full Fashion-MNIST run from the form (`filled` is called before Start); returns its run directory."""
     new_run_form(page, url, "mnist")
     fill(page, "Run name", name)
-    pick(page, "Dataset", "Fashion-MNIST")
+    pick(page, "Dataset", "fashion_mnist")
     pick(page, "Optimizer", optimizer)
-    fill(page, "Learning rate (lr)", lr)
-    fill(page, "Log every (steps)", "50")
+    fill(page, "Learning rate", lr)
+    page.get_by_text("Advanced settings").click()
+    fill(page, "Steps per chunk", "50")
     fill(page, "Evaluate every (steps)", "500")
     pick(page, "W&B mode", "offline")
     if filled is not None:
@@ -131,7 +135,10 @@ def main() -> None:
         page.set_viewport_size({"width": VIEWPORT["width"], "height": max(VIEWPORT["height"], int(height) + 20)})
         time.sleep(0.5)
         if plots:  # a live refresh can catch a chart between its old and new element: wait for all of them
-            page.wait_for_function(f"{PLOTS_DRAWN_JS} === {plots}", timeout=30_000, polling=50)
+            try:
+                page.wait_for_function(f"{PLOTS_DRAWN_JS} >= {plots}", timeout=30_000, polling=50)
+            except PlaywrightTimeout:
+                print(f"{name}: fewer than {plots} charts drawn after 30 s; taken as it is", flush=True)
         page.screenshot(path=str(shots[name]), full_page=True)
         page.set_viewport_size(VIEWPORT)
         print(f"saved {shots[name]}", flush=True)
@@ -159,7 +166,7 @@ def main() -> None:
             page.wait_for_url("**/live?run=*", timeout=30_000)
             page.get_by_text("varying lr, seed").first.wait_for(timeout=120_000)
             page.wait_for_function(
-                f"(() => {{ const c = {PLOT_POINTS_JS}; return c.length >= 2 && c[1].length >= 6 && c[1].every(n => n >= 20); }})()",
+                f"(() => {{ const c = {PLOT_POINTS_JS}; return c.some(s => s.length >= 6 && s.every(n => n >= 20)); }})()",
                 timeout=120_000,
             )
             settle(page, 0.5)
@@ -173,7 +180,7 @@ def main() -> None:
                 page, srv.url, runs, "fashion-adam", "adam", "0.001", lambda: shot(page, "new_run_mnist")
             )
             page.wait_for_function(
-                f"(() => {{ const c = {PLOT_POINTS_JS}; return c.length >= 2 && c[1].some(n => n >= 3) && c[0][0] >= 40; }})()",
+                f"(() => {{ const c = {PLOT_POINTS_JS}; return c.length >= 2 && c.some(s => s.some(n => n >= 40)); }})()",
                 timeout=300_000,
             )
             settle(page, 0.5)
@@ -187,9 +194,9 @@ def main() -> None:
             page.get_by_text("Select runs in the table").wait_for(timeout=60_000)
             select_rows(page, [0, 1])
             page.locator(".jaxdash-grid-controls").first.wait_for(timeout=30_000)
-            pick(page, "Metric", "test/acc")
+            page.wait_for_function(GRID_DRAWN_JS, timeout=30_000, polling=100)
             settle(page)
-            shot(page, "compare", plots=1)
+            shot(page, "compare")
 
             page.goto(f"{srv.url}/detail?run={first.name}")
             page.get_by_text("Confusion matrix").first.wait_for(timeout=60_000)
