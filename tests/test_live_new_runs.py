@@ -112,8 +112,14 @@ def _wait_picked(page: Any, name: str, since: float, bound_s: float) -> None:
             f"(name) => ({PICKED_JS})().includes(name)", arg=name, timeout=_left_ms(since, bound_s), polling=50
         )
     except Exception as exc:
+        shown, url = page.evaluate(PICKED_JS), page.url
+        try:  # the message says whether it showed later, and when, or never (a pinned run: see the URL)
+            page.wait_for_function(f"(name) => ({PICKED_JS})().includes(name)", arg=name, timeout=15000, polling=50)
+            late = time.time() - since
+        except Exception:
+            late = None
         raise AssertionError(
-            f"Live shows {page.evaluate(PICKED_JS)!r}, not {name}, {bound_s} s after its write"
+            f"Live shows {shown!r}, not {name}, {bound_s} s after its write (url {url}; shown after {late} s)"
         ) from exc
 
 
