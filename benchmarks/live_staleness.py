@@ -157,13 +157,7 @@ def regression(page: Any, url: str, runs: Path, seconds: float) -> dict[str, lis
     steps = int(seconds * 1000)
     argv = ["regression", "--lr", str(round(6.0 / steps, 7)), "--steps", str(steps)]
     proc, run_dir = browser_probes.cli_run(runs, argv, env={"WANDB_MODE": "disabled"})
-    tail = Tail(RunFolder(run_dir).records_path)
-    try:
-        open_live(page, url, run_dir, proc)
-        return sample(page, tail, proc)
-    finally:
-        proc.kill()
-        tail.stop()
+    return watched(page, url, run_dir, proc)
 
 
 def client(page: Any, url: str, runs: Path, seconds: float, keys: int) -> dict[str, list[float]]:
@@ -172,6 +166,12 @@ def client(page: Any, url: str, runs: Path, seconds: float, keys: int) -> dict[s
     env = {**os.environ, "WANDB_MODE": "disabled"}
     proc = subprocess.Popen(cmd, cwd=browser_probes.REPO, env=env, stdout=subprocess.PIPE, text=True)
     run_dir = runs / proc.stdout.readline().strip()
+    return watched(page, url, run_dir, proc)
+
+
+def watched(page: Any, url: str, run_dir: Path, proc: subprocess.Popen) -> dict[str, list[float]]:
+    """The staleness samples of `proc`'s run on Live, its records' write times tailed meanwhile; `proc` is
+    killed after."""
     tail = Tail(RunFolder(run_dir).records_path)
     try:
         open_live(page, url, run_dir, proc)

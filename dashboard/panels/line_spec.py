@@ -69,9 +69,7 @@ def series(
         "x": _floats(step[keep]),
         "wall": _floats(wall[keep]),
         "y": _floats(y[keep]),
-        "color": style.color,
-        "dash": style.dash,
-        "label": style.label,
+        **_look(style),
         "run": run,
         "t0": t0,
     }
@@ -85,11 +83,14 @@ def points(name: str, xy: tuple[Any, Any], style: Style = Style(), mode: str = "
         "name": name,
         "x": _floats(x[order]),
         "y": _floats(y[order]),
-        "color": style.color,
-        "dash": style.dash,
-        "label": style.label,
+        **_look(style),
         "mode": mode,
     }
+
+
+def _look(style: Style) -> dict[str, Any]:
+    """A series' colour, dash and hover name, as the browser's engine reads them."""
+    return {"color": style.color, "dash": style.dash, "label": style.label}
 
 
 def start_time(folder: RunFolder) -> float | None:
