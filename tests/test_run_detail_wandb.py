@@ -213,7 +213,9 @@ def test_run_detail_in_chromium_shows_the_alert_saved_file_and_histogram(served,
         assert Path(download.value.path()).read_bytes() == b"weights v1"
         assert download.value.suggested_filename == "model.txt"
         page.get_by_text("Loss high").first.wait_for(state="attached", timeout=10_000)  # the alerts table's cell
-        assert page.get_by_text("model.txt", exact=True).count() >= 1  # the files tables' cells
+        page.get_by_text("model.txt", exact=True).first.wait_for(
+            state="attached", timeout=10_000
+        )  # a files table's cell
         assert not page.locator("img[src*='example.invalid']").count(), "a run's text loaded a remote image"
         page.screenshot(path=str(ARTIFACTS / "run_detail_wandb_files.png"))
         page.locator("#logged-keys").scroll_into_view_if_needed()  # the images with their captions, the histograms
