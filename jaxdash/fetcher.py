@@ -220,7 +220,7 @@ class Split:
                     ints.update([key] if kind in "iu" else [])
                     bools.update([key] if kind == "b" else [])
                 elif kind and 0 < arr.size <= HISTOGRAM_MAX:
-                    histograms[key] = as_numbers(arr)
+                    histograms[key] = arr if kind == "f" else as_numbers(arr)  # W&B bins a float in its dtype
                 else:
                     self.warn(
                         key, f"{key}: an array of shape {arr.shape} and dtype {arr.dtype} is no metric; not logged"

@@ -102,13 +102,25 @@ def _prune(run_dir: Path, folder: str) -> None:
 
 
 def bins(values: Any, num_bins: int = NUM_BINS) -> tuple[list[float], list[float]] | None:
-    """(counts, edges) of the finite values, as `wandb.Histogram` bins them; None when there are none."""
-    arr = np.asarray(values, dtype=np.float64).ravel()
+    """(counts, edges) of the finite values, as `wandb.Histogram` bins them: `np.histogram` in the array's own
+    float dtype (float32 and bfloat16 edges are W&B's, not float64's); None when there are none."""
+    arr = np.asarray(values).ravel()
+    if not _float_dtype(arr.dtype):
+        arr = arr.astype(np.float64)  # ints and bools: float64 edges, as np.histogram gives them
     arr = arr[np.isfinite(arr)]
     if arr.size == 0:
         return None
-    counts, edges = np.histogram(arr, bins=max(1, min(int(num_bins), 512)))
-    return counts.tolist(), edges.tolist()
+    count = max(1, min(int(num_bins), 512))
+    try:
+        counts, edges = np.histogram(arr, bins=count)
+    except ValueError:  # float8/float4: fewer values between min and max than bins in their own dtype
+        counts, edges = np.histogram(arr.astype(np.float64), bins=count)
+    return counts.tolist(), [float(e) for e in edges.tolist()]
+
+
+def _float_dtype(dtype: np.dtype) -> bool:
+    """NumPy's floats and ml_dtypes' (bfloat16, float8, float4: NumPy kind "V"), which np.histogram bins as they are."""
+    return dtype.kind == "f" or (dtype.kind == "V" and dtype.name.startswith(("float", "bfloat")))
 
 
 def append_histogram(run_dir: Path, tag: str, step: int, counts: Sequence[float], edges: Sequence[float]) -> None:

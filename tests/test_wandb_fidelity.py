@@ -63,6 +63,11 @@ for step in range(2):
         "arr/pylist": [1, 2.5, step],
         "arr/empty": np.zeros(0),
     })
+    for n in (10, 32, 33, 1000):  # float32 and bfloat16 edges are binned in their own dtype, as W&B's
+        wave = np.sin(np.arange(n) * 0.37 + step) * 3 + step
+        for dt in ("float32", "bfloat16"):
+            row[f"arr/np_{dt}_{n}"] = wave.astype(getattr(ml_dtypes, dt, dt))
+            row[f"arr/jax_{dt}_{n}"] = jnp.asarray(wave, dtype=getattr(jnp, dt))
     run.log(row)
 
 xy = wandb.Table(data=[[x, x * x] for x in range(5)], columns=["x", "y"])
@@ -235,12 +240,15 @@ def test_every_numeric_dtype_is_stored_as_wandb_stores_it(runs: dict[str, Any]) 
 
 def test_arrays_are_lists_up_to_32_elements_and_histograms_above(runs: dict[str, Any]) -> None:
     """One element: a number; 0-32 elements (bfloat16, bools, nested, a Python list, an empty array): the list W&B
-    keeps; 33 and more: W&B's 32-bin histogram. In the run folder, the W&B copy and the summary."""
+    keeps; 33 and more: W&B's 32-bin histogram, binned in the array's own dtype (float32 and bfloat16 edges, NumPy
+    and JAX arrays of 10, 32, 33 and 1,000 elements). In the run folder, the W&B copy and the summary."""
     their_dir, run_dir = runs["theirs"], runs["ours"]
     want = {step: _keys(row, ("arr/",)) for step, row in history(their_dir).items() if _keys(row, ("arr/",))}
     assert want[0]["arr/pair"] == [3, 4] and want[0]["arr/grid"] == [[0, 1, 2], [3, 4, 5]]
     assert want[0]["arr/empty"] == [] and want[1]["arr/one"] == 8 and want[1]["arr/flags"] == [True, True]
     assert want[0]["arr/n33"]["_type"] == "histogram" and len(want[0]["arr/j40"]["values"]) == 32
+    assert len(want[1]["arr/jax_bfloat16_32"]) == 32 and want[1]["arr/np_float32_1000"]["_type"] == "histogram"
+    assert want[1]["arr/np_bfloat16_33"]["bins"][3] == -1.4453125  # a bfloat16 edge (float64's: -1.44189453125)
     found = []
     ours, copy = store_rows(run_dir), history(copy_dir(run_dir))
     for step, row in want.items():

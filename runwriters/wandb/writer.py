@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from runstore import nofollow, run_folder
+from runstore import media_store, nofollow, run_folder
 from runstore.run_folder import RunFolder
 from runwriters.base import DEFAULT_TRACKING, Bins, Chart, Images, MetricWriter, Progress, Table, Tracking
 from runwriters.wandb import media as wandb_media
@@ -197,7 +197,10 @@ class WandbWriter(MetricWriter):
         if self.active:
             import wandb
 
-            self._rows.row(step).update({k: _wandb_histogram(wandb, v) for k, v in arrays.items()})
+            row = self._rows.row(step)
+            for key, value in arrays.items():
+                if (histogram := _wandb_histogram(wandb, value)) is not None:
+                    row[key] = histogram
 
     def write_texts(self, step: int, texts: Mapping[str, str]) -> None:
         """Strings in the step's row, as `wandb.log({"note": "text"})` keeps them."""
@@ -322,9 +325,12 @@ def _wandb_images(wandb: Any, value: np.ndarray | Images) -> Any:
 
 
 def _wandb_histogram(wandb: Any, value: np.ndarray | Bins) -> Any:
+    """A wandb.Histogram of `Bins`, or of an array binned as `wandb.log` bins one (32 bins in its own dtype: the run
+    store's bins, finite values only); None for an array of no finite value."""
     if isinstance(value, Bins):
         return wandb.Histogram(np_histogram=(np.asarray(value.counts).tolist(), np.asarray(value.edges).tolist()))
-    return wandb.Histogram(np.asarray(value).ravel(), num_bins=32)  # as wandb.log bins an array it is given
+    found = media_store.bins(value, media_store.RAW_BINS)
+    return None if found is None else wandb.Histogram(np_histogram=found)
 
 
 def _folder_refused(run_dir: Path, wandb_dir: str | None) -> str | None:
