@@ -44,7 +44,7 @@ from runstore import (
     run_store,  # noqa: E402
 )
 from runstore.run_folder import RunFolder
-from training.config import config_to_dict, parse_config  # noqa: E402
+from settings.config import config_to_dict, parse_config  # noqa: E402
 
 # In the page: every 20 ms, note the wall-clock time at which each step first appears in the "train" loss trace.
 WATCH_JS = (

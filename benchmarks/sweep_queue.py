@@ -25,7 +25,7 @@ from pathlib import Path
 
 from runstore import run_store
 from runstore.run_folder import RunFolder
-from training.queue.store import Queue
+from settings.queue.store import Queue
 
 WIDTHS = ("32", "64", "128")
 LRS = ("0.0003", "0.001", "0.003")

@@ -34,8 +34,8 @@ from runwriters.base import (  # noqa: E402
     Tracking,  # noqa: E402
 )
 from runwriters.build import build_writer  # noqa: E402
+from settings.config import config_to_dict, parse_config  # noqa: E402
 from training import data as data_mod  # noqa: E402
-from training.config import config_to_dict, parse_config  # noqa: E402
 from training.runs.in_memory import train  # noqa: E402
 from training.tasks import mnist  # noqa: E402
 

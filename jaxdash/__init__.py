@@ -40,10 +40,9 @@ from training.data import load_dataset
 
 # name -> the module that defines it, imported on first use (training.tasks.summaries pulls in the writers)
 _TASK_API = {
-    **dict.fromkeys(
-        ("Task", "Data", "BaseConfig", "StepsConfig", "EpochsConfig", "TaskSettings"), "training.tasks.base"
-    ),
-    **dict.fromkeys(("setting", "with_default"), "training.settings"),
+    **dict.fromkeys(("Task", "Data"), "training.tasks.base"),
+    **dict.fromkeys(("BaseConfig", "StepsConfig", "EpochsConfig", "TaskSettings"), "settings.task"),
+    **dict.fromkeys(("setting", "with_default"), "settings.fields"),
     **dict.fromkeys(
         ("FitSummary", "ClassificationSummary", "FigureSummary", "ImageSummary", "subsample"),
         "training.tasks.summaries",

@@ -22,6 +22,7 @@ import numpy as np
 
 from jaxdash.fetcher import Block, Part, Values
 from jaxdash.wandb_summary import MetricDefs, summary_of
+from runstore import media_store
 from runstore.run_folder import RunFolder
 from runwriters.base import Progress
 
@@ -49,6 +50,8 @@ class RowsOut:
         self.stats: dict[str, list[Any]] = {}  # name -> [last, min, max, sum, count, first, "i"/"b": an int/bool]
         self.texts: dict[str, str] = {}  # each string key's last value (W&B's summary keeps it)
         self.lists: dict[str, list[Any]] = {}  # each list key's last value (small arrays, as W&B's summary keeps them)
+        # each histogram key's last array, binned (W&B's histogram dict) only when a summary is read or written
+        self.histograms: dict[str, Any] = {}
         self.summary_due = False  # the script changed `run.summary`: summary.json at the next flush
         # A resumed run's earlier summary (summary.json as it was): what this process logs replaces its keys,
         # the rest stays, as W&B's resumed run keeps its summary; a resume that fails at once removes nothing.
@@ -71,8 +74,13 @@ class RowsOut:
                     self.lists.update(part.values)
                     for key in part.values:  # the summary keeps a key's last value, whichever kind it was
                         self.stats.pop(key, None)
+                        self.histograms.pop(key, None)
                 else:
                     self.writer.write_histograms(*part)
+                    self.histograms.update(part[1])
+                    for key in part[1]:
+                        self.stats.pop(key, None)
+                        self.lists.pop(key, None)
             if time.monotonic() - self._last_flush >= FLUSH_S or self.finishing:
                 self.writer.flush()
                 self._last_flush = time.monotonic()
@@ -104,6 +112,7 @@ class RowsOut:
         for name, column in columns.items():
             column = np.asarray(column, dtype=np.float64)
             self.lists.pop(name, None)
+            self.histograms.pop(name, None)
             seen = column[~np.isnan(column)]
             st = self.stats.setdefault(name, [math.nan, math.inf, -math.inf, 0.0, 0, math.nan, ""])
             st[0], st[6] = float(column[-1]), "b" if name in bools else "i" if name in ints else ""
@@ -115,7 +124,16 @@ class RowsOut:
 
     def logged_summary(self) -> dict[str, Any]:
         """W&B's summary of what was logged so far (numbers by their ops, strings' last values); hold `lock`."""
-        return {**self.earlier, **summary_of(self.stats, self.defs), **self.lists, **self.texts}
+        return {**self.earlier, **summary_of(self.stats, self.defs), **self.lists, **self._binned(), **self.texts}
+
+    def _binned(self) -> dict[str, dict[str, Any]]:
+        """Each histogram key's last array as W&B's summary keeps it ({"_type": "histogram", "bins", "values"}),
+        binned once; a key of no finite value is left out."""
+        for key, value in self.histograms.items():
+            if isinstance(value, np.ndarray):
+                found = media_store.bins(value, media_store.RAW_BINS)
+                self.histograms[key] = found and {"_type": "histogram", "bins": found[1], "values": found[0]}
+        return {k: v for k, v in self.histograms.items() if v}
 
     def write_summary(self, summary: Mapping[str, Any]) -> None:
         """summary.json (a failed write warns: the script goes on)."""

@@ -1,9 +1,9 @@
 """A TensorBoard logdir's mirrors kept current in the background, so its new and finished runs reach every page.
 
 The mirrors (runstore/tb_logdir.py) are brought up to date by a sync: a walk of the logdir and a read of
-every grown event file. A page syncs when it reruns, but an idle page reruns only when the run
-watcher's signature changes (runstore/run_watch.py), which a logdir's runs did not change: a new writer
-showed only once the user moved to another page, and a finished writer's run read "running" until then.
+every grown event file, which for a logdir of 1,000 runs read the first time takes many seconds: so only
+this thread syncs, never a page run, and an idle page learns of a new or finished run from the run
+watcher's signature (runstore/run_watch.py), which the mirrors' states join.
 
 One thread per runs root (started by run_watch's Watcher) looks at the logdir every POLL_S: a stamp of
 its folders' modification times and its event files' sizes and times (os.scandir and a stat per event
@@ -16,6 +16,11 @@ It syncs only when the sync could change what a page lists:
     catching up): at most every SYNC_GAP_S, or COST_FACTOR times the last sync's own time if longer.
 A quiet logdir (every run finished, nothing written) costs the stamp alone. The mirrors' states join the
 run watcher's signature, which the page polls: a sync that adds a run or changes its state reruns it.
+
+Pages never sync: a page run asks the watch for a check now (`request`) and waits for it a bounded time
+(FIRST_WAIT_S until the first sync ended, REQUEST_WAIT_S after), then lists the mirrors as they are; an asked
+check syncs whenever the stamp changed or a run reads running, at most every tb_logdir.SYNC_EVERY_S. While the first
+sync of a big logdir is under way the page shows the runs mirrored so far and says so (`reading`).
 No Streamlit here.
 """
 
@@ -32,6 +37,8 @@ from runstore.run_folder import RunFolder
 POLL_S = 0.25  # between stamps (run_watch's poll)
 SYNC_GAP_S = 1.0  # a logdir whose runs write all the time is synced at most this often
 COST_FACTOR = 10  # ... or this many times the last sync's time: a sync takes at most a tenth of a core
+FIRST_WAIT_S = 3.0  # a page waits at most this long for the first sync (a small logdir's is well under it)
+REQUEST_WAIT_S = 1.0  # ... and this long for a requested check after it (a quiet logdir's costs its stamp)
 
 Stamp = dict[str, tuple[int, int]]  # path under the logdir -> (size, mtime in ns); a folder's size is -1
 
@@ -74,15 +81,37 @@ class LogdirWatch:
         self.synced = -1e18  # wall time of the last sync's start
         self.took = 0.0  # the last sync's own time
         self.running = False  # a mirror read "running" after the last sync
+        self.error = ""  # why the last check failed ("" when it went well): the pages say it
+        self.synced_once = threading.Event()  # the first sync (or failed check) ended
+        self._wake = threading.Event()
+        self._done = threading.Condition()
+        self._asked = self._checked = 0  # requests made, and the last one a check began after
 
     def start(self) -> LogdirWatch:
         """Start the thread; returns self."""
         threading.Thread(target=self._loop, name=f"logdir-watch-{self.runs_root.name}", daemon=True).start()
         return self
 
-    def due(self, now: float, current: Stamp) -> bool:
-        """Whether a sync now could change a run's listing or state (see the module doc)."""
+    @property
+    def reading(self) -> bool:
+        """Whether the first sync of the logdir is still under way (the mirrors hold part of its runs)."""
+        return not self.synced_once.is_set()
+
+    def request(self) -> bool:
+        """Ask for a check now and wait for it (FIRST_WAIT_S before the first sync ended, else REQUEST_WAIT_S);
+        True when it ended in time. The caller then reads the mirrors as they are either way."""
+        wait_s = REQUEST_WAIT_S if self.synced_once.is_set() else FIRST_WAIT_S
+        with self._done:
+            self._asked += 1
+            wanted = self._asked
+            self._wake.set()
+            return self._done.wait_for(lambda: self._checked >= wanted, wait_s)
+
+    def due(self, now: float, current: Stamp, asked: bool = False) -> bool:
+        """Whether a sync now could change a run's listing or state (see the module doc); `asked`: a page waits."""
         if current.keys() != self.seen.keys():
+            return True
+        if asked and now - self.synced >= tb_logdir.SYNC_EVERY_S and (self.running or current != self.seen):
             return True
         edges = (
             m / 1e9 + wait
@@ -95,22 +124,31 @@ class LogdirWatch:
         paced = now - self.synced >= max(SYNC_GAP_S, COST_FACTOR * self.took)
         return paced and (self.running or current != self.seen)
 
-    def check(self, now: float | None = None) -> bool:
-        """Stamp the logdir and sync if due; True if it synced."""
+    def check(self, now: float | None = None, asked: bool = False) -> bool:
+        """Stamp the logdir and sync if due (`asked`: a page waits for this check); True if it synced."""
         now = time.time() if now is None else now
         current = stamp(self.logdir)
-        if not self.due(now, current):
+        if not self.due(now, current, asked):
             return False
         self.synced, self.seen = now, current
         t0 = time.monotonic()
-        mirrors = tb_logdir.sync_now(self.logdir, self.runs_root, now)
+        mirrors = tb_logdir.sync(self.logdir, self.runs_root, now)
         self.took = time.monotonic() - t0
         self.running = any(tb_logdir.status(m).get("state") == "running" for m in mirrors)
         return True
 
     def _loop(self) -> None:
-        while not self.stopped.wait(POLL_S):
+        while not self.stopped.is_set():
+            self._wake.clear()  # before reading the requests: one made after this wakes the wait below
+            with self._done:
+                asked = self._asked
             try:
-                self.check()
-            except Exception:  # noqa: BLE001 - an unreadable logdir must not stop the watch; pages say why
-                self.took = SYNC_GAP_S
+                self.check(asked=asked > self._checked)
+                self.error = ""
+            except Exception as exc:  # noqa: BLE001 - an unreadable logdir must not stop the watch; pages say why
+                self.took, self.error = SYNC_GAP_S, f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            self.synced_once.set()
+            with self._done:
+                self._checked = asked
+                self._done.notify_all()
+            self._wake.wait(POLL_S)  # a page's request wakes it sooner

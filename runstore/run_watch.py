@@ -14,10 +14,14 @@ import os
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from runstore import run_store
 from runstore.metrics import cache_builder
 from runstore.run_folder import LAUNCH, STATUS, RunFolder
+
+if TYPE_CHECKING:
+    from runstore.logdir_watch import LogdirWatch
 
 POLL_S = 0.25  # between polls; at least COST_FACTOR x a poll's own time (1,000 runs: ~0.04 s a poll)
 COST_FACTOR = 10  # so the watcher never takes more than a tenth of a core
@@ -91,11 +95,13 @@ class Watcher:
         self.builder = cache_builder.builder()
         self.stopped = threading.Event()
         self.mirrors: Path | None = None  # a TensorBoard logdir's mirror run folders, if this server reads one
+        self.logdir_watch: LogdirWatch | None = None  # its syncs, the only ones: a page asks it (run_list)
         if os.environ.get("JAXDASH_LOGDIR"):  # its new and finished runs change the signature with no page asking
             from runstore import logdir_watch, tb_logdir  # TensorBoard's reader, only where a logdir is read
 
             self.mirrors = tb_logdir.mirror_root(root)
-            logdir_watch.LogdirWatch(Path(os.environ["JAXDASH_LOGDIR"]), root, self.stopped).start()
+            watch = logdir_watch.LogdirWatch(Path(os.environ["JAXDASH_LOGDIR"]), root, self.stopped)
+            self.logdir_watch = watch.start()
         self.current = self._signature()
         self.builder.notice(root, (), _own(self.current))
         threading.Thread(target=self._loop, name=f"run-watch-{root.name}", daemon=True).start()

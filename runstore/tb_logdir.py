@@ -368,22 +368,4 @@ def status(run_dir: Path) -> dict[str, Any]:
     return doc if isinstance(doc, dict) else {}
 
 
-_LAST_SYNC: dict[tuple[Path, Path], float] = {}
-SYNC_EVERY_S = 0.4  # pages poll at 0.5 s; sessions between them share one sync
-
-
-def sync_now(root: Path, runs_root: Path, now: float | None = None) -> list[Path]:
-    """`sync` (the background watch's, runstore/logdir_watch.py), noted for `sync_if_due`: a page rerun it
-    brings finds the mirrors current and reads nothing again."""
-    _LAST_SYNC[(Path(root), Path(runs_root))] = time.monotonic()
-    return sync(root, runs_root, now)
-
-
-def sync_if_due(root: Path, runs_root: Path) -> list[Path]:
-    """`sync`, at most once every SYNC_EVERY_S for all sessions; the mirror folders either way."""
-    key = (Path(root), Path(runs_root))
-    now = time.monotonic()
-    if now - _LAST_SYNC.get(key, -1e9) >= SYNC_EVERY_S:
-        _LAST_SYNC[key] = now
-        return sync(root, runs_root)
-    return run_store.run_folders(mirror_root(runs_root))
+SYNC_EVERY_S = 0.4  # a page's request (runstore/logdir_watch.py) syncs a changed logdir at most this often

@@ -14,6 +14,7 @@ entries of another shape, so a run written by hand or by an older client never b
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import functools
 import os
@@ -99,7 +100,14 @@ def summary(run_dir: Path) -> dict[str, Any]:
 
 
 def summary_text(value: Any) -> str:
-    """A summary value as one line of text: "min 0.4 · max 2" for W&B's {op: value} dicts."""
+    """A summary value as one line of text: "min 0.4 · max 2" for W&B's {op: value} dicts, "histogram of 40 values,
+    -2 to 4" for a histogram."""
+    if isinstance(value, dict) and value.get("_type") == "histogram":
+        counts, edges = value.get("values"), value.get("bins")
+        if isinstance(counts, list) and isinstance(edges, list) and len(edges) >= 2:
+            with contextlib.suppress(TypeError, ValueError):
+                total, low, high = int(sum(counts)), float(edges[0]), float(edges[-1])
+                return f"histogram of {total} values, {low:.6g} to {high:.6g}"
     if isinstance(value, dict):
         return " · ".join(f"{k} {summary_text(v)}" for k, v in value.items())
     if isinstance(value, float):

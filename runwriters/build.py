@@ -31,7 +31,7 @@ def build_writer(
 
     Args:
       run_dir: the run directory (existing).
-      cfg: the run's settings as plain values (a config's `training.settings.config_to_dict`).
+      cfg: the run's settings as plain values (a config's `settings.fields.config_to_dict`).
       name: display name for W&B (defaults to the run directory name).
       tracking: TensorBoard, console and W&B settings (`Tracking`).
       resume_step: the run continues after its checkpoint at this step: TensorBoard purges later

@@ -8,10 +8,11 @@ import sys
 
 import pytest
 
+from settings.config import ConfigError, config_fields, config_to_dict, parse_config
+from settings.fields import fields
+from settings.registry import BUILTIN, available, task_settings
 from training import cli
-from training.config import ConfigError, config_fields, config_to_dict, parse_config
-from training.settings import fields
-from training.tasks import BUILTIN, available, load_task, task_settings
+from training.tasks import load_task
 from training.tasks.mnist import MnistConfig, MnistTask
 from training.tasks.regression import RegressionConfig
 
@@ -136,7 +137,7 @@ def test_builtin_tasks_are_listed_and_declare_their_panels():
 def test_the_builtin_settings_are_their_task_classes():
     for name, spec in BUILTIN.items():
         settings, cls = task_settings(name), load_task(name)
-        assert spec.endswith("_settings:SETTINGS")  # what the page reads: no model code
+        assert spec == f"settings.{name}:SETTINGS"  # what the page reads: no model code
         assert (settings.name, settings.title, settings.Config, settings.panels) == (
             cls.name,
             cls.title,

@@ -14,10 +14,10 @@ import pytest
 
 from dashboard.processes import launcher, tensorboard_server
 from runstore import launch_files, run_folder, run_store
+from settings.config import parse_config
 from tests.apptest_pages import app, dirs, errors_under, fake_run, submit_mnist_form, wait_status
 from tests.chart_elements import charts, figure, trace_lengths
 from training import cli
-from training.config import parse_config
 from training.tasks import load_task
 
 
@@ -127,9 +127,10 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from training.settings import setting, with_default
+from settings.fields import setting, with_default
 from training.tasks.summaries import FitSummary
-from training.tasks.base import Data, StepsConfig, Task
+from settings.task import StepsConfig
+from training.tasks.base import Data, Task
 
 
 @dataclass(frozen=True)

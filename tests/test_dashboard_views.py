@@ -13,10 +13,10 @@ import pytest
 from dashboard.processes import launch_status, launcher
 from runstore import launch_files, run_folder
 from runstore.run_folder import RunFolder
+from settings.config import parse_config
 from tests.apptest_pages import app, fake_run, wait_status
 from tests.chart_elements import charts, trace_lengths, trace_values
 from tests.fixtures_runs import hold_children, wait_held
-from training.config import parse_config
 
 # -- history, compare, detail (run dirs written by hand) ------------------------------------------------
 

@@ -13,8 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from settings import datasets
+from settings.datasets import FILES
 from training import data
-from training.data import FILES, load_dataset
+from training.data import load_dataset
 from training.errors import DataUnavailable
 
 
@@ -48,10 +50,10 @@ def write_idx_dataset(folder: Path, n_train: int = 300, n_test: int = 100, seed:
 @pytest.fixture
 def isolated(tmp_path, monkeypatch):
     """No env overrides, an empty user cache, and no Debian copy: only what a test sets up counts."""
-    monkeypatch.delenv(data.ENV_DATA_DIR, raising=False)
+    monkeypatch.delenv(datasets.ENV_DATA_DIR, raising=False)
     monkeypatch.delenv(data.mirrors_env_var("mnist"), raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.setattr(data, "DEBIAN_DIRS", {"fashion_mnist": tmp_path / "no-debian"})
+    monkeypatch.setattr(datasets, "DEBIAN_DIRS", {"fashion_mnist": tmp_path / "no-debian"})
     return tmp_path
 
 
@@ -111,19 +113,19 @@ def test_a_folder_is_parsed_once_per_process_until_a_file_changes(isolated):
 def test_search_order_data_dir_then_env_then_cache(isolated, monkeypatch):
     write_idx_dataset(isolated / "explicit", n_train=11)
     write_idx_dataset(isolated / "envroot" / "mnist", n_train=12)
-    write_idx_dataset(data.cache_dir("mnist"), n_train=13)
-    monkeypatch.setenv(data.ENV_DATA_DIR, str(isolated / "envroot"))
+    write_idx_dataset(datasets.cache_dir("mnist"), n_train=13)
+    monkeypatch.setenv(datasets.ENV_DATA_DIR, str(isolated / "envroot"))
     assert len(load_dataset("mnist", isolated / "explicit")[0]) == 11
     assert len(load_dataset("mnist", isolated / "missing")[0]) == 12  # falls through to the env var's <name>/
-    monkeypatch.delenv(data.ENV_DATA_DIR)
+    monkeypatch.delenv(datasets.ENV_DATA_DIR)
     assert len(load_dataset("mnist")[0]) == 13
-    assert data.cache_dir("mnist") == isolated / "cache" / "jaxdash" / "mnist"
+    assert datasets.cache_dir("mnist") == isolated / "cache" / "jaxdash" / "mnist"
 
 
 def test_download_verifies_and_caches(isolated, server):
     arrays = load_dataset("mnist", mirrors=[server["good"]], checksums=server["sums"])
     assert sorted(server["requests"]) == sorted(f"/good/{f}" for f in FILES)
-    cached = data.cache_dir("mnist")
+    cached = datasets.cache_dir("mnist")
     assert sorted(p.name for p in cached.iterdir()) == sorted(FILES)  # no leftover temp files
     server["requests"].clear()
     again = load_dataset("mnist", mirrors=[server["good"]], checksums=server["sums"])
@@ -136,7 +138,7 @@ def test_checksum_mismatch_falls_back_to_next_mirror(isolated, server):
     load_dataset("mnist", mirrors=[server["bad"], server["good"]], checksums=server["sums"])
     assert [r for r in server["requests"] if r.startswith("/bad/")]
     for f in FILES:  # what landed is the good mirror's file, byte for byte
-        assert (data.cache_dir("mnist") / f).read_bytes() == (server["root"] / "good" / f).read_bytes()
+        assert (datasets.cache_dir("mnist") / f).read_bytes() == (server["root"] / "good" / f).read_bytes()
 
 
 def test_checksum_mismatch_everywhere_is_an_error(isolated, server):
@@ -157,14 +159,16 @@ def test_all_dead_gives_one_actionable_message(isolated, dead_url):
         load_dataset("mnist", isolated / "mine", mirrors=[dead_url], timeout=2)
     msg = str(err.value)
     assert "'mnist' is not available" in msg and str(isolated / "mine") in msg and dead_url in msg
-    assert "--data-dir" in msg and data.ENV_DATA_DIR in msg and "apt-get" not in msg
+    assert "--data-dir" in msg and datasets.ENV_DATA_DIR in msg and "apt-get" not in msg
     with pytest.raises(DataUnavailable, match="apt-get install dataset-fashion-mnist"):
         load_dataset("fashion_mnist", mirrors=[dead_url], timeout=2)
 
 
-@pytest.mark.skipif(not data.DEBIAN_DIRS["fashion_mnist"].is_dir(), reason="Debian dataset-fashion-mnist not installed")
+@pytest.mark.skipif(
+    not datasets.DEBIAN_DIRS["fashion_mnist"].is_dir(), reason="Debian dataset-fashion-mnist not installed"
+)
 def test_debian_fashion_mnist_matches_upstream_contents():
-    folder = data.DEBIAN_DIRS["fashion_mnist"]
+    folder = datasets.DEBIAN_DIRS["fashion_mnist"]
     tx, ty, vx, vy = data.read_folder(folder)
     assert tx.shape == (60_000, 28, 28) and vx.shape == (10_000, 28, 28)
     assert np.bincount(ty).tolist() == [6000] * 10 and np.bincount(vy).tolist() == [1000] * 10

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from settings import datasets
 from training import data, data_cache
 
 
@@ -28,7 +29,7 @@ def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     rng = np.random.default_rng(0)
     where = tmp_path / "set"
     where.mkdir()
-    for images, labels, n in ((data.FILES[0], data.FILES[1], 50), (data.FILES[2], data.FILES[3], 20)):
+    for images, labels, n in ((datasets.FILES[0], datasets.FILES[1], 50), (datasets.FILES[2], datasets.FILES[3], 20)):
         _write_idx(where / images, rng.integers(0, 256, (n, 28, 28)), 0x0803)
         _write_idx(where / labels, rng.integers(0, 10, n), 0x0801)
     data._PARSED.clear()
@@ -41,7 +42,7 @@ def _load(folder: Path) -> data.Arrays:
 
 
 def _entries() -> list[Path]:
-    return sorted(data.cache_dir(data.PARSED).iterdir())
+    return sorted(datasets.cache_dir(data.PARSED).iterdir())
 
 
 def test_a_second_process_reads_the_kept_copy_not_the_files(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -57,7 +58,7 @@ def test_a_second_process_reads_the_kept_copy_not_the_files(folder: Path, monkey
 def test_a_changed_file_is_parsed_again_and_replaces_the_old_copy(folder: Path) -> None:
     first = _load(folder)
     (old,) = _entries()
-    labels = folder / data.FILES[1]
+    labels = folder / datasets.FILES[1]
     _write_idx(labels, np.zeros(50), 0x0801)
     os.utime(labels, ns=(1, 1))  # another time than the first file's, whatever the clock's resolution
     second = _load(folder)
@@ -72,6 +73,6 @@ def test_a_damaged_copy_or_an_unwritable_cache_means_parsing_as_before(folder: P
     (entry / "train_x.npy").write_bytes(b"\x93NUMPY damaged")
     np.testing.assert_array_equal(_load(folder)[0], parsed[0])
     assert (entry / "train_x.npy").stat().st_size > 100  # the damaged entry was replaced
-    shutil.rmtree(data.cache_dir(data.PARSED))
-    data.cache_dir(data.PARSED).write_text("a file where the cache folder should be")
+    shutil.rmtree(datasets.cache_dir(data.PARSED))
+    datasets.cache_dir(data.PARSED).write_text("a file where the cache folder should be")
     np.testing.assert_array_equal(_load(folder)[2], parsed[2])

@@ -18,9 +18,10 @@ import numpy as np
 from jax.experimental import io_callback
 
 from runwriters.base import MemoryWriter
+from settings.task import EpochsConfig
 from tests.test_engine_overlap import StepProbe
 from training.runs.in_memory import train
-from training.tasks.base import Data, EpochsConfig, Task
+from training.tasks.base import Data, Task
 
 PROBE = StepProbe()
 STEPS_PER_EPOCH = 160

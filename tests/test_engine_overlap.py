@@ -18,8 +18,9 @@ import numpy as np
 from jax.experimental import io_callback
 
 from runwriters.base import MemoryWriter
+from settings.task import EpochsConfig
 from training.runs.in_memory import train
-from training.tasks.base import Data, EpochsConfig, Task
+from training.tasks.base import Data, Task
 
 WAIT_S = 30.0  # generous: the next chunk's first step is ~1 ms of work once dispatched
 

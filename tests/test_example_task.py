@@ -20,9 +20,10 @@ from tensorboard.backend.event_processing import event_accumulator as ea
 
 from runstore import run_folder, run_store
 from runstore.run_folder import RunFolder
+from settings.fields import ConfigError, parse_config
+from settings.registry import available
 from tests import wandb_leet
-from training.settings import ConfigError, parse_config
-from training.tasks import available, load_task
+from training.tasks import load_task
 
 ROOT = Path(__file__).resolve().parents[1]
 STEPS, LOG_EVERY = 600, 50

@@ -15,7 +15,7 @@ from tensorboardX import SummaryWriter
 from dashboard.reading import run_list
 from runstore import index_reader, index_rows, launch_files, run_folder, run_index, run_store, tb_logdir
 from runstore.run_folder import RunFolder
-from training.queue.store import Queue
+from settings.queue.store import Queue
 
 
 def _logdir_run(logs: Path, runs: Path, name: str, lr: float, losses: list[float]) -> Path:

@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from dashboard.processes import launcher
+from settings.config import parse_config
+from settings.registry import task_settings
 from training import cli
-from training.config import parse_config
-from training.tasks import task_settings
 
 
 def test_a_population_launch_command_parses_back_with_its_axes_pbt_and_root(tmp_path: Path) -> None:

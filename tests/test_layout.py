@@ -7,9 +7,12 @@ with `from __future__ import annotations` nothing evaluates those), so they clos
 
 The packages stand on floors, each importing only those below it (FLOORS): runstore (the run folder, the
 contract between training and the page), then runwriters (the run store, TensorBoard and W&B writers and
-their wrappers, for the engine and the client alike), then training, then jaxdash (the namespace users import,
-which re-exports training's Task API), then the page. runstore, runwriters and components import no JAX and
-no Streamlit (FORBIDDEN); components are pure figure builders.
+their wrappers, for the engine and the client alike), then settings (what the page and training both read
+before a run exists: task settings and the task registry, populations, sweeps, datasets on disk, the run
+queue), then training, then jaxdash (the namespace users import, which re-exports training's Task API), then
+the page. runstore, runwriters, settings and components import no JAX and no Streamlit (FORBIDDEN);
+components are pure figure builders. The page imports neither training nor jaxdash (their modules load JAX):
+whatever it needs of them is in settings.
 The page never imports JAX: checked by importing what `streamlit run` serves and drawing the New run page.
 runstore.run_folder owns the run folder's names: no module, test or benchmark outside it spells one, artifacts/
 sub-layout included (RunFolder and its constants are the way in; SPELLED_ON_PURPOSE lists the exceptions).
@@ -30,9 +33,9 @@ import pytest
 from runstore import run_folder
 
 ROOT = Path(__file__).resolve().parent.parent
-# Floor by floor, lowest first: a package imports only packages on lower floors (components and runwriters,
-# side by side, never import each other).
-FLOORS = ("runstore", "runwriters", "components", "training", "jaxdash", "dashboard")
+# Floor by floor, lowest first: a package imports only packages on lower floors (components, runwriters and
+# settings, side by side, never import each other).
+FLOORS = ("runstore", "runwriters", "components", "settings", "training", "jaxdash", "dashboard")
 PACKAGES = FLOORS
 FORBIDDEN = {
     "runstore": (
@@ -48,10 +51,24 @@ FORBIDDEN = {
         "tensorboardX",
         "wandb",
     ),  # runstore holds files only: no TensorBoard writer, no network client
-    "runwriters": ("training", "dashboard", "components", "jaxdash", "jax", "flax", "optax", "streamlit"),
-    "components": ("runwriters", "training", "dashboard", "jaxdash", "jax", "streamlit"),
+    "runwriters": ("settings", "training", "dashboard", "components", "jaxdash", "jax", "flax", "optax", "streamlit"),
+    "components": ("runwriters", "settings", "training", "dashboard", "jaxdash", "jax", "streamlit"),
+    "settings": (
+        "runwriters",
+        "components",
+        "training",
+        "dashboard",
+        "jaxdash",
+        "jax",
+        "flax",
+        "optax",
+        "streamlit",
+        "tensorboardX",
+        "wandb",
+    ),  # the page imports it: no JAX, and nothing of training's
     "training": ("dashboard", "components", "jaxdash", "streamlit"),
     "jaxdash": ("dashboard", "streamlit"),
+    "dashboard": ("training", "jaxdash", "jax", "flax", "optax"),  # the page's settings come from settings/
 }
 
 
@@ -286,13 +303,13 @@ def test_the_run_file_check_finds_a_named_file(tmp_path: Path) -> None:
 
 HEAVY = ("jax", "flax", "optax")
 # Imports what `streamlit run` serves, draws New run (both built-in tasks' forms, a rule of each checked on
-# Start, the command a launch would run), then prints which modules of HEAVY the process holds.
+# Start, the command a launch would run), then prints which modules of HEAVY, training and jaxdash it holds.
 PAGE_SCRIPT = """
 import json, sys
 from pathlib import Path
 import dashboard.server_app
 from dashboard.processes import launcher
-from training.config import parse_config
+from settings.config import parse_config
 from streamlit.testing.v1 import AppTest
 at = AppTest.from_file(str(Path(dashboard.server_app.__file__).with_name("app.py")), default_timeout=120)
 at.run()
@@ -306,12 +323,14 @@ at.form_submit_button[0].click().run()
 drawn += [at.selectbox(key="mnist_dataset").label] + [e.value for e in at.error]
 drawn += [str(e.value) for e in at.exception]
 drawn.append(launcher.build_command("mnist", parse_config("mnist", {"hidden": "64"}), Path("x"), "n", "disabled")[3])
-print(json.dumps({"drawn": drawn, "heavy": sorted({m.split(".")[0] for m in sys.modules} & set(%r))}))
+print(json.dumps({"drawn": drawn, "heavy": sorted({m.split(".")[0] for m in sys.modules} & set(%r)),
+                  "training": sorted(m for m in sys.modules if m.split(".")[0] in ("training", "jaxdash"))}))
 """
 
 
 def test_the_page_never_imports_jax(tmp_path: Path) -> None:
-    """The server app and the New run page (forms, checks, the launch command) import no jax, flax or optax."""
+    """The server app and the New run page (forms, checks, the launch command) import no jax, flax or optax, and
+    no module of training or jaxdash (imports by name at run time included: the built-in tasks' settings)."""
     env = {k: v for k, v in os.environ.items() if k != "JAXDASH_TASKS"}  # the built-in tasks only
     env.update(JAXDASH_RUNS=str(tmp_path), JAXDASH_WARM_WORKER="0", WANDB_MODE="disabled")
     script = PAGE_SCRIPT % (HEAVY,)
@@ -328,6 +347,7 @@ def test_the_page_never_imports_jax(tmp_path: Path) -> None:
         "mnist",
     ], result["drawn"]
     assert result["heavy"] == [], f"the page imported {result['heavy']}"
+    assert result["training"] == [], f"the page imported {result['training']} (its settings are in settings/)"
     assert list(tmp_path.iterdir()) == []  # nothing launched
 
 

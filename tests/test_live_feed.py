@@ -22,8 +22,8 @@ from dashboard.server import changes_route, rows_route
 from dashboard.server.serve import Server
 from runstore import run_store
 from runstore.run_folder import RunFolder
+from settings.config import config_to_dict, parse_config
 from tests.test_live_refresh import open_counting, wait_quiet
-from training.config import config_to_dict, parse_config
 
 pytest.importorskip("playwright.sync_api")
 

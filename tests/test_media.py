@@ -93,6 +93,21 @@ def test_decision_boundary_task_draws_its_own_panel_on_run_detail(runs_root: Pat
     assert at.select_slider[0].options == ["0", "100", "200"]
 
 
+def _wait_written(folder: Path, tag: str, points: int, timeout: float = 60) -> None:
+    """Until TensorBoard's own reader finds `points` values of `tag` in `folder`'s event files."""
+    from tensorboard.backend.event_processing import event_accumulator as ea
+
+    deadline = time.monotonic() + timeout
+    while True:
+        acc = ea.EventAccumulator(str(folder), size_guidance={ea.SCALARS: 0})
+        acc.Reload()
+        found = len(acc.Scalars(tag)) if tag in acc.Tags()["scalars"] else 0
+        if found >= points:
+            return
+        assert time.monotonic() < deadline, f"{folder}: {found} of {points} {tag} values written in {timeout:.0f} s"
+        time.sleep(0.05)
+
+
 def test_tensorboard_log_run_listed_and_drawn_live(
     runs_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -102,7 +117,7 @@ def test_tensorboard_log_run_listed_and_drawn_live(
     for s in range(5):
         writer.add_scalar("train_loss", 1.0 / (s + 1), s)
     writer.flush()
-    time.sleep(0.5)  # tensorboardX writes on its own thread
+    _wait_written(logs / "mnist_tbx", "train_loss", 5)  # tensorboardX writes on its own thread
 
     table = app("views/runs.py")
     rows = table.dataframe[0].value
@@ -115,7 +130,7 @@ def test_tensorboard_log_run_listed_and_drawn_live(
     for s in range(5, 9):
         writer.add_scalar("train_loss", 1.0 / (s + 1), s)
     writer.close()
-    time.sleep(tb_logdir.SYNC_EVERY_S)
+    time.sleep(tb_logdir.SYNC_EVERY_S)  # a page syncs a logdir at most this often: the next rerun's sync is due
     live.run()
     assert trace_lengths(_media_charts(live, "_scalar_train_loss")[0]) == [9]
     assert run_store.read_run(tb_logdir.mirror_root(runs_root) / "mnist_tbx") is not None

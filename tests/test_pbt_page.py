@@ -23,11 +23,11 @@ from dashboard.forms import pbt_settings
 from dashboard.processes import launcher
 from runstore import launch_files, run_folder, run_states, run_store
 from runstore.run_folder import RunFolder
+from settings.config import ConfigError, parse_config
 from tests.apptest_pages import app, errors_under, wait_status
 from tests.chart_elements import charts, figure
 from tests.fixtures_runs import hold_children, wait_held
 from training import cli
-from training.config import ConfigError, parse_config
 from training.tasks import load_task
 
 LRS = "0.0001, 0.001, 0.3, 2.0"

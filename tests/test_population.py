@@ -17,12 +17,12 @@ import pytest
 from runstore import run_folder, run_store
 from runstore.run_folder import RunFolder
 from runwriters.base import MemoryWriter
+from settings.config import ConfigError
+from settings.population import member_raws, parse_axes
 from tests import wandb_leet
 from tests.test_data import write_idx_dataset
 from training.__main__ import main
-from training.config import ConfigError
 from training.runs.in_memory import train
-from training.runs.population import member_raws, parse_axes
 from training.runs.resume import resume
 from training.runs.run import NewRuns, execute
 from training.tasks.mnist import MnistConfig, MnistTask

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from runstore import run_folder
 from runstore.run_folder import RunFolder
-from training.queue.store import Queue, default_limit
+from settings.queue.store import Queue, default_limit
 
 
 def test_limit_positions_and_cancel(tmp_path: Path) -> None:
@@ -76,8 +76,8 @@ def test_page_starts_wait_in_the_queue_show_their_place_start_in_turn_and_cancel
     """With one slot, the page's second and third Start wait as queued (#1, #2); Cancel takes one out; the
     server's dispatcher starts the other when the first run ends, into its own run folder."""
     from dashboard.processes import launch_status, launcher
+    from settings.fields import parse_config
     from tests.apptest_pages import app
-    from training.settings import parse_config
     from training.tasks import load_task
 
     monkeypatch.setenv("JAXDASH_RUNS", str(tmp_path))

@@ -14,7 +14,7 @@ import pytest
 
 from dashboard.panels import safe_text
 from runstore import run_folder
-from training.queue.store import Queue
+from settings.queue.store import Queue
 
 REPO = Path(__file__).resolve().parents[1]
 TRAIN = [sys.executable, "-m", "training", "regression", "--steps", "5", "--quiet", "--wandb", "disabled"]

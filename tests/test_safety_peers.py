@@ -21,8 +21,8 @@ import pytest
 
 from runstore import run_folder
 from runstore.run_folder import RunFolder
+from settings.queue.store import Queue
 from tests.test_sweep_postgres import ENV, PASSWORD, TINY, _wait_for, postgres  # noqa: F401 - the fixture
-from training.queue.store import Queue
 
 
 def _cmdlines(pids: set[int]) -> dict[int, bytes]:
@@ -77,7 +77,7 @@ def test_a_sweeps_workers_get_no_password_on_disk_or_in_ps_and_still_reach_the_s
 
 
 def test_the_queue_and_a_sweeps_files_are_made_readable_by_their_owner_only(tmp_path: Path, monkeypatch) -> None:
-    from training.sweep import study
+    from settings.sweep import study
 
     monkeypatch.setenv("JAXDASH_CONFIG_DIR", str(tmp_path / "me"))
     old = tmp_path / "old"
@@ -93,7 +93,7 @@ def test_the_queue_and_a_sweeps_files_are_made_readable_by_their_owner_only(tmp_
 
 
 def test_a_url_is_stored_without_its_password_and_a_worker_gets_it_from_the_environment(monkeypatch) -> None:
-    from training.sweep import server
+    from settings.sweep import server
 
     url = f"postgresql://team:{PASSWORD}@db.example:5432/sweeps?sslmode=require"
     stored, password = server.without_password(url)

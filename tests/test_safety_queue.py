@@ -20,7 +20,7 @@ import pytest
 
 from dashboard.panels import safe_text
 from runstore import run_folder
-from training.queue.store import Queue
+from settings.queue.store import Queue
 
 REPO = Path(__file__).resolve().parents[1]
 USAGE = "usage: python -m training"
@@ -85,7 +85,7 @@ def test_an_ended_row_set_back_to_queued_never_runs_twice(tmp_path: Path, key: P
 
 def test_a_damaged_record_of_started_jobs_is_named_not_queue_db(tmp_path: Path, key: Path) -> None:
     """queue-spent.db (beside the key) damaged: the line named queue.db and advised moving a healthy queue away."""
-    from training.queue import signing
+    from settings.queue import signing
 
     q = Queue(tmp_path / "runs")
     job = q.submit(["tasks"])
@@ -147,7 +147,7 @@ def sweeps_page(root: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def start_from_the_page(root: Path) -> tuple[float, Path, dict, dict]:
     """Start a run as the New run page does: (seconds it took, its folder, launch.json, the status the pages show)."""
     from dashboard.processes import launch_status, launcher
-    from training.settings import parse_config
+    from settings.fields import parse_config
     from training.tasks import load_task
 
     cfg = parse_config(load_task("regression").Config, {"steps": 20})

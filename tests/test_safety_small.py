@@ -86,7 +86,7 @@ def test_a_bad_scan_unroll_ends_the_cli_run_with_one_line(tmp_path: Path) -> Non
     ("variable", "default", "argv"),
     [
         ("JAXDASH_NICE", "0", ["-m", "training", "tasks"]),  # int("²") raised in every CLI start
-        ("JAXDASH_SWEEP_GRACE_S", "20", ["-c", "import training.sweep.study"]),  # raised at import
+        ("JAXDASH_SWEEP_GRACE_S", "20", ["-c", "import settings.sweep.study"]),  # raised at import
         ("JAXDASH_FETCH_NICE", "19", ["-c", "import jaxdash.fetcher"]),  # raised at import
     ],
 )

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from training.config import ConfigError, parse_config
+from settings.config import ConfigError, parse_config
 from training.engine.sharding import resolve_devices
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from dashboard.server.serve import TEST_CHROMIUM, Server, start_server
+from settings.queue.store import Queue
 from tests.fixtures_runs import hold_env, release
-from training.queue.store import Queue
 
 pytest.importorskip("playwright.sync_api")
 pytestmark = [

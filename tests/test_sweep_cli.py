@@ -12,8 +12,8 @@ import optuna
 import pytest
 
 from runstore import run_folder
+from settings.sweep import study as studies
 from training.__main__ import main
-from training.sweep import study as studies
 
 TINY = ["regression", "--steps", "20", "--log-every", "10", "--quiet", "--wandb", "disabled", "--no-tensorboard"]
 
@@ -95,7 +95,7 @@ def test_grid_over_a_shape_setting_trains_one_population_per_shape(tmp_path: Pat
 
 
 def test_list_valued_setting_is_swept_with_semicolons() -> None:
-    from training.sweep.space import parse_space
+    from settings.sweep.space import parse_space
     from training.tasks import load_task
 
     space = parse_space(["hidden=16;32,32"], load_task("mnist").Config)

@@ -31,10 +31,10 @@ from optuna.trial import TrialState
 
 from runstore import run_folder, run_store
 from runstore.run_folder import RunFolder
-from training.sweep import report
-from training.sweep import study as studies
+from settings.sweep import report
+from settings.sweep import study as studies
+from settings.sweep.space import parse_space
 from training.sweep.command import worker_main
-from training.sweep.space import parse_space
 from training.tasks import load_task
 
 PASSWORD = "s3cret-pw"

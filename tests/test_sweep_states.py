@@ -17,8 +17,8 @@ import pytest
 from optuna.trial import TrialState
 
 from runstore.run_folder import RunFolder
-from training.sweep import study as studies
-from training.sweep.space import parse_space
+from settings.sweep import study as studies
+from settings.sweep.space import parse_space
 from training.tasks import load_task
 
 pytestmark = pytest.mark.slow  # one worker process compiling JAX: a few seconds
@@ -72,7 +72,7 @@ def test_trial_states_follow_what_their_runs_did(tmp_path: Path) -> None:
 def test_pruner_and_direction_are_checked_and_kept(tmp_path: Path) -> None:
     """`--sweep-pruner threshold:V` prunes on the losing side of V for either direction; a bad spec is one
     line naming the flag, and nothing is created."""
-    from training.settings import ConfigError
+    from settings.fields import ConfigError
 
     assert studies.make_pruner("threshold:1.5", "minimize")._upper == 1.5
     assert studies.make_pruner("threshold:0.9", "maximize")._lower == 0.9
@@ -96,8 +96,8 @@ def test_pruner_and_direction_are_checked_and_kept(tmp_path: Path) -> None:
 def test_sweeps_page_names_the_objective_and_its_direction_and_shows_values(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from settings.sweep import report
     from tests.apptest_pages import app
-    from training.sweep import report
 
     url = _grid(tmp_path, "shown", (0.3, 0.001, 0.2))
     study = studies.load("shown", url)
@@ -123,8 +123,8 @@ def test_sweeps_page_names_the_objective_and_its_direction_and_shows_values(
 
 def test_the_sweep_form_sends_the_objective_and_its_direction(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from dashboard.forms.sweep_form import sweep_argv
+    from settings.fields import ConfigError
     from training import cli
-    from training.settings import ConfigError
 
     monkeypatch.setenv("JAXDASH_RUNS", str(tmp_path))
     argv = sweep_argv("regression", "lr=0.1,0.2", "", "grid", 2, 1, "s", ("train/loss", "maximize"))

@@ -21,9 +21,9 @@ from optuna.trial import TrialState
 
 from runstore import run_folder, run_store
 from runstore.run_folder import RunFolder
+from settings.sweep import study as studies
+from settings.sweep.space import parse_space
 from tests.fixtures_runs import hold_env, wait_held
-from training.sweep import study as studies
-from training.sweep.space import parse_space
 from training.tasks import load_task
 
 pytestmark = pytest.mark.slow  # real processes, each compiling JAX: tens of seconds

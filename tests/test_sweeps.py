@@ -20,9 +20,10 @@ from typing import Any
 import pytest
 import yaml
 
+from settings.config import parse_config
+from settings.registry import BUILTIN
 from training import cli
-from training.config import parse_config
-from training.tasks import BUILTIN, load_task
+from training.tasks import load_task
 
 ROOT = Path(__file__).resolve().parents[1]
 SWEEPS = sorted((ROOT / "sweeps").glob("*.yaml"))
@@ -113,8 +114,8 @@ def test_wandb_keeps_the_agents_run_id(tmp_path):
 
 OPEN_AT = """
 import sys, time
-from training.settings import ConfigError
-from training.sweep import study
+from settings.fields import ConfigError
+from settings.sweep import study
 time.sleep(max(0.0, float(sys.argv[2]) - time.time()))  # asleep, not spinning: 6 spinning processes took 2 cores
 try:
     study.storage(sys.argv[1])

@@ -98,8 +98,8 @@ def test_jaxdash_exports_the_task_api_on_first_use() -> None:
         "import sys, jaxdash\n"
         "print(sorted(m for m in ('training.tasks.base', 'training.tasks.summaries', 'jax') if m in sys.modules))\n"
         "from jaxdash import Task, TaskSettings, StepsConfig, EpochsConfig, setting, FitSummary, subsample\n"
-        "import training.tasks.base as base, training.tasks.summaries as summaries\n"
-        "print(Task is base.Task, TaskSettings is base.TaskSettings, FitSummary is summaries.FitSummary)\n"
+        "import settings.task, training.tasks.base as base, training.tasks.summaries as summaries\n"
+        "print(Task is base.Task, TaskSettings is settings.task.TaskSettings, FitSummary is summaries.FitSummary)\n"
         "print({'Task', 'Data', 'TaskSettings', 'ClassificationSummary'} <= set(jaxdash.__all__))"
     )
     root = Path(__file__).resolve().parent.parent

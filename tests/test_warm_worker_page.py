@@ -13,8 +13,8 @@ import pytest
 from dashboard.processes import launcher
 from dashboard.processes import warm_workers as worker
 from runstore import launch_files, run_folder
+from settings.config import parse_config
 from tests.apptest_pages import app, dirs, submit_mnist_form, wait_status
-from training.config import parse_config
 
 # -- warm worker -----------------------------------------------------------------------------------
 

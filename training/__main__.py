@@ -7,8 +7,8 @@ import os
 import sys
 
 from runstore.run_folder import RunFolder
+from settings.fields import ConfigError
 from training import cli
-from training.settings import ConfigError
 
 
 def _fail(message: str, code: int = 2) -> int:
@@ -45,7 +45,7 @@ def _resume(argv: list[str]) -> int:
 
 
 def _train(task: str, argv: list[str]) -> int:
-    from training.runs.population import member_raws, parse_axes
+    from settings.population import member_raws, parse_axes
     from training.tasks import load_task
 
     try:

@@ -20,8 +20,9 @@ from typing import Any
 from runstore import run_folder, run_states, run_store
 from runstore.run_folder import RunFolder
 from runwriters.wandb.mode import MODES as WANDB_MODES
-from training.settings import FieldInfo, fields
-from training.tasks import available
+from settings.fields import FieldInfo, fields
+from settings.population import MAX_MEMBERS
+from settings.registry import available
 
 PAGE_FILES = (run_folder.LAUNCH, run_folder.LOG)  # what a page-launched run dir holds before its process starts
 EXIT_CODES = run_states.EXIT_CODES
@@ -88,7 +89,7 @@ def task_parser(task: str, task_cls: type) -> argparse.ArgumentParser:
         help="train one run per combination of the listed lr/seed values, all in one vmapped program "
         "(repeatable; cartesian product); each member gets its own run dir",
     )
-    from training.sweep.flags import add_flags
+    from settings.sweep.flags import add_flags
 
     add_flags(p)  # --sweep ..., --queue
     add_job_flags(p)
@@ -232,9 +233,6 @@ def check_runs_root(root: Path | None) -> str | None:
                 return f"{flag} {where}: {folder} is a file, not a folder; choose a folder for the runs."
             return None
     return None
-
-
-MAX_MEMBERS = 64  # one program trains every member; the page has the same cap (dashboard/forms/population_form.py)
 
 
 def check_members(count: int) -> str | None:

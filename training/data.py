@@ -1,12 +1,6 @@
-"""MNIST and Fashion-MNIST as numpy arrays: find the IDX files locally or download and verify them.
+"""MNIST and Fashion-MNIST as numpy arrays: read the IDX files found locally, or download and verify them.
 
-Search order (the first directory holding all four files wins):
-  1. `data_dir` (cfg.data_dir / --data-dir), the folder itself or its `<name>/` subfolder;
-  2. `$JAXDASH_DATA_DIR`, likewise;
-  3. the user cache, `$XDG_CACHE_HOME/jaxdash/<name>` (default `~/.cache/jaxdash/<name>`);
-  4. for fashion_mnist, Debian's `/usr/share/datasets/fashion-mnist` (`apt-get install dataset-fashion-mnist`);
-  5. a download from the dataset's mirrors into `data_dir`, else `$JAXDASH_DATA_DIR/<name>`, else the cache.
-
+Where the files are looked for and where a download goes is settings/datasets.py (the page asks it too).
 Downloads are checked against the published SHA-256 of each .gz file. Local files are only
 checked structurally (IDX magic numbers and sizes): Debian ships Fashion-MNIST recompressed, so
 its .gz bytes differ from upstream although the decompressed contents are identical.
@@ -24,15 +18,11 @@ from pathlib import Path
 
 import numpy as np
 
+from settings import datasets
+from settings.datasets import ENV_DATA_DIR, FILES, cache_dir, download_target, find_file
 from training import data_cache
 from training.errors import DataUnavailable
 
-FILES = (
-    "train-images-idx3-ubyte.gz",
-    "train-labels-idx1-ubyte.gz",
-    "t10k-images-idx3-ubyte.gz",
-    "t10k-labels-idx1-ubyte.gz",
-)
 MIRRORS: dict[str, tuple[str, ...]] = {
     "mnist": (
         "https://storage.googleapis.com/cvdf-datasets/mnist/",
@@ -60,24 +50,6 @@ SHA256: dict[str, dict[str, str]] = {
         FILES[3]: "67da17c76eaffca5446c3361aaab5c3cd6d1c2608764d35dfb1850b086bf8dd5",
     },
 }
-DATASET_SIZES: dict[str, tuple[int, int]] = {"mnist": (60_000, 10_000), "fashion_mnist": (60_000, 10_000)}
-CLASS_NAMES: dict[str, tuple[str, ...]] = {
-    "mnist": tuple(str(i) for i in range(10)),
-    "fashion_mnist": (
-        "T-shirt/top",
-        "Trouser",
-        "Pullover",
-        "Dress",
-        "Coat",
-        "Sandal",
-        "Shirt",
-        "Sneaker",
-        "Bag",
-        "Ankle boot",
-    ),
-}
-DEBIAN_DIRS = {"fashion_mnist": Path("/usr/share/datasets/fashion-mnist")}
-ENV_DATA_DIR = "JAXDASH_DATA_DIR"
 TIMEOUT_S = 15.0  # per socket operation: a dead mirror must not hang a run for minutes
 
 Arrays = data_cache.Arrays  # (train_x, train_y, test_x, test_y)
@@ -87,52 +59,6 @@ PARSED = "parsed"  # cache_dir(PARSED): the parsed datasets (training/data_cache
 def mirrors_env_var(name: str) -> str:
     """Env var holding comma-separated mirror URLs that replace the built-in ones, e.g. JAXDASH_MNIST_MIRRORS."""
     return f"JAXDASH_{name.upper()}_MIRRORS"
-
-
-def cache_dir(name: str) -> Path:
-    """The per-user download cache of one dataset (XDG_CACHE_HOME respected)."""
-    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(root) / "jaxdash" / name
-
-
-def _find(folder: Path, file: str) -> Path | None:
-    """The .gz file, or its unpacked twin (people often gunzip them)."""
-    for p in (folder / file, folder / file.removesuffix(".gz")):
-        if p.is_file():
-            return p
-    return None
-
-
-def _complete(folder: Path) -> bool:
-    return all(_find(folder, f) for f in FILES)
-
-
-def _candidates(name: str, data_dir: str | os.PathLike | None) -> list[Path]:
-    out: list[Path] = []
-    for root in (data_dir, os.environ.get(ENV_DATA_DIR)):
-        if root:
-            out += [Path(root).expanduser(), Path(root).expanduser() / name]
-    out.append(cache_dir(name))
-    if name in DEBIAN_DIRS:
-        out.append(DEBIAN_DIRS[name])
-    return out
-
-
-def find_local(name: str, data_dir: str | os.PathLike | None = None) -> Path | None:
-    """The first folder in the search order that holds all four files of `name`, or None."""
-    return next((p for p in _candidates(name, data_dir) if _complete(p)), None)
-
-
-def download_target(name: str, data_dir: str | os.PathLike | None = None) -> Path:
-    """Where a download of `name` would be written."""
-    return _download_target(name, data_dir)
-
-
-def _download_target(name: str, data_dir: str | os.PathLike | None) -> Path:
-    if data_dir:
-        return Path(data_dir).expanduser()
-    env = os.environ.get(ENV_DATA_DIR)
-    return Path(env).expanduser() / name if env else cache_dir(name)
 
 
 def _fetch(url: str, dest: Path, sha256: str | None, timeout: float) -> None:
@@ -162,7 +88,7 @@ def download(
     """
     errors: list[str] = []
     for file in FILES:
-        if _find(target, file):
+        if find_file(target, file):
             continue
         for base in mirrors:
             url = base.rstrip("/") + "/" + file
@@ -195,7 +121,7 @@ _PARSED: dict[tuple, Arrays] = {}  # the last dataset parsed in this process: a 
 def read_folder(folder: Path) -> Arrays:
     """The four IDX files in `folder`, parsed once while they stay the same (read-only arrays): kept for this
     process, and on disk for the next (training/data_cache.py)."""
-    paths = [_find(folder, f) for f in FILES]
+    paths = [find_file(folder, f) for f in FILES]
     if None in paths:
         return _parse_folder(folder)  # names the missing file
     stats = [os.stat(p) for p in paths]
@@ -216,8 +142,8 @@ def _parse_folder(folder: Path) -> Arrays:
     """Parse the four IDX files in `folder`, validating magic numbers, shapes and label range."""
     out = []
     for images_file, labels_file in ((FILES[0], FILES[1]), (FILES[2], FILES[3])):
-        x = _read_idx(_find(folder, images_file), 0x0803, 3)
-        y = _read_idx(_find(folder, labels_file), 0x0801, 1)
+        x = _read_idx(find_file(folder, images_file), 0x0803, 3)
+        y = _read_idx(find_file(folder, labels_file), 0x0801, 1)
         if x.shape[1:] != (28, 28) or x.shape[0] != y.shape[0] or (y.size and y.max() > 9):
             raise ValueError(f"{folder}: images {x.shape} and labels {y.shape} do not form a 28x28, 10-class set")
         out += [x, y.astype(np.int32)]
@@ -256,25 +182,25 @@ def load_dataset(
     """
     if name not in MIRRORS:
         raise DataUnavailable(f"Unknown dataset {name!r}; choose one of: {', '.join(MIRRORS)}.")
-    looked = _candidates(name, data_dir)
+    looked = datasets.candidates(name, data_dir)
     for folder in looked:
-        if _complete(folder):
+        if datasets.complete(folder):
             return _read_or_explain(folder)
     env_mirrors = os.environ.get(mirrors_env_var(name))
     urls = list(mirrors) if mirrors is not None else env_mirrors.split(",") if env_mirrors else list(MIRRORS[name])
     sums = SHA256[name] if checksums is None else checksums
-    target = _download_target(name, data_dir)
+    target = download_target(name, data_dir)
     existed = target.exists()
     try:
         errors = download(name, target, [u for u in urls if u], sums, timeout)
     except OSError as exc:  # e.g. the target folder is not writable
         errors = [f"{target}: {exc}"]
-    if not errors and _complete(target):
+    if not errors and datasets.complete(target):
         return _read_or_explain(target)
     if not existed and target.is_dir() and not any(target.iterdir()):
         target.rmdir()  # leave no empty cache folder behind a failed download
     fix = f"pass --data-dir DIR (a folder holding {', '.join(FILES)}) or set {ENV_DATA_DIR}=DIR"
-    if name in DEBIAN_DIRS:
+    if name in datasets.DEBIAN_DIRS:
         fix += ", or run `sudo apt-get install dataset-fashion-mnist`"
     raise DataUnavailable(
         f"Dataset {name!r} is not available. Looked in: {', '.join(map(str, dict.fromkeys(looked)))}; "

@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from runstore import tags
-from training.config import ConfigError
-from training.tasks import task_settings
+from settings.config import ConfigError
+from settings.registry import task_settings
 
 METRIC_LABELS = {
     tags.TEST_LOSS: "Test loss",

@@ -2,7 +2,7 @@
 
 `python -m training TASK --population lr=0.001,0.01 --population seed=0,1` trains every
 combination at once (one process, `jax.vmap`). The form's lists are checked here, in the form's words
-(training.runs.population checks the CLI's `--population` specs), each combination through
+(settings.population checks the CLI's `--population` specs), each combination through
 `parse_config` like a single run (the task's settings, no model code). No JAX and no Streamlit here.
 """
 
@@ -12,13 +12,10 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from training import cli
-from training.config import ConfigError, parse_config
-from training.runs.population import VARIED, member_raws
-from training.settings import field_label
-from training.tasks import task_settings
-
-MAX_MEMBERS = cli.MAX_MEMBERS  # all members train in one process; beyond this a typo is likelier than intent
+from settings.config import ConfigError, parse_config
+from settings.fields import field_label
+from settings.population import MAX_MEMBERS, VARIED, member_raws
+from settings.registry import task_settings
 
 
 def split_list(text: str) -> list[str]:

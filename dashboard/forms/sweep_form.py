@@ -1,7 +1,7 @@
 """The New run page's sweep form: one text line per swept setting, started through the run queue.
 
 No st.form: Enter in a field only keeps its value; the sweep starts on a click of "Start sweep".
-The space is checked (training.sweep.space) before anything is queued, and a problem shows as
+The space is checked (settings.sweep.space) before anything is queued, and a problem shows as
 one line naming the field.
 """
 
@@ -14,8 +14,8 @@ import streamlit as st
 
 from dashboard.panels import safe_text
 from runstore import run_store
-from training.settings import ConfigError
-from training.sweep.flags import DIRECTIONS, METHODS
+from settings.fields import ConfigError
+from settings.sweep.flags import DIRECTIONS, METHODS
 
 
 def sweep_argv(
@@ -32,8 +32,8 @@ def sweep_argv(
 
     `objective`: (metric, direction) the trials are judged by ("auto": test/loss, else train/loss).
     """
-    from training.sweep.space import parse_space
-    from training.tasks import task_settings
+    from settings.registry import task_settings
+    from settings.sweep.space import parse_space
 
     lines = [s.strip() for s in specs.splitlines() if s.strip()]
     parse_space(lines, task_settings(task).Config, method)  # raises, naming the field, before anything starts
@@ -90,7 +90,7 @@ def sweep_form(task: str) -> str | None:
             st.error(safe_text.md("; ".join(f"{k}: {v}" for k, v in exc.errors.items())), icon=":material/error:")
             return None
         from dashboard.processes import launcher, page_queue
-        from training.queue.store import Queue
+        from settings.queue.store import Queue
 
         Queue(run_store.runs_root()).submit(argv, label=f"sweep {name}")
         page_queue.dispatch(run_store.runs_root(), launcher.start_now)  # on the warm worker when one is ready

@@ -15,7 +15,7 @@ import streamlit as st
 
 from dashboard.panels import safe_text
 from runwriters.wandb.mode import MODES as WANDB_MODES
-from training.settings import FieldInfo
+from settings.fields import FieldInfo
 
 STATE_STYLE: dict[str, tuple[str, str]] = {  # state -> (badge color, material icon)
     "queued": ("gray", ":material/schedule:"),
@@ -135,7 +135,7 @@ def config_form(
 
     Args:
       prefix: keys the widgets (`<prefix>_<field>`), e.g. the task's name.
-      infos: the config's fields (`training.settings.fields`); advanced ones go in an expander.
+      infos: the config's fields (`settings.fields.fields`); advanced ones go in an expander.
       errors: {field: message} from a previous submit, each shown under its field.
       columns: fields per row.
       disabled: fields shown greyed out (e.g. set by a population instead).

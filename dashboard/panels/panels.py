@@ -28,8 +28,8 @@ from dashboard.processes import launch_status, launcher
 from dashboard.reading import run_metrics
 from dashboard.server import csv_route
 from runstore import run_states, run_store
-from training.config import ConfigError, config_fields
-from training.tasks import available, task_settings
+from settings.config import ConfigError, config_fields
+from settings.registry import available, task_settings
 
 log = logging.getLogger(__name__)
 PLOT_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}

@@ -29,10 +29,10 @@ from dashboard.processes import warm_workers as worker
 from runstore import launch_files, run_store, safe_files
 from runstore.run_folder import RunFolder
 from runwriters.wandb.mode import MODES as WANDB_MODES
-from training.queue import store as queue_store
-from training.settings import config_to_dict, fields
-from training.tasks import task_settings
-from training.tasks.base import TaskSettings
+from settings.fields import config_to_dict, fields
+from settings.queue import store as queue_store
+from settings.registry import task_settings
+from settings.task import TaskSettings
 
 REPO_ROOT = worker.REPO_ROOT
 log = logging.getLogger(__name__)

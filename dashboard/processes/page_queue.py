@@ -24,7 +24,7 @@ from typing import Any
 
 from runstore import launch_files, run_store
 from runstore.run_folder import RunFolder
-from training.queue.store import Queue
+from settings.queue.store import Queue
 
 DISPATCH_S = 1.0  # how often the dispatcher looks for a free slot while jobs wait
 PAGE_WAIT_S = 3.0  # a page's call waits this long for another process's write to queue.db, then says so

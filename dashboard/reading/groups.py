@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from runstore import run_store
-from training.runs.population import VARIED
+from settings.population import VARIED
 
 
 def group_of(run: run_store.RunInfo) -> str | None:

@@ -11,7 +11,7 @@ import streamlit as st
 
 from dashboard.panels import safe_text
 from dashboard.processes.launch_status import population_members, run_status
-from runstore import launch_files, run_reads, run_states, run_store, safe_files, tb_logdir
+from runstore import launch_files, run_reads, run_states, run_store, run_watch, safe_files, tb_logdir
 from runstore.run_folder import CONFIG, RunFolder
 
 ACTIVE_STATES = run_states.ACTIVE
@@ -60,15 +60,29 @@ def all_runs() -> list[run_store.RunInfo]:
     return sorted(runs, key=lambda r: (-first.get(r.status.get("group"), r.created), r.status.get("member") or 0))
 
 
-def _logdir_runs(root: Path) -> list[run_store.RunInfo]:
-    """The runs of the TensorBoard logdir this dashboard reads (--logdir), brought up to date first."""
+def logdir_current(root: Path) -> None:
+    """Ask the server's logdir watch (runstore/logdir_watch.py, a background thread) for a check now and wait for
+    it a bounded time: the page then reads the mirrors as they are, and never syncs itself. Says so while the
+    watch's first sync is under way, and why when the logdir cannot be read (its runs so far stay listed)."""
     logdir = tb_logdir.logdir()
-    if logdir is None:
+    watch = run_watch.watcher(root).logdir_watch if logdir is not None else None
+    if watch is None:
+        return
+    watch.request()
+    if watch.error:
+        st.warning(
+            f"TensorBoard logdir {safe_text.code(logdir)}: {safe_text.md(watch.error)}", icon=":material/warning:"
+        )
+    elif watch.reading:
+        mirrored = len(run_store.run_folders(tb_logdir.mirror_root(root)))
+        st.caption(f"Reading the TensorBoard logdir {safe_text.code(logdir)}: {mirrored} runs mirrored so far.")
+
+
+def _logdir_runs(root: Path) -> list[run_store.RunInfo]:
+    """The runs of the TensorBoard logdir this dashboard reads (--logdir), as its watch has mirrored them."""
+    if tb_logdir.logdir() is None:
         return []
-    try:
-        tb_logdir.sync_if_due(logdir, root)
-    except OSError as exc:  # an unreadable logdir never breaks the page; its runs so far stay listed
-        st.warning(f"TensorBoard logdir {safe_text.code(logdir)}: {safe_text.md(exc)}", icon=":material/warning:")
+    logdir_current(root)
     return run_reads.list_runs(tb_logdir.mirror_root(root), run_status)
 
 

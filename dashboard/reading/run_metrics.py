@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
 import functools
 from collections.abc import Callable
 from pathlib import Path
 
 import streamlit as st
 
-from runstore import run_store, tb_logdir
 from runstore.metrics import metric_csv
 from runstore.metrics.metric_table import MetricTable
 
@@ -20,11 +18,8 @@ def _metric_table(run_dir: str) -> MetricTable:
 
 
 def metrics(run_dir: Path) -> MetricTable:
-    """A run's metrics as bounded columns, shared by every session and read only where the file grew."""
-    logdir = tb_logdir.logdir()
-    if logdir is not None and tb_logdir.is_mirror(run_dir):  # new events of a TensorBoard log first
-        with contextlib.suppress(OSError):
-            tb_logdir.sync_if_due(logdir, run_store.runs_root())
+    """A run's metrics as bounded columns, shared by every session and read only where the file grew (a TensorBoard
+    log's mirror as the server's logdir watch last synced it: pages never sync)."""
     return _metric_table(str(run_dir)).update(Path(run_dir))
 
 

@@ -26,7 +26,7 @@ from dashboard.server import run_lookup
 from runstore import run_folder, run_store, run_watch
 
 ROUTE_ON = False  # set by dashboard/server_app.py
-MAX_IDS = 64  # a population's members at most (training.cli.MAX_MEMBERS)
+MAX_IDS = 64  # a population's members at most (settings.population.MAX_MEMBERS)
 FILES = (run_folder.LAUNCH,)  # with the status's state and phase: what the page shows as soon as it changes
 STREAMS = (run_folder.RECORDS, run_folder.STATUS, run_folder.LOG, run_folder.OUTPUT)  # what changes with every chunk
 MEDIA = run_folder.ARTIFACTS  # tables, figures, images: written by rename or as new files, so their folders' times move

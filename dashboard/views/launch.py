@@ -13,10 +13,10 @@ from dashboard.panels import inplace_chart, line_chart, pbt_panels, safe_text
 from dashboard.processes import launcher
 from dashboard.reading import run_list
 from runstore import run_store, run_watch
-from training import data
-from training.config import ConfigError, FieldInfo, config_fields, parse_config
-from training.runs.population import VARIED
-from training.tasks import available, task_settings
+from settings import datasets
+from settings.config import ConfigError, FieldInfo, config_fields, parse_config
+from settings.population import VARIED
+from settings.registry import available, task_settings
 
 
 def task_title(task: str) -> str:
@@ -39,10 +39,10 @@ def form_prefix(task: str) -> str:
 def dataset_note(name: str, data_dir: str | None) -> str:
     """Where a run would get dataset `name`: the local folder it uses, or a download (which needs internet)."""
     # training.data's own search order (no JAX in that module); see its docstring.
-    found = data.find_local(name, data_dir or None)
+    found = datasets.find_local(name, data_dir or None)
     if found is not None:
         return f"{dataset_title(name)}: found in `{found}`"
-    target = data.download_target(name, data_dir or None)
+    target = datasets.download_target(name, data_dir or None)
     return f"{dataset_title(name)}: not found locally, will be downloaded to `{target}` on first run (needs internet)"
 
 
@@ -57,10 +57,10 @@ def dataset_fields(infos: list[FieldInfo], prefix: str) -> tuple[dict[str, str],
     has_dir = any(f.name == "data_dir" for f in infos)
     data_dir = st.session_state.get(f"{prefix}_data_dir") if has_dir else None
     for f in infos:
-        if not f.choices or not set(f.choices) <= set(data.DATASET_SIZES):
+        if not f.choices or not set(f.choices) <= set(datasets.DATASET_SIZES):
             continue
         notes[f.name] = "  \n".join(dataset_note(d, data_dir) for d in f.choices)
-        local = [d for d in f.choices if data.find_local(d, data_dir or None) is not None]
+        local = [d for d in f.choices if datasets.find_local(d, data_dir or None) is not None]
         if local and f.default not in local:
             defaults[f.name] = local[0]
             notes[f.name] += f"  \nDefault: {dataset_title(local[0])}, the one available here."

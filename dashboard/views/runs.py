@@ -289,7 +289,6 @@ def body(active_ids: list[str] | None = None) -> None:
             active_ids, key="runs_trigger", gap_ms=int(REFRESH_S * 1000), stream_gap_ms=int(RECORDS_REFRESH_S * 1000)
         )
     root = run_store.runs_root()
-    sync_logdir(root)
     index = st.session_state.pop("_runs_index", None) or runs_page.open_index(root)  # asked once per page run
     everything = index_reader.indexed_count(root)
     if not everything and not index.building:
@@ -362,17 +361,6 @@ def body(active_ids: list[str] | None = None) -> None:
     compare.draw(selected, display, group_by)
 
 
-def sync_logdir(root: Path) -> None:
-    """Bring a TensorBoard logdir's mirrors up to date (at most every 0.4 s for all sessions) for the index."""
-    logdir = tb_logdir.logdir()
-    if logdir is None:
-        return
-    try:
-        tb_logdir.sync_if_due(logdir, root)
-    except OSError as exc:  # an unreadable logdir never breaks the page; its runs so far stay listed
-        st.warning(f"TensorBoard logdir {safe_text.code(logdir)}: {safe_text.md(exc)}", icon=":material/warning:")
-
-
 if st.session_state.get("selected_ids") or st.query_params.get("compare"):
     inplace_chart.warm_up("grid")  # a comparison follows: its grids' uPlot loads while the server runs the page
 st.title("Runs & compare")
@@ -380,7 +368,7 @@ st.caption(
     f"Runs under {safe_text.code(run_store.runs_root())}, where scripts calling `jaxdash.init` write too "
     "(`$JAXDASH_RUNS` picks another folder)."
 )
-sync_logdir(run_store.runs_root())  # first: the index's update below then holds a logdir's new runs
+run_list.logdir_current(run_store.runs_root())  # first: the index's update below then holds a logdir's new runs
 st.session_state["_runs_index"] = runs_page.open_index(run_store.runs_root())  # its keeper runs while it is open
 listed = runs_page.active(run_store.runs_root())
 refresh, polled_ids = refresh_trigger.follow(listed, REFRESH_S)

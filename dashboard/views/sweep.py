@@ -15,7 +15,7 @@ from components.sweep_figures import best_so_far, parallel_coordinates
 from dashboard import refresh_timings
 from dashboard.panels import safe_text
 from runstore import run_store
-from training.settings import ConfigError
+from settings.fields import ConfigError
 
 REFRESH_S = refresh_timings.seconds("sweep_rerun")
 REFUSED_SHOWN_S = 3600.0  # a refused job is named on this page for an hour
@@ -35,7 +35,7 @@ def queue_panel() -> None:
 def _queue_panel() -> None:
     """Running and queued jobs with their position; queued ones can be cancelled."""
     from dashboard.processes import launcher, page_queue
-    from training.queue.store import Queue
+    from settings.queue.store import Queue
 
     queue = Queue(run_store.runs_root(), wait_s=page_queue.PAGE_WAIT_S)  # a damaged queue.db raises here
     problem = queue.write_problem()
@@ -121,8 +121,8 @@ def value_title(objective: dict[str, str]) -> str:
 
 def study_view(name: str, url: str) -> None:
     """The chosen study: counts, table, figures and importances."""
-    from training.sweep import report
-    from training.sweep import study as studies
+    from settings.sweep import report
+    from settings.sweep import study as studies
 
     study = studies.load(name, url)
     rows = report.trial_rows(study)
@@ -160,7 +160,7 @@ def study_view(name: str, url: str) -> None:
 def live() -> None:
     """Everything that changes: the queue and the chosen study."""
     queue_panel()
-    from training.sweep import report
+    from settings.sweep import report
 
     url = report.default_storage(run_store.runs_root())
     if url is None:
@@ -172,7 +172,7 @@ def live() -> None:
         st.error(safe_text.md("; ".join(exc.errors.values())), icon=":material/error:")
         return
     except Exception as exc:  # noqa: BLE001 - a damaged sweeps.db: say so in one line, keep the page
-        from training.sweep.server import is_server, shown
+        from settings.sweep.server import is_server, shown
 
         fix = "check the server and the URL" if is_server(url) else "move the file away to start over"
         reason = (

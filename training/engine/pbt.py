@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from training.settings import ConfigError
+from settings.fields import ConfigError
 
 Copy = dict[str, Any]  # {"step", "member", "source", "old_lr", "new_lr", "reason"}
 

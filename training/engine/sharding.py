@@ -19,7 +19,7 @@ import numpy as np
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from training.config import ConfigError
+from settings.config import ConfigError
 
 AXIS = "data"
 

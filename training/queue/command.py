@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from runstore import run_store, safe_files
-from training.queue.store import Queue
+from settings.queue.store import Queue
 
 
 def without_queue_flags(argv: list[str]) -> list[str]:

@@ -19,8 +19,8 @@ from pathlib import Path
 from runstore.env_numbers import EnvNumberError
 from runstore.run_folder import RunFolder
 from runwriters.base import MetricWriter
+from settings.fields import ConfigError
 from training.errors import TrainingError
-from training.settings import ConfigError
 
 log = logging.getLogger(__name__)
 

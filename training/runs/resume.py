@@ -21,12 +21,12 @@ from typing import Any
 from runstore import run_states
 from runstore.run_folder import RunFolder
 from runwriters.base import Tracking
+from settings.fields import parse_config
 from training.engine import processes
 from training.engine.pbt import PbtConfig
 from training.engine.processes import JobFlags
 from training.errors import CannotResume
 from training.runs.run import FOLLOWER, MemberRuns, Outcome, train_members
-from training.settings import parse_config
 from training.tasks import load_task
 
 _WHY_NOT = {

@@ -20,13 +20,14 @@ from typing import Any
 from runstore import run_store
 from runstore.run_folder import RunFolder
 from runwriters.base import DEFAULT_TRACKING, MetricWriter, Tracking
+from settings.fields import config_to_dict, parse_config
+from settings.registry import canonical_spec
 from training.engine import processes
 from training.engine.members import Member, Members
 from training.engine.pbt import PbtConfig
 from training.engine.result import TrainResult
 from training.runs.lifecycle import StopFlag, failure
-from training.settings import config_to_dict, parse_config
-from training.tasks import canonical_spec, load_task
+from training.tasks import load_task
 from training.tasks.base import Task
 
 Outcome = tuple[Path, str, TrainResult | None]  # (run dir, final state, result or None)

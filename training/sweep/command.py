@@ -19,9 +19,9 @@ from typing import Any
 
 from runstore import run_states, run_store
 from runwriters.wandb.mode import MODES as WANDB_MODES
-from training.sweep import server
-from training.sweep import study as studies
-from training.sweep.space import parse_space
+from settings.sweep import server
+from settings.sweep import study as studies
+from settings.sweep.space import parse_space
 
 
 def _worker_argv(name: str, url: str, root: Path, args: argparse.Namespace) -> list[str]:
@@ -32,7 +32,7 @@ def _worker_argv(name: str, url: str, root: Path, args: argparse.Namespace) -> l
 
 def run_sweep(task: str, task_cls: type, raw: dict[str, Any], args: argparse.Namespace, wandb_mode: str) -> int:
     """Create the study, then train it: in this process, plus `--workers - 1` queued workers beside it."""
-    from training.settings import ConfigError, parse_config
+    from settings.fields import ConfigError, parse_config
     from training.sweep.trials import shares_program
     from training.sweep.worker import run_worker
 
@@ -54,7 +54,7 @@ def run_sweep(task: str, task_cls: type, raw: dict[str, Any], args: argparse.Nam
     helpers = []
     workers = args.workers or (args.max_parallel if not shares_program(space) and args.sweep_method != "grid" else 1)
     if workers > 1:
-        from training.queue import store as queue
+        from settings.queue import store as queue
 
         # queue.db and the workers' command lines get the URL without its password; the workers this
         # process starts get it in their environment (readable by this user only, unlike `ps`).
@@ -87,7 +87,7 @@ def worker_main(argv: list[str]) -> int:
 
     A server URL without a password takes $JAXDASH_STORAGE_PASSWORD's, else libpq's $PGPASSWORD or ~/.pgpass.
     """
-    from training.settings import ConfigError
+    from settings.fields import ConfigError
     from training.sweep.worker import run_worker
 
     p = argparse.ArgumentParser(prog="python -m training worker", description="train trials of a sweep's study")

@@ -2,7 +2,7 @@
 
 Each trial is an ordinary run folder whose config.json has a top-level "sweep" entry
 ({"study", "trial", "program"}); trials that differ only in lr and seed share one program
-(a population, `training/runs/population.py`). While they train, each chunk's value is reported to
+(a population, `settings/population.py`). While they train, each chunk's value is reported to
 Optuna (trial.report) and a lone trial the pruner cuts stops at that step: its run ends "pruned" and
 the trial PRUNED. A run that trained to its end is COMPLETE with its objective value.
 """
@@ -19,13 +19,14 @@ import optuna
 from runstore import run_states, tags
 from runstore.run_folder import RunFolder
 from runwriters.base import Tracking
+from settings.fields import parse_config
+from settings.population import VARIED
+from settings.registry import canonical_spec
+from settings.sweep import server
+from settings.sweep import study as studies
 from training.runs.lifecycle import StopFlag
-from training.runs.population import VARIED
 from training.runs.run import MemberRuns, NewRuns, create_runs, train_members
-from training.settings import parse_config
-from training.sweep import server
-from training.sweep import study as studies
-from training.tasks import canonical_spec, load_task
+from training.tasks import load_task
 
 
 def shares_program(space: Sequence[str]) -> bool:

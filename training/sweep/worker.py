@@ -23,10 +23,10 @@ import optuna
 from optuna.trial import TrialState
 
 from runstore import safe_files
-from training.cli import MAX_MEMBERS
-from training.settings import ConfigError
-from training.sweep import server
-from training.sweep import study as studies
+from settings.fields import ConfigError
+from settings.population import MAX_MEMBERS
+from settings.sweep import server
+from settings.sweep import study as studies
 from training.sweep.trials import programs, run_batch, shares_program
 
 IDLE_S = 0.5  # while other workers' trials run, look again this often (one may die; the last one to end ends the sweep)
@@ -108,7 +108,7 @@ def _next_joins(study: optuna.Study, first: optuna.Trial) -> bool:
 
 
 def _same_program(a: dict, b: dict) -> bool:
-    from training.runs.population import VARIED
+    from settings.population import VARIED
 
     return {k: str(v) for k, v in a.items() if k not in VARIED} == {k: str(v) for k, v in b.items() if k not in VARIED}
 

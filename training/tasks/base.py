@@ -25,60 +25,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
-from training.settings import setting
-
-PANELS = ("fit", "loss", "accuracy")  # live panels the page knows how to draw
-
-
-@dataclass(frozen=True)
-class BaseConfig:
-    """Settings every task has: the engine reads them."""
-
-    seed: int = setting(0, "Seed", "PRNG seed of the initial parameters and the data order.", min=0, max=2**32 - 1)
-    optimizer: str = setting("adam", "Optimizer", "Optax optimizer.", choices=("sgd", "adam"))
-    lr: float = setting(1e-3, "Learning rate", "Step size of the optimizer, e.g. 0.001.", min=0, min_exclusive=True)
-    log_every: int = setting(
-        100,
-        "Steps per chunk",
-        "Steps run in one compiled chunk; metrics leave the device once per chunk.",
-        min=1,
-        max=100_000,
-        advanced=True,
-    )
-    ckpt_every: int = setting(
-        1000,
-        "Checkpoint every (steps)",
-        "Orbax checkpoint cadence; 0 = only when stopped, at epoch ends and at the end (also every 30 s).",
-        min=0,
-        advanced=True,
-    )
-
-
-@dataclass(frozen=True)
-class StepsConfig(BaseConfig):
-    """A full-batch task: every step sees the whole training set."""
-
-    steps: int = setting(1000, "Steps", "Gradient steps.", min=1, max=100_000_000)
-
-
-@dataclass(frozen=True)
-class EpochsConfig(BaseConfig):
-    """A mini-batch task: shuffled batches, whole epochs, evaluation on a test set."""
-
-    batch_size: int = setting(32, "Batch size", "Examples per step.", min=1, max=1_000_000)
-    epochs: int = setting(3, "Epochs", "Passes over the training set.", min=1, max=100_000)
-    eval_every: int = setting(
-        0, "Evaluate every (steps)", "Test-set evaluation cadence; 0 = once per epoch.", min=0, advanced=True
-    )
-    devices: int = setting(
-        0,
-        "Devices",
-        "Local devices each batch is split over; 0 = all (the batch size must divide evenly).",
-        min=0,
-        advanced=True,
-    )
+from settings.task import TaskDeclaration
 
 
 @dataclass
@@ -93,25 +42,9 @@ class Data:
     host: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
 
-class Task:
-    """Base class of every task; see the module docstring.
-
-    Class attributes:
-      name: short id (the CLI sub-command, the run's "task" field).
-      title: words for the form.
-      Config: the config dataclass.
-      panels: live panels, a subset of PANELS in order.
-      per_member_data: a population loads the data once per member. Not needed where `load_data` reads
-        the setting the members vary from `self.cfg` (training/engine/data_reads.py sees that).
-      last_value: step metrics logged as their chunk's last value instead of its mean.
-    """
-
-    name: ClassVar[str] = ""
-    title: ClassVar[str] = ""
-    Config: ClassVar[type] = StepsConfig
-    panels: ClassVar[tuple[str, ...]] = ("loss",)
-    per_member_data: ClassVar[bool] = False
-    last_value: ClassVar[tuple[str, ...]] = ()
+class Task(TaskDeclaration):
+    """Base class of every task; see the module docstring. Its names, config and panels are
+    TaskDeclaration's (settings/task.py), the part the page reads without importing the model."""
 
     def __init__(self, cfg: Any):
         self.cfg = cfg
@@ -153,30 +86,3 @@ class Task:
 
         make = {"adam": adam, "sgd": optax.sgd}[self.cfg.optimizer]
         return optax.inject_hyperparams(make)(learning_rate=self.cfg.lr)
-
-    @classmethod
-    def spec(cls) -> str:
-        """ "module:Class", the way config.json and `--task` name this task."""
-        return f"{cls.__module__}:{cls.__qualname__}"
-
-
-@dataclass(frozen=True)
-class TaskSettings:
-    """What the page needs of a task, declared without its model code: names, typed config, panels.
-
-    A settings module that imports no JAX (training/tasks/regression_settings.py) declares one and
-    names the Task class by spec in `task`; the page reads it and never imports that class, the
-    training process follows `task` to it (training.tasks.load_task). Its attributes are the Task
-    class's own (`name`, `title`, `Config`, `panels`), so either answers a page's question.
-    """
-
-    name: str
-    title: str
-    Config: type  # the task's config dataclass, with its fields' metadata
-    panels: tuple[str, ...]
-    task: str  # "module:Class" (or "path/to/file.py:Class") of the Task subclass
-
-    @classmethod
-    def of(cls, task: type[Task]) -> TaskSettings:
-        """The settings of an imported Task class."""
-        return cls(task.name, task.title, task.Config, tuple(task.panels), task.spec())

@@ -17,10 +17,11 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from training.data import CLASS_NAMES, load_dataset
+from settings.datasets import CLASS_NAMES
+from settings.mnist import MnistConfig
+from training.data import load_dataset
 from training.errors import TrainingError
 from training.tasks.base import Data, Task
-from training.tasks.mnist_settings import MnistConfig
 from training.tasks.summaries import ClassificationSummary
 
 SAMPLE_IMAGES = 64  # test images in the final report, misclassified first

@@ -15,8 +15,8 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from settings.regression import RegressionConfig
 from training.tasks.base import Data, Task
-from training.tasks.regression_settings import RegressionConfig
 from training.tasks.summaries import FitSummary, subsample
 
 

@@ -13,9 +13,9 @@ import optuna
 import sqlalchemy.exc
 from optuna.trial import TrialState
 
-from training.settings import ConfigError
-from training.sweep import server
-from training.sweep import study as studies
+from settings.fields import ConfigError
+from settings.sweep import server
+from settings.sweep import study as studies
 
 STORAGE_ENV = "JAXDASH_SWEEP_STORAGE"  # the page's storage when it is not the runs root's sweeps.db
 

@@ -1,7 +1,7 @@
 """The regression task's settings without its model code (no JAX): what the page reads to draw its form.
 
 training/tasks/regression.py holds the model and re-exports `RegressionConfig`; `SETTINGS` is what
-the registry (training.tasks) lists under "regression", naming that Task class by spec so the page
+the registry (settings.registry) lists under "regression", naming that Task class by spec so the page
 never imports it.
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from training.settings import setting, with_default
-from training.tasks.base import StepsConfig, TaskSettings
+from settings.fields import setting, with_default
+from settings.task import StepsConfig, TaskSettings
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import optuna
 
-from training.settings import ConfigError, FieldInfo, _type_words, check_bounds, coerce, fields
+from settings.fields import ConfigError, FieldInfo, _type_words, check_bounds, coerce, fields
 
 MAX_GRID = 1000  # grid points a sweep may make; a typo like 1:1e6:1e6 is refused, not started
 _DIST = re.compile(r"^(uniform|loguniform|int|choice)\((.*)\)$")

@@ -22,11 +22,11 @@ import sqlalchemy.exc
 
 from runstore import private_files, safe_files
 from runstore.env_numbers import env_number_or_default
-from training.settings import ConfigError
-from training.sweep import server
-from training.sweep.flags import DIRECTIONS, METHODS
-from training.sweep.journal import HeartbeatJournalStorage
-from training.sweep.space import Param, from_specs, grid_size, to_specs
+from settings.fields import ConfigError
+from settings.sweep import server
+from settings.sweep.flags import DIRECTIONS, METHODS
+from settings.sweep.journal import HeartbeatJournalStorage
+from settings.sweep.space import Param, from_specs, grid_size, to_specs
 
 # A worker beats each trial's heartbeat this often; a RUNNING trial silent for GRACE_S is failed and
 # re-queued. $JAXDASH_SWEEP_GRACE_S shortens it (tests; fast networks).
@@ -252,7 +252,7 @@ def enqueue_grid(study: optuna.Study, space: dict[str, Param]) -> None:
 
     Workers ask trials in this order, so a worker claiming K trials gets one program's K members.
     """
-    from training.runs.population import VARIED
+    from settings.population import VARIED
 
     names = list(space)
     points = itertools.product(*(space[n].values or () for n in names))

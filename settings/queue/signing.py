@@ -24,7 +24,7 @@ import stat
 import time
 from pathlib import Path
 
-from training.queue.errors import QueueError, describe
+from settings.queue.errors import QueueError, describe
 
 KEY_BYTES = 32
 SPENT_WAIT_S = 60.0  # how long a dispatch waits for another's write to queue-spent.db

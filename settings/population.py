@@ -14,9 +14,10 @@ import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from training.settings import ConfigError
+from settings.fields import ConfigError
 
 VARIED = ("lr", "seed")  # fields that change values only, never shapes: one compiled program fits all
+MAX_MEMBERS = 64  # all members train in one program; beyond this a typo is likelier than intent (CLI and page)
 
 
 def split_values(text: str) -> list[str]:

@@ -6,7 +6,7 @@ page) calls `dispatch`, which in one write transaction marks dead processes ende
 queued jobs, oldest first, while fewer than the limit run. Queued jobs have a position and can
 be cancelled. The limit defaults to the cores and free memory (`default_limit`) and is settable.
 Every row is signed with this user's key and carries a nonce spent when it starts
-(training/queue/signing.py); dispatch refuses any other row and any row started before.
+(settings/queue/signing.py); dispatch refuses any other row and any row started before.
 queue.db (and the job logs under `.queue/`) are never written through a link or outside the runs
 root (runstore/safe_files.py); queue.db is readable by its owner only (0600), and a job's secrets
 (a sweep worker's database password) travel in its environment, never in its row; a damaged, read-only, locked or linked queue.db raises `QueueError`,
@@ -29,9 +29,9 @@ from typing import Any
 import psutil
 
 from runstore import private_files, safe_files
-from training.queue import signing
-from training.queue.children import adopt, job_alive
-from training.queue.errors import QueueError, describe
+from settings.queue import signing
+from settings.queue.children import adopt, job_alive
+from settings.queue.errors import QueueError, describe
 
 __all__ = ["Queue", "QueueError", "adopt", "default_limit"]
 

@@ -1,7 +1,7 @@
 """The MNIST task's settings without its model code (no JAX, no Flax): what the page reads to draw its form.
 
 training/tasks/mnist.py holds the Flax model and re-exports `MnistConfig`; `SETTINGS` is what the
-registry (training.tasks) lists under "mnist", naming that Task class by spec so the page never
+registry (settings.registry) lists under "mnist", naming that Task class by spec so the page never
 imports it. The memory check the form runs on Start (`training_bytes`) is plain arithmetic.
 """
 
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from training.data import DATASET_SIZES
-from training.settings import setting, with_default
-from training.tasks.base import EpochsConfig, TaskSettings
+from settings.datasets import DATASET_SIZES
+from settings.fields import setting, with_default
+from settings.task import EpochsConfig, TaskSettings
 
 
 @dataclass(frozen=True)

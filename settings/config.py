@@ -1,7 +1,7 @@
-"""Configs by task name: the page and the CLI validate raw values here (see training.settings).
+"""Configs by task name: the page and the CLI validate raw values here (see settings.fields).
 
 `parse_config("mnist", {"lr": "3e-4"})` reads the task's settings (built-in name or "module:Class"
-spec; training.tasks.task_settings, no model code for the built-ins) and parses its Config; every
+spec; settings.registry.task_settings, no model code for the built-ins) and parses its Config; every
 problem comes back at once in one ConfigError, each naming its field. No JAX here: the page imports it.
 """
 
@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from training.settings import ConfigError, FieldInfo, config_to_dict, fields
-from training.settings import parse_config as parse_fields
-from training.tasks import available, task_settings
+from settings.fields import ConfigError, FieldInfo, config_to_dict, fields
+from settings.fields import parse_config as parse_fields
+from settings.registry import available, task_settings
 
 __all__ = ["ConfigError", "FieldInfo", "config_class", "config_fields", "config_to_dict", "parse_config", "available"]
 
