@@ -7,6 +7,7 @@ top, and a constant `uirevision` so a live refresh keeps the user's zoom and leg
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -15,6 +16,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
+from components.chart_look import PLAIN, CurveLook, Frame
 from components.figure_style import TEMPLATE, _empty, _style  # noqa: F401 - TEMPLATE is part of this API
 from components.series import Series, downsample_minmax, ema_smooth
 from components.series import progress_text as progress_text  # re-export: lives in series.py, needs no plotly
@@ -25,6 +27,8 @@ TRUE_LINE_COLOR = "#7f7f7f"
 MAX_LEGEND_FITS = 10  # beyond this a population's curves share one legend entry
 SPARSE_POINTS = 50  # a curve of at most this many points shows its points as markers too
 Curve = tuple[np.ndarray, np.ndarray]
+ACCURACY = Frame("Accuracy")  # accuracy_figure's frame unless given one
+FIT = Frame("Fit", height=420, uirevision="fit")  # fit_figure's
 
 
 def _finite_or_nan(y: np.ndarray) -> np.ndarray:
@@ -77,13 +81,8 @@ def fit_figure(
     data: tuple[Any, Any] | None,
     curves: Mapping[str, tuple[Any, Any]],
     truth: tuple[Any, Any] | None = None,
-    *,
-    title: str = "Fit",
-    max_points: int = 2000,
-    height: int = 420,
-    uirevision: str = "fit",
-    colors: Mapping[str, str] | None = None,
-    empty_text: str = "no data yet",
+    frame: Frame = FIT,
+    look: CurveLook = PLAIN,
 ) -> go.Figure:
     """A model's curve over its data: data scatter, the true curve (dashed gray) and one curve per model.
 
@@ -95,11 +94,13 @@ def fit_figure(
       data: (x, y) of the data points, or None while they are not written yet.
       curves: name -> (x, y) of each model's curve (K members of a population: K curves).
       truth: (x, y) of the true function, when known.
+      frame: its title, height, uirevision and the text shown without data (its axes are x and y).
+      look: `max_points` data points shown at most, `colors` of the model curves (the rest is not used).
     """
     if data is None:
-        return _empty(_style(go.Figure(), title, height, uirevision), empty_text)
+        return _empty(_style(go.Figure(), frame.title, frame.height, frame.uirevision), frame.empty_text)
     x, y = (np.asarray(v, dtype=float).ravel() for v in data)
-    keep = _stride_indices(x.size, max_points)
+    keep = _stride_indices(x.size, look.max_points)
     shown = f"data ({keep.size:,} of {x.size:,})" if keep.size < x.size else "data"
     marker = dict(size=4, color="#4c78a8", opacity=0.45)
     traces = [go.Scatter(x=x[keep], y=y[keep], mode="markers", name=shown, marker=marker)]
@@ -108,7 +109,7 @@ def fit_figure(
         traces.append(_line(*true_curve, "true", TRUE_LINE_COLOR, 2, line_dash="dash"))
     many = len(curves) > MAX_LEGEND_FITS
     for i, (name, pair) in enumerate(curves.items()):
-        color = (colors or {}).get(name, COLORS[i % len(COLORS)])
+        color = (look.colors or {}).get(name, COLORS[i % len(COLORS)])
         label = name if not many else f"population ({len(curves)})"
         line = _line(*_xy(pair), label, color, 1.5 if many else 3, hovertext=name, hoverinfo="text+x+y")
         if many:
@@ -116,33 +117,16 @@ def fit_figure(
         traces.append(line)
     xr, yr = _fit_ranges(x, y, true_curve)
     axes = dict(xaxis=dict(range=xr, title=dict(text="x")), yaxis=dict(range=yr, title=dict(text="y")))
-    return _style(go.Figure(data=traces), title, height, uirevision, **axes)
+    return _style(go.Figure(data=traces), frame.title, frame.height, frame.uirevision, **axes)
 
 
-def curves_figure(
-    series: Mapping[str, Series],
-    title: str,
-    y_title: str,
-    x_title: str = "step",
-    smoothing: float = 0.0,
-    max_points: int = 2000,
-    log_y: bool = False,
-    *,
-    height: int = 360,
-    uirevision: str = "curves",
-    colors: Mapping[str, str] | None = None,
-    empty_text: str = "no data yet",
-    dashes: Mapping[str, str] | None = None,
-    full_names: Mapping[str, str] | None = None,
-    layout: Mapping[str, Any] | None = None,
-) -> go.Figure:
+def curves_figure(series: Mapping[str, Series], frame: Frame, look: CurveLook = PLAIN) -> go.Figure:
     """One line per named series; with smoothing, raw faint and EMA bold in one color (as TensorBoard).
 
     Smoothing runs on the full series, then both traces are min/max downsampled, so the EMA
-    does not depend on how many points the chart happens to show. `dashes` gives a series a line
-    dash ("dash", "dot"), e.g. test next to train in one run's colour; `full_names` is what the
-    hover says for a series whose legend name is shortened; `layout` adds layout settings (merged
-    into the one layout update that styles the figure).
+    does not depend on how many points the chart happens to show. `look.dashes` gives a series a line
+    dash ("dash", "dot"), e.g. test next to train in one run's colour; `look.full_names` is what the
+    hover says for a series whose legend name is shortened.
     """
     traces = []
     for i, (name, (x, y)) in enumerate(series.items()):
@@ -150,25 +134,25 @@ def curves_figure(
         y = np.asarray(y, dtype=float)
         if x.size == 0:
             continue
-        color = (colors or {}).get(name, COLORS[i % len(COLORS)])
-        dx, dy = downsample_minmax(x, y, max_points)
-        if smoothing > 0:
+        color = (look.colors or {}).get(name, COLORS[i % len(COLORS)])
+        dx, dy = downsample_minmax(x, y, look.max_points)
+        if look.smoothing > 0:
             raw = _line(dx, dy, name, color, 1, legendgroup=name, showlegend=False, opacity=0.25, hoverinfo="skip")
             traces.append(raw)
-            dx, dy = downsample_minmax(x, ema_smooth(y, smoothing), max_points)
+            dx, dy = downsample_minmax(x, ema_smooth(y, look.smoothing), look.max_points)
         sparse = dx.size <= SPARSE_POINTS  # e.g. test accuracy once per epoch: show the points themselves
         line = _line(dx, dy, name, color, 2, legendgroup=name, mode="lines+markers" if sparse else "lines")
-        line.line.dash = (dashes or {}).get(name)
-        if full_names and name in full_names:
-            line.hovertemplate = f"{full_names[name]}: %{{y:.4g}}<extra></extra>"
+        line.line.dash = (look.dashes or {}).get(name)
+        if look.full_names and name in look.full_names:
+            line.hovertemplate = f"{look.full_names[name]}: %{{y:.4g}}<extra></extra>"
         traces.append(line)
     fig = go.Figure(data=traces)
     if not traces:
-        return _empty(_style(fig, title, height, uirevision), empty_text)
-    more = dict(layout or {})
-    y_axis = dict(title=dict(text=y_title), type="log" if log_y else "linear", **more.pop("yaxis", {}))
-    axes = dict(xaxis=dict(title=dict(text=x_title)), yaxis=y_axis)
-    return _style(fig, title, height, uirevision, hovermode="x unified", **axes, **more)
+        return _empty(_style(fig, frame.title, frame.height, frame.uirevision), frame.empty_text)
+    more = dict(frame.layout or {})
+    y_axis = dict(title=dict(text=frame.y_title), type="log" if look.log_y else "linear", **more.pop("yaxis", {}))
+    axes = dict(xaxis=dict(title=dict(text=frame.x_title)), yaxis=y_axis)
+    return _style(fig, frame.title, frame.height, frame.uirevision, hovermode="x unified", **axes, **more)
 
 
 def _settled(x: np.ndarray, y: np.ndarray, warmup: float = 0.05) -> np.ndarray:
@@ -198,31 +182,18 @@ def zoom_range(series: Mapping[str, Series], lo: float = 0.0, hi: float = 1.0) -
 
 def accuracy_figure(
     series: Mapping[str, Series],
-    title: str = "Accuracy",
-    smoothing: float = 0.0,
-    *,
-    x_title: str = "step",
-    max_points: int = 2000,
+    frame: Frame = ACCURACY,
+    look: CurveLook = PLAIN,
     y_range: tuple[float, float] | str | None = "zoom",
-    **kwargs: Any,
 ) -> go.Figure:
-    """`curves_figure` for fractions in [0, 1], shown as percent.
+    """`curves_figure` for fractions in [0, 1], shown as percent (its y axis titled "accuracy").
 
     y_range: "zoom" (default) fits the axis to the data within 0-100% (`zoom_range`); a (lo, hi)
     pair fixes it; None leaves it to plotly.
     """
     rng = zoom_range(series) if y_range == "zoom" else list(y_range) if y_range else None
     y_axis = dict(tickformat=".1%" if rng and rng[1] - rng[0] < 0.1 else ".0%", range=rng)
-    fig = curves_figure(
-        series,
-        title,
-        "accuracy",
-        x_title=x_title,
-        smoothing=smoothing,
-        max_points=max_points,
-        layout={"yaxis": y_axis},
-        **kwargs,
-    )
+    fig = curves_figure(series, dataclasses.replace(frame, y_title="accuracy", layout={"yaxis": y_axis}), look)
     for t in fig.data:
         if t.hoverinfo != "skip":
             t.hovertemplate = (t.hovertemplate or "%{y:.4g}").replace("%{y:.4g}", "%{y:.2%}")

@@ -11,6 +11,7 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
+from components.chart_look import CurveLook, Frame
 from components.figures import (
     accuracy_figure,
     confusion_matrix_figure,
@@ -145,14 +146,14 @@ def test_ema_weight_clamped() -> None:
 def test_curves_figure_traces_and_smoothing() -> None:
     x = np.arange(50_000, dtype=float)
     series = {"run-a": (x, np.exp(-x / 1e4)), "run-b": (x, np.exp(-x / 2e4))}
-    fig = curves_figure(series, "Loss", "loss", max_points=1000)
+    fig = curves_figure(series, Frame("Loss", "loss"), CurveLook(max_points=1000))
     assert isinstance(fig, go.Figure)
     assert [t.name for t in fig.data] == ["run-a", "run-b"]
     assert all(len(t.x) <= 1000 for t in fig.data)
     assert fig.layout.uirevision and fig.layout.template.layout.to_plotly_json()  # template applied
     assert fig.layout.legend.orientation == "h"
 
-    fig = curves_figure(series, "Loss", "loss", smoothing=0.9, log_y=True)
+    fig = curves_figure(series, Frame("Loss", "loss"), CurveLook(smoothing=0.9, log_y=True))
     assert len(fig.data) == 4
     raw, smooth = fig.data[0], fig.data[1]
     assert raw.line.color == smooth.line.color and raw.opacity < 1 and raw.showlegend is False
@@ -161,14 +162,14 @@ def test_curves_figure_traces_and_smoothing() -> None:
 
 
 def test_curves_figure_nonfinite_become_gaps() -> None:
-    fig = curves_figure({"r": (np.arange(3.0), np.array([1.0, np.inf, 2.0]))}, "t", "y")
+    fig = curves_figure({"r": (np.arange(3.0), np.array([1.0, np.inf, 2.0]))}, Frame("t", "y"))
     y = np.asarray(fig.data[0].y, dtype=float)
     assert np.isnan(y[1]) and y[2] == 2.0
 
 
 @pytest.mark.parametrize("series", [{}, {"r": (np.array([]), np.array([]))}])
 def test_curves_figure_empty_has_annotation(series: dict) -> None:
-    fig = curves_figure(series, "Loss", "loss")
+    fig = curves_figure(series, Frame("Loss", "loss"))
     assert len(fig.data) == 0
     assert "no data yet" in fig.layout.annotations[0].text
 
@@ -217,7 +218,7 @@ def test_fit_figure_draws_any_curve_and_waits_for_data() -> None:
     assert len(fig.data[2].x) == 200 and fig.data[2].mode == "lines"  # a sine, not only a line
     assert fig.layout.yaxis.range[0] < -1 and fig.layout.yaxis.range[1] > 1
     assert len(fit_figure((gx, gx), {}).data) == 1  # data only: no true curve known, no model curve yet
-    waiting = fit_figure(None, {}, empty_text="compiling…")
+    waiting = fit_figure(None, {}, frame=Frame("Fit", empty_text="compiling…"))
     assert len(waiting.data) == 0 and waiting.layout.annotations[0].text == "compiling…"
     with pytest.raises(ValueError):
         fit_figure((gx, gx), {"bad": (gx, gx[:3])})

@@ -13,6 +13,7 @@ import pytest
 
 from benchmarks.browser_probes import blink_report
 from components import figures
+from components.chart_look import CurveLook, Frame
 from components.colors import run_color
 from components.series import progress_text
 from dashboard.processes import warm_workers as worker
@@ -62,14 +63,12 @@ def test_accuracy_axis_zooms_past_the_untrained_start() -> None:
 def test_one_run_one_colour_train_solid_test_dashed() -> None:
     color = run_color("20261123-run-a")
     curves = {"train/loss": (np.arange(3.0), np.ones(3)), "test/loss": (np.arange(3.0), np.ones(3))}
-    fig = figures.curves_figure(
-        curves,
-        "Loss",
-        "loss",
+    look = CurveLook(
         colors=dict.fromkeys(curves, color),
         dashes={"test/loss": "dash"},
         full_names={"train/loss": "my run: train/loss"},
     )
+    fig = figures.curves_figure(curves, Frame("Loss", "loss"), look)
     assert {t.line.color for t in fig.data} == {color}
     assert [t.line.dash for t in fig.data] == [None, "dash"]
     assert "my run: train/loss" in fig.data[0].hovertemplate

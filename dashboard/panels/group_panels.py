@@ -11,6 +11,7 @@ from typing import Any
 import streamlit as st
 
 from components import figures
+from components.chart_look import CurveLook, Frame
 from components.colors import distinct_colors
 from dashboard.panels import line_spec, pbt_panels
 from dashboard.panels.panel_kinds import fit_version
@@ -50,7 +51,8 @@ def group_fit(run_dirs: list[Path], names: list[str], key: str, seeds_vary: bool
                 curves[n] = model
         title = f"Fits of {len(names)} members" + (" (data of the first seed)" if seeds_vary else "")
         colors = member_colors(run_dirs, names)
-        fig = figures.fit_figure(data, curves, truth, title=title, uirevision=key, colors=colors, empty_text=empty_text)
+        frame = Frame(title, height=figures.FIT.height, uirevision=key, empty_text=empty_text)
+        fig = figures.fit_figure(data, curves, truth, frame, CurveLook(colors=colors))
         return side_legend(fig)
 
     live_chart(key, (tuple(fit_version(d) for d in run_dirs), tuple(names), empty_text), build)
@@ -113,14 +115,12 @@ def _marked_curves(
 
     def build() -> Any:
         curves = {n: r.series(tag) for n, r in zip(names, records, strict=True)}
-        style: dict[str, Any] = {}
+        look = CurveLook()
         if members:
-            style["colors"] = member_colors([m.path for m in members], names)
-            style["full_names"] = {n: m.name for m, n in zip(members, names, strict=True)}
-        if accuracy:
-            fig = figures.accuracy_figure(curves, title=title, uirevision=key, **style)
-        else:
-            fig = figures.curves_figure(curves, title, tag.split("/")[-1], uirevision=key, **style)
+            colors = member_colors([m.path for m in members], names)
+            look = CurveLook(colors=colors, full_names={n: m.name for m, n in zip(members, names, strict=True)})
+        frame = Frame(title, tag.split("/")[-1], uirevision=key)
+        fig = figures.accuracy_figure(curves, frame, look) if accuracy else figures.curves_figure(curves, frame, look)
         return side_legend(marks(fig, curves))
 
     live_chart(key, (tuple(r.offset for r in records), tuple(names), tag), build)
