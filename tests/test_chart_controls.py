@@ -6,7 +6,8 @@ components.series.ema_smooth, the formula TensorBoard's) with the raw line kept 
 scale logarithmic; x = wall time draws each point at its record's unix time; the settings survive a reload
 and hold on Run detail too (saved under the metric's name). In light and dark theme the chart follows the
 page (screenshots in /tmp/chart_shots/). Compare's grid (dashboard/panels/static/line_grid.js with grid_view.js)
-offers the same controls from the same code (static/chart/controls.js), checked the same way on its loss panel.
+and Run detail's "All metrics" grid offer the same controls from the same code (static/chart/controls.js), checked
+the same way on their loss panel, with any other logged scalar (here the learning rate) as the x axis.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ pytest.importorskip("playwright.sync_api")
 
 SHOTS = Path("/tmp/chart_shots")  # screenshots to look at: the chart in light and dark theme
 LOSS = "train/loss"
+LR = "train/lr"  # a logged scalar the x axis may be (W&B's x-axis picker)
 # The loss chart's element (its spec's metric is "loss"), once it drew the run's 30 points.
 FIND = """() => Array.from(document.querySelectorAll('.jaxdash-line')).find((el) => el.__chart
   && el.__chart.spec.metric === 'loss' && (el.__chart.data || []).some((s) => s.name === 'train/loss' && s.x.length >= 30))"""
@@ -129,6 +131,11 @@ def test_charts_follow_the_light_and_dark_theme(server: tuple[Server, Path], chr
         page.wait_for_function(f"() => ({FIND})().__chart.dark === {str(scheme == 'dark').lower()}", timeout=10_000)
         page.locator(".jaxdash-line").first.screenshot(path=str(SHOTS / f"live_{scheme}.png"))
         page.screenshot(path=str(SHOTS / f"live_{scheme}_page.png"))
+        page.goto(f"{srv.url}/detail?run={run.name}")  # Run detail's "All metrics" grid follows the theme too
+        _detail_grid(page)
+        page.wait_for_function(f"() => ({DETAIL_GRID})().__gridView.dark === {str(scheme == 'dark').lower()}")
+        page.evaluate(f"() => ({DETAIL_GRID})().scrollIntoView()")
+        page.evaluate_handle(DETAIL_GRID).as_element().screenshot(path=str(SHOTS / f"detail_grid_{scheme}.png"))
         context.close()
 
 
@@ -144,27 +151,43 @@ GRID_SCALES = """() => { const u = document.querySelector('.jaxdash-grid-cells .
   return {x: {...u.scales.x}, y: {...u.scales.y}}; }"""
 
 
+def _lr(k: int, step: int) -> float:
+    """Run k's learning rate at `step`: each run's own schedule."""
+    return 0.01 * (k + 1) * step
+
+
 def _compared(runs: Path) -> tuple[list[Path], list[float], float]:
     """Two finished runs of 30 noisy loss records each: (folders, run a's values, run a's start in unix seconds)."""
     start = time.time() - 1000
     dirs, first = [], []
     for k, name in enumerate(("a", "b")):
         values = [1.0 / (s + k + 1) + (0.05 if s % 3 == 0 else 0.0) for s in range(1, 31)]
-        rows = [{"step": s, "wall": 2.0 * s, "ts": start + 2.0 * s, LOSS: v} for s, v in enumerate(values, 1)]
+        rows = [
+            {"step": s, "wall": 2.0 * s, "ts": start + 2.0 * s, LOSS: v, LR: _lr(k, s)} for s, v in enumerate(values, 1)
+        ]
         dirs.append(fake_run(runs, "regression", "finished", name=name, n=0))
         RunFolder(dirs[-1]).append_records(rows)
         first = first or values
     return dirs, first, start
 
 
-def _set(page: Any, css: str, value: str | bool) -> None:
-    """Set the grid's control `css` to `value` as a user's change does (its change event)."""
+def _set(page: Any, css: str, value: str | bool, grid: str = GRID) -> None:
+    """Set the control `css` of the grid `grid` finds to `value` as a user's change does (its change event)."""
     prop = "checked" if isinstance(value, bool) else "value"
     page.evaluate(
-        f"""(v) => {{ const el = ({GRID})().querySelector('{css}'); el.{prop} = v;
+        f"""(v) => {{ const el = ({grid})().querySelector('{css}'); el.{prop} = v;
         el.dispatchEvent(new Event('change')); }}""",
         value,
     )
+
+
+def _drawn(line: str, name: str, n: int = 30) -> str:
+    """A predicate: the line `line` finds by `name` draws `n` points (none found, while its x is read: false)."""
+    return f"() => {{ try {{ return ({line})('{name}').x.length === {n}; }} catch (e) {{ return false; }} }}"
+
+
+def _x_options(page: Any, grid: str) -> list[str]:
+    return page.evaluate(f"() => Array.from(({grid})().querySelector('select.jaxdash-x').options, (o) => o.value)")
 
 
 @pytest.mark.browser
@@ -205,6 +228,12 @@ def test_smoothing_log_y_and_x_axis_on_compare_persist(server: tuple[Server, Pat
     assert kept["smooth"] == "ema" and kept["logY"] is True and kept["x"] == "wall", kept
     assert tab.evaluate(GRID_LINE, "a")["y"] == pytest.approx(ema_smooth(raw, 0.6).tolist(), rel=1e-12)
     assert tab.evaluate(GRID_SCALES)["y"]["distr"] == 3
+
+    assert LR in _x_options(tab, GRID), "the x axis does not offer the runs' other logged scalars"
+    _set(tab, "select.jaxdash-x", LR)  # each run's loss against its own learning rate, read from the server
+    for k, name in enumerate(("a", "b")):
+        tab.wait_for_function(_drawn(GRID_LINE, name), timeout=10_000, polling=50)
+        assert tab.evaluate(GRID_LINE, name)["x"] == pytest.approx([_lr(k, s) for s in range(1, 31)]), name
     tab.evaluate("() => localStorage.clear()")
 
 
@@ -224,3 +253,57 @@ def test_compare_grid_follows_the_light_and_dark_theme(server: tuple[Server, Pat
             path=str(SHOTS / f"compare_{scheme}.png")
         )
         context.close()
+
+
+# Run detail's "All metrics" grid (run_sections.metric_grids) once its loss panel drew the run's 30 points.
+DETAIL_GRID = """() => Array.from(document.querySelectorAll('.jaxdash-chart')).find((d) => d.__gridView
+  && d.__gridView.panels.some((p) => p.title === 'train/loss' && p.lines.some((l) => !l.raw && l.x.length >= 30)))"""
+DETAIL_LINE = f"""(name) => ({DETAIL_GRID})().__gridView.panels.find((p) => p.title === '{LOSS}')
+  .lines.find((l) => l.name === name && !l.raw)"""
+DETAIL_SCALES = f"""() => {{ const u = ({DETAIL_GRID})().querySelector('.jaxdash-grid-cells .uplot').__uplot;
+  return {{x: {{...u.scales.x}}, y: {{...u.scales.y}}}}; }}"""
+
+
+def _detail_grid(page: Any) -> None:
+    """Wait for Run detail's "All metrics" loss panel, scrolled to while it is not drawn (its grids draw when
+    near, and the charts drawn above it may push it out of view again)."""
+    page.wait_for_function(
+        f"""() => {{ if (({DETAIL_GRID})()) return true;
+          const head = Array.from(document.querySelectorAll('h3')).find((h) => h.textContent.includes('All metrics'));
+          if (head) head.scrollIntoView();
+          return false; }}""",
+        timeout=60_000,
+        polling=250,
+    )
+
+
+@pytest.mark.browser
+def test_smoothing_log_y_and_x_axis_on_run_details_all_metrics(server: tuple[Server, Path], tab: Any) -> None:
+    srv, runs = server
+    dirs, values, start = _compared(runs)
+    run = dirs[0]
+    tab.set_viewport_size({"width": 1400, "height": 1000})
+    tab.goto(f"{srv.url}/detail?run={run.name}")
+    _detail_grid(tab)
+    for css in ("select.jaxdash-smooth", "input.jaxdash-logy", "select.jaxdash-x", "input.jaxdash-outliers"):
+        assert tab.evaluate(f"() => !!({DETAIL_GRID})().querySelector('{css}')"), f"no {css} on Run detail's grid"
+    assert {"step", "wall", "relative", LR} <= set(_x_options(tab, DETAIL_GRID))
+    raw = tab.evaluate(DETAIL_LINE, "a")["y"]
+    assert raw == pytest.approx(values)
+
+    _set(tab, "select.jaxdash-smooth", "ema", DETAIL_GRID)
+    _set(tab, "input.jaxdash-weight", "0.6", DETAIL_GRID)
+    assert tab.evaluate(DETAIL_LINE, "a")["y"] == pytest.approx(ema_smooth(raw, 0.6).tolist(), rel=1e-12)
+
+    assert tab.evaluate(DETAIL_SCALES)["y"]["distr"] == 1
+    _set(tab, "input.jaxdash-logy", True, DETAIL_GRID)
+    assert tab.evaluate(DETAIL_SCALES)["y"]["distr"] == 3, "log y did not make the y scale logarithmic"
+
+    _set(tab, "select.jaxdash-x", "wall", DETAIL_GRID)
+    assert tab.evaluate(DETAIL_SCALES)["x"]["time"] is True
+    assert tab.evaluate(DETAIL_LINE, "a")["x"] == pytest.approx([start + 2.0 * s for s in range(1, 31)], abs=1e-3)
+
+    _set(tab, "select.jaxdash-x", LR, DETAIL_GRID)  # the loss against the run's learning rate
+    tab.wait_for_function(_drawn(DETAIL_LINE, "a"), timeout=10_000, polling=50)
+    assert tab.evaluate(DETAIL_LINE, "a")["x"] == pytest.approx([_lr(0, s) for s in range(1, 31)])
+    tab.evaluate("() => localStorage.clear()")

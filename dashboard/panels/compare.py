@@ -12,7 +12,6 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import numpy as np
 import streamlit as st
 
 from components import compare_figures, run_groups
@@ -21,9 +20,9 @@ from dashboard.panels import (
     compare_data,
     compare_media,
     data_panels,
+    grid_axes,
     inplace_chart,
     key_panels,
-    line_spec,
     panels,
     run_sections,
     safe_text,
@@ -31,7 +30,6 @@ from dashboard.panels import (
 from dashboard.reading import groups, run_metrics
 from runstore import run_store
 from runstore.metrics.metric_table import MetricTable
-from runstore.run_folder import RunFolder
 
 CONTROLS = "compare"  # the name every comparison grid's smoothing, log y and x axis are saved under in the browser
 POP_MODES = {"curves": "every run", "min-max": "mean, min-max band", "std": "mean, ±1 std band"}
@@ -83,14 +81,8 @@ def controls(pops: bool, bounds: tuple[int, int], group_by: str | None = None) -
 
 
 def series(run: run_store.RunInfo, table: MetricTable, tag: str, opts: Mapping[str, Any]) -> Any:
-    """(step, y, wall) of one run's tag within the chosen step range; wall (seconds since the run's start, for the
-    browser's time axes) is NaN where a record has none."""
-    lo, hi = opts["range"]
-    xs, ys = table.window(run.path, tag, "step", lo, hi)
-    walls, wy = table.window(run.path, tag, "wall", lo, hi)
-    if walls.size != xs.size:  # some records without a wall time: this series has no time axis
-        walls = np.full(xs.size, np.nan)
-    return xs, ys, walls
+    """(step, y, wall) of one run's tag within the chosen step range (grid_axes.timed)."""
+    return grid_axes.timed(run.path, table, tag, "step", *opts["range"])
 
 
 def draw(selected: list[run_store.RunInfo], display: Mapping[str, str], group_by: str | None = None) -> None:
@@ -195,24 +187,13 @@ def _aggregate(opts: Mapping[str, Any]) -> Callable[[list[Any]], compare_figures
 
 
 def _browser(view: View, banded: Mapping[str, str]) -> dict[str, Any]:
-    """What the browser's grid needs for its controls: their saved name, each line's start (unix seconds: wall
-    time = start + seconds since it) and steps per epoch (the epoch axis); a band's are its runs' mean."""
-    starts: dict[str, list[float]] = {}
-    epochs: dict[str, list[float]] = {}
+    """What the browser's grid needs for its controls (grid_axes.browser): each line's runs (a band's are its
+    group's), the scalar keys of every selected run for the x axis, coloured by the theme's palette."""
+    lines: dict[str, list[run_store.RunInfo]] = {}
     for r in view.selected:
-        label = banded.get(r.run_id, view.labels[r.run_id])
-        t0, scale = line_spec.start_time(RunFolder(r.path)), compare_data.epoch_scale(r.status)
-        if t0 is not None:
-            starts.setdefault(label, []).append(t0)
-        if scale is not None:
-            epochs.setdefault(label, []).append(scale)
-    mean = lambda values: sum(values) / len(values)  # noqa: E731
-    return {
-        "controls": CONTROLS,
-        "palette": True,
-        "t0": {k: mean(v) for k, v in starts.items()},
-        "epoch": {k: mean(v) for k, v in epochs.items()},
-    }
+        lines.setdefault(banded.get(r.run_id, view.labels[r.run_id]), []).append(r)
+    keys = grid_axes.scalar_keys([view.tables[r.run_id] for r in view.selected])
+    return grid_axes.browser(CONTROLS, lines, keys, palette=True)
 
 
 SPECS_KEPT = 8  # comparison figures kept for every session (50 runs x 2 metrics: ~1 MB of JSON each)

@@ -14,7 +14,7 @@ import streamlit as st
 
 from components import compare_figures
 from components.colors import run_color
-from dashboard.panels import compare_data, run_sections, safe_text
+from dashboard.panels import compare_data, grid_axes, run_sections, safe_text
 from dashboard.panels.image_steps_panel import widget_key
 from dashboard.panels.panels import live_chart
 from runstore import run_store, tags, wandb_reads
@@ -57,8 +57,11 @@ def metric_grids(
             st.caption(f"Against {safe_text.md(x)} (define_metric step_metric): {len(group)} metric(s).")
 
         def build(group: list[str] = group, x: str = x, title: str = title) -> Any:
-            curves = {t: {run.name: records.window(run.path, t, x, *window)} for t in group}
-            fig = compare_figures.metric_grid(group, curves, colors, x_title=x, uirevision=f"{key}_{title}_{x}")
+            curves = {t: {run.name: grid_axes.timed(run.path, records, t, x, *window)} for t in group}
+            browser = run_sections.grid_browser(run, records, x)
+            fig = compare_figures.metric_grid(
+                group, curves, colors, x_title=x, uirevision=f"{key}_{title}_{x}", browser=browser
+            )
             return fig.update_layout(showlegend=False)
 
         stale = run_sections.GRID_REFRESH_S if active else 0.0

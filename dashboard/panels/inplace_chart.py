@@ -26,8 +26,8 @@ every chart.
 
 A metric grid's figure (components/compare_figures.metric_grid: the comparison's and Run detail's small
 multiples) is drawn by uPlot on canvas instead (static/line_grid.js: uPlot 1.6.32, 51 KB, MIT, from vendor/).
-It is a file the page loads once, with grid_view.js and static/chart/'s theme.js and controls.js (the line
-chart's smoothing, log y and x-axis controls, for a grid whose figure names them), like the bundles: the
+It is a file the page loads once, with grid_view.js and static/chart/'s theme.js, controls.js and series.js (the
+line chart's smoothing, log y and x-axis controls, for a grid whose figure names them), like the bundles: the
 LOADER is sent with every chart element on every rerun, so it stays small. plotly.js took 0.3-0.5 s to draw a comparison of 50 runs in a fresh tab.
 """
 
@@ -49,7 +49,7 @@ from dashboard.server.plotly_preload import PLOTLY_DATA, VENDOR, bundle
 
 GRID_STATIC = Path(__file__).resolve().parent / "static"  # line_grid.js: a metric grid drawn by uPlot
 CHART_STATIC = GRID_STATIC / "chart"  # the line chart's files; the grid uses its theme, controls and series
-GRID_USES = ("theme.js", "controls.js")  # loaded before static/grid_view.js and line_grid.js, in order
+GRID_USES = ("theme.js", "controls.js", "series.js")  # loaded before static/grid_view.js and line_grid.js, in order
 
 # The component's whole module: import static/inplace_chart.js (once a page: the browser keeps a module) and draw.
 LOADER = """export default async function (component) {

@@ -11,7 +11,7 @@ import streamlit as st
 from components import compare_figures
 from components.colors import run_color
 from dashboard import refresh_timings
-from dashboard.panels import compare_data, panel_kinds, safe_text
+from dashboard.panels import compare_data, grid_axes, line_spec, panel_kinds, safe_text
 from dashboard.panels.panels import live_chart
 from runstore import run_log, run_notes, run_output, run_store, tags
 from runstore.metrics.metric_table import MetricTable
@@ -25,6 +25,7 @@ GRID_REFRESH_S = refresh_timings.seconds("grid_rebuild")
 # More metrics than this are not put in one grid (one figure of hundreds of subplots is slow to build and to
 # draw): each has its own panel under "Logged keys" (data_panels), in sections drawn when opened.
 GRID_MAX = 48
+CONTROLS = "detail"  # the name Run detail's grids save their smoothing, log y and x axis under in the browser
 
 
 def notes_header(run: run_store.RunInfo) -> None:
@@ -80,8 +81,10 @@ def metric_grids(run: run_store.RunInfo, records: MetricTable, key: str, active:
             continue
 
         def build(group: list[str] = group, title: str = title) -> Any:
-            curves = {t: {label: records.window(run.path, t, "step", *window)} for t in group}
-            fig = compare_figures.metric_grid(group, curves, colors, uirevision=f"{key}_{title}")
+            curves = {t: {label: grid_axes.timed(run.path, records, t, "step", *window)} for t in group}
+            fig = compare_figures.metric_grid(
+                group, curves, colors, uirevision=f"{key}_{title}", browser=grid_browser(run, records)
+            )
             return fig.update_layout(showlegend=False)
 
         if title == "system":
@@ -94,6 +97,15 @@ def metric_grids(run: run_store.RunInfo, records: MetricTable, key: str, active:
         live_chart(grid_key, (tuple(group), zoomed), build, lazy=True, max_age_s=GRID_REFRESH_S if active else 0.0)
     if not system:
         st.caption("No system metrics (sys/*) in this run: runs from before they were logged have none.")
+
+
+def grid_browser(run: run_store.RunInfo, records: MetricTable, x: str = "step") -> dict[str, Any]:
+    """The run's grids' controls (grid_axes.browser), saved under CONTROLS: x = a grid's own step axis, wall or
+    relative time, epoch or any of the run's scalar keys. A grid against another x key (define_metric's
+    step_metric) offers its own axis and the times only (an epoch or a key's value is found by step)."""
+    step = x == "step"
+    more = grid_axes.browser(CONTROLS, {run.name: [run]}, line_spec.xkeys(records) if step else [])
+    return more if step else {**more, "epoch": {}}
 
 
 def process_output(run_dir: Path, active: bool) -> None:

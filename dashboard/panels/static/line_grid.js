@@ -5,9 +5,10 @@
 // Kept from plotly's grid: one colour and legend entry per run (click hides it everywhere, double
 // click shows it alone), hover names the nearest point, drag zooms (double click resets), log axes,
 // markers on sparse lines, population bands, and the zoom and hidden runs across redraws.
-// A grid whose figure names `controls` (a comparison's) has the line chart's controls above it (static/chart/
-// controls.js: smoothing, log y, the x axis, ignore outliers; saved in the browser under that name, so every
-// grid of that name follows a change), drawn by grid_view.js; every grid follows the light or dark theme.
+// A grid whose figure names `controls` (a comparison's, Run detail's) has the line chart's controls above it
+// (static/chart/controls.js: smoothing, log y, the x axis among step, the times, epoch and the figure's `xkeys`,
+// ignore outliers; saved in the browser under that name, so every grid of that name follows a change), drawn
+// by grid_view.js; every grid follows the light or dark theme.
 // A classic script, loaded once a page after uPlot, static/chart/'s theme, controls and series and grid_view.js
 // (inplace_chart.py: `loadGrid`); it defines window.__jaxdashGrid.draw. For tests and probes a grid's div
 // holds `__gridView` ({settings, dark, panels: [{title, log, range, lines: [{name, x, y, raw}]}]}).
@@ -231,7 +232,7 @@ function gridBar(div, grid) {  // the grid's controls (static/chart/controls.js)
   const controls = (window.__jaxdashLine || {}).controls;
   if (!grid.controls || !controls || !window.__jaxdashGridView) return null;
   if (div.__gridBar && div.__gridBar.name === grid.controls) return div.__gridBar;
-  const bar = controls.toolbar(grid.controls, {timeSeries: true}, () => {
+  const bar = controls.toolbar(grid.controls, {timeSeries: true, stepLabel: grid.x_title}, () => {
     for (const other of gridNamed.get(grid.controls) || []) {
       if (!other.isConnected) { gridNamed.get(grid.controls).delete(other); continue; }
       if (other !== div) other.__gridBar = null;  // its toolbar shows the saved settings anew
@@ -239,7 +240,7 @@ function gridBar(div, grid) {  // the grid's controls (static/chart/controls.js)
     }
   });
   bar.el.classList.add("jaxdash-grid-controls");
-  bar.setXKeys(Object.keys(grid.epoch || {}).length ? ["epoch"] : []);
+  bar.setXKeys([...(Object.keys(grid.epoch || {}).length ? ["epoch"] : []), ...(grid.xkeys || [])]);
   bar.name = grid.controls;
   if (!gridNamed.has(grid.controls)) gridNamed.set(grid.controls, new Set());
   gridNamed.get(grid.controls).add(div);
@@ -262,12 +263,14 @@ function drawGrid(div, fig, grid) {
     document.head.appendChild(style);
   }
   if (div.__grid) div.__grid.destroy();
+  if (div.__gridFig !== fig) div.__gridKeys = new Map();  // a new figure: a logged key's series read anew
   div.__gridFig = fig; div.__gridMeta = grid;
   gridFollowTheme(div);
   const hidden = (div.__gridHidden = div.__gridHidden || new Set()), zoom = (div.__gridZoom = div.__gridZoom || {});
   const bar = gridBar(div, grid), view = window.__jaxdashGridView;
   const s = bar ? bar.settings() : view ? view.NONE : {x: "step"}, look = gridLook();
-  const panels = view ? view.apply(gridPanels(fig, grid), grid, s) : gridPanels(fig, grid);
+  const keys = {held: div.__gridKeys, fetched: () => div.isConnected && div.__gridFig === fig && drawGrid(div, fig, grid)};
+  const panels = view ? view.apply(gridPanels(fig, grid), grid, s, keys) : gridPanels(fig, grid);
   const cols = Math.max(1, Math.min(grid.cols, panels.length));
   const legend = document.createElement("div"), cells = document.createElement("div");
   legend.className = "jaxdash-grid-legend"; cells.className = "jaxdash-grid-cells";

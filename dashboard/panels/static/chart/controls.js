@@ -93,6 +93,7 @@
   }
 
   // The toolbar: returns {el, settings(), setXKeys(keys)}; onChange(settings) after every change (saved first).
+  // opts: timeSeries (smoothing and the x axis offered), stepLabel (the name of the chart's own x, "step" else).
   function toolbar(name, opts, onChange) {
     let s = load(name);
     if (!opts.timeSeries) s = Object.assign({}, s, {smooth: "none", x: "step"});
@@ -124,7 +125,10 @@
     function setXKeys(keys) {  // step, the times, then the run's logged scalars
       const want = s.x;
       xs.replaceChildren();
-      for (const k of ["step", "wall", "relative", ...keys]) xs.add(new Option(X_LABELS[k] || k, k, false, k === want));
+      for (const k of ["step", "wall", "relative", ...keys]) {
+        const label = k === "step" && opts.stepLabel ? opts.stepLabel : X_LABELS[k] || k;  // a grid's own x key
+        xs.add(new Option(label, k, false, k === want));
+      }
       if (xs.value !== want) xs.value = "step";
     }
     setXKeys([]);
