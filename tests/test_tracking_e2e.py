@@ -18,6 +18,7 @@ import time
 import urllib.parse
 from pathlib import Path
 
+import psutil
 import pytest
 from tensorboard.backend.event_processing import event_accumulator as ea
 from tensorboard.plugins.hparams import metadata as hp_metadata
@@ -125,17 +126,21 @@ def _wait_for_chunks(proc: subprocess.Popen, run_dir: Path, n: int, min_age: flo
     raise AssertionError(f"training did not log {n} chunks in {timeout:.0f}s")
 
 
-def _wait_wandb_core_gone(run_dir: Path, timeout: float = 20) -> None:
-    """wandb-core outlives a killed trainer briefly; wait until its file stops changing."""
-    path = glob.glob(str(run_dir / run_folder.WANDB / "offline-run-*" / "*.wandb"))[0]
-    last, stable_since, deadline = -1, time.monotonic(), time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        size = os.path.getsize(path)
-        if size != last:
-            last, stable_since = size, time.monotonic()
-        elif time.monotonic() - stable_since > 2.0:  # far longer than its 0.1 s flush interval
-            return
-        time.sleep(0.2)
+def _sigkill(proc: subprocess.Popen) -> list[psutil.Process]:
+    """SIGKILL the trainer; returns its descendants (wandb-core) as they were just before, to wait for."""
+    try:
+        descendants = psutil.Process(proc.pid).children(recursive=True)
+    except psutil.Error:
+        descendants = []
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(30)
+    return descendants
+
+
+def _wait_gone(descendants: list[psutil.Process], timeout: float = 60) -> None:
+    """Until a killed trainer's descendants exit: wandb-core outlives it briefly, writing its file until then."""
+    _, alive = psutil.wait_procs(descendants, timeout=timeout)
+    assert not alive, f"still running {timeout:.0f} s after the trainer was killed: {alive}"
 
 
 def test_cli_regression_writes_every_store(tmp_path, env):
@@ -189,9 +194,8 @@ def test_mnist_killed_with_sigkill_keeps_what_was_logged(tmp_path, env, fashion_
         _wait_for_chunks(proc, run_dir, n=10, min_age=3.0)
     finally:
         kill_time = time.time()
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(30)
-    _wait_wandb_core_gone(run_dir)
+        descendants = _sigkill(proc)
+    _wait_gone(descendants)
 
     status = RunFolder(run_dir).status()
     assert status["state"] == "crashed" and "killed" in status["message"]
@@ -267,9 +271,8 @@ def test_kill_then_resume_leaves_every_step_in_wandb(tmp_path, env):
         ):
             time.sleep(0.05)
     finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(30)
-    _wait_wandb_core_gone(run_dir)
+        descendants = _sigkill(proc)
+    _wait_gone(descendants)
     out = subprocess.run(
         [sys.executable, "-m", "training", "resume", str(run_dir), "--quiet"],
         cwd=ROOT,
@@ -354,16 +357,9 @@ def test_tensorboard_server_shows_runs_as_users_expect(tmp_path, env, fashion_di
     )
     base = f"http://127.0.0.1:{port}/data"
     try:
-        deadline = time.monotonic() + 60
-        runs: list = []
-        while len(runs) < 3 and time.monotonic() < deadline:
-            try:
-                runs = _get(f"{base}/runs")
-            except OSError:
-                time.sleep(0.5)
+        runs, scalars = _loaded(base, 3)
         names = sorted(r.split("/tb/")[1] for r in runs)
         assert names == ["fm", "lr=0.001", "lr=0.01"], "one TensorBoard run per run"
-        scalars = _get(f"{base}/plugin/scalars/tags")
         for tags in scalars.values():
             assert not [t for t in tags if t.startswith(("hparam/", "epoch/"))], "nothing written twice"
         mnist = next(r for r in runs if r.endswith("/fm"))
@@ -385,6 +381,21 @@ def test_tensorboard_server_shows_runs_as_users_expect(tmp_path, env, fashion_di
     finally:
         tb.terminate()
         tb.wait(30)
+
+
+def _loaded(base: str, count: int, timeout: float = 60) -> tuple[list, dict]:
+    """TensorBoard's runs and scalar tags once `count` runs are read to their ends (their `final/` tags, written
+    at close): it lists a run as soon as it finds its folder, before it has read the run's events."""
+    deadline, runs, scalars = time.monotonic() + timeout, [], {}
+    while time.monotonic() < deadline:
+        try:
+            runs, scalars = _get(f"{base}/runs"), _get(f"{base}/plugin/scalars/tags")
+        except OSError:  # not serving yet
+            pass
+        if len(runs) >= count and all(any(t.startswith("final/") for t in scalars.get(r, [])) for r in runs):
+            break
+        time.sleep(0.5)
+    return runs, scalars
 
 
 def _check_hparams(base: str, root: Path, mnist: str) -> None:
