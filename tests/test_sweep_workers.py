@@ -100,7 +100,8 @@ def test_a_claimed_trial_beats_at_once_and_one_that_never_beat_still_goes_stale(
     """A worker killed before its heartbeat thread's first beat (a trial killed 1 s in, as CI saw)
     must not leave its trial RUNNING for ever: the claim beats at once, and the journal counts a
     trial that never beat from its start."""
-    from training.sweep import journal, worker
+    from settings.sweep import journal
+    from training.sweep import worker
 
     url = _study(tmp_path, "early", steps=20, trials=2, storage=storage)
     study = optuna.load_study(study_name="early", storage=studies.storage(url))
