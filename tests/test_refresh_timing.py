@@ -157,6 +157,43 @@ def test_records_rerun_a_page_once_its_stream_gap_passed_and_a_new_state_at_once
     assert len(reruns) == 2 and reruns[1][0] - t_state <= 10, reruns
 
 
+# Streamlit's page as it handles a component's setTriggerValue (its WidgetStateManager.scheduleFlush): a value set
+# joins the pending batch, and one setTimeout later the batch goes as one rerun request for the fragment of its
+# first value. Each request's trigger keys are noted in window.__requests.
+FLUSH_JS = """() => {
+  window.__requests = []; let batch = null;
+  window.__setTrigger = (key) => (name, value) => {
+    if (!batch) { batch = []; setTimeout(() => { window.__requests.push([performance.now(), batch]); batch = null; }, 0); }
+    batch.push(key);
+  };
+}"""
+
+
+def _mount_in_fragment_js(key: str) -> str:
+    """JS that mounts trigger `key` in a fragment of its own (its setTriggerValue is Streamlit's, as FLUSH_JS)."""
+    data = {"key": key, "stream_url": "/stream", "reopen_ms": 1000, "ids": [], "seen": "e0.s0"}
+    data |= {"gap_ms": refresh_trigger.GAP_MS, "stream_gap_ms": refresh_trigger.GAP_MS, "on": True}
+    return f"""() => window.__jaxdashTrigger.mount({{data: {json.dumps(data)},
+      setTriggerValue: window.__setTrigger({json.dumps(key)})}})"""
+
+
+def test_two_panels_told_of_one_change_at_once_each_get_a_rerun_request(clock_page: Any) -> None:
+    """Live's run-list watch and its panel both follow the list of runs: one push reaches both in the same
+    moment. Streamlit sends the trigger values of one flush as one request for the first one's fragment, so
+    each panel's rerun must go in a request of its own, or the second panel (the page's switch to a new run)
+    is never rerun."""
+    clock_page.evaluate(FLUSH_JS)
+    for key in ("runs_watch", "refresh_trigger"):
+        clock_page.evaluate(_mount_in_fragment_js(key))
+    clock_page.clock.run_for(1_000)
+    t_news = clock_page.evaluate("performance.now()")
+    clock_page.evaluate("window.__setSig('e1.s0')")  # a new run: both panels' signatures changed, one push
+    clock_page.clock.run_for(200)
+    requests = clock_page.evaluate("window.__requests")
+    assert sorted(keys for _, keys in requests) == [["refresh_trigger"], ["runs_watch"]], requests
+    assert requests[-1][0] - t_news <= 100, requests  # the second a moment after the first
+
+
 FEED_FILE = line_chart.CHART_STATIC / "feed.js"
 # A chart's feed as the chart engine subscribes it (its gap from the spec line_spec builds); a draw is noted.
 FOLLOW_JS = (

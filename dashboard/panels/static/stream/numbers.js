@@ -36,7 +36,8 @@
     const handle = (got) => {
       const newKey = data.keys !== null && data.keys !== undefined && got.keys > data.keys;
       if (panel && (!show(panel, got, data.tiles) || newKey) && !asked) {
-        asked = true; setTriggerValue("changed", Date.now());
+        asked = true;
+        window.__jaxdashStream.fire(() => setTriggerValue("changed", Date.now()));  // one rerun per flush (stream.js)
       }
     };
     const stop = data.on ? window.__jaxdashStream.numbers(data.key, data.run_id, handle) : null;

@@ -5,7 +5,7 @@
 // run's progress line and tiles). A change of what the page follows (a new chart or spec, a trigger's runs)
 // opens a new stream a moment later with every feed's cursor where its rows ended; a hidden tab closes the
 // stream and opens it again, with its cursors, when shown; a broken one is opened again after reopenMs.
-// Exposes window.__jaxdashStream: {configure, watch, feed, numbers, opened (streams opened so far)}.
+// Exposes window.__jaxdashStream: {configure, watch, feed, numbers, fire, opened (streams opened so far)}.
 (function () {
   if (window.__jaxdashStream) return;
   const subs = {s: new Map(), f: new Map(), n: new Map()};
@@ -55,7 +55,26 @@
   }
   document.addEventListener("visibilitychange", () => (document.hidden ? close() : open()));
 
+  // Streamlit's page sends every trigger value set before its next flush (one setTimeout) in one rerun request,
+  // for the fragment of the first of them: a second fragment's trigger set in the same moment (two panels told of
+  // one change by one push) reruns the first fragment and is lost. Every rerun this page's components ask for
+  // goes through `fire`: one at a time, FIRE_SPACING_MS apart, each in a flush of its own.
+  const FIRE_SPACING_MS = 40;
+  const fires = {queue: [], timer: null, last: -Infinity};
+  function drain() {
+    fires.timer = null;
+    const wait = fires.last + FIRE_SPACING_MS - performance.now();
+    if (wait > 0) { fires.timer = setTimeout(drain, wait); return; }
+    const next = fires.queue.shift();
+    if (!next) return;
+    fires.last = performance.now();
+    next();
+    if (fires.queue.length) fires.timer = setTimeout(drain, FIRE_SPACING_MS);
+  }
+
   ns.configure = (url, reopenMs) => { st.url = url; st.reopenMs = reopenMs || st.reopenMs; };
+  // Ask for a rerun: `ask` (a component's setTriggerValue call) runs now, or FIRE_SPACING_MS after the last.
+  ns.fire = (ask) => { fires.queue.push(ask); if (!fires.timer) drain(); };
   // A trigger: onSig(signature) for its runs' change signature, at once and at each change.
   ns.watch = (key, ids, onSig) => {
     const old = subs.s.get(key);

@@ -18,7 +18,8 @@
     const wait = p.last + (event ? p.gap : p.streamGap) - performance.now();
     if (wait > 0) { p.timer = setTimeout(() => check(p), wait); return; }
     p.last = performance.now(); p.asked = seen;
-    p.trigger("changed", seen + ":" + (p.n = (p.n || 0) + 1));  // never the same value twice
+    const ask = p.trigger, value = seen + ":" + (p.n = (p.n || 0) + 1);  // never the same value twice
+    window.__jaxdashStream.fire(() => ask("changed", value));  // one panel's rerun per flush (stream.js)
   }
 
   function mount(component) {
