@@ -7,7 +7,11 @@ and a plotly figure of it. Logged under a key, the figure is the page's figure a
 (artifacts/figures/<key>/) and the table goes where W&B puts it, `<key>_table` (the run store's
 tables, TensorBoard's text); the W&B copy logs it as `wandb.plot_table` of the same spec, so W&B writes
 its own `_wandb.visualize.<key>` chart and table (runwriters/wandb/writer.py). NumPy only: no
-scikit-learn.
+scikit-learn; pr_curve and roc_curve give W&B's rows all the same (W&B computes them with scikit-learn's
+precision_recall_curve and roc_curve, drop_intermediate included: tests/test_wandb_curves.py). W&B's rules kept:
+the classes are y_true's sorted distinct values (those in `classes_to_plot`), each scored by the column of its
+position among them; a class is named by `labels[class]` for integer classes, else by its own value (a number
+stays a number); rates are rounded to 3 decimals as pandas rounds.
 """
 
 from __future__ import annotations
@@ -120,20 +124,25 @@ def confusion_matrix(probs: Sequence[Sequence[float]] | None = None, y_true: Seq
     return CustomChart(table, fig, ("wandb/confusion_matrix/v1", fields, {"title": title}), split_table)
 
 
-def _curves(y_true: Any, y_probas: Any, labels: Any, classes_to_plot: Any) -> list[tuple[str, np.ndarray, np.ndarray]]:
-    """(class name, binary labels, scores) for each class to plot, one-vs-rest."""
+def _plain(value: Any) -> Any:
+    """A NumPy scalar as Python's (a table cell)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _curves(y_true: Any, y_probas: Any, labels: Any, classes_to_plot: Any) -> list[tuple[Any, np.ndarray, np.ndarray]]:
+    """(class name, binary labels, scores) for each class to plot, one-vs-rest, in W&B's order."""
     truth = np.asarray(y_true).ravel()
     probas = np.asarray(y_probas, dtype=np.float64)
-    if probas.ndim == 1:
+    if probas.ndim == 1:  # one score per sample: the positive class's (W&B wants a column per class)
         probas = np.stack([1 - probas, probas], axis=1)
-    classes = np.unique(truth) if classes_to_plot is None else np.asarray(classes_to_plot)
+    classes = np.unique(truth)
+    plotted = classes if classes_to_plot is None else np.asarray(classes_to_plot)
     out = []
-    for c in classes.tolist():
-        col = (
-            int(c) if isinstance(c, (int, np.integer)) and int(c) < probas.shape[1] else list(np.unique(truth)).index(c)
-        )
-        name = str(labels[col]) if labels is not None and col < len(labels) else str(c)
-        out.append((name, truth == c, probas[:, col]))
+    for i in np.flatnonzero(np.isin(classes, plotted)).tolist():
+        c = classes[i]
+        integer = isinstance(classes[0], np.integer)
+        name = labels[int(c)] if labels is not None and integer else c
+        out.append((_plain(name), truth == c, probas[:, i]))
     return out
 
 
@@ -144,6 +153,20 @@ def _ranked(hits: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarra
     last = np.r_[np.flatnonzero(np.diff(ranked)), ranked.size - 1]
     tp = np.cumsum(hits)[last]
     return tp, (last + 1) - tp
+
+
+def _corners(tp: np.ndarray, fp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The thresholds scikit-learn's roc_curve keeps (drop_intermediate): the ends, and each point where the
+    curve bends (a point between two collinear ones draws nothing)."""
+    if tp.size <= 2:
+        return tp, fp
+    keep = np.r_[True, np.logical_or(np.diff(fp, 2), np.diff(tp, 2)), True]
+    return tp[keep], fp[keep]
+
+
+def _add_rows(table: Table, name: Any, *columns: np.ndarray) -> None:
+    for row in zip(*(np.round(c, 3).tolist() for c in columns), strict=True):
+        table.add_data(name, *row)
 
 
 def pr_curve(y_true: Any = None, y_probas: Any = None, labels: list[str] | None = None, classes_to_plot: Any = None,
@@ -159,9 +182,8 @@ def pr_curve(y_true: Any = None, y_probas: Any = None, labels: list[str] | None 
         best = np.maximum.accumulate(prec[::-1])[::-1]
         idx = np.searchsorted(rec, grid, side="left")  # (np.searchsorted takes any order of `grid`)
         interp = np.where(idx < rec.size, best[np.minimum(idx, rec.size - 1)], 0.0)
-        for p, r in zip(interp.tolist(), grid.tolist(), strict=True):
-            table.add_data(name, round(p, 3), round(r, 3))
-        traces.append(go.Scatter(x=grid.tolist(), y=interp.tolist(), mode="lines", name=name))
+        _add_rows(table, name, interp, grid)
+        traces.append(go.Scatter(x=grid.tolist(), y=interp.tolist(), mode="lines", name=str(name)))
     fig = go.Figure(traces).update_layout(xaxis_title="Recall", yaxis_title="Precision")
     strings = {"title": title, "x-axis-title": "Recall", "y-axis-title": "Precision"}
     spec = ("wandb/area-under-curve/v0", {"x": "recall", "y": "precision", "class": "class"}, strings)
@@ -174,12 +196,11 @@ def roc_curve(y_true: Any, y_probas: Any = None, labels: list[str] | None = None
     table, go, traces = Table(columns=["class", "fpr", "tpr"]), _go(), []
     for name, hits, scores in _curves(y_true, y_probas, labels, classes_to_plot):
         if not hits.any() or hits.all():
-            continue
-        tp, fp = _ranked(hits, scores)
+            continue  # one class alone: no rate (scikit-learn's are NaN)
+        tp, fp = _corners(*_ranked(hits, scores))
         tpr, fpr = np.r_[0.0, tp / hits.sum()], np.r_[0.0, fp / (~hits).sum()]
-        for f, t in zip(fpr.tolist(), tpr.tolist(), strict=True):
-            table.add_data(name, round(f, 3), round(t, 3))
-        traces.append(go.Scatter(x=fpr.tolist(), y=tpr.tolist(), mode="lines", name=name))
+        _add_rows(table, name, fpr, tpr)
+        traces.append(go.Scatter(x=fpr.tolist(), y=tpr.tolist(), mode="lines", name=str(name)))
     fig = go.Figure(traces).update_layout(xaxis_title="False positive rate", yaxis_title="True positive rate")
     strings = {"title": title, "x-axis-title": "False positive rate", "y-axis-title": "True positive rate"}
     spec = ("wandb/area-under-curve/v0", {"x": "fpr", "y": "tpr", "class": "class"}, strings)
