@@ -103,6 +103,13 @@ def fresh(root: str | os.PathLike | None = None, every_s: float = EVERY_S) -> bo
         return k.done.wait_for(lambda: k.ended >= wanted, wait_s) and k.ok
 
 
+def update_seconds(root: str | os.PathLike | None = None) -> float:
+    """How long the root's last update took in this process (0.0 before its first one)."""
+    with _LOCK:
+        k = _KEEPERS.get(run_store.runs_root(root))
+    return k.last_s if k is not None else 0.0
+
+
 def stop_all() -> None:
     """Ask every updater thread of this process to end (a test's cleanup; a server's keepers end with it)."""
     with _LOCK:

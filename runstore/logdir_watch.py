@@ -18,9 +18,11 @@ A quiet logdir (every run finished, nothing written) costs the stamp alone. The 
 run watcher's signature, which the page polls: a sync that adds a run or changes its state reruns it.
 
 Pages never sync: a page run asks the watch for a check now (`request`) and waits for it a bounded time
-(FIRST_WAIT_S until the first sync ended, REQUEST_WAIT_S after), then lists the mirrors as they are; an asked
-check syncs whenever the stamp changed or a run reads running, at most every tb_logdir.SYNC_EVERY_S. While the first
-sync of a big logdir is under way the page shows the runs mirrored so far and says so (`reading`).
+(until FIRST_WAIT_S after the watch began while its first sync is under way, REQUEST_WAIT_S after it; not at
+all for a big logdir, whose stamp alone costs more than QUICK_STAMP_S), then lists the mirrors as they are;
+an asked check syncs whenever the stamp changed or a run reads running, at most every tb_logdir.SYNC_EVERY_S.
+While the first sync of a big logdir is under way the page shows the runs mirrored so far and says so
+(`reading`). Stamps are paced as syncs are: at least COST_FACTOR times a stamp's own time apart.
 No Streamlit here.
 """
 
@@ -37,8 +39,10 @@ from runstore.run_folder import RunFolder
 POLL_S = 0.25  # between stamps (run_watch's poll)
 SYNC_GAP_S = 1.0  # a logdir whose runs write all the time is synced at most this often
 COST_FACTOR = 10  # ... or this many times the last sync's time: a sync takes at most a tenth of a core
-FIRST_WAIT_S = 3.0  # a page waits at most this long for the first sync (a small logdir's is well under it)
+FIRST_WAIT_S = 3.0  # pages wait for the first sync until this long after the watch began (a small logdir's is quicker)
 REQUEST_WAIT_S = 1.0  # ... and this long for a requested check after it (a quiet logdir's costs its stamp)
+QUICK_STAMP_S = 0.02  # a logdir whose stamp costs more CPU time (1,000 runs) is not waited for: its mirrors are
+# at most a poll behind, and a page would wait for the stamp under the load of every other thread
 
 Stamp = dict[str, tuple[int, int]]  # path under the logdir -> (size, mtime in ns); a folder's size is -1
 
@@ -86,6 +90,8 @@ class LogdirWatch:
         self._wake = threading.Event()
         self._done = threading.Condition()
         self._asked = self._checked = 0  # requests made, and the last one a check began after
+        self.began = time.monotonic()
+        self.stamp_s = 0.0  # the last stamp's own time (thread CPU time)
 
     def start(self) -> LogdirWatch:
         """Start the thread; returns self."""
@@ -98,9 +104,12 @@ class LogdirWatch:
         return not self.synced_once.is_set()
 
     def request(self) -> bool:
-        """Ask for a check now and wait for it (FIRST_WAIT_S before the first sync ended, else REQUEST_WAIT_S);
-        True when it ended in time. The caller then reads the mirrors as they are either way."""
-        wait_s = REQUEST_WAIT_S if self.synced_once.is_set() else FIRST_WAIT_S
+        """Ask for a check now and wait for it a bounded time (see the module doc); True when it ended in time.
+        The caller then reads the mirrors as they are either way."""
+        if not self.synced_once.is_set():
+            wait_s = max(0.0, self.began + FIRST_WAIT_S - time.monotonic())
+        else:
+            wait_s = REQUEST_WAIT_S if self.stamp_s <= QUICK_STAMP_S else 0.0
         with self._done:
             self._asked += 1
             wanted = self._asked
@@ -127,7 +136,9 @@ class LogdirWatch:
     def check(self, now: float | None = None, asked: bool = False) -> bool:
         """Stamp the logdir and sync if due (`asked`: a page waits for this check); True if it synced."""
         now = time.time() if now is None else now
+        t0 = time.thread_time()
         current = stamp(self.logdir)
+        self.stamp_s = time.thread_time() - t0
         if not self.due(now, current, asked):
             return False
         self.synced, self.seen = now, current
@@ -151,4 +162,4 @@ class LogdirWatch:
             with self._done:
                 self._checked = asked
                 self._done.notify_all()
-            self._wake.wait(POLL_S)  # a page's request wakes it sooner
+            self._wake.wait(max(POLL_S, COST_FACTOR * self.stamp_s))  # a page's request wakes it sooner

@@ -72,7 +72,7 @@ def list_runs(
         else:
             _KNOWN.pop(d, None)
         runs.append(run)
-    for gone in set(_KNOWN) - set(entries):
+    for gone in set(_KNOWN.copy()) - set(entries):  # a copy: a page and the lister's thread list at once
         if gone.parent == root:
             _KNOWN.pop(gone, None)
     runs += run_store.linked_runs(root)  # links are shown as damaged, never read

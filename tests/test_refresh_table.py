@@ -21,6 +21,8 @@ NOT_REFRESH = {
     "processes/warm_workers.py": {"REPLACE_DELAY_S", "SETTLE_S"},
     "processes/page_queue.py": {"DISPATCH_S", "PAGE_WAIT_S"},
     "processes/tensorboard_child.py": {"POLL_S"},
+    "reading/run_lister.py": {"BIG_S", "GAP_S"},  # a big root's background list: how big, how often
+    "reading/runs_page.py": {"QUICK_UPDATE_S"},  # an index update quick enough to wait for
     "views/sweep.py": {"REFUSED_SHOWN_S"},
 }
 

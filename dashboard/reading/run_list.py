@@ -4,6 +4,8 @@ written config.json yet, and a TensorBoard logdir's mirrored runs; newest first,
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import time
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +13,7 @@ import streamlit as st
 
 from dashboard.panels import safe_text
 from dashboard.processes.launch_status import population_members, run_status
+from dashboard.reading import run_lister
 from runstore import launch_files, run_reads, run_states, run_store, run_watch, safe_files, tb_logdir
 from runstore.run_folder import CONFIG, RunFolder
 
@@ -20,9 +23,32 @@ ACTIVE_STATES = run_states.ACTIVE
 def all_runs() -> list[run_store.RunInfo]:
     """All runs, newest first, including page-launched runs whose process has not written config.json yet.
 
-    A population launched from the page stands as one such run until its members appear.
+    A population launched from the page stands as one such run until its members appear. A big root's list
+    comes from its background lister (dashboard/reading/run_lister.py) while no run appeared, ended or went
+    since it was made, each active run's status read again; a TensorBoard logdir's mirrors as its watch has
+    them (`logdir_current`).
     """
     root = run_store.runs_root()
+    if tb_logdir.logdir() is not None:
+        logdir_current(root)
+    kept = run_lister.current(root)
+    if kept is not None:
+        return [dataclasses.replace(r, status=run_status(r.path)) if is_active(r.status) else r for r in kept]
+    started = time.monotonic()
+    runs = scan(root)
+    if time.monotonic() - started > run_lister.BIG_S:
+        run_lister.start(root, scan)
+    return runs
+
+
+def prefetch() -> None:
+    """Start the runs root's background lister once a server (the first page run): a big root's list is then
+    ready when a page asks for it."""
+    run_lister.start(run_store.runs_root(), scan, first=True)
+
+
+def scan(root: Path) -> list[run_store.RunInfo]:
+    """`all_runs` of `root` listed now (no Streamlit: the lister's thread runs it too)."""
     runs = run_reads.list_runs(root, run_status)  # an ended run's files are re-read only when changed
     known = {r.run_id for r in runs}
     pending = []
@@ -47,8 +73,9 @@ def all_runs() -> list[run_store.RunInfo]:
             )
             run.status = run_status(d)
             pending.append(run)
-    logged = _logdir_runs(root)
-    if logged:  # the logdir may be the runs root: its TensorBoard folders are those runs, not damaged ones
+    logged = run_reads.list_runs(tb_logdir.mirror_root(root), run_status) if tb_logdir.logdir() is not None else []
+    if logged and any(r.damaged for r in runs):  # the logdir may be the runs root: its TensorBoard folders are
+        # those runs, not damaged ones
         foreign = tb_logdir.covered(tb_logdir.logdir() or root, tb_logdir.find_runs(tb_logdir.logdir() or root))
         runs = [r for r in runs if not (r.damaged and r.path in foreign)]
     runs += pending + logged
@@ -76,14 +103,6 @@ def logdir_current(root: Path) -> None:
     elif watch.reading:
         mirrored = len(run_store.run_folders(tb_logdir.mirror_root(root)))
         st.caption(f"Reading the TensorBoard logdir {safe_text.code(logdir)}: {mirrored} runs mirrored so far.")
-
-
-def _logdir_runs(root: Path) -> list[run_store.RunInfo]:
-    """The runs of the TensorBoard logdir this dashboard reads (--logdir), as its watch has mirrored them."""
-    if tb_logdir.logdir() is None:
-        return []
-    logdir_current(root)
-    return run_reads.list_runs(tb_logdir.mirror_root(root), run_status)
 
 
 def is_active(status: dict[str, Any]) -> bool:

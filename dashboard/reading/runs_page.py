@@ -7,11 +7,21 @@ page first opens; while it is still being built the page shows what it has and s
 from __future__ import annotations
 
 import contextlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from dashboard.processes.launch_status import population_members, run_status
-from runstore import index_keeper, index_pages, index_reader, index_rows, launch_files, run_states, run_store
+from runstore import (
+    index_keeper,
+    index_pages,
+    index_reader,
+    index_rows,
+    launch_files,
+    run_states,
+    run_store,
+    run_watch,
+)
 from runstore.index_rows import IndexedRun
 
 PAGE_SIZE = 100  # rows sent to the browser at once
@@ -31,8 +41,33 @@ class IndexState:
         return not self.current and self.indexed < self.folders
 
 
-def open_index(root: Path) -> IndexState:
-    """Start the root's keeper (once a process) and ask it for an update now, waiting for it at most a second."""
+QUICK_UPDATE_S = 0.1  # a root whose index updates within this long is always waited for (it costs that long)
+
+
+def agrees(root: Path) -> bool:
+    """Whether the index holds exactly the run folders the server's run watcher sees (runstore/run_watch.py, a
+    background thread), each active or not as the watcher sees it: what an update now could change in the list.
+    Links directly under the root are the index's alone (listed as damaged, never watched)."""
+    prefix = str(root) + os.sep
+    try:
+        rows = index_reader.rows(root, "SELECT path, state FROM runs", [])
+    except index_reader.IndexUnavailable:
+        return False
+    indexed = {p[len(prefix) :]: s in run_states.ACTIVE for p, s in rows if p.startswith(prefix)}
+    watched = dict(run_watch.watcher(root).current)
+    extra = indexed.keys() - watched.keys()
+    return all(indexed.get(n) == a for n, a in watched.items()) and all(os.path.islink(root / n) for n in extra)
+
+
+def open_index(root: Path, changed: bool = False) -> IndexState:
+    """Start the root's keeper (once a process) and ask it for an update now, waiting for it at most a second.
+
+    A big root's update takes most of that second, so a page does not wait for it while the index agrees with
+    the run watcher (`agrees`) and this session `changed` no run (notes, a delete): the keeper's next update
+    brings what else changed (a run's new records) within a few seconds, and the watcher reruns the page
+    when a run appears, ends or goes."""
+    if not changed and index_keeper.update_seconds(root) > QUICK_UPDATE_S and agrees(root):
+        return IndexState(True)  # the keeper runs (it timed an update): no wake, its next update comes anyway
     if index_keeper.fresh(root):
         return IndexState(True)
     mirrors = root / index_rows.LOGDIR_MIRRORS

@@ -6,6 +6,7 @@ import streamlit as st
 
 from dashboard import refresh_timings
 from dashboard.panels import refresh_trigger
+from dashboard.reading import run_list
 from dashboard.server import changes_route
 from runstore import run_store, run_watch
 
@@ -34,6 +35,7 @@ def watch_runs() -> None:
     app.py), the fragment reruns every WATCH_S.
     """
     st.session_state["_runs_seen"] = seen = run_watch.watcher(run_store.runs_root()).current
+    run_list.prefetch()  # a big root's list of runs made in the background from the server's first page
     if changes_route.ROUTE_ON:
 
         def check_on_change() -> None:

@@ -122,6 +122,7 @@ RECORDS_REFRESH_S = refresh_timings.seconds("runs_records_rerun")
 COMPARE_MAX = 100  # runs the query's button compares at once (each a line in every panel)
 FILTER_KEYS = ("runs_search", "runs_query", *(f"runs_filter_{name}" for name in (*FILTERS, *WANDB_FILTERS)))
 PAGE_SIZE = runs_page.PAGE_SIZE
+CHANGED = "_runs_changed"  # this session changed runs (notes, a delete): the next page run waits for the index
 
 
 def _select(ids: list[str], table_key: str, shown: list[str], clear: bool = True) -> None:
@@ -198,6 +199,7 @@ def notes_editor(run: run_store.RunInfo, known: list[str]) -> None:
         for sink, outcome in current.sent.items():
             st.caption(safe_text.md(f"{'TensorBoard' if sink == 'tensorboard' else 'W&B'}: {outcome}"))
     if saved:
+        st.session_state[CHANGED] = True  # the next page run waits for the index to hold the new notes
         st.rerun()
 
 
@@ -252,6 +254,7 @@ def delete(runs: list[run_store.RunInfo]) -> None:
         except (RuntimeError, ValueError, OSError) as exc:
             st.error(safe_text.md(f"{r.name}: {exc}"))
             return
+    st.session_state[CHANGED] = True
     st.rerun()
 
 
@@ -369,7 +372,9 @@ st.caption(
     "(`$JAXDASH_RUNS` picks another folder)."
 )
 run_list.logdir_current(run_store.runs_root())  # first: the index's update below then holds a logdir's new runs
-st.session_state["_runs_index"] = runs_page.open_index(run_store.runs_root())  # its keeper runs while it is open
+st.session_state["_runs_index"] = runs_page.open_index(  # its keeper runs while it is open
+    run_store.runs_root(), changed=st.session_state.pop(CHANGED, False)
+)
 listed = runs_page.active(run_store.runs_root())
 refresh, polled_ids = refresh_trigger.follow(listed, REFRESH_S)
 st.fragment(panels.guarded(body), run_every=refresh)(polled_ids)
