@@ -29,6 +29,7 @@ TRACES_JS = (
     " ? g.__drawn.flat().filter(([n, k]) => k > 0).map(([n]) => n)"
     " : (g._fullData || []).filter(t => t._length > 0).map(t => t.name))"
 )
+IDLE_JS = "() => !document.querySelector('[data-testid=stStatusWidget]')"  # no script run under way
 # Per uPlot panel of the first grid: the labels of its shown lines.
 SHOWN_JS = """() => Array.from(document.querySelector('.jaxdash-chart .jaxdash-grid-cells').querySelectorAll('.uplot'))
   .map(el => el.__uplot.series.slice(1).filter(s => s.show).map(s => s.label))"""
@@ -184,7 +185,8 @@ def test_run_detail_draws_its_metric_grids_when_they_scroll_into_view(server: tu
     page.set_viewport_size({"width": 1400, "height": 700})
     page.goto(f"{srv.url}/detail?run={d.name}")
     page.wait_for_function(f"(() => {{ const c = {points}; return c.length >= 3 && c[0] > 0; }})()", timeout=60_000)
-    time.sleep(1.0)
+    page.wait_for_function(IDLE_JS, timeout=60_000, polling=100)  # the page's run done: every chart is in it
+    page.wait_for_timeout(1000)  # a grid drawn without being seen would be drawn by now
     assert page.evaluate(points)[-1] == 0, "the system grid, a screen below, was drawn without being seen"
     for chart in page.locator(".jaxdash-line, .jaxdash-chart").all():  # the per-key panels, then the grids
         chart.scroll_into_view_if_needed()

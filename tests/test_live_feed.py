@@ -79,8 +79,7 @@ def test_records_reach_the_chart_progress_and_tiles_without_a_rerun(server: tupl
         _write(run, step)
         time.sleep(0.3)
     page.wait_for_function("6 in window.__seen", timeout=8_000, polling=30)  # appended by the chart itself
-    page.wait_for_timeout(1100)  # the numbers go at most once a second: the last write's come within it
-    page.get_by_text("step 6/").first.wait_for(timeout=5_000)  # the progress line
+    page.get_by_text("step 6/").first.wait_for(timeout=5_000)  # the progress line (numbers: once a second)
     page.get_by_text("0.1429").first.wait_for(timeout=5_000)  # the train/loss tile: 1/7
     assert page.evaluate("window.__wsIn") == quiet, "the panel reran for records its charts and numbers follow"
     RunFolder(run).write_status(state="stopped", ended=time.time())  # a new state reruns at once
@@ -159,12 +158,15 @@ def _run_with_rows(runs: Path, rows: int) -> Path:
 
 
 def _after_a_rerun(page: Any, run: Path, message: str, start_js: str, count_js: str) -> Any:
-    """`count_js` 2 s after a new status message (an event: the panel reruns at once), `start_js` run before it."""
+    """`count_js` once the rerun a new status message brings (at once) is drawn, and 2 s after the message at
+    the soonest; `start_js` run before it."""
     page.evaluate(start_js)
     before = page.evaluate("window.__wsIn")
     RunFolder(run).write_status(message=message)
+    written = time.monotonic()
     page.wait_for_function(f"window.__wsIn > {before}", timeout=10_000, polling=50)
-    time.sleep(2.0)
+    wait_quiet(page)  # the rerun's messages all came and were drawn
+    page.wait_for_timeout(max(0.0, 2.0 - (time.monotonic() - written)) * 1000)
     return page.evaluate(count_js)
 
 
@@ -190,7 +192,7 @@ LOSS_POINTS_JS = f"() => ({LOSS_LINE}).__chart.data.find((t) => t.name === 'trai
 
 
 def _rebuilt_after_a_rerun(page: Any, run: Path, message: str) -> bool:
-    """Whether the loss chart got a new spec (was built anew) in the 2 s after a new status message."""
+    """Whether the loss chart got a new spec (was built anew) in the rerun a new status message brings."""
     return not _after_a_rerun(page, run, message, KEEP_SPEC_JS, SPEC_KEPT_JS)
 
 
@@ -239,7 +241,7 @@ def _drawn_anew_js(selector: str) -> str:
 
 
 def _draws_after_a_rerun(page: Any, run: Path, message: str) -> int:
-    """Charts and grids drawn anew, whatever draws them, in the 2 s after a new status message."""
+    """Charts and grids drawn anew, whatever draws them, in the rerun a new status message brings."""
     return _after_a_rerun(page, run, message, SNAPSHOT_DRAWS_JS, _drawn_anew_js(".jaxdash-line, .jaxdash-chart"))
 
 

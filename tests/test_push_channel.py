@@ -138,9 +138,15 @@ def test_a_hidden_tab_receives_and_draws_nothing_until_shown_then_catches_up(
     page.evaluate(HIDE_JS, True)
     received = page.evaluate("window.__jaxdashStream.received")
     opened = page.evaluate("window.__jaxdashStream.opened")
+    probe = _open(srv, {"f": {"a": [run.name, RunFolder(run).records_size(), ["train/loss"]]}})  # an open stream
     for step in (1, 2):
         _append(run, step)
-    page.wait_for_timeout(1500)  # six of the watcher's ticks: a stream still open would have brought them
+    pushed: list[int] = []
+    while len(pushed) < 2:  # one event or two; the probe's socket timeout bounds each wait
+        pushed += _next_event(probe, "rows")["x"]["train/loss"]
+    probe.close()
+    assert pushed == [1, 2], pushed  # the server pushed both records to the streams open now
+    page.wait_for_timeout(1500)  # six of the watcher's ticks more: a stream still open would have brought them
     assert page.evaluate("window.__jaxdashStream.received") == received, "a hidden tab received events"
     assert page.evaluate("1 in window.__seen || 2 in window.__seen") is False, "a hidden tab drew"
     page.evaluate(HIDE_JS, False)

@@ -31,6 +31,7 @@ from runstore import media_store, run_folder, run_store
 from runstore.run_folder import RunFolder
 from tests.test_safety_damaged import GOOD_CFG, good_run
 
+IDLE_JS = "() => !document.querySelector('[data-testid=stStatusWidget]')"  # no script run under way
 CHART = ".jaxdash-chart .main-svg"  # a chart plotly.js drew (a logged figure: the hostile run's)
 # The good run's train/loss drawn by the line chart engine (static/chart/, uPlot): its 3 points.
 LOSS_DRAWN = f"{browser_probes.SERIES_JS}.some((t) => t.name === 'train/loss' && t.n === 3)"
@@ -233,6 +234,7 @@ def test_run_data_never_makes_chromium_fetch_from_another_host(hostile: Hostile,
                 page.get_by_text("![message](", exact=False).first.wait_for(timeout=30_000)  # shown as text
             else:  # the runs table (a canvas)
                 page.wait_for_selector('[data-testid="stDataFrame"]', timeout=30_000)
+            page.wait_for_function(IDLE_JS, timeout=30_000, polling=100)  # the page's run done: all of it shown
             page.wait_for_timeout(1500)  # the page's images, had it any, load meanwhile
         page.goto(f"{hostile.srv.url}/detail?run={hostile.bad}", timeout=30_000)
         for what in ("display", "notes", "metric"):
