@@ -54,7 +54,6 @@ def _write(folder: Path, steps: range, base: float, tags: tuple[str, ...] = ("ot
     for tag in tags:
         writer.add_scalar(tag, base, steps[-1])
     writer.close()
-    time.sleep(0.01)  # the next writer's file name (its time in seconds) sorts after this one's
 
 
 def _tensorboard_scalars(url: str, run: str, tags: list[str]) -> dict[str, list[tuple[int, float]]]:
@@ -81,7 +80,7 @@ def test_a_writer_restarted_in_the_same_folder_shows_as_tensorboard_shows_it(tmp
     _write(logs / "r1", range(1, 21), 0.0, ("other", "first_only"))
     tb_logdir.sync(logs, live_runs)  # the page saw the first writer's 20 points
     assert len(_mirrored(live_runs, "r1", ["loss"])["loss"]) == 20
-    time.sleep(1.0)  # event file names hold the time in seconds
+    time.sleep(1.0)  # event file names hold the time in seconds: the next writer's sorts after this one's
     _write(logs / "r1", range(1, 13), 100.0)  # restarted: steps from 1 again, in a new file
     tb_logdir.sync(logs, live_runs)  # read while it restarted
     tb_logdir.sync(logs, fresh_runs)  # a server started afterwards reads both files at once

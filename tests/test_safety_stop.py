@@ -72,9 +72,8 @@ def test_owns_process_refuses_other_hosts_reused_pids_and_bad_values(runs_root: 
     code = "import sys, time; time.sleep(60)"
     d = run_store.new_run_dir(runs_root, "regression", "own")
     # A process whose command line runs `training` code and names this run directory.
-    proc = subprocess.Popen([sys.executable, "-c", code, "training", str(d)])
+    proc = subprocess.Popen([sys.executable, "-c", code, "training", str(d)])  # returns once it has exec'd
     try:
-        time.sleep(0.2)
         own = {"pid": proc.pid, "host": socket.gethostname(), "started": time.time()}
         assert run_store.owns_process(own, d)
         assert not run_store.owns_process({**own, "host": "elsewhere"}, d)
