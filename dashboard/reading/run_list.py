@@ -34,17 +34,17 @@ def all_runs() -> list[run_store.RunInfo]:
     kept = run_lister.current(root)
     if kept is not None:
         return [dataclasses.replace(r, status=run_status(r.path)) if is_active(r.status) else r for r in kept]
-    started = time.monotonic()
+    started = time.thread_time()  # CPU time: another process's load makes no small root big
     runs = scan(root)
-    if time.monotonic() - started > run_lister.BIG_S:
-        run_lister.start(root, scan)
+    if time.thread_time() - started > run_lister.BIG_S:
+        run_lister.start(root, READS)
     return runs
 
 
 def prefetch() -> None:
     """Start the runs root's background lister once a server (the first page run): a big root's list is then
     ready when a page asks for it."""
-    run_lister.start(run_store.runs_root(), scan, first=True)
+    run_lister.start(run_store.runs_root(), READS, first=True)
 
 
 def scan(root: Path) -> list[run_store.RunInfo]:
@@ -78,8 +78,11 @@ def scan(root: Path) -> list[run_store.RunInfo]:
         # those runs, not damaged ones
         foreign = tb_logdir.covered(tb_logdir.logdir() or root, tb_logdir.find_runs(tb_logdir.logdir() or root))
         runs = [r for r in runs if not (r.damaged and r.path in foreign)]
-    runs += pending + logged
-    # Newest first; a population's members stay together, in member order.
+    return ordered(runs + pending + logged)
+
+
+def ordered(runs: list[run_store.RunInfo]) -> list[run_store.RunInfo]:
+    """Newest first; a population's members together, in member order."""
     first: dict[str, float] = {}
     for r in runs:
         if r.status.get("group"):
@@ -103,6 +106,17 @@ def logdir_current(root: Path) -> None:
     elif watch.reading:
         mirrored = len(run_store.run_folders(tb_logdir.mirror_root(root)))
         st.caption(f"Reading the TensorBoard logdir {safe_text.code(logdir)}: {mirrored} runs mirrored so far.")
+
+
+def read_one(d: Path) -> run_store.RunInfo | None:
+    """The run of one folder as `scan` lists it (None: no run of its own there, a page launch's folder)."""
+    run = run_store.read_run(d)
+    if run is not None and not run.damaged:  # a damaged run keeps the message that says which file is wrong
+        run.status = run_status(d)
+    return run
+
+
+READS = run_lister.Reads(scan, read_one, ordered)
 
 
 def is_active(status: dict[str, Any]) -> bool:

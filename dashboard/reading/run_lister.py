@@ -3,9 +3,11 @@
 Listing every run (dashboard/reading/run_list.py) costs three stats a folder once each run is known, and a
 read of every folder the first time: 10,000 runs take a second or more a page run, and half a minute
 the first time. So one thread a root lists them in the background (started by the first page of the
-server), again and again while a list takes longer than BIG_S, waiting three times its own time between
-lists. A page uses the last list while the run watcher's signature (runstore/run_watch.py: every folder
-and whether it is active) is the one seen when that list began: no run appeared, ended or went since.
+server) while a list takes longer than BIG_S: again COST_FACTOR times a list's own CPU time later (for an
+ended run's renamed or noted files), sooner (CHANGED_FACTOR) once a run appeared, ended or went.
+A page takes the last list as it is while the run watcher's signature (runstore/run_watch.py: every folder
+and whether it is active) is the one seen when that list began; else the last list with the folders whose
+entry changed read again (at most PATCH_MAX, each a run of its own: a page launch's folder lists it all).
 A small root's list is quicker than asking the thread: the thread ends and the pages list it themselves.
 """
 
@@ -14,46 +16,80 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from runstore import run_store, run_watch
 
-BIG_S = 0.2  # a list taking longer than this is kept in the background
-GAP_S = 1.0  # between lists, at least; or COST_FACTOR times a list's own time
-COST_FACTOR = 3
+BIG_S = 0.2  # a list taking more CPU time than this (not wall time: the load of other processes) is kept here
+GAP_S = 1.0  # between lists, at least
+COST_FACTOR = 10  # lists at most a tenth of a core ...
+CHANGED_FACTOR = 2  # ... or half a core while the watcher saw a run appear, end or go
+PATCH_MAX = 200  # more changed folders than this: the page lists the root itself
+
+Runs = list[run_store.RunInfo]
+
+
+@dataclass
+class Reads:
+    """How to list a root (`scan`), read one folder's run (`one`, None when it holds no run of its own) and
+    order a list (`order`)."""
+
+    scan: Callable[[Path], Runs]
+    one: Callable[[Path], run_store.RunInfo | None]
+    order: Callable[[Runs], Runs]
 
 
 class Lister:
-    """The last list of one root (`runs`, with the watcher signature `seen` when it began and its time `took`)."""
+    """The last list of one root (`runs`, with the watcher signature `seen` when it began and its CPU time `took`)."""
 
-    def __init__(self, root: Path, scan: Callable[[Path], list[run_store.RunInfo]]) -> None:
-        self.root, self.scan = root, scan
-        self.runs: list[run_store.RunInfo] | None = None
-        self.seen: object = None
+    def __init__(self, root: Path, reads: Reads) -> None:
+        self.root, self.reads = root, reads
+        self.runs: Runs | None = None
+        self.seen: tuple[tuple[str, bool], ...] = ()
         self.took = 0.0
         self.thread = threading.Thread(target=self._loop, name=f"run-lister-{root.name}", daemon=True)
         self.thread.start()
 
-    def current(self) -> list[run_store.RunInfo] | None:
-        """The last list while no run appeared, ended or went since it began; None when a page must list itself."""
-        runs = self.runs
-        if runs is None or self.took <= BIG_S or self.seen != run_watch.watcher(self.root).current:
+    def current(self) -> Runs | None:
+        """The last list, with the folders whose watcher entry changed since it began read again; None when a
+        page must list the root itself (no list yet, a small root, too many changes, a page launch's folder)."""
+        runs, seen = self.runs, self.seen
+        if runs is None or self.took <= BIG_S:
             return None
-        return runs
+        now = run_watch.watcher(self.root).current
+        if now == seen:
+            return runs
+        old, new = dict(seen), dict(now)
+        changed = {n for n in old.keys() | new.keys() if old.get(n) != new.get(n)}
+        if len(changed) > PATCH_MAX:
+            return None
+        paths = {self.root / n for n in changed}
+        out = [r for r in runs if r.path not in paths]
+        for name in changed & new.keys():
+            run = self.reads.one(self.root / name)
+            if run is None:
+                return None
+            out.append(run)
+        return self.reads.order(out)
 
     def _loop(self) -> None:
         watcher = run_watch.watcher(self.root)
         while not watcher.stopped.is_set():
-            seen, t0 = watcher.current, time.monotonic()
+            seen, t0, cpu0 = watcher.current, time.monotonic(), time.thread_time()
             try:
-                runs = self.scan(self.root)
+                runs = self.reads.scan(self.root)
             except Exception:  # noqa: BLE001 - a page then lists the root itself and says what is wrong
                 runs = None
-            took = time.monotonic() - t0
-            self.runs, self.seen, self.took = runs, seen, took
-            if took <= BIG_S or runs is None:
+            cpu = time.thread_time() - cpu0
+            self.runs, self.seen, self.took = runs, seen, cpu
+            if cpu <= BIG_S or runs is None:
                 break
-            watcher.stopped.wait(max(GAP_S, COST_FACTOR * took))
+            again, soon = t0 + max(GAP_S, COST_FACTOR * cpu), t0 + max(GAP_S, CHANGED_FACTOR * cpu)
+            while not watcher.stopped.wait(run_watch.POLL_S):
+                at = time.monotonic()
+                if at >= again or (at >= soon and watcher.current != seen):
+                    break
         with _LOCK:
             if _LISTERS.get(self.root) is self:
                 _LISTERS.pop(self.root)
@@ -64,17 +100,17 @@ _STARTED: set[Path] = set()  # roots whose first page started a lister (a small 
 _LOCK = threading.Lock()
 
 
-def start(root: Path, scan: Callable[[Path], list[run_store.RunInfo]], first: bool = False) -> None:
+def start(root: Path, reads: Reads, first: bool = False) -> None:
     """Start the root's lister unless one runs; `first`: only if this process never started one for the root
     (the first page of a server: its list is ready when a page asks for it)."""
     with _LOCK:
         if root in _LISTERS or (first and root in _STARTED):
             return
         _STARTED.add(root)
-        _LISTERS[root] = Lister(root, scan)
+        _LISTERS[root] = Lister(root, reads)
 
 
-def current(root: Path) -> list[run_store.RunInfo] | None:
+def current(root: Path) -> Runs | None:
     """The root's last list in the background while still current (`Lister.current`), else None."""
     with _LOCK:
         found = _LISTERS.get(root)

@@ -41,7 +41,7 @@ class IndexState:
         return not self.current and self.indexed < self.folders
 
 
-QUICK_UPDATE_S = 0.1  # a root whose index updates within this long is always waited for (it costs that long)
+QUICK_UPDATE_S = 0.1  # a root whose index updates within this CPU time is always waited for (it costs that long)
 
 
 def agrees(root: Path) -> bool:
@@ -66,7 +66,7 @@ def open_index(root: Path, changed: bool = False) -> IndexState:
     the run watcher (`agrees`) and this session `changed` no run (notes, a delete): the keeper's next update
     brings what else changed (a run's new records) within a few seconds, and the watcher reruns the page
     when a run appears, ends or goes."""
-    if not changed and index_keeper.update_seconds(root) > QUICK_UPDATE_S and agrees(root):
+    if not changed and index_keeper.update_cpu_seconds(root) > QUICK_UPDATE_S and agrees(root):
         return IndexState(True)  # the keeper runs (it timed an update): no wake, its next update comes anyway
     if index_keeper.fresh(root):
         return IndexState(True)
