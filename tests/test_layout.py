@@ -207,6 +207,7 @@ SPELLED_ON_PURPOSE = {
     "tests/test_writers_wandb.py": "W&B's own folders: WANDB_DIR/wandb/ and a W&B run's files/",
     "tests/test_client_wandb_contract.py": "W&B's own folders: WANDB_DIR/wandb/ and a W&B run's files/",
     "tests/test_wandb_fidelity.py": "W&B's own folders: WANDB_DIR/wandb/ and a W&B run's files/",
+    "tests/test_wandb_curves.py": "W&B's own folders: WANDB_DIR/wandb/ and a W&B run's files/",
     "tests/test_wandb_data_types.py": "W&B's own folders: WANDB_DIR/wandb/ and a W&B run's files/",
     "tests/test_review_wandb.py": "W&B's own folders: WANDB_DIR/wandb/ and a W&B run's files/",
     "tests/test_wandb_conformance.py": "W&B's own folders: WANDB_DIR/wandb/ and a W&B run's files/",
