@@ -87,6 +87,18 @@ def test_big_runs_are_cached_without_a_page_then_open_in_time(big_runs, chromium
     print(got)
 
 
+def _wait_resting(server: psutil.Process, timeout: float = 60) -> None:
+    """Until the server spends under a tenth of a second of CPU in half a second: nothing of the page's is
+    being worked on."""
+    deadline, spent = time.monotonic() + timeout, sum(server.cpu_times()[:2])
+    while True:
+        time.sleep(0.5)
+        last, spent = spent, sum(server.cpu_times()[:2])
+        if spent - last < 0.1:
+            return
+        assert time.monotonic() < deadline, f"the server was still busy after {timeout:.0f} s"
+
+
 def test_csv_download_of_a_big_run_streams_every_record(big_runs, tmp_path: Path, tab) -> None:  # noqa: ANN001
     """Run detail's "Metrics CSV" link: dashboard/server_app.py's route writes the CSV as it sends it,
     so the server grows by what one part (~4 MB of records) takes, not by the 70 MB file."""
@@ -97,7 +109,7 @@ def test_csv_download_of_a_big_run_streams_every_record(big_runs, tmp_path: Path
     link = page.get_by_role("link", name="Metrics CSV")
     link.wait_for(timeout=60_000)
     page.wait_for_function("() => !document.querySelector('[data-testid=stStatusWidget]')", timeout=60_000)
-    time.sleep(1.0)  # the page's own work done: what grows from here is the download's
+    _wait_resting(psutil.Process(srv.proc.pid))  # the page's own work done: what grows from here is the download's
     before = psutil.Process(srv.proc.pid).memory_info().rss
     during = PeakRss(srv.proc.pid)
     during.start()

@@ -22,6 +22,19 @@ pytestmark = [
 ]
 
 
+IDLE_JS = "() => !document.querySelector('[data-testid=stStatusWidget]')"  # no script run under way
+# Every websocket message the page sends, as text (protobuf keeps a widget's string value as it is).
+SENT_JS = """(() => {
+  window.__wsSent = [];
+  const send = WebSocket.prototype.send;
+  WebSocket.prototype.send = function (data) {
+    const bytes = typeof data === "string" ? null : new Uint8Array(data.buffer || data);
+    window.__wsSent.push(bytes ? new TextDecoder("latin1").decode(bytes) : data);
+    return send.call(this, data);
+  };
+})()"""
+
+
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[tuple[Server, Path]]:
     """The page's server; the first training process it starts waits after its second chunk (`held`)."""
@@ -36,6 +49,7 @@ def test_sweep_from_the_page_shows_its_trials_live(server: tuple[Server, Path], 
     srv, runs = server
     page = tab
     page.set_viewport_size({"width": 1400, "height": 1200})
+    page.add_init_script(SENT_JS)
     try:
         page.goto(f"{srv.url}/sweeps")  # its first render imports Optuna's figures: not while trials train
         page.get_by_text("No sweeps yet", exact=False).first.wait_for(timeout=90_000)
@@ -47,7 +61,10 @@ def test_sweep_from_the_page_shows_its_trials_live(server: tuple[Server, Path], 
         fixed.press("Enter")  # Enter keeps the value; it must not start anything
         page.get_by_role("textbox", name="Study name").fill("browser-sweep")
         page.get_by_role("textbox", name="Study name").press("Enter")
-        page.wait_for_timeout(3000)
+        # The page sent the server the rerun Enter asks for, with the name (the page's timers rerun it too).
+        page.wait_for_function("window.__wsSent.some((m) => m.includes('browser-sweep'))", timeout=30_000)
+        page.wait_for_function(IDLE_JS, timeout=60_000, polling=100)
+        page.wait_for_timeout(3000)  # a sweep that Enter started would be in the queue by now
         assert not (runs / "queue.db").exists() or not Queue(runs).jobs()
         page.get_by_role("button", name="Start sweep").click()
         page.wait_for_url("**/sweeps?study=browser-sweep", timeout=30_000)
