@@ -180,6 +180,10 @@ def test_first_point_within_a_second_of_start_on_a_warm_server(warm_server: tupl
     assert statistics.median(times[1:]) <= 3.0, times
 
 
+# The Live panel's refresh trigger (static/stream/trigger.js): watching its runs (`stop` undoes the watch), or
+# placed with on=False (a hidden tab's panel): no watch.
+FOLLOWED_JS = "() => window.__jaxdashTrigger?.triggers?.refresh_trigger?.stop instanceof Function"
+UNFOLLOWED_JS = "() => window.__jaxdashTrigger?.triggers?.refresh_trigger?.stop === null"
 SHOW_JS = """() => {
   Object.defineProperty(document, "visibilityState", {get: () => "visible", configurable: true});
   Object.defineProperty(document, "hidden", {get: () => false, configurable: true});
@@ -198,8 +202,10 @@ def test_a_hidden_live_tab_stops_refreshing_and_catches_up_when_shown(server: tu
     page.get_by_role("button", name="Stop").wait_for(timeout=60_000)
     RunFolder(run_dir).append_records([{"step": 1, "wall": 1.0, "ts": time.time(), "train/loss": 0.4321}])
     assert _seconds_until(page, HAS, "0.4321", 10) <= LIST_BOUND_S  # visible: the tile follows the run
+    page.wait_for_function(FOLLOWED_JS, timeout=30_000)  # the visible tab's panel follows its run
     page.evaluate(HIDE_JS)
-    page.wait_for_timeout(300)  # the tab reports it is hidden: the page reruns once with its polls off
+    # The tab reports it is hidden: the page reruns once, its panel's trigger placed without following its run.
+    page.wait_for_function(UNFOLLOWED_JS, timeout=30_000, polling=50)
     page.wait_for_function(IDLE_JS, timeout=30_000, polling=100)
     RunFolder(run_dir).append_records([{"step": 2, "wall": 2.0, "ts": time.time(), "train/loss": 0.1234}])
     page.wait_for_timeout(2000)  # eight of the trigger's polls' worth
