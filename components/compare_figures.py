@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from components import figures
+from components.chart_look import CurveLook, Frame
 from components.figure_style import set_template
 from components.series import Series, ema_smooth
 from runstore.metrics.downsample import bucket_extremes
@@ -107,37 +108,52 @@ def _band_traces(name: str, band: Band, color: str) -> list[go.Scatter]:
     return [poly, mean]
 
 
+@dataclass(frozen=True)
+class GridData:
+    """What a grid of small multiples draws.
+
+    tags: the subplots, in order.
+    curves: tag -> {run label: (x, y)} of the runs drawn as lines (or (x, y, wall): see `_run_traces`).
+    bands: tag -> {population label: Band}, drawn as mean + shaded band.
+    missing: tag -> labels of the selected runs that never logged it (named in the subplot title).
+    """
+
+    tags: Sequence[str]
+    curves: Mapping[str, Mapping[str, Series]]
+    bands: Mapping[str, Mapping[str, Band]] | None = None
+    missing: Mapping[str, Sequence[str]] | None = None
+
+
+GRID_LOOK = CurveLook(max_points=GRID_POINTS)  # raw lines, linear y, GRID_POINTS a line
+GRID_FRAME = Frame(title="", uirevision="compare")  # a grid's panels are titled by their tags
+
+
 def metric_grid(
-    tags: Sequence[str],
-    curves: Mapping[str, Mapping[str, Series]],
-    colors: Mapping[str, str],
+    data: GridData,
+    look: CurveLook = GRID_LOOK,
+    frame: Frame = GRID_FRAME,
     *,
-    bands: Mapping[str, Mapping[str, Band]] | None = None,
-    missing: Mapping[str, Sequence[str]] | None = None,
-    x_title: str = "step",
-    smoothing: float = 0.0,
-    log_y: bool = False,
     cols: int = 3,
-    max_points: int = GRID_POINTS,
-    uirevision: str = "compare",
     browser: Mapping[str, Any] | None = None,
 ) -> go.Figure:
     """Small multiples: one subplot per tag, one line (or band) per run or population, one shared legend.
 
     Args:
-      tags: the subplots, in order.
-      curves: tag -> {run label: (x, y)} of the runs drawn as lines.
-      colors: label (run or population) -> colour, the same in every subplot.
-      bands: tag -> {population label: Band}, drawn as mean + shaded band.
-      missing: tag -> labels of the selected runs that never logged it (named in the subplot title).
+      data: the tags, the runs' curves, the populations' bands and who lacks a tag.
+      look: `colors` (label, run or population -> colour, the same in every subplot; #444 for one not named),
+        `smoothing`, `log_y` (every panel but accuracy's) and `max_points` a line; dashes and full names unused.
+      frame: `x_title` (under the bottom row), `uirevision` and `layout` (merged into the figure's); a grid has
+        no title of its own and sizes itself by its rows, so title, y_title, height and empty_text are unused.
       browser: more for the browser's grid (static/line_grid.js), e.g. `controls` (the name its smoothing, log y
         and x-axis controls are saved under: shown when given), `t0` and `epoch` ({label: start in unix
         seconds, steps per epoch}) for its x axes, `palette` (colour the lines by the theme's palette).
     """
+    tags, curves, bands, missing = data.tags, data.curves, data.bands, data.missing
+    colors, x_title = look.colors or {}, frame.x_title
     cols = max(1, min(cols, len(tags) or 1))
     rows = max(1, math.ceil(len(tags) / cols))
     lacking_by_panel = [list((missing or {}).get(tag, ())) for tag in tags]
-    log_by_panel = [bool(log_y and "acc" not in tag) for tag in tags]
+    log_by_panel = [bool(look.log_y and "acc" not in tag) for tag in tags]
     titles = [
         f"{tag}<br><sup>not logged by {', '.join(lacking)}</sup>" if lacking else tag
         for tag, lacking in zip(tags, lacking_by_panel, strict=True)
@@ -152,7 +168,7 @@ def metric_grid(
         row, col = i // cols + 1, i % cols + 1
         traces = []
         for name, xy in (curves.get(tag) or {}).items():
-            traces += _run_traces(name, xy, colors.get(name, "#444"), smoothing, max_points)
+            traces += _run_traces(name, xy, colors.get(name, "#444"), look.smoothing, look.max_points)
         for name, band in ((bands or {}).get(tag) or {}).items():
             traces += _band_traces(name, band, colors.get(name, "#444"))
         for t in traces:
@@ -169,7 +185,7 @@ def metric_grid(
         margin=dict(l=50, r=20, t=90, b=40),
         legend=dict(orientation="h", yanchor="bottom", y=1.0 + 40 / (90 + 260 * rows), xanchor="left", x=0),
         hovermode="closest",
-        uirevision=uirevision,
+        uirevision=frame.uirevision,
         # What the dashboard's canvas grid (dashboard/panels/static/line_grid.js) draws the panels from.
         meta=dict(
             grid=dict(
@@ -181,6 +197,7 @@ def metric_grid(
                 **(browser or {}),
             )
         ),
+        **(frame.layout or {}),
     )
     return fig
 

@@ -21,7 +21,7 @@ def builds(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
     built: list[tuple[str, ...]] = []
     grid = compare_figures.metric_grid
     monkeypatch.setattr(
-        compare_figures, "metric_grid", lambda tags, *a, **k: built.append(tuple(tags)) or grid(tags, *a, **k)
+        compare_figures, "metric_grid", lambda data, *a, **k: built.append(tuple(data.tags)) or grid(data, *a, **k)
     )
     monkeypatch.setattr(compare, "_SPECS", type(compare._SPECS)())  # none kept from other tests
     return built

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from components import compare_figures
+from components.chart_look import CurveLook
 from components.colors import run_color
 from dashboard.panels import compare_data
 from runstore.run_folder import RunFolder
@@ -33,11 +34,12 @@ def test_band_spans_the_members_and_std_is_around_the_mean() -> None:
 def test_grid_has_a_subplot_per_metric_one_legend_entry_per_run_and_a_note_for_missing() -> None:
     xy = (np.arange(5.0), np.arange(5.0))
     fig = compare_figures.metric_grid(
-        ["train/loss", "test/acc"],
-        {"train/loss": {"a": xy, "b": xy}, "test/acc": {"a": xy}},
-        {"a": "#111111", "b": "#222222"},
-        missing={"test/acc": ["b"]},
-        log_y=True,
+        compare_figures.GridData(
+            ["train/loss", "test/acc"],
+            {"train/loss": {"a": xy, "b": xy}, "test/acc": {"a": xy}},
+            missing={"test/acc": ["b"]},
+        ),
+        CurveLook(log_y=True, colors={"a": "#111111", "b": "#222222"}),
     )
     assert len(fig.data) == 3 and [t.name for t in fig.data if t.showlegend] == ["a", "b"]
     assert "not logged by b" in fig.layout.annotations[1].text

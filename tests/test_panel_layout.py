@@ -85,7 +85,9 @@ def test_a_section_of_a_hundred_keys_starts_closed_and_draws_nothing(tmp_path: P
 def test_a_grid_of_two_hundred_metrics_builds() -> None:
     """Before: plotly refused the grid's row spacing past ~40 rows ("Vertical spacing cannot be greater than")."""
     from components import compare_figures
+    from components.chart_look import CurveLook
 
     names = [f"m{i}" for i in range(200)]
-    fig = compare_figures.metric_grid(names, {t: {"run": ([0, 1], [1.0, 2.0])} for t in names}, {"run": "#123456"})
+    data = compare_figures.GridData(names, {t: {"run": ([0, 1], [1.0, 2.0])} for t in names})
+    fig = compare_figures.metric_grid(data, CurveLook(colors={"run": "#123456"}))
     assert len(fig.data) == 200

@@ -172,9 +172,9 @@ def grid(view: View, tags: list[str], chart_key: str = "compare_grid", lazy: boo
                 curves.setdefault(tag, {})[labels[r.run_id]] = xyw
         for label, xyws in members.items():
             bands.setdefault(tag, {})[label] = compare_data.timed_band(xyws, _aggregate(opts))
-    fig = compare_figures.metric_grid(
-        tags, curves, colors, bands=bands, missing=view.missing, browser=_browser(view, banded)
-    )
+    data = compare_figures.GridData(tags, curves, bands, view.missing)
+    look = dataclasses.replace(compare_figures.GRID_LOOK, colors=colors)
+    fig = compare_figures.metric_grid(data, look, browser=_browser(view, banded))
     spec = _keep_spec(version, inplace_chart.figure_spec(fig)) if panels.inplace_charts() else None
     panels.chart(fig, chart_key, lazy=lazy, spec=spec)
 

@@ -7,6 +7,7 @@ A run without definitions gets run_sections.metric_grids unchanged. Curves come 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -46,7 +47,7 @@ def metric_grids(
     window = run_sections.zoom(records, key)
     if window is None:
         return
-    colors = {run.name: run_color(run.run_id)}
+    look = dataclasses.replace(compare_figures.GRID_LOOK, colors={run.name: run_color(run.run_id)})
     for title, x, group in grids:
         if len(group) > run_sections.GRID_MAX:
             st.caption(f"{len(group)} {title}: too many for one grid; each has its own panel under Logged keys.")
@@ -59,10 +60,10 @@ def metric_grids(
         def build(group: list[str] = group, x: str = x, title: str = title) -> Any:
             curves = {t: {run.name: grid_axes.timed(run.path, records, t, x, *window)} for t in group}
             browser = run_sections.grid_browser(run, records, x)
-            fig = compare_figures.metric_grid(
-                group, curves, colors, x_title=x, uirevision=f"{key}_{title}_{x}", browser=browser
+            frame = dataclasses.replace(
+                compare_figures.GRID_FRAME, x_title=x, uirevision=f"{key}_{title}_{x}", layout=run_sections.ONE_LINE
             )
-            return fig.update_layout(showlegend=False)
+            return compare_figures.metric_grid(compare_figures.GridData(group, curves), look, frame, browser=browser)
 
         stale = run_sections.GRID_REFRESH_S if active else 0.0
         live_chart(widget_key(key, f"{title} {x}"), (tuple(group), tuple(window)), build, lazy=True, max_age_s=stale)

@@ -3,6 +3,7 @@ full-resolution zoom, the run's own process output, and a client script's consol
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ GRID_REFRESH_S = refresh_timings.seconds("grid_rebuild")
 # draw): each has its own panel under "Logged keys" (data_panels), in sections drawn when opened.
 GRID_MAX = 48
 CONTROLS = "detail"  # the name Run detail's grids save their smoothing, log y and x axis under in the browser
+ONE_LINE = {"showlegend": False}  # a grid of one run's lines needs no legend
 
 
 def notes_header(run: run_store.RunInfo) -> None:
@@ -69,7 +71,7 @@ def metric_grids(run: run_store.RunInfo, records: MetricTable, key: str, active:
     if window is None:
         return
     label = run.name
-    colors = {label: run_color(run.run_id)}
+    look = dataclasses.replace(compare_figures.GRID_LOOK, colors={label: run_color(run.run_id)})
     system = [t for t in all_tags if t.startswith(f"{tags.SYS}/")]
     full = records.step_range()
     zoomed = tuple(window) if (int(full[0]), int(full[1])) != tuple(int(w) for w in window) else None
@@ -82,10 +84,10 @@ def metric_grids(run: run_store.RunInfo, records: MetricTable, key: str, active:
 
         def build(group: list[str] = group, title: str = title) -> Any:
             curves = {t: {label: grid_axes.timed(run.path, records, t, "step", *window)} for t in group}
-            fig = compare_figures.metric_grid(
-                group, curves, colors, uirevision=f"{key}_{title}", browser=grid_browser(run, records)
+            frame = dataclasses.replace(compare_figures.GRID_FRAME, uirevision=f"{key}_{title}", layout=ONE_LINE)
+            return compare_figures.metric_grid(
+                compare_figures.GridData(group, curves), look, frame, browser=grid_browser(run, records)
             )
-            return fig.update_layout(showlegend=False)
 
         if title == "system":
             st.caption(
