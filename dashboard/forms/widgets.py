@@ -40,6 +40,20 @@ class FormValues:
     wandb_mode: str = "auto"
 
 
+@dataclass(frozen=True)
+class FieldOverrides:
+    """What the page says about some of a form's fields beyond their config metadata.
+
+    disabled: fields shown greyed out (e.g. set by a population instead).
+    notes: {field: markdown} captions drawn under a field (e.g. where a dataset was found).
+    defaults: {field: value} shown instead of the config's own default (e.g. a dataset found locally).
+    """
+
+    disabled: Collection[str] = ()
+    notes: Mapping[str, str] = field(default_factory=dict)
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+
+
 def _default_text(value: Any) -> str:
     if value is None:
         return ""
@@ -104,17 +118,18 @@ def field_error(message: str) -> None:
 
 
 def _field_rows(
-    infos: list[FieldInfo], prefix: str, errors: dict[str, str], columns: int, opts: dict[str, Any]
+    infos: list[FieldInfo], prefix: str, errors: dict[str, str], columns: int, overrides: FieldOverrides
 ) -> dict[str, Any]:
     """`columns` fields per row, each with its note and its error (popped from `errors`) under it."""
     raw: dict[str, Any] = {}
     for start in range(0, len(infos), columns):
         for col, info in zip(st.columns(columns), infos[start : start + columns], strict=False):
             with col:
-                default = opts["defaults"].get(info.name, info.default)
-                raw[info.name] = field_input(info, f"{prefix}_{info.name}", default, info.name in opts["disabled"])
-                if info.name in opts["notes"]:
-                    st.caption(opts["notes"][info.name])
+                default = overrides.defaults.get(info.name, info.default)
+                disabled = info.name in overrides.disabled
+                raw[info.name] = field_input(info, f"{prefix}_{info.name}", default, disabled)
+                if info.name in overrides.notes:
+                    st.caption(overrides.notes[info.name])
                 if info.name in errors:
                     field_error(errors.pop(info.name))
     return raw
@@ -124,11 +139,9 @@ def config_form(
     prefix: str,
     infos: list[FieldInfo],
     errors: Mapping[str, str] | None = None,
-    columns: int = 3,
+    overrides: FieldOverrides = FieldOverrides(),
     *,
-    disabled: Collection[str] = (),
-    notes: Mapping[str, str] | None = None,
-    defaults: Mapping[str, Any] | None = None,
+    columns: int = 3,
     submit_label: str = "Start run",
 ) -> FormValues:
     """A launch form generated from config metadata: one input per field, run name and W&B mode.
@@ -137,17 +150,14 @@ def config_form(
       prefix: keys the widgets (`<prefix>_<field>`), e.g. the task's name.
       infos: the config's fields (`settings.fields.fields`); advanced ones go in an expander.
       errors: {field: message} from a previous submit, each shown under its field.
+      overrides: fields disabled, captioned or given another default by the page.
       columns: fields per row.
-      disabled: fields shown greyed out (e.g. set by a population instead).
-      notes: {field: markdown} captions drawn under a field (e.g. where a dataset was found).
-      defaults: {field: value} shown instead of the config's own default (e.g. a dataset found locally).
       submit_label: the text of the submit button.
 
     Returns:
       FormValues with raw (unvalidated) values; `submitted` is True on the click of Start.
     """
     errors = dict(errors or {})
-    opts = {"disabled": set(disabled), "notes": dict(notes or {}), "defaults": dict(defaults or {})}
     # Enter in a field (Run name, a number) never starts a run: only the button does.
     with st.form(f"launch_{prefix}", border=True, enter_to_submit=False):
         top = st.columns([2, 1])
@@ -163,11 +173,11 @@ def config_form(
             key=f"{prefix}_wandb",
             help="auto = online when logged in to W&B, else offline (sync later).",
         )
-        raw = _field_rows([f for f in infos if not f.advanced], prefix, errors, columns, opts)
+        raw = _field_rows([f for f in infos if not f.advanced], prefix, errors, columns, overrides)
         advanced = [f for f in infos if f.advanced]
         if advanced:
             with st.expander("Advanced settings", expanded=any(f.name in errors for f in advanced)):
-                raw |= _field_rows(advanced, prefix, errors, columns, opts)
+                raw |= _field_rows(advanced, prefix, errors, columns, overrides)
         for message in errors.values():  # errors on settings the form has no input for
             field_error(message)
         submitted = st.form_submit_button(submit_label, type="primary", icon=":material/play_arrow:")

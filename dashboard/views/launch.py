@@ -8,7 +8,7 @@ import streamlit as st
 
 from dashboard import refresh_timings, state
 from dashboard.forms import pbt_settings, population_form
-from dashboard.forms.widgets import config_form, dataset_title, field_error, population_input
+from dashboard.forms.widgets import FieldOverrides, config_form, dataset_title, field_error, population_input
 from dashboard.panels import inplace_chart, line_chart, pbt_panels, safe_text
 from dashboard.processes import launcher
 from dashboard.reading import run_list
@@ -38,7 +38,7 @@ def form_prefix(task: str) -> str:
 
 def dataset_note(name: str, data_dir: str | None) -> str:
     """Where a run would get dataset `name`: the local folder it uses, or a download (which needs internet)."""
-    # training.data's own search order (no JAX in that module); see its docstring.
+    # the search order training uses too (settings.datasets: no JAX); see its docstring.
     found = datasets.find_local(name, data_dir or None)
     if found is not None:
         return f"{dataset_title(name)}: found in `{found}`"
@@ -47,7 +47,7 @@ def dataset_note(name: str, data_dir: str | None) -> str:
 
 
 def dataset_fields(infos: list[FieldInfo], prefix: str) -> tuple[dict[str, str], dict[str, Any]]:
-    """Notes and defaults for fields that choose among training.data's datasets (any task's).
+    """Notes and defaults for fields that choose among settings.datasets' datasets (any task's).
 
     Each such field gets a note saying where every choice would come from, and defaults to a
     choice found locally when its own default is not.
@@ -146,7 +146,7 @@ def task_form(task: str) -> tuple[Any, dict[str, str] | None, dict | None]:
     label = f"Start population ({k} runs)" if k > 1 else "Start run"
     notes, defaults = dataset_fields(infos, prefix)
     disabled = [f for f, v in (population or {}).items() if v.strip()]
-    values = config_form(prefix, infos, errors, disabled=disabled, notes=notes, defaults=defaults, submit_label=label)
+    values = config_form(prefix, infos, errors, FieldOverrides(disabled, notes, defaults), submit_label=label)
     return values, population, pbt
 
 
