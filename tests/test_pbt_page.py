@@ -20,12 +20,14 @@ import pytest
 from components import pbt_figures
 from components.colors import distinct_colors, run_color
 from dashboard.forms import pbt_settings
+from dashboard.panels import line_spec, member_lines
 from dashboard.processes import launcher
 from runstore import launch_files, run_folder, run_states, run_store
+from runstore.metrics.metric_table import MetricTable
 from runstore.run_folder import RunFolder
 from settings.config import ConfigError, parse_config
 from tests.apptest_pages import app, errors_under, wait_status
-from tests.chart_elements import charts, figure
+from tests.chart_elements import charts
 from tests.fixtures_runs import hold_children, wait_held
 from training import cli
 from training.tasks import load_task
@@ -153,7 +155,7 @@ def test_check_settings_without_the_page() -> None:
 # -- the charts -----------------------------------------------------------------------------------
 
 
-def test_copy_events_markers_and_lr_figure_are_pure() -> None:
+def test_copy_events_markers_and_lr_spec_are_pure(tmp_path: Path) -> None:
     cols = ["step", "source", "old_lr", "new_lr", "reason"]
     events = pbt_figures.copy_events(
         cols, [[100, 0, 0.01, 0.0125, "ranked low"], ["x", 1, 1, 1, "?"], [40, 2, 2.0, 0.24, "diverged"]]
@@ -164,11 +166,19 @@ def test_copy_events_markers_and_lr_figure_are_pure() -> None:
     )
     curve = (np.array([0, 30, 40, 100, 110]), np.array([5.0, 3.0, np.inf, 1.0, 0.5]))
     assert pbt_figures.value_at(curve, 40) == 3.0 and pbt_figures.value_at(curve, 100) == 1.0
-    lr = (np.array([10, 50, 100, 110]), np.array([0.01, 0.01, 0.01, 0.0125]))
-    fig = pbt_figures.lr_figure({"a": lr}, {"a": events}, {0: "lr=0.3"}, colors={"a": "#123456"})
-    assert fig.layout.yaxis.type == "log" and fig.data[0].line.shape == "vh" and fig.data[0].line.color == "#123456"
-    assert list(fig.data[1].x) == [40, 100] and list(fig.data[1].y) == [0.24, 0.0125]
-    assert fig.data[1].marker.color == "#123456"
+    rows = [
+        {"step": s, "wall": w, "pbt/lr": v}
+        for s, w, v in [(10, 1, 0.01), (50, 5, 0.01), (100, 10, 0.01), (110, 11, 0.0125)]
+    ]
+    RunFolder(tmp_path).append_records(rows)
+    a = member_lines.Member("a", MetricTable().update(tmp_path), line_spec.Style("#123456"))
+    spec = member_lines.lr_spec("k", [a], member_lines.Copies({"a": events}, {0: "lr=0.3"}))
+    assert spec["y_log_default"] is True and spec["line_shape"] == "vh"  # log y, drawn as steps
+    line, marks = spec["series"]
+    assert line["color"] == "#123456" and line["y"] == [0.01, 0.01, 0.01, 0.0125] and line.get("mode") is None
+    assert marks["mode"] == "marks" and marks["x"] == [40, 100] and marks["y"] == [0.24, 0.0125]
+    assert marks["color"] == "#123456" and marks["wall"] == [1, 10]  # the member's wall time at the copy's step
+    assert marks["texts"][1] == "a: step 100: copied member 0 (lr=0.3), ranked low; lr 0.01 → 0.0125"
 
 
 def lineage_rows(run_dir: Path) -> list[list]:
@@ -177,9 +187,15 @@ def lineage_rows(run_dir: Path) -> list[list]:
 
 
 def chart_specs(at) -> dict[str, dict]:  # noqa: ANN001 - an AppTest
-    """{title: plotly spec} of the page's charts."""
-    specs = [figure(c) for c in charts(at)]
-    return {s["layout"].get("title", {}).get("text", ""): s for s in specs}
+    """{title: line spec} of the page's line charts (dashboard/panels/line_spec.py)."""
+    specs = [json.loads(c.proto.spec) for c in charts(at)]
+    return {s["title"]: s for s in specs if "series" in s}
+
+
+def lines_and_marks(spec: dict) -> tuple[list[dict], list[dict]]:
+    """A line spec's member lines and its copy marks."""
+    series = spec["series"]
+    return [s for s in series if s.get("mode") != "marks"], [s for s in series if s.get("mode") == "marks"]
 
 
 def test_population_page_draws_lr_schedules_and_copy_markers(
@@ -189,18 +205,23 @@ def test_population_page_draws_lr_schedules_and_copy_markers(
     at = app("views/live.py", run=pbt_population[0].name)
     charts = chart_specs(at)
     lr, loss = charts["Learning rate (PBT)"], charts["Train loss"]
-    lines = [t for t in lr["data"] if t["mode"] == "lines"]
+    lines, lr_marks = lines_and_marks(lr)
     assert [t["name"] for t in lines] == ["lr=0.0001", "lr=0.001", "lr=0.3", "lr=2"]
     own = distinct_colors([d.name for d in pbt_population])  # each its own colour, moved on where two hash alike
-    assert [t["line"]["color"] for t in lines] == [own[d.name] for d in pbt_population]
+    assert [t["color"] for t in lines] == [own[d.name] for d in pbt_population]
     assert len(set(own.values())) == len(pbt_population)
-    assert lr["layout"]["yaxis"]["type"] == "log"
-    assert loss["layout"]["yaxis"]["type"] == "log"  # lr=2 blew up before its rescue: a linear axis flattens the rest
+    assert lr["y_log_default"] is True and lr["line_shape"] == "vh"
+    assert loss["y_log_default"] is True  # lr=2 blew up before its rescue: a linear axis flattens the rest
+    loss_lines, markers = lines_and_marks(loss)
+    assert [t["color"] for t in loss_lines] == [own[d.name] for d in pbt_population]
     copies = sum(len(lineage_rows(d)) for d in pbt_population)
     assert copies > 0
-    markers = [t for t in loss["data"] if t.get("mode") == "markers"]
     assert sum(len(t["x"]) for t in markers) == copies  # every copy marked on the loss curves
-    texts = [s for t in markers for s in t["text"]]
+    colors = {t["name"]: t["color"] for t in lines}
+    for marks in (markers, lr_marks):  # a member's marks in its colour, each at its wall time (every x axis)
+        assert all(t["color"] == colors[t["name"].removesuffix(" copies")] for t in marks)
+        assert all(w is not None for t in marks for w in t["wall"]) and sum(len(t["x"]) for t in marks) == copies
+    texts = [s for t in markers for s in t["texts"]]
     assert any("copied member 2 (lr=0.3), diverged; lr 2 → " in s for s in texts), texts  # lr=2 rescued
     assert any(f"{copies} cop" in c.value for c in at.caption)
 
@@ -210,8 +231,9 @@ def test_member_detail_shows_its_lr_and_copies(pbt_population: list[Path], monke
     rescued = pbt_population[3]  # lr=2 diverged and copied member 2 at once
     at = app("views/detail.py", run=rescued.name)
     lr = chart_specs(at)["Learning rate (PBT)"]
-    (line,) = [t for t in lr["data"] if t["mode"] == "lines"]
-    assert line["line"]["color"] == run_color(rescued.name)
+    (line,), (marks,) = lines_and_marks(lr)
+    assert line["color"] == run_color(rescued.name) and marks["color"] == line["color"]
+    assert len(marks["x"]) == len(lineage_rows(rescued)) and lr["y_log_default"] is True
     copies = next(d.value for d in at.dataframe if "copied" in d.value.columns)
     assert len(copies) == len(lineage_rows(rescued)) and copies["why"].iloc[0] == "diverged"
     assert copies["copied"].iloc[0] == "lr=0.3"
@@ -269,6 +291,13 @@ def test_stop_all_and_resume_a_pbt_population_from_the_page(
 
 # -- in a real browser ----------------------------------------------------------------------------
 
+LR_CHART = "el.__chart && el.__chart.spec.title === 'Learning rate (PBT)'"
+# With EMA smoothing on: every member line is smoothed (its raw values kept behind) and every copy mark is drawn
+# at its own value, as the spec holds it.
+EMA_KEEPS_MARKS = """(() => { const c = (CHART).__chart, same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+  return c.settings.smooth === 'ema' && c.data.some((s) => s.mode === 'marks') && c.data.every((s) => s.mode === 'marks'
+    ? s.raw === null && same(s.y, c.spec.series.find((t) => t.name === s.name).y) : s.raw !== null); })()"""
+
 
 @pytest.mark.browser
 def test_start_a_pbt_population_from_the_page_and_see_its_lr_chart(server: tuple, tab: Any, tmp_path: Path) -> None:
@@ -292,12 +321,23 @@ def test_start_a_pbt_population_from_the_page_and_see_its_lr_chart(server: tuple
         page.wait_for_url("**/live?run=*", timeout=30_000)
         page.get_by_text("Learning rate (PBT)").first.wait_for(timeout=120_000)
         page.get_by_text("copies so far").first.wait_for(timeout=120_000)
-        lines_js = (  # points of each line of the lr chart (plotly's own parsed data)
-            "Array.from(document.querySelectorAll('.js-plotly-plot'))"
-            ".filter(g => (g.layout.title || {}).text === 'Learning rate (PBT)')"
-            ".flatMap(g => g._fullData.filter(t => t.mode === 'lines').map(t => t._length))"
+        lines_js = (  # points of each member's line the lr chart drew (the chart engine's drawn data)
+            "Array.from(document.querySelectorAll('.jaxdash-line'))"
+            ".filter(el => el.__chart && el.__chart.spec.title === 'Learning rate (PBT)')"
+            ".flatMap(el => el.__chart.data.filter(s => s.mode === 'lines').map(s => s.y.filter(v => v !== null).length))"
         )
         page.wait_for_function(f"(() => {{ const n = {lines_js}; return n.length === 4 && n.every(k => k > 1); }})()")
+        lr_chart = f"Array.from(document.querySelectorAll('.jaxdash-line')).find(el => {LR_CHART})"
+        page.wait_for_function(  # a copy marked (lr=2 diverges before the first PBT step and is rescued there)
+            f"(() => ({lr_chart}).__chart.data.some(s => s.mode === 'marks' && s.x.length > 0))()", timeout=120_000
+        )
+        look = "(() => { const c = (%s).__chart; return [c.settings.logY, c.plot.scales.y.distr, c.plot.series[1].paths.shape]; })()"
+        assert page.evaluate(look % lr_chart) == [True, 3, "vh"]  # the chart's own log y default, drawn as steps
+        page.locator(
+            f".jaxdash-line:has(.jaxdash-line-title:text-is('{member_lines.LR_TITLE}')) .jaxdash-smooth"
+        ).select_option("ema")
+        page.wait_for_function(EMA_KEEPS_MARKS.replace("CHART", lr_chart), timeout=30_000)
+        page.evaluate("() => localStorage.clear()")  # the chart's settings are the browser's: none for the next test
         page.screenshot(path=str(tmp_path / "pbt_live.png"), full_page=True)
     finally:
         for run_dir in run_store.run_folders(runs):

@@ -13,14 +13,12 @@ import streamlit as st
 from components import figures
 from components.chart_look import CurveLook, Frame
 from components.colors import distinct_colors
-from dashboard.panels import line_spec, pbt_panels
+from dashboard.panels import line_spec, member_lines, pbt_panels
 from dashboard.panels.panel_kinds import fit_version
 from dashboard.panels.panels import live_chart, live_line
 from dashboard.panels.run_numbers import tile_tags
-from dashboard.server import rows_route
 from runstore import artifacts, run_store, tags
 from runstore.metrics.metric_table import MetricTable
-from runstore.run_folder import RunFolder
 
 
 def side_legend(fig: Any) -> Any:
@@ -66,64 +64,33 @@ def group_curves(
     *,
     title: str,
     accuracy: bool = False,
-    marks: pbt_panels.Marks | None = None,
+    marks: member_lines.Copies | None = None,
     members: list[run_store.RunInfo] | None = None,
 ) -> None:
     """`tag` of every member overlaid, each in its member colour (`member_colors`: the same as in the population's
     fit and PBT charts on the page), the full run name in the hover.
 
-    PBT's copy marks (markers where a member copied another) are a plotly figure's: a population trained with
-    PBT keeps that chart on plotly.
+    marks: a PBT population's copies, marked on each member's curve (the chart then starts on log y when its
+    curves span decades: a member that blew up before its rescue would flatten the others).
     """
     members = members or []
+    version = (tuple(r.offset for r in records), tuple(names), tag)
     if marks is not None:
-        return _marked_curves(records, names, tag, key, title=title, accuracy=accuracy, marks=marks, members=members)
+        version += (tuple(len(c) for c in marks.events.values()),)
 
     def build() -> dict[str, Any]:
-        lines = []
-        colors = member_colors([m.path for m in members], names) if len(members) == len(names) else {}
-        for i, (n, r) in enumerate(zip(names, records, strict=True)):
-            run = members[i].run_id if i < len(members) else None
-            label = members[i].name if i < len(members) else None
-            t0 = line_spec.start_time(RunFolder(members[i].path)) if i < len(members) else None
-            style = line_spec.Style(label=label, color=colors.get(n))
-            lines.append(line_spec.series(r, tag, n, style, run=run, t0=t0))
-        more: dict[str, Any] = {"metric": tag, "y_title": tag.split("/")[-1]}
+        population = member_lines.of_population(members, records, names)
+        lines = [member_lines.line(m, tag) for m in population]
+        more: dict[str, Any] = {"metric": tag, "y_title": tag.split("/")[-1], **member_lines.picker(population, (tag,))}
         if accuracy:
             curves = {s["name"]: (s["x"], s["y"]) for s in lines if s is not None}
             more |= {"percent": True, "y_range": figures.zoom_range(curves), "clamp": [0.0, 1.0]}
-        if members:
-            more["series_urls"] = {m.run_id: rows_route.series_path(m.run_id) for m in members}
-            more["xkeys"] = line_spec.xkeys(records[0], (tag,)) if records else []
+        if marks is not None:
+            more["y_log_default"] = not accuracy and member_lines.wide(lines)
+            lines += [member_lines.copy_marks(m, tag, marks) for m in population]
         return line_spec.spec(key, title, lines, **more)
 
-    live_line(key, (tuple(r.offset for r in records), tuple(names), tag), build)
-
-
-def _marked_curves(
-    records: list[MetricTable],
-    names: list[str],
-    tag: str,
-    key: str,
-    *,
-    title: str,
-    accuracy: bool,
-    marks: pbt_panels.Marks,
-    members: list[run_store.RunInfo],
-) -> None:
-    """A PBT population's curves with its copy marks (a plotly figure)."""
-
-    def build() -> Any:
-        curves = {n: r.series(tag) for n, r in zip(names, records, strict=True)}
-        look = CurveLook()
-        if members:
-            colors = member_colors([m.path for m in members], names)
-            look = CurveLook(colors=colors, full_names={n: m.name for m, n in zip(members, names, strict=True)})
-        frame = Frame(title, tag.split("/")[-1], uirevision=key)
-        fig = figures.accuracy_figure(curves, frame, look) if accuracy else figures.curves_figure(curves, frame, look)
-        return side_legend(marks(fig, curves))
-
-    live_chart(key, (tuple(r.offset for r in records), tuple(names), tag), build)
+    live_line(key, version, build)
 
 
 def members_table(
@@ -145,7 +112,7 @@ def accuracy_choice(
     records: list[MetricTable],
     names: list[str],
     key: str,
-    marks: pbt_panels.Marks | None = None,
+    marks: member_lines.Copies | None = None,
     members: list[run_store.RunInfo] | None = None,
 ) -> None:
     """Train or test accuracy of every member (a toggle between the two)."""

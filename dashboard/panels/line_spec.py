@@ -88,6 +88,31 @@ def points(name: str, xy: tuple[Any, Any], style: Style = Style(), mode: str = "
     }
 
 
+def marks(
+    name: str,
+    events: list[tuple[float, float | None, float, str]],
+    style: Style = Style(),
+    run: str | None = None,
+    t0: float | None = None,
+) -> dict[str, Any]:
+    """Events drawn as points on a chart's curves (mode "marks": never smoothed, each hovering its own text).
+
+    events: (step, wall seconds or None, value, text) each; run and t0 as `series`'s, so every x axis places them.
+    """
+    events = sorted(events, key=lambda e: e[0])
+    return {
+        "name": name,
+        "x": _floats(np.array([e[0] for e in events], dtype=float)),
+        "wall": _floats(np.array([np.nan if e[1] is None else e[1] for e in events], dtype=float)),
+        "y": _floats(np.array([e[2] for e in events], dtype=float)),
+        "texts": [e[3] for e in events],
+        **_look(style),
+        "mode": "marks",
+        "run": run,
+        "t0": t0,
+    }
+
+
 def _look(style: Style) -> dict[str, Any]:
     """A series' colour, dash and hover name, as the browser's engine reads them."""
     return {"color": style.color, "dash": style.dash, "label": style.label}
@@ -135,7 +160,8 @@ def spec(
 ) -> dict[str, Any]:
     """The chart's spec: `lines` (series or points; None ones left out), saved controls under `metric`.
 
-    more: percent (values shown as %), y_range (an axis zoomed to the data, widened by appends within
+    more: percent (values shown as %), y_log_default (log y until the browser's user picks), line_shape ("vh":
+    steps, a value holding from the point before), y_range (an axis zoomed to the data, widened by appends within
     clamp), clamp, x_range (a fit's fixed x axis), x_title, height, empty (the text while no series has a
     point), feed (`feed`), xkeys (the scalar keys the x axis may be) and series_urls ({run: rows_route.series_path}).
     """

@@ -2,28 +2,29 @@
 
 Everything drawn comes from the members' run directories: `pbt/lr` in metrics.jsonl, the PBT
 settings in status.json / config.json "pbt", and each member's copies in
-artifacts/tables/pbt__lineage.json (training/engine/pbt.py). Figures: components/pbt_figures.py.
+artifacts/tables/pbt__lineage.json (training/engine/pbt.py). The charts' specs: member_lines.py (drawn by the
+line chart engine, static/chart/).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import streamlit as st
 
 from components import pbt_figures
-from components.colors import distinct_colors, run_color
+from components.colors import run_color
 from dashboard.forms import pbt_settings, population_form
 from dashboard.forms.widgets import pbt_input
-from dashboard.panels import safe_text
-from dashboard.panels.panels import chart
+from dashboard.panels import line_spec, member_lines, safe_text
+from dashboard.panels.panels import live_line
 from dashboard.reading import groups, run_list
-from runstore import artifacts, run_store, tags
+from runstore import artifacts, run_store
 from runstore.metrics.metric_table import MetricTable
+from runstore.run_folder import RunFolder
 
 LINEAGE_TAG = "pbt/lineage"
-Marks = Callable[[Any, Mapping[str, pbt_figures.Curve]], Any]
 
 
 def population_pbt(
@@ -76,15 +77,12 @@ def source_names(members: Sequence[run_store.RunInfo], names: Sequence[str]) -> 
     return out
 
 
-def copy_marks(members: Sequence[run_store.RunInfo], names: Sequence[str]) -> Marks | None:
-    """A function that marks every member's copies on a figure of its curves; None for a population without PBT."""
+def copy_marks(members: Sequence[run_store.RunInfo], names: Sequence[str]) -> member_lines.Copies | None:
+    """Every member's copies, to mark on the charts of its curves; None for a population without PBT."""
     if not uses_pbt(members):
         return None
     copies = {n: copies_of(m.path) for m, n in zip(members, names, strict=True)}
-    sources = source_names(members, names)
-    return lambda fig, curves: pbt_figures.log_axis_when_wide(
-        pbt_figures.mark_copies(fig, curves, copies, sources), curves
-    )
+    return member_lines.Copies(copies, source_names(members, names))
 
 
 def settings_text(pbt: Mapping[str, Any], copies: int) -> str:
@@ -100,23 +98,23 @@ def settings_text(pbt: Mapping[str, Any], copies: int) -> str:
     )
 
 
-def _right_legend(fig: Any) -> Any:
-    fig.update_layout(legend=dict(orientation="v", yanchor="top", y=1, xanchor="left", x=1.02, font=dict(size=11)))
-    return fig.update_layout(margin=dict(t=50, r=10))
-
-
 def lr_chart(
     members: Sequence[run_store.RunInfo], records: Sequence[MetricTable], names: Sequence[str], key: str
 ) -> None:
-    """Every member's learning rate over steps (log axis), each in its run's colour, its copies marked."""
-    series = {n: r.series(tags.PBT_LR) for n, r in zip(names, records, strict=True)}
-    copies = {n: copies_of(m.path) for m, n in zip(members, names, strict=True)}
-    distinct = distinct_colors([m.run_id for m in members])  # two members never share a colour
-    colors = {n: distinct[m.run_id] for m, n in zip(members, names, strict=True)}
-    fig = pbt_figures.lr_figure(series, copies, source_names(members, names), colors=colors, uirevision=key)
-    chart(_right_legend(fig), key)
+    """Every member's learning rate over steps (log axis), each in its member colour, its copies marked."""
+    copies = copy_marks(members, names) or member_lines.Copies({}, {})
+    version = (tuple(r.offset for r in records), tuple(names), _copies_version(copies))
+    live_line(
+        key, version, lambda: member_lines.lr_spec(key, member_lines.of_population(members, records, names), copies)
+    )
     pbt = next((m.status["pbt"] for m in members if isinstance(m.status.get("pbt"), dict)), {})
-    st.caption(safe_text.md(settings_text(pbt, sum(len(c) for c in copies.values()))))  # status.json's words
+    total = sum(len(c) for c in copies.events.values())
+    st.caption(safe_text.md(settings_text(pbt, total)))  # status.json's words
+
+
+def _copies_version(copies: member_lines.Copies) -> tuple[int, ...]:
+    """What a chart's marks depend on: how many copies each member made."""
+    return tuple(len(c) for c in copies.events.values())
 
 
 def member_panel(run: run_store.RunInfo, records: MetricTable, key: str) -> None:
@@ -130,14 +128,10 @@ def member_panel(run: run_store.RunInfo, records: MetricTable, key: str) -> None
     sources = source_names(members, list(names.values()))
     st.subheader("Population-based training", divider="gray")
     copies = copies_of(run.path)
-    fig = pbt_figures.lr_figure(
-        {name: records.series(tags.PBT_LR)},
-        {name: copies},
-        sources,
-        colors={name: run_color(run.run_id)},
-        uirevision=key,
-    )
-    chart(fig.update_layout(showlegend=False), key)
+    style = line_spec.Style(run_color(run.run_id), label=run.name)
+    own = member_lines.Member(name, records, style, run.run_id, line_spec.start_time(RunFolder(run.path)))
+    marks = member_lines.Copies({name: copies}, sources)
+    live_line(key, (records.offset, len(copies)), lambda: member_lines.lr_spec(key, [own], marks))
     if not copies:
         st.caption("This member has not copied another one.")
         return

@@ -1,7 +1,8 @@
 // A line chart's controls: smoothing (TensorBoard's debiased EMA, or a window mean), log y, the x axis
 // (step, wall time, relative time or any logged scalar, as W&B's picker) and ignore outliers (the y range
 // from the 5th-95th percentile, padded, as TensorBoard's). Settings persist per browser (localStorage),
-// keyed by the chart's metric, so a loss chart on Live and on Run detail share them.
+// keyed by the chart's metric, so a loss chart on Live and on Run detail share them. A chart may set its own log y
+// default (setDefaults), which holds until the user ticks or unticks log y on a chart of that metric.
 // Exposes window.__jaxdashLine.controls.
 (function () {
   const ns = (window.__jaxdashLine = window.__jaxdashLine || {});
@@ -57,6 +58,10 @@
     return [lo - pad, hi + pad];
   }
 
+  function stored(name) {  // the settings saved for `name` ({} if none)
+    try { return JSON.parse(localStorage.getItem(PREFIX + name) || "{}") || {}; } catch (e) { return {}; }
+  }
+
   function load(name) {
     try { return Object.assign({}, DEFAULTS, JSON.parse(localStorage.getItem(PREFIX + name) || "{}")); }
     catch (e) { return Object.assign({}, DEFAULTS); }
@@ -95,7 +100,7 @@
   // The toolbar: returns {el, settings(), setXKeys(keys)}; onChange(settings) after every change (saved first).
   // opts: timeSeries (smoothing and the x axis offered), stepLabel (the name of the chart's own x, "step" else).
   function toolbar(name, opts, onChange) {
-    let s = load(name);
+    let s = load(name), logChosen = "logY" in stored(name);
     if (!opts.timeSeries) s = Object.assign({}, s, {smooth: "none", x: "step"});
     const el = document.createElement("div");
     el.className = "jaxdash-chart-controls";
@@ -109,11 +114,14 @@
       weight.style.display = kind.value === "ema" ? "" : "none";
       size.style.display = kind.value === "mean" ? "" : "none";
     };
-    const changed = () => {
+    const changed = (ev) => {
       s = {smooth: kind.value, weight: Number(weight.value), window: Number(size.value), logY: log.checked,
         x: xs.value || "step", outliers: outliers.checked};
       showing();
-      if (opts.timeSeries) save(name, s);
+      if (ev && ev.target === log) logChosen = true;
+      const kept = Object.assign({}, s);
+      if (!logChosen) delete kept.logY;  // the chart's default stays in charge until the user picks
+      if (opts.timeSeries) save(name, kept);
       onChange(s);
     };
     for (const input of [kind, weight, size, log, outliers, xs]) input.addEventListener("change", changed);
@@ -131,8 +139,13 @@
       }
       if (xs.value !== want) xs.value = "step";
     }
+    function setDefaults(d) {  // the chart's log y default, unless the user picked one for this metric
+      if (logChosen || !opts.timeSeries || s.logY === d.logY) return;
+      s = Object.assign({}, s, {logY: d.logY});
+      log.checked = d.logY;
+    }
     setXKeys([]);
-    return {el, settings: () => Object.assign({}, s, {x: xs.value || "step"}), setXKeys};
+    return {el, settings: () => Object.assign({}, s, {x: xs.value || "step"}), setXKeys, setDefaults};
   }
 
   ns.controls = {ema, windowMean, smooth, outlierRange, load, save, toolbar, DEFAULTS};

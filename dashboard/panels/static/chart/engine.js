@@ -6,13 +6,17 @@
 // series' value at that x (the nearest point each has); drag zooms, a double click resets; the legend
 // hides a series on click. A curve of at most spec.sparse_points points shows them as markers too, decided at
 // each draw (past it, the draw that appends is a plain line). Controls (controls.js) and colours (theme.js)
-// apply per chart.
+// apply per chart. A spec may choose its log y default (y_log_default: the browser's saved choice wins) and its
+// line shape (line_shape "vh": steps, a value holding from the point before). A series of mode "marks" (events
+// such as a population member's copies) is points only, never smoothed, its hover its own texts at its x.
 // window.__jaxdashLine.mount(parentElement, data) is what the component's loader calls; for tests and probes
 // the element (.jaxdash-line) holds `__chart` (`data`: what is drawn, `settings`, `scales`) and `__timing`.
 (function () {
   const ns = (window.__jaxdashLine = window.__jaxdashLine || {});
   const {theme, controls, feed, series: S} = ns;
-  const FIT_DATA = "points", CONTROL_ROW = 30;
+  const FIT_DATA = "points", MARKS = "marks", CONTROL_ROW = 30;
+  // Line shapes: "vh" goes vertical at the point before, then level (a value holding since the row before).
+  const SHAPES = {vh: () => Object.assign(uPlot.paths.stepped({align: -1}), {shape: "vh"})};
 
   function fmt(percent) {
     return (u, v) => (v === null || v === undefined ? "--" : percent ? (100 * v).toFixed(2) + "%" : Number(v.toPrecision(5)).toString());
@@ -50,6 +54,7 @@
         this.el.insertBefore(this.bar.el, this.plot);
       }
       this.bar.setXKeys(spec.xkeys || []);
+      this.bar.setDefaults({logY: !!spec.y_log_default});
       if (this.stopFeed) this.stopFeed();
       const f = spec.feed;
       this.stopFeed = f ? feed.subscribe(this.el, {stream: f.stream, run: f.run, tags: f.asked, offset: f.offset,
@@ -103,9 +108,15 @@
       const pairs = [], specs = [], n = this.lines.length, smooth = s.smooth !== "none" && this.spec.kind !== "fit";
       this.drawn = [];
       this.lines.forEach((line, i) => {
-        const x = this.xOf(line, s), raw = Array.from(line.y.view());
+        const x = this.xOf(line, s), raw = Array.from(line.y.view()), color = line.color || theme.color(i, n);
+        if (line.mode === MARKS) {  // events on the curves: drawn where they happened, as they are (never smoothed)
+          const texts = new Map(Array.from(x, (v, k) => [v, (line.texts || [])[k]]));
+          pairs.push([x, raw]);
+          specs.push({label: line.name, stroke: color, width: 0, points: true, marks: true, texts});
+          this.drawn.push({name: line.name, mode: MARKS, x: Array.from(x), y: Array.from(raw, (v) => (Number.isFinite(v) ? v : null)), raw: null});
+          return;
+        }
         const y = smooth ? controls.smooth(raw, s) : raw;
-        const color = line.color || theme.color(i, n);
         if (smooth) {
           pairs.push([x, raw]);
           specs.push({label: line.name + " (raw)", stroke: theme.faint(color, 0.25), width: 1, raw: true});
@@ -114,7 +125,7 @@
         specs.push({label: line.name, stroke: color, width: line.mode === FIT_DATA ? 0 : line.width || 2,
           dash: line.dash ? [6, 4] : undefined, points: line.mode === FIT_DATA, full: line.label,
           sparse: this.spec.kind !== "fit" && line.step.view().length <= (this.spec.sparse_points || 0)});
-        this.drawn.push({name: line.name, x: Array.from(x), y: Array.from(y, (v) => (Number.isFinite(v) ? v : null)), raw: smooth ? raw : null});
+        this.drawn.push({name: line.name, mode: line.mode || "lines", x: Array.from(x), y: Array.from(y, (v) => (Number.isFinite(v) ? v : null)), raw: smooth ? raw : null});
       });
       return {data: S.align(pairs), specs};
     }
@@ -138,7 +149,7 @@
         grid: {stroke: t.grid, width: 1}, ticks: {stroke: t.grid, width: 1}});
       const yAxis = axis(this.spec.y_title || "");
       if (pct) yAxis.values = (u, v) => v.map((x) => (100 * x).toFixed(range && range[1] - range[0] < 0.1 ? 1 : 0) + "%");
-      const fixedX = this.spec.x_range;
+      const fixedX = this.spec.x_range, shape = SHAPES[this.spec.line_shape];
       return {
         ...this.size(),
         scales: {
@@ -147,11 +158,13 @@
         },
         axes: [axis(s.x === "step" ? this.spec.x_title || "step" : s.x === "wall" ? "" : s.x === "relative" ? "seconds" : s.x), yAxis],
         series: [{label: s.x, value: s.x === "wall" ? undefined : fmt(false)}, ...specs.map((p) => ({
-          label: p.label, stroke: p.stroke, width: p.width, dash: p.dash, spanGaps: true, value: fmt(pct),
-          show: true, points: p.points ? {show: true, size: 5, fill: p.stroke, stroke: p.stroke} : {show: (u, si) => this.sparse[si - 1]},
-          paths: p.points ? () => null : undefined,
+          label: p.label, stroke: p.stroke, width: p.width, dash: p.dash, spanGaps: true,
+          value: p.marks ? (u, v, si, i) => markText(this.texts[si - 1], u, v, i) : fmt(pct), show: true,
+          points: p.points ? {show: true, size: p.marks ? 9 : 5, fill: p.stroke, stroke: p.marks ? t.background : p.stroke, width: p.marks ? 1.5 : 1}
+            : {show: (u, si) => this.sparse[si - 1]},
+          paths: p.points ? () => null : shape ? shape() : undefined,
         }))],
-        cursor: {drag: {x: true, y: false}, dataIdx: nearest},
+        cursor: {drag: {x: true, y: false}, dataIdx: (u, si, i) => (specs[si - 1] && specs[si - 1].marks ? i : nearest(u, si, i))},
         legend: {show: true, live: true},
         hooks: {setScale: [(u, key) => { if (key === "x") this.zoomed = isZoomed(u); }]},
       };
@@ -167,6 +180,7 @@
       if (s.logY) for (const col of data.slice(1)) for (let i = 0; i < col.length; i++) if (col[i] !== null && col[i] <= 0) col[i] = null;
       const range = this.yRange(s, data);
       this.sparse = specs.map((p) => !!p.sparse);  // read by each series' points.show as this draw paints
+      this.texts = specs.map((p) => p.texts || null);  // and each mark's hover
       const shape = JSON.stringify([specs.map((p) => [p.label, p.stroke, p.width, p.points]), s, range, theme.current().dark]);
       if (!this.u || shape !== this.shape) {  // a new set of series or settings: a new uPlot; else the points only
         if (this.u) this.u.destroy();
@@ -184,6 +198,10 @@
   function isZoomed(u) {
     const x = u.data[0];
     return x.length > 1 && (u.scales.x.min > x[0] || u.scales.x.max < x[x.length - 1]);
+  }
+
+  function markText(texts, u, v, i) {  // a mark's hover: its own text at its x, nothing between marks
+    return v === null || v === undefined || i === null || !texts ? "" : texts.get(u.data[0][i]) || "";
   }
 
   function nearest(u, si, i) {  // hover: each series' nearest point to the cursor's x (series logged at other steps)
