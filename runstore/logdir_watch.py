@@ -31,6 +31,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from runstore import tb_logdir
@@ -79,8 +80,11 @@ def stamp(logdir: Path) -> Stamp:
 class LogdirWatch:
     """Syncs the mirrors of `logdir` under `runs_root` when due (`due`), in a daemon thread until `stopped` is set."""
 
-    def __init__(self, logdir: Path, runs_root: Path, stopped: threading.Event) -> None:
+    def __init__(
+        self, logdir: Path, runs_root: Path, stopped: threading.Event, on_sync: Callable[[], None] | None = None
+    ) -> None:
         self.logdir, self.runs_root, self.stopped = Path(logdir), Path(runs_root), stopped
+        self.on_sync = on_sync  # told after each sync (the run watcher looks at the mirrors at once)
         self.seen: Stamp = {}
         self.synced = -1e18  # wall time of the last sync's start
         self.took = 0.0  # the last sync's own time
@@ -154,7 +158,8 @@ class LogdirWatch:
             with self._done:
                 asked = self._asked
             try:
-                self.check(asked=asked > self._checked)
+                if self.check(asked=asked > self._checked) and self.on_sync is not None:
+                    self.on_sync()
                 self.error = ""
             except Exception as exc:  # noqa: BLE001 - an unreadable logdir must not stop the watch; pages say why
                 self.took, self.error = SYNC_GAP_S, f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__

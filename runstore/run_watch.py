@@ -5,7 +5,9 @@ changed, so lists of runs follow runs started, ended or deleted anywhere (a CLI 
 The thread, not the page, reads the run directories: a page's check costs a dict lookup, and never
 delays the Live page's chart refreshes on a busy machine. It also hands every run it sees first, and
 every run that changed state, to runstore/metrics/cache_builder.py, which caches big runs' metrics ahead of
-a page opening them. No Streamlit here.
+a page opening them. Listeners (`on_change`: the push streams' watcher) are told at once when the signature
+changed, and a logdir sync pokes the thread (`poke`) so a new mirror is seen without waiting for a poll.
+No Streamlit here.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -97,13 +100,15 @@ class Watcher:
         self.root = root
         self.builder = cache_builder.builder()
         self.stopped = threading.Event()
+        self._wake = threading.Event()  # poke(): look now, not at the next poll
+        self._listeners: list[Callable[[], None]] = []
         self.mirrors: Path | None = None  # a TensorBoard logdir's mirror run folders, if this server reads one
         self.logdir_watch: LogdirWatch | None = None  # its syncs, the only ones: a page asks it (run_list)
         if os.environ.get("JAXDASH_LOGDIR"):  # its new and finished runs change the signature with no page asking
             from runstore import logdir_watch, tb_logdir  # TensorBoard's reader, only where a logdir is read
 
             self.mirrors = tb_logdir.mirror_root(root)
-            watch = logdir_watch.LogdirWatch(Path(os.environ["JAXDASH_LOGDIR"]), root, self.stopped)
+            watch = logdir_watch.LogdirWatch(Path(os.environ["JAXDASH_LOGDIR"]), root, self.stopped, self.poke)
             self.logdir_watch = watch.start()
         self.current = self._signature()
         self.builder.notice(root, (), _own(self.current))
@@ -117,9 +122,26 @@ class Watcher:
         names = sorted(d.name for d in run_store.run_folders(self.mirrors))
         return own + tuple((f"{self.mirrors.name}/{n}", _mirror_active(self.mirrors / n)) for n in names)
 
+    def poke(self) -> None:
+        """Look at the runs now (a logdir sync changed the mirrors), not at the next poll."""
+        self._wake.set()
+
+    def on_change(self, listener: Callable[[], None]) -> None:
+        """Call `listener` (from this watcher's thread) each time `current` changed: the push streams send it at once."""
+        self._listeners.append(listener)
+
+    def stop(self) -> None:
+        """End the thread (and the logdir watch's)."""
+        self.stopped.set()
+        self._wake.set()
+
     def _loop(self) -> None:
         took = 0.0
-        while not self.stopped.wait(max(POLL_S, COST_FACTOR * took)):
+        while not self.stopped.is_set():
+            self._wake.wait(max(POLL_S, COST_FACTOR * took))
+            self._wake.clear()
+            if self.stopped.is_set():
+                return
             t0 = time.thread_time()
             try:
                 previous, self.current = self.current, self._signature()
@@ -128,6 +150,9 @@ class Watcher:
                 continue
             finally:
                 took = time.thread_time() - t0
+            if self.current != previous:
+                for listener in list(self._listeners):
+                    listener()
 
 
 _WATCHERS: dict[Path, Watcher] = {}
@@ -151,6 +176,6 @@ def stop_all() -> None:
     """
     with _LOCK:
         for watched in _WATCHERS.values():
-            watched.stopped.set()
+            watched.stop()
         _WATCHERS.clear()
         _KNOWN.clear()

@@ -46,3 +46,32 @@ def test_stopped_watchers_end_their_threads_and_a_later_call_starts_a_new_one(tm
     second = run_watch.watcher(tmp_path)
     assert second is not first and second.current == (("a", True),)
     run_watch.stop_all()
+
+
+def test_a_poke_or_a_logdir_sync_tells_the_listeners_of_a_new_run_without_waiting_for_a_poll(tmp_path, monkeypatch):
+    """The push streams' thread listens to the watcher: a new run reaches a page within the watcher's look,
+    not a poll and a tick later. With the poll made 60 s long, only the poke (or a logdir sync's, which pokes)
+    can tell the listener in time."""
+    from tensorboardX import SummaryWriter
+
+    root, logs = tmp_path / "runs", tmp_path / "logs"
+    root.mkdir()
+    logs.mkdir()
+    monkeypatch.setenv("JAXDASH_LOGDIR", str(logs))
+    monkeypatch.setattr(run_watch, "POLL_S", 60.0)
+    watched = run_watch.watcher(root)
+    try:
+        told = threading.Event()
+        watched.on_change(told.set)
+        make_run(root, "client", "running")
+        watched.poke()  # what the logdir watch does after a sync
+        assert told.wait(10) and ("client", True) in watched.current
+        told.clear()
+        writer = SummaryWriter(str(logs / "tbx"))  # a new writer: the logdir watch's own poll (0.25 s) finds it
+        writer.add_scalar("loss", 1.0, 0)
+        writer.flush()
+        assert told.wait(10), "a logdir sync did not wake the run watcher"
+        assert any(name.endswith("/tbx") for name, _ in watched.current), watched.current
+        writer.close()
+    finally:
+        run_watch.stop_all()

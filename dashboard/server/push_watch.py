@@ -4,7 +4,8 @@ Every PUSH_TICK (250 ms) the thread stats the files of each followed run (change
 is read) and compares the list of runs (runstore/run_watch.py keeps it). Only where a stamp moved does it read:
 a changed signature of a trigger's runs ("sig": the page reruns its panel for a new state), a feed's rows after
 its cursor ("rows": only bytes not sent yet, in rows_route.rows' format, the cursor then moved past them), and
-a run's live numbers ("numbers": at most once per PUSH_NUMBERS). The stream's own task writes the keep-alives.
+a run's live numbers ("numbers": at most once per PUSH_NUMBERS). A change of the list of runs (the run watcher's
+listener) wakes the thread at once. The stream's own task writes the keep-alives.
 """
 
 from __future__ import annotations
@@ -133,6 +134,9 @@ class Hub:
         with self.lock:
             self.streams.append(stream)
             if self.thread is None or not self.thread.is_alive():
+                # A change of the list of runs wakes the thread at once (a new run is sent within the run
+                # watcher's poll, not a tick after it).
+                run_watch.watcher(run_store.runs_root()).on_change(self.wake.set)
                 self.thread = threading.Thread(target=self._loop, name="push-watch", daemon=True)
                 self.thread.start()
         self.wake.set()
