@@ -69,7 +69,9 @@ def _loop(root: Path, every_s: float, k: _Keeper) -> None:
         failed = _update(root, k, failed)
         if not root.is_dir():
             break
-        k.wake.wait(max(every_s, 2 * k.last_s))  # a page's `fresh` wakes it sooner
+        # Paced by its own CPU time: on a busy machine an update's wall time grows with other work, and pacing by
+        # it would leave a run's write out of queries for many seconds just when the machine is busiest.
+        k.wake.wait(max(every_s, 2 * k.last_cpu_s))  # a page's `fresh` wakes it sooner
         k.wake.clear()
     with _LOCK:
         if _KEEPERS.get(root) is k:
