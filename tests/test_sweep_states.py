@@ -122,14 +122,16 @@ def test_sweeps_page_names_the_objective_and_its_direction_and_shows_values(
 
 
 def test_the_sweep_form_sends_the_objective_and_its_direction(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from dashboard.forms.sweep_form import sweep_argv
+    from dashboard.forms.sweep_form import SweepRequest, sweep_argv
     from settings.fields import ConfigError
     from training import cli
 
     monkeypatch.setenv("JAXDASH_RUNS", str(tmp_path))
-    argv = sweep_argv("regression", "lr=0.1,0.2", "", "grid", 2, 1, "s", ("train/loss", "maximize"))
+    argv = sweep_argv(
+        "regression", SweepRequest("lr=0.1,0.2", "grid", 2, 1, "s", metric="train/loss", direction="maximize")
+    )
     args = cli.task_parser("regression", load_task("regression")).parse_args(argv[1:])
     assert (args.sweep_metric, args.sweep_direction, args.sweep_pruner) == ("train/loss", "maximize", "median")
     with pytest.raises(ConfigError) as err:
-        sweep_argv("regression", "lr=0.1", "", "grid", 2, 1, "s", ("--steps", "minimize"))
+        sweep_argv("regression", SweepRequest("lr=0.1", "grid", 2, 1, "s", metric="--steps"))
     assert list(err.value.errors) == ["objective"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shlex
 import time
+from dataclasses import dataclass
 
 import streamlit as st
 
@@ -18,36 +19,46 @@ from settings.fields import ConfigError
 from settings.sweep.flags import DIRECTIONS, METHODS
 
 
-def sweep_argv(
-    task: str,
-    specs: str,
-    fixed: str,
-    method: str,
-    trials: int,
-    parallel: int,
-    study: str,
-    objective: tuple[str, str] = ("auto", "minimize"),
-) -> list[str]:
-    """The `python -m training` arguments of a sweep; ConfigError (one line per field) when the input is bad.
+@dataclass(frozen=True)
+class SweepRequest:
+    """What the sweep form asks for.
 
-    `objective`: (metric, direction) the trials are judged by ("auto": test/loss, else train/loss).
+    specs: the swept settings, one a line (`lr=0.001,0.01`: settings.sweep.space's syntax).
+    method: how trials are picked (settings.sweep.flags.METHODS); trials: how many (not for grid, which runs
+    every point); parallel: trials at once; study: the Optuna study's name.
+    fixed: `FIELD=VALUE` items every trial gets, space-separated.
+    metric, direction: what the trials are judged by ("auto": test/loss, else train/loss).
     """
+
+    specs: str
+    method: str
+    trials: int
+    parallel: int
+    study: str
+    fixed: str = ""
+    metric: str = "auto"
+    direction: str = "minimize"
+
+
+def sweep_argv(task: str, request: SweepRequest) -> list[str]:
+    """The `python -m training` arguments of a sweep; ConfigError (one line per field) when the input is bad."""
     from settings.registry import task_settings
     from settings.sweep.space import parse_space
 
-    lines = [s.strip() for s in specs.splitlines() if s.strip()]
+    method = request.method
+    lines = [s.strip() for s in request.specs.splitlines() if s.strip()]
     parse_space(lines, task_settings(task).Config, method)  # raises, naming the field, before anything starts
-    argv = [task, "--study", study, "--sweep-method", method, "--max-parallel", str(parallel), "--quiet"]
-    argv += ["--runs-root", str(run_store.runs_root())]
-    metric, direction = objective[0].strip() or "auto", objective[1]
+    argv = [task, "--study", request.study, "--sweep-method", method, "--max-parallel", str(request.parallel)]
+    argv += ["--quiet", "--runs-root", str(run_store.runs_root())]
+    metric = request.metric.strip() or "auto"
     if metric.startswith("-") or any(c.isspace() for c in metric):
         raise ConfigError({"objective": f"{metric!r}: write a metric's key, e.g. test/accuracy, or auto"})
-    argv += ["--sweep-metric", metric, "--sweep-direction", direction]
+    argv += ["--sweep-metric", metric, "--sweep-direction", request.direction]
     if method != "grid":
-        argv += ["--trials", str(trials)]
+        argv += ["--trials", str(request.trials)]
     for line in lines:
         argv += ["--sweep", line]
-    for item in shlex.split(fixed):
+    for item in shlex.split(request.fixed):
         name, sep, value = item.partition("=")
         if not sep or not name:
             raise ConfigError({"fixed": f"{item!r}: write FIELD=VALUE, e.g. steps=200"})
@@ -85,7 +96,8 @@ def sweep_form(task: str) -> str | None:
             return None
         name = study.strip() or f"{task}-{time.strftime('%Y%m%d-%H%M%S')}"
         try:
-            argv = sweep_argv(task, specs, fixed, method, int(trials), int(parallel), name, (metric, direction))
+            asked = SweepRequest(specs, method, int(trials), int(parallel), name, fixed, metric, direction)
+            argv = sweep_argv(task, asked)
         except ConfigError as exc:
             st.error(safe_text.md("; ".join(f"{k}: {v}" for k, v in exc.errors.items())), icon=":material/error:")
             return None
