@@ -147,7 +147,7 @@
       const t = theme.current(), pct = !!this.spec.percent;
       const axis = (label) => ({stroke: t.axis, label, labelFont: "12px sans-serif", font: "11px sans-serif",
         grid: {stroke: t.grid, width: 1}, ticks: {stroke: t.grid, width: 1}});
-      const yAxis = axis(this.spec.y_title || "");
+      const yAxis = {...axis(this.spec.y_title || ""), size: valuesWidth, values: (u, v) => v.map(tick)};
       if (pct) yAxis.values = (u, v) => v.map((x) => (100 * x).toFixed(range && range[1] - range[0] < 0.1 ? 1 : 0) + "%");
       const fixedX = this.spec.x_range, shape = SHAPES[this.spec.line_shape];
       return {
@@ -160,8 +160,8 @@
         series: [{label: s.x, value: s.x === "wall" ? undefined : fmt(false)}, ...specs.map((p) => ({
           label: p.label, stroke: p.stroke, width: p.width, dash: p.dash, spanGaps: true,
           value: p.marks ? (u, v, si, i) => markText(this.texts[si - 1], u, v, i) : fmt(pct), show: true,
-          points: p.points ? {show: true, size: p.marks ? 9 : 5, fill: p.stroke, stroke: p.marks ? t.background : p.stroke, width: p.marks ? 1.5 : 1}
-            : {show: (u, si) => this.sparse[si - 1]},
+          points: p.marks ? {show: true, size: 11, fill: p.stroke, stroke: t.background, width: 1.5, paths: diamonds}
+            : p.points ? {show: true, size: 5, fill: p.stroke, stroke: p.stroke} : {show: (u, si) => this.sparse[si - 1]},
           paths: p.points ? () => null : shape ? shape() : undefined,
         }))],
         cursor: {drag: {x: true, y: false}, dataIdx: (u, si, i) => (specs[si - 1] && specs[si - 1].marks ? i : nearest(u, si, i))},
@@ -198,6 +198,28 @@
   function isZoomed(u) {
     const x = u.data[0];
     return x.length > 1 && (u.scales.x.min > x[0] || u.scales.x.max < x[x.length - 1]);
+  }
+
+  function tick(v) {  // a y tick: plain, or as a power of ten far from 1 (a log axis spans many decades)
+    if (v === null || v === undefined) return "";
+    const a = Math.abs(v);
+    return a !== 0 && (a >= 1e5 || a < 1e-3) ? v.toExponential(Number(v.toExponential(0)) === v ? 0 : 1) : Number(v.toPrecision(4)).toLocaleString("en-US");
+  }
+
+  function valuesWidth(u, values) {  // the y axis as wide as its longest tick label (a log axis of a blown-up loss)
+    const longest = Math.max(0, ...(values || []).map((v) => String(v === null || v === undefined ? "" : v).length));
+    return Math.max(50, Math.ceil(14 + 6.5 * longest));
+  }
+
+  function diamonds(u, si, i0, i1) {  // a mark's shape: a diamond, unlike the round points of a short curve
+    const s = u.series[si], xs = u.data[0], ys = u.data[si], r = (s.points.size / 2) * devicePixelRatio;
+    const path = new Path2D();
+    for (let i = i0; i <= i1; i++) {
+      if (ys[i] === null || ys[i] === undefined) continue;
+      const x = u.valToPos(xs[i], "x", true), y = u.valToPos(ys[i], s.scale, true);
+      path.moveTo(x, y - r); path.lineTo(x + r, y); path.lineTo(x, y + r); path.lineTo(x - r, y); path.closePath();
+    }
+    return {stroke: path, fill: path};
   }
 
   function markText(texts, u, v, i) {  // a mark's hover: its own text at its x, nothing between marks
