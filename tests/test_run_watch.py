@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import shutil
 import threading
+import time
+from collections.abc import Callable
 
 from runstore import run_watch
 from runstore.run_folder import RunFolder
@@ -60,18 +62,27 @@ def test_a_poke_or_a_logdir_sync_tells_the_listeners_of_a_new_run_without_waitin
     monkeypatch.setenv("JAXDASH_LOGDIR", str(logs))
     monkeypatch.setattr(run_watch, "POLL_S", 60.0)
     watched = run_watch.watcher(root)
+    told = threading.Event()
+    watched.on_change(told.set)
+
+    def until_told(seen: Callable[[], bool], what: str) -> None:
+        """Until `seen()`, each look made after the listener was told (10 s at most)."""
+        deadline = time.monotonic() + 10
+        while True:
+            told.clear()  # before looking: a change made after the look sets it again
+            if seen():
+                return
+            assert told.wait(max(0.0, deadline - time.monotonic())), f"{what}: {watched.current}"
+
     try:
-        told = threading.Event()
-        watched.on_change(told.set)
         make_run(root, "client", "running")
         watched.poke()  # what the logdir watch does after a sync
-        assert told.wait(10) and ("client", True) in watched.current
-        told.clear()
+        until_told(lambda: ("client", True) in watched.current, "a poke did not tell the listener")
         writer = SummaryWriter(str(logs / "tbx"))  # a new writer: the logdir watch's own poll (0.25 s) finds it
         writer.add_scalar("loss", 1.0, 0)
         writer.flush()
-        assert told.wait(10), "a logdir sync did not wake the run watcher"
-        assert any(name.endswith("/tbx") for name, _ in watched.current), watched.current
+        tbx = lambda: any(name.endswith("/tbx") for name, _ in watched.current)  # noqa: E731
+        until_told(tbx, "a logdir sync did not wake the run watcher")
         writer.close()
     finally:
         run_watch.stop_all()
