@@ -12,6 +12,7 @@ from components import compare_figures
 from components.chart_look import CurveLook
 from components.colors import run_color
 from dashboard.panels import compare_data
+from runstore import run_index
 from runstore.run_folder import RunFolder
 from tests.apptest_pages import app, fake_population, fake_run
 from tests.chart_elements import charts
@@ -94,6 +95,7 @@ def test_zoom_redraws_the_range_at_full_resolution(runs_root: Path) -> None:
     RunFolder(d).append_records(
         [{"step": 1000 + i, "wall": 10.0 + i, "train/loss": 1.0 / (i + 1)} for i in range(60_000)]
     )
+    run_index.update(runs_root)  # read first, as a server's keeper has it: the page waits for it at most a second
     at = app("views/runs.py", selected_ids=[d.name])
     at.slider(key="cmp_range").set_value((30_000, 30_100)).run()
     data = json.loads(charts(at)[0].proto.spec)["data"]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from dashboard.processes import launch_status, launcher
-from runstore import launch_files, run_folder
+from runstore import launch_files, run_folder, run_index
 from runstore.run_folder import RunFolder
 from settings.config import parse_config
 from tests.apptest_pages import app, fake_run, wait_status
@@ -35,6 +35,9 @@ def test_runs_table_lists_runs_with_status_config_and_final_metrics(root: Path) 
 def test_compare_overlays_selected_runs_downsampled(root: Path) -> None:
     a = fake_run(root, "regression", "finished", n=30_000, name="long")
     b = fake_run(root, "regression", "stopped", n=40, name="short")
+    # The index read first, as a server's keeper has it once a page opened: the page waits for its update at
+    # most a second, and a first read of 30,000 records on a busy machine can take longer.
+    run_index.update(root)
     at = app("views/runs.py", selected_ids=[a.name, b.name])
     assert not at.exception
     grids = charts(at)  # a compare grid per prefix: train/ (loss), regression/ (bias, weight)

@@ -69,11 +69,13 @@ def test_stop_button_on_the_live_page_leaves_the_unrelated_process_alone(
 
 
 def test_owns_process_refuses_other_hosts_reused_pids_and_bad_values(runs_root: Path) -> None:
-    code = "import sys, time; time.sleep(60)"
+    code = "import sys, time; print('ready', flush=True); time.sleep(60)"
     d = run_store.new_run_dir(runs_root, "regression", "own")
-    # A process whose command line runs `training` code and names this run directory.
-    proc = subprocess.Popen([sys.executable, "-c", code, "training", str(d)])  # returns once it has exec'd
+    # A process whose command line runs `training` code and names this run directory. Popen returns once the
+    # child began its exec, which may be before the kernel has set up its new command line: wait for its line.
+    proc = subprocess.Popen([sys.executable, "-c", code, "training", str(d)], stdout=subprocess.PIPE, text=True)
     try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
         own = {"pid": proc.pid, "host": socket.gethostname(), "started": time.time()}
         assert run_store.owns_process(own, d)
         assert not run_store.owns_process({**own, "host": "elsewhere"}, d)
