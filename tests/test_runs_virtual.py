@@ -66,3 +66,25 @@ def test_while_the_index_is_built_the_page_shows_what_it_holds_and_says_so(runs_
         assert len(at.dataframe[0].value) == 3  # what the index holds so far
     at.run()  # the lock is free: the page's keeper indexes the rest
     assert len(at.dataframe[0].value) == 8 and not any("Indexing" in c.value for c in at.caption)
+
+
+def test_runs_selected_while_the_index_is_built_stay_selected_and_are_compared_once_indexed(
+    runs_root: Path, tmp_path: Path
+) -> None:
+    """A selection (a `?compare=` link, a pick on another page) of runs the index does not hold yet is kept, not
+    dropped, while the index is built; the comparison shows once they are indexed."""
+    make_root(spare := tmp_path / "spare", 2)
+    for d in sorted(spare.iterdir()):
+        shutil.move(d, runs_root / d.name)
+    ids = sorted(d.name for d in runs_root.iterdir() if not d.name.startswith("."))
+    with run_index.writer_lock(runs_root) as mine:  # another writer holds the index: nothing is indexed yet
+        assert mine
+        at = app("views/runs.py", selected_ids=ids)
+        assert not at.exception
+        assert any("Indexing 0 of 2 runs" in c.value for c in at.caption), [c.value for c in at.caption]
+        assert sorted(at.session_state["selected_ids"]) == ids
+        at.run()  # another rerun while it is still building
+        assert sorted(at.session_state["selected_ids"]) == ids
+    at.run()  # the lock is free: the page's keeper indexes them
+    assert sorted(at.session_state["selected_ids"]) == ids
+    assert any(h.value == "Compare 2 runs" for h in at.subheader), [h.value for h in at.subheader]

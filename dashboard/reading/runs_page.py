@@ -21,6 +21,7 @@ from runstore import (
     run_states,
     run_store,
     run_watch,
+    safe_files,
 )
 from runstore.index_rows import IndexedRun
 
@@ -113,6 +114,15 @@ def by_ids(root: Path, ids: list[str]) -> list[run_store.RunInfo]:
     """The runs of these ids, in the order given (ids the index does not hold left out)."""
     found = {r.run_id: r for r in index_pages.matching(root, narrow=index_pages.Narrow(ids=list(ids)))}
     return infos([found[i] for i in dict.fromkeys(ids) if i in found])
+
+
+def not_indexed_yet(root: Path, index: IndexState, chosen: list[str], found: set[str]) -> list[str]:
+    """The chosen run ids the page did not find that stay selected: while the index is not current (a first
+    build of many runs), a run it does not hold yet whose folder is there; its comparison follows once indexed."""
+    if index.current:
+        return []
+    plain = [i for i in chosen if i not in found and i == Path(i).name and i not in (".", "..")]  # a folder's name
+    return [i for i in plain if safe_files.is_real_dir(root / i)]
 
 
 def related(root: Path, selected: list[run_store.RunInfo], wandb_groups: list[str]) -> list[run_store.RunInfo]:

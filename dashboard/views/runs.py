@@ -349,7 +349,9 @@ def body(active_ids: list[str] | None = None) -> None:
                   help=f"At most {COMPARE_MAX} runs at once: narrow the query." if total > COMPARE_MAX else None)  # fmt: skip
     on_page = [shown_runs[i] for i in table(df, key, kept) if i < len(shown_runs)]
     selected = runs_page.by_ids(root, elsewhere) + on_page if elsewhere else on_page
-    st.session_state["selected_ids"] = [r.run_id for r in selected]
+    st.session_state["selected_ids"] = [r.run_id for r in selected] + runs_page.not_indexed_yet(
+        root, index, chosen, {r.run_id for r in selected}
+    )
     if not selected:
         st.caption("Select runs in the table to compare them, tag them, download or delete them.")
         return
