@@ -144,9 +144,9 @@ def served(session_server: tuple):  # noqa: ANN201 - a generator fixture
 
 
 class _SharedPlaywright:
-    """`sync_playwright()` for the whole session: Playwright's sync API refuses a second instance in one
-    thread while another lives, so every `with sync_playwright() as p:` of a test gets this session's
-    (started on first use, stopped at the session's end), and the session's Chromium is one of its browsers."""
+    """`sync_playwright()` for the whole test run: Playwright's sync API refuses a second instance in one
+    thread while another lives, so every `with sync_playwright() as p:` of a test gets this one (started on
+    first use, stopped when pytest ends), and the shared Chromium is one of its browsers."""
 
     playwright = None
     original = None

@@ -111,7 +111,7 @@ def test_no_tracked_file_numbers_past_work_periods() -> None:
 
 
 def test_the_history_pattern_leaves_other_uses_of_the_word_alone() -> None:
-    kept = ["the session's end", "a Streamlit session", "session state", "W&B's session 0x1f"]
+    kept = ["pytest's session-scoped fixture", "a Streamlit session", "session state", "W&B's session 0x1f"]
     assert not any(HISTORY.search(s) for s in kept)
 
 
