@@ -1,7 +1,7 @@
 """One colour per run, everywhere: Live, compare, run detail and population views agree.
 
-A run's colour depends on its id alone (a stable hash into a 24-colour palette), so selecting or
-deselecting other runs never recolours it, and a reload or a second tab draws it the same.
+A run's colour depends on its id alone (a stable hash into a 24-colour palette readable on a
+light and a dark background), so selecting or deselecting other runs never recolours it, and a reload or a second tab draws it the same.
 """
 
 from __future__ import annotations
@@ -10,7 +10,21 @@ import hashlib
 
 from plotly.colors import qualitative
 
-PALETTE: tuple[str, ...] = tuple(qualitative.Dark24)
+# Plotly's Dark24, its nine colours that a dark theme's background swallows (contrast under 3:1 against
+# Streamlit's dark #0e1117) replaced in place by colours of other qualitative palettes readable on white and
+# on dark alike, each far from the rest: a run keeps its colour in either theme, and most runs keep Dark24's.
+_DARK_ONLY = {
+    "#222A2A": "#316395",
+    "#750D86": "#B82E2E",
+    "#511CFB": "#636EFA",
+    "#862A16": "#0F8554",
+    "#620042": "#984EA3",
+    "#1616A7": "#666666",
+    "#6C4516": "#0099C6",
+    "#0D2A63": "#CF1C90",
+    "#AF0038": "#9D755D",
+}
+PALETTE: tuple[str, ...] = tuple(_DARK_ONLY.get(c, c) for c in qualitative.Dark24)
 
 
 def run_color(run_id: str) -> str:

@@ -319,3 +319,24 @@ def test_population_members_never_share_a_colour() -> None:
     many = distinct_colors(ids[: len(PALETTE)])
     assert len(set(many.values())) == len(PALETTE)  # up to the palette's size, all different
     assert distinct_colors(ids[:5]) == distinct_colors(ids[:5])  # the same on every page and reload
+
+
+def _contrast(a: str, b: str) -> float:
+    """WCAG's contrast ratio of two hex colours."""
+
+    def lum(h: str) -> float:
+        c = [int(h.lstrip("#")[i : i + 2], 16) / 255 for i in (0, 2, 4)]
+        c = [x / 12.92 if x <= 0.03928 else ((x + 0.055) / 1.055) ** 2.4 for x in c]
+        return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2]
+
+    hi, lo = sorted((lum(a), lum(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def test_run_colours_read_on_the_light_and_the_dark_theme() -> None:
+    from components.colors import PALETTE
+
+    assert len(set(PALETTE)) == len(PALETTE) == 24
+    for background in ("#ffffff", "#0e1117"):  # Streamlit's light and dark backgrounds
+        faint = [c for c in PALETTE if _contrast(c, background) < 3]
+        assert not faint, f"run colours that {background} swallows: {faint}"
