@@ -3,7 +3,9 @@ select, sorted by any field in SQL, one slice at a time with their total, and th
 
 A page of 100 runs out of 10,000 costs one indexed SELECT with LIMIT/OFFSET and one count: no run folder is
 read. Filter values and words travel as `?` parameters; the SQL text is this module's constants and
-`runstore.query_sql`'s. No JAX and no Streamlit here.
+`runstore.query_sql`'s. A run's state is the one a list shows (`runstore.index_states`: "stalled" for a running run
+making no progress), taken at the `now` a caller passes (`Narrow.now`; the clock's when None). No JAX and no
+Streamlit here.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from runstore import index_reader, query_sql
+from runstore import index_reader, index_states, query_sql
 from runstore.index_rows import IndexedRun
 
 # The text the list's search box looks in, as one lower-cased string a run (every word must occur in it).
@@ -26,10 +28,33 @@ POPULATION = "runs.kind = 'member'"  # grp is a population's id for a member, a 
 BY_WANDB_GROUP = f"({POPULATION} OR coalesce(runs.grp, '') = ''), lower(runs.grp)"
 
 
+def _by_population(newest: bool) -> str:
+    """An order by created with each population's members together, in member order, where its newest (`newest`)
+    or oldest member puts it; every other run where its own created puts it. The population's end is looked up
+    in the index runs_population (one step a member), so a page of 10,000 runs still sorts in SQL alone."""
+    end, direction = ("max", "DESC") if newest else ("min", "ASC")
+    block = f"(SELECT {end}(m.created) FROM runs m WHERE m.kind = 'member' AND m.grp = runs.grp)"
+    return (f"(CASE WHEN {POPULATION} THEN {block} ELSE runs.created END) {direction},"
+            f" (CASE WHEN {POPULATION} THEN runs.grp END), runs.member, lower(runs.name)")  # fmt: skip
+
+
+BY_POPULATION_NEWEST, BY_POPULATION_OLDEST = _by_population(True), _by_population(False)
+FIRSTS = ("", BY_WANDB_GROUP, BY_POPULATION_NEWEST, BY_POPULATION_OLDEST)
+
+
+def members_together(order: str) -> str:
+    """The `first` order that keeps each population's members together in `order` when it is by created (newest
+    or oldest first, as W&B groups runs); "" for any other order."""
+    if order.lstrip("+-") != "created":
+        return ""
+    return BY_POPULATION_NEWEST if order.startswith("-") else BY_POPULATION_OLDEST
+
+
 @dataclass
 class Narrow:
     """A list's filters on top of a query (empty = everything): a run passes when it has one of the values
-    picked in every filter, any of the tags picked, every word of `text`, and (when given) an id of `ids`."""
+    picked in every filter, any of the tags picked, every word of `text`, and (when given) an id of `ids`.
+    `now`: the time states are read at ("stalled": `runstore.index_states`); None: the clock's."""
 
     states: list[str] = field(default_factory=list)
     tasks: list[str] = field(default_factory=list)
@@ -39,6 +64,7 @@ class Narrow:
     tags: list[str] = field(default_factory=list)
     text: str = ""
     ids: list[str] | None = None
+    now: float | None = None
 
 
 def _in(column: str, values: list[Any]) -> str:
@@ -51,8 +77,12 @@ def conditions(narrow: Narrow | None) -> tuple[str, list[Any]]:
         return "1", []
     parts: list[str] = []
     params: list[Any] = []
-    for column, values in (("runs.state", narrow.states), ("runs.task", narrow.tasks),
-                           ("runs.job_type", narrow.job_types), ("runs.run_id", narrow.ids)):  # fmt: skip
+    if narrow.states:  # the state a list shows: "stalled" picks stalled runs, "running" the others running
+        state, state_params = index_states.shown(index_states.at(narrow.now))
+        parts.append(_in(state, narrow.states))
+        params += [*state_params, *narrow.states]
+    for column, values in (("runs.task", narrow.tasks), ("runs.job_type", narrow.job_types),
+                           ("runs.run_id", narrow.ids)):  # fmt: skip
         if values is not None and (values or column == "runs.run_id"):
             parts.append(_in(column, values))
             params += list(values)
@@ -71,8 +101,12 @@ def conditions(narrow: Narrow | None) -> tuple[str, list[Any]]:
     return (" AND ".join(f"({p})" for p in parts) or "1"), params
 
 
+def _now(narrow: Narrow | None) -> float:
+    return index_states.at(narrow.now if narrow is not None else None)
+
+
 def _where(query: str, narrow: Narrow | None) -> tuple[str, list[Any]]:
-    cond, params = query_sql.where(query)  # raises run_query.QueryError before the index is opened
+    cond, params = query_sql.where(query, _now(narrow))  # raises run_query.QueryError before the index is opened
     more, more_params = conditions(narrow)
     return f"({cond}) AND ({more})", [*params, *more_params]
 
@@ -91,8 +125,8 @@ def page(root: str | os.PathLike | None = None, query: str = "", narrow: Narrow 
     module's orders put before it), `limit` of them from `offset`, and their total.
     Raises run_query.QueryError (one line) for a query it cannot read, index_reader.IndexUnavailable."""
     cond, params = _where(query, narrow)
-    order_sql, order_params = query_sql.order_by(order)
-    if first not in ("", BY_WANDB_GROUP):
+    order_sql, order_params = query_sql.order_by(order, _now(narrow))
+    if first not in FIRSTS:
         raise ValueError("first: one of index_pages' orders")
     order_sql = f"{first}, {order_sql}" if first else order_sql
     sql = f"SELECT {index_reader.COLUMNS} FROM runs WHERE {cond} ORDER BY {order_sql} LIMIT ? OFFSET ?"
@@ -112,7 +146,7 @@ def matching(root: str | os.PathLike | None = None, query: str = "", narrow: Nar
              order: str = "-created", limit: int | None = None) -> list[IndexedRun]:  # fmt: skip
     """Every run (or the first `limit`) `query` and `narrow` select, in `order`."""
     cond, params = _where(query, narrow)
-    order_sql, order_params = query_sql.order_by(order)
+    order_sql, order_params = query_sql.order_by(order, _now(narrow))
     sql = f"SELECT {index_reader.COLUMNS} FROM runs WHERE {cond} ORDER BY {order_sql}"
     if limit is not None:
         sql, order_params = sql + " LIMIT ?", [*order_params, int(limit)]
@@ -123,7 +157,7 @@ def matching_ids(root: str | os.PathLike | None = None, query: str = "", narrow:
                  order: str = "-created") -> list[str]:  # fmt: skip
     """The run ids `query` and `narrow` select, in `order` (no run is built)."""
     cond, params = _where(query, narrow)
-    order_sql, order_params = query_sql.order_by(order)
+    order_sql, order_params = query_sql.order_by(order, _now(narrow))
     sql = f"SELECT run_id FROM runs WHERE {cond} ORDER BY {order_sql}"
     return [r[0] for r in index_reader.rows(root, sql, [*params, *order_params])]
 
@@ -133,10 +167,12 @@ def _distinct(root: str | os.PathLike | None, sql: str, params: list[Any] | None
     return sorted({str(r[0]) for r in found if r[0] not in (None, "")}, key=lambda k: (k.lower(), k))
 
 
-def choices(root: str | os.PathLike | None = None) -> dict[str, list[str]]:
-    """The values each filter can take, over every indexed run (keys as `Narrow`'s fields)."""
+def choices(root: str | os.PathLike | None = None, now: float | None = None) -> dict[str, list[str]]:
+    """The values each filter can take, over every indexed run (keys as `Narrow`'s fields; states as a list shows
+    them at `now`, the clock's when None: "stalled" while a run is)."""
+    state, state_params = index_states.shown(index_states.at(now))
     return {
-        "states": _distinct(root, "SELECT DISTINCT state FROM runs"),
+        "states": _distinct(root, f"SELECT DISTINCT {state} FROM runs", state_params),
         "tasks": _distinct(root, "SELECT DISTINCT task FROM runs"),
         "populations": _distinct(root, f"SELECT DISTINCT grp FROM runs WHERE {POPULATION}"),
         "wandb_groups": _distinct(root, f"SELECT DISTINCT grp FROM runs WHERE NOT {POPULATION}"),

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from runstore import config_keys, launch_files, processes, run_folder, run_notes, run_states, run_store, wandb_reads
+from runstore.run_checks import number_or_none
 
 # The small files a run's listing depends on; metrics.jsonl is followed by offset instead. launch.json: a run
 # the page launched is listed from it until its process writes config.json.
@@ -62,6 +63,26 @@ def records_key(d: Path) -> tuple[int, int, int]:
     return st.st_ino, st.st_size, st.st_mtime_ns
 
 
+@dataclass(frozen=True)
+class Progress:
+    """What says whether a running run still makes progress: status.json's last write ("updated", a unix time or
+    None), its phase, and whether its process was held stopped (SIGSTOP) when the run was read."""
+
+    updated: float | None = None
+    phase: str | None = None
+    stopped: bool = False
+
+
+def progress(status: dict[str, Any]) -> Progress:
+    """A run's `Progress` from its status.json (`runstore.processes.stalled_since` reads the same fields)."""
+    updated, phase = number_or_none(status.get("updated")), status.get("phase")
+    return Progress(
+        updated if updated is not None and math.isfinite(updated) else None,
+        None if phase is None else str(phase),
+        processes.held_stopped(status),  # a look at /proc: only for a running run of this host
+    )
+
+
 @dataclass
 class IndexedRun:
     """A run as the index keeps it (everything a query may ask about, and what a list shows)."""
@@ -82,6 +103,8 @@ class IndexedRun:
     tags: list[str] = field(default_factory=list)
     records: Stats = field(default_factory=dict)  # from metrics.jsonl alone (kept to fold in new records)
     summary: Stats = field(default_factory=dict)  # records, summary.json and the final metrics together
+    member: int | None = None  # a population member's index in its population
+    progress: Progress | None = None  # what a stall verdict reads (runstore.index_states)
 
     @property
     def flat_config(self) -> dict[str, Any]:
@@ -184,8 +207,16 @@ def read(d: Path, records: Stats | None = None, offset: int = 0) -> tuple[Indexe
         tags=tags,
         records=stats,
         summary=_merged(stats, wandb_reads.summary(d), {**folder.final_metrics(), **final}),
+        member=_member(doc),
+        progress=progress(status),
     )
     return run, offset
+
+
+def _member(doc: dict[str, Any]) -> int | None:
+    """A population member's index (config.json "member"), else None."""
+    member = doc.get("member")
+    return member if isinstance(member, int) and not isinstance(member, bool) and doc.get("group") else None
 
 
 def _launch_state(folder: run_folder.RunFolder, info: dict[str, Any]) -> tuple[str, str]:

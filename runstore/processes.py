@@ -70,9 +70,14 @@ def with_stall(status: dict[str, Any], now: float) -> dict[str, Any]:
     process on this host being looked at for a stop (SIGSTOP); `status` itself otherwise."""
     if status.get("state") != "running":
         return status
-    local = status.get("host") in (None, socket.gethostname())
-    since = stalled_since(status, now, stopped=local and pid_stopped(status.get("pid")))
+    since = stalled_since(status, now, stopped=held_stopped(status))
     return status if since is None else {**status, "stalled_since": since}
+
+
+def held_stopped(status: Mapping[str, Any]) -> bool:
+    """Whether a running run's own process, on this host, is held stopped by the kernel now (`pid_stopped`)."""
+    local = status.get("host") in (None, socket.gethostname())
+    return status.get("state") == "running" and local and pid_stopped(status.get("pid"))
 
 
 START_SLACK_S = 5.0  # clock and bookkeeping slack between a process's start and the time a run records

@@ -4,13 +4,17 @@ Every value travels as a `?` parameter; the SQL text is built from this module's
 names `run_query` maps fields to, never from the query's words. A comparison on a config or summary key is
 true for a run that has the key with a value of the literal's kind that compares true (`config.lr < 0.1`
 leaves out a run without `lr` and one whose `lr` is text); `!=` is true for a run that has the key with
-another value; `not (...)` is true for every other run. No JAX and no Streamlit here.
+another value; `not (...)` is true for every other run. Given a `now`, `state` is the state a list shows at that
+time (`runstore.index_states`: "stalled" for a running run making no progress, which "running" then leaves out);
+without one it is status.json's own (W&B's states, as the client's `Api().runs` reports them). No JAX and no
+Streamlit here.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from runstore import index_states
 from runstore.run_query import All, Any_, Compare, Field, Not, parse, parse_field
 
 SQL_OPS = {"=": "=", "!=": "=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}  # != is NOT (=): see _config
@@ -62,7 +66,14 @@ def _keyed(node: Compare) -> tuple[str, list[Any]]:
     return sql, [field.key, *params]
 
 
-def _compare(node: Compare) -> tuple[str, list[Any]]:
+def _column(col: str, now: float | None) -> tuple[str, list[Any]]:
+    """(SQL expression, its parameters) of one of the runs table's columns a query names."""
+    if col not in RUN_COLUMNS:  # run_query maps every field to one of these; anything else is a bug, not SQL
+        raise ValueError(f"no such column {col!r}")
+    return index_states.shown(now) if col == "state" and now is not None else (f"runs.{col}", [])
+
+
+def _compare(node: Compare, now: float | None) -> tuple[str, list[Any]]:
     field, op, values = node.field, node.op, list(node.values)
     if field.scope in ("config", "summary"):
         return _keyed(node)
@@ -70,49 +81,47 @@ def _compare(node: Compare) -> tuple[str, list[Any]]:
         exists = "EXISTS (SELECT 1 FROM tags t WHERE t.run = runs.id AND t.tag IN ({}))"
         marks = ", ".join("?" * len(values))
         return (f"NOT {exists.format(marks)}" if op == "!=" else exists.format(marks)), values
-    col = field.key
-    if col not in RUN_COLUMNS:  # run_query maps every field to one of these; anything else is a bug, not SQL
-        raise ValueError(f"no such column {col!r}")
+    col, col_params = _column(field.key, now)
     if op == "in":
-        return f"runs.{col} IN ({', '.join('?' * len(values))})", values
+        return f"{col} IN ({', '.join('?' * len(values))})", [*col_params, *values]
     if op == "contains":
-        return f"instr(lower(runs.{col}), lower(?)) > 0", values
-    return f"runs.{col} {'!=' if op == '!=' else SQL_OPS[op]} ?", values
+        return f"instr(lower({col}), lower(?)) > 0", [*col_params, *values]
+    return f"{col} {'!=' if op == '!=' else SQL_OPS[op]} ?", [*col_params, *values]
 
 
-def sql_of(tree: object) -> tuple[str, list[Any]]:
-    """(SQL condition over `runs`, its parameters) for a parsed query."""
+def sql_of(tree: object, now: float | None = None) -> tuple[str, list[Any]]:
+    """(SQL condition over `runs`, its parameters) for a parsed query (`now`: see the module's docstring)."""
     if isinstance(tree, Compare):
-        return _compare(tree)
+        return _compare(tree, now)
     if isinstance(tree, Not):
-        sql, params = sql_of(tree.part)
+        sql, params = sql_of(tree.part, now)
         return f"NOT ({sql})", params
     if isinstance(tree, (All, Any_)):
-        parts = [sql_of(p) for p in tree.parts]
+        parts = [sql_of(p, now) for p in tree.parts]
         joiner = " AND " if isinstance(tree, All) else " OR "
         return "(" + joiner.join(f"({s})" for s, _ in parts) + ")", [p for _, ps in parts for p in ps]
     raise TypeError(f"not a query tree: {type(tree).__name__}")
 
 
-def where(query: str) -> tuple[str, list[Any]]:
-    """(SQL condition, parameters) for a query's text; ("1", []) for an empty query. Raises run_query.QueryError."""
+def where(query: str, now: float | None = None) -> tuple[str, list[Any]]:
+    """(SQL condition, parameters) for a query's text; ("1", []) for an empty query. Raises run_query.QueryError.
+    `now`: the time `state` is read at as a list shows it ("stalled"); None: status.json's own state."""
     tree = parse(query)
-    return ("1", []) if tree is None else sql_of(tree)
+    return ("1", []) if tree is None else sql_of(tree, now)
 
 
-def order_by(order: str) -> tuple[str, list[Any]]:
-    """An ORDER BY clause for W&B's `order` ("-created", "+summary.test/acc.max", "config.lr"), empty values last."""
+def order_by(order: str, now: float | None = None) -> tuple[str, list[Any]]:
+    """An ORDER BY clause for W&B's `order` ("-created", "+summary.test/acc.max", "config.lr"), empty values last
+    (`now`: as `where`'s, for an order by state)."""
     desc = order.startswith("-")
     field = parse_field(order.lstrip("+-") or "created")
     if field.scope == "config":
-        expr = "(SELECT c.value FROM config c WHERE c.run = runs.id AND c.key = ?)"
+        expr, params = "(SELECT c.value FROM config c WHERE c.run = runs.id AND c.key = ?)", [field.key]
     elif field.scope == "summary":
-        expr = f"(SELECT {AGGREGATE_COLUMNS[field.aggregate]} FROM summary s WHERE s.run = runs.id AND s.key = ?)"
+        col = AGGREGATE_COLUMNS[field.aggregate]
+        expr, params = f"(SELECT {col} FROM summary s WHERE s.run = runs.id AND s.key = ?)", [field.key]
     elif field.scope == "tags":
-        expr = "runs.tags_json"
-    elif field.key in RUN_COLUMNS:
-        expr = f"runs.{field.key}"
+        expr, params = "runs.tags_json", []
     else:
-        raise ValueError(f"no such column {field.key!r}")
-    params = [field.key] if "?" in expr else []
+        expr, params = _column(field.key, now)
     return f"({expr}) IS NULL, {expr} {'DESC' if desc else 'ASC'}, runs.id", params * 2

@@ -28,7 +28,7 @@ from runstore import index_rows, run_store
 
 INDEX = ".index.sqlite"  # hidden: the runs root lists no dot entries as runs
 LOCK = ".index.lock"
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"
 BATCH = 500  # runs a transaction: readers see a first build grow
 log = logging.getLogger("jaxdash")
 
@@ -38,8 +38,9 @@ CREATE TABLE runs(
   id INTEGER PRIMARY KEY, run_id TEXT NOT NULL, path TEXT UNIQUE NOT NULL, name TEXT, kind TEXT, state TEXT,
   message TEXT, task TEXT, grp TEXT, created REAL, notes TEXT, job_type TEXT, config_json TEXT, tags_json TEXT,
   summary_json TEXT, records_json TEXT, sig TEXT, rec_ino INTEGER, rec_size INTEGER, rec_mtime INTEGER,
-  rec_offset INTEGER);
+  rec_offset INTEGER, member INTEGER, updated REAL, phase TEXT, stopped INTEGER);
 CREATE INDEX runs_run_id ON runs(run_id);
+CREATE INDEX runs_population ON runs(grp, created) WHERE kind = 'member';
 CREATE TABLE config(run INTEGER, key TEXT, vtype TEXT, value, PRIMARY KEY(run, key)) WITHOUT ROWID;
 CREATE INDEX config_key ON config(key, value);
 CREATE TABLE summary(run INTEGER, key TEXT, last, min REAL, max REAL, PRIMARY KEY(run, key)) WITHOUT ROWID;
@@ -72,10 +73,16 @@ def _remove(path: Path) -> None:
             p.unlink()  # a link planted here is removed itself, never followed
 
 
+class OlderSchema(IndexDamaged):
+    """The index file is an index of another schema version (it is rebuilt: its columns are not this one's)."""
+
+
 def _check(con: sqlite3.Connection) -> None:
     row = con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
-    if row is None or row[0] != SCHEMA_VERSION:
-        raise IndexDamaged(f"schema {row[0] if row else 'missing'}, expected {SCHEMA_VERSION}")
+    if row is None:
+        raise IndexDamaged("no schema version")
+    if row[0] != SCHEMA_VERSION:
+        raise OlderSchema(f"of schema {row[0]}, this version reads schema {SCHEMA_VERSION}")
 
 
 def open_index(root: str | os.PathLike | None = None, why: str = "missing") -> sqlite3.Connection:
@@ -89,6 +96,9 @@ def open_index(root: str | os.PathLike | None = None, why: str = "missing") -> s
             con = connect(path)
             _check(con)
             return con
+        except OlderSchema as exc:
+            why = str(exc)
+            con.close()
         except (sqlite3.Error, IndexDamaged) as exc:
             why = f"damaged ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
             with contextlib.suppress(NameError, sqlite3.Error):
@@ -137,14 +147,14 @@ def _write(con: sqlite3.Connection, run: index_rows.IndexedRun, sig: str, rec: t
     old = con.execute("SELECT id FROM runs WHERE path = ?", (run.path,)).fetchone()
     if old:
         _delete(con, old[0])
-    dumps = json.dumps
+    dumps, progress = json.dumps, run.progress or index_rows.Progress()
     cur = con.execute(
         "INSERT INTO runs(run_id, path, name, kind, state, message, task, grp, created, notes, job_type, config_json,"
-        " tags_json, summary_json, records_json, sig, rec_ino, rec_size, rec_mtime, rec_offset)"
-        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        " tags_json, summary_json, records_json, sig, rec_ino, rec_size, rec_mtime, rec_offset, member, updated, phase,"
+        " stopped) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
         (run.run_id, run.path, run.name, run.kind, run.state, run.message, run.task, run.group, run.created,
          run.notes, run.job_type, dumps(run.config, default=str), dumps(run.tags), dumps(run.summary), dumps(run.records), sig,
-         *rec, offset),
+         *rec, offset, run.member, progress.updated, progress.phase, int(progress.stopped)),
     )  # fmt: skip
     rowid = cur.lastrowid
     con.executemany("INSERT INTO config VALUES (?,?,?,?)", [(rowid, k, *_typed(v)) for k, v in run.flat_config.items()])

@@ -12,6 +12,7 @@ QUEUED, STARTING, RUNNING = "queued", "starting", "running"
 FINISHED, STOPPED, FAILED, DIVERGED, CRASHED = "finished", "stopped", "failed", "diverged", "crashed"
 PRUNED = "pruned"  # a sweep trial stopped by the study's pruner (Optuna's PRUNED): ended on purpose, not resumed
 DAMAGED = "damaged"  # a reader's verdict on a folder it cannot read; never written to status.json
+STALLED = "stalled"  # a reader's verdict on a running run making no progress (runstore.processes); never written
 
 ACTIVE = (QUEUED, STARTING, RUNNING)  # may still change: pages follow these runs
 ENDED = (FINISHED, FAILED, STOPPED, DIVERGED, CRASHED, PRUNED)  # final until resumed: a reader may cache them

@@ -137,7 +137,8 @@ def related(root: Path, selected: list[run_store.RunInfo], wandb_groups: list[st
 
 
 def active(root: Path) -> list[run_store.RunInfo]:
-    """The runs the index holds as queued, starting or running (the page follows their changes)."""
+    """The runs the index holds as queued, starting, running or stalled (the page follows their changes)."""
+    states = [*run_states.ACTIVE, run_states.STALLED]  # a stalled run is still running: it may move again or end
     with contextlib.suppress(index_reader.IndexUnavailable):
-        return infos(index_pages.matching(root, narrow=index_pages.Narrow(states=list(run_states.ACTIVE))))
+        return infos(index_pages.matching(root, narrow=index_pages.Narrow(states=states)))
     return []

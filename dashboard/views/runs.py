@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -46,11 +47,11 @@ FILTERS = {"states": "Status", "tasks": "Task", "groups": "Population", "tags": 
 WANDB_FILTERS = {"wandb_groups": "W&B group", "job_types": "Job type"}  # offered when a run has one
 
 
-def filters(root: Path) -> index_pages.Narrow:
+def filters(root: Path, now: float) -> index_pages.Narrow:
     """Search box and one multi-select per filter (status, task, population, tag; W&B group and job type), their
-    values from the run index."""
+    values from the run index; states as the table shows them at `now` ("stalled")."""
     try:
-        options = index_pages.choices(root)
+        options = index_pages.choices(root, now)
     except index_reader.IndexUnavailable:
         options = {name: [] for name in ("states", "tasks", "populations", "tags", *WANDB_FILTERS)}
     options["groups"] = options.pop("populations")
@@ -69,7 +70,7 @@ def filters(root: Path) -> index_pages.Narrow:
         )
         for col, (name, label) in zip(c[1:], shown.items(), strict=True)
     }
-    return index_pages.Narrow(text=text, populations=picked.pop("groups", []), **picked)
+    return index_pages.Narrow(text=text, populations=picked.pop("groups", []), now=now, **picked)
 
 
 QUERY_HELP = (
@@ -301,7 +302,7 @@ def body(active_ids: list[str] | None = None) -> None:
         known = set(index_pages.matching_ids(root))
         st.session_state["selected_ids"] = compare_ids(st.query_params.get_all("compare"), known)
         del st.query_params["compare"]
-    narrow = filters(root)
+    narrow = filters(root, time.time())  # one time for the filter's choices, its selection and the query's states
     query_col, group_col, sort_col, desc_col = st.columns([4, 1.2, 1.2, 0.8], vertical_alignment="bottom")
     query, narrow = _matching(root, query_box(query_col), narrow, query_col)
     group_by = run_grouping.picker(runs_pager.group_options(root, query, narrow), group_col)
@@ -320,6 +321,7 @@ def body(active_ids: list[str] | None = None) -> None:
         order = f"+{runs_pager.field('config', group_by) or 'created'}"  # a group's runs together
         if picked:
             narrow.ids = picked
+    first = first or index_pages.members_together(order)  # by created: a population's members as one block
     total = index_pages.count(root, query, narrow)
     offset = runs_pager.pager(total, PAGE_SIZE)
     page = index_pages.page(root, query, narrow, order=order, first=first, limit=PAGE_SIZE, offset=offset)
