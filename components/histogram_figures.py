@@ -88,6 +88,7 @@ def offsets(hists: Sequence[Hist], tag: str, x_title: str = "step", uirevision: 
                 fill="toself",
                 line=dict(color=f"rgba{(*BLUE, shade)}", width=1),
                 fillcolor="rgba(255,255,255,0.85)",  # hides the older outlines behind it
+                meta={"fill": "page"},  # in the page's background colour where the in-place chart draws it
                 name=f"{x_title} {step:,}",
                 hovertemplate=f"{x_title} {step:,}<extra></extra>",
             )

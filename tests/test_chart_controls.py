@@ -7,7 +7,10 @@ scale logarithmic; x = wall time draws each point at its record's unix time; the
 and hold on Run detail too (saved under the metric's name). In light and dark theme the chart follows the
 page (screenshots in /tmp/chart_shots/). Compare's grid (dashboard/panels/static/line_grid.js with grid_view.js)
 and Run detail's "All metrics" grid offer the same controls from the same code (static/chart/controls.js), checked
-the same way on their loss panel, with any other logged scalar (here the learning rate) as the x axis.
+the same way on their loss panel, with any other logged scalar (here the learning rate) as the x axis. The
+figures still drawn by plotly.js (a population's fit chart on Live, the Sweeps page's best-so-far and parallel
+coordinates) follow the theme too: their drawn SVG's paper, plot area and text colours are read in the page
+(screenshots in /tmp/theme_shots/).
 """
 
 from __future__ import annotations
@@ -16,17 +19,23 @@ import time
 from pathlib import Path
 from typing import Any
 
+import optuna
 import pytest
 
 from benchmarks.dashboard_latency import fake_running_run
 from components.series import ema_smooth
 from dashboard.server.serve import Server
 from runstore.run_folder import RunFolder
-from tests.apptest_pages import fake_run
+from settings.sweep import study as studies
+from settings.sweep.space import parse_space
+from tests.apptest_pages import fake_population, fake_run
+from training.tasks import load_task
 
 pytest.importorskip("playwright.sync_api")
+from playwright.sync_api import TimeoutError as PlaywrightTimeout  # noqa: E402 - only where Playwright is
 
 SHOTS = Path("/tmp/chart_shots")  # screenshots to look at: the chart in light and dark theme
+THEME_SHOTS = Path("/tmp/theme_shots")  # the pages with plotly figures, in light and dark theme
 LOSS = "train/loss"
 LR = "train/lr"  # a logged scalar the x axis may be (W&B's x-axis picker)
 # The loss chart's element (its spec's metric is "loss"), once it drew the run's 30 points.
@@ -307,3 +316,76 @@ def test_smoothing_log_y_and_x_axis_on_run_details_all_metrics(server: tuple[Ser
     tab.wait_for_function(_drawn(DETAIL_LINE, "a"), timeout=10_000, polling=50)
     assert tab.evaluate(DETAIL_LINE, "a")["x"] == pytest.approx([_lr(0, s) for s in range(1, 31)])
     tab.evaluate("() => localStorage.clear()")
+
+
+# A chart drawn by plotly.js (its graph div: .js-plotly-plot) whose title starts with the argument, once drawn.
+PLOTLY = """(title) => Array.from(document.querySelectorAll('.js-plotly-plot')).find((d) => d._fullLayout
+  && Array.from(d.querySelectorAll('.gtitle')).some((t) => t.textContent.startsWith(title)))"""
+# The colours the chart's SVG was drawn with, and the page's own background (Streamlit's theme).
+DRAWN_COLOURS = f"""(title) => {{ const d = ({PLOTLY})(title), css = (el) => el && getComputedStyle(el);
+  return {{paper: css(d.querySelector('svg.main-svg')).backgroundColor, plot: (css(d.querySelector('.bglayer .bg')) || {{}}).fill,
+    title: css(d.querySelector('.gtitle')).fill, tick: css(d.querySelector('.xtick text, .axis .tick text')).fill,
+    page: getComputedStyle(document.querySelector('.stApp')).backgroundColor}}; }}"""
+
+
+def _luma(css: str) -> float:
+    """The brightness (0-255) of a CSS colour "rgb(r, g, b)"."""
+    r, g, b = (float(v) for v in css[css.index("(") + 1 : css.index(")")].split(",")[:3])
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def _follows(page: Any, title: str, dark: bool) -> dict[str, str]:
+    """The drawn colours of the plotly chart `title`, once its paper is the page's background; asserted to be
+    the theme's: a dark paper and plot area with light text in the dark theme, the reverse in the light one."""
+    page.wait_for_function(f"() => !!({PLOTLY})({title!r})", timeout=60_000, polling=100)
+    try:  # the theme watch redraws within a second when the theme settles after the first draw
+        page.wait_for_function(
+            f"() => {{ const c = ({DRAWN_COLOURS})({title!r}); return c.paper === c.page; }}",
+            timeout=10_000,
+            polling=100,
+        )
+    except PlaywrightTimeout:
+        pass  # the assertions below say what was drawn
+    drawn = page.evaluate(f"() => ({DRAWN_COLOURS})({title!r})")
+    assert drawn["paper"] == drawn["page"], f"{title}: paper {drawn['paper']} on a page of {drawn['page']}"
+    for part in ("paper", "plot") if drawn["plot"] else ("paper",):  # parallel coordinates have no plot area
+        assert (_luma(drawn[part]) < 128) == dark, (
+            f"{title}: {part} {drawn[part]} in the {'dark' if dark else 'light'} theme"
+        )
+    for part in ("title", "tick"):
+        assert (_luma(drawn[part]) > 128) == dark, (
+            f"{title}: {part} text {drawn[part]} in the {'dark' if dark else 'light'} theme"
+        )
+    return drawn
+
+
+def _study(runs: Path) -> None:
+    """A finished sweep of three trials over lr (no training: the trials told their values)."""
+    url = studies.default_url(runs)
+    space = parse_space(["lr=0.01,0.1,0.3"], load_task("regression").Config, "grid")
+    study = studies.create("themes", url, studies.StudySpec("regression", {"steps": 60}, space, "grid"))
+    lr = optuna.distributions.FloatDistribution(0.001, 1.0)
+    for k, value in enumerate((0.9, 0.3, 0.2)):
+        trial = optuna.trial.create_trial(
+            params={"lr": (0.01, 0.1, 0.3)[k]}, distributions={"lr": lr}, value=value, user_attrs={"objective": LOSS}
+        )
+        study.add_trial(trial)
+
+
+@pytest.mark.browser
+def test_plotly_figures_follow_the_light_and_dark_theme(server: tuple[Server, Path], chromium: Any) -> None:
+    srv, runs = server
+    members = fake_population(runs, lrs=(0.001, 0.02), seeds=(0,))
+    _study(runs)
+    THEME_SHOTS.mkdir(parents=True, exist_ok=True)
+    for scheme in ("dark", "light"):
+        context = chromium.new_context(viewport={"width": 1400, "height": 1100}, color_scheme=scheme)
+        page = context.new_page()
+        page.goto(f"{srv.url}/live?run={members[0].name}")
+        _follows(page, "Fits of 2 members", scheme == "dark")
+        page.screenshot(path=str(THEME_SHOTS / f"live_population_{scheme}.png"), full_page=True)
+        page.goto(f"{srv.url}/sweeps?study=themes")
+        _follows(page, "Best so far", scheme == "dark")
+        _follows(page, "Trials", scheme == "dark")  # parallel coordinates (plotly.js's full bundle)
+        page.screenshot(path=str(THEME_SHOTS / f"sweeps_{scheme}.png"), full_page=True)
+        context.close()

@@ -179,6 +179,7 @@ def test_copy_events_markers_and_lr_spec_are_pure(tmp_path: Path) -> None:
     assert marks["mode"] == "marks" and marks["x"] == [40, 100] and marks["y"] == [0.24, 0.0125]
     assert marks["color"] == "#123456" and marks["wall"] == [1, 10]  # the member's wall time at the copy's step
     assert marks["texts"][1] == "a: step 100: copied member 0 (lr=0.3), ranked low; lr 0.01 → 0.0125"
+    assert marks["of"] == "a"  # the marks share their member's legend entry
 
 
 def lineage_rows(run_dir: Path) -> list[list]:
@@ -337,6 +338,12 @@ def test_start_a_pbt_population_from_the_page_and_see_its_lr_chart(server: tuple
             f".jaxdash-line:has(.jaxdash-line-title:text-is('{member_lines.LR_TITLE}')) .jaxdash-smooth"
         ).select_option("ema")
         page.wait_for_function(EMA_KEEPS_MARKS.replace("CHART", lr_chart), timeout=30_000)
+        # The legend: one entry per member, not one for its copies or its raw line too (both share its entry).
+        legend = f"Array.from(({lr_chart}).querySelectorAll('.u-legend .u-series')).slice(1)"  # row 0: the x axis
+        shown = page.evaluate(
+            f"() => {legend}.filter((r) => r.offsetParent).map((r) => r.querySelector('.u-label').textContent)"
+        )
+        assert shown == ["lr=0.0001", "lr=0.001", "lr=0.3", "lr=2"], shown
         page.evaluate("() => localStorage.clear()")  # the chart's settings are the browser's: none for the next test
         page.screenshot(path=str(tmp_path / "pbt_live.png"), full_page=True)
     finally:

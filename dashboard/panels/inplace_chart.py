@@ -93,6 +93,7 @@ def _urls() -> dict[str, Any]:
         "grid_uses": [chart_file(f) for f in GRID_USES]
         + [url_paths.under_base("component", _grid.name, "grid_view.js")],
         "chart_css": chart_file("style.css"),
+        "theme": chart_file("theme.js"),  # a plotly figure's colours follow the page's theme as the line charts'
     }
 
 

@@ -94,10 +94,12 @@ def marks(
     style: Style = Style(),
     run: str | None = None,
     t0: float | None = None,
+    of: str | None = None,
 ) -> dict[str, Any]:
     """Events drawn as points on a chart's curves (mode "marks": never smoothed, each hovering its own text).
 
     events: (step, wall seconds or None, value, text) each; run and t0 as `series`'s, so every x axis places them.
+    of: the name of the series whose legend entry they share (a member's copies: its curve's), else their own.
     """
     events = sorted(events, key=lambda e: e[0])
     return {
@@ -110,6 +112,7 @@ def marks(
         "mode": "marks",
         "run": run,
         "t0": t0,
+        "of": of,
     }
 
 

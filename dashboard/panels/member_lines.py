@@ -5,7 +5,8 @@ trained with PBT marks every copy (a member taking another's weights and learnin
 line at the new rate, on its metric curves at its last value at or before the copy's step (that step's metric
 row still holds its own values). A mark is a series of mode "marks" (`line_spec.marks`: points, never
 smoothed, hovering the copy's text) with its member's wall time at that step, so the wall-time and
-relative-time x axes put it on its curve too. The learning rate is drawn as steps on a log axis.
+relative-time x axes put it on its curve too; the marks share their member's legend entry (no entry of their own,
+as in W&B and TensorBoard: a mark's hover names whom it copied). The learning rate is drawn as steps on a log axis.
 """
 
 from __future__ import annotations
@@ -85,7 +86,9 @@ def copy_marks(member: Member, tag: str, copies: Copies) -> dict[str, Any] | Non
         text = f"{member.name}: " + copy_text(e, copies.sources.get(e.source))
         events.append((e.step, _wall_at(member.records, tag, e.step), y, text))
     name = f"{member.name} copies"
-    return line_spec.marks(name, events, member.style, run=member.run, t0=member.t0) if events else None
+    if not events:
+        return None
+    return line_spec.marks(name, events, member.style, run=member.run, t0=member.t0, of=member.name)
 
 
 def wide(lines: Sequence[dict[str, Any] | None], decades: float = WIDE_DECADES) -> bool:

@@ -14,6 +14,7 @@ import streamlit as st
 from components.sweep_figures import best_so_far, parallel_coordinates
 from dashboard import refresh_timings
 from dashboard.panels import safe_text
+from dashboard.panels.panels import chart
 from runstore import run_store
 from settings.fields import ConfigError
 
@@ -145,8 +146,10 @@ def study_view(name: str, url: str) -> None:
     trials_table(rows, objective)
     metric, direction = value_title(objective), objective["direction"]
     c = st.columns(2)
-    c[0].plotly_chart(parallel_coordinates(rows, metric, direction), key="sweep_parcoords")
-    c[1].plotly_chart(best_so_far(rows, metric, direction), key="sweep_best")
+    with c[0]:  # in-place charts, as every page's: their colours follow the page's theme
+        chart(parallel_coordinates(rows, metric, direction), "sweep_parcoords")
+    with c[1]:
+        chart(best_so_far(rows, metric, direction), "sweep_best")
     imp = report.importances(study)
     st.caption(
         "Param importances (optuna.importance, fANOVA): how much of the objective's spread each setting explains."

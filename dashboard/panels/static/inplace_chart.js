@@ -15,6 +15,30 @@ function load(name, src) {  // once a page: the load the page's HTML started (se
   loads[name] = loads[name] ? loads[name].catch(add) : add();
   return loads[name];
 }
+function themed(fig, theme) {  // the figure in the page's theme: its template recoloured (its own colours win)
+  const t = theme.current(), layout = fig.layout || {}, template = layout.template || {};
+  const axis = (a) => ({...a, gridcolor: t.grid, linecolor: t.grid, zerolinecolor: t.grid, tickcolor: t.axis});
+  const base = template.layout || {};
+  const look = {...base, paper_bgcolor: t.background, plot_bgcolor: t.background,
+    font: {...base.font, color: t.text}, xaxis: axis(base.xaxis), yaxis: axis(base.yaxis),
+    legend: {...base.legend, bgcolor: "rgba(0,0,0,0)"},
+    annotationdefaults: {...base.annotationdefaults, arrowcolor: t.axis}, shapedefaults: {line: {color: t.axis}}};
+  // A trace whose meta asks for the page's colour (a histogram outline hiding the ones behind it) gets it.
+  const data = (fig.data || []).map((tr) => (tr.meta && tr.meta.fill === "page" ? {...tr, fillcolor: theme.faint(t.background, 0.85)} : tr));
+  return {data, layout: {...layout, template: {...template, layout: look}}, dark: t.dark};
+}
+async function react(div, theme) {  // draw div.__fig (the figure) in the page's theme, with div.__plotConfig
+  const {data, layout, dark} = themed(div.__fig, theme);
+  await Plotly.react(div, data, layout, div.__plotConfig);
+  div.__dark = dark;  // for tests and probes: the theme the chart was drawn in
+}
+function followTheme(div, theme) {  // Streamlit switches theme without a reload: the chart redraws in the new one
+  if (div.__unwatch) return;
+  div.__unwatch = theme.watch(() => {
+    if (!div.isConnected) return void div.__unwatch();
+    if (div.__fig && div._fullLayout) react(div, theme);
+  });
+}
 function gridOf(fig) {  // a metric grid's description (components/compare_figures.metric_grid), else null
   const meta = (fig.layout || {}).meta;
   return meta && typeof meta === "object" && meta.grid ? meta.grid : null;
@@ -63,7 +87,7 @@ export async function draw(component) {
   div.__spec = data.spec; div.__config = data.config;
   const fig = JSON.parse(data.spec);  // once: a comparison's figure is ~1 MB of JSON
   const layout = fig.layout || {}, grid = gridOf(fig);  // a metric grid: drawn by uPlot (line_grid.js)
-  const library = grid ? loadGrid(data) : load("basic", data.basic);
+  const library = grid ? loadGrid(data) : Promise.all([load("basic", data.basic), script(data.theme)]);
   if (!div.style.height) div.style.height = (layout.height || 450) + "px";  // its room
   if (document.hidden) {  // a tab nobody sees draws nothing; the newest figure draws when it is shown
     await (window.__jaxdashShown = window.__jaxdashShown || new Promise((ok) => {
@@ -98,7 +122,10 @@ export async function draw(component) {
     div.style.height = "auto";  // the grid's own height (its room was held until it drew)
   } else {
     if (div.__grid) { div.__grid.destroy(); div.replaceChildren(); }  // the same key held a grid
-    await Plotly.react(div, fig.data || [], layout, Object.assign({responsive: true}, JSON.parse(data.config)));
+    const theme = window.__jaxdashLine.theme;  // static/chart/theme.js: the colours the line charts use too
+    div.__fig = fig; div.__plotConfig = Object.assign({responsive: true}, JSON.parse(data.config));
+    await react(div, theme);
+    followTheme(div, theme);
   }
   const took = performance.now() - t0;  // a chart spends at most 1/(1 + DRAW_GAP) of the time drawing
   div.__nextDraw = performance.now() + Math.min(data.max_gap_ms, DRAW_GAP * took);

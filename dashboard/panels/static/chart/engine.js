@@ -8,7 +8,9 @@
 // each draw (past it, the draw that appends is a plain line). Controls (controls.js) and colours (theme.js)
 // apply per chart. A spec may choose its log y default (y_log_default: the browser's saved choice wins) and its
 // line shape (line_shape "vh": steps, a value holding from the point before). A series of mode "marks" (events
-// such as a population member's copies) is points only, never smoothed, its hover its own texts at its x.
+// such as a population member's copies) is points only, never smoothed, its hover its own texts at its x. The
+// legend has one entry per curve: a raw line behind a smoothed one and a member's marks (series "of" it) share
+// their curve's entry (its value reads "0.12 (raw 0.15) · <the mark's text>"; a click hides them all).
 // window.__jaxdashLine.mount(parentElement, data) is what the component's loader calls; for tests and probes
 // the element (.jaxdash-line) holds `__chart` (`data`: what is drawn, `settings`, `scales`) and `__timing`.
 (function () {
@@ -112,20 +114,24 @@
         if (line.mode === MARKS) {  // events on the curves: drawn where they happened, as they are (never smoothed)
           const texts = new Map(Array.from(x, (v, k) => [v, (line.texts || [])[k]]));
           pairs.push([x, raw]);
-          specs.push({label: line.name, stroke: color, width: 0, points: true, marks: true, texts});
+          specs.push({label: line.name, stroke: color, width: 0, points: true, marks: true, texts, of: line.of});
           this.drawn.push({name: line.name, mode: MARKS, x: Array.from(x), y: Array.from(raw, (v) => (Number.isFinite(v) ? v : null)), raw: null});
           return;
         }
         const y = smooth ? controls.smooth(raw, s) : raw;
         if (smooth) {
           pairs.push([x, raw]);
-          specs.push({label: line.name + " (raw)", stroke: theme.faint(color, 0.25), width: 1, raw: true});
+          specs.push({label: line.name + " (raw)", stroke: theme.faint(color, 0.25), width: 1, raw: true, owner: specs.length + 1});
         }
         pairs.push([x, y]);
         specs.push({label: line.name, stroke: color, width: line.mode === FIT_DATA ? 0 : line.width || 2,
           dash: line.dash ? [6, 4] : undefined, points: line.mode === FIT_DATA, full: line.label,
           sparse: this.spec.kind !== "fit" && line.step.view().length <= (this.spec.sparse_points || 0)});
         this.drawn.push({name: line.name, mode: line.mode || "lines", x: Array.from(x), y: Array.from(y, (v) => (Number.isFinite(v) ? v : null)), raw: smooth ? raw : null});
+      });
+      specs.forEach((p) => {  // a member's marks share its legend entry (their own only if it is not drawn)
+        const k = p.of === undefined ? -1 : specs.findIndex((q) => !q.raw && !q.marks && q.label === p.of);
+        if (k >= 0) p.owner = k;
       });
       return {data: S.align(pairs), specs};
     }
@@ -159,14 +165,32 @@
         axes: [axis(s.x === "step" ? this.spec.x_title || "step" : s.x === "wall" ? "" : s.x === "relative" ? "seconds" : s.x), yAxis],
         series: [{label: s.x, value: s.x === "wall" ? undefined : fmt(false)}, ...specs.map((p) => ({
           label: p.label, stroke: p.stroke, width: p.width, dash: p.dash, spanGaps: true,
-          value: p.marks ? (u, v, si, i) => markText(this.texts[si - 1], u, v, i) : fmt(pct), show: true,
+          value: p.marks ? (u, v, si, i) => markText(this.texts[si - 1], u, v, i) : this.legendValue(specs, fmt(pct)), show: true,
           points: p.marks ? {show: true, size: 11, fill: p.stroke, stroke: t.background, width: 1.5, paths: diamonds}
             : p.points ? {show: true, size: 5, fill: p.stroke, stroke: p.stroke} : {show: (u, si) => this.sparse[si - 1]},
           paths: p.points ? () => null : shape ? shape() : undefined,
         }))],
         cursor: {drag: {x: true, y: false}, dataIdx: (u, si, i) => (specs[si - 1] && specs[si - 1].marks ? i : nearest(u, si, i))},
         legend: {show: true, live: true},
-        hooks: {setScale: [(u, key) => { if (key === "x") this.zoomed = isZoomed(u); }]},
+        hooks: {
+          setScale: [(u, key) => { if (key === "x") this.zoomed = isZoomed(u); }],
+          setSeries: [(u, si, opts) => shareShow(u, specs, si, opts)],
+        },
+      };
+    }
+
+    legendValue(specs, plain) {  // a legend entry's value, with those of the series sharing it (raw line, marks)
+      return (u, v, si, i) => {
+        let text = plain(u, v);
+        specs.forEach((p, k) => {
+          if (p.owner !== si - 1) return;
+          if (p.raw) text += i === null || u.data[k + 1][i] === null ? "" : ` (raw ${plain(u, u.data[k + 1][i])})`;
+          else if (p.marks) {
+            const j = u.cursor.idx, mark = j === null || j === undefined ? "" : markText(this.texts[k], u, u.data[k + 1][j], j);
+            if (mark) text += " · " + mark;
+          }
+        });
+        return text;
       };
     }
 
@@ -186,6 +210,8 @@
         if (this.u) this.u.destroy();
         this.plot.replaceChildren();
         this.u = new uPlot(this.options(s, specs, range), data, this.plot);
+        const rows = this.u.root.querySelectorAll(".u-legend .u-series");  // row 0 is the x axis's
+        specs.forEach((p, k) => { if (p.owner !== undefined && rows[k + 1]) rows[k + 1].style.display = "none"; });
         this.shape = shape; this.zoomed = false;
       } else {
         this.u.setData(data, !this.zoomed);
@@ -193,6 +219,11 @@
       this.data = data; this.dark = theme.current().dark;
       this.el.__timing = {drawn: performance.now(), took: performance.now() - t0};
     }
+  }
+
+  function shareShow(u, specs, si, opts) {  // a legend click hides or shows the series sharing that entry too
+    if (!opts || opts.show === undefined) return;
+    specs.forEach((p, k) => { if (p.owner === si - 1 && u.series[k + 1].show !== opts.show) u.setSeries(k + 1, {show: opts.show}); });
   }
 
   function isZoomed(u) {
