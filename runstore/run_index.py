@@ -73,7 +73,7 @@ def _remove(path: Path) -> None:
             p.unlink()  # a link planted here is removed itself, never followed
 
 
-class OlderSchema(IndexDamaged):
+class OtherSchema(IndexDamaged):
     """The index file is an index of another schema version (it is rebuilt: its columns are not this one's)."""
 
 
@@ -82,7 +82,7 @@ def _check(con: sqlite3.Connection) -> None:
     if row is None:
         raise IndexDamaged("no schema version")
     if row[0] != SCHEMA_VERSION:
-        raise OlderSchema(f"of schema {row[0]}, this version reads schema {SCHEMA_VERSION}")
+        raise OtherSchema(f"of schema {row[0]}, this version reads schema {SCHEMA_VERSION}")
 
 
 def open_index(root: str | os.PathLike | None = None, why: str = "missing") -> sqlite3.Connection:
@@ -96,7 +96,7 @@ def open_index(root: str | os.PathLike | None = None, why: str = "missing") -> s
             con = connect(path)
             _check(con)
             return con
-        except OlderSchema as exc:
+        except OtherSchema as exc:
             why = str(exc)
             con.close()
         except (sqlite3.Error, IndexDamaged) as exc:
