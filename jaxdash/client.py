@@ -30,7 +30,7 @@ from jaxdash.log_media import is_media, write_media
 from jaxdash.notices import one_line
 from jaxdash.rows_out import RowsOut
 from jaxdash.wandb_config import Config
-from jaxdash.wandb_summary import MetricDefs, Summary, final_numbers
+from jaxdash.wandb_summary import MetricDefs, Summary, final_basis, final_numbers
 from runstore import wandb_reads
 from runstore.run_folder import RunFolder
 
@@ -269,6 +269,9 @@ class Run(RunFiles):
         for w in getattr(self._writer, "writers", []):
             if hasattr(w, "write_run_summary"):
                 w.write_run_summary(copy, sorted(self._nested))
+        basis = final_basis(summary, set(self.summary._set))
+        if basis:  # which final numbers are no last value: the page labels them so
+            RunFolder(self.dir).write_status(final_basis=basis)
         close_run(self.dir, self._writer, state, message, final_numbers(summary))
         self._write_summary(summary)
 

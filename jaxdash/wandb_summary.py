@@ -121,6 +121,23 @@ def final_numbers(summary: Mapping[str, Any], prefix: str = "") -> dict[str, flo
     return out
 
 
+def final_basis(summary: Mapping[str, Any], set_keys: set[str], prefix: str = "") -> dict[str, str]:
+    """What each of `final_numbers` is where it is not the metric's last logged value (a tile shows that one):
+    the first summary op of a defined metric ("min"), "run.summary" for a value the script set itself."""
+    out = {}
+    for key, value in summary.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and value and not value.keys() <= set(OPS):
+            out.update(final_basis(value, set(), f"{name}."))
+        elif isinstance(value, dict):
+            op = next((op for op, v in value.items() if isinstance(v, (int, float))), None)
+            if op is not None and op != "last":
+                out[name] = op
+        elif key in set_keys and not prefix and isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[name] = "run.summary"
+    return out
+
+
 class Summary:
     """`run.summary`: item and attribute access, `update`; the script's values win over the logged ones."""
 

@@ -126,7 +126,7 @@ STATUS_FIELDS = {
     "state": "str", "pid": "int", "host": "str", "started": "time", "ended": "time", "updated": "time",
     "message": "str", "step": "finite", "total_steps": "finite", "epoch": "finite", "total_epochs": "finite",
     "wall_seconds": "number", "compile_seconds": "number", "steps_per_sec": "number", "final": "object",
-    "wandb": "object", "group": "str", "member": "int", "resumed_from": "finite",
+    "final_basis": "object", "wandb": "object", "group": "str", "member": "int", "resumed_from": "finite",
 }  # fmt: skip
 WANDB_FIELDS = ("mode", "requested_mode", "url", "sync_command", "dir", "error")
 
@@ -155,6 +155,9 @@ def validate_status(doc: dict[str, Any], file: str) -> dict[str, Any]:
         if n is None:
             raise DamagedRunFile(f"{file}: 'final.{tag}' must be a number, got {_kind(v)}")
         final[tag] = n
+    for tag, basis in (doc.get("final_basis") or {}).items():
+        if not isinstance(basis, str):
+            raise DamagedRunFile(f"{file}: 'final_basis.{tag}' must be a string, got {_kind(basis)}")
     wandb = doc.get("wandb") or {}
     for key in WANDB_FIELDS:
         if wandb.get(key) is not None and not isinstance(wandb[key], str):

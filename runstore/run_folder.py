@@ -277,8 +277,8 @@ class RunFolder(RunStorage):
         """Merge `fields` into status.json (atomic replace) and return the new status.
 
         Fields used: state, pid, host, started, ended, message, step, total_steps, epoch, total_epochs,
-        wall_seconds, compile_seconds, steps_per_sec, final (dict), wandb (dict: mode, url, sync_command, dir),
-        updated.
+        wall_seconds, compile_seconds, steps_per_sec, final (dict), final_basis (dict: what a final number is where it
+        is not the metric's last logged value, e.g. "epoch mean"), wandb (dict: mode, url, sync_command, dir), updated.
         """
         with _STATUS_LOCK:
             status = atomic.read_json(self.status_path, {})

@@ -17,8 +17,11 @@ SCRIPT = """
 import jaxdash as wandb
 
 run = wandb.init(project="texts")
+run.define_metric("err", summary="min")
 for i, phase in enumerate(["warmup", "train", "**bold** ![x](http://example.invalid/x.png)"]):
-    run.log({"phase": phase, "loss": 1.0 / (i + 1), "eval": {"note": f"note {i}"}})
+    run.log({"phase": phase, "loss": 1.0 / (i + 1), "eval": {"note": f"note {i}"}, "err": [3.0, 1.0, 2.0][i],
+             "score": 0.9})
+run.summary["score"] = 0.5
 run.finish()
 """
 
@@ -53,3 +56,16 @@ def test_run_detail_shows_each_text_key_newest_step_first(logged: Path, monkeypa
     assert note.index("note 2") < note.index("note 1") < note.index("note 0")
     shown = " ".join(m.value for m in at.markdown) + " ".join(c.value for c in at.caption)
     assert "example.invalid" not in shown, "a logged string reached Streamlit's markdown"
+
+
+def test_a_final_number_that_is_no_last_value_says_what_it_is(logged: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tile on Live shows a key's last logged value; Run detail's final numbers are the run's summary, which for
+    a metric defined with summary="min" or set through run.summary is another number: its label says which."""
+    status = run_folder.RunFolder(logged).status()
+    assert status["final"]["err"] == 1.0 and status["final"]["score"] == 0.5
+    assert status["final_basis"] == {"err": "min", "score": "run.summary"}  # loss's final is its last value
+    monkeypatch.setenv("JAXDASH_RUNS", str(logged.parent))
+    at = app("views/detail.py", run=logged.name)
+    shown = {m.label: m.value for m in at.metric}
+    assert shown["err · min"] == "1" and shown["score · run.summary"] == "0.5" and "loss" in shown
+    assert "err" not in shown and "score" not in shown  # never a bare label on a number a tile of it would not show

@@ -88,6 +88,10 @@ DAMAGED: dict[str, tuple[dict[str, str | bytes], str]] = {
         {run_folder.CONFIG: _config(), run_folder.STATUS: _status(final={"train/loss": "low"})},
         "status.json: 'final.train/loss' must be a number",
     ),
+    "status-final-basis-int": (
+        {run_folder.CONFIG: _config(), run_folder.STATUS: _status(final_basis={"train/loss": 5})},
+        "status.json: 'final_basis.train/loss' must be a string, got 5",
+    ),
     "status-step-str": (
         {run_folder.CONFIG: _config(), run_folder.STATUS: _status(step="ten")},
         "status.json: 'step' must",

@@ -237,6 +237,8 @@ def test_mnist_sigterm_stops_with_everything_flushed(tmp_path, env, fashion_dir)
     steps = metric_steps(run_dir)
     assert status["step"] == steps[-1] < status["total_steps"]
     assert set(status["final"]) >= {"train/loss", "test/acc"}
+    # the final train numbers are the epoch's means, not the last logged values a tile shows: the page labels them
+    assert status["final_basis"] == {k: "epoch mean" for k in status["final"] if k.startswith("train/")}
     assert (run_dir / run_folder.ARTIFACTS / run_folder.IMAGES / "test__confusion_matrix.png").exists()
     assert (run_dir / run_folder.ARTIFACTS / run_folder.IMAGES / "test__prediction_grid.png").exists()
 

@@ -60,6 +60,13 @@ def _rk(run_id: str) -> str:
     return data_panels.widget_key("", run_id)
 
 
+def final_label(status: dict, tag: str) -> str:
+    """A final number's label: its tag, and what it is where it is not the tag's last logged value (status.json
+    "final_basis": "train/loss · epoch mean"), so that it never reads as the tile of the same tag on Live."""
+    basis = (status.get("final_basis") or {}).get(tag)
+    return f"{tag} · {basis}" if isinstance(basis, str) and basis else tag
+
+
 def results(run: run_store.RunInfo, records: MetricTable, fed: bool = False, defs: dict | None = None) -> None:
     """Final metrics, the task's panels (config.json "panels"), then its test report when it wrote one.
 
@@ -74,7 +81,9 @@ def results(run: run_store.RunInfo, records: MetricTable, fed: bool = False, def
     if final:
         cols = st.columns(min(4, len(final)))
         for i, (tag, v) in enumerate(final.items()):
-            cols[i % len(cols)].metric(safe_text.md(tag), f"{v:.2%}" if "acc" in tag else panels.fmt(v))
+            cols[i % len(cols)].metric(
+                safe_text.md(final_label(run.status, tag)), f"{v:.2%}" if "acc" in tag else panels.fmt(v)
+            )
     kinds = artifacts.run_panels(run.path, None, records.tags())
     panel_kinds.draw(run.path, kinds, records, run.status, f"detail{_rk(run.run_id)}", fed=fed)
     pbt_panels.member_panel(run, records, f"detail_pbt{_rk(run.run_id)}")  # PBT: its lr and copies

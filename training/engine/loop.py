@@ -387,6 +387,11 @@ class Engine:
         ended = getattr(self.should_stop, "ended_as", "stopped") if stopped else "finished"
         states = [m.state if m.state != "running" else ended for m in self.members.members]
         return [
-            TrainResult(states[i], pos.final(i, self.plan.batched), pos.step, {**extra, "message": m.message})
+            TrainResult(
+                states[i],
+                pos.final(i, self.plan.batched),
+                pos.step,
+                {**extra, "message": m.message, "final_basis": pos.final_basis(i, self.plan.batched)},
+            )
             for i, m in enumerate(self.members.members)
         ]

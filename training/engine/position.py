@@ -84,6 +84,13 @@ class Position:
             train = {k: v for k, v in self.last[i].items() if k.split("/")[0] not in ("perf", "sys", "test")}
         return {**train, **self.test[i]}
 
+    def final_basis(self, i: int, batched: bool) -> dict[str, str]:
+        """What member i's `final` numbers are where they are not the metric's last logged value (a tile shows
+        that one): {"train/loss": "epoch mean"} for a batched run's train means; the page labels them so."""
+        if not (batched and self.pos):
+            return {}
+        return {tags.metric_tag(tags.TRAIN, n): "epoch mean" for n in self.sums}
+
     def meta(self, i: int) -> dict[str, Any]:
         """Member i's position as JSON for its checkpoint."""
         return {
