@@ -25,6 +25,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from jaxdash import wandb_copy
 from runstore.run_folder import RunFolder
 from runwriters.base import MetricWriter, Tracking
@@ -140,6 +142,7 @@ class SinkWriter(MetricWriter):
         with contextlib.suppress(OSError):
             if self._proc.stdin is not None:
                 self._proc.stdin.close()
+        normal_priority(self._proc.pid)  # the run ended: nothing trains any more to leave cores to
         try:
             self._proc.wait(CLOSE_TIMEOUT_S)
         except subprocess.TimeoutExpired:
@@ -184,6 +187,23 @@ def lowest_priority() -> None:
     except (AttributeError, OSError):
         with contextlib.suppress(OSError):
             os.nice(NICE)
+
+
+def normal_priority(pid: int) -> None:
+    """Move process `pid`'s threads and its descendants' (W&B's service) from SCHED_IDLE to normal priority: at a
+    run's end the sink may still hold rows, and on cores kept busy by other processes an idle-priority process
+    is not scheduled at all, so the copy would wait for CLOSE_TIMEOUT_S and lose its last rows. Where the system
+    forbids leaving SCHED_IDLE (an unprivileged user whose RLIMIT_NICE is 0) they stay idle."""
+    try:
+        pids = [pid, *(p.pid for p in psutil.Process(pid).children(recursive=True))]
+    except psutil.Error:
+        return
+    for each in pids:
+        with contextlib.suppress(OSError):
+            for tid in os.listdir(f"/proc/{each}/task"):
+                with contextlib.suppress(OSError, AttributeError):
+                    if os.sched_getscheduler(int(tid)) == os.SCHED_IDLE:
+                        os.sched_setscheduler(int(tid), os.SCHED_OTHER, os.sched_param(0))
 
 
 def serve(stdin: Any = None, stdout: Any = None) -> int:

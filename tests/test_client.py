@@ -5,8 +5,10 @@ request); bad values warn and never stop training; `import jaxdash as wandb` wor
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -198,3 +200,33 @@ def test_the_writer_process_runs_at_idle_priority_with_its_own_wandb_service(
     finally:
         run.finish()
     assert RunFolder(run.dir).status()["state"] == "finished"
+
+
+def test_a_writer_process_leaves_idle_priority_when_its_run_ends(tmp_path: Path) -> None:
+    """At a run's end the writer process and its W&B service finish at normal priority: on cores other processes
+    keep busy a SCHED_IDLE process is not scheduled at all, and the copy would wait out CLOSE_TIMEOUT_S and lose
+    its last rows. Where the system forbids leaving SCHED_IDLE (unprivileged, RLIMIT_NICE 0) they stay idle."""
+    from jaxdash.sink import normal_priority
+
+    code = (
+        "import os, subprocess, sys, threading\n"
+        "os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))\n"
+        "threading.Thread(target=sys.stdin.read, daemon=True).start()\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import sys; sys.stdin.read()'], stdin=subprocess.PIPE)\n"
+        "print(child.pid, flush=True)\n"
+        "sys.stdin.read()\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        grandchild = int(proc.stdout.readline())
+        tasks = [(pid, int(t)) for pid in (proc.pid, grandchild) for t in os.listdir(f"/proc/{pid}/task")]
+        assert len(tasks) >= 3 and {os.sched_getscheduler(t) for _, t in tasks} == {os.SCHED_IDLE}  # inherited
+        normal_priority(proc.pid)
+        policies = {os.sched_getscheduler(t) for _, t in tasks}
+        allowed = os.geteuid() == 0 or resource.getrlimit(resource.RLIMIT_NICE)[0] >= 20  # nice 0 allowed
+        assert policies == ({os.SCHED_OTHER} if allowed else {os.SCHED_IDLE})
+    finally:
+        proc.kill()
+        proc.wait(10)
+        with contextlib.suppress(ProcessLookupError, NameError):
+            os.kill(grandchild, signal.SIGKILL)
