@@ -35,7 +35,6 @@ pytest.importorskip("playwright.sync_api")
 from playwright.sync_api import TimeoutError as PlaywrightTimeout  # noqa: E402 - only where Playwright is
 
 SHOTS = Path("/tmp/chart_shots")  # screenshots to look at: the chart in light and dark theme
-THEME_SHOTS = Path("/tmp/theme_shots")  # the pages with plotly figures, in light and dark theme
 LOSS = "train/loss"
 LR = "train/lr"  # a logged scalar the x axis may be (W&B's x-axis picker)
 # The loss chart's element (its spec's metric is "loss"), once it drew the run's 30 points.
@@ -377,15 +376,12 @@ def test_plotly_figures_follow_the_light_and_dark_theme(server: tuple[Server, Pa
     srv, runs = server
     members = fake_population(runs, lrs=(0.001, 0.02), seeds=(0,))
     _study(runs)
-    THEME_SHOTS.mkdir(parents=True, exist_ok=True)
     for scheme in ("dark", "light"):
         context = chromium.new_context(viewport={"width": 1400, "height": 1100}, color_scheme=scheme)
         page = context.new_page()
         page.goto(f"{srv.url}/live?run={members[0].name}")
         _follows(page, "Fits of 2 members", scheme == "dark")
-        page.screenshot(path=str(THEME_SHOTS / f"live_population_{scheme}.png"), full_page=True)
         page.goto(f"{srv.url}/sweeps?study=themes")
         _follows(page, "Best so far", scheme == "dark")
         _follows(page, "Trials", scheme == "dark")  # parallel coordinates (plotly.js's full bundle)
-        page.screenshot(path=str(THEME_SHOTS / f"sweeps_{scheme}.png"), full_page=True)
         context.close()
