@@ -124,28 +124,28 @@ class RunFiles:
         """W&B's `unwatch`: nothing was watched."""
 
     def log_artifact(self, *args: Any, **kwargs: Any) -> Any:
-        """W&B's `run.log_artifact`: kept in the run folder (jaxdash/artifacts.py)."""
-        from jaxdash.artifacts import log_artifact_to
+        """W&B's `run.log_artifact`: kept in the run folder (jaxdash/wandb_artifacts.py)."""
+        from jaxdash.wandb_artifacts import log_artifact_to
 
         return log_artifact_to(self, *args, **kwargs)
 
     def use_artifact(self, *args: Any, **kwargs: Any) -> Any:
         """W&B's `run.use_artifact`."""
-        from jaxdash.artifacts import use_artifact_in
+        from jaxdash.wandb_artifacts import use_artifact_in
 
         return use_artifact_in(self, *args, **kwargs)
 
     def save(self, *args: Any, **kwargs: Any) -> Any:
-        """W&B's `run.save`: the files copied into the run folder's files/ (jaxdash/artifacts.py)."""
-        from jaxdash import artifacts
+        """W&B's `run.save`: the files copied into the run folder's files/ (jaxdash/wandb_artifacts.py)."""
+        from jaxdash import wandb_artifacts
 
-        return artifacts.save(*args, **kwargs)
+        return wandb_artifacts.save(*args, **kwargs)
 
     def alert(self, *args: Any, **kwargs: Any) -> None:
         """W&B's `run.alert`: recorded in the run folder for the page."""
-        from jaxdash import artifacts
+        from jaxdash import wandb_artifacts
 
-        artifacts.alert(*args, **kwargs)
+        wandb_artifacts.alert(*args, **kwargs)
 
 
 def flatten(metrics: Mapping[str, Any], prefix: str = "", sep: str = ".") -> dict[str, Any]:

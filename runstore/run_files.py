@@ -1,6 +1,6 @@
 """Files a script keeps in its run folder, and its alerts: what Run detail lists. No Streamlit here.
 
-Who writes what (the client, jaxdash/artifacts.py):
+Who writes what (the client, jaxdash/wandb_artifacts.py):
 
 * files/<relative path>: `wandb.save(...)` copies, under the path relative to `base_path`;
 * artifacts/logged/<name>/v<N>/: `run.log_artifact(...)`'s files, and its manifest.json

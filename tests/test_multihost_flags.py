@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from training.engine import processes
-from training.engine.processes import JobFlags, resolve
+from training.engine import distributed
+from training.engine.distributed import JobFlags, resolve
 
-JOB_ENV = processes.ENV
+JOB_ENV = distributed.ENV
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ def _fail(message: str, code: int = 2) -> int:
 
 
 def _resume(argv: list[str]) -> int:
-    from training.engine.processes import JobError
+    from training.engine.distributed import JobError
     from training.errors import CannotResume
     from training.runs.resume import resume
 
@@ -67,7 +67,7 @@ def _train(task: str, argv: list[str]) -> int:
     if args.sweep or args.queue or args.queue_limit is not None:
         return _sweep_or_queue(task, task_cls, raw, args, argv)
     from runwriters.base import Tracking
-    from training.engine.processes import JobError
+    from training.engine.distributed import JobError
     from training.runs.run import NewRuns, execute
 
     try:

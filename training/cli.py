@@ -178,7 +178,7 @@ def add_job_flags(p: argparse.ArgumentParser) -> None:
 
 def job_flags(args: argparse.Namespace) -> Any:
     """The job of the command line's flags, else of the JAX_* variables (a JobFlags); ValueError names a bad one."""
-    from training.engine.processes import resolve
+    from training.engine.distributed import resolve
 
     return resolve(args.coordinator, args.num_processes, args.process_id)
 

@@ -26,7 +26,7 @@ import numpy as np
 
 from runstore import tags
 from runwriters.base import Progress
-from training.engine import processes
+from training.engine import distributed
 from training.engine.chunks import (
     ChunkCompiler,
     Clock,
@@ -238,7 +238,7 @@ class Engine:
         due = self.schedules.after_chunk(
             pos.step, epoch_end, self.plan.batched, self.should_stop, self.test is not None, "fit" in self.task.panels
         )
-        due = Due(*processes.agreed(dataclasses.astuple(due)))  # a job's processes all do process 0's
+        due = Due(*distributed.agreed(dataclasses.astuple(due)))  # a job's processes all do process 0's
         reads = due.needs_state or (epoch_end and self.plan.batched)  # histograms at an epoch's end
         ahead, held, tested = None, self.state, None
         if (

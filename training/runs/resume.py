@@ -22,9 +22,9 @@ from runstore import run_states
 from runstore.run_folder import RunFolder
 from runwriters.base import Tracking
 from settings.fields import parse_config
-from training.engine import processes
+from training.engine import distributed
+from training.engine.distributed import JobFlags
 from training.engine.pbt import PbtConfig
-from training.engine.processes import JobFlags
 from training.errors import CannotResume
 from training.runs.run import FOLLOWER, MemberRuns, Outcome, train_members
 from training.tasks import load_task
@@ -176,9 +176,9 @@ def resume(
     Raises:
       CannotResume: not a run, still running, finished, diverged, or without a checkpoint.
     """
-    processes.join(processes.from_env(job))  # before JAX's backend starts
+    distributed.join(distributed.from_env(job))  # before JAX's backend starts
     run_dir = Path(run_dir)
-    if processes.count() > 1:
+    if distributed.count() > 1:
         return _resume_job(run_dir, wandb_mode, tensorboard, console)
     plan = _plan(run_dir, wandb_mode, tensorboard, console, find_step=True)
     for d in plan.runs.dirs:
@@ -194,13 +194,13 @@ def _resume_job(run_dir: Path, wandb_mode: str | None, tensorboard: bool | None,
     first on the step (or that one process cannot read the run: all end with one message), then
     that process 0 deleted the checkpoints past it, before any process's Orbax manager lists them.
     """
-    lead = processes.is_lead()
+    lead = distributed.is_lead()
     plan, problem = None, None
     try:
         plan = _plan(run_dir, wandb_mode, tensorboard, console, find_step=lead)
     except Exception as exc:  # noqa: BLE001 - raised below, once every process heard of it
         problem = exc
-    answers = processes.gathered(-1 if plan is None else plan.step if lead else 0)
+    answers = distributed.gathered(-1 if plan is None else plan.step if lead else 0)
     if problem is not None:
         raise problem
     if -1 in answers:
@@ -216,7 +216,7 @@ def _resume_job(run_dir: Path, wandb_mode: str | None, tensorboard: bool | None,
         _drop_checkpoints_after(list(plan.runs.dirs), step)
         for d in plan.runs.dirs:
             _restart_at(d, step)
-    processes.gathered(0)  # sync point: process 0 has dropped the checkpoints past `step`
+    distributed.gathered(0)  # sync point: process 0 has dropped the checkpoints past `step`
     if lead:
         return train_members(plan.runs, resume_step=step)
     scratch = Path(tempfile.mkdtemp(prefix="jaxdash-follower-"))

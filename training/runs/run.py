@@ -22,7 +22,7 @@ from runstore.run_folder import RunFolder
 from runwriters.base import DEFAULT_TRACKING, MetricWriter, Tracking
 from settings.fields import config_to_dict, parse_config
 from settings.registry import canonical_spec
-from training.engine import processes
+from training.engine import distributed
 from training.engine.members import Member, Members
 from training.engine.pbt import PbtConfig
 from training.engine.result import TrainResult
@@ -200,7 +200,7 @@ def execute(
     *,
     tracking: Tracking = DEFAULT_TRACKING,
     pbt: PbtConfig | None = None,
-    job: processes.JobFlags | None = None,
+    job: distributed.JobFlags | None = None,
 ) -> list[Outcome]:
     """Train a task into new run directories: one run, or a population when `runs.axes` names the varied fields.
 
@@ -216,8 +216,8 @@ def execute(
     Returns:
       [(run_dir, final state, result or None)] per member.
     """
-    processes.join(processes.from_env(job))  # a jax.distributed job: before JAX's backend starts
-    if not processes.is_lead():  # process k > 0 trains the same run and writes nothing of it
+    distributed.join(distributed.from_env(job))  # a jax.distributed job: before JAX's backend starts
+    if not distributed.is_lead():  # process k > 0 trains the same run and writes nothing of it
         scratch, tracking = Path(tempfile.mkdtemp(prefix="jaxdash-follower-")), FOLLOWER
         # a population's other members: beside it, not in the shared runs root
         runs = dataclasses.replace(runs, run_dir=scratch, root=scratch / "members")
@@ -232,6 +232,6 @@ def execute(
     dirs, names, group = create_runs(canonical_spec(task), task_cls, cfgs, runs, pbt)
     tracking = dataclasses.replace(tracking, group=group)
     outcomes = train_members(MemberRuns(task_cls, cfgs, dirs, names, tracking, pbt), stop=stop)
-    if not processes.is_lead():
+    if not distributed.is_lead():
         shutil.rmtree(dirs[0], ignore_errors=True)  # the follower's scratch folder: process 0 holds the run
     return outcomes
