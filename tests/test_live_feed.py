@@ -348,3 +348,39 @@ def test_an_accuracy_chart_widens_its_axis_in_the_draw_that_appends_the_rows(
     with_row = [y_low for has20, y_low in page.evaluate("window.__accDraws") if has20]
     assert with_row[0] < 0.5, f"the draw that appended 0.5 kept the axis from {with_row[0]:.3f}"
     assert page.evaluate(ACC_RANGE_JS)[0] < 0.5
+
+
+# [height, whether it shows its empty text, points drawn] of each line chart of the page
+CHART_STATE_JS = """() => Array.from(document.querySelectorAll('.jaxdash-line')).map((el) => {
+  const empty = el.querySelector('.jaxdash-line-empty'), c = el.__chart;
+  return [Math.round(el.getBoundingClientRect().height), !!(empty && empty.textContent && empty.style.display !== 'none'),
+          c && c.data ? c.data.reduce((n, t) => n + t.x.length, 0) : -1];
+})"""
+
+
+@pytest.mark.browser
+def test_a_chart_keeps_its_height_when_its_first_point_replaces_its_empty_text(
+    server: tuple[Server, Path], tab: Any
+) -> None:
+    """A running run's charts are drawn before its first record (the plot and "no data yet"); the first points
+    replace the text in place: no chart grows or shrinks, so nothing below it jumps (a chart 68 px taller until
+    its first point made test_live_browser's blink check fail on a busy machine, where the plot came first)."""
+    srv, runs = server
+    run = run_store.new_run_dir(runs, "mnist", "first-point")
+    cfg = config_to_dict(parse_config("mnist", {}))
+    RunFolder(run).write_config("mnist", cfg, name="first-point", task_spec="mnist", panels=["loss", "accuracy"])
+    RunFolder(run).write_status(state="running", pid=os.getpid(), started=time.time(), step=0, total_steps=10**9)
+    tab.goto(f"{srv.url}/live?run={run.name}")
+    empty = _heights_when(tab, "e && n === 0")
+    RunFolder(run).append_records(
+        [{"step": s, "ts": time.time(), "train/loss": 0.3, "train/acc": 0.9} for s in range(5)]
+    )
+    RunFolder(run).write_status(step=4)
+    assert _heights_when(tab, "!e && n > 0") == empty
+
+
+def _heights_when(page: Any, state: str) -> list[int]:
+    """The heights of the page's two line charts, read in the moment both are in `state` (a JS condition on
+    [h, e, n] of CHART_STATE_JS): a panel's rerun replaces its charts, so they are read where they are checked."""
+    js = f"() => {{ const s = ({CHART_STATE_JS})(); return s.length === 2 && s.every(([h, e, n]) => {state}) && s.map((c) => c[0]); }}"
+    return page.wait_for_function(js, timeout=60_000, polling=50).json_value()
