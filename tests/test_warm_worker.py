@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
 from training.runs import rehearsal
 from training.runs.in_memory import train
 from training.tasks.regression import RegressionConfig
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 def test_a_job_on_stdin_abandons_the_rehearsal_at_once(monkeypatch: object) -> None:
@@ -110,3 +115,23 @@ def test_a_worker_whose_dashboard_went_away_exits_whatever_threads_its_rehearsal
         assert worker.wait(30) == 0
     finally:
         worker.kill()
+
+
+def test_a_worker_leaves_after_its_job_whatever_threads_remain(tmp_path: Path) -> None:
+    """A worker's process ends once its job returns, even with a thread left that the interpreter's teardown would
+    wait on for ever (a rehearsal abandoned by the job's signal can leave one): seen as a worker still alive 120 s
+    after its run ended, which kept the page's next warm worker from being the only one."""
+    script = (
+        "import sys, threading\n"
+        "from training.runs.warm_worker import warm_worker\n"
+        "def main(argv):\n"
+        "    threading.Thread(target=threading.Event().wait).start()  # never ends, not a daemon\n"
+        "    print('job', *argv, flush=True)\n"
+        "    return 3\n"
+        "sys.exit(warm_worker(main))\n"
+    )
+    env = {**os.environ, "JAXDASH_REHEARSE": "0", "PYTHONPATH": str(REPO)}
+    job = json.dumps({"argv": ["x"], "env": {}, "cwd": str(tmp_path)}) + "\n"
+    done = subprocess.run([sys.executable, "-c", script], input=job, capture_output=True, text=True, env=env,
+                          timeout=60)  # fmt: skip
+    assert done.returncode == 3 and "job x" in done.stdout, done.stderr[-2000:]

@@ -8,9 +8,12 @@ importing JAX, Flax, Optax and the tracking backends (seconds on a laptop).
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
 import sys
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 
@@ -90,4 +93,28 @@ def warm_worker(main: Callable[[list[str]], int]) -> int:
         os.dup2(fd, 1)
         os.dup2(fd, 2)
         os.close(fd)
-    return main(list(job["argv"]))
+    try:
+        code = main(list(job["argv"]))
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+    except BaseException:  # noqa: BLE001 - said on the job's log, as the interpreter would, then leave below
+        traceback.print_exc()
+        code = 1
+    leave(code)
+    return code
+
+
+def leave(code: int) -> None:
+    """End the process once its job's run is written, without the interpreter's teardown: a rehearsal abandoned by
+    the job's signal at any bytecode may leave a thread that teardown waits on for ever (seen: a worker alive and
+    asleep 120 s after its run had ended, holding its memory and the page's next warm worker). W&B's service and
+    the log streams are closed here first."""
+    wandb = sys.modules.get("wandb")
+    if wandb is not None:
+        with contextlib.suppress(Exception):
+            wandb.teardown()
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
