@@ -16,6 +16,7 @@ import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 from runstore.env_numbers import env_number_or_default
 
@@ -57,8 +58,8 @@ def enable_compilation_cache() -> None:
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
 
-def warm_worker(main: Callable[[list[str]], int]) -> int:
-    """Import, say "ready", rehearse, run one job from stdin with `main`; returns its exit code."""
+def warm_worker(main: Callable[[list[str]], int]) -> NoReturn:
+    """Import, say "ready", rehearse, run one job from stdin with `main`, and end the process with its exit code."""
     import jax
 
     import runwriters.build  # noqa: F401 - warm import
@@ -101,10 +102,9 @@ def warm_worker(main: Callable[[list[str]], int]) -> int:
         traceback.print_exc()
         code = 1
     leave(code)
-    return code
 
 
-def leave(code: int) -> None:
+def leave(code: int) -> NoReturn:
     """End the process once its job's run is written, without the interpreter's teardown: a rehearsal abandoned by
     the job's signal at any bytecode may leave a thread that teardown waits on for ever (seen: a worker alive and
     asleep 120 s after its run had ended, holding its memory and the page's next warm worker). W&B's service and
