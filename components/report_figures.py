@@ -17,6 +17,7 @@ import plotly.graph_objects as go
 from components.figure_style import _empty, _style
 
 WRONG_COLOR = "#d62728"
+TILE_PX = 90  # an image tile's width on the page
 
 
 def png_data_uri(gray: np.ndarray) -> str:
@@ -80,8 +81,6 @@ def image_grid_figure(
     cols: int = 8,
     *,
     title: str = "Predictions",
-    uirevision: str = "images",
-    tile_px: int = 90,
 ) -> go.Figure:
     """Grayscale images in a grid, each titled "pred (true)"; mistakes in red.
 
@@ -92,7 +91,7 @@ def image_grid_figure(
     imgs = np.asarray(images)
     fig = go.Figure()
     if imgs.size == 0:
-        return _empty(_style(fig, title, 200, uirevision), "no images")
+        return _empty(_style(fig, title, 200, "images"), "no images")
     if imgs.dtype != np.uint8:  # floats in [0, 1] (or [0, 255]) to 8-bit gray
         scale = 255.0 if float(np.nanmax(imgs)) <= 1.0 else 1.0
         imgs = np.clip(np.nan_to_num(imgs) * scale, 0, 255).astype(np.uint8)
@@ -114,7 +113,7 @@ def image_grid_figure(
     # explicit ranges: with `source` the browser would otherwise size axes only after decoding
     fig.update_xaxes(visible=False, range=[-0.5, mosaic.shape[1] - 0.5])
     fig.update_yaxes(visible=False, range=[mosaic.shape[0] - 0.5, -0.5], scaleanchor="x")
-    height = 70 + rows * int(tile_px * cell_h / cell_w)
-    _style(fig, title, height, uirevision)
+    height = 70 + rows * int(TILE_PX * cell_h / cell_w)
+    _style(fig, title, height, "images")
     fig.update_layout(margin=dict(l=10, r=10, t=50, b=10))
     return fig

@@ -41,10 +41,11 @@ INT64_MAX = 2**63 - 1
 class Run(RunFiles):
     """One tracked run: `log` metrics, read `should_stop`, then `finish` (or use it as a context manager)."""
 
-    def __init__(self, run_dir: Path, name: str, config: Mapping[str, Any], writer: Any, start_step: int, total: int,
+    def __init__(self, run_dir: Path, config: Mapping[str, Any], writer: Any, start_step: int, total: int,
                  meta: Mapping[str, Any] | None = None) -> None:  # fmt: skip
+        """meta: W&B's attributes of the run (name, project, entity, group, job_type, tags, notes)."""
         meta = dict(meta or {})
-        self.dir, self.id, self.name = RunPath(run_dir), run_dir.name, name
+        self.dir, self.id, self.name = RunPath(run_dir), run_dir.name, meta.get("name") or run_dir.name
         self.project, self.entity = meta.get("project") or "", meta.get("entity") or ""
         self.group, self.job_type = meta.get("group") or "", meta.get("job_type") or ""
         self.tags, self.notes = tuple(meta.get("tags") or ()), meta.get("notes")
@@ -269,10 +270,8 @@ class Run(RunFiles):
         for w in getattr(self._writer, "writers", []):
             if hasattr(w, "write_run_summary"):
                 w.write_run_summary(copy, sorted(self._nested))
-        basis = final_basis(summary, set(self.summary._set))
-        if basis:  # which final numbers are no last value: the page labels them so
-            RunFolder(self.dir).write_status(final_basis=basis)
-        close_run(self.dir, self._writer, state, message, final_numbers(summary))
+        basis = final_basis(summary, set(self.summary._set))  # which final numbers are no last value
+        close_run(self.dir, self._writer, state, message, final_numbers(summary), basis)
         self._write_summary(summary)
 
     def _end_state(self, state: str, message: str | None) -> tuple[str, str | None]:

@@ -78,6 +78,12 @@ class InitArgs:
     from_env: dict[str, str] = field(default_factory=dict)  # argument -> the variable that gave it
     console: bool = True  # the script's stdout and stderr kept (jaxdash.console_capture.enabled)
     stats_s: float | None = None  # seconds between system-metrics samples; None: off (jaxdash.system_watch)
+    # init's own arguments, not W&B's (jaxdash.session.init says what each means)
+    runs_root: str | os.PathLike | None = None
+    tensorboard: bool | None = None
+    wandb: str = "auto"
+    total_steps: int | None = None
+    fork_from: str | None = None
 
 
 def resolve(given: Mapping[str, Any], settings: Any) -> InitArgs:

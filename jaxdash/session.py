@@ -61,6 +61,8 @@ def init(
              "id": id, "entity": entity, "dir": dir, "mode": mode, "job_type": job_type, "reinit": reinit}  # fmt: skip
     args = resolve(given, settings)
     args.console, args.stats_s = console_capture.enabled(settings), system_watch.interval(settings)
+    args.runs_root, args.tensorboard, args.wandb = runs_root, tensorboard, wandb
+    args.total_steps, args.fork_from = total_steps, fork_from
     _say_unused(dict(anonymous=anonymous, save_code=save_code, magic=magic, monitor_gym=monitor_gym, force=force,
                      sync_tensorboard=sync_tensorboard, fork_from=fork_from, resume_from=resume_from), unknown)  # fmt: skip
     if resume_from and not args.id:
@@ -75,7 +77,7 @@ def init(
     if args.mode == "disabled" and "mode" not in args.from_env:  # WANDB_MODE=disabled: only the W&B copy is off
         run: Run | DisabledRun = DisabledRun(cfg.as_dict(), args.name, args.project)
     else:
-        run = _start(args, cfg.as_dict(), runs_root, tensorboard, wandb, total_steps, fork_from)
+        run = _start(args, cfg.as_dict())
         _RUNS[:] = [r for r in _RUNS if not r.finished] + [run]
         exits.install(lambda: [r for r in _RUNS if not r.finished])
     if previous is None or args.reinit != "create_new":
@@ -91,17 +93,16 @@ def _say_unused(flags: dict[str, Any], unknown: dict[str, Any]) -> None:
         notice(f"init.{key}", f"init() does not know the argument {key!r}; ignored")
 
 
-def _start(args: InitArgs, cfg: dict[str, Any], runs_root: Any, tensorboard: bool | None, wandb: str,
-           total_steps: int | None, fork_from: str | None) -> Run:  # fmt: skip
+def _start(args: InitArgs, cfg: dict[str, Any]) -> Run:
     """Create or resume the run folder, write config and status, build the writers."""
-    root = run_store.runs_root(runs_root)
+    root, fork_from, total_steps = run_store.runs_root(args.runs_root), args.fork_from, args.total_steps
     job = multihost.job()  # a jax.distributed job of 2+ processes: one run, process 0's
     if job is not None and job.index > 0:
         return job.follow(cfg, root)  # type: ignore[return-value] - a Run's surface, no folder, no writer
     project = args.project or DEFAULT_PROJECT
     run_dir, start_step = _run_dir(root, project, args.name, args.id, args.resume)
-    meta = {"project": project, "entity": args.entity, "group": args.group, "job_type": args.job_type,
-            "tags": list(args.tags), "notes": args.notes}  # fmt: skip
+    meta = {"name": args.name, "project": project, "entity": args.entity, "group": args.group,
+            "job_type": args.job_type, "tags": list(args.tags), "notes": args.notes}  # fmt: skip
     if start_step < 0:
         if fork_from:
             cfg = {**_earlier_config(root / str(fork_from).split("?", 1)[0]), **cfg}
@@ -116,11 +117,10 @@ def _start(args: InitArgs, cfg: dict[str, Any], runs_root: Any, tensorboard: boo
         RunFolder(run_dir).write_status(resumed_from=start_step, resumed_at=time.time())
     # W&B's "Run data is saved locally in ...": the first line says where the dashboard finds the run.
     termlog(f"run data is saved locally in {run_dir} (runs folder {root}; $JAXDASH_RUNS picks another)")
-    copy_mode = args.mode if wandb == "auto" and args.mode in ("online", "offline") else wandb
-    tb = True if tensorboard is None else bool(tensorboard)
+    copy_mode = args.mode if args.wandb == "auto" and args.mode in ("online", "offline") else args.wandb
+    tb = True if args.tensorboard is None else bool(args.tensorboard)
     writer = _writers(run_dir, cfg, args, copy_mode, tb, start_step)
-    run = (Run if job is None else multihost.LeadRun)(run_dir, args.name or run_dir.name, cfg, writer, start_step,
-                                                      total_steps or 0, meta)  # fmt: skip
+    run = (Run if job is None else multihost.LeadRun)(run_dir, cfg, writer, start_step, total_steps or 0, meta)
     if job is not None:
         job.lead(run)
     _watch(run, writer, args, copy_mode, solo=job is None)
@@ -197,7 +197,8 @@ def _writers(run_dir: Path, cfg: dict[str, Any], args: InitArgs, copy_mode: str,
         there = Tracking(copy_mode, tensorboard, console=False, run_store=False)  # no job type: W&B would tag it
         publish = lambda found: RunFolder(run_dir).write_status(**found)  # noqa: E731
         resume_step = start_step if start_step >= 0 else None
-        writers.append(SinkWriter(run_dir, cfg, args.name, there, resume_step, publish, wandb_env))
+        opening = {"run_dir": run_dir, "cfg": cfg, "name": args.name, "tracking": there, "resume_step": resume_step}
+        writers.append(SinkWriter(opening, publish, wandb_env))
     return MultiWriter(writers)
 
 

@@ -21,7 +21,7 @@ import pickle
 import subprocess
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ import psutil
 
 from jaxdash import wandb_copy
 from runstore.run_folder import RunFolder
-from runwriters.base import MetricWriter, Tracking
+from runwriters.base import MetricWriter
 
 log = logging.getLogger("jaxdash")
 NICE = 19
@@ -39,10 +39,12 @@ CLOSE_TIMEOUT_S = 60.0  # W&B's offline finish writes its summary and history; r
 class SinkWriter(MetricWriter):
     """A MetricWriter whose calls run in the sink process: buffered, sent as one message per flush."""
 
-    def __init__(self, run_dir: Path, cfg: dict[str, Any], name: str | None, tracking: Tracking, resume_step: int | None,
-                 on_info: Callable[[dict[str, Any]], None], wandb_settings: dict[str, str | None] | None = None,
-                 ) -> None:  # fmt: skip
-        self._run_dir = Path(run_dir)
+    def __init__(self, opening: Mapping[str, Any], on_info: Callable[[dict[str, Any]], None],
+                 wandb_settings: dict[str, str | None] | None = None) -> None:  # fmt: skip
+        """opening: `runwriters.build.build_writer`'s arguments for the writers the sink builds (run_dir, cfg, name,
+        tracking, resume_step); on_info: called with their info (logdir, W&B mode, url); wandb_settings: W&B's
+        variables for the sink's environment."""
+        self._run_dir = Path(opening["run_dir"])
         self._calls: list[tuple[str, tuple]] = []
         self._lock = threading.Lock()
         self._dead = False
@@ -53,7 +55,7 @@ class SinkWriter(MetricWriter):
             cwd=os.getcwd(),
             env=_sink_env(wandb_settings or {}),
         )
-        self._send([("open", (str(run_dir), cfg, name, tracking, resume_step))])
+        self._send([("open", ({**opening, "run_dir": str(self._run_dir)},))])
         self._info_thread = threading.Thread(target=self._read_info, args=(on_info,), daemon=True)
         self._info_thread.start()
 
@@ -224,8 +226,7 @@ def serve(stdin: Any = None, stdout: Any = None) -> int:
             break  # the training process is gone (kill -9) or closed the pipe
         for method, args in calls:
             if method == "open":
-                run_dir, cfg, name, tracking, resume_step = args
-                writer, info = build_writer(run_dir, cfg, name=name, tracking=tracking, resume_step=resume_step)
+                writer, info = build_writer(**args[0])
                 wandb_copy.adapt(writer)
                 print(json.dumps(info, default=str), file=stdout, flush=True)
             elif writer is None:

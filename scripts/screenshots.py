@@ -84,9 +84,11 @@ def wait_state(run_dir: Path, states: tuple[str, ...], timeout: float = 600) -> 
 
 
 def start_mnist(
-    page: Page, url: str, runs: Path, name: str, optimizer: str, lr: str, filled: Callable[[], None] | None = None
+    page: Page, url: str, runs: Path, form: tuple[str, str, str], filled: Callable[[], None] | None = None
 ) -> Path:
-    """Start a full Fashion-MNIST run from the form (`filled` is called before Start); returns its run directory."""
+    """Start a full Fashion-MNIST run from the form (form: its run name, optimizer and learning rate; `filled` is
+    called before Start); returns its run directory."""
+    name, optimizer, lr = form
     new_run_form(page, url, "mnist")
     fill(page, "Run name", name)
     pick(page, "Dataset", "fashion_mnist")
@@ -176,9 +178,8 @@ def main() -> None:
             shot(page, "live_population", plots=2)
 
             # Two Fashion-MNIST runs: watch the first train, then compare them and open its detail.
-            first = start_mnist(
-                page, srv.url, runs, "fashion-adam", "adam", "0.001", lambda: shot(page, "new_run_mnist")
-            )
+            form = ("fashion-adam", "adam", "0.001")
+            first = start_mnist(page, srv.url, runs, form, lambda: shot(page, "new_run_mnist"))
             page.wait_for_function(
                 f"(() => {{ const c = {PLOT_POINTS_JS}; return c.length >= 2 && c.some(s => s.some(n => n >= 40)); }})()",
                 timeout=300_000,
@@ -186,7 +187,7 @@ def main() -> None:
             settle(page, 0.5)
             shot(page, "live_mnist", plots=2)
             wait_state(first, ("finished", "failed", "stopped", "crashed"))
-            second = start_mnist(page, srv.url, runs, "fashion-sgd", "sgd", "0.05")
+            second = start_mnist(page, srv.url, runs, ("fashion-sgd", "sgd", "0.05"))
             wait_state(second, ("finished", "failed", "stopped", "crashed"))
             time.sleep(1)
 

@@ -64,7 +64,7 @@ def widget_key(key: str, name: str) -> str:
 def _panel(run_dir: Path, records: MetricTable, tag: str, kind: str, key: str, color: str | None) -> None:
     k = widget_key(key, tag)
     if kind == "scalar":
-        panel_kinds.key_panel(tag, records, k, color, run=run_dir.name)
+        panel_kinds.key_panel(tag, panel_kinds.ChartRun(records, run_dir.name, color), k)
     elif kind == "histogram":
         histogram_panel.tag_panel(tag, histogram_panel.histograms(run_dir)[tag], k)
     elif kind == "image":

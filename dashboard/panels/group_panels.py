@@ -5,6 +5,7 @@ The panel kinds are those of a single run (dashboard/panels/panel_kinds.py), fro
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,17 @@ from dashboard.panels.panels import live_chart, live_line
 from dashboard.panels.run_numbers import tile_tags
 from runstore import artifacts, run_store, tags
 from runstore.metrics.metric_table import MetricTable
+
+
+@dataclass
+class Population:
+    """A population as its panels draw it: its member runs and, in the same order, their statuses, records and
+    names (the labels its charts and table show)."""
+
+    members: list[run_store.RunInfo]
+    statuses: list[dict[str, Any]]
+    records: list[MetricTable]
+    names: list[str]
 
 
 def side_legend(fig: Any) -> Any:
@@ -57,15 +69,13 @@ def group_fit(run_dirs: list[Path], names: list[str], key: str, seeds_vary: bool
 
 
 def group_curves(
-    records: list[MetricTable],
-    names: list[str],
+    population: Population,
     tag: str,
     key: str,
     *,
     title: str,
     accuracy: bool = False,
     marks: member_lines.Copies | None = None,
-    members: list[run_store.RunInfo] | None = None,
 ) -> None:
     """`tag` of every member overlaid, each in its member colour (`member_colors`: the same as in the population's
     fit and PBT charts on the page), the full run name in the hover.
@@ -73,30 +83,29 @@ def group_curves(
     marks: a PBT population's copies, marked on each member's curve (the chart then starts on log y when its
     curves span decades: a member that blew up before its rescue would flatten the others).
     """
-    members = members or []
+    members, records, names = population.members, population.records, population.names
     version = (tuple(r.offset for r in records), tuple(names), tag)
     if marks is not None:
         version += (tuple(len(c) for c in marks.events.values()),)
 
     def build() -> dict[str, Any]:
-        population = member_lines.of_population(members, records, names)
-        lines = [member_lines.line(m, tag) for m in population]
-        more: dict[str, Any] = {"metric": tag, "y_title": tag.split("/")[-1], **member_lines.picker(population, (tag,))}
+        drawn = member_lines.of_population(members, records, names)
+        lines = [member_lines.line(m, tag) for m in drawn]
+        more: dict[str, Any] = {"metric": tag, "y_title": tag.split("/")[-1], **member_lines.picker(drawn, (tag,))}
         if accuracy:
             curves = {s["name"]: (s["x"], s["y"]) for s in lines if s is not None}
             more |= {"percent": True, "y_range": figures.zoom_range(curves), "clamp": [0.0, 1.0]}
         if marks is not None:
             more["y_log_default"] = not accuracy and member_lines.wide(lines)
-            lines += [member_lines.copy_marks(m, tag, marks) for m in population]
+            lines += [member_lines.copy_marks(m, tag, marks) for m in drawn]
         return line_spec.spec(key, title, lines, **more)
 
     live_line(key, version, build)
 
 
-def members_table(
-    members: list[run_store.RunInfo], statuses: list[dict[str, Any]], records: list[MetricTable], names: list[str]
-) -> None:
+def members_table(population: Population) -> None:
     """One row per member: its varied values, state, step and the latest value of each headline metric."""
+    statuses, records, names = population.statuses, population.records, population.names
     columns = sorted(set().union(*(tile_tags(r) for r in records))) if records else []
     rows = []
     for s, r, n in zip(statuses, records, names, strict=True):
@@ -108,13 +117,7 @@ def members_table(
     st.dataframe(rows, hide_index=True, column_config=config)
 
 
-def accuracy_choice(
-    records: list[MetricTable],
-    names: list[str],
-    key: str,
-    marks: member_lines.Copies | None = None,
-    members: list[run_store.RunInfo] | None = None,
-) -> None:
+def accuracy_choice(population: Population, key: str, marks: member_lines.Copies | None = None) -> None:
     """Train or test accuracy of every member (a toggle between the two)."""
     split = st.segmented_control(
         "Accuracy",
@@ -126,28 +129,18 @@ def accuracy_choice(
     )
     tag = tags.TRAIN_ACC if split == "train" else tags.TEST_ACC
     title = f"{split.capitalize()} accuracy"
-    group_curves(records, names, tag, key, title=title, accuracy=True, marks=marks, members=members)
+    group_curves(population, tag, key, title=title, accuracy=True, marks=marks)
 
 
-def draw(
-    members: list[run_store.RunInfo],
-    statuses: list[dict[str, Any]],
-    records: list[MetricTable],
-    names: list[str],
-    kinds: list[str],
-    key: str,
-    seeds_vary: bool,
-    empty_text: str,
-) -> None:
+def draw(population: Population, kinds: list[str], key: str, seeds_vary: bool, empty_text: str) -> None:
     """The population's panels: with a fit, the fit left and table and curves right; else table above curves."""
+    members, names = population.members, population.names
     marks = pbt_panels.copy_marks(members, names)  # None unless the population trains with PBT
     draw_one = {
         "fit": lambda: group_fit([m.path for m in members], names, f"{key}_fit", seeds_vary, empty_text),
-        "loss": lambda: group_curves(
-            records, names, tags.TRAIN_LOSS, f"{key}_loss", title="Train loss", marks=marks, members=members
-        ),
-        "accuracy": lambda: accuracy_choice(records, names, f"{key}_acc", marks, members),
-        "pbt_lr": lambda: pbt_panels.lr_chart(members, records, names, f"{key}_pbt_lr"),
+        "loss": lambda: group_curves(population, tags.TRAIN_LOSS, f"{key}_loss", title="Train loss", marks=marks),
+        "accuracy": lambda: accuracy_choice(population, f"{key}_acc", marks),
+        "pbt_lr": lambda: pbt_panels.lr_chart(members, population.records, names, f"{key}_pbt_lr"),
     }
     kinds = [k for k in kinds if k in draw_one] + (["pbt_lr"] if marks is not None else [])
     if "fit" in kinds:
@@ -155,12 +148,12 @@ def draw(
         with left:
             draw_one["fit"]()
         with right:
-            members_table(members, statuses, records, names)
+            members_table(population)
             for kind in kinds:
                 if kind != "fit":
                     draw_one[kind]()
         return
-    members_table(members, statuses, records, names)
+    members_table(population)
     for col, kind in zip(st.columns(max(1, len(kinds))), kinds, strict=False):
         with col:
             draw_one[kind]()

@@ -52,11 +52,9 @@ def logged_kinds(run_dir: Path | None, names: list[str]) -> dict[str, str]:
 
 
 def draw(
-    records: MetricTable,
+    chart: panel_kinds.ChartRun,
     key: str,
     drawn_kinds: list[str],
-    color: str | None,
-    feed_run: str | None,
     run_dir: Path | None = None,
 ) -> int:
     """Every logged key no drawn panel shows, a section per prefix, two panels a row; returns how many.
@@ -65,6 +63,7 @@ def draw(
     get their panels too (histogram_panel, text_panel), re-read when the panel reruns for the run's news
     (a changed media folder is news: dashboard/server/changes_route.py), never on a timer.
     """
+    records = chart.records
     owned = {t for kind in drawn_kinds for t in OWNED.get(kind, ())}
     names = [t for t in records.ordered_tags() if t not in owned and not t.startswith(f"{tags.SYS}/")]
     dropped_note(records)
@@ -73,29 +72,25 @@ def draw(
         label = f"{safe_text.md(prefix)} · {len(group)}"
         if len(group) <= OPEN_MAX:
             st.markdown(f"**{label}**")
-            _grid(run_dir, records, {t: kinds[t] for t in group}, key, color, feed_run)
+            _grid(run_dir, chart, {t: kinds[t] for t in group}, key)
             continue
         box = st.expander(label, expanded=False, key=image_steps_panel.widget_key(key, prefix), on_change="rerun")
         if box.open:  # a section of many keys draws when opened: a run of thousands of keys stays fast
             with box:
-                _grid(run_dir, records, {t: kinds[t] for t in group}, key, color, feed_run)
+                _grid(run_dir, chart, {t: kinds[t] for t in group}, key)
     return len(kinds)
 
 
-def _grid(
-    run_dir: Path | None, records: MetricTable, shown: dict[str, str], key: str, color: str | None, feed: str | None
-) -> None:
+def _grid(run_dir: Path | None, chart: panel_kinds.ChartRun, shown: dict[str, str], key: str) -> None:
     cols = st.columns(2)
     for i, (tag, kind) in enumerate(shown.items()):
         with cols[i % 2]:
-            _panel(run_dir, records, tag, kind, image_steps_panel.widget_key(key, tag), color, feed)
+            _panel(run_dir, chart, tag, kind, image_steps_panel.widget_key(key, tag))
 
 
-def _panel(
-    run_dir: Path | None, records: MetricTable, tag: str, kind: str, key: str, color: str | None, feed: str | None
-) -> None:
+def _panel(run_dir: Path | None, chart: panel_kinds.ChartRun, tag: str, kind: str, key: str) -> None:
     if kind == "scalar" or run_dir is None:
-        panel_kinds.key_panel(tag, records, key, color, feed, run_dir.name if run_dir is not None else None)
+        panel_kinds.key_panel(tag, chart, key)
     elif kind == "histogram":
         histogram_panel.tag_panel(tag, histogram_panel.histograms(run_dir)[tag], key)
     else:

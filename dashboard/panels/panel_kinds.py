@@ -10,6 +10,7 @@ No task is named here: a user's task gets the same panels by listing them.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -189,25 +190,29 @@ def _run_spec(
     return line_spec.spec(key, title, lines, **extra, **more)
 
 
-def curves_panel(
-    kind: str,
-    records: MetricTable,
-    key: str,
-    empty_text: str = "no data yet",
-    color: str | None = None,
-    feed_run: str | None = None,
-    run: str | None = None,
-) -> None:
-    """Train (and test) loss, or accuracy ("accuracy": shown as percent, the axis zoomed to the data).
+@dataclass(frozen=True)
+class ChartRun:
+    """The run a chart draws: its records, its id (None: records of no run folder; else its other keys are the
+    x-axis picker's), its colour, and `fed`: the browser appends its new records between reruns (rows_route)."""
 
-    feed_run: the run whose new rows the browser appends between reruns (rows_route); run: the run shown
-    (its other keys are the x-axis picker's).
-    """
+    records: MetricTable
+    run: str | None = None
+    color: str | None = None
+    fed: bool = False
+
+    @property
+    def feed_run(self) -> str | None:
+        """The run whose new rows the browser appends (None: not fed)."""
+        return self.run if self.fed else None
+
+
+def curves_panel(kind: str, chart: ChartRun, key: str, empty_text: str = "no data yet") -> None:
+    """Train (and test) loss, or accuracy ("accuracy": shown as percent, the axis zoomed to the data)."""
+    records, color, run, feed_run = chart.records, chart.color, chart.run, chart.feed_run
     accuracy = kind == "accuracy"
     tag_list = (tags.TRAIN_ACC, tags.TEST_ACC) if accuracy else (tags.TRAIN_LOSS, tags.TEST_LOSS)
     offset = records.offset  # before building: a record read meanwhile may come twice, never not at all
-    fed = feed_run is not None  # feed_run: a run the page polls (served with the routes)
-    run = run or feed_run
+    fed = feed_run is not None  # a run the page polls (served with the routes)
 
     def build() -> dict[str, Any]:
         lines = _run_lines(records, tag_list, color, run)
@@ -225,20 +230,10 @@ def curves_panel(
     live_line(key, (built_at, empty_text, fed, shown), build)
 
 
-def key_panel(
-    tag: str,
-    records: MetricTable,
-    key: str,
-    color: str | None = None,
-    feed_run: str | None = None,
-    run: str | None = None,
-) -> None:
-    """One logged scalar's chart (a client script's own key), drawn when scrolled near.
-
-    feed_run: the run whose new rows the browser appends between reruns (rows_route), as `curves_panel`.
-    """
+def key_panel(tag: str, chart: ChartRun, key: str) -> None:
+    """One logged scalar's chart (a client script's own key), drawn when scrolled near."""
+    records, color, run, feed_run = chart.records, chart.color, chart.run, chart.feed_run
     offset = records.offset  # before building: a record read meanwhile may come twice, never not at all
-    run = run or feed_run
 
     def build() -> dict[str, Any]:
         lines = _run_lines(records, (tag,), color, run)
@@ -265,27 +260,16 @@ def _fed_built_at(key: str, offset: int, rows: int, shown: tuple[str, ...]) -> i
     return offset
 
 
-def draw(
-    run_dir: Path,
-    kinds: list[str],
-    records: MetricTable,
-    status: dict[str, Any],
-    key: str,
-    color: str | None = None,
-    fed: bool = False,
-) -> None:
-    """A run's panels (in the run's colour): a fit large on the left with the others beside it, else side by side.
-
-    fed: the browser appends the run's new records to its curves between reruns (`curves_panel`).
-    """
+def draw(run_dir: Path, kinds: list[str], chart: ChartRun, status: dict[str, Any], key: str) -> None:
+    """A run's panels (in `chart`'s colour, else the run's): a fit large on the left with the others beside it,
+    else side by side."""
     empty = waiting_text(status)
-    kinds = drawn_kinds(run_dir, kinds, records)
-    color = color or run_color(run_dir.name)
-    feed_run = run_dir.name if fed else None
+    kinds = drawn_kinds(run_dir, kinds, chart.records)
+    chart = replace(chart, run=run_dir.name, color=chart.color or run_color(run_dir.name))
     draw_one = {
-        "fit": lambda k: fit_panel(run_dir, k, empty, color, records, feed_run),
-        "loss": lambda k: curves_panel("loss", records, k, empty, color, feed_run, run_dir.name),
-        "accuracy": lambda k: curves_panel("accuracy", records, k, empty, color, feed_run, run_dir.name),
+        "fit": lambda k: fit_panel(run_dir, k, empty, chart.color, chart.records, chart.feed_run),
+        "loss": lambda k: curves_panel("loss", chart, k, empty),
+        "accuracy": lambda k: curves_panel("accuracy", chart, k, empty),
     }
     kinds = [k for k in kinds if k in draw_one]
     if "fit" in kinds and len(kinds) > 1:

@@ -85,7 +85,8 @@ def results(run: run_store.RunInfo, records: MetricTable, fed: bool = False, def
                 safe_text.md(final_label(run.status, tag)), f"{v:.2%}" if "acc" in tag else panels.fmt(v)
             )
     kinds = artifacts.run_panels(run.path, None, records.tags())
-    panel_kinds.draw(run.path, kinds, records, run.status, f"detail{_rk(run.run_id)}", fed=fed)
+    chart = panel_kinds.ChartRun(records, run.path.name, fed=fed)
+    panel_kinds.draw(run.path, kinds, chart, run.status, f"detail{_rk(run.run_id)}")
     pbt_panels.member_panel(run, records, f"detail_pbt{_rk(run.run_id)}")  # PBT: its lr and copies
     media_panels.media_section(run.path, records, f"detail_media{_rk(run.run_id)}", per_key=True)  # figures, tables
     # a panel per logged key of every kind (scalars, histograms, images, text), a section per prefix

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,16 +36,21 @@ from runstore.metrics.metric_table import MetricTable
 from runstore.run_folder import RunFolder
 
 
-def head(
-    status: dict,
-    active: bool,
-    stop_dir: Path | None,
-    resume_dir: Path,
-    resume_status: dict,
-    stop_label: str,
-    resume_label: str = "Resume",
-) -> Any:
+@dataclass
+class HeadButtons:
+    """What the head's Stop and Resume act on: Stop signals `stop_dir`'s run (None: no run to stop), Resume
+    continues `resume_dir`'s run (whose status is `resume_status`)."""
+
+    stop_dir: Path | None
+    stop_label: str
+    resume_dir: Path
+    resume_status: dict
+    resume_label: str = "Resume"
+
+
+def head(status: dict, active: bool, buttons: HeadButtons) -> Any:
     """Badge, progress, and Stop (while active) or Resume (stopped/crashed with a checkpoint); the progress slot."""
+    stop_dir, stop_label = buttons.stop_dir, buttons.stop_label
     cols = st.container(key=panels.RUN_HEAD_KEY).columns([1, 6, 2], vertical_alignment="center")
     with cols[0]:
         status_badge(status.get("state"))
@@ -63,7 +69,7 @@ def head(
                 elif not signalled:
                     st.toast(launcher.STOP_FILE_ONLY, icon=":material/info:")
         else:
-            panels.resume_control(resume_dir, resume_status, "resume_run", resume_label)
+            panels.resume_control(buttons.resume_dir, buttons.resume_status, "resume_run", buttons.resume_label)
     return slot
 
 
@@ -139,10 +145,11 @@ def live_panel(members: list[run_store.RunInfo], selected: str, polled_ids: list
     active = any(run_list.is_active(s) for s in statuses)
     live = next((m.path for m, s in zip(members, statuses, strict=True) if run_list.is_active(s)), None)
     if single:
-        progress_slot = head(statuses[0], active, run_dir, run_dir, statuses[0], "Stop")
+        progress_slot = head(statuses[0], active, HeadButtons(run_dir, "Stop", run_dir, statuses[0]))
     else:
         shown = {**statuses[sel], "state": groups.group_state(statuses)}
-        progress_slot = head(shown, active, live, run_dir, statuses[sel], "Stop all", f"Resume {names[sel]}")
+        buttons = HeadButtons(live, "Stop all", run_dir, statuses[sel], f"Resume {names[sel]}")
+        progress_slot = head(shown, active, buttons)
         counts = Counter(s.get("state", "?") for s in statuses)
         st.caption(safe_text.md(" · ".join(f"{n} {k}" for k, n in counts.items())))
     # Messages come and go; one container that is always there keeps the charts below at the same
@@ -168,11 +175,11 @@ def live_panel(members: list[run_store.RunInfo], selected: str, polled_ids: list
         live_numbers.follow(run_dir.name, on=fed and active, keys=keys)  # the progress line and tiles between reruns
         color = run_color(run_dir.name)
         rk = widget_key("", run_dir.name)  # a run id is data: keys hold its digest, never the id
-        panel_kinds.draw(run_dir, kinds, records[0], statuses[0], f"live{rk}", color, fed and active)
+        chart = panel_kinds.ChartRun(records[0], run_dir.name, color, fed and active)
+        panel_kinds.draw(run_dir, kinds, chart, statuses[0], f"live{rk}")
         if every_key:  # every scalar, histogram and text key in its prefix's section
             drawn = panel_kinds.drawn_kinds(run_dir, kinds, records[0])
-            feed_run = run_dir.name if fed and active else None
-            key_panels.draw(records[0], f"live_keys{rk}", drawn, color, feed_run, run_dir)
+            key_panels.draw(chart, f"live_keys{rk}", drawn, run_dir)
         media_panels.media_section(run_dir, records[0], f"live_media{rk}")  # its own figures, images, tables
         # A TensorBoard log's histograms and texts (a user's loop: in its key sections). Our tasks' parameter
         # histograms stay on Run detail: twelve more charts on Live for every epoch's snapshot of the weights.
@@ -183,7 +190,8 @@ def live_panel(members: list[run_store.RunInfo], selected: str, polled_ids: list
     key = members[0].status.get("group", "group")
     seeds_vary = "seed" in groups.varied([m.config for m in members])
     empty = panel_kinds.waiting_text(statuses[sel])
-    group_panels.draw(members, statuses, records, names, kinds, f"group_{key}", seeds_vary, empty)
+    population = group_panels.Population(members, statuses, records, names)
+    group_panels.draw(population, kinds, f"group_{key}", seeds_vary, empty)
 
 
 def queued_text(status: dict[str, Any]) -> str:

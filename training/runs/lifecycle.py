@@ -114,8 +114,10 @@ def failure(exc: BaseException, run_dir: Path) -> tuple[str, str]:
     return "failed", message
 
 
-def close_run(run_dir: Path, writer: MetricWriter, state: str, message: str | None, final: Mapping[str, float]) -> None:
-    """Flush and close the writers with the final state, then record it in status.json.
+def close_run(run_dir: Path, writer: MetricWriter, state: str, message: str | None, final: Mapping[str, float],
+              basis: Mapping[str, str] | None = None) -> None:  # fmt: skip
+    """Flush and close the writers with the final state, then record it in status.json, with the final numbers
+    and `basis`: which of them are no last value (e.g. "epoch mean"; the page labels them so).
 
     A run store that cannot be written turns a finished run into a failed one with that message.
     """
@@ -131,6 +133,7 @@ def close_run(run_dir: Path, writer: MetricWriter, state: str, message: str | No
     try:
         if final:
             RunFolder(run_dir).write_final_metrics(dict(final))
-        RunFolder(run_dir).write_status(state=state, message=message, ended=time.time(), final=dict(final) or None)
+        ended = {"state": state, "message": message, "ended": time.time(), "final": dict(final) or None}
+        RunFolder(run_dir).write_status(**ended, **({"final_basis": dict(basis)} if basis else {}))
     except OSError as exc:
         log.error("%s: could not record the end of the run: %s", run_dir, describe_os_error(exc))

@@ -138,15 +138,15 @@ def run_batch(study: optuna.Study, trials: list[optuna.Trial], root: Path, wandb
     stop.install()
     tracking = Tracking(wandb_mode, attrs.get("tensorboard", True), console=console, group=group)
     outcomes = train_members(MemberRuns(task_cls, cfgs, dirs, names, tracking), stop=stop)
-    return [
-        _tell(study, t, d, state, result, metric, stop) for t, (d, state, result) in zip(trials, outcomes, strict=True)
-    ]
+    return [_tell(study, trial, outcome, metric, stop) for trial, outcome in zip(trials, outcomes, strict=True)]
 
 
 def _tell(
-    study: optuna.Study, trial: optuna.Trial, d: Path, state: str, result: Any, metric: str, stop: TrialStop
+    study: optuna.Study, trial: optuna.Trial, outcome: tuple[Path, str, Any], metric: str, stop: TrialStop
 ) -> str:
-    """Tell Optuna what happened to the trial's run: COMPLETE with its value, PRUNED, or FAIL (its run's state kept)."""
+    """Tell Optuna what happened to the trial's run (outcome: its folder, state and result): COMPLETE with its
+    value, PRUNED, or FAIL (its run's state kept)."""
+    d, state, result = outcome
     judged = objective(result.final, metric) if result else None
     if state == run_states.PRUNED:
         RunFolder(d).write_status(

@@ -16,7 +16,7 @@ import fcntl
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import optuna
@@ -156,15 +156,16 @@ def run_worker(
     beat = Heartbeat(study)
     beat.start()
     try:
-        return _work(study, url, root, batch, beat, wandb_mode, console)
+        return _work(study, url, batch, beat, lambda group: run_batch(study, group, root, wandb_mode, console))
     except server.STORAGE_ERRORS as exc:  # the server went away mid-sweep: one line, never a traceback
         raise ConfigError({"storage": server.lost_error(url, exc)}) from None
 
 
 def _work(
-    study: optuna.Study, url: str, root: Path, batch: int, beat: Heartbeat, wandb_mode: str, console: bool
+    study: optuna.Study, url: str, batch: int, beat: Heartbeat, train: Callable[[list[optuna.Trial]], list[str]]
 ) -> list[str]:
-    """The worker's loop: fail stale trials, claim, train, tell, until the budget is met."""
+    """The worker's loop: fail stale trials, claim, `train` (one program's trials, into runs: their states),
+    tell, until the budget is met."""
     budget = study.user_attrs["trials"]
     ran: list[str] = []
     while True:
@@ -181,5 +182,5 @@ def _work(
             claimed = _claim(study, max(1, min(batch, open_)))
         beat.pending.update(t._trial_id for t in claimed)  # a claimed trial beats until it is told
         for group in programs(claimed):
-            ran += run_batch(study, group, root, wandb_mode, console)
+            ran += train(group)
             beat.pending.difference_update(t._trial_id for t in group)
