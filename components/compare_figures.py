@@ -231,6 +231,7 @@ def parallel_coordinates(
                 showscale=True,
                 colorbar=dict(title=color_by),
             )
-    fig = go.Figure(go.Parcoords(dimensions=dims, line=line))
+    # on the page: the theme's readable scale, high values contrasting most (inplace_chart.js)
+    fig = go.Figure(go.Parcoords(dimensions=dims, line=line, meta={"scale": "high"} if line else None))
     set_template(fig).update_layout(height=420, margin=dict(l=80, r=80, t=60, b=30))
     return fig

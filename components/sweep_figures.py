@@ -62,7 +62,7 @@ def parallel_coordinates(
     rows: Sequence[Mapping[str, Any]], metric: str = "value", direction: str = "minimize"
 ) -> go.Figure:
     """One line per finished trial across every swept setting and the objective, coloured by the objective
-    (the best trials brightest, whichever the `direction`)."""
+    (on the page: the best trials contrast most with its background, whichever the `direction`)."""
     done = [r for r in rows if r.get("state") == "COMPLETE" and _is_number(r.get("value"))]
     if not done:
         return _style(_empty(go.Figure(), "No finished trials yet"), "Trials", 360, "sweep")
@@ -79,6 +79,8 @@ def parallel_coordinates(
                 "colorbar": {"title": metric},
             },
             dimensions=dims,
+            # on the page: the theme's readable scale, the best trials contrasting most (inplace_chart.js)
+            meta={"scale": "low" if direction == "minimize" else "high"},
         )
     )
     return _style(fig, f"Trials ({len(done)} finished)", 420, "sweep-parcoords")

@@ -383,5 +383,33 @@ def test_plotly_figures_follow_the_light_and_dark_theme(server: tuple[Server, Pa
         _follows(page, "Fits of 2 members", scheme == "dark")
         page.goto(f"{srv.url}/sweeps?study=themes")
         _follows(page, "Best so far", scheme == "dark")
-        _follows(page, "Trials", scheme == "dark")  # parallel coordinates (plotly.js's full bundle)
+        drawn = _follows(page, "Trials", scheme == "dark")  # parallel coordinates (plotly.js's full bundle)
+        _trials_read_on_the_page(page, drawn["page"])
         context.close()
+
+
+def _rgb(css: str) -> tuple[float, ...]:
+    if css.startswith("#"):
+        return tuple(int(css[i : i + 2], 16) for i in (1, 3, 5))
+    return tuple(float(v) for v in css[css.index("(") + 1 : css.index(")")].split(",")[:3])
+
+
+def _wcag(a: str, b: str) -> float:
+    """WCAG's contrast ratio of two CSS colours."""
+
+    def lum(css: str) -> float:
+        c = [v / 255 for v in _rgb(css)]
+        c = [x / 12.92 if x <= 0.03928 else ((x + 0.055) / 1.055) ** 2.4 for x in c]
+        return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2]
+
+    hi, lo = sorted((lum(a), lum(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def _trials_read_on_the_page(page: Any, background: str) -> None:
+    """The sweep's parallel coordinates as drawn: the best trial (the lowest loss: the scale's low end) stands out
+    from the page's background (WCAG's 3:1 for graphics), more than the worst (the high end), which stays visible."""
+    line = page.evaluate(f"() => ({PLOTLY})('Trials')._fullData[0].line")
+    scale = line["colorscale"]
+    best, worst = _wcag(scale[0][1], background), _wcag(scale[-1][1], background)
+    assert best >= 3 and best > worst >= 1.5, (background, scale, round(best, 2), round(worst, 2))

@@ -321,6 +321,31 @@ def test_population_members_never_share_a_colour() -> None:
     assert distinct_colors(ids[:5]) == distinct_colors(ids[:5])  # the same on every page and reload
 
 
+def test_population_members_colours_read_apart() -> None:
+    """No two members of a population of up to ten get colours that read alike (CIELAB delta E under 30: e.g. two
+    of the palette's pinks), in any of thirty populations."""
+    import itertools
+    import math
+
+    from components.colors import distinct_colors
+
+    def lab(h: str) -> tuple[float, ...]:
+        rgb = [int(h.lstrip("#")[i : i + 2], 16) / 255 for i in (0, 2, 4)]
+        r, g, b = [((c + 0.055) / 1.055) ** 2.4 if c > 0.04045 else c / 12.92 for c in rgb]
+        x, y, z = (
+            (0.4124 * r + 0.3576 * g + 0.1805 * b) / 0.95047,
+            0.2126 * r + 0.7152 * g + 0.0722 * b,
+            (0.0193 * r + 0.1192 * g + 0.9505 * b) / 1.08883,
+        )
+        f = [v ** (1 / 3) if v > 0.008856 else 7.787 * v + 16 / 116 for v in (x, y, z)]
+        return 116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])
+
+    for population in range(30):
+        colors = distinct_colors([f"20261128-pop{population}-m{i}" for i in range(10)]).values()
+        nearest = min(math.dist(lab(a), lab(b)) for a, b in itertools.combinations(colors, 2))
+        assert nearest >= 30, (population, sorted(colors), round(nearest, 1))
+
+
 def _contrast(a: str, b: str) -> float:
     """WCAG's contrast ratio of two hex colours."""
 

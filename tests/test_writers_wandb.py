@@ -404,3 +404,24 @@ def test_wandb_files_stay_in_the_run_directory_and_wandbs_own_dirs(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     assert list((run_dir / "wandb").glob("offline-run-*"))
     assert list(home.iterdir()) == [] and list(cwd.iterdir()) == []
+
+
+def test_config_records_are_those_wandb_writes_for_the_same_updates(tmp_path):
+    """An lr moved once the run exists (PBT's) is one config record, as `run.config.update` makes in W&B itself;
+    closing adds none (an empty update would be a config record of no keys, which W&B's own run never has)."""
+    import wandb
+
+    def config_records(folder: str) -> list[dict]:
+        return [r["config"] for r in finished_records(folder) if r.get("type") == "config"]
+
+    real = wandb.init(project="p", dir=str(tmp_path / "wandb_dir"), mode="offline", config=CONFIG)
+    real.config.update({"lr": 0.01}, allow_val_change=True)
+    real.finish()
+    (tmp_path / "ours").mkdir()
+    ours = WandbWriter(tmp_path / "ours", CONFIG, Tracking("offline"))
+    assert ours.wait_ready(60), ours.info
+    ours.write_hparams({"lr": 0.01})
+    ours.close()
+    expected = config_records(str(Path(real.dir).parent))
+    assert expected == [{"update": {"lr": 0.01}}]
+    assert config_records(ours.info["dir"]) == expected

@@ -168,10 +168,11 @@ class WandbWriter(MetricWriter):
         return error
 
     def write_hparams(self, hparams: Mapping[str, Any]) -> None:
-        """Config was given at init; later values (e.g. resolved settings) are merged in."""
+        """Config was given at init; later values (e.g. resolved settings) are merged in, once the run exists (an
+        empty call sends what waited for it: W&B writes a config record for every update, an empty one too)."""
         if self.active:
             self._pending_hparams.update(hparams)
-            if self._ready.is_set():
+            if self._ready.is_set() and self._pending_hparams:
                 self.run.config.update(self._pending_hparams, allow_val_change=True)
                 self._pending_hparams = {}
 

@@ -23,8 +23,13 @@ function themed(fig, theme) {  // the figure in the page's theme: its template r
     font: {...base.font, color: t.text}, xaxis: axis(base.xaxis), yaxis: axis(base.yaxis),
     legend: {...base.legend, bgcolor: "rgba(0,0,0,0)"},
     annotationdefaults: {...base.annotationdefaults, arrowcolor: t.axis}, shapedefaults: {line: {color: t.axis}}};
-  // A trace whose meta asks for the page's colour (a histogram outline hiding the ones behind it) gets it.
-  const data = (fig.data || []).map((tr) => (tr.meta && tr.meta.fill === "page" ? {...tr, fillcolor: theme.faint(t.background, 0.85)} : tr));
+  // A trace whose meta asks for the page's colour (a histogram outline hiding the ones behind it) gets it; one whose
+  // meta asks for a readable scale (parallel coordinates coloured by a value) gets the theme's.
+  const data = (fig.data || []).map((tr) => {
+    if (tr.meta && tr.meta.fill === "page") return {...tr, fillcolor: theme.faint(t.background, 0.85)};
+    if (tr.meta && tr.meta.scale) return {...tr, line: {...tr.line, colorscale: theme.readableScale(t.dark, tr.meta.scale)}};
+    return tr;
+  });
   return {data, layout: {...layout, template: {...template, layout: look}}, dark: t.dark};
 }
 async function react(div, theme) {  // draw div.__fig (the figure) in the page's theme, with div.__plotConfig

@@ -66,5 +66,15 @@
     return () => listeners.delete(fn);
   }
 
-  ns.theme = {current, color, faint, watch, QUALITATIVE};
+  // A colour scale (plotly's [[at, colour], ...]) for values low to high, readable on the page: viridis' bright part on
+  // a dark page, its dark part on a light one, so the values `emphasis` marks most ("high", or "low": a minimised
+  // objective's best) contrast most with the background.
+  function readableScale(dark, emphasis) {
+    return [0, 0.25, 0.5, 0.75, 1].map((at) => {
+      const e = emphasis === "low" ? 1 - at : at;
+      return [at, ramp(dark ? 0.2 + 0.8 * e : 0.85 * (1 - e))];
+    });
+  }
+
+  ns.theme = {current, color, faint, watch, readableScale, QUALITATIVE};
 })();
