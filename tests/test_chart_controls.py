@@ -29,6 +29,7 @@ from runstore.run_folder import RunFolder
 from settings.sweep import study as studies
 from settings.sweep.space import parse_space
 from tests.apptest_pages import fake_population, fake_run
+from tests.colour_math import contrast, rgb
 from training.tasks import load_task
 
 pytest.importorskip("playwright.sync_api")
@@ -329,7 +330,7 @@ DRAWN_COLOURS = f"""(title) => {{ const d = ({PLOTLY})(title), css = (el) => el 
 
 def _luma(css: str) -> float:
     """The brightness (0-255) of a CSS colour "rgb(r, g, b)"."""
-    r, g, b = (float(v) for v in css[css.index("(") + 1 : css.index(")")].split(",")[:3])
+    r, g, b = rgb(css)
     return 0.2126 * r + 0.7152 * g + 0.0722 * b
 
 
@@ -388,28 +389,10 @@ def test_plotly_figures_follow_the_light_and_dark_theme(server: tuple[Server, Pa
         context.close()
 
 
-def _rgb(css: str) -> tuple[float, ...]:
-    if css.startswith("#"):
-        return tuple(int(css[i : i + 2], 16) for i in (1, 3, 5))
-    return tuple(float(v) for v in css[css.index("(") + 1 : css.index(")")].split(",")[:3])
-
-
-def _wcag(a: str, b: str) -> float:
-    """WCAG's contrast ratio of two CSS colours."""
-
-    def lum(css: str) -> float:
-        c = [v / 255 for v in _rgb(css)]
-        c = [x / 12.92 if x <= 0.03928 else ((x + 0.055) / 1.055) ** 2.4 for x in c]
-        return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2]
-
-    hi, lo = sorted((lum(a), lum(b)), reverse=True)
-    return (hi + 0.05) / (lo + 0.05)
-
-
 def _trials_read_on_the_page(page: Any, background: str) -> None:
     """The sweep's parallel coordinates as drawn: the best trial (the lowest loss: the scale's low end) stands out
     from the page's background (WCAG's 3:1 for graphics), more than the worst (the high end), which stays visible."""
     line = page.evaluate(f"() => ({PLOTLY})('Trials')._fullData[0].line")
     scale = line["colorscale"]
-    best, worst = _wcag(scale[0][1], background), _wcag(scale[-1][1], background)
+    best, worst = contrast(scale[0][1], background), contrast(scale[-1][1], background)
     assert best >= 3 and best > worst >= 1.5, (background, scale, round(best, 2), round(worst, 2))

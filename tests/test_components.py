@@ -328,40 +328,19 @@ def test_population_members_colours_read_apart() -> None:
     import math
 
     from components.colors import distinct_colors
-
-    def lab(h: str) -> tuple[float, ...]:
-        rgb = [int(h.lstrip("#")[i : i + 2], 16) / 255 for i in (0, 2, 4)]
-        r, g, b = [((c + 0.055) / 1.055) ** 2.4 if c > 0.04045 else c / 12.92 for c in rgb]
-        x, y, z = (
-            (0.4124 * r + 0.3576 * g + 0.1805 * b) / 0.95047,
-            0.2126 * r + 0.7152 * g + 0.0722 * b,
-            (0.0193 * r + 0.1192 * g + 0.9505 * b) / 1.08883,
-        )
-        f = [v ** (1 / 3) if v > 0.008856 else 7.787 * v + 16 / 116 for v in (x, y, z)]
-        return 116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])
+    from tests.colour_math import cielab
 
     for population in range(30):
         colors = distinct_colors([f"20261128-pop{population}-m{i}" for i in range(10)]).values()
-        nearest = min(math.dist(lab(a), lab(b)) for a, b in itertools.combinations(colors, 2))
+        nearest = min(math.dist(cielab(a), cielab(b)) for a, b in itertools.combinations(colors, 2))
         assert nearest >= 30, (population, sorted(colors), round(nearest, 1))
-
-
-def _contrast(a: str, b: str) -> float:
-    """WCAG's contrast ratio of two hex colours."""
-
-    def lum(h: str) -> float:
-        c = [int(h.lstrip("#")[i : i + 2], 16) / 255 for i in (0, 2, 4)]
-        c = [x / 12.92 if x <= 0.03928 else ((x + 0.055) / 1.055) ** 2.4 for x in c]
-        return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2]
-
-    hi, lo = sorted((lum(a), lum(b)), reverse=True)
-    return (hi + 0.05) / (lo + 0.05)
 
 
 def test_run_colours_read_on_the_light_and_the_dark_theme() -> None:
     from components.colors import PALETTE
+    from tests.colour_math import contrast
 
     assert len(set(PALETTE)) == len(PALETTE) == 24
     for background in ("#ffffff", "#0e1117"):  # Streamlit's light and dark backgrounds
-        faint = [c for c in PALETTE if _contrast(c, background) < 3]
+        faint = [c for c in PALETTE if contrast(c, background) < 3]
         assert not faint, f"run colours that {background} swallows: {faint}"
