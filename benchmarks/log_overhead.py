@@ -12,8 +12,10 @@ same data and seed, each logging the step's loss a different way:
   jaxdash store  the same with TensorBoard and W&B off (the run store alone: what the writer process costs).
 Prints steps/s of each (steady epochs: the first epoch compiles), its ratio to none, and the median
 over rounds of its ratio to none in the same round (this VM's speed drifts +-30% between rounds);
+and how long its end took (`finish()`: an offline W&B copy written in the script's pauses catches up there);
 then the CPU a step each took, by thread and process (`Cpu`), which that drift moves far less.
-A client run keeps its console and samples its system metrics (W&B's defaults; the line after the rows says
+The jaxdash row's loop starts once its writer process has opened its writers, as the wandb row's starts
+after `wandb.init`, which returns once W&B's service runs. A client run keeps its console and samples its system metrics (W&B's defaults; the line after the rows says
 which the jaxdash rows had). Goal (issue #52): jaxdash >= 0.98 with both on (W&B itself: ~0.40x).
 """
 
@@ -166,6 +168,7 @@ def loggers(root: Path) -> dict[str, tuple[Callable[[], Callable], Callable[[], 
             tensorboard=os.environ.get("LOG_OVERHEAD_TB", "1") == "1",
         )
         WATCHES.update(type(w).__name__ for w in run._watches)  # ConsoleCapture, SystemWatch: W&B's defaults on
+        writers_open(Path(run.dir))
         return lambda step, loss: run.log({"loss": loss}, step=step)
 
     def start_store_only() -> Callable:
@@ -180,6 +183,23 @@ def loggers(root: Path) -> dict[str, tuple[Callable[[], Callable], Callable[[], 
         "jaxdash": (start_ours, lambda: state["run"].finish()),
         "jaxdash store": (start_store_only, lambda: state["store"].finish()),
     }
+
+
+def writers_open(run_dir: Path, timeout: float = 60.0) -> None:
+    """Wait until the run's writer process has opened TensorBoard and the W&B copy (status.json names their
+    folders): `wandb.init` returns only once its service runs, so the wandb row's loop never pays for W&B's
+    start; `jaxdash.init` returns at once, and the writer process's start (~0.8 s of CPU, importing wandb and
+    starting wandb-core) is not what a logged step costs."""
+    from runstore.run_folder import RunFolder
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status = RunFolder(run_dir).status()
+        wandb_open = os.environ.get("LOG_OVERHEAD_WANDB") == "disabled" or status.get("wandb", {}).get("dir")
+        tb_open = os.environ.get("LOG_OVERHEAD_TB", "1") != "1" or status.get("tensorboard", {}).get("logdir")
+        if wandb_open and tb_open:
+            return
+        time.sleep(0.05)
 
 
 def main() -> None:
@@ -202,6 +222,7 @@ def main() -> None:
     rates: dict[str, float] = {}
     rounds: dict[str, list[float]] = {}
     cpus: dict[str, list[tuple[float, float, float]]] = {}
+    ends: dict[str, list[float]] = {}  # seconds each row's end (finish, close) took
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(args.repeats):  # interleaved rounds, best of each: drift hits every loop alike
             wanted = {"none", *args.rows.split(",")}
@@ -213,7 +234,9 @@ def main() -> None:
                 rounds.setdefault(name, []).append(rate)
                 cpus.setdefault(name, []).append(cpu)
                 rates[name] = max(rounds[name])
+                ended_at = time.perf_counter()
                 end()
+                ends.setdefault(name, []).append(time.perf_counter() - ended_at)
             import jaxdash
 
             scan_none = max(rates.get("scan", 0.0), run_scan_loop(fresh, train_step, len(x), args.epochs, None))
@@ -230,8 +253,10 @@ def main() -> None:
     for name, rate in rates.items():
         each = " ".join(f"{r:.0f}" for r in rounds[name])
         paired = statistics.median(r / n for r, n in zip(rounds[name], rounds["none"], strict=True))
+        end = statistics.median(ends[name])
         print(
-            f"  {name:13s} {rate:8.1f} steps/s   {rate / rates['none']:.3f}x   median paired {paired:.3f}x   (rounds: {each})"
+            f"  {name:13s} {rate:8.1f} steps/s   {rate / rates['none']:.3f}x   median paired {paired:.3f}x   "
+            f"end {end:5.2f} s   (rounds: {each})"
         )
     if WATCHES:
         print(f"  (the jaxdash rows' runs kept, besides their rows: {', '.join(sorted(WATCHES))})")

@@ -4,10 +4,11 @@
 (benchmarks/log_overhead.py), and even on jaxdash's fetch thread they held the GIL and a core the
 loop wanted (0.66x with both, 0.99x with the run store alone). So the training process keeps only
 the run store (what the dashboard reads, required) and hands every other call, batched once per
-flush, to `python -m jaxdash.sink` over a pipe: a process at idle priority (SCHED_IDLE: measured
-here, a spinning SCHED_IDLE process cost a per-step loop ~2-4% where a nice 19 one cost ~20%) that
-owns the TensorBoard and W&B writers. Its failures never reach training (a warning, then the run store alone); if the
-training process dies (kill -9), the sink sees the pipe close, closes its writers as "crashed"
+flush, to `python -m jaxdash.sink_process` over a pipe: a process at idle priority (SCHED_IDLE:
+measured here, a spinning SCHED_IDLE process cost a per-step loop ~2-4% where a nice 19 one cost ~20%)
+that owns the TensorBoard and W&B writers and writes an offline W&B copy while the script pauses
+(`jaxdash.sink_process`). Its failures never reach training (a warning, then the run store alone); if
+the training process dies (kill -9), the sink sees the pipe close, closes its writers as "crashed"
 and exits.
 """
 
@@ -21,18 +22,17 @@ import pickle
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import psutil
 
-from jaxdash import wandb_copy
 from runstore.run_folder import RunFolder
 from runwriters.base import MetricWriter
 
 log = logging.getLogger("jaxdash")
-NICE = 19
 CLOSE_TIMEOUT_S = 60.0  # W&B's offline finish writes its summary and history; rarely more than a few s
 
 
@@ -49,20 +49,26 @@ class SinkWriter(MetricWriter):
         self._lock = threading.Lock()
         self._dead = False
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "jaxdash.sink"],
+            [sys.executable, "-m", "jaxdash.sink_process"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             cwd=os.getcwd(),
             env=_sink_env(wandb_settings or {}),
         )
         self._send([("open", ({**opening, "run_dir": str(self._run_dir)},))])
-        self._info_thread = threading.Thread(target=self._read_info, args=(on_info,), daemon=True)
+        self._heard_at = 0.0  # monotonic time of the sink's last line (its info, then its progress at the end)
+        self._info_thread = threading.Thread(target=self._read_lines, args=(on_info,), daemon=True)
         self._info_thread.start()
 
-    def _read_info(self, on_info: Callable[[dict[str, Any]], None]) -> None:
-        line = self._proc.stdout.readline() if self._proc.stdout else b""
-        with contextlib.suppress(ValueError, OSError):
-            on_info(json.loads(line))
+    def _read_lines(self, on_info: Callable[[dict[str, Any]], None]) -> None:
+        """The sink's first line is its writers' info (`on_info`); each later one says its end moves on."""
+        first = True
+        for line in self._proc.stdout or []:
+            self._heard_at = time.monotonic()
+            if first:
+                first = False
+                with contextlib.suppress(ValueError, OSError):
+                    on_info(json.loads(line))
 
     def _send(self, calls: list[tuple[str, tuple]]) -> None:
         if self._dead or self._proc.stdin is None:
@@ -145,18 +151,28 @@ class SinkWriter(MetricWriter):
             if self._proc.stdin is not None:
                 self._proc.stdin.close()
         normal_priority(self._proc.pid)  # the run ended: nothing trains any more to leave cores to
-        try:
-            self._proc.wait(CLOSE_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
+        if not self._ended():
             self._proc.kill()
             self._record_gap()
+
+    def _ended(self) -> bool:
+        """Wait for the sink to end while it shows progress: False once it said nothing for CLOSE_TIMEOUT_S
+        (a W&B copy catching up with a long run says how far it got every second)."""
+        since = time.monotonic()
+        while True:
+            try:
+                self._proc.wait(0.5)
+                return True
+            except subprocess.TimeoutExpired:
+                if time.monotonic() - max(since, self._heard_at) > CLOSE_TIMEOUT_S:
+                    return False
 
     def _record_gap(self) -> None:
         """The sink was stopped before it had written everything: say so in one line and as a run event, so the
         page and the run's history show that its TensorBoard files and W&B copy may lack the last rows."""
         note = (
-            f"the TensorBoard/W&B writer process did not end in {CLOSE_TIMEOUT_S:.0f} s and was stopped (it runs at "
-            "idle priority: other processes kept the cores busy); the run store has every step, but the last rows "
+            f"the TensorBoard/W&B writer process did not end in {CLOSE_TIMEOUT_S:.0f} s of its last progress and was "
+            "stopped (it runs at idle priority: other processes kept the cores busy); the run store has every step, but the last rows "
             "may be missing from TensorBoard and the W&B copy"
         )
         log.warning("jaxdash: %s", note)
@@ -181,16 +197,6 @@ def _sink_env(settings: dict[str, str | None]) -> dict[str, str]:
     return env
 
 
-def lowest_priority() -> None:
-    """Run only where a core would idle: SCHED_IDLE on Linux (the writers' threads and W&B's service
-    process inherit it), else nice 19."""
-    try:
-        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-    except (AttributeError, OSError):
-        with contextlib.suppress(OSError):
-            os.nice(NICE)
-
-
 def normal_priority(pid: int) -> None:
     """Move process `pid`'s threads and its descendants' (W&B's service) from SCHED_IDLE to normal priority: at a
     run's end the sink may still hold rows, and on cores kept busy by other processes an idle-priority process
@@ -206,49 +212,3 @@ def normal_priority(pid: int) -> None:
                 with contextlib.suppress(OSError, AttributeError):
                     if os.sched_getscheduler(int(tid)) == os.SCHED_IDLE:
                         os.sched_setscheduler(int(tid), os.SCHED_OTHER, os.sched_param(0))
-
-
-def serve(stdin: Any = None, stdout: Any = None) -> int:
-    """The sink process: build the writers from the first message, then replay every call until the end."""
-    from runwriters.build import build_writer
-    from runwriters.wandb import run as wandb_run
-
-    wandb_run.PRELOAD_PANDAS = False  # a first table or figure imports it here, where no training waits on it
-    wandb_run.OWN_CONSOLE = False  # the copy's Logs are the script's output (wandb_output), never this process's
-    stdin, stdout = stdin or sys.stdin.buffer, stdout or sys.stdout
-    lowest_priority()
-    writer, summary = None, None
-    closed = False
-    while not closed:
-        try:
-            calls = pickle.load(stdin)
-        except (EOFError, pickle.UnpicklingError, OSError):
-            break  # the training process is gone (kill -9) or closed the pipe
-        for method, args in calls:
-            if method == "open":
-                writer, info = build_writer(**args[0])
-                wandb_copy.adapt(writer)
-                print(json.dumps(info, default=str), file=stdout, flush=True)
-            elif writer is None:
-                continue
-            elif method == "wandb_summary":
-                summary = args
-            elif method == "wandb_output":
-                wandb_copy.output(writer, *args)
-            elif method == "wandb_define_metric":
-                wandb_copy.define_metric(writer, *args)
-            elif method.startswith("wandb_") and method[len("wandb_") :] in wandb_copy.CALLS:
-                wandb_copy.call(writer, method[len("wandb_") :], args)
-            else:
-                if method == "close":
-                    wandb_copy.close(writer, summary, args[0] if args else "finished")
-                getattr(writer, method)(*args)
-                closed = method == "close"
-    if writer is not None and not closed:
-        writer.close("crashed", "The training process ended without finishing the run.")
-    return 0
-
-
-if __name__ == "__main__":
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    sys.exit(serve())
