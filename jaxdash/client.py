@@ -271,7 +271,7 @@ class Run(RunFiles):
             if hasattr(w, "write_run_summary"):
                 w.write_run_summary(copy, sorted(self._nested))
         basis = final_basis(summary, set(self.summary._set))  # which final numbers are no last value
-        close_run(self.dir, self._writer, state, message, final_numbers(summary), basis)
+        close_run(self.dir, self._writer, state, message, final_numbers(summary), {"final_basis": basis})
         self._write_summary(summary)
 
     def _end_state(self, state: str, message: str | None) -> tuple[str, str | None]:

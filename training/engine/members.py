@@ -126,9 +126,9 @@ class Members:
             self.members[i].ckpt.save(step, take(host, i, stacked), meta(i))
 
     def end(self, i: int, state: str, message: str | None = None, final: Mapping[str, float] | None = None,
-            basis: Mapping[str, str] | None = None) -> None:  # fmt: skip
+            fields: Mapping[str, Any] | None = None) -> None:  # fmt: skip
         """Finish member i: wait for its checkpoint, close its writers and record its end in status.json (its final
-        numbers, and their `basis` where one is no last value: `lifecycle.close_run`)."""
+        numbers and the end's other `fields`, e.g. their basis where one is no last value: `lifecycle.close_run`)."""
         member = self.members[i]
         member.state, member.message = state, message
         ckpt, member.ckpt = member.ckpt, None
@@ -142,4 +142,4 @@ class Members:
             if member.run_dir is None:
                 member.writer.close(state, message)
             else:
-                close_run(member.run_dir, member.writer, state, message, dict(final or {}), basis)
+                close_run(member.run_dir, member.writer, state, message, dict(final or {}), fields)

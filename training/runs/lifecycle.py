@@ -15,6 +15,7 @@ import time
 import traceback
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from runstore.env_numbers import EnvNumberError
 from runstore.run_folder import RunFolder
@@ -115,9 +116,10 @@ def failure(exc: BaseException, run_dir: Path) -> tuple[str, str]:
 
 
 def close_run(run_dir: Path, writer: MetricWriter, state: str, message: str | None, final: Mapping[str, float],
-              basis: Mapping[str, str] | None = None) -> None:  # fmt: skip
-    """Flush and close the writers with the final state, then record it in status.json, with the final numbers
-    and `basis`: which of them are no last value (e.g. "epoch mean"; the page labels them so).
+              fields: Mapping[str, Any] | None = None) -> None:  # fmt: skip
+    """Flush and close the writers with the final state, then record it in status.json in one write, with the
+    final numbers and the other `fields` of the end: `final_basis`, which final numbers are no last value
+    (e.g. "epoch mean"; the page labels them so), and `devices`, what a job trained on.
 
     A run store that cannot be written turns a finished run into a failed one with that message.
     """
@@ -134,6 +136,6 @@ def close_run(run_dir: Path, writer: MetricWriter, state: str, message: str | No
         if final:
             RunFolder(run_dir).write_final_metrics(dict(final))
         ended = {"state": state, "message": message, "ended": time.time(), "final": dict(final) or None}
-        RunFolder(run_dir).write_status(**ended, **({"final_basis": dict(basis)} if basis else {}))
+        RunFolder(run_dir).write_status(**ended, **{k: v for k, v in (fields or {}).items() if v})
     except OSError as exc:
         log.error("%s: could not record the end of the run: %s", run_dir, describe_os_error(exc))

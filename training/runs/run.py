@@ -177,9 +177,9 @@ def train_members(
         for i in members.alive():
             results[i] = trained[i]
             members.writer(i).write_summary(trained[i].final)
-            RunFolder(dirs[i]).write_status(devices=trained[i].extra.get("devices"))  # a job's: all processes'
-            basis = trained[i].extra.get("final_basis")  # which final numbers are no last value
-            members.end(i, trained[i].state, None, trained[i].final, basis)
+            # which final numbers are no last value, and a job's devices (all processes'): in the end's one write
+            fields = {key: trained[i].extra.get(key) for key in ("final_basis", "devices")}
+            members.end(i, trained[i].state, None, trained[i].final, fields)
     except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - every live member records the failure
         state, message = watch.verdict() or failure(exc, dirs[0])  # a lost host is why, not its symptom
         watch.end(state, message)
