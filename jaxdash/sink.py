@@ -33,6 +33,7 @@ from runstore.run_folder import RunFolder
 from runwriters.base import MetricWriter
 
 log = logging.getLogger("jaxdash")
+NICE = 19  # where SCHED_IDLE is missing
 CLOSE_TIMEOUT_S = 60.0  # W&B's offline finish writes its summary and history; rarely more than a few s
 
 
@@ -55,6 +56,7 @@ class SinkWriter(MetricWriter):
             cwd=os.getcwd(),
             env=_sink_env(wandb_settings or {}),
         )
+        lowest_priority(self._proc.pid)  # set here, before anything can lift it again (`close`)
         self._send([("open", ({**opening, "run_dir": str(self._run_dir)},))])
         self._heard_at = 0.0  # monotonic time of the sink's last line (its info, then its progress at the end)
         self._info_thread = threading.Thread(target=self._read_lines, args=(on_info,), daemon=True)
@@ -195,6 +197,17 @@ def _sink_env(settings: dict[str, str | None]) -> dict[str, str]:
         else:
             env.pop(key, None)
     return env
+
+
+def lowest_priority(pid: int) -> None:
+    """Run process `pid` only where a core would idle: SCHED_IDLE on Linux (its later threads and W&B's service
+    process inherit it), else nice 19. Set by the training process right after it starts the sink, so a run
+    that ends at once (`normal_priority` at close) can never be followed by the sink lowering itself."""
+    try:
+        os.sched_setscheduler(pid, os.SCHED_IDLE, os.sched_param(0))
+    except (AttributeError, OSError):
+        with contextlib.suppress(OSError):
+            os.setpriority(os.PRIO_PROCESS, pid, NICE)
 
 
 def normal_priority(pid: int) -> None:

@@ -1,7 +1,7 @@
 """The writer process of a client run (`python -m jaxdash.sink_process`): TensorBoard and the W&B copy.
 
-`jaxdash.sink.SinkWriter` in the training process sends it one pickled list of writer calls per flush over
-a pipe. It runs at idle priority (SCHED_IDLE), builds the writers from the first message and replays every
+`jaxdash.sink.SinkWriter` in the training process starts it at idle priority (SCHED_IDLE) and sends it one
+pickled list of writer calls per flush over a pipe. It builds the writers from the first message and replays every
 call on them. TensorBoard is written as the calls come. An offline W&B copy is written while the script
 pauses: wandb-core's work for a row (~60 us of CPU, `benchmarks/wandb_rows.py`) taken from a loop that
 logs thousands of rows a second costs it a tenth of its speed even at idle priority (`benchmarks/
@@ -14,10 +14,8 @@ training process dies (kill -9), the pipe closes: the spool is replayed, then th
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-import os
 import pickle
 import queue
 import sys
@@ -29,7 +27,6 @@ from typing import Any
 from jaxdash import wandb_copy
 
 log = logging.getLogger("jaxdash")
-NICE = 19
 PAUSE_S = 1.0  # the script sent nothing for this long: the W&B copy catches up
 SLICE_S = 0.05  # catch-up work between looks at the pipe, so a new message waits at most this long
 ALIVE_S = 1.0  # while the end catches up, a line on stdout this often tells `SinkWriter.close` it moves on
@@ -107,6 +104,11 @@ class Writers:
         self.later = MultiWriter([NullWriter(), *offline]) if offline else None
         self.summary: tuple | None = None  # the script's summary for the W&B copy, set at its end
 
+    def later_ready(self) -> bool:
+        """Whether the W&B copy can take the spool: its run exists (rows replayed before would wait in it until
+        the next call), or its init failed (the calls are dropped)."""
+        return all(w.wait_ready(0) or not w.active for w in wandb_copy.wandb_writers(self.later))
+
     def apply(self, target: Any, method: str, args: tuple) -> None:
         """One call on `target` (`now` or `later`): a writer method, or one of the W&B copy's own calls."""
         if method == "wandb_summary":
@@ -142,7 +144,6 @@ def serve(stdin: Any = None, stdout: Any = None) -> int:
     wandb_run.PRELOAD_PANDAS = False  # a first table or figure imports it here, where no training waits on it
     wandb_run.OWN_CONSOLE = False  # the copy's Logs are the script's output (wandb_output), never this process's
     stdin, stdout = stdin or sys.stdin.buffer, stdout or sys.stdout
-    lowest_priority()
     inbox, spool, writers = Inbox(stdin), Spool(), None
     while True:
         message = inbox.get(PAUSE_S if spool.pending else None)
@@ -170,8 +171,10 @@ def serve(stdin: Any = None, stdout: Any = None) -> int:
 
 def catch_up(writers: Writers | None, spool: Spool, inbox: Inbox | None, stdout: Any = None) -> None:
     """Replay the spool on the W&B copy: in a pause, slice by slice until a message comes (`inbox`: it is
-    handled first, the rest waits for the next pause); at the end (no `inbox`) all of it, with a line on
-    `stdout` every ALIVE_S."""
+    handled first, the rest waits for the next pause; nothing while the copy's run is still starting); at the
+    end (no `inbox`) all of it, with a line on `stdout` every ALIVE_S."""
+    if inbox is not None and writers is not None and writers.later is not None and not writers.later_ready():
+        return
     alive_at = time.monotonic()
     while spool.pending and writers is not None and writers.later is not None:
         sliced_at = time.monotonic()
@@ -182,19 +185,11 @@ def catch_up(writers: Writers | None, spool: Spool, inbox: Inbox | None, stdout:
                 break
         if inbox is not None and inbox.waiting():
             return
+        if inbox is not None and not spool.pending:
+            wandb_copy.log_rows(writers.later)  # the pause's last rows, whatever the copy's flush interval
         elif stdout is not None and time.monotonic() - alive_at >= ALIVE_S:
             alive_at = time.monotonic()
             print(json.dumps({"copy_calls_left": spool.pending}), file=stdout, flush=True)
-
-
-def lowest_priority() -> None:
-    """Run only where a core would idle: SCHED_IDLE on Linux (the writers' threads and W&B's service
-    process inherit it), else nice 19."""
-    try:
-        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-    except (AttributeError, OSError):
-        with contextlib.suppress(OSError):
-            os.nice(NICE)
 
 
 if __name__ == "__main__":

@@ -146,6 +146,16 @@ def _publish_output(interface: Any, chunks: list[tuple[str, str, float]]) -> Non
         interface._publish_output_raw(record)
 
 
+def log_rows(writer: Any) -> None:
+    """Log each W&B copy's buffered rows now (its `flush` logs them at most every FLUSH_SECS), once its run exists."""
+    for w in wandb_writers(writer):
+        if w.active and w.wait_ready(0):
+            try:
+                w._rows.flush()
+            except Exception as exc:  # noqa: BLE001 - the W&B copy is best-effort
+                log.warning("jaxdash: rows did not reach the W&B copy (%s: %s)", type(exc).__name__, exc)
+
+
 def close(writer: Any, summary: tuple[Mapping[str, Any], list[str]] | None, state: str) -> None:
     """End each W&B copy: media and rows, the last row committed, the script's summary (less the flat
     keys of nested rows, which W&B's summary holds nested), then finish."""

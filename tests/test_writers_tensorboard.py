@@ -290,3 +290,38 @@ def test_the_engines_system_metrics_stay_out_of_tensorboard_and_a_scripts_own_sy
     w.write_scalars(1, {"sys/rss_mb": 300.0, "sys/cpu_percent": 50.0, "sys/gpu_util": 0.7, "train/loss": 1.0})
     w.close()
     assert set(_load(w.logdir).Tags()["scalars"]) == {"sys/gpu_util", "train/loss"}
+
+
+def _scalar_events(logdir) -> list[tuple[int, str, float]]:
+    """(step, tag, value) of every scalar event of a run's event files, read by TensorBoard's own loader."""
+    from pathlib import Path
+
+    from tensorboard.backend.event_processing import event_file_loader
+
+    out = []
+    for path in sorted(Path(logdir).glob("events.out.tfevents.*")):
+        for event in event_file_loader.LegacyEventFileLoader(str(path)).Load():  # raw, as written
+            out += [(event.step, v.tag, v.simple_value) for v in event.summary.value if v.HasField("simple_value")]
+    return out
+
+
+def test_a_block_of_rows_writes_the_events_add_scalar_writes_for_each_row(tmp_path):
+    steps = np.arange(5, 25)
+    columns = {
+        "train/loss": np.linspace(1.0, 0.1, 20),
+        "bad name (x)": np.arange(20.0),  # tensorboardX cleans the tag: "bad_name__x_"
+        "/lead": np.full(20, np.nan),  # a leading slash dropped; NaN kept, as TensorBoard shows it
+        "epoch/train_loss": np.ones(20),  # skipped, as write_scalars skips it
+        "sys/rss_mb": np.ones(20),
+    }
+    block = TensorBoardWriter(str(tmp_path / "block"), run_name="block")
+    block.write_scalar_rows(steps, columns)
+    block.close()
+    rows = TensorBoardWriter(str(tmp_path / "rows"), run_name="rows")
+    for i, step in enumerate(steps.tolist()):  # tensorboardX's add_scalar, a row at a time
+        rows.write_scalars(step, {tag: column[i] for tag, column in columns.items()})
+    rows.close()
+    written, expected = _scalar_events(block.logdir), _scalar_events(rows.logdir)
+    assert len(expected) == 60 and {tag for _, tag, _ in expected} == {"train/loss", "bad_name__x_", "lead"}
+    assert [(s, t) for s, t, _ in written] == [(s, t) for s, t, _ in expected]
+    np.testing.assert_array_equal([v for *_, v in written], [v for *_, v in expected])
