@@ -299,8 +299,9 @@ def body(active_ids: list[str] | None = None) -> None:
         st.info(f"No runs under {safe_text.code(root)} yet.")
         return
     if st.query_params.get("compare"):  # a shared link: ?compare=<id>,<id>,... selects those runs once
-        known = set(index_pages.matching_ids(root))
-        st.session_state["selected_ids"] = compare_ids(st.query_params.get_all("compare"), known)
+        values = st.query_params.get_all("compare")
+        known = set(index_pages.matching_ids(root, narrow=index_pages.Narrow(ids=values)))  # values that are an id
+        st.session_state["selected_ids"] = compare_ids(values, known)
         del st.query_params["compare"]
     narrow = filters(root, time.time())  # one time for the filter's choices, its selection and the query's states
     query_col, group_col, sort_col, desc_col = st.columns([4, 1.2, 1.2, 0.8], vertical_alignment="bottom")
