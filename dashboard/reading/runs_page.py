@@ -1,7 +1,8 @@
 """The Runs page's runs from the run index (`runstore.index_pages`): a page of rows at a time, sorted in SQL, with
 their total; the runs the page acts on (the selection, a population's or a W&B group's runs) read from their
-folders only when shown, an ended run once while its files stay the same (`runstore.run_reads`). The index is kept by this server's keeper (`runstore.index_keeper`), started when the
-page first opens; while it is still being built the page shows what it has and says how far it is.
+folders only when shown, an ended run once while its files stay the same (`runstore.run_reads`). The index is
+kept by this server's keeper (`runstore.index_keeper`), started when the page first opens; while it is still
+being built the page shows what it has and says how far it is.
 """
 
 from __future__ import annotations
