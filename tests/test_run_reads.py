@@ -7,6 +7,8 @@ import shutil
 import time
 from pathlib import Path
 
+import pytest
+
 from dashboard.processes import launch_status
 from dashboard.reading import runs_page
 from runstore import index_pages, run_folder, run_index, run_reads, run_store
@@ -62,7 +64,9 @@ def test_a_damaged_run_is_read_every_time(tmp_path: Path) -> None:
     assert run_reads.list_runs(tmp_path, launch_status.run_status)[0].status["state"] == "finished"
 
 
-def test_the_runs_page_reads_a_selected_ended_run_once_until_a_file_changes(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+def test_the_runs_page_reads_a_selected_ended_run_once_until_a_file_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     done = make(tmp_path, "done", "finished")
     live = make(tmp_path, "live", "running", pid=os.getpid())
     run_index.update(tmp_path)
