@@ -10,6 +10,7 @@ import pytest
 
 from components import compare_figures
 from dashboard.panels import compare
+from runstore import run_store
 from runstore.run_folder import RunFolder
 from tests.apptest_pages import app, fake_run
 from tests.chart_elements import charts, figure, trace_lengths
@@ -56,3 +57,22 @@ def test_only_the_first_sections_grid_is_drawn_at_once(runs_root: Path, builds: 
     at = app("views/runs.py", selected_ids=[d.name for d in runs])
     lazy = [json.loads(el.proto.json)["lazy"] for el in at.get("bidi_component") if "compare_section" in el.proto.id]
     assert lazy == [False, True]  # train/ at once; test/ when scrolled near
+
+
+def _small_run(root: Path, i: int) -> Path:
+    d = run_store.new_run_dir(root, "mnist", f"s{i}")
+    RunFolder(d).write_config("mnist", {"lr": 0.001 * (i + 1)}, name=f"s{i}", task_spec="mnist")
+    RunFolder(d).write_status(state="finished", step=50)
+    RunFolder(d).append_records([{"step": s, "wall": s * 0.1, "train/loss": 1 / s} for s in range(1, 6)])
+    return d
+
+
+def test_a_fresh_tab_comparing_100_runs_is_sent_the_kept_figures(
+    runs_root: Path, builds: list[tuple[str, ...]]
+) -> None:
+    ids = [_small_run(runs_root, i).name for i in range(100)]  # the most the Runs page's query button compares
+    app("views/runs.py", selected_ids=ids)
+    assert builds == [("train/loss",)]
+    second = app("views/runs.py", selected_ids=ids)  # each run's table still kept: nothing read or built again
+    assert builds == [("train/loss",)]
+    assert len(trace_lengths(charts(second)[0])) == 100

@@ -7,8 +7,11 @@ import shutil
 import time
 from pathlib import Path
 
+import pytest
+
 from dashboard.processes import launch_status
-from runstore import run_folder, run_reads, run_store
+from dashboard.reading import runs_page
+from runstore import index_pages, run_folder, run_index, run_reads, run_store
 from runstore.run_folder import RunFolder
 
 
@@ -59,3 +62,22 @@ def test_a_damaged_run_is_read_every_time(tmp_path: Path) -> None:
     assert run_reads.list_runs(tmp_path, launch_status.run_status)[0].status["state"] == "damaged"
     run_store.atomic_write_json(d / run_folder.STATUS, {"state": "finished", "pid": 1, "started": 1.0})
     assert run_reads.list_runs(tmp_path, launch_status.run_status)[0].status["state"] == "finished"
+
+
+def test_the_runs_page_reads_a_selected_ended_run_once_until_a_file_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    done = make(tmp_path, "done", "finished")
+    live = make(tmp_path, "live", "running", pid=os.getpid())
+    run_index.update(tmp_path)
+    rows = {r.name: r for r in index_pages.matching(tmp_path)}
+    reads: list[Path] = []
+    real = run_store.read_run
+    monkeypatch.setattr(run_store, "read_run", lambda d: reads.append(d) or real(d))
+    first = by_name(runs_page.infos([rows["done"], rows["live"]]))
+    assert first["done"].status["state"] == "finished" and first["live"].status["state"] == "running"
+    reads.clear()
+    runs_page.infos([rows["done"], rows["live"]])  # another page run, a fresh tab: the ended run as last read
+    assert reads == [live]
+    RunFolder(done).write_status(final={"train/loss": 0.5})
+    assert by_name(runs_page.infos([rows["done"]]))["done"].status["final"] == {"train/loss": 0.5}

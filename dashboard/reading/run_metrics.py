@@ -11,8 +11,13 @@ import streamlit as st
 from runstore.metrics import metric_csv
 from runstore.metrics.metric_table import MetricTable
 
+# Tables kept: more than a page reads at once (compare: up to 100 runs, views/runs.py's COMPARE_MAX). With fewer,
+# a comparison's first tables are gone by the time its last are read, so every page run read all of them again
+# and, their tables new, built its figures anew. A table of a few keys is ~1 MB (MetricTable's bounds).
+TABLES_KEPT = 128
 
-@st.cache_resource(max_entries=64, show_spinner=False)
+
+@st.cache_resource(max_entries=TABLES_KEPT, show_spinner=False)
 def _metric_table(run_dir: str) -> MetricTable:
     return MetricTable()
 

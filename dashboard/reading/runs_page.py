@@ -1,7 +1,8 @@
 """The Runs page's runs from the run index (`runstore.index_pages`): a page of rows at a time, sorted in SQL, with
 their total; the runs the page acts on (the selection, a population's or a W&B group's runs) read from their
-folders only when shown. The index is kept by this server's keeper (`runstore.index_keeper`), started when the
-page first opens; while it is still being built the page shows what it has and says how far it is.
+folders only when shown, an ended run once while its files stay the same (`runstore.run_reads`). The index is
+kept by this server's keeper (`runstore.index_keeper`), started when the page first opens; while it is still
+being built the page shows what it has and says how far it is.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from runstore import (
     index_reader,
     index_rows,
     launch_files,
+    run_reads,
     run_states,
     run_store,
     run_watch,
@@ -99,10 +101,7 @@ def info_of(r: IndexedRun) -> run_store.RunInfo | None:
         return run_store.damaged_run(d, r.message or "damaged", r.name, r.task)
     if r.kind == "launched":
         return _launched(r, d)
-    run = run_store.read_run(d)
-    if run is not None and not run.damaged:  # a damaged run keeps the message that says which file is wrong
-        run.status = run_status(d)
-    return run
+    return run_reads.read_run(d, run_status)  # an ended run as last read while its files are unchanged
 
 
 def infos(rows: list[IndexedRun]) -> list[run_store.RunInfo]:

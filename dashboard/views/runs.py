@@ -47,14 +47,19 @@ FILTERS = {"states": "Status", "tasks": "Task", "groups": "Population", "tags": 
 WANDB_FILTERS = {"wandb_groups": "W&B group", "job_types": "Job type"}  # offered when a run has one
 
 
-def filters(root: Path, now: float) -> index_pages.Narrow:
-    """Search box and one multi-select per filter (status, task, population, tag; W&B group and job type), their
-    values from the run index; states as the table shows them at `now` ("stalled")."""
+def filter_choices(root: Path, now: float) -> dict[str, list[str]]:
+    """The values each filter can take (`index_pages.choices`, read once a page run: each is a scan of the index);
+    none while the index cannot be read."""
     try:
-        options = index_pages.choices(root, now)
+        return index_pages.choices(root, now)
     except index_reader.IndexUnavailable:
-        options = {name: [] for name in ("states", "tasks", "populations", "tags", *WANDB_FILTERS)}
-    options["groups"] = options.pop("populations")
+        return {name: [] for name in ("states", "tasks", "populations", "tags", *WANDB_FILTERS)}
+
+
+def filters(choices: dict[str, list[str]], now: float) -> index_pages.Narrow:
+    """Search box and one multi-select per filter (status, task, population, tag; W&B group and job type), their
+    values `filter_choices`'; states as the table shows them at `now` ("stalled")."""
+    options = {("groups" if name == "populations" else name): values for name, values in choices.items()}
     shown = FILTERS | {name: label for name, label in WANDB_FILTERS.items() if options[name]}
     c = st.columns([3] + [2] * len(shown))
     text = c[0].text_input(
@@ -299,20 +304,19 @@ def body(active_ids: list[str] | None = None) -> None:
         st.info(f"No runs under {safe_text.code(root)} yet.")
         return
     if st.query_params.get("compare"):  # a shared link: ?compare=<id>,<id>,... selects those runs once
-        known = set(index_pages.matching_ids(root))
-        st.session_state["selected_ids"] = compare_ids(st.query_params.get_all("compare"), known)
+        values = st.query_params.get_all("compare")
+        known = set(index_pages.matching_ids(root, narrow=index_pages.Narrow(ids=values)))  # values that are an id
+        st.session_state["selected_ids"] = compare_ids(values, known)
         del st.query_params["compare"]
-    narrow = filters(root, time.time())  # one time for the filter's choices, its selection and the query's states
+    now = time.time()  # one time for the filter's choices, its selection and the query's states
+    choices = filter_choices(root, now)
+    narrow = filters(choices, now)
     query_col, group_col, sort_col, desc_col = st.columns([4, 1.2, 1.2, 0.8], vertical_alignment="bottom")
     query, narrow = _matching(root, query_box(query_col), narrow, query_col)
     group_by = run_grouping.picker(runs_pager.group_options(root, query, narrow), group_col)
     order = runs_pager.sort_picker(root, sort_col, desc_col)
     first = ""
-    if (
-        st.toggle("Group by W&B group", key="runs_by_wandb_group")
-        if index_pages.choices(root)["wandb_groups"]
-        else False
-    ):
+    if st.toggle("Group by W&B group", key="runs_by_wandb_group") if choices["wandb_groups"] else False:
         first = index_pages.BY_WANDB_GROUP  # each run keeps its row: its own state and config
     picked: list[str] = []
     if group_by is not None:
@@ -362,7 +366,7 @@ def body(active_ids: list[str] | None = None) -> None:
     family = runs_page.related(root, selected, wandb_groups)
     actions(selected, family, key, ids, runs_frame(family) if wandb_groups else None)
     if len(selected) == 1:
-        notes_editor(selected[0], index_pages.choices(root)["tags"])
+        notes_editor(selected[0], choices["tags"])
     display = dict(zip(selected_df["run_id"], selected_df["name"], strict=True))
     st.subheader(f"Compare {len(selected)} run{'s' if len(selected) > 1 else ''}", divider="gray")
     compare.draw(selected, display, group_by)
