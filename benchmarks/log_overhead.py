@@ -5,7 +5,8 @@
 The seed's Flax MNIST loop (MLP 784-128-128-10, Adam 1e-3, batch 32, the jitted `train_step`
 gathering its batch from device arrays) on Fashion-MNIST, run four times in one process with the
 same data and seed, each logging the step's loss a different way:
-  none        nothing logged (the reference);
+  none        nothing logged (the reference); `none again` the same loop once more a round (the control: the
+              ratio two identical loops read here, the resolution of every other ratio);
   wandb       `wandb.log({"loss": loss})` every step (offline): a device array, so W&B waits for it;
   tensorboardX `writer.add_scalar("loss", float(loss), step)` every step (float() waits too);
   jaxdash     `run.log({"loss": loss})` every step: queued, fetched off the loop's thread in batches;
@@ -178,6 +179,7 @@ def loggers(root: Path) -> dict[str, tuple[Callable[[], Callable], Callable[[], 
 
     return {
         "none": (lambda: lambda step, loss: None, lambda: None),
+        "none again": (lambda: lambda step, loss: None, lambda: None),  # the control: what two identical loops read
         "wandb": (start_wandb, lambda: state["w"].finish()),
         "tensorboardX": (start_tbx, lambda: state["tb"].close()),
         "jaxdash": (start_ours, lambda: state["run"].finish()),
@@ -211,8 +213,9 @@ def main() -> None:
     p.add_argument(
         "--rows",
         default="none,wandb,tensorboardX,jaxdash,jaxdash store",
-        help="comma-separated rows to run (none is always run); leaving wandb out keeps its W&B service, "
-        "alive for the rest of the process, from slowing the rows after it",
+        help="comma-separated rows to run (none is always run; 'none again' runs it twice a round, the control whose "
+        "ratio shows how far apart two identical loops read on this machine); leaving wandb out keeps its W&B "
+        "service, alive for the rest of the process, from slowing the rows after it",
     )
     args = p.parse_args()
     os.environ.setdefault("WANDB_SILENT", "true")
