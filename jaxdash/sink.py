@@ -173,9 +173,9 @@ class SinkWriter(MetricWriter):
         """The sink was stopped before it had written everything: say so in one line and as a run event, so the
         page and the run's history show that its TensorBoard files and W&B copy may lack the last rows."""
         note = (
-            f"the TensorBoard/W&B writer process did not end in {CLOSE_TIMEOUT_S:.0f} s of its last progress and was "
-            "stopped (it runs at idle priority: other processes kept the cores busy); the run store has every step, but the last rows "
-            "may be missing from TensorBoard and the W&B copy"
+            f"the TensorBoard/W&B writer process did not end in {CLOSE_TIMEOUT_S:.0f} s of its last progress and "
+            "was stopped (it runs at idle priority: other processes kept the cores busy); the run store has every "
+            "step, but the last rows may be missing from TensorBoard and the W&B copy"
         )
         log.warning("jaxdash: %s", note)
         with contextlib.suppress(OSError, ValueError):
