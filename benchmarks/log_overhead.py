@@ -162,14 +162,14 @@ def loggers(root: Path) -> dict[str, tuple[Callable[[], Callable], Callable[[], 
         return lambda step, loss: writer.add_scalar("loss", float(loss), step)
 
     def start_ours() -> Callable:
-        state["run"] = run = jaxdash.init(
-            project="log-overhead",
-            runs_root=root / "runs",
-            wandb=os.environ.get("LOG_OVERHEAD_WANDB", "offline"),
-            tensorboard=os.environ.get("LOG_OVERHEAD_TB", "1") == "1",
+        copy_mode, tensorboard = (
+            os.environ.get("LOG_OVERHEAD_WANDB", "offline"),
+            os.environ.get("LOG_OVERHEAD_TB", "1") == "1",
         )
+        state["run"] = run = jaxdash.init(project="log-overhead", runs_root=root / "runs", wandb=copy_mode,
+                                          tensorboard=tensorboard)  # fmt: skip
         WATCHES.update(type(w).__name__ for w in run._watches)  # ConsoleCapture, SystemWatch: W&B's defaults on
-        writers_open(Path(run.dir))
+        writers_open(Path(run.dir), copy_mode != "disabled", tensorboard)
         return lambda step, loss: run.log({"loss": loss}, step=step)
 
     def start_store_only() -> Callable:
@@ -187,9 +187,9 @@ def loggers(root: Path) -> dict[str, tuple[Callable[[], Callable], Callable[[], 
     }
 
 
-def writers_open(run_dir: Path, timeout: float = 60.0) -> None:
-    """Wait until the run's writer process has opened TensorBoard and the W&B copy (status.json names their
-    folders): `wandb.init` returns only once its service runs, so the wandb row's loop never pays for W&B's
+def writers_open(run_dir: Path, wandb_copy: bool, tensorboard: bool, timeout: float = 60.0) -> None:
+    """Wait until the run's writer process has opened those of TensorBoard and the W&B copy it writes (status.json
+    names their folders): `wandb.init` returns only once its service runs, so the wandb row's loop never pays for W&B's
     start; `jaxdash.init` returns at once, and the writer process's start (~0.8 s of CPU, importing wandb and
     starting wandb-core) is not what a logged step costs."""
     from runstore.run_folder import RunFolder
@@ -197,8 +197,8 @@ def writers_open(run_dir: Path, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         status = RunFolder(run_dir).status()
-        wandb_open = os.environ.get("LOG_OVERHEAD_WANDB") == "disabled" or status.get("wandb", {}).get("dir")
-        tb_open = os.environ.get("LOG_OVERHEAD_TB", "1") != "1" or status.get("tensorboard", {}).get("logdir")
+        wandb_open = not wandb_copy or status.get("wandb", {}).get("dir")
+        tb_open = not tensorboard or status.get("tensorboard", {}).get("logdir")
         if wandb_open and tb_open:
             return
         time.sleep(0.05)
