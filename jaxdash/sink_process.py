@@ -26,7 +26,6 @@ from typing import Any
 
 from jaxdash import wandb_copy
 
-log = logging.getLogger("jaxdash")
 PAUSE_S = 1.0  # the script sent nothing for this long: the W&B copy catches up
 SLICE_S = 0.05  # catch-up work between looks at the pipe, so a new message waits at most this long
 ALIVE_S = 1.0  # while the end catches up, a line on stdout this often tells `SinkWriter.close` it moves on
