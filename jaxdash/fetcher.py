@@ -3,8 +3,8 @@
 `wandb.log({"loss": loss})` of a JAX array waits for the array (it converts it to a float at once),
 so a per-step jitted loop waits for every step to finish before it can dispatch the next: the
 device idles while Python logs. Here `log` only queues the (still computing) arrays; this thread
-wakes every BATCH_S, takes everything queued, fetches it with one `jax.device_get` (the one host/
-device sync point, on this thread) and hands the values on as blocks of columns to `jaxdash.rows_out`
+wakes every BATCH_S, takes everything queued, reads it to the host with one wait for the batch
+(`jaxdash.host_values`: the one host/device sync point, on this thread) and hands the values on as blocks of columns to `jaxdash.rows_out`
 (the run's writers), never back to the client.
 """
 
@@ -14,7 +14,6 @@ import collections
 import contextlib
 import logging
 import os
-import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -22,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from jaxdash.host_values import fetch
 from runstore.env_numbers import env_number_or_default
 
 log = logging.getLogger("jaxdash")
@@ -33,22 +33,6 @@ MAX_PENDING = 100_000  # steps queued before `log` waits for this thread (backpr
 HISTOGRAM_MAX = 1_000_000  # elements: bigger arrays are skipped with a warning, not copied to the host
 
 Entry = tuple[int, dict[str, Any], int]  # (first step, values, steps: 0 for one step's values)
-
-
-def _fetch(batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Every value of every entry on the host (if JAX is in use): the sync point, here only.
-
-    On an accelerator one `jax.device_get` for the whole batch starts every copy before waiting for
-    any. On the CPU backend the arrays already live in host memory and `np.asarray` reads each in
-    ~1 us where `device_get`'s per-array copy machinery takes ~8 us (measured on this machine),
-    time this thread holds the GIL the training loop wants.
-    """
-    jax = sys.modules.get("jax")
-    if jax is None:
-        return batch
-    if jax.default_backend() != "cpu":
-        return jax.device_get(batch)
-    return [{k: np.asarray(v) if isinstance(v, jax.Array) else v for k, v in values.items()} for values in batch]
 
 
 class Block:
@@ -238,10 +222,17 @@ class Fetcher:
     The queue is a deque: `append` from the training thread and `popleft` here are atomic under the
     GIL, so `put` costs ~0.1 us and never takes a lock this thread may hold (a `queue.Queue` put
     was half of `run.log`'s 5 us).
+
+    Written entries go back to the training thread (`spent`), which frees two of them at each `put`:
+    freeing a JAX array releases the GIL and takes it back, so freed here each of them would wait for the
+    training thread to let go of the GIL (~1 ms an array while it runs Python, `benchmarks.fetch_gil`), and
+    each hand-over stalls the loop; the training thread frees its arrays without a hand-over, as a loop
+    logging nothing frees its loss every step.
     """
 
     def __init__(self, write: Callable[[list[Part]], None]) -> None:
         self.pending: collections.deque[Entry] = collections.deque()
+        self.spent: collections.deque[Entry] = collections.deque()  # written: their arrays freed by `put`
         self.write = write
         self.warned: set[str] = set()
         self.split = Split(self._warn_once)
@@ -266,6 +257,11 @@ class Fetcher:
             time.sleep(BATCH_S / 10)
         self.pending.append((step, values, steps))
         self.queued += 1
+        try:
+            self.spent.popleft()
+            self.spent.popleft()
+        except IndexError:  # none left (or another logging thread took the last)
+            pass
 
     def sync(self, timeout: float = 30.0) -> None:
         """Wait until every entry queued so far is written (a read of the run's summary, as W&B's, is current)."""
@@ -277,6 +273,7 @@ class Fetcher:
         """Fetch and write everything queued, then end the thread."""
         self.closing.set()
         self.thread.join(timeout)
+        self.spent.clear()
 
     def _loop(self) -> None:
         with contextlib.suppress(OSError, AttributeError):  # Linux: a thread has its own nice value
@@ -290,13 +287,15 @@ class Fetcher:
                     entries.append(self.pending.popleft())
             if entries:
                 self._write_batch(entries)
+                self.spent.extend(entries)  # before `written`: what `sync` waited for is in `spent`
                 self.written += len(entries)
+                entries.clear()  # `spent` holds them alone: the training thread frees them
 
     def _write_batch(self, entries: list[Entry]) -> None:
         """Fetch, split and write one batch; a bad value costs its own step (one warning), a failed write
         this batch (counted in `errors`, the last in `error`), never the logging after it."""
         try:
-            fetched = _fetch([values for _, values, _ in entries])
+            fetched = fetch([values for _, values, _ in entries])
             parts = self.split(
                 [(step, values, steps) for (step, _, steps), values in zip(entries, fetched, strict=True)]
             )
@@ -304,7 +303,7 @@ class Fetcher:
             parts = []
             for step, values, steps in entries:
                 try:
-                    parts += self.split([(step, _fetch([values])[0], steps)])
+                    parts += self.split([(step, fetch([values])[0], steps)])
                 except Exception as exc:  # noqa: BLE001 - the training loop must never die of logging
                     self._warn_once(f"!{type(exc).__name__}", f"jaxdash: step {step}: {_one_line(exc)}; not logged")
         try:

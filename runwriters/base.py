@@ -110,7 +110,11 @@ class MetricWriter:
 
         By default one `write_scalars` per step; a backend that can take whole columns overrides it
         (the run store formats a block of JSON lines in one go, the writer process gets one message).
+        A backend without `write_scalars` drops the block at once.
         """
+        if type(self).write_scalars is MetricWriter.write_scalars:
+            self._lacks("write_scalars")
+            return
         names, values = list(columns), [np.asarray(c).tolist() for c in columns.values()]
         last = len(steps) - 1
         for i, (step, *row) in enumerate(zip(np.asarray(steps).tolist(), *values, strict=True)):
