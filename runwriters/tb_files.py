@@ -1,4 +1,4 @@
-"""tensorboardX event files written in the caller's thread, and image summaries.
+"""tensorboardX event files written in the caller's thread, scalar records built as bytes, and image summaries.
 
 tensorboardX queues events for a background thread that flushes every `flush_secs`, and its
 `flush()` does not wait for that queue, so a killed process could lose far more than one chunk.
@@ -13,11 +13,14 @@ import os
 import socket
 import struct
 import time
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 import PIL.Image
 from tensorboardX import SummaryWriter
+from tensorboardX.crc32c import crc32c
 from tensorboardX.proto import event_pb2
 from tensorboardX.proto.summary_pb2 import Summary
 from tensorboardX.record_writer import masked_crc32c
@@ -60,6 +63,11 @@ class SyncEventWriter:
         header = struct.pack("Q", len(data))
         self._f.write(header + struct.pack("I", masked_crc32c(header)) + data + struct.pack("I", masked_crc32c(data)))
 
+    def write_records(self, data: bytes) -> None:
+        """Append records already framed as `add_event` frames them (e.g. `scalar_records`), in one write."""
+        if not self._closed:
+            self._f.write(data)
+
     def flush(self) -> None:
         if not self._closed:
             self._f.flush()
@@ -73,6 +81,69 @@ class SyncEventWriter:
 
     def reopen(self) -> None:  # part of the EventFileWriter interface; one file per writer here
         pass
+
+
+_U32 = struct.Struct("<I")
+
+
+def _varint(n: int) -> bytes:
+    """Protobuf's varint of an int64: a negative one as its 64-bit two's complement (10 bytes)."""
+    n &= 0xFFFFFFFFFFFFFFFF
+    out = bytearray()
+    while n > 0x7F:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+@lru_cache(maxsize=1024)
+def _record_header(length: int) -> bytes:
+    """A TFRecord's head: the payload length and the masked crc32c of those 8 bytes."""
+    header = struct.pack("<Q", length)
+    return header + struct.pack("<I", masked_crc32c(header))
+
+
+def _value_prefix(tag: str) -> bytes:
+    """An Event's `summary` field up to the float: Summary{value: [Value{tag, simple_value key}]}."""
+    name = tag.encode()
+    value = b"\x0a" + _varint(len(name)) + name + b"\x15"  # Value.tag (1, bytes); simple_value (2, fixed32) key
+    value_len = len(value) + 4  # the float32 follows
+    summary_len = 1 + len(_varint(value_len)) + value_len
+    return b"\x2a" + _varint(summary_len) + b"\x0a" + _varint(value_len) + value  # Event.summary (5), Summary.value (1)
+
+
+def _float32_bytes(column: Any, n: int) -> bytes:
+    """The first n values as little-endian float32, cast as protobuf casts a double (out of range: inf)."""
+    values = np.asarray(column, dtype=np.float64)
+    if values.ndim != 1 or len(values) < n:
+        raise ValueError(f"a column of {n} values expected, got shape {values.shape}")
+    with np.errstate(over="ignore"):
+        return values[:n].astype("<f4").tobytes()
+
+
+def scalar_records(steps: list[int], columns: Mapping[str, Any] | Iterable[tuple[str, Any]], wall_time: float) -> bytes:
+    """Framed scalar events of a block, step by step and tag by tag in each step, as `add_event` writes them.
+
+    Each record holds exactly the bytes of `Event(wall_time=wall_time, step=step,
+    summary=Summary(value=[Summary.Value(tag=tag, simple_value=value)])).SerializeToString()`.
+    `columns` maps each tag (as written, already cleaned) to at least `len(steps)` values; pairs
+    keep two columns under one tag.
+    """
+    pairs = list(columns.items() if isinstance(columns, Mapping) else columns)
+    wall = struct.pack("<d", wall_time)
+    wall = b"\x09" + wall if wall != bytes(8) else b""  # Event.wall_time (1, fixed64); proto3 omits 0.0
+    heads = [wall + b"\x10" + _varint(s) if s else wall for s in steps]  # Event.step (2, varint); 0 omitted
+    tags = [(_value_prefix(tag), _float32_bytes(column, len(steps))) for tag, column in pairs]
+    out: list[bytes] = []
+    pack = _U32.pack
+    for i, head in enumerate(heads):
+        for prefix, floats in tags:
+            payload = head + prefix + floats[4 * i : 4 * i + 4]
+            crc = crc32c(payload)
+            crc = (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF  # masked as TFRecord masks it
+            out += (_record_header(len(payload)), payload, pack(crc))
+    return b"".join(out)
 
 
 class SyncFileWriter(FileWriter):
