@@ -1,19 +1,16 @@
-"""Logged values leave the device off the training thread, in batches: what keeps `run.log` free.
+"""Logged values leave the device in batches, never waited for: what keeps `run.log` free.
 
 `wandb.log({"loss": loss})` of a JAX array waits for the array (it converts it to a float at once),
 so a per-step jitted loop waits for every step to finish before it can dispatch the next: the
-device idles while Python logs. Here `log` only queues the (still computing) arrays; this thread
-wakes every BATCH_S, takes everything queued, reads it to the host with one wait for the batch
-(`jaxdash.host_values`: the one host/device sync point, on this thread) and hands the values on as blocks of columns to `jaxdash.rows_out`
-(the run's writers), never back to the client.
+device idles while Python logs. Here `log` only queues the (still computing) arrays; every BATCH_S the
+steps whose arrays are computed are read to the host (`jaxdash.host_values`) and handed on as blocks of
+columns to `jaxdash.rows_out` (the run's writers), never back to the client (`Fetcher`).
 """
 
 from __future__ import annotations
 
 import collections
-import contextlib
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -21,18 +18,18 @@ from typing import Any
 
 import numpy as np
 
-from jaxdash.host_values import fetch
-from runstore.env_numbers import env_number_or_default
+from jaxdash.host_values import fetch, take_ready
 
 log = logging.getLogger("jaxdash")
 
-# The writers run when the loop leaves a core idle.
-NICE = int(env_number_or_default("JAXDASH_FETCH_NICE", 19, integer=True))
-BATCH_S = 0.1  # how long values wait at most before they are fetched (the page refreshes every 0.5 s)
+BATCH_S = 0.05  # how often queued values are fetched and written (the page refreshes every 0.5 s)
 MAX_PENDING = 100_000  # steps queued before `log` waits for this thread (backpressure, not unbounded memory)
 HISTOGRAM_MAX = 1_000_000  # elements: bigger arrays are skipped with a warning, not copied to the host
 
 Entry = tuple[int, dict[str, Any], int]  # (first step, values, steps: 0 for one step's values)
+# A queued step is its values' dict alone, its step (and a chunk's steps) kept under these keys: one object the
+# garbage collector tracks a step besides the arrays, few enough that queued steps set off no collection.
+_STEP, _STEPS = object(), object()
 
 
 class Block:
@@ -216,30 +213,35 @@ class Split:
 
 
 class Fetcher:
-    """The background thread: batches queued steps, fetches them, writes them through `write`
-    (a client run's `jaxdash.rows_out.RowsOut.write`).
+    """Takes queued steps off the device in batches and writes them through `write` (a client run's
+    `jaxdash.rows_out.RowsOut.write`).
 
-    The queue is a deque: `append` from the training thread and `popleft` here are atomic under the
-    GIL, so `put` costs ~0.1 us and never takes a lock this thread may hold (a `queue.Queue` put
-    was half of `run.log`'s 5 us).
+    While a script logs, the thread that logs does it: a `put` at least BATCH_S after the last batch takes
+    the queued entries whose arrays are computed (never waiting for one still computing: the rest stay queued)
+    and writes them, ~3 us a step; a batch of ~200 steps keeps the garbage collector's count of new objects
+    under the threshold of a collection (a queued step is one dict and its arrays), which a loop logging
+    nothing never sets off either. Another thread doing that work would take the GIL from the training thread
+    and hand it back at every wake, read and free, each hand-over a stall of the loop, which cost more than the
+    work itself (`benchmarks.fetch_gil`). The background thread takes over when the script stops logging (an
+    evaluation, a pause, the end): it wakes every BATCH_S and writes what has waited 2 * BATCH_S.
 
-    Written entries go back to the training thread (`spent`), which frees two of them at each `put`:
-    freeing a JAX array releases the GIL and takes it back, so freed here each of them would wait for the
-    training thread to let go of the GIL (~1 ms an array while it runs Python, `benchmarks.fetch_gil`), and
-    each hand-over stalls the loop; the training thread frees its arrays without a hand-over, as a loop
-    logging nothing frees its loss every step.
+    The queue is a deque: `append` and `popleft` are atomic under the GIL, so `put` takes no lock another
+    thread may hold (a `queue.Queue` put was half of `run.log`'s 5 us); one batch is written at a time
+    (`_batch`), in the order the steps came.
     """
 
-    def __init__(self, write: Callable[[list[Part]], None]) -> None:
-        self.pending: collections.deque[Entry] = collections.deque()
-        self.spent: collections.deque[Entry] = collections.deque()  # written: their arrays freed by `put`
+    def __init__(self, write: Callable[[list[Part]], None], clock: Callable[[], float] = time.monotonic) -> None:
+        self.pending: collections.deque[dict[Any, Any]] = collections.deque()  # values, with _STEP (and _STEPS)
         self.write = write
+        self.clock = clock
         self.warned: set[str] = set()
         self.split = Split(self._warn_once)
         self.error: BaseException | None = None  # the last failed write (logging went on)
         self.errors = 0
         self.queued = self.written = 0  # entries put / written (or dropped): what `sync` waits for
         self.closing = threading.Event()
+        self._batch = threading.Lock()  # one batch at a time
+        self._batched_at = clock()
         self.thread = threading.Thread(target=self._loop, name="jaxdash-fetch", daemon=True)
         self.thread.start()
 
@@ -249,19 +251,20 @@ class Fetcher:
             log.warning(message)
 
     def put(self, step: int, values: dict[str, Any], steps: int = 0) -> None:
-        """Queue one step's values, or with `steps` a chunk's (arrays with a leading axis of `steps`).
-
-        Device arrays stay untouched here; waits only while MAX_PENDING entries wait (backpressure).
-        """
+        """Queue one step's values, or with `steps` a chunk's (arrays with a leading axis of `steps`); every
+        BATCH_S, write the queued steps that are computed. Waits only while MAX_PENDING entries wait."""
         while len(self.pending) >= MAX_PENDING and self.thread.is_alive():
             time.sleep(BATCH_S / 10)
-        self.pending.append((step, values, steps))
+        values[_STEP] = step
+        if steps:
+            values[_STEPS] = steps
+        self.pending.append(values)
         self.queued += 1
-        try:
-            self.spent.popleft()
-            self.spent.popleft()
-        except IndexError:  # none left (or another logging thread took the last)
-            pass
+        if self.clock() - self._batched_at >= BATCH_S and self._batch.acquire(blocking=False):
+            try:
+                self._take(wait=False)
+            finally:
+                self._batch.release()
 
     def sync(self, timeout: float = 30.0) -> None:
         """Wait until every entry queued so far is written (a read of the run's summary, as W&B's, is current)."""
@@ -273,38 +276,37 @@ class Fetcher:
         """Fetch and write everything queued, then end the thread."""
         self.closing.set()
         self.thread.join(timeout)
-        self.spent.clear()
 
     def _loop(self) -> None:
-        with contextlib.suppress(OSError, AttributeError):  # Linux: a thread has its own nice value
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICE)
         done = False
         while not done:
-            done = self.closing.wait(BATCH_S)  # let a batch gather: one fetch for many steps
-            entries: list[Entry] = []
-            with contextlib.suppress(IndexError):
-                while True:
-                    entries.append(self.pending.popleft())
-            if entries:
-                self._write_batch(entries)
-                self.spent.extend(entries)  # before `written`: what `sync` waited for is in `spent`
-                self.written += len(entries)
-                entries.clear()  # `spent` holds them alone: the training thread frees them
+            done = self.closing.wait(BATCH_S)
+            if done or self.clock() - self._batched_at >= 2 * BATCH_S:  # the script logs no more (for now)
+                with self._batch:
+                    self._take(wait=done)
 
-    def _write_batch(self, entries: list[Entry]) -> None:
-        """Fetch, split and write one batch; a bad value costs its own step (one warning), a failed write
-        this batch (counted in `errors`, the last in `error`), never the logging after it."""
+    def _take(self, wait: bool) -> None:
+        """Write the queued steps: with `wait` all of them, else the leading ones whose arrays are computed."""
+        self._batched_at = self.clock()
+        queued, rows = take_ready(self.pending, wait)
+        if queued:
+            self._write_batch(queued, rows)
+            self.written += len(queued)
+
+    def _write_batch(self, queued: list[dict[Any, Any]], rows: list[Any] | None) -> None:
+        """Split and write one batch (`rows`: its values on the host; None, or a row None: read here); a bad value costs its own
+        step (one warning), a failed write this batch (counted in `errors`, the last in `error`), never the
+        logging after it."""
+        rows = rows if rows is not None else [None] * len(queued)
         try:
-            fetched = fetch([values for _, values, _ in entries])
-            parts = self.split(
-                [(step, values, steps) for (step, _, steps), values in zip(entries, fetched, strict=True)]
-            )
+            parts = self.split([_entry(row) for row in (fetch(queued) if None in rows else rows)])
         except Exception:  # noqa: BLE001 - one bad value: entry by entry, that entry dropped
             parts = []
-            for step, values, steps in entries:
+            for values, row in zip(queued, rows, strict=True):
                 try:
-                    parts += self.split([(step, fetch([values])[0], steps)])
+                    parts += self.split([_entry(row if row is not None else fetch([values])[0])])
                 except Exception as exc:  # noqa: BLE001 - the training loop must never die of logging
+                    step = values.get(_STEP)
                     self._warn_once(f"!{type(exc).__name__}", f"jaxdash: step {step}: {_one_line(exc)}; not logged")
         try:
             self.write(parts)
@@ -313,6 +315,11 @@ class Fetcher:
             self._warn_once(
                 f"!write {type(exc).__name__}", f"jaxdash: a write failed: {_one_line(exc)}; logging goes on"
             )
+
+
+def _entry(row: dict[Any, Any]) -> Entry:
+    """(step, values, steps) of a queued step's row on the host (a new dict: the queued one keeps its step)."""
+    return row.pop(_STEP), row, row.pop(_STEPS, 0)
 
 
 def _one_line(exc: BaseException) -> str:

@@ -1,16 +1,16 @@
-"""Logged JAX arrays read to the host on the fetch thread, holding the GIL the training loop wants as little as can be.
+"""Logged JAX arrays read to the host without letting go of the GIL, and only once computed.
 
-On the CPU backend `np.asarray(array)` releases the GIL and takes it back for every array, even a ready one: with
-the training loop's thread running Python (dispatching the next steps), each take waits for that thread to let go,
-~0.3-0.6 ms an array (`benchmarks.fetch_gil` prints it), and every hand-over stalls the loop. So a batch waits
-once for all its arrays (`jax.block_until_ready` of the list: one release), and each small array is then read from
-its buffer, ~2 us without letting go of the GIL. Bigger arrays (histograms, a few a step at most) and any array
-this cannot read take `np.asarray`. On an accelerator one `jax.device_get` of the whole batch starts every copy
-before waiting for any.
+On the CPU backend `np.asarray(array)` releases the GIL and takes it back for every array, even a ready one: beside
+a training loop's thread running Python, each take waits for that thread to let go, and each hand-over stalls the
+loop (`benchmarks.fetch_gil`). So the entries of a batch are taken only once their arrays are computed
+(`take_ready`; the others wait for a later batch), and each small array is read from its buffer, ~0.5 us with
+the GIL kept. Bigger arrays (histograms, a few a step at most) and any array this cannot read take `np.asarray`.
+On an accelerator one `jax.device_get` of the whole batch starts every copy before waiting for any.
 """
 
 from __future__ import annotations
 
+import collections
 import ctypes
 import sys
 from typing import Any
@@ -28,17 +28,56 @@ SCALAR_READS = {
 }
 
 
-def fetch(batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Every value of every entry on the host (if JAX is in use): the sync point, here only."""
+def take_ready(pending: collections.deque, wait: bool) -> tuple[list[dict[Any, Any]], list[Any] | None]:
+    """Take the leading entries of `pending` whose arrays are computed (with `wait`: all of them) and, on the
+    CPU backend, their values on the host: (entries, rows). rows None, or a row None: read those entries with
+    `fetch`, which waits for them (and says why one cannot be read, e.g. a deleted array). Each entry is looked at once, in order; only this takes
+    from `pending` (another thread may append to it meanwhile)."""
+    jax = sys.modules.get("jax")
+    if wait or jax is None or jax.default_backend() != "cpu":
+        n = len(pending) if wait or jax is None else _ready_count(list(pending), jax.Array)
+        return [pending.popleft() for _ in range(n)], None
+    array_type = jax.Array
+    queued: list[dict[Any, Any]] = []
+    rows: list[dict[Any, Any] | None] = []
+    while pending:
+        try:
+            row = {}
+            for key, value in pending[0].items():
+                if isinstance(value, array_type):
+                    if not value.is_ready():
+                        return queued, rows
+                    value = host_value(value)
+                row[key] = value
+        except Exception:  # noqa: BLE001 - a deleted (donated) array: its row is None, `fetch` says why
+            row = None
+        queued.append(pending.popleft())
+        rows.append(row)
+    return queued, rows
+
+
+def _ready_count(batch: list[dict[Any, Any]], array_type: type) -> int:
+    """How many leading entries of `batch` hold only computed arrays (a deleted one counts: `fetch` says why)."""
+    for i, values in enumerate(batch):
+        for value in values.values():
+            if isinstance(value, array_type):
+                try:
+                    if not value.is_ready():
+                        return i
+                except Exception:  # noqa: BLE001, S112 - deleted: counted, `fetch` raises for it
+                    continue
+    return len(batch)
+
+
+def fetch(batch: list[dict[Any, Any]]) -> list[dict[Any, Any]]:
+    """Every value of every entry on the host, as new dicts, after one wait for any array still computing."""
     jax = sys.modules.get("jax")
     if jax is None:
-        return batch
+        return [dict(values) for values in batch]
     if jax.default_backend() != "cpu":
         return jax.device_get(batch)
-    arrays = [value for values in batch for value in values.values() if isinstance(value, jax.Array)]
-    if not arrays:
-        return batch
-    if not all(array.is_ready() for array in arrays):
+    if _ready_count(batch, jax.Array) < len(batch):
+        arrays = [value for values in batch for value in values.values() if isinstance(value, jax.Array)]
         jax.block_until_ready(arrays)  # one wait for the batch; raises for a deleted (donated) array
     return [{k: host_value(v) if isinstance(v, jax.Array) else v for k, v in values.items()} for values in batch]
 

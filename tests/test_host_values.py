@@ -1,11 +1,10 @@
-"""Logged arrays read to the host as `np.asarray` reads them (`jaxdash.host_values`), and freed by the training
-thread, never by the fetch thread (`jaxdash.fetcher.Fetcher`): both keep the fetch thread from handing the GIL
-back and forth with a training loop (`benchmarks.fetch_gil` measures what that costs)."""
+"""Logged arrays read to the host as `np.asarray` reads them, without letting go of the GIL (`jaxdash.host_values`),
+and written by the thread that logs while it logs, never waiting for a step still computing (`jaxdash.fetcher`):
+no GIL hand-over with a training loop (`benchmarks.fetch_gil` measures what one costs)."""
 
 from __future__ import annotations
 
 import threading
-import time
 
 import jax
 import jax.numpy as jnp
@@ -13,7 +12,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from jaxdash.fetcher import Fetcher
+from jaxdash.fetcher import BATCH_S, Fetcher
 from jaxdash.host_values import fetch, host_value
 
 DTYPES = [np.float32, np.int32, np.bool_, ml_dtypes.bfloat16, np.float16, np.int8, np.uint8, np.int16, np.uint32]
@@ -56,29 +55,41 @@ def test_a_donated_array_fails_as_numpy_fails_and_a_batch_of_not_ready_arrays_is
     np.testing.assert_allclose([row["loss"] for row in fetched], [float(np.asarray(b["loss"])) for b in batch])
 
 
-class Noted(float):
-    """A logged number that notes the thread that frees it."""
+def test_while_a_script_logs_its_own_thread_writes_the_batches_and_the_fetch_thread_once_it_stops() -> None:
+    now = [0.0]
+    written: list[tuple[str, list[int]]] = []
 
-    freed_by: list[str] = []
+    def write(parts: list) -> None:
+        written.append((threading.current_thread().name, [int(s) for part in parts for s in part.steps]))
 
-    def __del__(self) -> None:
-        Noted.freed_by.append(threading.current_thread().name)
-
-
-def test_written_entries_are_freed_by_the_thread_that_logs_never_by_the_fetch_thread() -> None:
-    written: list[int] = []
-    fetcher = Fetcher(lambda parts: written.extend(int(s) for p in parts for s in p.steps))
-    Noted.freed_by.clear()
-    for step in range(50):
-        fetcher.put(step, {"loss": Noted(step)})
-    fetcher.sync()
-    assert written == list(range(50))
-    assert Noted.freed_by == []  # written, and still held: the fetch thread freed none of them
-    for step in range(50, 80):  # each put frees two written entries
+    fetcher = Fetcher(write, clock=lambda: now[0])
+    for step in range(50):  # within BATCH_S of the start: queued only
         fetcher.put(step, {"loss": 0.5})
-    assert len(Noted.freed_by) == 50
-    fetcher.put(80, {"loss": Noted(80)})
+    assert written == []
+    now[0] = BATCH_S
+    fetcher.put(50, {"loss": 0.5})  # due: this thread writes the batch
+    assert written == [(threading.current_thread().name, list(range(51)))]
+    fetcher.put(51, {"loss": 0.5})
+    now[0] = 10 * BATCH_S  # the script logs no more: the fetch thread writes step 51
+    fetcher.sync()
+    assert written[1:] == [("jaxdash-fetch", [51])]
     fetcher.close()
-    time.sleep(0)
-    assert set(Noted.freed_by) == {threading.current_thread().name}
-    assert len(Noted.freed_by) == 51  # close freed the last one
+
+
+def test_a_step_still_computing_is_never_waited_for_and_a_donated_array_costs_its_own_step_only(caplog) -> None:
+    now = [0.0]
+    written: list[int] = []
+    fetcher = Fetcher(lambda parts: written.extend(int(s) for part in parts for s in part.steps), clock=lambda: now[0])
+    donated = jax.jit(lambda x: x + 1.0)(jnp.float32(1.0))
+    jax.jit(lambda x: x * 2.0, donate_argnums=0)(donated)
+    fetcher.put(0, {"loss": jnp.float32(0.5)})
+    fetcher.put(1, {"loss": donated})
+    fetcher.put(2, {"loss": jnp.float32(2.5)})
+    slow = jax.jit(lambda x: jnp.tanh(x @ x @ x @ x).sum())(jnp.ones((1500, 1500)) / 1500)  # ~0.1-1 s of work
+    now[0] = BATCH_S
+    fetcher.put(3, {"loss": slow})  # due, and not computed yet: steps 0-2 written, step 3 left queued
+    assert not slow.is_ready()
+    assert written == [0, 2]
+    assert "step 1" in caplog.text and "deleted" in caplog.text
+    fetcher.close()  # waits for it
+    assert written == [0, 2, 3]

@@ -87,7 +87,6 @@ def test_a_bad_scan_unroll_ends_the_cli_run_with_one_line(tmp_path: Path) -> Non
     [
         ("JAXDASH_NICE", "0", ["-m", "training", "tasks"]),  # int("²") raised in every CLI start
         ("JAXDASH_SWEEP_GRACE_S", "20", ["-c", "import settings.sweep.study"]),  # raised at import
-        ("JAXDASH_FETCH_NICE", "19", ["-c", "import jaxdash.fetcher"]),  # raised at import
     ],
 )
 def test_a_bad_number_read_at_start_is_one_warning_and_the_default(variable: str, default: str, argv: list) -> None:
