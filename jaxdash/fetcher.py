@@ -18,11 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from jaxdash.host_values import fetch, take_ready
+from jaxdash.host_values import Later, fetch, read_ready
 
 log = logging.getLogger("jaxdash")
 
-BATCH_S = 0.05  # how often queued values are fetched and written (the page refreshes every 0.5 s)
+BATCH_S = 0.05  # how often read values are written (the page refreshes every 0.5 s)
+READS_PER_PUT = 4  # computed steps a `put` reads at most (a loop logging every step has ~1 a put)
 MAX_PENDING = 100_000  # steps queued before `log` waits for this thread (backpressure, not unbounded memory)
 HISTOGRAM_MAX = 1_000_000  # elements: bigger arrays are skipped with a warning, not copied to the host
 
@@ -213,21 +214,22 @@ class Split:
 
 
 class Fetcher:
-    """Takes queued steps off the device in batches and writes them through `write` (a client run's
-    `jaxdash.rows_out.RowsOut.write`).
+    """Takes queued steps off the device and writes them through `write` (a client run's
+    `jaxdash.rows_out.RowsOut.write`), never waiting for a step still computing.
 
-    While a script logs, the thread that logs does it: a `put` at least BATCH_S after the last batch takes
-    the queued entries whose arrays are computed (never waiting for one still computing: the rest stay queued)
-    and writes them, ~3 us a step; a batch of ~200 steps keeps the garbage collector's count of new objects
-    under the threshold of a collection (a queued step is one dict and its arrays), which a loop logging
-    nothing never sets off either. Another thread doing that work would take the GIL from the training thread
-    and hand it back at every wake, read and free, each hand-over a stall of the loop, which cost more than the
-    work itself (`benchmarks.fetch_gil`). The background thread takes over when the script stops logging (an
-    evaluation, a pause, the end): it wakes every BATCH_S and writes what has waited 2 * BATCH_S.
+    While a script logs, the thread that logs does it, in slices too small to stall the loop: each `put` reads
+    the few queued steps already computed (READS_PER_PUT, ~1-3 us each, while the device computes the step
+    just dispatched), and a `put` at least BATCH_S after the last batch writes what was read. Another thread
+    doing that work would take the GIL from the training thread and hand it back at every wake, read and free,
+    each hand-over a stall of the loop, which cost more than the work itself (`benchmarks.fetch_gil`). The
+    background thread takes over when the script stops logging (an evaluation, a pause, the end): it wakes
+    every BATCH_S and writes what has waited 2 * BATCH_S. A batch of ~200 steps keeps the garbage collector's
+    count of new objects under the threshold of a collection (a queued step is one dict and its arrays), which
+    a loop logging nothing never sets off either.
 
-    The queue is a deque: `append` and `popleft` are atomic under the GIL, so `put` takes no lock another
-    thread may hold (a `queue.Queue` put was half of `run.log`'s 5 us); one batch is written at a time
-    (`_batch`), in the order the steps came.
+    The queue is a deque: `append` and `popleft` are atomic under the GIL, so `put` never waits for a lock
+    another thread holds (`_batch` is tried, not waited for); one batch is written at a time, in the order the
+    steps came.
     """
 
     def __init__(self, write: Callable[[list[Part]], None], clock: Callable[[], float] = time.monotonic) -> None:
@@ -240,7 +242,8 @@ class Fetcher:
         self.errors = 0
         self.queued = self.written = 0  # entries put / written (or dropped): what `sync` waits for
         self.closing = threading.Event()
-        self._batch = threading.Lock()  # one batch at a time
+        self._batch = threading.Lock()  # held while steps are read or written
+        self._rows: list[Any] = []  # steps taken off `pending`, not written yet: values on the host, or `Later`
         self._batched_at = clock()
         self.thread = threading.Thread(target=self._loop, name="jaxdash-fetch", daemon=True)
         self.thread.start()
@@ -251,8 +254,8 @@ class Fetcher:
             log.warning(message)
 
     def put(self, step: int, values: dict[str, Any], steps: int = 0) -> None:
-        """Queue one step's values, or with `steps` a chunk's (arrays with a leading axis of `steps`); every
-        BATCH_S, write the queued steps that are computed. Waits only while MAX_PENDING entries wait."""
+        """Queue one step's values, or with `steps` a chunk's (arrays with a leading axis of `steps`); read a few
+        computed ones, and every BATCH_S write them. Waits only while MAX_PENDING entries wait."""
         while len(self.pending) >= MAX_PENDING and self.thread.is_alive():
             time.sleep(BATCH_S / 10)
         values[_STEP] = step
@@ -260,9 +263,11 @@ class Fetcher:
             values[_STEPS] = steps
         self.pending.append(values)
         self.queued += 1
-        if self.clock() - self._batched_at >= BATCH_S and self._batch.acquire(blocking=False):
+        if self._batch.acquire(blocking=False):
             try:
-                self._take(wait=False)
+                read_ready(self.pending, self._rows, READS_PER_PUT)
+                if self.clock() - self._batched_at >= BATCH_S:
+                    self._write_read()
             finally:
                 self._batch.release()
 
@@ -283,31 +288,37 @@ class Fetcher:
             done = self.closing.wait(BATCH_S)
             if done or self.clock() - self._batched_at >= 2 * BATCH_S:  # the script logs no more (for now)
                 with self._batch:
-                    self._take(wait=done)
+                    read_ready(self.pending, self._rows)
+                    if done:  # the rest, still computing: `fetch` waits for them
+                        while self.pending:
+                            self._rows.append(Later(self.pending.popleft()))
+                    self._write_read()
 
-    def _take(self, wait: bool) -> None:
-        """Write the queued steps: with `wait` all of them, else the leading ones whose arrays are computed."""
+    def _write_read(self) -> None:
+        """Write the steps read so far (hold `_batch`)."""
         self._batched_at = self.clock()
-        queued, rows = take_ready(self.pending, wait)
-        if queued:
-            self._write_batch(queued, rows)
-            self.written += len(queued)
+        rows, self._rows = self._rows, []
+        if rows:
+            self._write_batch(rows)
+            self.written += len(rows)
 
-    def _write_batch(self, queued: list[dict[Any, Any]], rows: list[Any] | None) -> None:
-        """Split and write one batch (`rows`: its values on the host; None, or a row None: read here); a bad value costs its own
-        step (one warning), a failed write this batch (counted in `errors`, the last in `error`), never the
-        logging after it."""
-        rows = rows if rows is not None else [None] * len(queued)
+    def _write_batch(self, rows: list[Any]) -> None:
+        """Split and write one batch of rows (values on the host; `Later` entries read here, with one wait); a bad
+        value costs its own step (one warning), a failed write this batch (counted in `errors`, the last in
+        `error`), never the logging after it."""
+        later = [i for i, row in enumerate(rows) if type(row) is Later]
+        if later:
+            self._read_later(rows, later)
+        entries = [_entry(row) for row in rows if row is not None]
         try:
-            parts = self.split([_entry(row) for row in (fetch(queued) if None in rows else rows)])
-        except Exception:  # noqa: BLE001 - one bad value: entry by entry, that entry dropped
+            parts = self.split(entries)
+        except Exception:  # noqa: BLE001 - one bad value: step by step, that step dropped
             parts = []
-            for values, row in zip(queued, rows, strict=True):
+            for entry in entries:
                 try:
-                    parts += self.split([_entry(row if row is not None else fetch([values])[0])])
+                    parts += self.split([entry])
                 except Exception as exc:  # noqa: BLE001 - the training loop must never die of logging
-                    step = values.get(_STEP)
-                    self._warn_once(f"!{type(exc).__name__}", f"jaxdash: step {step}: {_one_line(exc)}; not logged")
+                    self._warn_once(f"!{type(exc).__name__}", f"jaxdash: step {entry[0]}: {_one_line(exc)}; not logged")
         try:
             self.write(parts)
         except Exception as exc:  # noqa: BLE001 - the training loop must never die of logging
@@ -316,9 +327,24 @@ class Fetcher:
                 f"!write {type(exc).__name__}", f"jaxdash: a write failed: {_one_line(exc)}; logging goes on"
             )
 
+    def _read_later(self, rows: list[Any], later: list[int]) -> None:
+        """Replace the `Later` rows at `later` by their values on the host (None, one warning, for one that
+        cannot be read, e.g. a deleted array)."""
+        try:
+            for i, values in zip(later, fetch([rows[i].values for i in later]), strict=True):
+                rows[i] = values
+        except Exception:  # noqa: BLE001 - one by one: the one that fails is dropped
+            for i in later:
+                try:
+                    rows[i] = fetch([rows[i].values])[0]
+                except Exception as exc:  # noqa: BLE001 - the training loop must never die of logging
+                    step = rows[i].values.get(_STEP)
+                    self._warn_once(f"!{type(exc).__name__}", f"jaxdash: step {step}: {_one_line(exc)}; not logged")
+                    rows[i] = None
+
 
 def _entry(row: dict[Any, Any]) -> Entry:
-    """(step, values, steps) of a queued step's row on the host (a new dict: the queued one keeps its step)."""
+    """(step, values, steps) of a step's row on the host (a dict of its own: the queued one keeps its step)."""
     return row.pop(_STEP), row, row.pop(_STEPS, 0)
 
 

@@ -3,7 +3,7 @@
 On the CPU backend `np.asarray(array)` releases the GIL and takes it back for every array, even a ready one: beside
 a training loop's thread running Python, each take waits for that thread to let go, and each hand-over stalls the
 loop (`benchmarks.fetch_gil`). So the entries of a batch are taken only once their arrays are computed
-(`take_ready`; the others wait for a later batch), and each small array is read from its buffer, ~0.5 us with
+(`read_ready`; the others wait for a later one), and each small array is read from its buffer, ~0.5 us with
 the GIL kept. Bigger arrays (histograms, a few a step at most) and any array this cannot read take `np.asarray`.
 On an accelerator one `jax.device_get` of the whole batch starts every copy before waiting for any.
 """
@@ -28,32 +28,38 @@ SCALAR_READS = {
 }
 
 
-def take_ready(pending: collections.deque, wait: bool) -> tuple[list[dict[Any, Any]], list[Any] | None]:
-    """Take the leading entries of `pending` whose arrays are computed (with `wait`: all of them) and, on the
-    CPU backend, their values on the host: (entries, rows). rows None, or a row None: read those entries with
-    `fetch`, which waits for them (and says why one cannot be read, e.g. a deleted array). Each entry is looked at once, in order; only this takes
-    from `pending` (another thread may append to it meanwhile)."""
+class Later:
+    """A queued entry whose values `fetch` reads when its batch is written (it waits, or says why it cannot)."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, values: dict[Any, Any]) -> None:
+        self.values = values
+
+
+def read_ready(pending: collections.deque, rows: list, limit: int | None = None) -> None:
+    """Move the leading entries of `pending` whose arrays are computed (at most `limit`) to `rows`, as their
+    values on the host: a new dict of Python numbers and small arrays, which the garbage collector does not
+    track; or `Later(entry)` (a deleted array, whose error `fetch` gives; any entry off the CPU backend, where
+    one `device_get` of the batch is faster). Each entry is looked at once; only this takes from `pending`
+    (another thread may append to it meanwhile)."""
     jax = sys.modules.get("jax")
-    if wait or jax is None or jax.default_backend() != "cpu":
-        n = len(pending) if wait or jax is None else _ready_count(list(pending), jax.Array)
-        return [pending.popleft() for _ in range(n)], None
-    array_type = jax.Array
-    queued: list[dict[Any, Any]] = []
-    rows: list[dict[Any, Any] | None] = []
-    while pending:
+    on_cpu = jax is not None and jax.default_backend() == "cpu"
+    array_type = jax.Array if jax is not None else ()
+    while pending and (limit is None or limit > 0):
         try:
-            row = {}
+            row: Any = {}
             for key, value in pending[0].items():
                 if isinstance(value, array_type):
                     if not value.is_ready():
-                        return queued, rows
-                    value = host_value(value)
+                        return
+                    value = host_value(value) if on_cpu else value
                 row[key] = value
-        except Exception:  # noqa: BLE001 - a deleted (donated) array: its row is None, `fetch` says why
+        except Exception:  # noqa: BLE001 - a deleted (donated) array: `fetch` says why
             row = None
-        queued.append(pending.popleft())
-        rows.append(row)
-    return queued, rows
+        values = pending.popleft()
+        rows.append(row if row is not None and (on_cpu or jax is None) else Later(values))
+        limit = None if limit is None else limit - 1
 
 
 def _ready_count(batch: list[dict[Any, Any]], array_type: type) -> int:
