@@ -1,16 +1,16 @@
-"""What the fetch thread's reads and frees of logged JAX arrays cost a training loop's thread, through the GIL.
+"""What reading and freeing logged JAX arrays on a second thread costs a training loop's thread, through the GIL.
 
     .venv/bin/python -m benchmarks.fetch_gil [--arrays 2000] [--rounds 7]
 
-A client run's fetch thread (`jaxdash.fetcher`) reads each logged array to the host and lets it go, while the
-training loop's thread runs Python (dispatching steps). A call that releases the GIL and takes it back must
+A thread that reads each logged array to the host and lets it go beside a training loop's thread running
+Python (dispatching steps) shares the GIL with it. A call that releases the GIL and takes it back must
 wait for the other thread to let go, and each hand-over stalls that thread. For `--arrays` ready CPU arrays
 (a jitted step's loss each), this prints, per array, the wall time of each way of reading or freeing it,
 alone and beside a thread running Python (the stand-in for the loop), and the time that thread lost an array
 (the counts it missed meanwhile, at its speed alone), medians over rounds in one run:
   np.asarray     what `jax.device_get` and `np.asarray` do (releases the GIL for every array);
   host_value     `jaxdash.host_values.host_value` (reads the buffer, keeps the GIL);
-  free here      dropping the arrays in this (the fetch) thread, as the fetch thread did;
+  free here      dropping the arrays in this (the second) thread;
   free in loop   what the client does: the thread that logs frees them (`Fetcher.put`), as a loop that logs
                  nothing frees its loss every step: no hand-over (its time lost is the frees themselves).
 """

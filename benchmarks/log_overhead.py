@@ -9,7 +9,7 @@ same data and seed, each logging the step's loss a different way:
               ratio two identical loops read here, the resolution of every other ratio);
   wandb       `wandb.log({"loss": loss})` every step (offline): a device array, so W&B waits for it;
   tensorboardX `writer.add_scalar("loss", float(loss), step)` every step (float() waits too);
-  jaxdash     `run.log({"loss": loss})` every step: queued, fetched off the loop's thread in batches;
+  jaxdash     `run.log({"loss": loss})` every step: queued, read once computed, written every 0.05 s;
   jaxdash store  the same with TensorBoard and W&B off (the run store alone: what the writer process costs).
 Prints steps/s of each (steady epochs: the first epoch compiles), its ratio to none, and the median
 over rounds of its ratio to none in the same round (this VM's speed drifts +-30% between rounds);
@@ -272,7 +272,7 @@ def main() -> None:
 def print_cpu(cpus: dict[str, list[tuple[float, float, float]]]) -> None:
     """Each row's CPU microseconds a step (median over rounds) by where it was spent."""
     print("CPU a step, us (steady epochs, median over rounds): the loop's thread; the process's other threads")
-    print("  (XLA's pool spins while it waits, so it takes whatever a core leaves free; jaxdash's fetch thread);")
+    print("  (XLA's pool spins while it waits, so it takes whatever a core leaves free);")
     print("  other processes (jaxdash's writer process and its wandb-core at idle priority, wandb's own service)")
     med = {name: [statistics.median(c[i] for c in rows) for i in range(3)] for name, rows in cpus.items()}
     for name, (thread, others, children) in med.items():

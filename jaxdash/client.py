@@ -60,7 +60,7 @@ class Run(RunFiles):
         self.config = Config(config)
         self.config._set_callback(self._config_changed)
         self.summary = Summary(self._logged_summary, self._summary_changed)
-        # The rows leave through here: fetched on the fetch thread, handed to the writers (jaxdash.rows_out).
+        # The rows leave through here: read once computed, in batches, handed to the writers (jaxdash.rows_out).
         self._rows = RowsOut(run_dir, writer, total, start_step, self._defs, self.summary._set)
         if self.resumed:
             self._rows.earlier = wandb_reads.summary(run_dir)
@@ -173,7 +173,7 @@ class Run(RunFiles):
         self._rows.texts.update((k, v) for k, v in media.items() if isinstance(v, str))
         if media:
             try:
-                with self._lock:  # the fetch thread writes too
+                with self._lock:  # batches are written too (by log calls, or the fetch thread)
                     write_media(self._writer, step, media)
             except Exception as exc:  # noqa: BLE001 - a medium that cannot be written never stops logging
                 logger.warning("jaxdash: %s at step %d could not be written (%s); not logged", ", ".join(media),

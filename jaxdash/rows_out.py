@@ -1,6 +1,6 @@
-"""A client run's rows, from the fetch thread to the writers: the step after `jaxdash.fetcher`, never back.
+"""A client run's rows, from their batches to the writers: the step after `jaxdash.fetcher`, never back.
 
-`Run.log` queues values (`jaxdash.client`); the fetch thread (`jaxdash.fetcher.Fetcher`) takes them off
+`Run.log` queues values (`jaxdash.client`); `jaxdash.fetcher.Fetcher` takes them off
 the device in batches and hands each batch, as blocks of scalar columns and per-step histograms, to
 `RowsOut.write`. It hands them on to the run's writers (`runwriters.base.MultiWriter`: the run
 store first, then TensorBoard and W&B) with one `Progress` for the batch, flushes at most every FLUSH_S,
@@ -31,7 +31,7 @@ FLUSH_S = 0.25  # writers flush at most this often (each flush appends metrics.j
 
 
 class RowsOut:
-    """The writers' side of a client run, called on the fetch thread (`write`) and, under `lock`, by the run.
+    """The writers' side of a client run, called with each batch (`write`: by a log call, or the fetch thread once logging stops) and, under `lock`, by the run.
 
     Args:
       run_dir: the run folder (its summary.json).

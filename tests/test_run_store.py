@@ -202,7 +202,7 @@ def test_store_writer_buffers_until_flush_and_owns_only_progress_fields(tmp_path
 
 
 def test_a_block_of_columns_writes_the_lines_records_would_in_order_with_the_records(tmp_path):
-    """jaxdash's fetch thread hands the run store whole columns: the same JSON lines as one record
+    """jaxdash's batches hand the run store whole columns: the same JSON lines as one record
     per step (NaN and inf as strings, any tag name), in order with records written between blocks."""
     cols = {"train/loss": [0.1, float("nan"), 1e-20], 'odd %s "tag"': [1.0, float("inf"), -float("inf")]}
     records = [
