@@ -25,9 +25,10 @@ from typing import Any
 import numpy as np
 
 from jaxdash.client_files import RunFiles, RunPath, flatten
-from jaxdash.fetcher import Fetcher, unstorable
+from jaxdash.fetcher import Fetcher
 from jaxdash.log_media import is_media, write_media
 from jaxdash.notices import one_line
+from jaxdash.row_parts import unstorable
 from jaxdash.rows_out import RowsOut
 from jaxdash.wandb_config import Config
 from jaxdash.wandb_summary import MetricDefs, Summary, final_basis, final_numbers

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxdash.fetcher import numeric_kind
+from jaxdash.row_parts import numeric_kind
 from runstore.run_folder import RunFolder
 
 logger = logging.getLogger("jaxdash")

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxdash.fetcher import Block, Part, Values
+from jaxdash.row_parts import Block, Part, Values
 from jaxdash.wandb_summary import MetricDefs, summary_of
 from runstore import media_store
 from runstore.run_folder import RunFolder

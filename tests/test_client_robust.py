@@ -155,7 +155,7 @@ def test_a_full_disk_that_frees_up_again_loses_no_record(tmp_path: Path, small_d
         for i in range(20_000):
             wandb.log({{"loss": i * 0.5}})
         time.sleep(0.5)  # the first third lands
-        with open({str(small_disk / "filler")!r}, "wb") as f:  # fill the disk
+        with open({str(small_disk / "filler")!r}, "wb", buffering=0) as f:  # fill the disk (nothing left to flush at close)
             try:
                 while True:
                     f.write(b"x" * 65536)
