@@ -108,15 +108,17 @@ class Fetcher:
                     if done:  # the rest, still computing: `fetch` waits for them
                         while self.pending:
                             self._rows.append(Later(self.pending.popleft()))
-                    self._write_read()
+                    if not self._write_read():
+                        self._write_batch([])  # nothing new: the writers flush what they held back
 
-    def _write_read(self) -> None:
-        """Write the steps read so far (hold `_batch`)."""
+    def _write_read(self) -> bool:
+        """Write the steps read so far (hold `_batch`); whether there were any."""
         self._batched_at = self.clock()
         rows, self._rows = self._rows, []
         if rows:
             self._write_batch(rows)
             self.written += len(rows)
+        return bool(rows)
 
     def _write_batch(self, rows: list[Any]) -> None:
         """Split and write one batch of rows (values on the host; `Later` entries read here, with one wait); a bad

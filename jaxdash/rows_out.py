@@ -58,34 +58,43 @@ class RowsOut:
         self.earlier: dict[str, Any] = {}
         self.finishing = False  # `finish` began: the last batch flushes whatever the time
         self._t0, self._last_flush = time.monotonic(), 0.0
+        self._unflushed = False  # rows written since the last flush
         self._rate_from = (max(start_step, 0), 0.0)  # (step, wall seconds) the steps/s shown counts from
 
     def write(self, parts: list[Part]) -> None:
-        """Hand fetched blocks to the writers (one Progress, on the batch's last step); flush at most every FLUSH_S."""
+        """Hand fetched blocks to the writers (one Progress, on the batch's last step); flush at most every FLUSH_S,
+        what that held back at a later call (the fetch thread calls with no parts while the script is idle)."""
         with self.lock:
-            progress = self._progress(parts)
-            final = max((i for i, p in enumerate(parts) if isinstance(p, Block)), default=-1)
-            for i, part in enumerate(parts):
-                if isinstance(part, Block):
-                    self.writer.write_scalar_rows(part.steps, part.columns, progress if i == final else None)
-                    self._note(part.columns, part.ints, part.bools)
-                elif isinstance(part, Values):
-                    self.writer.write_values(part.step, part.values)
-                    self.lists.update(part.values)
-                    for key in part.values:  # the summary keeps a key's last value, whichever kind it was
-                        self.stats.pop(key, None)
-                        self.histograms.pop(key, None)
-                else:
-                    self.writer.write_histograms(*part)
-                    self.histograms.update(part[1])
-                    for key in part[1]:
-                        self.stats.pop(key, None)
-                        self.lists.pop(key, None)
-            if time.monotonic() - self._last_flush >= FLUSH_S or self.finishing:
+            if parts:
+                self._hand(parts)
+                self._unflushed = True
+            due = self._unflushed or self.summary_due
+            if due and (time.monotonic() - self._last_flush >= FLUSH_S or self.finishing):
                 self.writer.flush()
-                self._last_flush = time.monotonic()
+                self._last_flush, self._unflushed = time.monotonic(), False
                 if self.summary_due:
                     self.write_summary({**self.logged_summary(), **self.user_summary})
+
+    def _hand(self, parts: list[Part]) -> None:
+        """Each part to its writer call, and what W&B's summary needs of it."""
+        progress = self._progress(parts)
+        final = max((i for i, p in enumerate(parts) if isinstance(p, Block)), default=-1)
+        for i, part in enumerate(parts):
+            if isinstance(part, Block):
+                self.writer.write_scalar_rows(part.steps, part.columns, progress if i == final else None)
+                self._note(part.columns, part.ints, part.bools)
+            elif isinstance(part, Values):
+                self.writer.write_values(part.step, part.values)
+                self.lists.update(part.values)
+                for key in part.values:  # the summary keeps a key's last value, whichever kind it was
+                    self.stats.pop(key, None)
+                    self.histograms.pop(key, None)
+            else:
+                self.writer.write_histograms(*part)
+                self.histograms.update(part[1])
+                for key in part[1]:
+                    self.stats.pop(key, None)
+                    self.lists.pop(key, None)
 
     def write_system(self, sample: Mapping[str, float]) -> None:
         """One sample of the script's system metrics (`jaxdash.system_watch`) as a record of the run store alone,

@@ -5,6 +5,8 @@ no GIL hand-over with a training loop (`benchmarks.fetch_gil` measures what one 
 from __future__ import annotations
 
 import threading
+import time
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -14,6 +16,7 @@ import pytest
 
 from jaxdash.fetcher import BATCH_S, Fetcher
 from jaxdash.host_values import fetch, host_value
+from tests.client_scripts import rows
 
 DTYPES = [np.float32, np.int32, np.bool_, ml_dtypes.bfloat16, np.float16, np.int8, np.uint8, np.int16, np.uint32]
 SHAPES = [(), (1,), (5,), (32,), (33,), (2, 2), (1, 1), (0,)]
@@ -60,7 +63,8 @@ def test_while_a_script_logs_its_own_thread_writes_the_batches_and_the_fetch_thr
     written: list[tuple[str, list[int]]] = []
 
     def write(parts: list) -> None:
-        written.append((threading.current_thread().name, [int(s) for part in parts for s in part.steps]))
+        if parts:  # an idle fetch thread calls with none (the writers flush what they held back)
+            written.append((threading.current_thread().name, [int(s) for part in parts for s in part.steps]))
 
     fetcher = Fetcher(write, clock=lambda: now[0])
     for step in range(50):  # within BATCH_S of the start: queued only
@@ -93,3 +97,23 @@ def test_a_step_still_computing_is_never_waited_for_and_a_donated_array_costs_it
     assert "step 1" in caplog.text and "deleted" in caplog.text
     fetcher.close()  # waits for it
     assert written == [0, 2, 3]
+
+
+def test_the_last_steps_before_a_script_goes_quiet_reach_the_run_folder_before_it_ends(tmp_path: Path) -> None:
+    """Two batches moments apart (one log call ending step 4 and committing step 5), then nothing: the second
+    was held back by the writers' flush interval, and stayed unwritten until `finish`."""
+    import jaxdash
+
+    run = jaxdash.init(project="quiet", runs_root=tmp_path, wandb="disabled", tensorboard=False)
+    try:
+        for step in range(5):
+            run.log({"a": step}, step=step)  # step 4 stays open until step 5 comes
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and len(rows(Path(run.dir))) < 4:
+            time.sleep(0.05)  # steps 0-3 written and flushed
+        run.log({"late": 1.0}, step=5, commit=True)
+        while time.monotonic() < deadline and [r["step"] for r in rows(Path(run.dir))][-1:] != [5]:
+            time.sleep(0.05)  # the idle fetch thread flushes it (FLUSH_S after the batch before)
+        assert [r["step"] for r in rows(Path(run.dir))] == [0, 1, 2, 3, 4, 5]
+    finally:
+        run.finish()
