@@ -62,19 +62,6 @@ def read_ready(pending: collections.deque, rows: list, limit: int | None = None)
         limit = None if limit is None else limit - 1
 
 
-def _ready_count(batch: list[dict[Any, Any]], array_type: type) -> int:
-    """How many leading entries of `batch` hold only computed arrays (a deleted one counts: `fetch` says why)."""
-    for i, values in enumerate(batch):
-        for value in values.values():
-            if isinstance(value, array_type):
-                try:
-                    if not value.is_ready():
-                        return i
-                except Exception:  # noqa: BLE001, S112 - deleted: counted, `fetch` raises for it
-                    continue
-    return len(batch)
-
-
 def fetch(batch: list[dict[Any, Any]]) -> list[dict[Any, Any]]:
     """Every value of every entry on the host, as new dicts, after one wait for any array still computing."""
     jax = sys.modules.get("jax")
@@ -82,9 +69,8 @@ def fetch(batch: list[dict[Any, Any]]) -> list[dict[Any, Any]]:
         return [dict(values) for values in batch]
     if jax.default_backend() != "cpu":
         return jax.device_get(batch)
-    if _ready_count(batch, jax.Array) < len(batch):
-        arrays = [value for values in batch for value in values.values() if isinstance(value, jax.Array)]
-        jax.block_until_ready(arrays)  # one wait for the batch; raises for a deleted (donated) array
+    arrays = [value for values in batch for value in values.values() if isinstance(value, jax.Array)]
+    jax.block_until_ready(arrays)  # one wait for the batch; raises for a deleted (donated) array
     return [{k: host_value(v) if isinstance(v, jax.Array) else v for k, v in values.items()} for values in batch]
 
 

@@ -31,7 +31,8 @@ FLUSH_S = 0.25  # writers flush at most this often (each flush appends metrics.j
 
 
 class RowsOut:
-    """The writers' side of a client run, called with each batch (`write`: by a log call, or the fetch thread once logging stops) and, under `lock`, by the run.
+    """The writers' side of a client run, called with each batch (`write`: by a log call, or the fetch thread
+    once logging stops) and, under `lock`, by the run.
 
     Args:
       run_dir: the run folder (its summary.json).
