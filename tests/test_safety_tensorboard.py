@@ -1,8 +1,9 @@
 """The TensorBoard the page starts, on a logdir holding a crafted event file: capped, never the machine's memory.
 
 TensorBoard's own reader (its Rust data server, and the Python one it falls back to) allocates the
-length a record header claims. The dashboard starts it with its address space capped
-(JAXDASH_TENSORBOARD_MEMORY), so a 4 KB file claiming 1.2 GB is refused by the allocator instead.
+length a record header claims. The dashboard starts it with the address space of each of its processes
+capped (JAXDASH_TENSORBOARD_MEMORY, 1 GiB), so a small file claiming 1.2 GB is refused by the allocator
+instead, on every start: the claim alone exceeds the cap, whatever the process had mapped before.
 It serves only under a random path prefix that the dashboard's own pages link to (#50, item 7): a request
 reaching its port by DNS rebinding, with a foreign Host and without the prefix, gets no data.
 """
@@ -18,11 +19,10 @@ import psutil
 import pytest
 from tensorboardX import SummaryWriter
 
-from dashboard.processes import tensorboard_server
+from dashboard.processes import tensorboard_child, tensorboard_server
 from tests.test_safety_logdir import crafted
 
-CAP = 1536 << 20  # a cap the test can exceed on the old code without taking the machine
-CLAIM = 1_200_000_000
+CLAIM = 1_200_000_000  # more than the cap, less than the machine's memory
 
 
 def _tree_rss(proc: psutil.Process) -> int:
@@ -36,28 +36,38 @@ def _tree_rss(proc: psutil.Process) -> int:
     return total
 
 
+def _address_space(pid: int) -> str | None:
+    """The "Max address space" soft limit of process `pid` (None once it is gone)."""
+    try:
+        lines = Path(f"/proc/{pid}/limits").read_text().splitlines()
+    except OSError:
+        return None
+    return next(line.split()[3] for line in lines if line.startswith("Max address space"))
+
+
 def test_tensorboard_on_a_crafted_file_stays_under_its_memory_cap(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     logdir = tmp_path / "logs"
     (logdir / "bad").mkdir(parents=True)
     crafted(logdir / "bad" / "events.out.tfevents.1700000000.host", CLAIM, size=CLAIM + 4096)
-    monkeypatch.setenv("JAXDASH_TENSORBOARD_MEMORY", str(CAP))
+    monkeypatch.delenv("JAXDASH_TENSORBOARD_MEMORY", raising=False)
     tb = tensorboard_server.start_tensorboard(logdir, wait_s=60)
     try:
         proc = psutil.Process(tb.proc.pid)
-        address_space = [line.split()[3] for line in Path(f"/proc/{tb.proc.pid}/limits").read_text().splitlines()
-                         if line.startswith("Max address space")]  # fmt: skip
-        assert address_space == [str(CAP)]
-        peak, deadline = 0, time.monotonic() + 30
+        assert _address_space(proc.pid) == str(tensorboard_child.MEMORY_CAP)
+        peak, text, deadline = 0, "", time.monotonic() + 30
         while time.monotonic() < deadline:  # TensorBoard's first load of the logdir reads the crafted record
             peak = max(peak, _tree_rss(proc))
+            for child in proc.children(recursive=True):  # the data server, while it lives
+                assert _address_space(child.pid) in (str(tensorboard_child.MEMORY_CAP), None)
             text = tb.log.read_text(errors="replace") if tb.log else ""
             if "memory allocation" in text or "MemoryError" in text or "ChecksumError" in text:
                 break
             time.sleep(0.2)
         peak = max(peak, _tree_rss(proc))
         assert peak < 700 << 20, f"TensorBoard grew to {peak >> 20} MiB reading a crafted file"
+        assert f"memory allocation of {CLAIM + 4} bytes failed" in text, text[-500:]
     finally:
         tb.close()
         tb.proc.wait(10)

@@ -6,9 +6,13 @@ before `atexit` runs), kill -9 or a crash. Run by path, with no import from this
 
 TensorBoard reads event files with its own reader, which allocates whatever length a record header
 claims: a crafted 4 KB file claiming 1.9 GB grew it (and its Rust data server) to 1.9 GB here. So
-its address space is capped (JAXDASH_TENSORBOARD_MEMORY bytes, default 4 GiB, 0 = no cap): such a
-file makes TensorBoard fail to read, never take the machine. The dashboard's own reader has its own
-bounds (runstore/event_files.py).
+the address space of each of its two processes is capped (JAXDASH_TENSORBOARD_MEMORY bytes, default
+1 GiB, 0 = no cap; the data server inherits the cap): such a file makes TensorBoard fail to read it,
+never take the machine. A claim is refused when it does not fit beside what the process has mapped,
+so that must be small and the same on every start: glibc maps up to 64 MB more for each thread that
+finds the allocator busy (the data server mapped 93-489 MB before reading a byte, by chance), and
+tensorboard_server.py starts this process with MALLOC_ARENA_MAX=2 (93 MB; TensorBoard's own 329 MB).
+The dashboard's own reader has its own bounds (runstore/event_files.py).
 
 $JAXDASH_TENSORBOARD_PREFIX, when set, is TensorBoard's `--path_prefix`: the unguessable path it serves
 under (tensorboard_server.py), passed in the environment so that `ps` does not show it.
@@ -24,7 +28,7 @@ import threading
 import time
 
 POLL_S = 1.0  # how soon TensorBoard notices that the dashboard is gone
-MEMORY_CAP = 4 << 30  # bytes of address space for TensorBoard and its data server (they inherit it)
+MEMORY_CAP = 1 << 30  # bytes of address space for TensorBoard, and for its data server (it inherits it)
 
 
 def cap_memory() -> int:

@@ -83,6 +83,7 @@ def close_tensorboards() -> None:
 CHILD = Path(__file__).with_name("tensorboard_child.py")  # TensorBoard that follows its parent
 PREFIX_ENV = "JAXDASH_TENSORBOARD_PREFIX"  # the child's --path_prefix (tensorboard_child.py reads it)
 PORT_ENV = "JAXDASH_TENSORBOARD_PORT"
+ARENAS = "2"  # glibc malloc arenas: what TensorBoard maps beside its memory cap, small and fixed (tensorboard_child.py)
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
@@ -128,7 +129,7 @@ def start_tensorboard(
     fd, name = tempfile.mkstemp(prefix="jaxdash-tensorboard-", suffix=".log")
     log_path = Path(name)
     prefix = "/" + secrets.token_urlsafe(16)
-    env = {**os.environ, PREFIX_ENV: prefix}
+    env = {**os.environ, PREFIX_ENV: prefix, "MALLOC_ARENA_MAX": ARENAS}
     with os.fdopen(fd, "wb") as log:
         proc = subprocess.Popen(
             cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, env=env
