@@ -60,7 +60,8 @@ def test_the_stream_sends_only_bytes_not_yet_sent(server: tuple[Server, Path]) -
     first = _next_event(resp, "rows")
     _append(run, 2)
     second = _next_event(resp, "rows")
-    assert first["feed"] == second["feed"] == "a"
+    assert list(first) == list(second) == ["a"]
+    first, second = first["a"], second["a"]
     assert first["x"] == {"train/loss": [1]} and second["x"] == {"train/loss": [2]}, (first, second)
     assert size < first["offset"] < second["offset"] == RunFolder(run).records_size()
     assert second["y"]["train/loss"] == [1 / 3] and second["wall"]["train/loss"] == [2.0]
@@ -86,6 +87,9 @@ def test_a_foreign_host_or_origin_is_refused_and_a_bad_query_named(server: tuple
     ours.close()
     bad = _open(srv, {"f": {"a": [run.name, -1, ["train/loss"]]}})
     assert bad.status == 400 and b"q.f.a: [run id, byte offset" in bad.read()
+    for gaps in ({"p": -1}, {"p": 1.5}, {"p": True}, [1000]):
+        bad = _open(srv, {"s": {"p": [run.name]}, "g": gaps})
+        assert bad.status == 400 and b"q.g: {key: milliseconds}" in bad.read(), gaps
 
 
 # The page's HTTP requests from now on (Playwright sees every one, the stream's and fetches' alike).
@@ -143,7 +147,7 @@ def test_a_hidden_tab_receives_and_draws_nothing_until_shown_then_catches_up(
         _append(run, step)
     pushed: list[int] = []
     while len(pushed) < 2:  # one event or two; the probe's socket timeout bounds each wait
-        pushed += _next_event(probe, "rows")["x"]["train/loss"]
+        pushed += _next_event(probe, "rows")["a"]["x"]["train/loss"]
     probe.close()
     assert pushed == [1, 2], pushed  # the server pushed both records to the streams open now
     page.wait_for_timeout(1500)  # six of the watcher's ticks more: a stream still open would have brought them

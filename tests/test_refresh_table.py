@@ -23,6 +23,7 @@ NOT_REFRESH = {
     "processes/tensorboard_child.py": {"POLL_S"},
     "reading/run_lister.py": {"BIG_S", "GAP_S"},  # a big root's background list: how big, how often
     "reading/runs_page.py": {"QUICK_UPDATE_S"},  # an index update quick enough to wait for
+    "server/push_route.py": {"MAX_GAP_MS"},  # the largest stream gap a query may name: a bound, not a timing
     "views/sweep.py": {"REFUSED_SHOWN_S"},
 }
 

@@ -45,7 +45,11 @@ SERVER_JS = """() => {
   const live = () => window.__sources.filter((s) => !s.closed);
   window.__setSig = (sig) => { window.__sig = sig; for (const s of live()) s.send("sig", sig); };
   window.__rows = (n) => {
-    for (const s of live()) for (const id in s.q.f) s.send("rows", {feed: id, offset: n, x: {loss: [n]}, y: {loss: [1 / n]}});
+    for (const s of live()) {
+      const rows = {};
+      for (const id in s.q.f) rows[id] = {offset: n, x: {loss: [n]}, y: {loss: [1 / n]}};
+      s.send("rows", rows);
+    }
   };
 }"""
 

@@ -152,13 +152,17 @@ TILES_KEY = "run_tiles"
 # Streamlit fades an element to a third of its opacity while a rerun has not sent it again yet. The
 # Live panel reruns twice a second while its run trains, on a machine the run keeps busy: the fade
 # would blink its charts and numbers, which Plotly.react updates in place and are never stale by
-# more than a refresh. Everything else still fades.
+# more than a refresh. Everything else still fades. Elements that draw nothing (refresh triggers, the run
+# watcher, the chart code's warm-ups) give their share of the column's 1rem gap back, and the page starts
+# a short way below the navigation bar.
 LIVE_PANEL_CSS = f"""<style>
 .st-key-{LIVE_PANEL_KEY} [data-stale="true"], .st-key-{LIVE_PANEL_KEY}[data-stale="true"] {{
   opacity: 1 !important; transition: none !important;
 }}
 .st-key-{RUN_HEAD_KEY} {{ min-height: 2.5rem; justify-content: center; }}
 .st-key-{TILES_KEY} {{ min-height: 4.75rem; }}
+.stElementContainer:is(.st-key-runs_watch, [class*="_trigger"], [class*="_warmup"]) {{ margin-bottom: -1rem; }}
+[data-testid="stMainBlockContainer"] {{ padding-top: 5rem; }}
 </style>"""
 
 

@@ -1,17 +1,21 @@
 """One push stream per browser tab: server-sent events of what the tab follows, as it happens.
 
-GET <base>/api/stream?q={"s": {KEY: [run id, ...]}, "f": {FEED: [run id, OFFSET, [tag, ...]]}, "n": {KEY: run id}}
+GET <base>/api/stream?q={"s": {KEY: [run id, ...]}, "g": {KEY: MS}, "f": {FEED: [run id, OFFSET, [tag, ...]]},
+                         "n": {KEY: run id}}
 
 opens a `text/event-stream` response that stays open. The tab's stream client
-(dashboard/panels/static/stream/stream.js) names in it every refresh trigger's runs (s), every chart's feed
-with its cursor, a byte offset into the run's metrics.jsonl (f), and the runs whose live numbers it shows (n).
-The server's one watcher thread (push_watch.py) then sends
+(dashboard/panels/static/stream/stream.js) names in it every refresh trigger's runs (s) and its stream gap in
+milliseconds, the least time its page waits between two reruns for records alone (g, optional), every chart's
+feed with its cursor, a byte offset into the run's metrics.jsonl (f), and the runs whose live numbers it shows
+(n). The server's one watcher thread (push_watch.py) then sends
 
 - `event: sig`, data {KEY: "EVENTS.STREAMS"}: the change signature of a trigger's runs (changes_route), at
-  once and whenever it changes; the page reruns its panel for a new run, state or key, never for records alone
-  where its charts are fed;
-- `event: rows`, data {"feed": FEED, "offset": END, "x": ..., "y": ..., "wall": ...}: a feed's rows in the
-  bytes after its cursor not sent yet (rows_route.rows' format), the cursor moved to END;
+  once and whenever its EVENTS part changes; a change of records alone (STREAMS) at most
+  push_watch.SIG_SHARE times per the key's gap. The page reruns its panel for a new run, state or key, and
+  for records alone only after its stream gap where its charts are fed;
+- `event: rows`, data {FEED: {"offset": END, "x": ..., "y": ..., "wall": ...}, ...}: each feed's rows in the
+  bytes after its cursor not sent yet (rows_route.rows' format), its cursor moved to END; every feed of a tick
+  in one event;
 - `event: numbers`, data {KEY: {text, fraction, tiles, keys}}: a run's progress line and tiles, at most once
   per PUSH_NUMBERS, only after the run wrote;
 - `: keep-alive` every PUSH_KEEPALIVE while nothing else went.
@@ -39,6 +43,7 @@ MAX_KEYS = 8  # triggers and numbers together
 MAX_FEEDS = 128
 MAX_TAGS = 16
 MAX_OFFSET = 10**18
+MAX_GAP_MS = 3_600_000
 KEEPALIVE_S = refresh_timings.seconds("push_keepalive")
 EXIT_CHECK_S = refresh_timings.seconds("push_exit_check")
 
@@ -81,12 +86,21 @@ def _doc(text: str) -> dict[str, Any]:
     except ValueError:  # a number of thousands of digits (Python's int limit)
         raise BadStream(f"q: numbers are byte offsets of at most {len(str(MAX_OFFSET))} digits") from None
     if not isinstance(doc, dict):
-        raise BadStream('q: a JSON object {"s": {...}, "f": {...}, "n": {...}}')
+        raise BadStream('q: a JSON object {"s": {...}, "g": {...}, "f": {...}, "n": {...}}')
     return doc
 
 
-def parse(text: str) -> tuple[dict[str, list[str]], dict[str, push_watch.Feed], dict[str, str]]:
-    """(triggers {key: run ids}, feeds {id: Feed}, numbers {key: run id}) of the query `text`.
+def _gaps(value: Any) -> dict[str, float]:
+    """{key: seconds} of the query's "g" (each trigger's stream gap, in milliseconds there)."""
+    whole = isinstance(value, dict) and all(isinstance(v, int) and not isinstance(v, bool) for v in value.values())
+    if not whole or len(value) > MAX_KEYS or not all(0 <= v <= MAX_GAP_MS for v in value.values()):
+        raise BadStream(f"q.g: {{key: milliseconds}}, whole numbers from 0 to {MAX_GAP_MS}, at most {MAX_KEYS} keys")
+    return {str(k): v / 1000 for k, v in value.items()}
+
+
+def parse(text: str) -> tuple[dict[str, list[str]], dict[str, float], dict[str, push_watch.Feed], dict[str, str]]:
+    """(triggers {key: run ids}, their stream gaps {key: seconds}, feeds {id: Feed}, numbers {key: run id}) of the
+    query `text`.
 
     Raises:
       BadStream: not JSON, too long, or not the shape in the module doc.
@@ -95,6 +109,7 @@ def parse(text: str) -> tuple[dict[str, list[str]], dict[str, push_watch.Feed], 
     sigs, feeds, nums = doc.get("s", {}), doc.get("f", {}), doc.get("n", {})
     if not all(isinstance(x, dict) for x in (sigs, feeds, nums)) or len(sigs) + len(nums) > MAX_KEYS:
         raise BadStream(f"q: s, f and n are objects; s and n have at most {MAX_KEYS} keys together")
+    gaps = _gaps(doc.get("g", {}))
     if len(feeds) > MAX_FEEDS:
         raise BadStream(f"q.f: at most {MAX_FEEDS} feeds")
     for key, run in nums.items():
@@ -102,6 +117,7 @@ def parse(text: str) -> tuple[dict[str, list[str]], dict[str, push_watch.Feed], 
             raise BadStream(f"q.n.{key}: a run id (a string)")
     return (
         {str(k): _ids(v, f"q.s.{k}") for k, v in sigs.items()},
+        gaps,
         {str(k): _feed(v, f"q.f.{k}") for k, v in feeds.items()},
         {str(k): v for k, v in nums.items()},
     )
@@ -141,9 +157,9 @@ async def _events(stream: push_watch.Stream) -> AsyncIterator[str]:
 async def serve(request: Request) -> Response:
     """The stream for the query `q` (module doc); 400 naming the fault for a query of the wrong shape."""
     try:
-        sigs, feeds, nums = parse(request.query_params.get("q", ""))
+        sigs, gaps, feeds, nums = parse(request.query_params.get("q", ""))
     except BadStream as exc:
         return PlainTextResponse(str(exc), status_code=400)
-    stream = push_watch.Stream(sigs, feeds, nums, asyncio.get_running_loop())
+    stream = push_watch.Stream(sigs, feeds, nums, asyncio.get_running_loop(), sig_gaps=gaps)
     headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
     return StreamingResponse(_events(stream), media_type="text/event-stream", headers=headers)

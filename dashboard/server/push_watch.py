@@ -2,8 +2,10 @@
 
 Every PUSH_TICK (250 ms) the thread stats the files of each followed run (changes_route.stat_stamp: no file
 is read) and compares the list of runs (runstore/run_watch.py keeps it). Only where a stamp moved does it read:
-a changed signature of a trigger's runs ("sig": the page reruns its panel for a new state), a feed's rows after
-its cursor ("rows": only bytes not sent yet, in rows_route.rows' format, the cursor then moved past them), and
+a changed signature of a trigger's runs ("sig": the page reruns its panel for a new state at once; a change of
+records alone goes at most SIG_SHARE times per the trigger's stream gap, the least time the page waits between
+two reruns for records), the rows after each feed's cursor ("rows": only bytes not sent yet, in rows_route.rows'
+format, one read per run and cursor, every feed of the tick in one event, the cursors then moved past them), and
 a run's live numbers ("numbers": at most once per PUSH_NUMBERS). A change of the list of runs (the run watcher's
 listener) wakes the thread at once. The stream's own task writes the keep-alives.
 """
@@ -25,6 +27,7 @@ from runstore import run_store, run_watch
 TICK_S = refresh_timings.seconds("push_tick")
 NUMBERS_S = refresh_timings.seconds("push_numbers")
 MAX_QUEUED = 512  # events a stream's client has not taken: a tab that stopped reading is dropped
+SIG_SHARE = 4  # signatures of records alone a trigger is sent per stream gap: a rerun draws records <= 1/4 gap old
 
 
 @dataclass
@@ -45,10 +48,13 @@ class Stream:
     feeds: dict[str, Feed]
     numbers: dict[str, str]
     loop: asyncio.AbstractEventLoop
+    sig_gaps: dict[str, float] = field(default_factory=dict)  # key -> its trigger's stream gap, seconds
     queue: asyncio.Queue = field(default_factory=asyncio.Queue)
     stamps: dict[str, str] = field(default_factory=dict)
     listing: Any = None
     sent_sigs: dict[str, str] = field(default_factory=dict)
+    sigs_next: dict[str, float] = field(default_factory=dict)  # key -> the soonest a change of records alone may go
+    sigs_held: set[str] = field(default_factory=set)  # keys whose change of records alone waits for sigs_next
     numbers_pending: set[str] = field(default_factory=set)  # keys whose run wrote since their numbers went
     numbers_next: dict[str, float] = field(default_factory=dict)  # key -> the soonest its next numbers may go
     closed: bool = False
@@ -86,29 +92,63 @@ def numbers_of(run_id: str) -> dict[str, Any] | None:
     return None if folder is None else run_numbers.numbers(run_status(folder), metrics(folder))
 
 
+def _events_part(sig: str) -> str:
+    """The EVENTS hash of a signature "EVENTS.STREAMS" (changes_route.signature)."""
+    return sig.split(".", 1)[0]
+
+
+def _send_sigs(stream: Stream, moved: set[str], new_list: bool, listing: Any, now: float) -> None:
+    """Each trigger's signature where its runs moved: a new state at once, records alone once their hold passed."""
+    for key, ids in stream.sigs.items():
+        due = now >= stream.sigs_next.get(key, 0.0)
+        if not (new_list or moved.intersection(ids) or (due and key in stream.sigs_held)):
+            continue
+        sig = changes_route.signature(ids, listing)
+        sent = stream.sent_sigs.get(key)
+        if sig == sent:
+            stream.sigs_held.discard(key)
+            continue
+        if not due and sent is not None and _events_part(sig) == _events_part(sent):
+            stream.sigs_held.add(key)  # records alone, sent moments ago: the newest goes once the hold passed
+            continue
+        stream.sigs_held.discard(key)
+        stream.sent_sigs[key] = sig
+        stream.sigs_next[key] = now + stream.sig_gaps.get(key, 0.0) / SIG_SHARE
+        stream.send("sig", {key: sig})
+
+
+def _send_rows(stream: Stream, moved: set[str]) -> None:
+    """The rows after each feed's cursor of a run that moved, in one event: one read per run and cursor."""
+    groups: dict[tuple[str, int], list[str]] = {}
+    for fid, feed in stream.feeds.items():
+        if not feed.done and feed.run in moved:
+            groups.setdefault((feed.run, feed.offset), []).append(fid)
+    parts: dict[str, Any] = {}
+    for (run, offset), fids in groups.items():
+        tags = list(dict.fromkeys(t for fid in fids for t in stream.feeds[fid].tags))
+        got = rows_route.rows(run, offset, tags)
+        for fid in fids:
+            feed = stream.feeds[fid]
+            if got is None or got.get("behind"):
+                feed.done = True
+                parts[fid] = got or {"offset": offset, "behind": True}
+                continue
+            feed.offset = got["offset"]
+            mine = {part: {t: got[part][t] for t in feed.tags} for part in ("x", "y", "wall")}
+            if got["offset"] != offset and any(mine["x"].values()):  # records of other keys alone: nothing to draw
+                parts[fid] = {"offset": got["offset"], **mine}
+    if parts:
+        stream.send("rows", parts)
+
+
 def _tick(stream: Stream, stamps: dict[str, str], listing: Any, now: float) -> None:
     """Send `stream` what changed since its last tick (every part of it at its first)."""
     moved = {r for r in stream.runs() if stamps.get(r) != stream.stamps.get(r)}
     new_list = listing != stream.listing
     stream.stamps = {r: stamps.get(r, "-") for r in stream.runs()}
     stream.listing = listing
-    for key, ids in stream.sigs.items():
-        if new_list or moved.intersection(ids):
-            sig = changes_route.signature(ids, listing)
-            if sig != stream.sent_sigs.get(key):
-                stream.sent_sigs[key] = sig
-                stream.send("sig", {key: sig})
-    for fid, feed in stream.feeds.items():
-        if feed.done or feed.run not in moved:
-            continue
-        got = rows_route.rows(feed.run, feed.offset, feed.tags)
-        if got is None or got.get("behind"):
-            feed.done = True
-            stream.send("rows", {"feed": fid, **(got or {"offset": feed.offset, "behind": True})})
-            continue
-        sent, feed.offset = feed.offset, got["offset"]
-        if got["offset"] != sent and any(got["x"].values()):  # records of other keys alone: nothing to draw
-            stream.send("rows", {"feed": fid, **got})
+    _send_sigs(stream, moved, new_list, listing, now)
+    _send_rows(stream, moved)
     for key, run in stream.numbers.items():
         if run in moved:
             stream.numbers_pending.add(key)

@@ -26,7 +26,7 @@ from runstore.metrics.metric_table import MetricTable
 from runstore.run_folder import RunFolder
 
 MAX_BYTES = 1 << 20  # ~10,000 records: more than a few seconds of any run's rows
-MAX_TAGS = 16
+MAX_TAGS = 16  # keys of one whole-series request
 
 
 def series_route() -> str:
@@ -41,7 +41,8 @@ def series_path(run_id: str) -> str:
 
 def rows(run_id: str, after: int, tags: list[str]) -> dict[str, Any] | None:
     """The new rows of `tags` in the whole lines after byte `after` of the run's metrics.jsonl, at most MAX_BYTES
-    of them (the answer's offset says where the next read starts); None for no such run."""
+    of them (the answer's offset says where the next read starts); None for no such run. The caller bounds
+    `tags` (the push stream: push_route's feeds and tags per feed)."""
     folder = run_lookup.run_folder(run_id)
     if folder is None:
         return None
@@ -52,20 +53,22 @@ def rows(run_id: str, after: int, tags: list[str]) -> dict[str, Any] | None:
     if size < after:  # replaced or truncated: the page's next figure starts over
         return {"offset": after, "behind": True}
     records, end = RunFolder(folder).records(after, max_bytes=MAX_BYTES)
-    xs: dict[str, list[int]] = {t: [] for t in tags[:MAX_TAGS]}
-    ys: dict[str, list[float]] = {t: [] for t in tags[:MAX_TAGS]}
-    walls: dict[str, list[float | None]] = {t: [] for t in tags[:MAX_TAGS]}
+    wanted = frozenset(tags)
+    xs: dict[str, list[int]] = {t: [] for t in wanted}
+    ys: dict[str, list[float]] = {t: [] for t in wanted}
+    walls: dict[str, list[float | None]] = {t: [] for t in wanted}
     for rec in records:
         step = rec.get("step")
         if not isinstance(step, int):
             continue
-        for tag in xs:
-            value = rec.get(tag)
+        wall = rec.get("wall")
+        wall = wall if isinstance(wall, int | float) and math.isfinite(wall) else None
+        for tag in wanted.intersection(rec):
+            value = rec[tag]
             if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
                 xs[tag].append(step)
                 ys[tag].append(value)
-                wall = rec.get("wall")
-                walls[tag].append(wall if isinstance(wall, int | float) and math.isfinite(wall) else None)
+                walls[tag].append(wall)
     return {"offset": end, "x": xs, "y": ys, "wall": walls}
 
 

@@ -13,14 +13,14 @@
   const ns = (window.__jaxdashStream = {opened: 0, received: 0});
 
   function query() {
-    const q = {s: {}, f: {}, n: {}};
-    for (const [key, w] of subs.s) q.s[key] = w.ids;
+    const q = {s: {}, g: {}, f: {}, n: {}};
+    for (const [key, w] of subs.s) { q.s[key] = w.ids; q.g[key] = w.gapMs; }
     for (const [id, f] of subs.f) q.f[id] = [f.run, f.offset, f.tags];
     for (const [key, n] of subs.n) q.n[key] = n.run;
     return q;
   }
   function shapeOf(q) {  // what the stream follows; the feeds' cursors move with the stream itself
-    return JSON.stringify([q.s, Object.keys(q.f), q.n]);
+    return JSON.stringify([q.s, q.g, Object.keys(q.f), q.n]);
   }
   function close() {
     if (st.es) { st.es.close(); st.es = null; }
@@ -38,11 +38,13 @@
     const on = (name, fn) => es.addEventListener(name, (e) => { ns.received++; fn(JSON.parse(e.data)); });
     on("sig", (got) => { for (const key in got) { const w = subs.s.get(key); if (w) w.onSig(got[key]); } });
     on("numbers", (got) => { for (const key in got) { const n = subs.n.get(key); if (n) n.onNumbers(got[key]); } });
-    on("rows", (got) => {
-      const f = subs.f.get(got.feed);
-      if (!f) return;
-      if (!got.behind) f.offset = got.offset;
-      f.onRows(got);
+    on("rows", (got) => {  // {feed id: rows} of every feed that has new rows
+      for (const id in got) {
+        const f = subs.f.get(id), rows = got[id];
+        if (!f) continue;
+        if (!rows.behind) f.offset = rows.offset;
+        f.onRows(rows);
+      }
     });
     es.onerror = () => {  // the server went or restarted: a new stream with the cursors as they are now
       if (st.es !== es) return;
@@ -75,11 +77,12 @@
   ns.configure = (url, reopenMs) => { st.url = url; st.reopenMs = reopenMs || st.reopenMs; };
   // Ask for a rerun: `ask` (a component's setTriggerValue call) runs now, or FIRE_SPACING_MS after the last.
   ns.fire = (ask) => { fires.queue.push(ask); if (!fires.timer) drain(); };
-  // A trigger: onSig(signature) for its runs' change signature, at once and at each change.
-  ns.watch = (key, ids, onSig) => {
+  // A trigger: onSig(signature) for its runs' change signature, at once and at each change; gapMs: the least
+  // time it waits between two reruns for records alone (the server sends those changes only a few times per gap).
+  ns.watch = (key, ids, onSig, gapMs) => {
     const old = subs.s.get(key);
-    const same = old && JSON.stringify(old.ids) === JSON.stringify(ids);
-    const w = {ids, onSig};
+    const w = {ids, onSig, gapMs: Math.max(0, Math.round(gapMs || 0))};
+    const same = old && JSON.stringify([old.ids, old.gapMs]) === JSON.stringify([ids, w.gapMs]);
     subs.s.set(key, w);
     if (!same) changed();
     return () => { if (subs.s.get(key) === w) { subs.s.delete(key); changed(); } };

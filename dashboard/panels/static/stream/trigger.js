@@ -30,7 +30,8 @@
     if (p.drawn !== data.seen) p.last = performance.now();  // the panel was drawn from it: its gaps count from now
     p.drawn = data.seen; p.asked = null;
     if (p.stop) p.stop();
-    p.stop = data.on ? window.__jaxdashStream.watch(data.key, data.ids, (seen) => { p.latest = seen; check(p); }) : null;
+    const onSig = (seen) => { p.latest = seen; check(p); };
+    p.stop = data.on ? window.__jaxdashStream.watch(data.key, data.ids, onSig, p.streamGap) : null;
     if (!data.on) p.latest = null;  // not following: a signature pushed before (e.g. before the tab hid) reruns nothing
     if (p.latest) check(p);
     return () => { if (p.stop) p.stop(); p.stop = null; clearTimeout(p.timer); };
