@@ -103,7 +103,7 @@ def run_watcher(root: Path) -> run_watch.Watcher:
 
 
 def logdir() -> Path | None:
-    """The TensorBoard logdir the dashboard mirrors (JAXDASH_TB_LOGDIR), or None."""
+    """The TensorBoard logdir the dashboard mirrors (JAXDASH_LOGDIR), or None."""
     return tb_logdir.logdir()
 
 
