@@ -19,8 +19,7 @@ from dashboard import state  # noqa: E402
 from dashboard.panels import panels, safe_text  # noqa: E402
 from dashboard.processes import launcher, page_queue, page_tensorboard  # noqa: E402
 from dashboard.processes import warm_workers as worker  # noqa: E402
-from dashboard.reading import runs_watch  # noqa: E402
-from runstore import run_store  # noqa: E402
+from dashboard.reading import provider, runs_watch  # noqa: E402
 
 # Not "pages/": on a fresh server a deep link would run such a folder's files directly, without this frame.
 PAGES_DIR = Path(__file__).parent / "views"
@@ -53,7 +52,7 @@ def run() -> None:
         )
     st.html(panels.LIVE_PANEL_CSS)  # style only: Streamlit adds it without taking room in the page
     worker.warm_up()  # once the page has launched a run: a process with JAX imported, waiting for the next Start
-    queue_resumed(str(run_store.runs_root()))
+    queue_resumed(str(provider.runs_root()))
     new_run = st.Page(PAGES_DIR / "launch.py", title="New run", icon=":material/rocket_launch:", url_path="new")
 
     def home() -> None:

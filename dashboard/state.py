@@ -14,8 +14,8 @@ import streamlit as st
 from dashboard import refresh_timings
 from dashboard.panels import safe_text
 from dashboard.processes.launch_status import launched_population
+from dashboard.reading import provider
 from dashboard.reading.run_list import is_active
-from runstore import run_store
 
 LIVE_REFRESH_S = refresh_timings.seconds("live_rerun")
 
@@ -28,7 +28,7 @@ def leave_page(url_path: str) -> None:
     st.session_state[PAGE_KEY] = url_path
 
 
-def select_run(runs: list[run_store.RunInfo]) -> run_store.RunInfo | None:
+def select_run(runs: list[provider.RunInfo]) -> provider.RunInfo | None:
     """The run a page shows: ?run=<id>, else the last one chosen here, else the newest active, else the newest.
 
     The id of a population's launch stands for its first member once the members exist.
@@ -43,7 +43,7 @@ def select_run(runs: list[run_store.RunInfo]) -> run_store.RunInfo | None:
             return first
         if candidate and candidate == asked:  # never silently another run
             st.warning(
-                f"No run {safe_text.code(candidate)} under {safe_text.code(run_store.runs_root())}; showing another run.",
+                f"No run {safe_text.code(candidate)} under {safe_text.code(provider.runs_root())}; showing another run.",
                 icon=":material/warning:",
             )
     active = [r for r in runs if is_active(r.status)]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from dashboard.panels import safe_text
-from runstore import run_store
+from dashboard.reading import provider
 from settings.fields import ConfigError
 from settings.sweep.flags import DIRECTIONS, METHODS
 
@@ -49,7 +49,7 @@ def sweep_argv(task: str, request: SweepRequest) -> list[str]:
     lines = [s.strip() for s in request.specs.splitlines() if s.strip()]
     parse_space(lines, task_settings(task).Config, method)  # raises, naming the field, before anything starts
     argv = [task, "--study", request.study, "--sweep-method", method, "--max-parallel", str(request.parallel)]
-    argv += ["--quiet", "--runs-root", str(run_store.runs_root())]
+    argv += ["--quiet", "--runs-root", str(provider.runs_root())]
     metric = request.metric.strip() or "auto"
     if metric.startswith("-") or any(c.isspace() for c in metric):
         raise ConfigError({"objective": f"{metric!r}: write a metric's key, e.g. test/accuracy, or auto"})
@@ -104,6 +104,6 @@ def sweep_form(task: str) -> str | None:
         from dashboard.processes import launcher, page_queue
         from settings.queue.store import Queue
 
-        Queue(run_store.runs_root()).submit(argv, label=f"sweep {name}")
-        page_queue.dispatch(run_store.runs_root(), launcher.start_now)  # on the warm worker when one is ready
+        Queue(provider.runs_root()).submit(argv, label=f"sweep {name}")
+        page_queue.dispatch(provider.runs_root(), launcher.start_now)  # on the warm worker when one is ready
         return name

@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from runstore import run_files, wandb_reads
+from dashboard.reading import provider
 
 LEVEL_ORDER = {"ERROR": 0, "WARN": 1, "INFO": 2}
 
@@ -52,7 +52,7 @@ TIME = st.column_config.DatetimeColumn("time", format="YYYY-MM-DD HH:mm:ss")
 
 def alerts_section(run_dir: Path) -> int:
     """The run's alerts, the most severe level named above the table (nothing when there are none)."""
-    found = run_files.alerts(run_dir)
+    found = provider.alerts(run_dir)
     if not found:
         return 0
     worst = min((str(a.get("level") or "INFO").upper() for a in found), key=lambda lv: LEVEL_ORDER.get(lv, 3))
@@ -70,7 +70,7 @@ def alerts_section(run_dir: Path) -> int:
 
 def events_section(status: Mapping[str, Any]) -> int:
     """The run's events (status.json), a write gap named above them (nothing when there are none)."""
-    found = wandb_reads.events(status)
+    found = provider.events(status)
     if not found:
         return 0
     gaps = sum(e["kind"] == "write_gap" for e in found)

@@ -27,17 +27,16 @@ from dashboard.panels import (
     run_sections,
     safe_text,
 )
-from dashboard.reading import groups, run_metrics
-from runstore import run_store
-from runstore.metrics.metric_table import MetricTable
+from dashboard.reading import groups, provider, run_metrics
+from dashboard.reading.provider import MetricTable
 
 CONTROLS = "compare"  # the name every comparison grid's smoothing, log y and x axis are saved under in the browser
 POP_MODES = {"curves": "every run", "min-max": "mean, min-max band", "std": "mean, ±1 std band"}
 
 
-def _populations(selected: list[run_store.RunInfo]) -> dict[str, list[run_store.RunInfo]]:
+def _populations(selected: list[provider.RunInfo]) -> dict[str, list[provider.RunInfo]]:
     """Populations with at least two selected members."""
-    found: dict[str, list[run_store.RunInfo]] = {}
+    found: dict[str, list[provider.RunInfo]] = {}
     for r in selected:
         if groups.group_of(r):
             found.setdefault(groups.group_of(r), []).append(r)
@@ -80,12 +79,12 @@ def controls(pops: bool, bounds: tuple[int, int], group_by: str | None = None) -
     return out
 
 
-def series(run: run_store.RunInfo, table: MetricTable, tag: str, opts: Mapping[str, Any]) -> Any:
+def series(run: provider.RunInfo, table: MetricTable, tag: str, opts: Mapping[str, Any]) -> Any:
     """(step, y, wall) of one run's tag within the chosen step range (grid_axes.timed)."""
     return grid_axes.timed(run.path, table, tag, "step", *opts["range"])
 
 
-def draw(selected: list[run_store.RunInfo], display: Mapping[str, str], group_by: str | None = None) -> None:
+def draw(selected: list[provider.RunInfo], display: Mapping[str, str], group_by: str | None = None) -> None:
     """The whole compare section for the selected runs; grouped by the config field `group_by` (W&B's grouping:
     a line per group, the mean over its runs with a band, labelled with its value and count) when given."""
     labels = compare_data.labels(selected, display)
@@ -122,11 +121,11 @@ class View:
     """What every grid of one comparison draws from: the runs, their labels and tables, the metrics some lack,
     the populations among them and the view's settings (`controls`)."""
 
-    selected: list[run_store.RunInfo]
+    selected: list[provider.RunInfo]
     labels: Mapping[str, str]
     tables: Mapping[str, MetricTable]
     missing: Mapping[str, list[str]]
-    pops: Mapping[str, list[run_store.RunInfo]]
+    pops: Mapping[str, list[provider.RunInfo]]
     opts: Mapping[str, Any]
 
     def banded(self) -> dict[str, str]:
@@ -189,7 +188,7 @@ def _aggregate(opts: Mapping[str, Any]) -> Callable[[list[Any]], compare_figures
 def _browser(view: View, banded: Mapping[str, str]) -> dict[str, Any]:
     """What the browser's grid needs for its controls (grid_axes.browser): each line's runs (a band's are its
     group's), the scalar keys of every selected run for the x axis, coloured by the theme's palette."""
-    lines: dict[str, list[run_store.RunInfo]] = {}
+    lines: dict[str, list[provider.RunInfo]] = {}
     for r in view.selected:
         lines.setdefault(banded.get(r.run_id, view.labels[r.run_id]), []).append(r)
     keys = grid_axes.scalar_keys([view.tables[r.run_id] for r in view.selected])
@@ -241,7 +240,7 @@ def _keep_spec(version: tuple, spec: str) -> str:
 PARCOORDS_AUTO_RUNS = 4  # parallel coordinates drawn without asking for up to this many runs
 
 
-def differs_and_parcoords(selected: list[run_store.RunInfo], labels: Mapping[str, str]) -> None:
+def differs_and_parcoords(selected: list[provider.RunInfo], labels: Mapping[str, str]) -> None:
     """The settings that differ between the selected runs, then settings against final metrics."""
     table = compare_data.differs(selected, labels)
     st.subheader("What differs", divider="gray")

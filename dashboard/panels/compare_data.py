@@ -16,12 +16,12 @@ import pandas as pd
 
 from components.compare_figures import Band
 from components.series import Series
-from runstore import run_store
+from dashboard.reading import provider
 
 BAND_POINTS = 400
 
 
-def labels(runs: Sequence[run_store.RunInfo], names: Mapping[str, str] | None = None) -> dict[str, str]:
+def labels(runs: Sequence[provider.RunInfo], names: Mapping[str, str] | None = None) -> dict[str, str]:
     """A unique label per run: its display name (or run name), with the id's tail where names repeat."""
     base = {r.run_id: (names or {}).get(r.run_id) or r.name for r in runs}
     counts = pd.Series(list(base.values())).value_counts()
@@ -50,7 +50,7 @@ def _text(v: Any) -> str:
     return json.dumps(v) if isinstance(v, (list, dict)) else str(v)
 
 
-def differs(runs: Sequence[run_store.RunInfo], labels_: Mapping[str, str]) -> pd.DataFrame:
+def differs(runs: Sequence[provider.RunInfo], labels_: Mapping[str, str]) -> pd.DataFrame:
     """The settings whose values are not the same in every selected run: one row per setting, a column per run.
 
     Task and population are settings too; a setting one run lacks shows as "—".
@@ -68,7 +68,7 @@ def differs(runs: Sequence[run_store.RunInfo], labels_: Mapping[str, str]) -> pd
     return pd.DataFrame.from_dict(rows, orient="index", columns=[labels_[r.run_id] for r in runs])
 
 
-def parcoords_rows(runs: Sequence[run_store.RunInfo], settings: Sequence[str]) -> tuple[list[dict], list[str]]:
+def parcoords_rows(runs: Sequence[provider.RunInfo], settings: Sequence[str]) -> tuple[list[dict], list[str]]:
     """One row per run with its `settings` and final metrics; returns (rows, final metric names)."""
     metrics = sort_tags(set().union(*[set(r.status.get("final") or {}) for r in runs]) if runs else set())
     rows = []

@@ -18,12 +18,12 @@ import streamlit as st
 from components import histogram_figures
 from dashboard.panels import histogram_panel, image_steps_panel, key_panels, safe_text
 from dashboard.panels.panels import chart
-from runstore import run_store
+from dashboard.reading import provider
 
 MAX_RUNS = 4  # columns side by side
 
 
-def media_of(run: run_store.RunInfo) -> dict[str, tuple[str, list[Any]]]:
+def media_of(run: provider.RunInfo) -> dict[str, tuple[str, list[Any]]]:
     """{key: (kind, its steps' items oldest first)} of one run's histograms and per-step images."""
     out: dict[str, tuple[str, list[Any]]] = {}
     for kind, found in (
@@ -47,7 +47,7 @@ def _step(item: Any) -> int:
     return int(item[0]) if isinstance(item, tuple) else int(item.step)
 
 
-def draw(selected: list[run_store.RunInfo], labels: Mapping[str, str], key: str = "compare_media") -> int:
+def draw(selected: list[provider.RunInfo], labels: Mapping[str, str], key: str = "compare_media") -> int:
     """Histograms and images of the selected runs, a key a row and a run a column; returns how many keys."""
     runs = selected[:MAX_RUNS]
     media = {r.run_id: media_of(r) for r in runs}
@@ -81,7 +81,7 @@ def draw(selected: list[run_store.RunInfo], labels: Mapping[str, str], key: str 
 def _row(
     tag: str,
     kind: str,
-    runs: list[run_store.RunInfo],
+    runs: list[provider.RunInfo],
     media: Mapping[str, Mapping[str, tuple[str, list[Any]]]],
     labels: Mapping[str, str],
     key: str,

@@ -19,8 +19,9 @@ import streamlit as st
 
 from components.colors import run_color
 from dashboard.panels import histogram_panel, image_steps_panel, key_panels, panel_kinds, safe_text, text_panel
-from runstore import artifacts, layout_prefs, tags
-from runstore.metrics.metric_table import MetricTable
+from dashboard.reading import provider
+from dashboard.reading.provider import MetricTable
+from runstore import layout_prefs, tags
 
 OPEN_MAX = key_panels.OPEN_MAX  # a section of more keys starts collapsed (drawn when opened)
 PINNED = "Pinned"
@@ -28,7 +29,7 @@ PINNED = "Pinned"
 
 def project_of(run_dir: Path) -> str:
     """The project whose layout a run's page uses: the client's `project`, else the task, else "default"."""
-    doc = artifacts.config_doc(run_dir)
+    doc = provider.config_doc(run_dir)
     for field in ("project", "task"):
         if isinstance(doc.get(field), str) and doc[field]:
             return doc[field]
@@ -42,7 +43,7 @@ def logged_keys(run_dir: Path, records: MetricTable, owned: set[str] = frozenset
     for kind, found in (
         ("image", image_steps_panel.image_steps(run_dir)),
         ("histogram", histogram_panel.histograms(run_dir)),
-        ("text", text_panel.texts(run_dir)),
+        ("text", provider.texts(run_dir)),
     ):
         for tag, items in found.items():
             if items:
@@ -70,7 +71,7 @@ def _panel(run_dir: Path, records: MetricTable, tag: str, kind: str, key: str, c
     elif kind == "image":
         image_steps_panel.tag_panel(tag, image_steps_panel.image_steps(run_dir)[tag], k)
     else:
-        text_panel.tag_panel(tag, text_panel.texts(run_dir)[tag], k)
+        text_panel.tag_panel(tag, provider.texts(run_dir)[tag], k)
 
 
 def _grid(run_dir: Path, records: MetricTable, shown: dict[str, str], key: str, color: str | None, pins: _Pins) -> None:

@@ -18,17 +18,18 @@ from components.colors import run_color
 from dashboard.panels import compare_data, grid_axes, run_sections, safe_text
 from dashboard.panels.image_steps_panel import widget_key
 from dashboard.panels.panels import live_chart
-from runstore import run_store, tags, wandb_reads
-from runstore.metrics.metric_table import MetricTable
+from dashboard.reading import provider
+from dashboard.reading.provider import MetricTable
+from runstore import tags
 
 
 def visible(defs: Mapping[str, Mapping[str, Any]], names: list[str]) -> list[str]:
     """`names` without the ones a definition hides."""
-    return [n for n in names if not wandb_reads.definition(defs, n).get("hidden")]
+    return [n for n in names if not provider.hidden(defs, n)]
 
 
 def metric_grids(
-    run: run_store.RunInfo, records: MetricTable, key: str, defs: Mapping[str, Mapping[str, Any]], active: bool
+    run: provider.RunInfo, records: MetricTable, key: str, defs: Mapping[str, Mapping[str, Any]], active: bool
 ) -> None:
     """Every metric the definitions do not hide, against its step_metric (else the step); system metrics apart."""
     if not defs:
@@ -36,11 +37,9 @@ def metric_grids(
         return
     all_tags = compare_data.sort_tags(records.tags())
     system = [t for t in all_tags if t.startswith(f"{tags.SYS}/")]
-    grids = [
-        (x, x, group) for x, group in wandb_reads.chart_axes(defs, [t for t in all_tags if t not in system]).items()
-    ]
+    grids = [(x, x, group) for x, group in provider.chart_axes(defs, [t for t in all_tags if t not in system]).items()]
     if visible(defs, system):
-        grids.append(("system", wandb_reads.STEP, visible(defs, system)))
+        grids.append(("system", provider.STEP, visible(defs, system)))
     if not grids:
         return
     st.subheader("All metrics", divider="gray")
@@ -54,7 +53,7 @@ def metric_grids(
             continue
         if title == "system":
             st.caption("System: the training process's CPU (100 = one core), resident memory and accelerator memory.")
-        elif x != wandb_reads.STEP:
+        elif x != provider.STEP:
             st.caption(f"Against {safe_text.md(x)} (define_metric step_metric): {len(group)} metric(s).")
 
         def build(group: list[str] = group, x: str = x, title: str = title) -> Any:

@@ -16,10 +16,9 @@ from typing import Any
 import numpy as np
 
 from dashboard.panels import compare_data, line_spec
+from dashboard.reading import provider
+from dashboard.reading.provider import MetricTable
 from dashboard.server import rows_route
-from runstore import run_store
-from runstore.metrics.metric_table import MetricTable
-from runstore.run_folder import RunFolder
 
 
 def timed(run_dir: Path, table: MetricTable, tag: str, x: str, lo: float, hi: float) -> tuple[Any, Any, Any]:
@@ -41,7 +40,7 @@ def scalar_keys(tables: Sequence[MetricTable]) -> list[str]:
 
 
 def browser(
-    name: str, lines: Mapping[str, Sequence[run_store.RunInfo]], keys: Sequence[str], palette: bool = False
+    name: str, lines: Mapping[str, Sequence[provider.RunInfo]], keys: Sequence[str], palette: bool = False
 ) -> dict[str, Any]:
     """The grid's `browser` part (compare_figures.metric_grid) for lines labelled as `lines`' keys, each drawn
     from its runs (a band: the mean of several).
@@ -54,7 +53,7 @@ def browser(
     epochs: dict[str, list[float]] = {}
     for label, runs in lines.items():
         for r in runs:
-            t0, scale = line_spec.start_time(RunFolder(r.path)), compare_data.epoch_scale(r.status)
+            t0, scale = provider.start_time(r.path), compare_data.epoch_scale(r.status)
             if t0 is not None:
                 starts.setdefault(label, []).append(t0)
             if scale is not None:

@@ -18,8 +18,9 @@ from dashboard.panels import line_spec, member_lines, pbt_panels
 from dashboard.panels.panel_kinds import fit_version
 from dashboard.panels.panels import live_chart, live_line
 from dashboard.panels.run_numbers import tile_tags
-from runstore import artifacts, run_store, tags
-from runstore.metrics.metric_table import MetricTable
+from dashboard.reading import provider
+from dashboard.reading.provider import MetricTable
+from runstore import tags
 
 
 @dataclass
@@ -27,7 +28,7 @@ class Population:
     """A population as its panels draw it: its member runs and, in the same order, their statuses, records and
     names (the labels its charts and table show)."""
 
-    members: list[run_store.RunInfo]
+    members: list[provider.RunInfo]
     statuses: list[dict[str, Any]]
     records: list[MetricTable]
     names: list[str]
@@ -53,10 +54,10 @@ def group_fit(run_dirs: list[Path], names: list[str], key: str, seeds_vary: bool
     """Member 0's data, the true curve and every member's latest curve."""
 
     def build() -> Any:
-        data, _, truth = artifacts.fit(run_dirs[0])
+        data, _, truth = provider.fit(run_dirs[0])
         curves = {}
         for d, n in zip(run_dirs, names, strict=True):
-            model = artifacts.fit(d)[1]
+            model = provider.fit(d)[1]
             if model is not None:
                 curves[n] = model
         title = f"Fits of {len(names)} members" + (" (data of the first seed)" if seeds_vary else "")

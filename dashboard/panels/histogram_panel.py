@@ -1,7 +1,7 @@
 """Histograms a run logged (`wandb.Histogram`, arrays): one step's bars with a step slider, beside the steps
 offset one behind the other or their percentile bands (TensorBoard's Histograms and Distributions tabs).
 
-Read through runstore.media_store (artifacts/histograms/<tag>.jsonl), re-read only when a file changed;
+Read through the read interface (`provider.histograms`), re-read only when a file changed;
 figures from components/histogram_figures.py.
 """
 
@@ -17,37 +17,21 @@ import streamlit as st
 from components import histogram_figures
 from dashboard.panels.image_steps_panel import step_index, widget_key
 from dashboard.panels.panels import chart
-from runstore import media_store, safe_files, wandb_reads
-from runstore.run_folder import HISTOGRAMS, RunFolder
+from dashboard.reading import provider
 
 VIEWS = ("Histograms", "Distribution")
 
 
-def _signature(run_dir: Path) -> tuple[tuple[str, int, int], ...]:
-    """(name, mtime, size) of every histogram file: what the cache below is keyed on."""
-    root = RunFolder(run_dir).media_dir(HISTOGRAMS)
-    if not safe_files.is_real_dir(root):
-        return ()
-    out = []
-    try:
-        for p in sorted(root.glob("*.jsonl")):
-            st_ = p.lstat()
-            out.append((p.name, st_.st_mtime_ns, st_.st_size))
-    except OSError:
-        return ()
-    return tuple(out)
-
-
 @functools.lru_cache(maxsize=32)
 def _read(run_dir: str, signature: tuple) -> dict[str, list[histogram_figures.Hist]]:
-    found = media_store.histograms(Path(run_dir))
+    found = provider.histograms(Path(run_dir))
     valid = {tag: [h for h in hists if histogram_figures.valid(h)] for tag, hists in found.items()}
     return {tag: hists for tag, hists in valid.items() if hists}  # a tag of empty histograms only: no panel
 
 
 def histograms(run_dir: Path) -> dict[str, list[histogram_figures.Hist]]:
     """Every histogram tag's valid (step, counts, edges), oldest first; cached until a file changes."""
-    signature = _signature(run_dir)
+    signature = provider.histograms_stamp(run_dir)
     return _read(str(run_dir), signature) if signature else {}
 
 
@@ -72,7 +56,7 @@ def section(run_dir: Path, key: str, defs: Mapping[str, Mapping[str, Any]] | Non
     defs: the run's define_metric definitions; a key defined hidden is not drawn.
     """
     shown = histograms(run_dir).items()
-    found = {t: h for t, h in shown if h and not wandb_reads.definition(defs or {}, t).get("hidden")}
+    found = {t: h for t, h in shown if h and not provider.hidden(defs or {}, t)}
     if not found:
         return 0
     st.subheader("Histograms", divider="gray")

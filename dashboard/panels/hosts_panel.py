@@ -16,7 +16,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard.panels import safe_text
-from runstore.run_folder import RunFolder
+from dashboard.reading import provider
 
 STATE_LABELS = {"crashed": "crashed", "waiting": "no heartbeat yet", "unknown": "unknown (no one reports on it now)"}
 
@@ -49,7 +49,7 @@ def host_table(hosts: list[dict[str, Any]], now: float) -> pd.DataFrame:
 
 def section(run_dir: Path) -> None:
     """The Hosts table of a multi-host run (nothing for a run of one process)."""
-    hosts, problem = RunFolder(run_dir).hosts()
+    hosts, problem = provider.hosts(run_dir)
     if problem:
         st.warning(safe_text.md(problem))
     if not hosts:

@@ -1,13 +1,12 @@
 """Images a run logged at every step (W&B's `wandb.Image`, lists of them, captions): a step slider per key.
 
-Read through runstore.media_store (artifacts/images/<tag>/<step>_<i>.png and <step>.json). The slider
+Read through the read interface (`provider.image_steps`: each step's images and captions). The slider
 follows the newest step while the run logs more, until the user moves it. Captions (the tag and step where
 an image has none) are escaped (safe_text.md): a run's text is data, never markdown that could load something.
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import io
 from pathlib import Path
@@ -16,8 +15,7 @@ import streamlit as st
 from PIL import Image
 
 from dashboard.panels import safe_text
-from runstore import media_store, safe_files
-from runstore.run_folder import IMAGES, RunFolder
+from dashboard.reading import provider
 
 MAX_IMAGE_BYTES = 16 << 20  # a larger file is named, not sent to the browser
 MIN_WIDTH = 160  # pixels: a smaller image is drawn at least this wide (W&B scales small images up too)
@@ -62,7 +60,7 @@ def sharp(png: bytes) -> tuple[bytes, int | str] | None:
     return out.getvalue(), width * factor
 
 
-def tag_panel(tag: str, items: list[media_store.ImageStep], key: str) -> None:
+def tag_panel(tag: str, items: list[provider.ImageStep], key: str) -> None:
     """One image key: its step slider, then every image of the chosen step with its caption."""
     with st.container(border=True):
         st.text(tag)
@@ -71,13 +69,13 @@ def tag_panel(tag: str, items: list[media_store.ImageStep], key: str) -> None:
         step_images(item, tag)
 
 
-def step_images(item: media_store.ImageStep, tag: str, columns: int = COLUMNS) -> None:
+def step_images(item: provider.ImageStep, tag: str, columns: int = COLUMNS) -> None:
     """Every image of one step of an image key, `columns` a row, with its caption (escaped)."""
     cols = st.columns(min(columns, len(item.paths)))
     for i, (path, caption) in enumerate(zip(item.paths, item.captions, strict=True)):
         with cols[i % len(cols)]:
             try:
-                data = safe_files.read_regular(path, MAX_IMAGE_BYTES + 1)
+                data = provider.image_bytes(path, MAX_IMAGE_BYTES + 1)
             except OSError:
                 st.text(f"{path.name}: gone (pruned or being replaced)")
                 continue
@@ -93,33 +91,15 @@ def step_images(item: media_store.ImageStep, tag: str, columns: int = COLUMNS) -
             st.image(shown[0], width=shown[1], output_format="PNG", caption=label)
 
 
-def _signature(run_dir: Path) -> tuple[tuple[str, int], ...]:
-    """(name, mtime) of every tag folder: a step written (files renamed in) or pruned changes its folder's mtime."""
-    root = RunFolder(run_dir).media_dir(IMAGES)
-    if not safe_files.is_real_dir(root):
-        return ()
-    try:
-        return tuple(sorted((p.name, p.lstat().st_mtime_ns) for p in root.iterdir() if safe_files.is_real_dir(p)))
-    except OSError:
-        return ()
-
-
-@functools.lru_cache(maxsize=32)
-def _image_steps(run_dir: str, signature: tuple) -> dict[str, list[media_store.ImageStep]]:
-    return media_store.image_steps(Path(run_dir))
-
-
-def image_steps(run_dir: Path) -> dict[str, list[media_store.ImageStep]]:
-    """media_store.image_steps, re-read only when a tag folder changed (a live page reruns every few seconds,
-    and a tag keeps up to media_store.KEEP_STEPS steps, a JSON file each)."""
-    signature = _signature(run_dir)
-    return _image_steps(str(run_dir), signature) if signature else {}
+def image_steps(run_dir: Path) -> dict[str, list[provider.ImageStep]]:
+    """Every image key logged per step (`provider.image_steps`: re-read only when a tag folder changed)."""
+    return provider.image_steps(run_dir)
 
 
 def draw(run_dir: Path, key: str) -> set[str]:
-    """Every image key logged per step; returns their file names (media_store.tag_file) so the caller can
+    """Every image key logged per step; returns their file names (provider.tag_file) so the caller can
     leave out their latest-image copies (artifacts/images/<tag>.png)."""
     found = image_steps(Path(run_dir))
     for tag, items in found.items():
         tag_panel(tag, items, key)
-    return {media_store.tag_file(tag) for tag in found}
+    return {provider.tag_file(tag) for tag in found}

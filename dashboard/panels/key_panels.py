@@ -13,8 +13,9 @@ from pathlib import Path
 import streamlit as st
 
 from dashboard.panels import histogram_panel, image_steps_panel, panel_kinds, safe_text, text_panel
+from dashboard.reading import provider
+from dashboard.reading.provider import MAX_TAGS, MetricTable
 from runstore import tags
-from runstore.metrics.metric_table import MAX_TAGS, MetricTable
 
 OWNED = {"loss": (tags.TRAIN_LOSS, "test/loss"), "accuracy": (tags.TRAIN_ACC, "test/acc")}  # drawn by panel_kinds
 OTHER = "Charts"  # the section of keys without a prefix
@@ -44,7 +45,7 @@ def logged_kinds(run_dir: Path | None, names: list[str]) -> dict[str, str]:
     out = dict.fromkeys(names, "scalar")
     if run_dir is None:
         return out
-    for kind, found in (("histogram", histogram_panel.histograms(run_dir)), ("text", text_panel.texts(run_dir))):
+    for kind, found in (("histogram", histogram_panel.histograms(run_dir)), ("text", provider.texts(run_dir))):
         for tag, items in found.items():
             if items:
                 out.setdefault(tag, kind)
@@ -94,4 +95,4 @@ def _panel(run_dir: Path | None, chart: panel_kinds.ChartRun, tag: str, kind: st
     elif kind == "histogram":
         histogram_panel.tag_panel(tag, histogram_panel.histograms(run_dir)[tag], key)
     else:
-        text_panel.tag_panel(tag, text_panel.texts(run_dir)[tag], key)
+        text_panel.tag_panel(tag, provider.texts(run_dir)[tag], key)

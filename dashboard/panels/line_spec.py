@@ -17,10 +17,9 @@ import numpy as np
 
 from components import figures
 from dashboard import refresh_timings
+from dashboard.reading import provider
+from dashboard.reading.provider import MetricTable
 from dashboard.server import push_route
-from runstore.metrics.downsample import bucket_extremes
-from runstore.metrics.metric_table import MetricTable
-from runstore.run_folder import RunFolder
 
 LIVE_POINTS = 800  # points per series a spec carries (~1 per pixel of a half-page chart); appends add to them
 MAX_XKEYS = 100  # the x-axis picker lists at most this many of a run's scalar keys
@@ -44,7 +43,7 @@ def _kept(x: np.ndarray, y: np.ndarray, max_points: int) -> np.ndarray:
     """Indices of at most `max_points` points keeping the curve's shape (components.series.downsample_minmax)."""
     if x.size <= max_points:
         return np.arange(x.size)
-    keep = np.unique(bucket_extremes(x, y, max_points // 4))
+    keep = np.unique(provider.downsample(x, y, max_points // 4))
     return keep[np.argsort(x[keep], kind="stable")]
 
 
@@ -119,19 +118,6 @@ def marks(
 def _look(style: Style) -> dict[str, Any]:
     """A series' colour, dash and hover name, as the browser's engine reads them."""
     return {"color": style.color, "dash": style.dash, "label": style.label}
-
-
-def start_time(folder: RunFolder) -> float | None:
-    """The run's start in unix seconds (its first record's ts - wall), for a wall-time x axis; None without one."""
-    try:
-        records, _ = folder.records(0, max_bytes=4096)
-    except OSError:
-        return None
-    for rec in records:
-        ts, wall = rec.get("ts"), rec.get("wall")
-        if isinstance(ts, int | float) and isinstance(wall, int | float):
-            return float(ts) - float(wall)
-    return None
 
 
 def feed(run_id: str, offset: int, tag_index: dict[str, int], line: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -15,10 +15,10 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from dashboard.panels import image_steps_panel, media_reads, safe_text
+from dashboard.panels import image_steps_panel, safe_text
 from dashboard.panels.inplace_chart import inplace_chart
-from runstore import media_store, tb_logdir
-from runstore.metrics.metric_table import MetricTable
+from dashboard.reading import provider
+from dashboard.reading.provider import MetricTable
 
 
 def _step_choice(key: str, steps: tuple[int, ...]) -> int:
@@ -35,12 +35,12 @@ def _step_choice(key: str, steps: tuple[int, ...]) -> int:
 
 def figure_panels(run_dir: Path, key: str) -> int:
     """Each logged figure at its chosen step; returns how many tags were drawn."""
-    found = media_reads.figures(run_dir)
+    found = provider.figures(run_dir)
     for item in found:
         with st.container(border=True):
             st.markdown(f"**{safe_text.md(item.tag)}**")
             step = _step_choice(f"{key}_{item.tag}", item.steps)
-            fig = media_reads.read_figure(item.paths[item.steps.index(step)])
+            fig = provider.read_figure(item.paths[item.steps.index(step)])
             if fig is None:
                 st.caption(f"step {step}: the file is not a plotly figure (being written or damaged); not shown.")
                 continue
@@ -53,10 +53,10 @@ def image_panels(run_dir: Path, key: str = "media", stepped_drawn: bool = False)
     """Each tag's images at a chosen step (image_steps_panel), else its latest image with when it was written;
     returns how many tags. stepped_drawn: the per-step ones are drawn elsewhere (data_panels); only the others."""
     if stepped_drawn:
-        stepped = {media_store.tag_file(t) for t in image_steps_panel.image_steps(Path(run_dir))}
+        stepped = {provider.tag_file(t) for t in image_steps_panel.image_steps(Path(run_dir))}
     else:
         stepped = image_steps_panel.draw(run_dir, key)  # logged per step: a slider, captions
-    found = [p for p in media_reads.images(run_dir) if p.stem not in stepped]
+    found = [p for p in provider.images(run_dir) if p.stem not in stepped]
     cols = st.columns(min(3, len(found))) if found else []
     for i, path in enumerate(found):
         try:
@@ -75,7 +75,7 @@ def image_panels(run_dir: Path, key: str = "media", stepped_drawn: bool = False)
 
 def table_panels(run_dir: Path) -> int:
     """Each tag's latest table with its step; returns how many."""
-    found = media_reads.tables(run_dir)
+    found = provider.tables(run_dir)
     for tag, table in found:
         st.markdown(f"**{safe_text.md(tag)}** · step {table.step:,}")
         st.dataframe(pd.DataFrame(list(table.rows), columns=list(table.columns)), hide_index=True)
@@ -84,7 +84,7 @@ def table_panels(run_dir: Path) -> int:
 
 def scalar_panels(records: MetricTable, key: str) -> int:
     """A chart for each scalar no loss / accuracy panel draws (a TensorBoard log's own tags); returns how many."""
-    names = media_reads.other_scalars(records.tags())
+    names = provider.other_scalars(records.tags())
     cols = st.columns(2) if names else []
     for i, tag in enumerate(names):
         x, y = records.series(tag)
@@ -105,10 +105,12 @@ def media_section(run_dir: Path, records: MetricTable, key: str, per_key: bool =
     latest-only images here.
     """
     run_dir = Path(run_dir)
-    scalars = not per_key and tb_logdir.is_mirror(run_dir) and bool(media_reads.other_scalars(records.tags()))
-    stepped = {media_store.tag_file(t) for t in image_steps_panel.image_steps(run_dir)} if per_key else set()
-    images = [p for p in media_reads.images(run_dir) if p.stem not in stepped]
-    if not (scalars or media_reads.figures(run_dir) or images or media_reads.tables(run_dir)):
+    scalars = (
+        not per_key and provider.abilities(run_dir).charts_per_tag and bool(provider.other_scalars(records.tags()))
+    )
+    stepped = {provider.tag_file(t) for t in image_steps_panel.image_steps(run_dir)} if per_key else set()
+    images = [p for p in provider.images(run_dir) if p.stem not in stepped]
+    if not (scalars or provider.figures(run_dir) or images or provider.tables(run_dir)):
         return
     st.subheader("Media" if not scalars else "Logged scalars and media", divider="gray")
     if scalars:

@@ -20,10 +20,10 @@ import numpy as np
 from components.colors import distinct_colors
 from components.pbt_figures import CopyEvent, copy_text, value_at
 from dashboard.panels import line_spec
+from dashboard.reading import provider
+from dashboard.reading.provider import MetricTable
 from dashboard.server import rows_route
-from runstore import run_store, tags
-from runstore.metrics.metric_table import MetricTable
-from runstore.run_folder import RunFolder
+from runstore import tags
 
 LR_TITLE = "Learning rate (PBT)"
 WIDE_DECADES = 3.0  # a metric chart of PBT whose positive curves span more decades than this starts on log y
@@ -50,7 +50,7 @@ class Copies:
 
 
 def of_population(
-    runs: Sequence[run_store.RunInfo], records: Sequence[MetricTable], names: Sequence[str]
+    runs: Sequence[provider.RunInfo], records: Sequence[MetricTable], names: Sequence[str]
 ) -> list[Member]:
     """The members `names` with their records; with their `runs` (as many), each in its own colour (two members
     never share one: `distinct_colors`, as the population's fit chart), its full name and its run's times."""
@@ -58,7 +58,7 @@ def of_population(
         return [Member(n, r) for n, r in zip(names, records, strict=True)]
     colors = distinct_colors([m.run_id for m in runs])
     return [
-        Member(n, r, line_spec.Style(colors[m.run_id], label=m.name), m.run_id, line_spec.start_time(RunFolder(m.path)))
+        Member(n, r, line_spec.Style(colors[m.run_id], label=m.name), m.run_id, provider.start_time(m.path))
         for m, r, n in zip(runs, records, names, strict=True)
     ]
 

@@ -22,10 +22,10 @@ from components.colors import run_color
 from dashboard.panels import line_spec, safe_text
 from dashboard.panels.panels import TILES_KEY, live_line
 from dashboard.panels.run_numbers import COMPILE_TILE, tile_values
+from dashboard.reading import provider
+from dashboard.reading.provider import MetricTable
 from dashboard.server import rows_route
-from runstore import artifacts, run_store, tags
-from runstore.metrics.metric_table import MetricTable
-from runstore.run_folder import RunFolder
+from runstore import tags
 
 LIVE_POINTS = line_spec.LIVE_POINTS  # points per series a spec carries (min/max buckets: spikes kept)
 # A fed chart (its browser appends the rows written since its spec) is built anew, downsampled, only once
@@ -40,7 +40,7 @@ COMPILE_HELP = "First (compiling) chunk beyond a steady one."
 def own_task(run_dir: Path) -> bool:
     """True for a run of one of our tasks (its config.json lists its "panels", or the page launched it): texts
     about confusion matrices, compile time and process output apply to it, not to client or TensorBoard runs."""
-    return bool(artifacts.config_doc(run_dir).get("panels")) or RunFolder(run_dir).has_launch()
+    return provider.abilities(run_dir).own_task
 
 
 def drawn_kinds(run_dir: Path, kinds: list[str], records: MetricTable) -> list[str]:
@@ -75,13 +75,7 @@ def metric_tiles(records: MetricTable, status: dict[str, Any]) -> None:
 
 def fit_version(run_dir: Path) -> tuple[int, ...]:
     """What a fit chart depends on: the modification times of its two tables (0 while missing)."""
-    out = []
-    for tag in (tags.FIT_DATA, tags.FIT_CURVE):
-        try:
-            out.append(artifacts.table_path(run_dir, tag).stat().st_mtime_ns)
-        except OSError:
-            out.append(0)
-    return tuple(out)
+    return tuple(provider.table_stamp(run_dir, tag) for tag in (tags.FIT_DATA, tags.FIT_CURVE))
 
 
 # A linear fit's parameters, logged with every record (the regression task's own keys): the fit chart's line is
@@ -116,7 +110,7 @@ def _padded(values: list[np.ndarray], frac: float) -> list[float]:
 def fit_spec(run_dir: Path, key: str, empty_text: str, color: str | None, model: Any) -> dict[str, Any]:
     """The fit chart's spec: data scatter, the true curve (dashed gray) and the model's curve, on axes fixed by
     the data and the true curve (the model slides over them)."""
-    data, _, truth = artifacts.fit(run_dir)
+    data, _, truth = provider.fit(run_dir)
     if data is None:
         return line_spec.spec(key, "Fit", [], metric="fit", kind="fit", height=420, empty=empty_text)
     x, y = (np.asarray(v, dtype=float).ravel() for v in data)
@@ -149,7 +143,7 @@ def fit_panel(
     lined = records is not None and all(t in records.tags() for t in LINE_TAGS)
 
     def build() -> dict[str, Any]:
-        model = artifacts.fit(run_dir)[1]
+        model = provider.fit(run_dir)[1]
         model = _line_from_records(model, records if lined else None)
         spec = fit_spec(run_dir, key, empty_text, color, model)
         at = next((i for i, s in enumerate(spec["series"]) if s["name"] == "model" and len(s["x"]) == 2), None)
@@ -176,7 +170,7 @@ def _run_lines(
     records: MetricTable, tag_list: tuple[str, ...], color: str | None, run: str | None
 ) -> list[dict[str, Any] | None]:
     """One series per tag of one run, in its colour: train solid, test dashed."""
-    t0 = line_spec.start_time(RunFolder(run_store.runs_root() / run)) if run else None
+    t0 = provider.start_time(provider.runs_root() / run) if run else None
     styles = {t: line_spec.Style(color, dash=t.startswith("test/")) for t in tag_list}
     return [line_spec.series(records, t, t, styles[t], run=run, t0=t0) for t in tag_list]
 

@@ -25,9 +25,9 @@ from dashboard.panels.inplace_chart import figure_spec, inplace_chart
 from dashboard.panels.run_numbers import fmt as fmt  # used by the pages as panels.fmt
 from dashboard.panels.run_numbers import progress_fraction
 from dashboard.processes import launch_status, launcher
-from dashboard.reading import run_metrics
+from dashboard.reading import provider, run_metrics
 from dashboard.server import csv_route
-from runstore import run_states, run_store
+from runstore import run_states
 from settings.config import ConfigError, config_fields
 from settings.registry import available, task_settings
 
@@ -50,7 +50,7 @@ def guarded(fn: Callable[..., None]) -> Callable[..., None]:
     return wrapper
 
 
-def pick_run(runs: list[run_store.RunInfo]) -> run_store.RunInfo | None:
+def pick_run(runs: list[provider.RunInfo]) -> provider.RunInfo | None:
     """Run selector; defaults to ?run=, else the run chosen here, else the newest active run, else the newest.
 
     Only a run the user picks (here, by a link, or on another page) is remembered: while none is, the page
@@ -222,7 +222,7 @@ def progress(status: dict[str, Any], slot: Any = None) -> None:
     (slot or st).progress(progress_fraction(status), text=text)
 
 
-def csv_download(run: run_store.RunInfo, where: Any = None) -> None:
+def csv_download(run: provider.RunInfo, where: Any = None) -> None:
     """The run's "Metrics CSV": a link to the streamed CSV route (dashboard/server_app.py) when it
     is served, else a download button whose file is built when clicked."""
     if csv_route.ROUTE_ON:

@@ -19,10 +19,8 @@ from dashboard.forms import pbt_settings, population_form
 from dashboard.forms.widgets import pbt_input
 from dashboard.panels import line_spec, member_lines, safe_text
 from dashboard.panels.panels import live_line
-from dashboard.reading import groups, run_list
-from runstore import artifacts, run_store
-from runstore.metrics.metric_table import MetricTable
-from runstore.run_folder import RunFolder
+from dashboard.reading import groups, provider, run_list
+from dashboard.reading.provider import MetricTable
 
 LINEAGE_TAG = "pbt/lineage"
 
@@ -56,18 +54,18 @@ def population_pbt(
     return pbt
 
 
-def uses_pbt(members: Sequence[run_store.RunInfo]) -> bool:
+def uses_pbt(members: Sequence[provider.RunInfo]) -> bool:
     """Whether this population trains with PBT (status.json "pbt" of any member)."""
     return any(isinstance(m.status.get("pbt"), dict) for m in members)
 
 
 def copies_of(run_dir: Any) -> list[pbt_figures.CopyEvent]:
     """A member's copies so far (none while its lineage table is missing or being replaced)."""
-    table = artifacts.read_table(run_dir, LINEAGE_TAG)
+    table = provider.read_table(run_dir, LINEAGE_TAG)
     return pbt_figures.copy_events(table.columns, table.rows) if table is not None else []
 
 
-def source_names(members: Sequence[run_store.RunInfo], names: Sequence[str]) -> dict[int, str]:
+def source_names(members: Sequence[provider.RunInfo], names: Sequence[str]) -> dict[int, str]:
     """Member index -> its short name, to say whom a copy came from."""
     out = {}
     for m, n in zip(members, names, strict=True):
@@ -77,7 +75,7 @@ def source_names(members: Sequence[run_store.RunInfo], names: Sequence[str]) -> 
     return out
 
 
-def copy_marks(members: Sequence[run_store.RunInfo], names: Sequence[str]) -> member_lines.Copies | None:
+def copy_marks(members: Sequence[provider.RunInfo], names: Sequence[str]) -> member_lines.Copies | None:
     """Every member's copies, to mark on the charts of its curves; None for a population without PBT."""
     if not uses_pbt(members):
         return None
@@ -99,7 +97,7 @@ def settings_text(pbt: Mapping[str, Any], copies: int) -> str:
 
 
 def lr_chart(
-    members: Sequence[run_store.RunInfo], records: Sequence[MetricTable], names: Sequence[str], key: str
+    members: Sequence[provider.RunInfo], records: Sequence[MetricTable], names: Sequence[str], key: str
 ) -> None:
     """Every member's learning rate over steps (log axis), each in its member colour, its copies marked."""
     copies = copy_marks(members, names) or member_lines.Copies({}, {})
@@ -117,7 +115,7 @@ def _copies_version(copies: member_lines.Copies) -> tuple[int, ...]:
     return tuple(len(c) for c in copies.events.values())
 
 
-def member_panel(run: run_store.RunInfo, records: MetricTable, key: str) -> None:
+def member_panel(run: provider.RunInfo, records: MetricTable, key: str) -> None:
     """A PBT member's own learning rate and copies (Run detail); nothing for other runs."""
     group = groups.group_of(run)
     if not isinstance(run.status.get("pbt"), dict) or not group:
@@ -129,7 +127,7 @@ def member_panel(run: run_store.RunInfo, records: MetricTable, key: str) -> None
     st.subheader("Population-based training", divider="gray")
     copies = copies_of(run.path)
     style = line_spec.Style(run_color(run.run_id), label=run.name)
-    own = member_lines.Member(name, records, style, run.run_id, line_spec.start_time(RunFolder(run.path)))
+    own = member_lines.Member(name, records, style, run.run_id, provider.start_time(run.path))
     marks = member_lines.Copies({name: copies}, sources)
     live_line(key, (records.offset, len(copies)), lambda: member_lines.lr_spec(key, [own], marks))
     if not copies:

@@ -1,6 +1,6 @@
 """Run detail's files: what `wandb.save` kept (files/) and every `log_artifact` version (artifacts/logged/).
 
-Tables list names, types, versions, file counts and sizes; a picked file up to run_files.SMALL_FILE gets a
+Tables list names, types, versions, file counts and sizes; a picked file up to provider.SMALL_FILE gets a
 download button whose bytes are read only when it is clicked. Names are a run's data: shown in tables and
 select boxes (plain text), never in markdown.
 """
@@ -15,7 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard.panels.image_steps_panel import widget_key
-from runstore import run_files
+from dashboard.reading import provider
 
 
 def size_text(size: int) -> str:
@@ -28,12 +28,12 @@ def size_text(size: int) -> str:
     return f"{size} B"
 
 
-def files_table(entries: Sequence[run_files.FileEntry]) -> pd.DataFrame:
+def files_table(entries: Sequence[provider.FileEntry]) -> pd.DataFrame:
     """One row per file: its name and size."""
     return pd.DataFrame({"file": [e.name for e in entries], "size": [size_text(e.size) for e in entries]})
 
 
-def download_picker(entries: Sequence[run_files.FileEntry], key: str) -> None:
+def download_picker(entries: Sequence[provider.FileEntry], key: str) -> None:
     """A select box of the files and a download button for the picked one (when it is small enough)."""
     if not entries:
         return
@@ -41,12 +41,12 @@ def download_picker(entries: Sequence[run_files.FileEntry], key: str) -> None:
     left, right = st.columns([3, 1], vertical_alignment="bottom")
     picked = left.selectbox("File", names, key=f"{key}_pick") if len(names) > 1 else names[0]
     entry = entries[names.index(picked)] if picked in names else entries[0]
-    if entry.size > run_files.SMALL_FILE:
-        right.caption(f"Over {run_files.SMALL_FILE >> 20} MB: open it in the run folder.")
+    if entry.size > provider.SMALL_FILE:
+        right.caption(f"Over {provider.SMALL_FILE >> 20} MB: open it in the run folder.")
         return
     right.download_button(
         "Download",
-        data=lambda: run_files.read_small(entry) or b"",  # read when clicked, not at every rerun
+        data=lambda: provider.file_bytes(entry) or b"",  # read when clicked, not at every rerun
         file_name=Path(entry.name).name,
         mime=mimetypes.guess_type(entry.name)[0] or "application/octet-stream",
         key=f"{key}_download",
@@ -54,7 +54,7 @@ def download_picker(entries: Sequence[run_files.FileEntry], key: str) -> None:
     )
 
 
-def artifacts_table(found: Sequence[run_files.ArtifactEntry]) -> pd.DataFrame:
+def artifacts_table(found: Sequence[provider.ArtifactEntry]) -> pd.DataFrame:
     """One row per artifact version: name, type, version, aliases, files, size."""
     return pd.DataFrame(
         {
@@ -70,8 +70,8 @@ def artifacts_table(found: Sequence[run_files.ArtifactEntry]) -> pd.DataFrame:
 
 def section(run_dir: Path, key: str) -> int:
     """Saved files and logged artifacts (nothing when there are none); returns how many entries were listed."""
-    saved = run_files.saved_file_entries(run_dir)
-    found = run_files.artifact_entries(run_dir)
+    saved = provider.saved_files(run_dir)
+    found = provider.logged_artifacts(run_dir)
     if not saved and not found:
         return 0
     st.subheader("Files and artifacts", divider="gray")

@@ -15,15 +15,15 @@ import streamlit as st
 
 from components import run_groups
 from dashboard.panels import runs_index
-from runstore import run_store
-from runstore.index_rows import IndexedRun
+from dashboard.reading import provider
+from dashboard.reading.provider import IndexedRun
 
 PICKER_KEY = "runs_group_by"
 PREFIX = runs_index.HPARAM_PREFIX  # the picker names a field as the table's column does: "config.lr"
 
 
 def picker(options: Sequence[str], where: object | None = None) -> str | None:
-    """A "Group by" select box of config fields (flattened keys: `runstore.index_pages.keys`); the chosen key, or None."""
+    """A "Group by" select box of config fields (flattened keys: `runstore.provider.keys`); the chosen key, or None."""
     options = list(options)
     if st.session_state.get(PICKER_KEY) not in (None, *options):
         st.session_state[PICKER_KEY] = None  # a field the runs shown no longer have: grouping ends
@@ -40,7 +40,7 @@ def picker(options: Sequence[str], where: object | None = None) -> str | None:
 
 
 def groups_table(
-    shown: pd.DataFrame, runs: Sequence[run_store.RunInfo | IndexedRun], key: str
+    shown: pd.DataFrame, runs: Sequence[provider.RunInfo | IndexedRun], key: str
 ) -> tuple[pd.DataFrame, list[str]]:
     """The groups of the runs `shown`, a row each. Returns the rows of the runs table to show under it (every run,
     a group's runs together; or only those of the groups picked in this table) and the ids of the picked groups' runs."""

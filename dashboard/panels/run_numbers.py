@@ -12,8 +12,8 @@ import time
 from typing import Any
 
 from components import figures
+from dashboard.reading.provider import MetricTable
 from runstore import tags
-from runstore.metrics.metric_table import MetricTable
 
 HIDDEN_PREFIXES = ("perf/", "epoch/", "sys/")  # not headline numbers (steps/s is in the progress line)
 MAX_TILES = 6

@@ -14,9 +14,9 @@ from components.colors import run_color
 from dashboard import refresh_timings
 from dashboard.panels import compare_data, grid_axes, line_spec, panel_kinds, safe_text
 from dashboard.panels.panels import live_chart
-from runstore import run_log, run_notes, run_output, run_store, tags
-from runstore.metrics.metric_table import MetricTable
-from runstore.run_folder import RunFolder
+from dashboard.reading import provider
+from dashboard.reading.provider import MetricTable
+from runstore import tags
 
 LOG_LINES = 200
 # While the run trains, its grids (below its own fed panels) are built anew at most this often, as
@@ -30,9 +30,9 @@ CONTROLS = "detail"  # the name Run detail's grids save their smoothing, log y a
 ONE_LINE = {"showlegend": False}  # a grid of one run's lines needs no legend
 
 
-def notes_header(run: run_store.RunInfo) -> None:
+def notes_header(run: provider.RunInfo) -> None:
     """Display name, tags and notes (edited on Runs & compare), when there are any."""
-    n = run_notes.load(run.path)
+    n = provider.notes(run.path)
     if n.display_name:
         st.subheader(safe_text.md(n.display_name))
     if n.tags:
@@ -58,7 +58,7 @@ def zoom(records: MetricTable, key: str) -> tuple[float, float] | None:
     )
 
 
-def metric_grids(run: run_store.RunInfo, records: MetricTable, key: str, active: bool = False) -> None:
+def metric_grids(run: provider.RunInfo, records: MetricTable, key: str, active: bool = False) -> None:
     """Every metric of the run as small multiples, system metrics (sys/*) in a grid of their own.
 
     active: the run trains; its grids are then built anew every GRID_REFRESH_S (or on a zoom or new metric).
@@ -101,7 +101,7 @@ def metric_grids(run: run_store.RunInfo, records: MetricTable, key: str, active:
         st.caption("No system metrics (sys/*) in this run: runs from before they were logged have none.")
 
 
-def grid_browser(run: run_store.RunInfo, records: MetricTable, x: str = "step") -> dict[str, Any]:
+def grid_browser(run: provider.RunInfo, records: MetricTable, x: str = "step") -> dict[str, Any]:
     """The run's grids' controls (grid_axes.browser), saved under CONTROLS: x = a grid's own step axis, wall or
     relative time, epoch or any of the run's scalar keys. A grid against another x key (define_metric's
     step_metric) offers its own axis and the times only (an epoch or a key's value is found by step)."""
@@ -112,7 +112,7 @@ def grid_browser(run: run_store.RunInfo, records: MetricTable, x: str = "step") 
 
 def process_output(run_dir: Path, active: bool) -> None:
     """The tail of process.log: the run's own output, refreshed with the page while it runs."""
-    if not RunFolder(run_dir).log_path.exists() and not panel_kinds.own_task(run_dir):
+    if not provider.has_process_output(run_dir) and not panel_kinds.own_task(run_dir):
         return  # a client script's or TensorBoard log's run: its output is not ours to show
     # Read and drawn only while open: st.code makes a fresh tab load a 1.5 MB syntax highlighter.
     box = st.expander(
@@ -124,7 +124,7 @@ def process_output(run_dir: Path, active: bool) -> None:
     )
     if not box.open:
         return
-    text = run_log.tail(run_dir, LOG_LINES)
+    text = provider.process_output(run_dir, LOG_LINES)
     with box:
         if text is None:
             st.caption("No process.log: this run was started from the command line, so its output went there.")
@@ -138,7 +138,7 @@ def process_output(run_dir: Path, active: bool) -> None:
 def console_output(run_dir: Path, active: bool, failed: bool = False) -> None:
     """A client script's Logs: the tail of its stdout and stderr (output.log), as plain text, followed with the
     page's reruns while the run is active; open while it runs and when it failed (its traceback is there)."""
-    if not run_output.has_output(run_dir):
+    if not provider.has_console_output(run_dir):
         return
     box = st.expander(
         "Logs (the script's stdout and stderr)",
@@ -149,7 +149,7 @@ def console_output(run_dir: Path, active: bool, failed: bool = False) -> None:
     )
     if not box.open:
         return
-    text = run_output.tail(run_dir, LOG_LINES)
+    text = provider.console_output(run_dir, LOG_LINES)
     with box:
         if not (text or "").strip():
             st.caption("The script has written no output yet.")

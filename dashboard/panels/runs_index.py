@@ -17,7 +17,8 @@ from typing import Any
 import pandas as pd
 
 from dashboard.panels.compare_data import sort_tags
-from runstore import processes, run_files, run_notes, run_states, run_store, wandb_reads
+from dashboard.reading import provider
+from runstore import run_states
 
 ACTIVE = ("queued", "starting", "running")
 PROBLEMS = run_states.PROBLEMS
@@ -61,13 +62,13 @@ def _duration(s: dict[str, Any], created: float) -> float | None:
 def _state(s: dict[str, Any]) -> str:
     """The run's state as the table shows it: "stalled" for an active run making no progress (runstore.processes)."""
     state = s.get("state", "?")
-    if state in ACTIVE and processes.with_stall(s, time.time()).get("stalled_since"):
+    if state in ACTIVE and provider.with_stall(s, time.time()).get("stalled_since"):
         return "stalled"
     return state
 
 
 def frame(
-    runs: Sequence[run_store.RunInfo], key_config: Callable[[str, dict], str], short_group: Callable[[Any], Any]
+    runs: Sequence[provider.RunInfo], key_config: Callable[[str, dict], str], short_group: Callable[[Any], Any]
 ) -> pd.DataFrame:
     """One row per run: display name, tags, group, task, state, settings, every final metric, times.
 
@@ -77,8 +78,8 @@ def frame(
     for r in runs:
         s, final = r.status, r.status.get("final") or {}
         finals |= set(final)
-        notes = run_notes.load(r.path)
-        meta = wandb_reads.wandb_meta(r.path)
+        notes = provider.notes(r.path)
+        meta = provider.wandb_meta(r.path)
         flat = r.flat_config  # nested settings as dotted keys ("model.hidden"), as W&B's and TensorBoard's tables
         config = key_config(r.task, flat)
         started = s.get("started") or r.created
@@ -97,7 +98,7 @@ def frame(
                 "job type": meta.job_type or None,
                 "task": r.task,
                 "status": _state(s),
-                "alerts": run_files.alert_count(r.path) or None,
+                "alerts": provider.alert_count(r.path) or None,
                 "config": config,
                 **{f"final {m}": v for m, v in final.items() if isinstance(v, (int, float))},
                 "duration": _duration(s, r.created),

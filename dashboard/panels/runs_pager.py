@@ -9,7 +9,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from runstore import index_pages, index_reader
+from dashboard.reading import provider
 
 SORT_KEY, DESC_KEY, PAGE_KEY = "runs_sort", "runs_sort_desc", "runs_page"
 BUILTIN = {"created": "started", "name": "name", "state": "status", "task": "task", "group": "group"}
@@ -26,14 +26,14 @@ def field(scope: str, key: str) -> str | None:
 def sort_options(root: Path) -> list[str]:
     """What the table can be sorted by: the run's own fields, then each config key and each summary key."""
     try:
-        found = [field(s, k) for s in ("config", "summary") for k in index_pages.keys(root, s)]
-    except index_reader.IndexUnavailable:
+        found = [field(s, k) for s in ("config", "summary") for k in provider.keys(root, s)]
+    except provider.IndexUnavailable:
         found = []
     return [*BUILTIN, *(f for f in found if f)]
 
 
 def sort_picker(root: Path, where: object | None = None, desc_where: object | None = None) -> str:
-    """A "Sort by" select box and a descending toggle; the order as `index_pages.page` takes it ("-created")."""
+    """A "Sort by" select box and a descending toggle; the order as `provider.page` takes it ("-created")."""
     options = sort_options(root)
     if st.session_state.get(SORT_KEY) not in (None, *options):
         st.session_state[SORT_KEY] = "created"  # a field no run has any more
@@ -48,19 +48,19 @@ def sort_picker(root: Path, where: object | None = None, desc_where: object | No
     return ("-" if desc else "+") + (chosen or "created")
 
 
-def group_options(root: Path, query: str, narrow: index_pages.Narrow) -> list[str]:
+def group_options(root: Path, query: str, narrow: provider.Narrow) -> list[str]:
     """The config keys the runs selected can be grouped by."""
     try:
-        return index_pages.keys(root, "config", query, narrow)
-    except index_reader.IndexUnavailable:
+        return provider.keys(root, "config", query, narrow)
+    except provider.IndexUnavailable:
         return []
 
 
 def final_keys(root: Path) -> list[str]:
     """The summary keys of every run (the groups table's means)."""
     try:
-        return index_pages.keys(root, "summary")
-    except index_reader.IndexUnavailable:
+        return provider.keys(root, "summary")
+    except provider.IndexUnavailable:
         return []
 
 

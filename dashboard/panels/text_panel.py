@@ -1,13 +1,12 @@
 """Text a run logged (`wandb.log({"phase": "warmup"})`, tensorboardX's `add_text`, a logdir's text summaries), shown
 as TensorBoard's text plugin shows it: each key's texts rendered as markdown, newest step first, a step picker.
 
-Read through runstore.media_store (artifacts/texts/<key>.jsonl, written by the client or mirrored from a logdir);
+Read through the read interface (`provider.texts`: written by the client or mirrored from a logdir);
 rendered by text_markdown (sanitized: no raw HTML, no image fetched, every link's address shown).
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -16,33 +15,10 @@ import streamlit as st
 
 from dashboard.panels import text_markdown
 from dashboard.panels.image_steps_panel import step_index, widget_key
-from runstore import media_store, safe_files, wandb_reads
-from runstore.run_folder import TEXTS, RunFolder
+from dashboard.reading import provider
 
 MAX_ROWS = 1000  # the newest steps of a key offered (a string logged every step of a long run)
 SHOWN = 5  # steps drawn at once: the picked one and those before it, newest first
-
-
-def _signature(run_dir: Path) -> tuple[tuple[str, int, int], ...]:
-    """(name, mtime, size) of every text file: what the cache below is keyed on."""
-    root = RunFolder(run_dir).media_dir(TEXTS)
-    if not safe_files.is_real_dir(root):
-        return ()
-    try:
-        return tuple((p.name, p.lstat().st_mtime_ns, p.lstat().st_size) for p in sorted(root.glob("*.jsonl")))
-    except OSError:
-        return ()
-
-
-@functools.lru_cache(maxsize=32)
-def _read(run_dir: str, signature: tuple) -> dict[str, list[tuple[int, str]]]:
-    return media_store.texts(Path(run_dir))
-
-
-def texts(run_dir: Path) -> dict[str, list[tuple[int, str]]]:
-    """media_store.texts, re-read only when a text file changed (a live page reruns for its run's news)."""
-    signature = _signature(run_dir)
-    return _read(str(run_dir), signature) if signature else {}
 
 
 def section(run_dir: Path, defs: Mapping[str, Mapping[str, Any]] | None = None, key: str = "text") -> int:
@@ -52,8 +28,8 @@ def section(run_dir: Path, defs: Mapping[str, Mapping[str, Any]] | None = None, 
     """
     found = {
         tag: lines
-        for tag, lines in texts(Path(run_dir)).items()
-        if lines and not wandb_reads.definition(defs or {}, tag).get("hidden")
+        for tag, lines in provider.texts(Path(run_dir)).items()
+        if lines and not provider.hidden(defs or {}, tag)
     }
     if not found:
         return 0

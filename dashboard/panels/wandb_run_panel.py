@@ -14,10 +14,10 @@ import pandas as pd
 import streamlit as st
 
 from dashboard.panels import safe_text
-from runstore import run_notes, run_store, wandb_reads
+from dashboard.reading import provider
 
 
-def meta_lines(meta: wandb_reads.WandbMeta, notes: run_notes.RunNotes | None = None) -> list[str]:
+def meta_lines(meta: provider.WandbMeta, notes: provider.RunNotes | None = None) -> list[str]:
     """The W&B fields worth a line ("W&B group: exp-a", ...); tags and notes only when the run's notes
     (notes.json, edited on Runs & compare and drawn above) do not already show them."""
     lines = []
@@ -31,21 +31,21 @@ def meta_lines(meta: wandb_reads.WandbMeta, notes: run_notes.RunNotes | None = N
     return lines
 
 
-def header(run_dir: Path) -> wandb_reads.WandbMeta:
+def header(run_dir: Path) -> provider.WandbMeta:
     """The W&B fields under the run's name (nothing for a run without them); returns them."""
-    meta = wandb_reads.wandb_meta(run_dir)
-    lines = meta_lines(meta, run_notes.load(run_dir))
+    meta = provider.wandb_meta(run_dir)
+    lines = meta_lines(meta, provider.notes(run_dir))
     if lines:
         st.text("\n".join(lines))
     return meta
 
 
-def group_ids(group: str, runs: Sequence[run_store.RunInfo]) -> list[str]:
+def group_ids(group: str, runs: Sequence[provider.RunInfo]) -> list[str]:
     """The ids of the runs of one W&B group (config.json "wandb_group", read once per change of a run's file)."""
-    return [r.run_id for r in runs if not r.damaged and wandb_reads.wandb_meta(r.path).group == group]
+    return [r.run_id for r in runs if not r.damaged and provider.wandb_meta(r.path).group == group]
 
 
-def group_compare(run_id: str, group: str, runs: Sequence[run_store.RunInfo]) -> None:
+def group_compare(run_id: str, group: str, runs: Sequence[provider.RunInfo]) -> None:
     """A button that compares the run's W&B group on Runs & compare (each run its own line), when it has others."""
     ids = group_ids(group, runs)
     if len(ids) > 1 and st.button(
@@ -57,12 +57,12 @@ def group_compare(run_id: str, group: str, runs: Sequence[run_store.RunInfo]) ->
 def summary_table(summary: Mapping[str, Any]) -> pd.DataFrame:
     """One row per summary key: the key and its value as text (W&B's {op: value} dicts spelled out)."""
     keys = [k for k in summary if not k.startswith("_")]
-    return pd.DataFrame({"key": keys, "value": [wandb_reads.summary_text(summary[k]) for k in keys]})
+    return pd.DataFrame({"key": keys, "value": [provider.summary_text(summary[k]) for k in keys]})
 
 
 def summary_section(run_dir: Path) -> int:
     """The run's W&B summary as a table (nothing when it wrote no summary.json); returns how many keys."""
-    found, problem = wandb_reads.read_summary(run_dir)
+    found, problem = provider.summary(run_dir)
     if problem:
         st.warning(safe_text.md(problem), icon=":material/broken_image:")
     table = summary_table(found)

@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from runstore import run_store
+from dashboard.reading import provider
 from settings.population import VARIED
 
 
-def group_of(run: run_store.RunInfo) -> str | None:
+def group_of(run: provider.RunInfo) -> str | None:
     """The population a run belongs to (status.json "group"), or None for a single run."""
     return run.status.get("group")
 
@@ -26,7 +26,7 @@ def short_id(group: str | None) -> str | None:
     return parts[2] if len(parts) == 3 and parts[0].isdigit() and parts[1].isdigit() else group
 
 
-def members(runs: Sequence[run_store.RunInfo], group: str) -> list[run_store.RunInfo]:
+def members(runs: Sequence[provider.RunInfo], group: str) -> list[provider.RunInfo]:
     """The runs of `group`, in member order."""
     return sorted((r for r in runs if group_of(r) == group), key=lambda r: r.status.get("member") or 0)
 
@@ -46,7 +46,7 @@ def label(config: Mapping[str, Any], fields: Sequence[str], member: int | None =
     return " ".join(parts) if parts else f"#{member if member is not None else '?'}"
 
 
-def labels(runs: Sequence[run_store.RunInfo]) -> list[str]:
+def labels(runs: Sequence[provider.RunInfo]) -> list[str]:
     """One unique short name per member of a group, in order."""
     fields = varied([r.config for r in runs])
     out = [label(r.config, fields, r.status.get("member")) for r in runs]

@@ -13,14 +13,13 @@ import streamlit as st
 
 from dashboard.panels import safe_text
 from dashboard.processes.launch_status import population_members, run_status
-from dashboard.reading import run_lister
-from runstore import launch_files, run_reads, run_states, run_store, run_watch, safe_files, tb_logdir
-from runstore.run_folder import CONFIG, RunFolder
+from dashboard.reading import provider, run_lister
+from runstore import launch_files, run_states
 
 ACTIVE_STATES = run_states.ACTIVE
 
 
-def all_runs() -> list[run_store.RunInfo]:
+def all_runs() -> list[provider.RunInfo]:
     """All runs, newest first, including page-launched runs whose process has not written config.json yet.
 
     A population launched from the page stands as one such run until its members appear. A big root's list
@@ -28,8 +27,8 @@ def all_runs() -> list[run_store.RunInfo]:
     since it was made, each active run's status read again; a TensorBoard logdir's mirrors as its watch has
     them (`logdir_current`).
     """
-    root = run_store.runs_root()
-    if tb_logdir.logdir() is not None:
+    root = provider.runs_root()
+    if provider.logdir() is not None:
         logdir_current(root)
     kept = run_lister.current(root)
     if kept is not None:
@@ -44,12 +43,12 @@ def all_runs() -> list[run_store.RunInfo]:
 def prefetch() -> None:
     """Start the runs root's background lister once a server (the first page run): a big root's list is then
     ready when a page asks for it."""
-    run_lister.start(run_store.runs_root(), READS, first=True)
+    run_lister.start(provider.runs_root(), READS, first=True)
 
 
-def scan(root: Path) -> list[run_store.RunInfo]:
+def scan(root: Path) -> list[provider.RunInfo]:
     """`all_runs` of `root` listed now (no Streamlit: the lister's thread runs it too)."""
-    runs = run_reads.list_runs(root, run_status)  # an ended run's files are re-read only when changed
+    runs = provider.list_runs(root, run_status)  # an ended run's files are re-read only when changed
     known = {r.run_id for r in runs}
     pending = []
     try:
@@ -57,9 +56,10 @@ def scan(root: Path) -> list[run_store.RunInfo]:
     except OSError:
         entries = []
     for d in entries:
-        info = launch_files.launch_info(d) if safe_files.is_real_dir(d) else None
-        if info == {} and RunFolder(d).has_launch():
-            pending.append(run_store.damaged_run(d, launch_files.launch_damage(d)))
+        info = provider.launch_info(d) if provider.is_run_folder(d) else None
+        problem = provider.launch_problem(d) if info == {} else None
+        if problem is not None:
+            pending.append(provider.damaged_run(d, problem))
             continue
         if info and info.get("population") and not info.get("group"):
             found = population_members(info, runs)
@@ -68,20 +68,20 @@ def scan(root: Path) -> list[run_store.RunInfo]:
                     launch_files.write_launch(d, {**info, "group": found[0].status["group"]})
                 continue
         if info and not info.get("group"):
-            run = run_store.RunInfo(
+            run = provider.RunInfo(
                 d.name, d, info.get("name", d.name), info.get("task", "?"), {}, {}, info.get("launched", 0.0)
             )
             run.status = run_status(d)
             pending.append(run)
-    logged = run_reads.list_runs(tb_logdir.mirror_root(root), run_status) if tb_logdir.logdir() is not None else []
+    logged = provider.logdir_runs(root, run_status)
     if logged and any(r.damaged for r in runs):  # the logdir may be the runs root: its TensorBoard folders are
         # those runs, not damaged ones
-        foreign = tb_logdir.covered(tb_logdir.logdir() or root, tb_logdir.find_runs(tb_logdir.logdir() or root))
+        foreign = provider.logdir_folders(root)
         runs = [r for r in runs if not (r.damaged and r.path in foreign)]
     return ordered(runs + pending + logged)
 
 
-def ordered(runs: list[run_store.RunInfo]) -> list[run_store.RunInfo]:
+def ordered(runs: list[provider.RunInfo]) -> list[provider.RunInfo]:
     """Newest first; a population's members together, in member order."""
     first: dict[str, float] = {}
     for r in runs:
@@ -94,8 +94,8 @@ def logdir_current(root: Path) -> None:
     """Ask the server's logdir watch (runstore/logdir_watch.py, a background thread) for a check now and wait for
     it a bounded time: the page then reads the mirrors as they are, and never syncs itself. Says so while the
     watch's first sync is under way, and why when the logdir cannot be read (its runs so far stay listed)."""
-    logdir = tb_logdir.logdir()
-    watch = run_watch.watcher(root).logdir_watch if logdir is not None else None
+    logdir = provider.logdir()
+    watch = provider.run_watcher(root).logdir_watch if logdir is not None else None
     if watch is None:
         return
     watch.request()
@@ -104,13 +104,13 @@ def logdir_current(root: Path) -> None:
             f"TensorBoard logdir {safe_text.code(logdir)}: {safe_text.md(watch.error)}", icon=":material/warning:"
         )
     elif watch.reading:
-        mirrored = len(run_store.run_folders(tb_logdir.mirror_root(root)))
+        mirrored = len(provider.run_folders(provider.mirror_root(root)))
         st.caption(f"Reading the TensorBoard logdir {safe_text.code(logdir)}: {mirrored} runs mirrored so far.")
 
 
-def read_one(d: Path) -> run_store.RunInfo | None:
+def read_one(d: Path) -> provider.RunInfo | None:
     """The run of one folder as `scan` lists it (None: no run of its own there, a page launch's folder)."""
-    run = run_store.read_run(d)
+    run = provider.read_run(d)
     if run is not None and not run.damaged:  # a damaged run keeps the message that says which file is wrong
         run.status = run_status(d)
     return run
@@ -126,8 +126,4 @@ def is_active(status: dict[str, Any]) -> bool:
 
 def run_command(run_dir: Path) -> list[str] | None:
     """The command of config.json (a list of strings), or None."""
-    try:
-        doc = RunFolder(run_dir).checked_config()
-        return run_store.validate_config(doc, CONFIG).get("command") if doc is not None else None
-    except run_store.DamagedRunFile:
-        return None
+    return provider.run_command(run_dir)

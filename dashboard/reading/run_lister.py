@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from runstore import run_store, run_watch
+from dashboard.reading import provider
 
 BIG_S = 0.2  # a list taking more CPU time than this (not wall time: the load of other processes) is kept here
 GAP_S = 1.0  # between lists, at least
@@ -27,7 +27,7 @@ COST_FACTOR = 10  # lists at most a tenth of a core ...
 CHANGED_FACTOR = 2  # ... or half a core while the watcher saw a run appear, end or go
 PATCH_MAX = 200  # more changed folders than this: the page lists the root itself
 
-Runs = list[run_store.RunInfo]
+Runs = list[provider.RunInfo]
 
 
 @dataclass
@@ -36,7 +36,7 @@ class Reads:
     order a list (`order`)."""
 
     scan: Callable[[Path], Runs]
-    one: Callable[[Path], run_store.RunInfo | None]
+    one: Callable[[Path], provider.RunInfo | None]
     order: Callable[[Runs], Runs]
 
 
@@ -57,7 +57,7 @@ class Lister:
         runs, seen = self.runs, self.seen
         if runs is None or self.took <= BIG_S:
             return None
-        now = run_watch.watcher(self.root).current
+        now = provider.runs_signature(self.root)
         if now == seen:
             return runs
         old, new = dict(seen), dict(now)
@@ -74,7 +74,7 @@ class Lister:
         return self.reads.order(out)
 
     def _loop(self) -> None:
-        watcher = run_watch.watcher(self.root)
+        watcher = provider.run_watcher(self.root)
         while not watcher.stopped.is_set():
             seen, t0, cpu0 = watcher.current, time.monotonic(), time.thread_time()
             try:
@@ -86,7 +86,7 @@ class Lister:
             if cpu <= BIG_S or runs is None:
                 break
             again, soon = t0 + max(GAP_S, COST_FACTOR * cpu), t0 + max(GAP_S, CHANGED_FACTOR * cpu)
-            while not watcher.stopped.wait(run_watch.POLL_S):
+            while not watcher.stopped.wait(provider.WATCH_POLL_S):
                 at = time.monotonic()
                 if at >= again or (at >= soon and watcher.current != seen):
                     break

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from runstore.metrics import metric_csv
-from runstore.metrics.metric_table import MetricTable
+from dashboard.reading import provider
+from dashboard.reading.provider import MetricTable
 
 # Tables kept: more than a page reads at once (compare: up to 100 runs, views/runs.py's COMPARE_MAX). With fewer,
 # a comparison's first tables are gone by the time its last are read, so every page run read all of them again
@@ -19,7 +19,7 @@ TABLES_KEPT = 128
 
 @st.cache_resource(max_entries=TABLES_KEPT, show_spinner=False)
 def _metric_table(run_dir: str) -> MetricTable:
-    return MetricTable()
+    return provider.metric_table()
 
 
 def metrics(run_dir: Path) -> MetricTable:
@@ -30,4 +30,4 @@ def metrics(run_dir: Path) -> MetricTable:
 
 def metrics_csv(run_dir: Path) -> Callable[[], bytes]:
     """A download button's data: the CSV of every record, built from the file only when clicked."""
-    return functools.partial(metric_csv.metrics_csv, Path(run_dir))
+    return functools.partial(provider.csv_bytes, Path(run_dir))

@@ -6,9 +6,8 @@ import streamlit as st
 
 from dashboard import refresh_timings
 from dashboard.panels import refresh_trigger
-from dashboard.reading import run_list
+from dashboard.reading import provider, run_list
 from dashboard.server import changes_route
-from runstore import run_store, run_watch
 
 WATCH_S = refresh_timings.seconds("runs_watch")
 
@@ -20,7 +19,7 @@ def check_runs() -> None:
     background thread), so this is a comparison. starting -> running is no change: the pages' own
     refresh draws it.
     """
-    if run_watch.watcher(run_store.runs_root()).current != st.session_state.get("_runs_seen"):
+    if provider.runs_signature(provider.runs_root()) != st.session_state.get("_runs_seen"):
         st.rerun(scope="app")
 
 
@@ -34,7 +33,7 @@ def watch_runs() -> None:
     when it changed and the fragment reruns only then: a page left open costs no reruns. Without it (AppTest, plain
     app.py), the fragment reruns every WATCH_S.
     """
-    st.session_state["_runs_seen"] = seen = run_watch.watcher(run_store.runs_root()).current
+    st.session_state["_runs_seen"] = seen = provider.runs_signature(provider.runs_root())
     run_list.prefetch()  # a big root's list of runs made in the background from the server's first page
     if changes_route.ROUTE_ON:
 

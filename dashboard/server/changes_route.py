@@ -22,14 +22,11 @@ import hashlib
 import os
 from typing import Any
 
+from dashboard.reading import provider
 from dashboard.server import run_lookup
-from runstore import run_folder, run_store, run_watch
 
 ROUTE_ON = False  # set by dashboard/server_app.py
 MAX_IDS = 64  # a population's members at most (settings.population.MAX_MEMBERS)
-FILES = (run_folder.LAUNCH,)  # with the status's state and phase: what the page shows as soon as it changes
-STREAMS = (run_folder.RECORDS, run_folder.STATUS, run_folder.LOG, run_folder.OUTPUT)  # what changes with every chunk
-MEDIA = run_folder.ARTIFACTS  # tables, figures, images: written by rename or as new files, so their folders' times move
 
 
 def watchable(runs: list[Any]) -> bool:
@@ -38,47 +35,15 @@ def watchable(runs: list[Any]) -> bool:
     return ROUTE_ON and len(runs) <= MAX_IDS and all(run_lookup.run_folder(r.run_id) == r.path for r in runs)
 
 
-def _file_stamps(folder: os.PathLike, names: tuple[str, ...]) -> list[str]:
-    parts = []
-    for name in names:
-        try:
-            st = os.stat(os.path.join(folder, name), follow_symlinks=False)
-            parts.append(f"{st.st_size}:{st.st_mtime_ns}")
-        except OSError:
-            parts.append("0")
-    return parts
-
-
 def _stamp(folder: os.PathLike | None) -> str:
     """What a page shows at once when it changes: the run's state and phase, its number of scalar keys (a new
     key gets its panel at once, not at the next rerun for records), its launch file."""
-    if folder is None:
-        return "-"
-    status = run_folder.RunFolder(folder).raw_status({})
-    status = status if isinstance(status, dict) else {}
-    parts = [repr([status.get(k) for k in ("state", "phase", "message", "resuming", "keys")])]
-    return ",".join(parts + _file_stamps(folder, FILES))
+    return "-" if folder is None else provider.event_stamp(folder)
 
 
 def _stream_stamp(folder: os.PathLike | None) -> str:
     """What grows with every chunk or epoch: its records, its progress, its output, its media."""
-    if folder is None:
-        return "-"
-    return ",".join(_file_stamps(folder, STREAMS) + _folder_times(os.path.join(folder, MEDIA), depth=2))
-
-
-def _folder_times(folder: str, depth: int) -> list[str]:
-    """The modification times of `folder` and its subfolders `depth` levels down (never through a link)."""
-    try:
-        st = os.stat(folder, follow_symlinks=False)
-        entries = list(os.scandir(folder)) if depth else []
-    except OSError:
-        return []
-    out = [str(st.st_mtime_ns)]
-    for entry in sorted(entries, key=lambda e: e.name):
-        if entry.is_dir(follow_symlinks=False):
-            out += _folder_times(entry.path, depth - 1)
-    return out
+    return "-" if folder is None else provider.stream_stamp(folder)
 
 
 def _hash(text: str) -> str:
@@ -89,7 +54,7 @@ def stat_stamp(folder: os.PathLike | None) -> str:
     """Stat calls only (no file read): changes whenever `signature` or `streams` of the run could change."""
     if folder is None:
         return "-"
-    return ",".join(_file_stamps(folder, FILES)) + "|" + _stream_stamp(folder)
+    return provider.event_files_stamp(folder) + "|" + _stream_stamp(folder)
 
 
 def streams(run_id: str) -> str:
@@ -106,7 +71,7 @@ def signature(run_ids: list[str], listing: Any = None) -> str:
     themselves (the push stream's rows and numbers) reruns for STREAMS less often.
     listing: the list of runs as a page saw it (run_watch's signature), instead of the current one.
     """
-    listing = run_watch.watcher(run_store.runs_root()).current if listing is None else listing
+    listing = provider.runs_signature(provider.runs_root()) if listing is None else listing
     folders = [run_lookup.run_folder(i) for i in run_ids[:MAX_IDS]]
     events = repr(listing) + "|" + "|".join(_stamp(f) for f in folders)
     return _hash(events) + "." + _hash("|".join(_stream_stamp(f) for f in folders))

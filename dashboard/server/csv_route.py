@@ -7,10 +7,8 @@ import urllib.parse
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
 
+from dashboard.reading import provider
 from dashboard.server import run_lookup, url_paths
-from runstore import safe_files
-from runstore.metrics import metric_csv
-from runstore.run_folder import RunFolder
 
 ROUTE_ON = False  # set by dashboard/server_app.py, the module `streamlit run` serves
 
@@ -37,14 +35,11 @@ def serve(request: Request) -> Response:
     folder = run_lookup.run_folder(run_id)
     if folder is None:
         return run_lookup.no_run(run_id)
-    records = RunFolder(folder).records_path
-    if not records.exists():
-        return PlainTextResponse(f"Run {run_id!r} has logged no metrics yet (no metrics.jsonl).", status_code=404)
-    if not safe_files.is_regular(records):
-        msg = f"Run {run_id!r}: metrics.jsonl is {safe_files.NOT_REGULAR}; replace it with the run's own file."
-        return PlainTextResponse(msg, status_code=404)
+    problem = provider.csv_problem(folder)
+    if problem is not None:
+        return PlainTextResponse(f"Run {run_id!r}{problem}.", status_code=404)
     return StreamingResponse(
-        metric_csv.iter_csv(folder),  # a plain iterator: Starlette runs it in a worker thread
+        provider.csv_chunks(folder),  # a plain iterator: Starlette runs it in a worker thread
         media_type="text/csv",
         headers={"Content-Disposition": content_disposition(f"{run_id}.csv")},
     )

@@ -1,7 +1,7 @@
 """One watcher thread for every open push stream (dashboard/server/push_route.py): what each tab follows, and what it is sent.
 
 Every PUSH_TICK (250 ms) the thread stats the files of each followed run (changes_route.stat_stamp: no file
-is read) and compares the list of runs (runstore/run_watch.py keeps it). Only where a stamp moved does it read:
+is read) and compares the list of runs (the run watcher keeps it: provider.runs_signature). Only where a stamp moved does it read:
 a changed signature of a trigger's runs ("sig": the page reruns its panel for a new state at once; a change of
 records alone goes at most SIG_SHARE times per the trigger's stream gap, the least time the page waits between
 two reruns for records), the rows after each feed's cursor ("rows": only bytes not sent yet, in rows_route.rows'
@@ -21,8 +21,8 @@ from typing import Any
 
 from dashboard import refresh_timings
 from dashboard.panels import run_numbers
+from dashboard.reading import provider
 from dashboard.server import changes_route, rows_route, run_lookup
-from runstore import run_store, run_watch
 
 TICK_S = refresh_timings.seconds("push_tick")
 NUMBERS_S = refresh_timings.seconds("push_numbers")
@@ -176,7 +176,7 @@ class Hub:
             if self.thread is None or not self.thread.is_alive():
                 # A change of the list of runs wakes the thread at once (a new run is sent within the run
                 # watcher's poll, not a tick after it).
-                run_watch.watcher(run_store.runs_root()).on_change(self.wake.set)
+                provider.run_watcher(provider.runs_root()).on_change(self.wake.set)
                 self.thread = threading.Thread(target=self._loop, name="push-watch", daemon=True)
                 self.thread.start()
         self.wake.set()
@@ -196,7 +196,7 @@ class Hub:
                 streams = [s for s in self.streams if not s.closed]
             if not streams:
                 continue
-            listing = run_watch.watcher(run_store.runs_root()).current
+            listing = provider.runs_signature(provider.runs_root())
             runs = set().union(*(s.runs() for s in streams))
             stamps = {r: changes_route.stat_stamp(run_lookup.run_folder(r)) for r in runs}
             now = time.monotonic()

@@ -21,9 +21,8 @@ import numpy as np
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from dashboard.reading import provider
 from dashboard.server import run_lookup, url_paths
-from runstore.metrics.metric_table import MetricTable
-from runstore.run_folder import RunFolder
 
 MAX_BYTES = 1 << 20  # ~10,000 records: more than a few seconds of any run's rows
 MAX_TAGS = 16  # keys of one whole-series request
@@ -47,12 +46,12 @@ def rows(run_id: str, after: int, tags: list[str]) -> dict[str, Any] | None:
     if folder is None:
         return None
     try:
-        size = RunFolder(folder).records_size()
+        size = provider.records_size(folder)
     except OSError:
         size = 0
     if size < after:  # replaced or truncated: the page's next figure starts over
         return {"offset": after, "behind": True}
-    records, end = RunFolder(folder).records(after, max_bytes=MAX_BYTES)
+    records, end = provider.records_after(folder, after, MAX_BYTES)
     wanted = frozenset(tags)
     xs: dict[str, list[int]] = {t: [] for t in wanted}
     ys: dict[str, list[float]] = {t: [] for t in wanted}
@@ -77,7 +76,7 @@ def whole_series(run_id: str, tags: list[str]) -> dict[str, Any] | None:
     folder = run_lookup.run_folder(run_id)
     if folder is None:
         return None
-    table = MetricTable().update(folder)  # bounded columns, from the run's columnar cache where it has one
+    table = provider.scalars(folder)  # bounded columns, from the run's columnar cache where it has one
     xs, ys = {}, {}
     for tag in tags[:MAX_TAGS]:
         step, value = table.series(tag, "step")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from starlette.responses import PlainTextResponse, Response
 
-from runstore import run_store, safe_files
+from dashboard.reading import provider
 
 MAX_NAME_BYTES = 255  # a longer name is no folder on any common file system (ENAMETOOLONG)
 
@@ -25,10 +25,9 @@ def run_folder(run_id: str) -> Path | None:
         return None
     if len(run_id.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES:
         return None
-    folder = run_store.runs_root() / run_id
-    return folder if safe_files.is_real_dir(folder) else None
+    return provider.run_under_root(run_id)
 
 
 def no_run(run_id: str) -> Response:
     """404 for a run id that names no run folder under the runs root."""
-    return PlainTextResponse(f"No run {run_id!r} under {run_store.runs_root()}.", status_code=404)
+    return PlainTextResponse(f"No run {run_id!r} under {provider.runs_root()}.", status_code=404)

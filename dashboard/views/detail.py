@@ -37,10 +37,8 @@ from dashboard.panels import (
     wandb_run_panel,
 )
 from dashboard.processes import launch_status, page_tensorboard
-from dashboard.reading import groups, run_list, run_metrics
-from runstore import artifacts, launch_files, run_output, run_store, wandb_reads
-from runstore.metrics.metric_table import MetricTable
-from runstore.run_folder import TABLES, artifacts_rel
+from dashboard.reading import groups, provider, run_list, run_metrics
+from dashboard.reading.provider import MetricTable
 
 DETAIL_REFRESH_S = refresh_timings.seconds("detail_rerun")
 # While its run trains, the curves and the progress line follow the records in the browser (static/chart/feed.js,
@@ -67,24 +65,20 @@ def final_label(status: dict, tag: str) -> str:
     return f"{tag} · {basis}" if isinstance(basis, str) and basis else tag
 
 
-def results(run: run_store.RunInfo, records: MetricTable, fed: bool = False, defs: dict | None = None) -> None:
+def results(run: provider.RunInfo, records: MetricTable, fed: bool = False, defs: dict | None = None) -> None:
     """Final metrics, the task's panels (config.json "panels"), then its test report when it wrote one.
 
     fed: the panels' curves append the run's new records in the browser (static/chart/feed.js).
     defs: the run's define_metric definitions (a metric defined hidden gets no tile, chart or histogram).
     """
-    final = {
-        k: v
-        for k, v in (run.status.get("final") or {}).items()
-        if not wandb_reads.definition(defs or {}, k).get("hidden")
-    }
+    final = {k: v for k, v in (run.status.get("final") or {}).items() if not provider.hidden(defs or {}, k)}
     if final:
         cols = st.columns(min(4, len(final)))
         for i, (tag, v) in enumerate(final.items()):
             cols[i % len(cols)].metric(
                 safe_text.md(final_label(run.status, tag)), f"{v:.2%}" if "acc" in tag else panels.fmt(v)
             )
-    kinds = artifacts.run_panels(run.path, None, records.tags())
+    kinds = provider.run_panels(run.path, None, records.tags())
     chart = panel_kinds.ChartRun(records, run.path.name, fed=fed)
     panel_kinds.draw(run.path, kinds, chart, run.status, f"detail{_rk(run.run_id)}")
     pbt_panels.member_panel(run, records, f"detail_pbt{_rk(run.run_id)}")  # PBT: its lr and copies
@@ -92,10 +86,10 @@ def results(run: run_store.RunInfo, records: MetricTable, fed: bool = False, def
     # a panel per logged key of every kind (scalars, histograms, images, text), a section per prefix
     hidden = {k for k, d in (defs or {}).items() if d.get("hidden")}
     owned = {t for kind in kinds for t in key_panels.OWNED.get(kind, ())} | hidden
-    data_panels.draw(run.path, records, "detail_keys", run_store.runs_root(), data_panels.project_of(run.path), owned)
-    report, problem = artifacts.classification(run.path)
+    data_panels.draw(run.path, records, "detail_keys", provider.runs_root(), data_panels.project_of(run.path), owned)
+    report, problem = provider.classification(run.path)
     if problem:
-        st.warning(safe_text.md(f"{artifacts_rel(TABLES, problem)}; not shown."))
+        st.warning(safe_text.md(f"{provider.table_location(problem)}; not shown."))
     if report is None:
         if "accuracy" in kinds and panel_kinds.own_task(run.path):  # our tasks write one; a script may not
             st.caption("No confusion matrix yet (written at the end of the run).")
@@ -109,7 +103,7 @@ def results(run: run_store.RunInfo, records: MetricTable, fed: bool = False, def
         mistakes(run.path, report)
 
 
-def mistakes(run_dir: Path, report: artifacts.Classification, limit: int = 32) -> None:
+def mistakes(run_dir: Path, report: provider.Classification, limit: int = 32) -> None:
     """Misclassified sample test images (artifacts/tables/test__predictions.json)."""
     if report.labels.size == 0:
         st.caption("No sample images.")
@@ -128,7 +122,7 @@ def mistakes(run_dir: Path, report: artifacts.Classification, limit: int = 32) -
     panels.chart(fig, f"detail_imgs{_rk(run_dir.name)}")
 
 
-def tracking(run: run_store.RunInfo) -> None:
+def tracking(run: provider.RunInfo) -> None:
     """W&B link or sync command, and the TensorBoard button."""
     wandb = run.status.get("wandb") or {}
     left, right = st.columns(2)
@@ -178,7 +172,7 @@ def tensorboard_link(base_url: str, run_id: str) -> str:
     return f"{base_url.rstrip('/')}/?{query}#timeseries"
 
 
-def summary(run: run_store.RunInfo, was_active: bool, polled_ids: list[str] | None = None) -> None:
+def summary(run: provider.RunInfo, was_active: bool, polled_ids: list[str] | None = None) -> None:
     """Badge, progress, CSV, Resume and results: re-read on every refresh while the run is active.
 
     polled_ids: rerun when the run wrote something (refresh_trigger), at most every DETAIL_REFRESH_S.
@@ -187,7 +181,7 @@ def summary(run: run_store.RunInfo, was_active: bool, polled_ids: list[str] | No
     # Its curves and progress line follow the records between reruns: rerun for them less often. Placed
     # even with nothing to poll, so what is below keeps its place when the run ends.
     # followed only through the reruns: the launched process's output, a client script's console
-    output = launch_files.process_log(run.path).exists() or run_output.has_output(run.path)
+    output = provider.has_process_output(run.path) or provider.has_console_output(run.path)
     stream_gap_ms = DETAIL_OUTPUT_MS if output else DETAIL_FED_MS
     refresh_trigger.rerun_on_change(
         polled_ids or [], key="detail_trigger", gap_ms=gap_ms, stream_gap_ms=stream_gap_ms, on=bool(polled_ids)
@@ -210,7 +204,7 @@ def summary(run: run_store.RunInfo, was_active: bool, polled_ids: list[str] | No
     hosts_panel.section(run.path)  # a jax.distributed job's processes: heartbeat, state
     fed = bool(polled_ids) and run_list.is_active(status)
     live_numbers.follow(run.run_id, DETAIL_PANEL_KEY, tiles=False, on=fed)
-    defs = wandb_reads.wandb_meta(run.path).define_metric
+    defs = provider.definitions(run.path)
     results(run, records, fed, defs)
     defined_grids.metric_grids(run, records, f"detail_all{_rk(run.run_id)}", defs, run_list.is_active(status))
     wandb_run_panel.summary_section(run.path)
@@ -221,7 +215,7 @@ def summary(run: run_store.RunInfo, was_active: bool, polled_ids: list[str] | No
         st.rerun()  # full rerun: final results, and no more refresh timer
 
 
-def damaged(run: run_store.RunInfo) -> None:
+def damaged(run: provider.RunInfo) -> None:
     """What is wrong with a damaged run, and what its folder holds (it can be deleted on Runs & compare)."""
     message = safe_text.md(f"This run's files are damaged: {run.status.get('message')}")
     st.error(message, icon=":material/broken_image:")

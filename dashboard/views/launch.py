@@ -11,8 +11,7 @@ from dashboard.forms import pbt_settings, population_form
 from dashboard.forms.widgets import FieldOverrides, config_form, dataset_title, field_error, population_input
 from dashboard.panels import inplace_chart, line_chart, pbt_panels, safe_text
 from dashboard.processes import launcher
-from dashboard.reading import run_list
-from runstore import run_store, run_watch
+from dashboard.reading import provider, run_list
 from settings import datasets
 from settings.config import ConfigError, FieldInfo, config_fields, parse_config
 from settings.population import VARIED
@@ -104,7 +103,7 @@ def active_runs() -> None:
 def _training_now() -> None:
     if st.session_state.get(state.PAGE_KEY) != "new":
         return
-    signature = run_watch.watcher(run_store.runs_root()).current
+    signature = provider.runs_signature(provider.runs_root())
     cached = st.session_state.get("_training_now")
     if cached is None or cached[0] != signature:
         active = [(r.run_id, f"{r.name} · {r.task}") for r in run_list.all_runs() if run_list.is_active(r.status)]
@@ -154,7 +153,7 @@ def page() -> None:
     """Draw the task picker, the population lists and the form of the chosen task."""
     st.title("New run")
     st.caption(
-        f"Each run is its own process writing to {safe_text.code(run_store.runs_root())}; "
+        f"Each run is its own process writing to {safe_text.code(provider.runs_root())}; "
         "it keeps going if you close the page. Scripts calling `jaxdash.init` write there too "
         "(`$JAXDASH_RUNS` picks another folder)."
     )

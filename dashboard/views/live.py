@@ -30,10 +30,8 @@ from dashboard.panels import (
 )
 from dashboard.panels.image_steps_panel import widget_key
 from dashboard.processes import launch_status, launcher
-from dashboard.reading import groups, run_list, run_metrics
-from runstore import artifacts, launch_files, run_store, tb_logdir
-from runstore.metrics.metric_table import MetricTable
-from runstore.run_folder import RunFolder
+from dashboard.reading import groups, provider, run_list, run_metrics
+from dashboard.reading.provider import MetricTable
 
 
 @dataclass
@@ -59,7 +57,7 @@ def head(status: dict, active: bool, buttons: HeadButtons) -> Any:
         panels.progress(status, slot)
     with cols[2]:
         queued = status.get("state") == "queued"
-        if active and stop_dir is not None and tb_logdir.is_mirror(stop_dir):
+        if active and stop_dir is not None and not provider.abilities(stop_dir).stoppable:
             st.caption(NOT_OURS_TO_STOP)  # a stop file there is read by no one
         elif active and stop_dir is not None:
             if st.button("Cancel" if queued else stop_label, icon=":material/stop:", key="stop_run", type="secondary"):
@@ -78,7 +76,7 @@ NOT_OURS_TO_STOP = "No Stop: a TensorBoard log's writer is not ours to stop; it 
 
 def stopping_note(active: bool, stop_dir: Path | None) -> None:
     """A line while a stop was asked for and the run finishes its chunk (inside the messages container)."""
-    if active and stop_dir is not None and RunFolder(stop_dir).stop_requested():
+    if active and stop_dir is not None and provider.stop_requested(stop_dir):
         st.caption("Stopping after the current chunk…")
 
 
@@ -116,7 +114,7 @@ def first_records(run_dir: Path, status: dict, progress_slot: Any) -> MetricTabl
     return records
 
 
-def live_panel(members: list[run_store.RunInfo], selected: str, polled_ids: list[str] | None = None) -> None:
+def live_panel(members: list[provider.RunInfo], selected: str, polled_ids: list[str] | None = None) -> None:
     """Everything that changes while a run or its population trains: read incrementally, then drawn.
 
     One path for one run and K members (a run is a population of one, as in the engine); only the
@@ -133,8 +131,8 @@ def live_panel(members: list[run_store.RunInfo], selected: str, polled_ids: list
     refresh_trigger.rerun_on_change(polled_ids or [], stream_gap_ms=stream_gap, on=bool(polled_ids))
     sel = next(i for i, m in enumerate(members) if m.run_id == selected)
     run_dir = members[sel].path
-    info = launch_files.launch_info(run_dir) if single else {}
-    if info.get("population") and not RunFolder(run_dir).has_config():
+    info = provider.launch_info(run_dir) if single else {}
+    if info.get("population") and not provider.has_config(run_dir):
         first = launch_status.launched_population(run_dir.name, run_list.all_runs())
         if first is not None:  # the population's members exist now: show them
             state.remember_run(first.run_id)
@@ -167,10 +165,11 @@ def live_panel(members: list[run_store.RunInfo], selected: str, polled_ids: list
         problems(names, statuses)
     if single and active and statuses[0].get("state") != "queued" and not len(records[0]):
         records[0] = first_records(run_dir, statuses[0], progress_slot)  # the head is already on its way
-    kinds = artifacts.run_panels(members[0].path, info if single else None, records[0].tags())  # config.json "panels"
+    kinds = provider.run_panels(members[0].path, info if single else None, records[0].tags())  # config.json "panels"
     if single:
         panel_kinds.metric_tiles(records[0], statuses[0])
-        every_key = not panel_kinds.own_task(run_dir) and not tb_logdir.is_mirror(run_dir)  # a user's loop
+        abilities = provider.abilities(run_dir)
+        every_key = abilities.keys_by_prefix  # a user's loop
         keys = len(records[0].tags()) if every_key else None
         live_numbers.follow(run_dir.name, on=fed and active, keys=keys)  # the progress line and tiles between reruns
         color = run_color(run_dir.name)
@@ -183,7 +182,7 @@ def live_panel(members: list[run_store.RunInfo], selected: str, polled_ids: list
         media_panels.media_section(run_dir, records[0], f"live_media{rk}")  # its own figures, images, tables
         # A TensorBoard log's histograms and texts (a user's loop: in its key sections). Our tasks' parameter
         # histograms stay on Run detail: twelve more charts on Live for every epoch's snapshot of the weights.
-        if tb_logdir.is_mirror(run_dir):
+        if abilities.charts_per_tag:
             histogram_panel.section(run_dir, f"live_hist{rk}")
             text_panel.section(run_dir)
         return

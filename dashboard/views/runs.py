@@ -22,9 +22,8 @@ from dashboard.panels import (
     safe_text,
 )
 from dashboard.processes import launch_status, launcher, notes_sinks
-from dashboard.reading import groups, run_list, runs_page
-from runstore import index_pages, index_reader, run_notes, run_store, tb_logdir
-from runstore.run_query import QueryError
+from dashboard.reading import groups, provider, run_list, runs_page
+from runstore import run_store
 
 COLUMN_CONFIG = {
     "tags": st.column_config.ListColumn("tags"),
@@ -38,7 +37,7 @@ COLUMN_CONFIG = {
 }
 
 
-def runs_frame(runs: list[run_store.RunInfo]) -> pd.DataFrame:
+def runs_frame(runs: list[provider.RunInfo]) -> pd.DataFrame:
     """One row per run (computing only; drawing is `table`)."""
     return runs_index.frame(runs, panels.key_config, groups.short_id)
 
@@ -48,15 +47,15 @@ WANDB_FILTERS = {"wandb_groups": "W&B group", "job_types": "Job type"}  # offere
 
 
 def filter_choices(root: Path, now: float) -> dict[str, list[str]]:
-    """The values each filter can take (`index_pages.choices`, read once a page run: each is a scan of the index);
+    """The values each filter can take (`provider.choices`, read once a page run: each is a scan of the index);
     none while the index cannot be read."""
     try:
-        return index_pages.choices(root, now)
-    except index_reader.IndexUnavailable:
+        return provider.choices(root, now)
+    except provider.IndexUnavailable:
         return {name: [] for name in ("states", "tasks", "populations", "tags", *WANDB_FILTERS)}
 
 
-def filters(choices: dict[str, list[str]], now: float) -> index_pages.Narrow:
+def filters(choices: dict[str, list[str]], now: float) -> provider.Narrow:
     """Search box and one multi-select per filter (status, task, population, tag; W&B group and job type), their
     values `filter_choices`'; states as the table shows them at `now` ("stalled")."""
     options = {("groups" if name == "populations" else name): values for name, values in choices.items()}
@@ -75,7 +74,7 @@ def filters(choices: dict[str, list[str]], now: float) -> index_pages.Narrow:
         )
         for col, (name, label) in zip(c[1:], shown.items(), strict=True)
     }
-    return index_pages.Narrow(text=text, populations=picked.pop("groups", []), now=now, **picked)
+    return provider.Narrow(text=text, populations=picked.pop("groups", []), now=now, **picked)
 
 
 QUERY_HELP = (
@@ -147,7 +146,7 @@ def _select(ids: list[str], table_key: str, shown: list[str], clear: bool = True
 
 
 def select_groups(
-    runs: list[run_store.RunInfo], selected: list[run_store.RunInfo], row: object, table_key: str, shown: list[str]
+    runs: list[provider.RunInfo], selected: list[provider.RunInfo], row: object, table_key: str, shown: list[str]
 ) -> None:
     """A button per population the selection touches but does not hold whole: select all its members."""
     chosen = {r.run_id for r in selected}
@@ -165,7 +164,7 @@ def select_groups(
 
 
 def select_wandb_groups(
-    df: pd.DataFrame, selected: list[run_store.RunInfo], row: object, table_key: str, shown: list[str]
+    df: pd.DataFrame, selected: list[provider.RunInfo], row: object, table_key: str, shown: list[str]
 ) -> None:
     """A button per W&B group the selection touches but does not hold whole: select all its runs."""
     chosen = {r.run_id for r in selected}
@@ -183,9 +182,9 @@ def select_wandb_groups(
             )
 
 
-def notes_editor(run: run_store.RunInfo, known: list[str]) -> None:
+def notes_editor(run: provider.RunInfo, known: list[str]) -> None:
     """Display name, tags and notes of one run: saved to its folder, TensorBoard and (online) W&B."""
-    current = run_notes.load(run.path)
+    current = provider.notes(run.path)
     with st.expander("Name, tags and notes", icon=":material/edit_note:", expanded=False):
         with st.form(data_panels.widget_key("notes", run.run_id), border=False):
             name = st.text_input("Display name", value=current.display_name, placeholder=run.name, key="notes_name")
@@ -210,8 +209,8 @@ def notes_editor(run: run_store.RunInfo, known: list[str]) -> None:
 
 
 def actions(
-    selected: list[run_store.RunInfo],
-    runs: list[run_store.RunInfo],
+    selected: list[provider.RunInfo],
+    runs: list[provider.RunInfo],
     table_key: str,
     shown: list[str],
     df: pd.DataFrame | None = None,
@@ -231,7 +230,7 @@ def actions(
             st.switch_page("views/live.py", query_params={"run": run.run_id})
         panels.csv_download(run, row)
     active = [
-        r for r in selected if run_list.is_active(r.status) and not tb_logdir.is_mirror(r.path)
+        r for r in selected if run_list.is_active(r.status) and provider.abilities(r.path).stoppable
     ]  # not ours to stop
     if active and row.button(f"Stop ({len(active)})", icon=":material/stop:"):
         signalled = sum(launcher.stop(r.path) for r in active)
@@ -251,12 +250,12 @@ def actions(
             st.rerun()
 
 
-def delete(runs: list[run_store.RunInfo]) -> None:
+def delete(runs: list[provider.RunInfo]) -> None:
     """Delete runs; a running one is refused with its message."""
     st.session_state.pop("confirm_delete", None)
     for r in runs:
         try:
-            run_store.delete_run(r.path, run_store.runs_root())
+            run_store.delete_run(r.path, provider.runs_root())
         except (RuntimeError, ValueError, OSError) as exc:
             st.error(safe_text.md(f"{r.name}: {exc}"))
             return
@@ -264,19 +263,19 @@ def delete(runs: list[run_store.RunInfo]) -> None:
     st.rerun()
 
 
-def _matching(root: Path, query: str, narrow: index_pages.Narrow, where: object) -> tuple[str, index_pages.Narrow]:
+def _matching(root: Path, query: str, narrow: provider.Narrow, where: object) -> tuple[str, provider.Narrow]:
     """The query as the index reads it ("" when it cannot be read: its error is one line under the box)."""
     try:
-        index_pages.matching_ids(root, query, index_pages.Narrow(ids=[]))  # parses it; reads no run
-    except (QueryError, index_reader.IndexUnavailable) as exc:
+        provider.matching_ids(root, query, provider.Narrow(ids=[]))  # parses it; reads no run
+    except (provider.QueryError, provider.IndexUnavailable) as exc:
         where.error(safe_text.md(exc), icon=":material/error:")  # type: ignore[attr-defined]
         return "", narrow
     return query, narrow
 
 
-def _grouped(root: Path, query: str, narrow: index_pages.Narrow, key: str, metrics: list[str]) -> list[str]:
+def _grouped(root: Path, query: str, narrow: provider.Narrow, key: str, metrics: list[str]) -> list[str]:
     """The groups table of every run matching (a row per value of config `key`); the ids of the groups picked."""
-    matching = index_pages.matching(root, query, narrow)
+    matching = provider.matching(root, query, narrow)
     frame = pd.DataFrame(
         [
             {"run_id": r.run_id, **{m: (r.summary.get(m[len("final ") :]) or [None])[0] for m in metrics}}
@@ -297,15 +296,15 @@ def body(active_ids: list[str] | None = None) -> None:
         refresh_trigger.rerun_on_change(
             active_ids, key="runs_trigger", gap_ms=int(REFRESH_S * 1000), stream_gap_ms=int(RECORDS_REFRESH_S * 1000)
         )
-    root = run_store.runs_root()
+    root = provider.runs_root()
     index = st.session_state.pop("_runs_index", None) or runs_page.open_index(root)  # asked once per page run
-    everything = index_reader.indexed_count(root)
+    everything = provider.indexed_count(root)
     if not everything and not index.building:
         st.info(f"No runs under {safe_text.code(root)} yet.")
         return
     if st.query_params.get("compare"):  # a shared link: ?compare=<id>,<id>,... selects those runs once
         values = st.query_params.get_all("compare")
-        known = set(index_pages.matching_ids(root, narrow=index_pages.Narrow(ids=values)))  # values that are an id
+        known = set(provider.matching_ids(root, narrow=provider.Narrow(ids=values)))  # values that are an id
         st.session_state["selected_ids"] = compare_ids(values, known)
         del st.query_params["compare"]
     now = time.time()  # one time for the filter's choices, its selection and the query's states
@@ -317,7 +316,7 @@ def body(active_ids: list[str] | None = None) -> None:
     order = runs_pager.sort_picker(root, sort_col, desc_col)
     first = ""
     if st.toggle("Group by W&B group", key="runs_by_wandb_group") if choices["wandb_groups"] else False:
-        first = index_pages.BY_WANDB_GROUP  # each run keeps its row: its own state and config
+        first = provider.BY_WANDB_GROUP  # each run keeps its row: its own state and config
     picked: list[str] = []
     if group_by is not None:
         metrics = [f"final {k}" for k in runs_pager.final_keys(root)]
@@ -325,10 +324,10 @@ def body(active_ids: list[str] | None = None) -> None:
         order = f"+{runs_pager.field('config', group_by) or 'created'}"  # a group's runs together
         if picked:
             narrow.ids = picked
-    first = first or index_pages.members_together(order)  # by created: a population's members as one block
-    total = index_pages.count(root, query, narrow)
+    first = first or provider.members_together(order)  # by created: a population's members as one block
+    total = provider.count(root, query, narrow)
     offset = runs_pager.pager(total, PAGE_SIZE)
-    page = index_pages.page(root, query, narrow, order=order, first=first, limit=PAGE_SIZE, offset=offset)
+    page = provider.page(root, query, narrow, order=order, first=first, limit=PAGE_SIZE, offset=offset)
     captions = [f"{total} of {everything} runs match." if total < everything else f"{total} runs."]
     if total > PAGE_SIZE:
         captions.append(f"Rows {offset + 1}–{offset + len(page.runs)}.")
@@ -341,7 +340,7 @@ def body(active_ids: list[str] | None = None) -> None:
     chosen = list(st.session_state.get("selected_ids", []))
     elsewhere = [i for i in chosen if i not in ids]  # selected on another page, still matching
     if elsewhere:
-        elsewhere = index_pages.matching_ids(root, query, index_pages.Narrow(**{**vars(narrow), "ids": elsewhere}))
+        elsewhere = provider.matching_ids(root, query, provider.Narrow(**{**vars(narrow), "ids": elsewhere}))
     kept = [ids.index(i) for i in chosen if i in ids]
     # The key follows the rows shown, so a new run or another filter redraws the table with the same runs selected.
     key = "runs_table_" + hashlib.sha1("|".join(ids).encode()).hexdigest()[:10]
@@ -349,7 +348,7 @@ def body(active_ids: list[str] | None = None) -> None:
         st.button(f"Select these {len(picked)} runs", icon=":material/select_all:", key="runs_group_select",
                   on_click=_select, args=(picked, key, ids, False))  # fmt: skip
     elif query.strip() and total:  # compare what the query selects, in one click
-        matching = index_pages.matching_ids(root, query, narrow) if total <= COMPARE_MAX else []
+        matching = provider.matching_ids(root, query, narrow) if total <= COMPARE_MAX else []
         st.button(f"Compare the {total} runs matching", icon=":material/compare_arrows:", key="runs_select_matching",
                   on_click=_select, args=(matching, key, ids, False), disabled=total > COMPARE_MAX,
                   help=f"At most {COMPARE_MAX} runs at once: narrow the query." if total > COMPARE_MAX else None)  # fmt: skip
@@ -376,13 +375,13 @@ if st.session_state.get("selected_ids") or st.query_params.get("compare"):
     inplace_chart.warm_up("grid")  # a comparison follows: its grids' uPlot loads while the server runs the page
 st.title("Runs & compare")
 st.caption(
-    f"Runs under {safe_text.code(run_store.runs_root())}, where scripts calling `jaxdash.init` write too "
+    f"Runs under {safe_text.code(provider.runs_root())}, where scripts calling `jaxdash.init` write too "
     "(`$JAXDASH_RUNS` picks another folder)."
 )
-run_list.logdir_current(run_store.runs_root())  # first: the index's update below then holds a logdir's new runs
+run_list.logdir_current(provider.runs_root())  # first: the index's update below then holds a logdir's new runs
 st.session_state["_runs_index"] = runs_page.open_index(  # its keeper runs while it is open
-    run_store.runs_root(), changed=st.session_state.pop(CHANGED, False)
+    provider.runs_root(), changed=st.session_state.pop(CHANGED, False)
 )
-listed = runs_page.active(run_store.runs_root())
+listed = runs_page.active(provider.runs_root())
 refresh, polled_ids = refresh_trigger.follow(listed, REFRESH_S)
 st.fragment(panels.guarded(body), run_every=refresh)(polled_ids)

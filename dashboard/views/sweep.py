@@ -15,7 +15,7 @@ from components.sweep_figures import best_so_far, parallel_coordinates
 from dashboard import refresh_timings
 from dashboard.panels import safe_text
 from dashboard.panels.panels import chart
-from runstore import run_store
+from dashboard.reading import provider
 from settings.fields import ConfigError
 
 REFRESH_S = refresh_timings.seconds("sweep_rerun")
@@ -38,11 +38,11 @@ def _queue_panel() -> None:
     from dashboard.processes import launcher, page_queue
     from settings.queue.store import Queue
 
-    queue = Queue(run_store.runs_root(), wait_s=page_queue.PAGE_WAIT_S)  # a damaged queue.db raises here
+    queue = Queue(provider.runs_root(), wait_s=page_queue.PAGE_WAIT_S)  # a damaged queue.db raises here
     problem = queue.write_problem()
     if problem:  # still listed below (it can be read), but nothing can be queued, started or cancelled
         st.error(safe_text.md(f"Run queue: {problem}"), icon=":material/error:")
-    page_queue.dispatch(run_store.runs_root(), launcher.start_now)  # a slot that freed up starts the next job
+    page_queue.dispatch(provider.runs_root(), launcher.start_now)  # a slot that freed up starts the next job
     jobs = [j for j in queue.jobs() if j["state"] in ("queued", "running")]
     limit = queue.limit()  # read after the field's callback: a new value shows at once
     st.number_input(
@@ -165,7 +165,7 @@ def live() -> None:
     queue_panel()
     from settings.sweep import report
 
-    url = report.default_storage(run_store.runs_root())
+    url = report.default_storage(provider.runs_root())
     if url is None:
         st.info("No sweeps yet: start one from New run (Sweep) or `python -m training TASK --sweep FIELD=...`.")
         return

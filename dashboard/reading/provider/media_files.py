@@ -1,4 +1,4 @@
-"""What media a run logged, for the media section: figures by step, images and tables. No Streamlit here.
+"""What media a run logged, for the media section: figures by step, images and tables.
 
 The run store writes (runwriters/store.py):
 
@@ -20,7 +20,7 @@ from typing import Any
 from runstore import artifacts, media_store, run_store, safe_files, tags
 from runstore.run_folder import FIGURES, TABLES, RunFolder
 
-# Drawn by the page's own panels (dashboard/panels/panel_kinds.py, views/detail.py), so not repeated here.
+# Drawn by the page's own panels (dashboard/panels/panel_kinds.py, views/detail.py), so not listed here.
 OWN_TABLES = {media_store.tag_file(t) for t in (tags.FIT_DATA, tags.FIT_CURVE, tags.CONFUSION, tags.PREDICTIONS)}
 OWN_IMAGES = {media_store.tag_file(t) for t in (tags.FIT_IMAGE, tags.CONFUSION_IMAGE, tags.PREDICTIONS_IMAGE)}
 PANEL_SCALARS = (tags.TRAIN_LOSS, tags.TEST_LOSS, tags.TRAIN_ACC, tags.TEST_ACC)  # the loss / accuracy panels
