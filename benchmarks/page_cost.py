@@ -13,7 +13,10 @@ Each window's speed is the steps per second between the run's own metrics.jsonl 
 inside it, after a settle time for the pages to load. Printed: per condition, the median speed,
 the slowdown against `none` (none's speed / its speed), the paired slowdown (the no-page windows
 just before and after it / its speed: the ratio an epoch takes longer), and the
-server's and Chromium's CPU seconds per minute. Goals (issue #51): live <= 1.02x, three <= 1.05x, hidden <= 1.01x.
+server's and Chromium's CPU seconds per minute, and what the pages' CPU is as a share of the machine (the
+server's CPU above its no-page median plus Chromium's, over every core's minute: the slowdown a run that keeps
+every core busy would see if the pages' work took its place one for one; it does not drift with the machine's
+speed, as the steps per second do). Goals (issue #51): live <= 1.02x, three <= 1.05x, hidden <= 1.01x.
 """
 
 from __future__ import annotations
@@ -160,9 +163,11 @@ def report(results: dict[str, list]) -> None:
     """Medians per condition; `paired` is the median of the condition's reference speed (no page, the windows
     just before and after it) / its speed: the ratio an epoch takes longer with the pages open."""
     base = statistics.median(x[0] for x in results["none"] if math.isfinite(x[0]))
+    server_base = statistics.median(x[1] for x in results["none"])
+    cores = os.cpu_count() or 1
     print(
         f"\n{'condition':10s} {'steps/s':>8s} {'slowdown':>9s} {'paired':>8s} {'goal':>6s} "
-        f"{'server cpu s/min':>17s} {'chromium':>9s}"
+        f"{'server cpu s/min':>17s} {'chromium':>9s} {'pages cpu':>10s}"
     )
     for condition, rows in results.items():
         rows = [x for x in rows if math.isfinite(x[0]) and math.isfinite(x[4])]  # windows after the run ended
@@ -174,8 +179,10 @@ def report(results: dict[str, list]) -> None:
         server = statistics.median(x[1] for x in rows)
         chrome = statistics.median(x[2] for x in rows)
         goal = f"{GOALS[condition]:.2f}" if condition in GOALS else "-"
+        share = max(server - server_base, 0.0) + chrome  # CPU seconds a minute the pages took
         print(
             f"{condition:10s} {speed:8.1f} {base / speed:8.3f}x {paired:7.3f}x {goal:>6s} {server:17.1f} {chrome:9.1f}"
+            f" {share / (60 * cores):9.1%}"
         )
 
 
