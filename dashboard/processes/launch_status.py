@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from dashboard.processes import page_queue
-from runstore import launch_files, processes, run_log, run_reads, run_states, run_store, tb_logdir
+from dashboard.reading import provider
+from runstore import launch_files, processes, run_log, run_reads, run_states, run_store
 from runstore.run_folder import RunFolder
 
 RESUMABLE_STATES = run_states.RESUMABLE
@@ -27,8 +28,8 @@ def run_status(run_dir: Path) -> dict[str, Any]:
     that process died first, "resume_error" holds the last line of its log.
     """
     run_dir = Path(run_dir)
-    if tb_logdir.is_mirror(run_dir):  # a TensorBoard log's run: no process of ours to check
-        return tb_logdir.status(run_dir)
+    if not provider.abilities(run_dir).stoppable:  # a TensorBoard log's run: no process of ours to check
+        return provider.writer_status(run_dir)
     status = processes.with_stall(RunFolder(run_dir).status(), time.time())  # "stalled since" (SIGSTOP: 3 s)
     info = launch_files.launch_info(run_dir)
     if status.get("state"):

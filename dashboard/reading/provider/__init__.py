@@ -123,6 +123,7 @@ from dashboard.reading.provider.runs import (
     runs_root,
     runs_signature,
     stop_requested,
+    writer_status,
 )
 from dashboard.reading.provider.scalars import (
     MAX_TAGS,
@@ -247,4 +248,5 @@ __all__ = [
     "texts",
     "wandb_meta",
     "with_stall",
+    "writer_status",
 ]

@@ -139,3 +139,9 @@ def run_under_root(run_id: str) -> Path | None:
 def is_link(path: Path) -> bool:
     """Whether `path` is a symbolic link (listed as damaged, never followed)."""
     return os.path.islink(path)
+
+
+def writer_status(run_dir: Path) -> dict[str, Any]:
+    """The status of a run whose writer is not a process of ours (`abilities(run_dir).stoppable` is False: a
+    TensorBoard log's run), as its mirror recorded it; no process is checked."""
+    return tb_logdir.status(run_dir)
