@@ -394,3 +394,17 @@ def _strongly_connected(graph: dict[str, set[str]]) -> list[set[str]]:
                         break
                 out.append(component)
     return out
+
+
+JS_IN_TEXT = ("export default", "createElement(", "addEventListener(", "=> {", "function (")
+
+
+def test_the_browser_code_lives_in_js_files() -> None:
+    """No module of the page holds JavaScript in a string: each component's module is a file under
+    dashboard/panels/static/ (js_modules), and what differs between elements comes in their data."""
+    found = []
+    for path in sorted((ROOT / "dashboard").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                found += [f"{path.relative_to(ROOT)}:{node.lineno}: {m!r}" for m in JS_IN_TEXT if m in node.value]
+    assert not found, "JavaScript in a Python string:\n" + "\n".join(found)

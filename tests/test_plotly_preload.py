@@ -3,6 +3,7 @@ over raw HTTP, and in Chromium, where the chart component then draws with that o
 
 from __future__ import annotations
 
+import html as html_lib
 import http.client
 import re
 from pathlib import Path
@@ -36,7 +37,7 @@ def test_live_and_detail_ask_for_plotly_at_once_and_the_bundle_is_served(served:
         assert 0 < html.index("window.__jaxdashPlotly") < html.index("</head>"), path
     for path in ("/runs", "/", "/sweeps"):  # no chart as they open: plotly.js would only compete with their tables
         assert b"__jaxdashPlotly" not in get(srv, path, page)[2], path
-    src = re.search(r"s\.src = \"([^\"]+)\"", html).group(1)
+    src = html_lib.unescape(re.search(r"<script data-src=\"([^\"]+)\">", html).group(1))
     assert src.startswith(plotly_preload.route() + "?v=")
     status, headers, bundle = get(srv, src, {"Accept": "*/*"})
     assert status == 200 and headers["content-type"].startswith("text/javascript")

@@ -52,7 +52,7 @@ def test_no_page_module_defines_a_refresh_timing_of_its_own() -> None:
 
 
 def test_the_scripts_the_browser_runs_carry_the_tables_values() -> None:
-    js = inplace_chart.LOADER + stream_assets.loader(["trigger.js"], "__jaxdashTrigger")
+    js = inplace_chart.LOADER + stream_assets.FOLLOWER
     assert inplace_chart._urls()["max_gap_ms"] == refresh_timings.ms("inplace_max_gap")  # each chart element's data
     assert "max_gap_ms" in (inplace_chart.GRID_STATIC / "inplace_chart.js").read_text()  # what the chart's draw reads
     feed = line_spec.feed("run", 0, {"loss": 0})

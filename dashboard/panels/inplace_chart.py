@@ -43,7 +43,7 @@ import streamlit.components.v1 as components
 from streamlit import runtime
 
 from dashboard import refresh_timings
-from dashboard.panels import safe_text
+from dashboard.panels import js_modules, safe_text
 from dashboard.server import url_paths
 from dashboard.server.plotly_preload import PLOTLY_DATA, VENDOR, bundle
 
@@ -52,9 +52,7 @@ CHART_STATIC = GRID_STATIC / "chart"  # the line chart's files; the grid uses it
 GRID_USES = ("theme.js", "controls.js", "series.js")  # loaded before static/grid_view.js and line_grid.js, in order
 
 # The component's whole module: import static/inplace_chart.js (once a page: the browser keeps a module) and draw.
-LOADER = """export default async function (component) {
-  return (await import(new URL(component.data.module, document.baseURI).href)).draw(component);  // the page's address
-}"""
+LOADER = js_modules.module("inplace_chart.js")
 
 
 # Basic bundle missing (a trimmed checkout): the full one stands in for it (plotly_preload.bundle).

@@ -15,34 +15,12 @@ from typing import Any
 
 import streamlit as st
 
-from dashboard.panels import inplace_chart, stream_assets
+from dashboard.panels import inplace_chart, js_modules, stream_assets
 
 CHART_STATIC = inplace_chart.CHART_STATIC  # static/chart/, served by inplace_chart (the metric grid uses it too)
 FILES = ("theme.js", "controls.js", "series.js", "feed.js", "engine.js")  # in this order: each uses the ones before
 
-# Loads uPlot, its style sheet and the chart's files once a page (promises on window, shared with the
-# in-place chart's grid loader), then mounts the element's spec; a tab that is hidden draws when shown.
-LOADER = """
-function once(name, make) { const l = (window.__jaxdashPlotly = window.__jaxdashPlotly || {}); return (l[name] = l[name] || make()); }
-function tag(kind, url) {
-  return new Promise((ok, fail) => {
-    const el = document.createElement(kind);
-    if (kind === "link") { el.rel = "stylesheet"; el.href = url; } else { el.src = url; el.async = false; }
-    el.onload = ok; el.onerror = () => fail(new Error("could not load " + url));
-    document.head.appendChild(el);
-  });
-}
-function ready(u) {  // each file once a page, keyed by its address (the metric grid loads some of them too)
-  return once("line", () => Promise.all([
-    once("gridStyle", () => tag("link", u.uplot_css)), once(u.css, () => tag("link", u.css)),
-    once("uplot", () => (window.uPlot ? Promise.resolve() : tag("script", u.uplot))).then(() => Promise.all(u.files.map((f) => once(f, () => tag("script", f))))),
-  ]));
-}
-export default async function ({data, parentElement}) {
-  await ready(data.urls);
-  if (data.spec) window.__jaxdashLine.mount(parentElement, data);
-}
-"""
+LOADER = js_modules.module("line_chart.js")  # uPlot and the chart's files once a page, then the element's spec
 
 _chart = st.components.v2.component("jaxdash_line_chart", js=LOADER, isolate_styles=False)
 

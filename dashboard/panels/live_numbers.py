@@ -17,9 +17,7 @@ from dashboard import refresh_timings
 from dashboard.panels import panels, stream_assets
 from dashboard.server import push_route
 
-_numbers = st.components.v2.component(
-    "jaxdash_live_numbers", js=stream_assets.loader(["numbers.js"], "__jaxdashNumbers"), isolate_styles=False
-)
+_numbers = st.components.v2.component("jaxdash_live_numbers", js=stream_assets.FOLLOWER, isolate_styles=False)
 
 
 def follow(
@@ -33,6 +31,7 @@ def follow(
     keys: how many keys the panel charts (a run with more reruns it: a chart per key); None: not followed.
     """
     data = {
+        **stream_assets.scripts(["numbers.js"], "__jaxdashNumbers"),
         "key": f"{panel_key}_numbers",
         "stream_url": push_route.route(),
         "reopen_ms": refresh_timings.ms("push_reopen"),

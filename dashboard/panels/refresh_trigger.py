@@ -23,9 +23,7 @@ from dashboard.server import changes_route, push_route
 
 GAP_MS = refresh_timings.ms("live_rerun")  # at most two reruns a second, as the timer gave
 
-_trigger = st.components.v2.component(
-    "jaxdash_refresh_trigger", js=stream_assets.loader(["trigger.js"], "__jaxdashTrigger"), isolate_styles=False
-)
+_trigger = st.components.v2.component("jaxdash_refresh_trigger", js=stream_assets.FOLLOWER, isolate_styles=False)
 
 
 def rerun_on_change(
@@ -46,6 +44,7 @@ def rerun_on_change(
     listing: the list of runs as the page saw it (runs_watch.watch_runs), if not the current one.
     """
     data = {
+        **stream_assets.scripts(["trigger.js"], "__jaxdashTrigger"),
         "key": key,
         "stream_url": push_route.route(),
         "reopen_ms": refresh_timings.ms("push_reopen"),

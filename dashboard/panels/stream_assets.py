@@ -3,18 +3,19 @@ its components send (dashboard/panels/refresh_trigger.py, live_numbers.py; the c
 their own files, line_chart.py).
 
 stream.js holds the tab's one stream (dashboard/server/push_route.py); trigger.js and numbers.js follow it.
-`loader(files, name)` is a component's whole module: it loads stream.js and `files` once a page (a script
-tag each, shared by every component on window) and hands the component to window[name].mount.
+A follower component is declared with FOLLOWER (static/modules/stream_follower.js) and sends `scripts(files,
+name)` in its data: stream.js and `files` load once a page (a script tag each, shared by every component on
+window) and the component goes to window[name].mount.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import streamlit.components.v1 as components
 from streamlit import runtime
 
+from dashboard.panels import js_modules
 from dashboard.server import url_paths
 
 STREAM_STATIC = Path(__file__).resolve().parent / "static" / "stream"
@@ -39,21 +40,10 @@ def url(name: str) -> str:
     return url_paths.under_base("component", _files.name, name)
 
 
-def loader(files: list[str], name: str) -> str:
-    """A component's module: load stream.js and `files` (names under static/stream/) once, then window[name].mount."""
-    urls = json.dumps([url("stream.js"), *(url(f) for f in files)])
-    return """
-function load(src) {
-  const all = (window.__jaxdashScripts = window.__jaxdashScripts || {});
-  return (all[src] = all[src] || new Promise((ok, fail) => {
-    const el = document.createElement("script");
-    el.src = src; el.async = false; el.onload = ok; el.onerror = () => fail(new Error("could not load " + src));
-    document.head.appendChild(el);
-  }));
-}
-export default function (component) {
-  let stop = null, gone = false;
-  Promise.all(__URLS__.map(load)).then(() => { if (!gone) stop = window.__NAME__.mount(component); });
-  return () => { gone = true; if (stop) stop(); };
-}
-""".replace("__URLS__", urls).replace("__NAME__", name)
+FOLLOWER = js_modules.module("stream_follower.js")  # a follower component's module: its scripts, then mount
+
+
+def scripts(files: list[str], name: str) -> dict[str, object]:
+    """A follower component's data for FOLLOWER: load stream.js and `files` (names under static/stream/) once a
+    page, then window[`name`].mount(component)."""
+    return {"scripts": [url("stream.js"), *(url(f) for f in files)], "mount": name}

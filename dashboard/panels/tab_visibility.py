@@ -11,19 +11,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-VISIBILITY_JS = """
-export default function (component) {
-  const { setStateValue } = component;
-  let last = true;  // the Python side's default: visible
-  const report = () => {
-    const visible = !document.hidden;
-    if (visible !== last) { last = visible; setStateValue("visible", visible); }
-  };
-  document.addEventListener("visibilitychange", report);
-  report();  // already hidden when mounted
-  return () => document.removeEventListener("visibilitychange", report);
-}
-"""
+from dashboard.panels import js_modules
+
+VISIBILITY_JS = js_modules.module("tab_visibility.js")  # reports document.visibilityState when it changes
 
 _visibility = st.components.v2.component("jaxdash_tab_visibility", js=VISIBILITY_JS, isolate_styles=False)
 
