@@ -228,6 +228,11 @@ def test_wheel_installs_console_scripts_that_train_and_serve(tmp_path):
         "training/tasks/base.py",
         "runwriters/base.py",
         "components/figures.py",
+        "dashboard/panels/static/modules/line_chart.js",  # the browser's code: read at import, served to the page
+        "dashboard/panels/static/chart/engine.js",
+        "dashboard/panels/static/stream/stream.js",
+        "dashboard/panels/static/chart/style.css",
+        "dashboard/panels/vendor/uPlot.iife.min.js",
     } <= names
     assert "jaxdash = jaxdash:main" in entry_points and "jaxdash-train = jaxdash:train" in entry_points
 
@@ -270,3 +275,16 @@ def test_wheel_installs_console_scripts_that_train_and_serve(tmp_path):
     )
     app = Path(serve.stdout.split()[4])
     assert serve.returncode == 0 and app.is_file() and str(app).startswith(str(venv)), serve.stdout
+    charts = subprocess.run(  # the page's chart modules read their browser code from the installed package
+        [
+            str(scripts / "python"),
+            "-c",
+            "import dashboard.panels.line_chart as m, dashboard.panels.live_numbers; print(m.__file__)",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert charts.returncode == 0 and charts.stdout.startswith(str(venv)), charts.stderr[-2000:]
