@@ -37,16 +37,10 @@ TRUE_COLOR = "#7f7f7f"  # the true curve's dashed gray
 COMPILE_HELP = "First (compiling) chunk beyond a steady one."
 
 
-def own_task(run_dir: Path) -> bool:
-    """True for a run of one of our tasks (its config.json lists its "panels", or the page launched it): texts
-    about confusion matrices, compile time and process output apply to it, not to client or TensorBoard runs."""
-    return provider.abilities(run_dir).own_task
-
-
 def drawn_kinds(run_dir: Path, kinds: list[str], records: MetricTable) -> list[str]:
     """The panels `draw` shows: a run not of our tasks gets "loss" / "accuracy" only for tags it logged
     (never an empty "Loss: starting…" panel for a client script or a TensorBoard log without train/loss)."""
-    if own_task(run_dir):
+    if provider.own_task(run_dir):
         return kinds
     logged = records.tags()
     needs = {"loss": (tags.TRAIN_LOSS, "test/loss"), "accuracy": (tags.TRAIN_ACC, "test/acc")}

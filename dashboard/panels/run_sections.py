@@ -12,7 +12,7 @@ import streamlit as st
 from components import compare_figures
 from components.colors import run_color
 from dashboard import refresh_timings
-from dashboard.panels import compare_data, grid_axes, line_spec, panel_kinds, safe_text
+from dashboard.panels import compare_data, grid_axes, line_spec, safe_text
 from dashboard.panels.panels import live_chart
 from dashboard.reading import provider
 from dashboard.reading.provider import MetricTable
@@ -112,7 +112,7 @@ def grid_browser(run: provider.RunInfo, records: MetricTable, x: str = "step") -
 
 def process_output(run_dir: Path, active: bool) -> None:
     """The tail of process.log: the run's own output, refreshed with the page while it runs."""
-    if not provider.has_process_output(run_dir) and not panel_kinds.own_task(run_dir):
+    if not provider.has_process_output(run_dir) and not provider.own_task(run_dir):
         return  # a client script's or TensorBoard log's run: its output is not ours to show
     # Read and drawn only while open: st.code makes a fresh tab load a 1.5 MB syntax highlighter.
     box = st.expander(

@@ -26,11 +26,12 @@ import plotly
 from starlette.requests import Request
 from starlette.responses import FileResponse, Response
 
+from dashboard.panels import js_modules
 from dashboard.server import url_paths
 
 VENDOR = Path(__file__).resolve().parent.parent / "panels" / "vendor"  # plotly-basic.min.js and uPlot, MIT
 PLOTLY_DATA = Path(plotly.__file__).resolve().parent / "package_data"  # plotly.min.js, the full bundle
-PRELOAD_JS = (VENDOR.parent / "static" / "modules" / "plotly_preload.js").read_text(encoding="utf-8")
+PRELOAD_JS = js_modules.module("plotly_preload.js")  # the <script> each chart page's <head> gets
 BASIC_JS = "plotly-basic.min.js"
 # The url paths (dashboard/app.py) of the pages that draw a chart as they open. The Runs page is not one:
 # there plotly.js's evaluation competes with the runs table (2,000 runs: 1.51/1.57 s without the script,

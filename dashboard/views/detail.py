@@ -91,7 +91,7 @@ def results(run: provider.RunInfo, records: MetricTable, fed: bool = False, defs
     if problem:
         st.warning(safe_text.md(f"{provider.table_location(problem)}; not shown."))
     if report is None:
-        if "accuracy" in kinds and panel_kinds.own_task(run.path):  # our tasks write one; a script may not
+        if "accuracy" in kinds and provider.own_task(run.path):  # our tasks write one; a script may not
             st.caption("No confusion matrix yet (written at the end of the run).")
         return
     left, right = st.columns([2, 3])
