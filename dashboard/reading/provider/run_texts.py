@@ -30,11 +30,6 @@ def definitions(run_dir: Path) -> dict[str, dict[str, Any]]:
     return wandb_reads.wandb_meta(run_dir).define_metric
 
 
-def definition(defs: Defs, key: str) -> Mapping[str, Any]:
-    """The definition `key` falls under, as W&B resolves it: its own name, else the last glob that matches."""
-    return wandb_reads.definition(defs, key)
-
-
 def hidden(defs: Defs, key: str) -> bool:
     """Whether define_metric hides `key` from the charts."""
     return bool(wandb_reads.definition(defs, key).get("hidden"))
@@ -68,11 +63,6 @@ def notes(run_dir: Path) -> RunNotes:
 def process_output(run_dir: Path, lines: int) -> str | None:
     """The last `lines` of the output of a process the page started; None when it has none."""
     return run_log.tail(run_dir, lines)
-
-
-def process_output_last(run_dir: Path, lines: int = 3) -> str:
-    """The last few lines of that output, for a message ("" when none)."""
-    return run_log.last_lines(run_dir, lines)
 
 
 def has_console_output(run_dir: Path) -> bool:
