@@ -1,23 +1,23 @@
 """What logging every step costs a per-step jitted JAX loop: none vs wandb vs tensorboardX vs jaxdash.
 
-    .venv/bin/python -m benchmarks.log_overhead [--epochs 2] [--limit 60000]
+    .venv/bin/python -m benchmarks.log_overhead [--rounds 12] [--limit 60000] [--rows ...]
 
 The seed's Flax MNIST loop (MLP 784-128-128-10, Adam 1e-3, batch 32, the jitted `train_step`
-gathering its batch from device arrays) on Fashion-MNIST, run four times in one process with the
-same data and seed, each logging the step's loss a different way:
-  none        nothing logged (the reference); `none again` the same loop once more a round (the control: the
-              ratio two identical loops read here, the resolution of every other ratio);
+gathering its batch from device arrays) on Fashion-MNIST, logging the step's loss each way:
   wandb       `wandb.log({"loss": loss})` every step (offline): a device array, so W&B waits for it;
   tensorboardX `writer.add_scalar("loss", float(loss), step)` every step (float() waits too);
-  jaxdash     `run.log({"loss": loss})` every step: queued, read once computed, written every 0.05 s;
-  jaxdash store  the same with TensorBoard and W&B off (the run store alone: what the writer process costs).
-Prints steps/s of each (steady epochs: the first epoch compiles), its ratio to none, and the median
-over rounds of its ratio to none in the same round (this VM's speed drifts +-30% between rounds);
-and how long its end took (`finish()`: an offline W&B copy written in the script's pauses catches up there);
-then the CPU a step each took, by thread and process (`Cpu`), which that drift moves far less.
-The jaxdash row's loop starts once its writer process has opened its writers, as the wandb row's starts
-after `wandb.init`, which returns once W&B's service runs. A client run keeps its console and samples its system metrics (W&B's defaults; the line after the rows says
-which the jaxdash rows had). Goal (issue #52): jaxdash >= 0.98 with both on (W&B itself: ~0.40x).
+  jaxdash     `run.log({"loss": loss})` every step (TensorBoard and an offline W&B copy too, the console kept
+              and system metrics sampled: W&B's defaults);
+  jaxdash store  the same with TensorBoard and W&B off (the run store alone);
+  none again  a logger that does nothing (the control: the resolution of every other ratio).
+Each row is one loop and one run: after an epoch that compiles (and opens the run's writers), it times
+rounds of four epochs, none, logged, logged, none: each logged epoch's steps in the same loop, run and
+state as the unlogged ones around it. This VM's slowdowns only add time, a few epochs at a time (an epoch
+of ~0.43 s reads 0.40-0.73 s), so the ratio printed first is the unlogged epochs' fastest quarter over
+the logged ones' (`summary`); the median over rounds of each round's ratio follows. Then the logged
+epochs' steps/s, how long the row's end took (`finish()`: an offline W&B copy written in the script's
+pauses catches up there), and the CPU a step each kind of epoch took, by thread and process (`Cpu`).
+Goal (issue #52): jaxdash >= 0.98 (W&B itself: ~0.40x).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -71,8 +72,8 @@ def make_step(x: np.ndarray, y: np.ndarray) -> tuple[Callable, Callable]:
 
 class Cpu:
     """CPU seconds so far: this thread's (the loop's), this process's and its live descendants' (the
-    writer process, wandb-core), read at the start and end of the steady epochs. Unlike steps/s,
-    these do not move when the VM's speed drifts between rounds."""
+    writer process, wandb-core), read at the start and end of each timed epoch. Unlike steps/s,
+    these move less when the VM's speed drifts."""
 
     def __init__(self) -> None:
         self.me = psutil.Process()
@@ -93,27 +94,59 @@ class Cpu:
         return thread * per_step, (process - thread) * per_step, (self.children - start.children) * per_step
 
 
-def run_loop(
-    fresh: Callable, train_step: Callable, n: int, epochs: int, log: Callable[[int, jax.Array], None]
-) -> tuple[float, tuple[float, float, float]]:
-    """Steps/s over the steady epochs (all but the first) of the loop calling `log(step, loss)` every step,
-    and the CPU microseconds a step (`Cpu.since`) they took."""
-    state, key, steps = fresh(), jax.random.key(1), n // BATCH
-    times, cpu_from = [], None
-    for _ in range(epochs):
-        key, sub = jax.random.split(key)
-        perms = jax.random.permutation(sub, n)[: steps * BATCH].reshape(steps, BATCH)
-        jax.block_until_ready(perms)
-        cpu_from = cpu_from or (Cpu() if times else None)  # from the second epoch: the first compiles
-        t0 = time.perf_counter()
-        for i in range(steps):
+class Loop:
+    """The training loop, epoch by epoch, its state and step count going on across epochs."""
+
+    def __init__(self, fresh: Callable, train_step: Callable, n: int) -> None:
+        self.state, self.train_step, self.n = fresh(), train_step, n
+        self.key, self.steps, self.step = jax.random.key(1), n // BATCH, 0
+
+    def epoch(self, log: Callable[[int, jax.Array], None]) -> tuple[float, tuple[float, float, float]]:
+        """One epoch calling `log(step, loss)` every step: its seconds and its CPU microseconds a step (`Cpu.since`)."""
+        self.key, sub = jax.random.split(self.key)
+        perms = jax.random.permutation(sub, self.n)[: self.steps * BATCH].reshape(self.steps, BATCH)
+        jax.block_until_ready((perms, self.state))
+        cpu_from, t0 = Cpu(), time.perf_counter()
+        state, train_step, step = self.state, self.train_step, self.step
+        for i in range(self.steps):
             state, loss = train_step(state, perms[i])
-            log(len(times) * steps + i, loss)
+            log(step + i, loss)
         jax.block_until_ready(state)  # sync point: the epoch's last step
-        times.append(time.perf_counter() - t0)
-    steady = times[1:] or times
-    cpu = Cpu().since(cpu_from or Cpu(), steps * len(steady))
-    return steps * len(steady) / sum(steady), cpu
+        seconds = time.perf_counter() - t0
+        self.state, self.step = state, step + self.steps
+        return seconds, Cpu().since(cpu_from, self.steps)
+
+
+def _quiet(step: int, loss: jax.Array) -> None:
+    """The unlogged epochs' log: nothing."""
+
+
+def rounds_of(loop: Loop, log: Callable[[int, jax.Array], None], rounds: int) -> dict[str, list[Any]]:
+    """After one untimed epoch logging (compiles, opens writers), `rounds` rounds of none, logged, logged, none:
+    {"none": [(seconds, cpu), ...], "logged": [...]}, each epoch's."""
+    loop.epoch(log)
+    timed: dict[str, list[Any]] = {"none": [], "logged": []}
+    for _ in range(rounds):
+        for which in ("none", "logged", "logged", "none"):
+            timed[which].append(loop.epoch(log if which == "logged" else _quiet))
+    return timed
+
+
+def summary(timed: dict[str, list[Any]]) -> dict[str, float]:
+    """The logged epochs' speed as a ratio to the unlogged ones': of their fast quartiles (`fast`: this VM's
+    slowdowns only add time, to a few epochs at a time, so the fastest quarter of each kind is what the loop
+    costs) and the median over rounds of each round's ratio (`rounds`)."""
+    none, logged = ([t for t, _ in timed[w]] for w in ("none", "logged"))
+    per_round = [(none[i] + none[i + 1]) / (logged[i] + logged[i + 1]) for i in range(0, len(none), 2)]
+    return {
+        "fast": _fast_quartile(none) / _fast_quartile(logged),
+        "rounds": statistics.median(per_round),
+        "rate_s": _fast_quartile(logged),
+    }
+
+
+def _fast_quartile(seconds: list[float]) -> float:
+    return statistics.quantiles(seconds, n=4)[0] if len(seconds) > 1 else seconds[0]
 
 
 SCAN = 10  # steps per jitted call in the in-jit rows
@@ -178,7 +211,6 @@ def loggers(root: Path) -> dict[str, tuple[Callable[[], Callable], Callable[[], 
         return lambda step, loss: run.log({"loss": loss}, step=step)
 
     return {
-        "none": (lambda: lambda step, loss: None, lambda: None),
         "none again": (lambda: lambda step, loss: None, lambda: None),  # the control: what two identical loops read
         "wandb": (start_wandb, lambda: state["w"].finish()),
         "tensorboardX": (start_tbx, lambda: state["tb"].close()),
@@ -205,80 +237,77 @@ def writers_open(run_dir: Path, wandb_copy: bool, tensorboard: bool, timeout: fl
 
 
 def main() -> None:
-    """Run the four loops and print steps/s and ratios."""
+    """Time each row's rounds, then the in-jit rows, and print the ratios and CPU."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--epochs", type=int, default=2, help="epochs per loop (the first is not counted)")
-    p.add_argument("--limit", type=int, default=60_000, help="training examples used")
-    p.add_argument("--repeats", type=int, default=2, help="interleaved rounds; each loop's best round counts")
+    p.add_argument("--rounds", type=int, default=12, help="rounds of four timed epochs (none, logged, logged, none)")
+    p.add_argument("--limit", type=int, default=60_000, help="training examples used (an epoch: limit / 32 steps)")
+    p.add_argument("--scan-epochs", type=int, default=3, help="epochs of the in-jit rows (the first is not counted)")
     p.add_argument(
         "--rows",
-        default="none,wandb,tensorboardX,jaxdash,jaxdash store",
-        help="comma-separated rows to run (none is always run; 'none again' runs it twice a round, the control whose "
-        "ratio shows how far apart two identical loops read on this machine); leaving wandb out keeps its W&B "
-        "service, alive for the rest of the process, from slowing the rows after it",
+        default="none again,wandb,tensorboardX,jaxdash,jaxdash store",
+        help="comma-separated rows to run; leaving wandb out keeps its W&B service, alive for the rest of the "
+        "process, from slowing the rows after it",
     )
     args = p.parse_args()
     os.environ.setdefault("WANDB_SILENT", "true")
     train_x, train_y, _, _ = load_dataset("fashion_mnist")
     x, y = train_x[: args.limit], train_y[: args.limit]
     fresh, train_step = make_step(x.reshape(len(x), -1).astype(np.float32) / 255.0, y)
-    rates: dict[str, float] = {}
-    rounds: dict[str, list[float]] = {}
-    cpus: dict[str, list[tuple[float, float, float]]] = {}
-    ends: dict[str, list[float]] = {}  # seconds each row's end (finish, close) took
+    results: dict[str, tuple[dict[str, list[Any]], float]] = {}  # row -> (its epochs, its end's seconds)
     with tempfile.TemporaryDirectory() as tmp:
-        for _ in range(args.repeats):  # interleaved rounds, best of each: drift hits every loop alike
-            wanted = {"none", *args.rows.split(",")}
-            for name, (start, end) in loggers(Path(tmp)).items():
-                if name not in wanted:
-                    continue
+        wanted = args.rows.split(",")
+        for name, (start, end) in loggers(Path(tmp)).items():
+            if name in wanted:
                 log = start()
-                rate, cpu = run_loop(fresh, train_step, len(x), args.epochs, log)
-                rounds.setdefault(name, []).append(rate)
-                cpus.setdefault(name, []).append(cpu)
-                rates[name] = max(rounds[name])
+                timed = rounds_of(Loop(fresh, train_step, len(x)), log, args.rounds)
                 ended_at = time.perf_counter()
                 end()
-                ends.setdefault(name, []).append(time.perf_counter() - ended_at)
-            import jaxdash
-
-            scan_none = max(rates.get("scan", 0.0), run_scan_loop(fresh, train_step, len(x), args.epochs, None))
-            run = jaxdash.init(project="log-overhead-scan", runs_root=Path(tmp) / "runs", wandb="offline")
-            scan_ours = run_scan_loop(fresh, train_step, len(x), args.epochs, run.log_chunk)
-            run.finish()
-            rates["scan"], rates["scan+chunk"] = scan_none, max(rates.get("scan+chunk", 0.0), scan_ours)
-    scan_none, scan_ours = rates.pop("scan"), rates.pop("scan+chunk")
+                results[name] = (timed, time.perf_counter() - ended_at)
+        scan_none, scan_ours = scan_rows(fresh, train_step, len(x), args.scan_epochs, Path(tmp))
+    steps = len(x) // BATCH
     print(
-        f"Fashion-MNIST {len(x):,} examples, batch {BATCH}, {args.epochs} epochs, steady epochs, best of {args.repeats} interleaved rounds; load {os.getloadavg()[0]:.2f}"
+        f"Fashion-MNIST {len(x):,} examples, batch {BATCH}, {steps} steps an epoch, {args.rounds} rounds of none, "
+        f"logged, logged, none epochs a row; load {os.getloadavg()[0]:.2f}"
     )
-    print("  (best round's steps/s and its ratio to none's best; then the median over rounds of the ratio to")
-    print("   none in the same round, which a drift of this VM's speed between rounds does not move)")
-    for name, rate in rates.items():
-        each = " ".join(f"{r:.0f}" for r in rounds[name])
-        paired = statistics.median(r / n for r, n in zip(rounds[name], rounds["none"], strict=True))
-        end = statistics.median(ends[name])
+    print("  (logged epochs' speed over unlogged ones': of each kind's fastest quarter; median of the rounds')")
+    for name, (timed, end_s) in results.items():
+        found = summary(timed)
         print(
-            f"  {name:13s} {rate:8.1f} steps/s   {rate / rates['none']:.3f}x   median paired {paired:.3f}x   "
-            f"end {end:5.2f} s   (rounds: {each})"
+            f"  {name:13s} {found['fast']:.3f}x   rounds {found['rounds']:.3f}x   logged {steps / found['rate_s']:7.1f} "
+            f"steps/s   end {end_s:5.2f} s"
         )
     if WATCHES:
         print(f"  (the jaxdash rows' runs kept, besides their rows: {', '.join(sorted(WATCHES))})")
-    print_cpu(cpus)
+    print_cpu({name: timed for name, (timed, _) in results.items()})
     print(f"In jit: lax.scan of {SCAN} steps per call, run.log_chunk of its losses once per call:")
     print(f"  scan, no logging {scan_none:8.1f} steps/s")
     print(f"  scan + log_chunk {scan_ours:8.1f} steps/s   {scan_ours / scan_none:.3f}x of scan alone")
 
 
-def print_cpu(cpus: dict[str, list[tuple[float, float, float]]]) -> None:
-    """Each row's CPU microseconds a step (median over rounds) by where it was spent."""
-    print("CPU a step, us (steady epochs, median over rounds): the loop's thread; the process's other threads")
-    print("  (XLA's pool spins while it waits, so it takes whatever a core leaves free);")
+def scan_rows(fresh: Callable, train_step: Callable, n: int, epochs: int, root: Path) -> tuple[float, float]:
+    """Steps/s of the scanned loop logging nothing and logging each chunk with `run.log_chunk`, best of two."""
+    import jaxdash
+
+    rates = {"none": 0.0, "ours": 0.0}
+    for _ in range(2):
+        rates["none"] = max(rates["none"], run_scan_loop(fresh, train_step, n, epochs, None))
+        run = jaxdash.init(project="log-overhead-scan", runs_root=root / "runs", wandb="offline")
+        rates["ours"] = max(rates["ours"], run_scan_loop(fresh, train_step, n, epochs, run.log_chunk))
+        run.finish()
+    return rates["none"], rates["ours"]
+
+
+def print_cpu(results: dict[str, dict[str, list[Any]]]) -> None:
+    """Each row's CPU microseconds a step (median over epochs) by where it was spent, unlogged -> logged."""
+    print("CPU a step, us (median over epochs, the row's unlogged ones -> its logged ones): the loop's thread;")
+    print("  the process's other threads (XLA's pool spins while it waits, so it takes whatever a core leaves free);")
     print("  other processes (jaxdash's writer process and its wandb-core at idle priority, wandb's own service)")
-    med = {name: [statistics.median(c[i] for c in rows) for i in range(3)] for name, rows in cpus.items()}
-    for name, (thread, others, children) in med.items():
-        print(
-            f"  {name:13s} loop's thread {thread:6.1f}   other threads {others:6.1f}   other processes {children:6.1f}"
-        )
+    for name, timed in results.items():
+        parts = []
+        for i, where in enumerate(("loop's thread", "other threads", "other processes")):
+            none, logged = (statistics.median(cpu[i] for _, cpu in timed[w]) for w in ("none", "logged"))
+            parts.append(f"{where} {none:6.1f} -> {logged:6.1f}")
+        print(f"  {name:13s} " + "   ".join(parts))
 
 
 if __name__ == "__main__":

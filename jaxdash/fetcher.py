@@ -2,9 +2,10 @@
 
 `wandb.log({"loss": loss})` of a JAX array waits for the array (it converts it to a float at once),
 so a per-step jitted loop waits for every step to finish before it can dispatch the next: the
-device idles while Python logs. Here `log` only queues the (still computing) arrays; every BATCH_S the
-steps whose arrays are computed are read to the host (`jaxdash.host_values`) and handed on as blocks of
-columns to `jaxdash.rows_out` (the run's writers), never back to the client (`Fetcher`).
+device idles while Python logs. Here `log` only queues the (still computing) arrays: device scalars
+stacked a window at a time (`jaxdash.stacking`), anything else step by step. Once computed they are
+read to the host (`jaxdash.host_values`) and every WRITE_S handed on as blocks of columns to
+`jaxdash.rows_out` (the run's writers), never back to the client (`Fetcher`).
 """
 
 from __future__ import annotations
@@ -18,12 +19,13 @@ from typing import Any
 
 from jaxdash.host_values import Later, fetch, read_ready
 from jaxdash.row_parts import Entry, Part, Split
+from jaxdash.stacking import STACK, Window
 
 log = logging.getLogger("jaxdash")
 
-BATCH_S = 0.05  # how often read values are written (the page refreshes every 0.5 s)
-READS_PER_PUT = 4  # computed steps a `put` reads at most (a loop logging every step has ~1 a put)
-MAX_PENDING = 100_000  # steps queued before `log` waits for this thread (backpressure, not unbounded memory)
+BATCH_S = 0.05  # the longest a window waits to be stacked; the fetch thread's wake while the script is quiet
+WRITE_S = 0.25  # how often read values are written while the script logs (each write flushes the writers)
+MAX_PENDING = 100_000  # entries queued before `log` waits for this thread (backpressure, not unbounded memory)
 # A queued step is its values' dict alone, its step (and a chunk's steps) kept under these keys: one object the
 # garbage collector tracks a step besides the arrays, few enough that queued steps set off no collection.
 _STEP, _STEPS = object(), object()
@@ -33,19 +35,17 @@ class Fetcher:
     """Takes queued steps off the device and writes them through `write` (a client run's
     `jaxdash.rows_out.RowsOut.write`), never waiting for a step still computing.
 
-    While a script logs, the thread that logs does it, in slices too small to stall the loop: each `put` reads
-    the few queued steps already computed (READS_PER_PUT, ~1-3 us each, while the device computes the step
-    just dispatched), and a `put` at least BATCH_S after the last batch writes what was read. Another thread
-    doing that work would take the GIL from the training thread and hand it back at every wake, read and free,
-    each hand-over a stall of the loop, which cost more than the work itself (`benchmarks.fetch_gil`). The
-    background thread takes over when the script stops logging (an evaluation, a pause, the end): it wakes
-    every BATCH_S and writes what has waited 2 * BATCH_S. A batch of ~200 steps keeps the garbage collector's
-    count of new objects under the threshold of a collection (a queued step is one dict and its arrays), which
-    a loop logging nothing never sets off either.
+    While a script logs, the thread that logs does it, in slices too small to stall the loop: each `put` adds
+    its step to the window (`jaxdash.stacking`) or the queue; a `put` BATCH_S after the last stacks the window
+    (one jitted call) and reads the queued entries already computed, and one WRITE_S after the last write
+    writes what was read. Another thread doing that work would take the GIL from the training thread and hand
+    it back at every wake, read and free, each hand-over a stall of the loop, which cost more than the work
+    itself (`benchmarks.fetch_gil`). The background thread takes over when the script stops logging (an
+    evaluation, a pause, the end): it wakes every BATCH_S and, once no step came for 2 * BATCH_S, stacks the
+    window and writes what is computed.
 
-    The queue is a deque: `append` and `popleft` are atomic under the GIL, so `put` never waits for a lock
-    another thread holds (`_batch` is tried, not waited for); one batch is written at a time, in the order the
-    steps came.
+    One lock (`_lock`) orders it all: `put` takes it at once unless the fetch thread is writing what a pause
+    left; one batch is written at a time, in the order the steps came.
     """
 
     def __init__(self, write: Callable[[list[Part]], None], clock: Callable[[], float] = time.monotonic) -> None:
@@ -56,11 +56,12 @@ class Fetcher:
         self.split = Split(self._warn_once)
         self.error: BaseException | None = None  # the last failed write (logging went on)
         self.errors = 0
-        self.queued = self.written = 0  # entries put / written (or dropped): what `sync` waits for
+        self.queued = self.written = 0  # entries queued / written (or dropped): what `sync` waits for
         self.closing = threading.Event()
-        self._batch = threading.Lock()  # held while steps are read or written
+        self._lock = threading.Lock()  # held while the window, `pending` or the read steps change, and for a write
+        self.window = Window()  # single steps of device scalars waiting to be stacked (`jaxdash.stacking`)
         self._rows: list[Any] = []  # steps taken off `pending`, not written yet: values on the host, or `Later`
-        self._batched_at = clock()
+        self._batched_at = self._put_at = self._stacked_at = clock()
         self.thread = threading.Thread(target=self._loop, name="jaxdash-fetch", daemon=True)
         self.thread.start()
 
@@ -70,25 +71,62 @@ class Fetcher:
             log.warning(message)
 
     def put(self, step: int, values: dict[str, Any], steps: int = 0) -> None:
-        """Queue one step's values, or with `steps` a chunk's (arrays with a leading axis of `steps`); read a few
-        computed ones, and every BATCH_S write them. Waits only while MAX_PENDING entries wait."""
+        """Queue one step's values, or with `steps` a chunk's (arrays with a leading axis of `steps`); every BATCH_S
+        stack the window and read what is computed, every WRITE_S write it. Waits only while MAX_PENDING entries
+        wait, or for the fetch thread's batch when the script logs again after a pause."""
         while len(self.pending) >= MAX_PENDING and self.thread.is_alive():
             time.sleep(BATCH_S / 10)
+        lock = self._lock
+        if not lock.acquire(blocking=False):
+            lock.acquire()  # the fetch thread writes what a pause left (a batch, ~1 ms)
+        try:
+            now = self._put_at = self.clock()
+            if steps or not self.window.add(step, values):
+                self._queue(step, values, steps)
+            elif len(self.window.steps) >= STACK:
+                self._take_window(now)
+            if now - self._stacked_at >= BATCH_S:  # a window never waits longer
+                self._take_window(now)
+                read_ready(self.pending, self._rows)
+                if now - self._batched_at >= WRITE_S:
+                    self._write_read()
+        finally:
+            lock.release()
+
+    def _queue(self, step: int, values: dict[str, Any], steps: int) -> None:
+        """Values the window did not take onto `pending`, after the window (a new one may start with them)."""
+        if self.window.steps:
+            self._take_window(self._put_at)
+            if not steps and self.window.add(step, values):
+                return
         values[_STEP] = step
         if steps:
             values[_STEPS] = steps
         self.pending.append(values)
         self.queued += 1
-        if self._batch.acquire(blocking=False):
-            try:
-                read_ready(self.pending, self._rows, READS_PER_PUT)
-                if self.clock() - self._batched_at >= BATCH_S:
-                    self._write_read()
-            finally:
-                self._batch.release()
+
+    def _take_window(self, now: float) -> None:
+        """The window's steps onto `pending`: one entry of stacked arrays, or its steps one by one if they could not
+        be stacked; hold `_lock`."""
+        self._stacked_at = now
+        taken = self.window.take()
+        if taken is None:
+            return
+        if isinstance(taken, list):
+            for step, values in taken:
+                values[_STEP] = step
+                self.pending.append(values)
+            self.queued += len(taken)
+            return
+        steps, stacked = taken
+        stacked[_STEP], stacked[_STEPS] = steps[0], steps
+        self.pending.append(stacked)
+        self.queued += 1
 
     def sync(self, timeout: float = 30.0) -> None:
         """Wait until every entry queued so far is written (a read of the run's summary, as W&B's, is current)."""
+        with self._lock:
+            self._take_window(self.clock())
         target, deadline = self.queued, time.monotonic() + timeout
         while self.written < target and self.thread.is_alive() and time.monotonic() < deadline:
             time.sleep(BATCH_S / 10)
@@ -102,17 +140,18 @@ class Fetcher:
         done = False
         while not done:
             done = self.closing.wait(BATCH_S)
-            if done or self.clock() - self._batched_at >= 2 * BATCH_S:  # the script logs no more (for now)
-                with self._batch:
+            if done or self.clock() - self._put_at >= 2 * BATCH_S:  # the script logs no more (for now)
+                with self._lock:
+                    self._take_window(self.clock())
                     read_ready(self.pending, self._rows)
                     if done:  # the rest, still computing: `fetch` waits for them
                         while self.pending:
                             self._rows.append(Later(self.pending.popleft()))
                     if not self._write_read():
-                        self._write_batch([])  # nothing new: the writers flush what they held back
+                        self._write_batch([])  # nothing new: the writers write a summary the script changed
 
     def _write_read(self) -> bool:
-        """Write the steps read so far (hold `_batch`); whether there were any."""
+        """Write the steps read so far (hold `_lock`); whether there were any."""
         self._batched_at = self.clock()
         rows, self._rows = self._rows, []
         if rows:

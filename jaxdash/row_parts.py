@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 HISTOGRAM_MAX = 1_000_000  # elements: bigger arrays are skipped with a warning, not copied to the host
-Entry = tuple[int, dict[str, Any], int]  # (first step, values, steps: 0 for one step's values)
+Entry = tuple[int, dict[str, Any], int | tuple[int, ...]]  # (first step, values, steps: 0 for one step's values)
 
 
 class Block:
@@ -114,7 +114,7 @@ class Split:
     def __init__(self, warn: Callable[[str, str], None]) -> None:
         self.warn = warn
 
-    def __call__(self, entries: list[tuple[int, dict[str, Any], int]]) -> list[Part]:
+    def __call__(self, entries: list[Entry]) -> list[Part]:
         out: list[Part] = []
         i = 0
         while i < len(entries):
@@ -129,9 +129,9 @@ class Split:
                 j += 1
             out += self._steps(entries[i:j])
             i = j
-        return out
+        return _joined(out)
 
-    def _steps(self, group: list[tuple[int, dict[str, Any], int]]) -> list[Part]:
+    def _steps(self, group: list[Entry]) -> list[Part]:
         """Single steps with the same keys: one block, unless a value is an array (then step by step)."""
         columns = {}
         for key in group[0][1]:
@@ -146,15 +146,21 @@ class Split:
         bools = frozenset(k for k in columns if all(value_kind(values[k]) == "b" for _, values, _ in group))
         return [self._block(np.array([step for step, _, _ in group]), columns, ints, bools)]
 
-    def _chunk(self, first: int, values: dict[str, Any], steps: int) -> list[Part]:
-        """A scanned chunk: arrays with a leading axis of `steps`."""
-        arrays = {k: np.asarray(v) for k, v in values.items()}
-        if all(a.shape == (steps,) and numeric_kind(a.dtype) for a in arrays.values()):
+    def _chunk(self, first: int, values: dict[str, Any], steps: int | tuple[int, ...]) -> list[Part]:
+        """A scanned chunk (arrays with a leading axis of `steps`, steps from `first` on) or a stacked window
+        (`jaxdash.stacking`: `steps` the step numbers, arrays padded past them)."""
+        numbers = np.array(steps) if isinstance(steps, tuple) else np.arange(first, first + steps)
+        arrays = {k: np.asarray(v)[: len(numbers)] for k, v in values.items()}
+        if all(a.shape == numbers.shape and numeric_kind(a.dtype) for a in arrays.values()):
             ints = frozenset(k for k, a in arrays.items() if numeric_kind(a.dtype) in "iu")
             bools = frozenset(k for k, a in arrays.items() if a.dtype.kind == "b")
             columns = {k: a.astype(np.float64) for k, a in arrays.items()}
-            return [self._block(np.arange(first, first + steps), columns, ints, bools)]
-        return [part for i in range(steps) for part in self._one(first + i, {k: a[i] for k, a in arrays.items()})]
+            return [self._block(numbers, columns, ints, bools)]
+        return [
+            part
+            for i, step in enumerate(numbers)
+            for part in self._one(int(step), {k: a[i] for k, a in arrays.items()})
+        ]
 
     def _block(self, steps: np.ndarray, columns: dict[str, np.ndarray], ints: frozenset[str] = frozenset(),
                bools: frozenset[str] = frozenset()) -> Block:  # fmt: skip
@@ -194,3 +200,21 @@ class Split:
                 self.warn(key, f"{key}: {type(value).__name__} value cannot be stored ({exc}); not logged")
         out: list[Part] = [self._block(np.array([step]), scalars, frozenset(ints), frozenset(bools))] if scalars else []
         return out + ([(step, histograms)] if histograms else []) + ([Values(step, lists)] if lists else [])
+
+
+def _joined(parts: list[Part]) -> list[Part]:
+    """`parts` with each run of blocks of the same tags and kinds one block (stacked windows come in several)."""
+    out: list[Part] = []
+    for part in parts:
+        last = out[-1] if out else None
+        if (
+            isinstance(part, Block)
+            and isinstance(last, Block)
+            and part.columns.keys() == last.columns.keys()
+            and (part.ints, part.bools) == (last.ints, last.bools)
+        ):
+            columns = {k: np.concatenate([last.columns[k], part.columns[k]]) for k in part.columns}
+            out[-1] = Block(np.concatenate([last.steps, part.steps]), columns, part.ints, part.bools)
+        else:
+            out.append(part)
+    return out

@@ -27,7 +27,8 @@ from runstore.run_folder import RunFolder
 from runwriters.base import Progress
 
 logger = logging.getLogger("jaxdash")
-FLUSH_S = 0.25  # writers flush at most this often (each flush appends metrics.jsonl and rewrites status.json)
+FLUSH_S = 0.2  # writers flush at most this often (each flush appends metrics.jsonl and rewrites status.json):
+# under the fetcher's WRITE_S, so each of its writes while a script logs flushes
 
 
 class RowsOut:

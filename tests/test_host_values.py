@@ -14,7 +14,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from jaxdash.fetcher import BATCH_S, Fetcher
+from jaxdash.fetcher import BATCH_S, WRITE_S, Fetcher
 from jaxdash.host_values import fetch, host_value
 from tests.client_scripts import rows
 
@@ -67,14 +67,14 @@ def test_while_a_script_logs_its_own_thread_writes_the_batches_and_the_fetch_thr
             written.append((threading.current_thread().name, [int(s) for part in parts for s in part.steps]))
 
     fetcher = Fetcher(write, clock=lambda: now[0])
-    for step in range(50):  # within BATCH_S of the start: queued only
+    for step in range(50):  # within WRITE_S of the start: queued only
         fetcher.put(step, {"loss": 0.5})
     assert written == []
-    now[0] = BATCH_S
+    now[0] = WRITE_S
     fetcher.put(50, {"loss": 0.5})  # due: this thread writes the batch
     assert written == [(threading.current_thread().name, list(range(51)))]
     fetcher.put(51, {"loss": 0.5})
-    now[0] = 10 * BATCH_S  # the script logs no more: the fetch thread writes step 51
+    now[0] = WRITE_S + 3 * BATCH_S  # the script logs no more: the fetch thread writes step 51
     fetcher.sync()
     assert written[1:] == [("jaxdash-fetch", [51])]
     fetcher.close()
@@ -90,7 +90,7 @@ def test_a_step_still_computing_is_never_waited_for_and_a_donated_array_costs_it
     fetcher.put(1, {"loss": donated})
     fetcher.put(2, {"loss": jnp.float32(2.5)})
     slow = jax.jit(lambda x: jnp.tanh(x @ x @ x @ x).sum())(jnp.ones((1500, 1500)) / 1500)  # ~0.1-1 s of work
-    now[0] = BATCH_S
+    now[0] = WRITE_S
     fetcher.put(3, {"loss": slow})  # due, and not computed yet: steps 0-2 written, step 3 left queued
     assert not slow.is_ready()
     assert written == [0, 2]

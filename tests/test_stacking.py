@@ -1,0 +1,101 @@
+"""Logged device scalars stacked on the device a window at a time (`jaxdash.stacking`): the same steps, values and
+kinds reach the writers as when each step is read by itself, and nothing is waited for."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxdash.fetcher import WRITE_S, Fetcher
+from jaxdash.row_parts import Block
+from jaxdash.stacking import STACK, Window
+
+
+_identity = jax.jit(lambda x: x)
+
+
+def _computed(value: object) -> jax.Array:
+    return jax.block_until_ready(_identity(jnp.asarray(value)))  # a computation's output, as a loss is
+
+
+def _written(steps: list[tuple[int, dict]]) -> list[Block]:
+    """What a Fetcher writes for `steps` put in one batch, then closed."""
+    now, parts = [0.0], []
+    fetcher = Fetcher(parts.extend, clock=lambda: now[0])
+    for step, values in steps:
+        fetcher.put(step, values)
+    fetcher.close()
+    return parts
+
+
+def _rows(parts: list) -> list[tuple[int, str, float, str]]:
+    """(step, tag, value, kind) of every scalar written, kind "i", "b" or "" as the summary takes it."""
+    out = []
+    for part in parts:
+        assert isinstance(part, Block)
+        for i, step in enumerate(part.steps):
+            for tag, column in part.columns.items():
+                kind = "b" if tag in part.bools else "i" if tag in part.ints else ""
+                out.append((int(step), tag, float(column[i]), kind))
+    return out
+
+
+def test_stacked_scalars_reach_the_writers_as_each_step_read_by_itself() -> None:
+    logged = [
+        (3 * i, {"loss": np.float32(1 / (i + 1)), "n": np.int32(i - 90), "ok": np.bool_(i % 3 == 0)})
+        for i in range(2 * STACK + 7)  # two whole windows and a part of one; steps 0, 3, 6, ...
+    ]
+    on_device = _written([(s, {k: _computed(v) for k, v in values.items()}) for s, values in logged])
+    on_host = _written([(s, {k: v.item() for k, v in values.items()}) for s, values in logged])
+    assert _rows(on_device) == _rows(on_host)
+    assert len(on_device) == 1  # the windows' blocks joined: one writer call for the batch
+    assert _rows(on_device)[:3] == [(0, "loss", 1.0, ""), (0, "n", -90.0, "i"), (0, "ok", 1.0, "b")]
+
+
+def test_a_changed_key_or_dtype_ends_the_window_and_keeps_its_own_kind() -> None:
+    logged = [(i, {"loss": _computed(np.float32(i))}) for i in range(5)]
+    logged += [(5, {"loss": _computed(np.int32(5))})]  # an int now: W&B's summary keeps it an int
+    logged += [(6, {"loss": _computed(np.float32(6)), "acc": _computed(np.float32(0.5))})]
+    logged += [(7, {"loss": 7.0})]  # a Python number: the per-step path
+    rows = _rows(_written(logged))
+    assert [(s, t, k) for s, t, _, k in rows] == [(0, "loss", ""), (1, "loss", ""), (2, "loss", ""), (3, "loss", ""),
+                                                  (4, "loss", ""), (5, "loss", "i"), (6, "loss", ""), (6, "acc", ""),
+                                                  (7, "loss", "")]  # fmt: skip
+    assert [v for _, _, v, _ in rows] == [0, 1, 2, 3, 4, 5, 6, 0.5, 7]
+
+
+def test_only_single_device_scalars_wait_in_a_window() -> None:
+    window = Window()
+    mesh = jax.sharding.Mesh(np.array(jax.devices()[:1]), ("d",))
+    sharded = jax.device_put(jnp.float32(1), jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec()))
+    for values in ({"v": sharded}, {"v": _computed(np.zeros(2, np.float32))}, {"v": 1.0}, {}, {"v": np.float32(1)}):
+        assert not window.add(0, values), values
+    assert window.add(0, {"v": _computed(np.float32(1))}) and len(window) == 1
+    assert not window.add(1, {"v": sharded})  # the window keeps its own: the caller takes it, then this step
+
+
+def test_a_window_is_never_waited_for_and_is_written_once_computed() -> None:
+    now, written = [0.0], []
+    fetcher = Fetcher(lambda parts: written.extend(int(s) for p in parts for s in p.steps), clock=lambda: now[0])
+    for step in range(3):
+        fetcher.put(step, {"loss": _computed(np.float32(step))})
+    slow = jax.jit(lambda x: jnp.tanh(x @ x @ x @ x).sum())(jnp.ones((1500, 1500)) / 1500)  # ~0.1-1 s of work
+    now[0] = WRITE_S
+    fetcher.put(3, {"loss": slow})  # due: the window is stacked, behind a step still computing
+    assert not slow.is_ready()
+    assert written == []
+    fetcher.close()  # waits for it
+    assert written == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("pause", [False, True])
+def test_a_script_that_stops_logging_gets_its_window_written_by_the_fetch_thread(pause: bool) -> None:
+    written: list[int] = []
+    fetcher = Fetcher(lambda parts: written.extend(int(s) for p in parts for s in p.steps))
+    for step in range(5):
+        fetcher.put(step, {"loss": _computed(np.float32(step))})
+    fetcher.sync() if pause else fetcher.close()
+    assert written == [0, 1, 2, 3, 4]
+    fetcher.close()
