@@ -11,7 +11,7 @@ gathering its batch from device arrays) on Fashion-MNIST, logging the step's los
   jaxdash store  the same with TensorBoard and W&B off (the run store alone);
   none again  a logger that does nothing (the control: the resolution of every other ratio).
 Each row is one loop and one run: after an epoch that compiles (and opens the run's writers), it times
-rounds of four epochs, none, logged, logged, none: each logged epoch's steps in the same loop, run and
+rounds of four epochs, none, logged, none, logged: each logged epoch's steps in the same loop, run and
 state as the unlogged ones around it. This VM's slowdowns only add time, a few epochs at a time (an epoch
 of ~0.43 s reads 0.40-0.73 s), so the ratio printed first is the unlogged epochs' fastest quarter over
 the logged ones' (`summary`); the median over rounds of each round's ratio follows. Then the logged
@@ -122,12 +122,14 @@ def _quiet(step: int, loss: jax.Array) -> None:
 
 
 def rounds_of(loop: Loop, log: Callable[[int, jax.Array], None], rounds: int) -> dict[str, list[Any]]:
-    """After one untimed epoch logging (compiles, opens writers), `rounds` rounds of none, logged, logged, none:
-    {"none": [(seconds, cpu), ...], "logged": [...]}, each epoch's."""
+    """After one untimed epoch logging (compiles, opens writers), `rounds` rounds of none, logged, none, logged:
+    {"none": [(seconds, cpu), ...], "logged": [...]}, each epoch's. The script never pauses for a second (the
+    W&B copy's writer would take the pause to catch up, `jaxdash.sink_process`): one unlogged epoch (~0.45 s)
+    between two logged ones, as a loop logging every step."""
     loop.epoch(log)
     timed: dict[str, list[Any]] = {"none": [], "logged": []}
     for _ in range(rounds):
-        for which in ("none", "logged", "logged", "none"):
+        for which in ("none", "logged", "none", "logged"):
             timed[which].append(loop.epoch(log if which == "logged" else _quiet))
     return timed
 
@@ -239,7 +241,7 @@ def writers_open(run_dir: Path, wandb_copy: bool, tensorboard: bool, timeout: fl
 def main() -> None:
     """Time each row's rounds, then the in-jit rows, and print the ratios and CPU."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--rounds", type=int, default=12, help="rounds of four timed epochs (none, logged, logged, none)")
+    p.add_argument("--rounds", type=int, default=12, help="rounds of four timed epochs (none, logged, none, logged)")
     p.add_argument("--limit", type=int, default=60_000, help="training examples used (an epoch: limit / 32 steps)")
     p.add_argument("--scan-epochs", type=int, default=3, help="epochs of the in-jit rows (the first is not counted)")
     p.add_argument(
@@ -267,14 +269,14 @@ def main() -> None:
     steps = len(x) // BATCH
     print(
         f"Fashion-MNIST {len(x):,} examples, batch {BATCH}, {steps} steps an epoch, {args.rounds} rounds of none, "
-        f"logged, logged, none epochs a row; load {os.getloadavg()[0]:.2f}"
+        f"logged, none, logged epochs a row; load {os.getloadavg()[0]:.2f}"
     )
     print("  (logged epochs' speed over unlogged ones': of each kind's fastest quarter; median of the rounds')")
     for name, (timed, end_s) in results.items():
         found = summary(timed)
         print(
-            f"  {name:13s} {found['fast']:.3f}x   rounds {found['rounds']:.3f}x   logged {steps / found['rate_s']:7.1f} "
-            f"steps/s   end {end_s:5.2f} s"
+            f"  {name:13s} {found['fast']:.3f}x   rounds {found['rounds']:.3f}x   "
+            f"logged {steps / found['rate_s']:7.1f} steps/s   end {end_s:5.2f} s"
         )
     if WATCHES:
         print(f"  (the jaxdash rows' runs kept, besides their rows: {', '.join(sorted(WATCHES))})")

@@ -30,4 +30,4 @@ for unroll in 1 8; do
 done
 timeout 60 $PY -m benchmarks.step_costs
 timeout 120 $PY -m benchmarks.population_speed --k 16 --epochs 1
-timeout 60 $PY -m benchmarks.log_overhead --epochs 2 --repeats 1
+timeout 90 $PY -m benchmarks.log_overhead --rounds 2 --scan-epochs 2
