@@ -12,7 +12,6 @@ from jaxdash.fetcher import WRITE_S, Fetcher
 from jaxdash.row_parts import Block
 from jaxdash.stacking import STACK, Window
 
-
 _identity = jax.jit(lambda x: x)
 
 
