@@ -10,13 +10,14 @@ gathering its batch from device arrays) on Fashion-MNIST, logging the step's los
               and system metrics sampled: W&B's defaults);
   jaxdash store  the same with TensorBoard and W&B off (the run store alone);
   none again  a logger that does nothing (the control: the resolution of every other ratio).
-Each row is one loop and one run: after an epoch that compiles (and opens the run's writers), it times
-rounds of four epochs, none, logged, none, logged: each logged epoch's steps in the same loop, run and
-state as the unlogged ones around it. This VM's slowdowns only add time, a few epochs at a time (an epoch
-of ~0.43 s reads 0.40-0.73 s), so the ratio printed first is the unlogged epochs' fastest quarter over
-the logged ones' (`summary`); the median over rounds of each round's ratio follows. Then the logged
-epochs' steps/s, how long the row's end took (`finish()`: an offline W&B copy written in the script's
-pauses catches up there), and the CPU a step each kind of epoch took, by thread and process (`Cpu`).
+Each row is one loop (the same state and step count going on) and a new run a round: a round times an
+epoch with no run, then starts a run (its writers open; one untimed epoch logging lets their start settle),
+times an epoch logging every step and one logging nothing with the run still open, and ends the run
+(untimed). This VM's slowdowns only add time, a few epochs at a time (an epoch of ~0.43 s reads 0.40-0.73 s),
+so each kind's fastest quarter stands for it (`summary`): logging every step over no run is the ratio the goal
+reads, with what the open run costs idle and what logging adds to it beside it; then the median of the rounds'
+ratios, the logged epochs' steps/s, how long a run's end took (`finish()`: an offline W&B copy written in the
+script's pauses catches up there), and the CPU a step, by thread and process (`Cpu`), with no run and logging.
 Goal (issue #52): jaxdash >= 0.98 (W&B itself: ~0.40x).
 """
 
@@ -121,29 +122,43 @@ def _quiet(step: int, loss: jax.Array) -> None:
     """The unlogged epochs' log: nothing."""
 
 
-def rounds_of(loop: Loop, log: Callable[[int, jax.Array], None], rounds: int) -> dict[str, list[Any]]:
-    """After one untimed epoch logging (compiles, opens writers), `rounds` rounds of none, logged, none, logged:
-    {"none": [(seconds, cpu), ...], "logged": [...]}, each epoch's. The script never pauses for a second (the
-    W&B copy's writer would take the pause to catch up, `jaxdash.sink_process`): one unlogged epoch (~0.45 s)
-    between two logged ones, as a loop logging every step."""
-    loop.epoch(log)
-    timed: dict[str, list[Any]] = {"none": [], "logged": []}
-    for _ in range(rounds):
-        for which in ("none", "logged", "none", "logged"):
-            timed[which].append(loop.epoch(log if which == "logged" else _quiet))
-    return timed
+def rounds_of(
+    loop: Loop, start: Callable[[], Callable], end: Callable[[], None], rounds: int
+) -> tuple[dict[str, list[Any]], list[float]]:
+    """`rounds` rounds of three timed epochs: one with no run (`closed`), then, in a run started for the round and
+    after one untimed epoch logging (its writers' start settles), one logging every step (`logged`) and one
+    logging nothing with the run still open (`open`); then the run ends (untimed). Returns each kind's epochs,
+    (seconds, cpu), and each end's seconds. A first untimed round compiles."""
+    timed: dict[str, list[Any]] = {"closed": [], "logged": [], "open": []}
+    ends = []
+    for round_no in range(rounds + 1):
+        closed = loop.epoch(_quiet)
+        log = start()
+        loop.epoch(log)
+        logged = loop.epoch(log)
+        still_open = loop.epoch(_quiet)
+        ended_at = time.perf_counter()
+        end()
+        if round_no:
+            ends.append(time.perf_counter() - ended_at)
+            for kind, epoch in (("closed", closed), ("logged", logged), ("open", still_open)):
+                timed[kind].append(epoch)
+    return timed, ends
 
 
 def summary(timed: dict[str, list[Any]]) -> dict[str, float]:
-    """The logged epochs' speed as a ratio to the unlogged ones': of their fast quartiles (`fast`: this VM's
-    slowdowns only add time, to a few epochs at a time, so the fastest quarter of each kind is what the loop
-    costs) and the median over rounds of each round's ratio (`rounds`)."""
-    none, logged = ([t for t, _ in timed[w]] for w in ("none", "logged"))
-    per_round = [(none[i] + none[i + 1]) / (logged[i] + logged[i + 1]) for i in range(0, len(none), 2)]
+    """Speed ratios of the fastest quarter of each kind of epoch (this VM's slowdowns only add time, to a few
+    epochs at a time): logging every step over no run (`ratio`, the goal's), over the run open and idle
+    (`marginal`), and the idle open run over no run (`idle`); the median over rounds of each round's logged
+    over closed (`rounds`)."""
+    fast = {kind: _fast_quartile([t for t, _ in epochs]) for kind, epochs in timed.items()}
+    per_round = [c / lg for (c, _), (lg, _) in zip(timed["closed"], timed["logged"], strict=True)]
     return {
-        "fast": _fast_quartile(none) / _fast_quartile(logged),
+        "ratio": fast["closed"] / fast["logged"],
+        "marginal": fast["open"] / fast["logged"],
+        "idle": fast["closed"] / fast["open"],
         "rounds": statistics.median(per_round),
-        "rate_s": _fast_quartile(logged),
+        "rate_s": fast["logged"],
     }
 
 
@@ -241,7 +256,12 @@ def writers_open(run_dir: Path, wandb_copy: bool, tensorboard: bool, timeout: fl
 def main() -> None:
     """Time each row's rounds, then the in-jit rows, and print the ratios and CPU."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--rounds", type=int, default=12, help="rounds of four timed epochs (none, logged, none, logged)")
+    p.add_argument(
+        "--rounds",
+        type=int,
+        default=12,
+        help="rounds of three timed epochs (no run; logging; the run open, not logging)",
+    )
     p.add_argument("--limit", type=int, default=60_000, help="training examples used (an epoch: limit / 32 steps)")
     p.add_argument("--scan-epochs", type=int, default=3, help="epochs of the in-jit rows (the first is not counted)")
     p.add_argument(
@@ -255,28 +275,26 @@ def main() -> None:
     train_x, train_y, _, _ = load_dataset("fashion_mnist")
     x, y = train_x[: args.limit], train_y[: args.limit]
     fresh, train_step = make_step(x.reshape(len(x), -1).astype(np.float32) / 255.0, y)
-    results: dict[str, tuple[dict[str, list[Any]], float]] = {}  # row -> (its epochs, its end's seconds)
+    results: dict[str, tuple[dict[str, list[Any]], list[float]]] = {}  # row -> (its epochs, its ends' seconds)
     with tempfile.TemporaryDirectory() as tmp:
         wanted = args.rows.split(",")
         for name, (start, end) in loggers(Path(tmp)).items():
             if name in wanted:
-                log = start()
-                timed = rounds_of(Loop(fresh, train_step, len(x)), log, args.rounds)
-                ended_at = time.perf_counter()
-                end()
-                results[name] = (timed, time.perf_counter() - ended_at)
+                results[name] = rounds_of(Loop(fresh, train_step, len(x)), start, end, args.rounds)
         scan_none, scan_ours = scan_rows(fresh, train_step, len(x), args.scan_epochs, Path(tmp))
     steps = len(x) // BATCH
     print(
-        f"Fashion-MNIST {len(x):,} examples, batch {BATCH}, {steps} steps an epoch, {args.rounds} rounds of none, "
-        f"logged, none, logged epochs a row; load {os.getloadavg()[0]:.2f}"
+        f"Fashion-MNIST {len(x):,} examples, batch {BATCH}, {steps} steps an epoch, {args.rounds} rounds a row of an "
+        f"epoch with no run, then in a new run one logging every step and one not; load {os.getloadavg()[0]:.2f}"
     )
-    print("  (logged epochs' speed over unlogged ones': of each kind's fastest quarter; median of the rounds')")
-    for name, (timed, end_s) in results.items():
+    print("  (fastest quarter of each kind: logging vs no run; vs the run open and idle; the idle open run vs no run;")
+    print("   the median of the rounds' logging vs no run; each run's end, `finish()`, median)")
+    for name, (timed, ends) in results.items():
         found = summary(timed)
         print(
-            f"  {name:13s} {found['fast']:.3f}x   rounds {found['rounds']:.3f}x   "
-            f"logged {steps / found['rate_s']:7.1f} steps/s   end {end_s:5.2f} s"
+            f"  {name:13s} {found['ratio']:.3f}x   marginal {found['marginal']:.3f}x   idle {found['idle']:.3f}x   "
+            f"rounds {found['rounds']:.3f}x   logged {steps / found['rate_s']:7.1f} steps/s   "
+            f"end {statistics.median(ends):5.2f} s"
         )
     if WATCHES:
         print(f"  (the jaxdash rows' runs kept, besides their rows: {', '.join(sorted(WATCHES))})")
@@ -300,15 +318,15 @@ def scan_rows(fresh: Callable, train_step: Callable, n: int, epochs: int, root: 
 
 
 def print_cpu(results: dict[str, dict[str, list[Any]]]) -> None:
-    """Each row's CPU microseconds a step (median over epochs) by where it was spent, unlogged -> logged."""
-    print("CPU a step, us (median over epochs, the row's unlogged ones -> its logged ones): the loop's thread;")
+    """Each row's CPU microseconds a step (median over epochs) by where it was spent: no run -> logging."""
+    print("CPU a step, us (median over epochs, no run -> logging every step): the loop's thread;")
     print("  the process's other threads (XLA's pool spins while it waits, so it takes whatever a core leaves free);")
     print("  other processes (jaxdash's writer process and its wandb-core at idle priority, wandb's own service)")
     for name, timed in results.items():
         parts = []
         for i, where in enumerate(("loop's thread", "other threads", "other processes")):
-            none, logged = (statistics.median(cpu[i] for _, cpu in timed[w]) for w in ("none", "logged"))
-            parts.append(f"{where} {none:6.1f} -> {logged:6.1f}")
+            closed, logged = (statistics.median(cpu[i] for _, cpu in timed[w]) for w in ("closed", "logged"))
+            parts.append(f"{where} {closed:6.1f} -> {logged:6.1f}")
         print(f"  {name:13s} " + "   ".join(parts))
 
 

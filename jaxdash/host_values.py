@@ -37,16 +37,16 @@ class Later:
         self.values = values
 
 
-def read_ready(pending: collections.deque, rows: list, limit: int | None = None) -> None:
-    """Move the leading entries of `pending` whose arrays are computed (at most `limit`) to `rows`, as their
+def read_ready(pending: collections.deque, rows: list) -> None:
+    """Move the leading entries of `pending` whose arrays are computed to `rows`, as their
     values on the host: a new dict of Python numbers and small arrays, which the garbage collector does not
     track; or `Later(entry)` (a deleted array, whose error `fetch` gives; any entry off the CPU backend, where
-    one `device_get` of the batch is faster). Each entry is looked at once; only this takes from `pending`
-    (another thread may append to it meanwhile)."""
+    one `device_get` of the batch is faster). The first entry still computing ends the read (a later call
+    looks again); only this takes from `pending`."""
     jax = sys.modules.get("jax")
     on_cpu = jax is not None and jax.default_backend() == "cpu"
     array_type = jax.Array if jax is not None else ()
-    while pending and (limit is None or limit > 0):
+    while pending:
         try:
             row: Any = {}
             for key, value in pending[0].items():
@@ -59,7 +59,6 @@ def read_ready(pending: collections.deque, rows: list, limit: int | None = None)
             row = None
         values = pending.popleft()
         rows.append(row if row is not None and (on_cpu or jax is None) else Later(values))
-        limit = None if limit is None else limit - 1
 
 
 def fetch(batch: list[dict[Any, Any]]) -> list[dict[Any, Any]]:
