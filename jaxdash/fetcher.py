@@ -41,8 +41,8 @@ class Fetcher:
     writes what was read. Another thread doing that work would take the GIL from the training thread and hand
     it back at every wake, read and free, each hand-over a stall of the loop, which cost more than the work
     itself (`benchmarks.fetch_gil`). The background thread takes over when the script stops logging (an
-    evaluation, a pause, the end): it wakes every BATCH_S and, once no step came for 2 * BATCH_S, stacks the
-    window and writes what is computed.
+    evaluation, a pause, the end): once no step came for 2 * BATCH_S it stacks the window and writes what is
+    computed.
 
     One lock (`_lock`) orders it all: `put` takes it at once unless the fetch thread is writing what a pause
     left; one batch is written at a time, in the order the steps came.
@@ -80,15 +80,17 @@ class Fetcher:
         if not lock.acquire(blocking=False):
             lock.acquire()  # the fetch thread writes what a pause left (a batch, ~1 ms)
         try:
-            now = self._put_at = self.clock()
+            now = self.clock()
+            resumed = now - self._put_at >= 2 * BATCH_S  # the first step after a pause: written at once if it can be
+            self._put_at = now
             if steps or not self.window.add(step, values):
                 self._queue(step, values, steps)
             elif len(self.window.steps) >= STACK:
                 self._take_window(now)
-            if now - self._stacked_at >= BATCH_S:  # a window never waits longer
+            if resumed or now - self._stacked_at >= BATCH_S:  # a window never waits longer
                 self._take_window(now)
                 read_ready(self.pending, self._rows)
-                if now - self._batched_at >= WRITE_S:
+                if resumed or now - self._batched_at >= WRITE_S:
                     self._write_read()
         finally:
             lock.release()
@@ -137,24 +139,32 @@ class Fetcher:
         self.thread.join(timeout)
 
     def _loop(self) -> None:
-        done = False
+        """Write what the script left once it logs no more (for now). Each wake takes the GIL from the training
+        loop, so it wakes once 2 * BATCH_S after the latest step while the script logs, and every WRITE_S once
+        nothing is left to write (a summary the script changes meanwhile is written within that)."""
+        done, wait = False, BATCH_S
         while not done:
-            done = self.closing.wait(BATCH_S)
-            if done or self.clock() - self._put_at >= 2 * BATCH_S:  # the script logs no more (for now)
-                with self._lock:
-                    self._take_window(self.clock())
-                    read_ready(self.pending, self._rows)
-                    if done:  # the rest, still computing: `fetch` waits for them
-                        while self.pending:
-                            self._rows.append(Later(self.pending.popleft()))
-                    if not self._write_read():
-                        self._write_batch([])  # nothing new: the writers write a summary the script changed
+            done = self.closing.wait(wait)
+            quiet = self.clock() - self._put_at
+            if not done and quiet < 2 * BATCH_S:  # the script logs: it writes its own batches
+                wait = min(2 * BATCH_S, max(BATCH_S, 2 * BATCH_S - quiet))
+                continue
+            with self._lock:
+                self._take_window(self.clock())
+                read_ready(self.pending, self._rows)
+                if done:  # the rest, still computing: `fetch` waits for them
+                    while self.pending:
+                        self._rows.append(Later(self.pending.popleft()))
+                wrote = self._write_read()
+                if not wrote:
+                    self._write_batch([])  # nothing new: the writers write a summary the script changed
+                wait = BATCH_S if wrote or self.pending else WRITE_S
 
     def _write_read(self) -> bool:
         """Write the steps read so far (hold `_lock`); whether there were any."""
-        self._batched_at = self.clock()
         rows, self._rows = self._rows, []
         if rows:
+            self._batched_at = self.clock()
             self._write_batch(rows)
             self.written += len(rows)
         return bool(rows)
