@@ -76,15 +76,12 @@ class Fetcher:
         wait, or for the fetch thread's batch when the script logs again after a pause."""
         while len(self.pending) >= MAX_PENDING and self.thread.is_alive():
             time.sleep(BATCH_S / 10)
-        lock = self._lock
-        if not lock.acquire(blocking=False):
-            lock.acquire()  # the fetch thread writes what a pause left (a batch, ~1 ms)
-        try:
+        with self._lock:  # held by the fetch thread only while it writes what a pause left (a batch, ~1 ms)
             now = self.clock()
             resumed = now - self._put_at >= 2 * BATCH_S  # the first step after a pause: written at once if it can be
             self._put_at = now
             if steps or not self.window.add(step, values):
-                self._queue(step, values, steps)
+                self._queue(step, values, steps, now)
             elif len(self.window.steps) >= STACK:
                 self._take_window(now)
             if resumed or now - self._stacked_at >= BATCH_S:  # a window never waits longer
@@ -92,15 +89,17 @@ class Fetcher:
                 read_ready(self.pending, self._rows)
                 if resumed or now - self._batched_at >= WRITE_S:
                     self._write_read()
-        finally:
-            lock.release()
 
-    def _queue(self, step: int, values: dict[str, Any], steps: int) -> None:
-        """Values the window did not take onto `pending`, after the window (a new one may start with them)."""
+    def _queue(self, step: int, values: dict[str, Any], steps: int, now: float) -> None:
+        """Values the window did not take: after the window (a new one may start with them), else onto `pending`."""
         if self.window.steps:
-            self._take_window(self._put_at)
+            self._take_window(now)
             if not steps and self.window.add(step, values):
                 return
+        self._enqueue(step, values, steps)
+
+    def _enqueue(self, step: int, values: dict[Any, Any], steps: int | tuple[int, ...]) -> None:
+        """One entry onto `pending`, its step (and a chunk's or a window's steps) kept in it; hold `_lock`."""
         values[_STEP] = step
         if steps:
             values[_STEPS] = steps
@@ -108,22 +107,11 @@ class Fetcher:
         self.queued += 1
 
     def _take_window(self, now: float) -> None:
-        """The window's steps onto `pending`: one entry of stacked arrays, or its steps one by one if they could not
-        be stacked; hold `_lock`."""
+        """The window's steps onto `pending` (`Window.take`: one entry of stacked arrays, or its steps one by one if
+        they could not be stacked); hold `_lock`."""
         self._stacked_at = now
-        taken = self.window.take()
-        if taken is None:
-            return
-        if isinstance(taken, list):
-            for step, values in taken:
-                values[_STEP] = step
-                self.pending.append(values)
-            self.queued += len(taken)
-            return
-        steps, stacked = taken
-        stacked[_STEP], stacked[_STEPS] = steps[0], steps
-        self.pending.append(stacked)
-        self.queued += 1
+        for step, values, steps in self.window.take():
+            self._enqueue(step, values, steps)
 
     def sync(self, timeout: float = 30.0) -> None:
         """Wait until every entry queued so far is written (a read of the run's summary, as W&B's, is current)."""

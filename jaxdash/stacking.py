@@ -81,19 +81,20 @@ class Window:
         self._shardings = {key: value.sharding for key, value in values.items()}
         return True
 
-    def take(self) -> tuple[tuple[int, ...], dict[str, Any]] | list[tuple[int, dict[str, Any]]] | None:
-        """Empty the window: (its steps, one stacked array a key, padded to STACK), or, if a stack cannot be
-        dispatched (a deleted array, arrays on two devices), its steps one by one as (step, values); None if empty."""
+    def take(self) -> list[tuple[int, dict[str, Any], int | tuple[int, ...]]]:
+        """Empty the window into queue entries (first step, values, steps): one of a stacked array a key (padded to
+        STACK) and the window's steps; or, if a stack cannot be dispatched (a deleted array, arrays on two devices),
+        one a step (steps 0); none for an empty window."""
         if not self.steps:
-            return None
+            return []
         steps, columns = tuple(self.steps), self.columns
         self.steps, self.columns = [], {}
         pad = STACK - len(steps)
         try:
             stacked = {key: _stack(*arrays, *[arrays[-1]] * pad) for key, arrays in columns.items()}
         except Exception:  # noqa: BLE001 - the per-step path reads each step and says which one failed
-            return [(step, {key: arrays[i] for key, arrays in columns.items()}) for i, step in enumerate(steps)]
-        return steps, stacked
+            return [(step, {key: arrays[i] for key, arrays in columns.items()}, 0) for i, step in enumerate(steps)]
+        return [(steps[0], stacked, steps)]
 
 
 def _stack(*arrays: Any) -> Any:
