@@ -52,11 +52,13 @@ def test_a_sweeps_workers_get_no_password_on_disk_or_in_ps_and_still_reach_the_s
         [sys.executable, "-m", "training", *argv], env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     seen: dict[int, bytes] = {}
+    own_line = Path(f"/proc/{sweep.pid}/cmdline").read_bytes()  # the command the user typed, password and all
 
     def worker_seen() -> bool:
         if (root / "queue.db").exists():
             pids = _worker_pids(root) | {c.pid for c in psutil.Process(sweep.pid).children(recursive=True)}
-            seen.update(_cmdlines(pids))
+            # A child caught between its fork and its exec still shows its parent's command line: not its own.
+            seen.update({pid: line for pid, line in _cmdlines(pids).items() if line != own_line})
         return any(b"worker" in line for line in seen.values())
 
     try:
