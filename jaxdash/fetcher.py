@@ -61,7 +61,7 @@ class Fetcher:
         self._lock = threading.Lock()  # held while the window, `pending` or the read steps change, and for a write
         self.window = Window()  # single steps of device scalars waiting to be stacked (`jaxdash.stacking`)
         self._rows: list[Any] = []  # steps taken off `pending`, not written yet: values on the host, or `Later`
-        self._batched_at = self._put_at = self._stacked_at = clock()
+        self._batched_at = self._put_at = self._read_at = clock()  # the last write, put and read of `pending`
         self.thread = threading.Thread(target=self._loop, name="jaxdash-fetch", daemon=True)
         self.thread.start()
 
@@ -81,19 +81,20 @@ class Fetcher:
             resumed = now - self._put_at >= 2 * BATCH_S  # the first step after a pause: written at once if it can be
             self._put_at = now
             if steps or not self.window.add(step, values):
-                self._queue(step, values, steps, now)
+                self._queue(step, values, steps)
             elif len(self.window.steps) >= STACK:
-                self._take_window(now)
-            if resumed or now - self._stacked_at >= BATCH_S:  # a window never waits longer
-                self._take_window(now)
+                self._take_window()
+            if resumed or now - self._read_at >= BATCH_S:  # however fast windows fill, a read every BATCH_S
+                self._read_at = now
+                self._take_window()
                 read_ready(self.pending, self._rows)
                 if resumed or now - self._batched_at >= WRITE_S:
                     self._write_read()
 
-    def _queue(self, step: int, values: dict[str, Any], steps: int, now: float) -> None:
+    def _queue(self, step: int, values: dict[str, Any], steps: int) -> None:
         """Values the window did not take: after the window (a new one may start with them), else onto `pending`."""
         if self.window.steps:
-            self._take_window(now)
+            self._take_window()
             if not steps and self.window.add(step, values):
                 return
         self._enqueue(step, values, steps)
@@ -106,17 +107,16 @@ class Fetcher:
         self.pending.append(values)
         self.queued += 1
 
-    def _take_window(self, now: float) -> None:
+    def _take_window(self) -> None:
         """The window's steps onto `pending` (`Window.take`: one entry of stacked arrays, or its steps one by one if
         they could not be stacked); hold `_lock`."""
-        self._stacked_at = now
         for step, values, steps in self.window.take():
             self._enqueue(step, values, steps)
 
     def sync(self, timeout: float = 30.0) -> None:
         """Wait until every entry queued so far is written (a read of the run's summary, as W&B's, is current)."""
         with self._lock:
-            self._take_window(self.clock())
+            self._take_window()
         target, deadline = self.queued, time.monotonic() + timeout
         while self.written < target and self.thread.is_alive() and time.monotonic() < deadline:
             time.sleep(BATCH_S / 10)
@@ -138,7 +138,7 @@ class Fetcher:
                 wait = min(2 * BATCH_S, max(BATCH_S, 2 * BATCH_S - quiet))
                 continue
             with self._lock:
-                self._take_window(self.clock())
+                self._take_window()
                 read_ready(self.pending, self._rows)
                 if done:  # the rest, still computing: `fetch` waits for them
                     while self.pending:

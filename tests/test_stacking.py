@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxdash.fetcher import WRITE_S, Fetcher
+from jaxdash.fetcher import BATCH_S, WRITE_S, Fetcher
 from jaxdash.row_parts import Block
 from jaxdash.stacking import STACK, Window
 
@@ -98,3 +98,30 @@ def test_a_script_that_stops_logging_gets_its_window_written_by_the_fetch_thread
     fetcher.sync() if pause else fetcher.close()
     assert written == [0, 1, 2, 3, 4]
     fetcher.close()
+
+
+def test_a_loop_filling_a_window_every_few_ms_has_its_rows_written_every_write_s_while_it_logs(monkeypatch) -> None:
+    """10,000 steps a second fill a window every 6.4 ms: reads still come every BATCH_S and writes every WRITE_S,
+    by the thread that logs (the page shows the run live), not only once the script pauses."""
+    from jaxdash import fetcher as fetcher_module
+
+    read = fetcher_module.read_ready
+
+    def read_computed(pending: object, rows: list) -> None:  # the stacks dispatched so far computed: no race
+        jax.block_until_ready([v for entry in pending for k, v in entry.items() if isinstance(k, str)])
+        read(pending, rows)
+
+    monkeypatch.setattr(fetcher_module, "read_ready", read_computed)
+    now, writes = [0.0], []
+    fetcher = Fetcher(lambda parts: parts and writes.append((now[0], int(parts[-1].steps[-1]))), clock=lambda: now[0])
+    value = _computed(np.float32(0.5))
+    for step in range(10_000):  # one second of the fake clock
+        now[0] = step / 10_000
+        fetcher.put(step, {"loss": value})
+    while_logging = list(writes)
+    fetcher.close()
+    assert len(while_logging) >= 3, while_logging
+    times = [0.0] + [at for at, _ in while_logging]
+    assert max(b - a for a, b in zip(times, times[1:], strict=False)) <= WRITE_S + BATCH_S + 1e-9, while_logging
+    assert all(at - last_step / 10_000 <= BATCH_S + 1e-9 for at, last_step in while_logging), while_logging
+    assert writes[-1][1] == 9_999
