@@ -125,3 +125,24 @@ def test_a_loop_filling_a_window_every_few_ms_has_its_rows_written_every_write_s
     assert max(b - a for a, b in zip(times, times[1:], strict=False)) <= WRITE_S + BATCH_S + 1e-9, while_logging
     assert all(at - last_step / 10_000 <= BATCH_S + 1e-9 for at, last_step in while_logging), while_logging
     assert writes[-1][1] == 9_999
+
+
+def test_a_client_loop_logging_thousands_of_steps_a_second_reaches_the_run_folder_while_it_logs(tmp_path) -> None:
+    """The run folder (what the page reads) gets a steady fast loop's rows while it still logs, not at its pause:
+    a jitted scalar step runs at ~25,000-100,000 steps a second here, a window filled every few ms, and rows are
+    written every WRITE_S of wall time, so they show long before 200,000 steps (2 s at the fastest)."""
+    import jaxdash
+    from runstore.run_folder import RunFolder
+
+    settings = {"console": "off", "x_disable_stats": True}
+    run = jaxdash.init(project="fast", runs_root=tmp_path, wandb="disabled", tensorboard=False, settings=settings)
+    folder, step_fn, loss = RunFolder(run.dir), jax.jit(lambda x: x * 0.999), _computed(np.float32(1.0))
+    seen, step = False, 0
+    while not seen and step < 200_000:  # the run folder read every 1,000 steps, while logging
+        loss = step_fn(loss)
+        run.log({"loss": loss}, step=step)
+        step += 1
+        if step % 1000 == 0:
+            seen = any(r.get("step", 0) >= 1000 and "loss" in r for r in folder.records()[0])
+    run.finish()
+    assert seen, f"no row past step 1000 in the run folder after {step} steps of logging"
