@@ -36,7 +36,7 @@ class Fetcher:
     `jaxdash.rows_out.RowsOut.write`), never waiting for a step still computing.
 
     While a script logs, the thread that logs does it, in slices too small to stall the loop: each `put` adds
-    its step to the window (`jaxdash.stacking`) or the queue; a `put` BATCH_S after the last stacks the window
+    its step to the window (`jaxdash.stacking`) or the queue; a `put` BATCH_S after the last read stacks the window
     (one jitted call) and reads the queued entries already computed, and one WRITE_S after the last write
     writes what was read. Another thread doing that work would take the GIL from the training thread and hand
     it back at every wake, read and free, each hand-over a stall of the loop, which cost more than the work
