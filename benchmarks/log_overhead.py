@@ -17,14 +17,13 @@ times an epoch logging every step and one logging nothing with the run still ope
 so each kind's fastest quarter stands for it (`summary`): logging every step over no run is the ratio the goal
 reads, with what the open run costs idle and what logging adds to it beside it; then the median of the rounds'
 ratios, the logged epochs' steps/s, how long a run's end took (`finish()`: an offline W&B copy written in the
-script's pauses catches up there), and the CPU a step, by thread and process (`Cpu`), with no run and logging.
+script's pauses catches up there), and the CPU a step, by thread and process (`benchmarks.log_cpu`), with no run and logging.
 Goal (issue #52): jaxdash >= 0.98 (W&B itself: ~0.40x).
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import statistics
 import sys
@@ -40,9 +39,9 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import optax  # noqa: E402
-import psutil  # noqa: E402
 from flax.training import train_state  # noqa: E402
 
+from benchmarks.log_cpu import Cpu, print_cpu  # noqa: E402
 from training.data import load_dataset  # noqa: E402
 from training.tasks.mnist import MLP  # noqa: E402
 
@@ -69,30 +68,6 @@ def make_step(x: np.ndarray, y: np.ndarray) -> tuple[Callable, Callable]:
         return state.apply_gradients(grads=grads), loss
 
     return fresh, train_step
-
-
-class Cpu:
-    """CPU seconds so far: this thread's (the loop's), this process's and its live descendants' (the
-    writer process, wandb-core), read at the start and end of each timed epoch. Unlike steps/s,
-    these move less when the VM's speed drifts."""
-
-    def __init__(self) -> None:
-        self.me = psutil.Process()
-        self.thread, self.process, self.children = time.thread_time(), time.process_time(), self._children()
-
-    def _children(self) -> float:
-        total = 0.0
-        for child in self.me.children(recursive=True):
-            with contextlib.suppress(psutil.Error):
-                times = child.cpu_times()
-                total += times.user + times.system
-        return total
-
-    def since(self, start: Cpu, steps: int) -> tuple[float, float, float]:
-        """Microseconds a step since `start`: (the loop's thread, the process's other threads, other processes)."""
-        thread, process = self.thread - start.thread, self.process - start.process
-        per_step = 1e6 / max(steps, 1)
-        return thread * per_step, (process - thread) * per_step, (self.children - start.children) * per_step
 
 
 class Loop:
@@ -315,19 +290,6 @@ def scan_rows(fresh: Callable, train_step: Callable, n: int, epochs: int, root: 
         rates["ours"] = max(rates["ours"], run_scan_loop(fresh, train_step, n, epochs, run.log_chunk))
         run.finish()
     return rates["none"], rates["ours"]
-
-
-def print_cpu(results: dict[str, dict[str, list[Any]]]) -> None:
-    """Each row's CPU microseconds a step (median over epochs) by where it was spent: no run -> logging."""
-    print("CPU a step, us (median over epochs, no run -> logging every step): the loop's thread;")
-    print("  the process's other threads (XLA's pool spins while it waits, so it takes whatever a core leaves free);")
-    print("  other processes (jaxdash's writer process and its wandb-core at idle priority, wandb's own service)")
-    for name, timed in results.items():
-        parts = []
-        for i, where in enumerate(("loop's thread", "other threads", "other processes")):
-            closed, logged = (statistics.median(cpu[i] for _, cpu in timed[w]) for w in ("closed", "logged"))
-            parts.append(f"{where} {closed:6.1f} -> {logged:6.1f}")
-        print(f"  {name:13s} " + "   ".join(parts))
 
 
 if __name__ == "__main__":

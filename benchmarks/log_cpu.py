@@ -1,0 +1,48 @@
+"""CPU a step of `benchmarks.log_overhead`'s epochs, by where it was spent: the loop's thread, the process's other
+threads, and other processes (jaxdash's writer process and its wandb-core, wandb's own service)."""
+
+from __future__ import annotations
+
+import contextlib
+import statistics
+import time
+from typing import Any
+
+import psutil
+
+
+class Cpu:
+    """CPU seconds so far: this thread's (the loop's), this process's and its live descendants' (the
+    writer process, wandb-core), read at the start and end of each timed epoch. Unlike steps/s,
+    these move less when the VM's speed drifts."""
+
+    def __init__(self) -> None:
+        self.me = psutil.Process()
+        self.thread, self.process, self.children = time.thread_time(), time.process_time(), self._children()
+
+    def _children(self) -> float:
+        total = 0.0
+        for child in self.me.children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                times = child.cpu_times()
+                total += times.user + times.system
+        return total
+
+    def since(self, start: Cpu, steps: int) -> tuple[float, float, float]:
+        """Microseconds a step since `start`: (the loop's thread, the process's other threads, other processes)."""
+        thread, process = self.thread - start.thread, self.process - start.process
+        per_step = 1e6 / max(steps, 1)
+        return thread * per_step, (process - thread) * per_step, (self.children - start.children) * per_step
+
+
+def print_cpu(results: dict[str, dict[str, list[Any]]]) -> None:
+    """Each row's CPU microseconds a step (median over epochs) by where it was spent: no run -> logging."""
+    print("CPU a step, us (median over epochs, no run -> logging every step): the loop's thread;")
+    print("  the process's other threads (XLA's pool spins while it waits, so it takes whatever a core leaves free);")
+    print("  other processes (jaxdash's writer process and its wandb-core at idle priority, wandb's own service)")
+    for name, timed in results.items():
+        parts = []
+        for i, where in enumerate(("loop's thread", "other threads", "other processes")):
+            closed, logged = (statistics.median(cpu[i] for _, cpu in timed[w]) for w in ("closed", "logged"))
+            parts.append(f"{where} {closed:6.1f} -> {logged:6.1f}")
+        print(f"  {name:13s} " + "   ".join(parts))
