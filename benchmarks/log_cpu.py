@@ -11,22 +11,23 @@ from typing import Any
 import psutil
 
 
+def children_cpu() -> float:
+    """CPU seconds of this process's live descendants (a writer process, wandb-core)."""
+    total = 0.0
+    for child in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            times = child.cpu_times()
+            total += times.user + times.system
+    return total
+
+
 class Cpu:
     """CPU seconds so far: this thread's (the loop's), this process's and its live descendants' (the
     writer process, wandb-core), read at the start and end of each timed epoch. Unlike steps/s,
     these move less when the VM's speed drifts."""
 
     def __init__(self) -> None:
-        self.me = psutil.Process()
-        self.thread, self.process, self.children = time.thread_time(), time.process_time(), self._children()
-
-    def _children(self) -> float:
-        total = 0.0
-        for child in self.me.children(recursive=True):
-            with contextlib.suppress(psutil.Error):
-                times = child.cpu_times()
-                total += times.user + times.system
-        return total
+        self.thread, self.process, self.children = time.thread_time(), time.process_time(), children_cpu()
 
     def since(self, start: Cpu, steps: int) -> tuple[float, float, float]:
         """Microseconds a step since `start`: (the loop's thread, the process's other threads, other processes)."""

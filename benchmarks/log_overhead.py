@@ -17,7 +17,8 @@ times an epoch logging every step and one logging nothing with the run still ope
 so each kind's fastest quarter stands for it (`summary`): logging every step over no run is the ratio the goal
 reads, with what the open run costs idle and what logging adds to it beside it; then the median of the rounds'
 ratios, the logged epochs' steps/s, how long a run's end took (`finish()`: an offline W&B copy written in the
-script's pauses catches up there), and the CPU a step, by thread and process (`benchmarks.log_cpu`), with no run and logging.
+script's pauses catches up there), and the CPU a step, by thread and process (`benchmarks.log_cpu`), with no
+run and logging.
 Goal (issue #52): jaxdash >= 0.98 (W&B itself: ~0.40x).
 """
 

@@ -19,23 +19,12 @@ import tempfile
 import time
 from pathlib import Path
 
-import psutil
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.log_cpu import children_cpu  # noqa: E402
 from runwriters.wandb.one_hop import one_hop  # noqa: E402
 
 BLOCK = 1000
-
-
-def children_cpu() -> float:
-    """CPU seconds of this process's children (the wandb-core service)."""
-    total = 0.0
-    for child in psutil.Process().children(recursive=True):
-        with contextlib.suppress(psutil.Error):
-            times = child.cpu_times()
-            total += times.user + times.system
-    return total
 
 
 def settled_children_cpu() -> float:

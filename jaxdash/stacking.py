@@ -5,8 +5,8 @@ costs the loop's thread ~3 us a step on the CPU backend (an array's first `is_re
 measured in the seed's MNIST loop) and a device-to-host copy each on an accelerator. So consecutive steps whose
 values are all 0-d single-device JAX arrays, with the same keys and dtypes, wait in a `Window`; when it holds
 STACK steps (or a batch is due, or the script pauses) each key's arrays go to one jitted `jnp.stack` (~1 us a
-step to dispatch in that loop, never a wait: it runs on the device once its inputs are computed), and the fetcher reads one
-array a key and writes the window as one block. Anything else (Python numbers, bigger arrays, sharded ones, a
+step to dispatch in that loop, never a wait: it runs on the device once its inputs are computed), and the
+fetcher reads one array a key and writes the window as one block. Anything else (Python numbers, bigger arrays, sharded ones, a
 changed key or dtype) ends the window and takes the per-step path; a stack that cannot run (a donated array)
 hands its steps to that path too, where each step's own fault costs that step alone.
 """
