@@ -36,9 +36,10 @@ class Fetcher:
     `jaxdash.rows_out.RowsOut.write`), never waiting for a step still computing.
 
     While a script logs, the thread that logs does it, in slices too small to stall the loop: each `put` adds
-    its step to the window (`jaxdash.stacking`) or the queue; a `put` BATCH_S after the last read stacks the window
-    (one jitted call) and reads the queued entries already computed, and one WRITE_S after the last write
-    writes what was read. Another thread doing that work would take the GIL from the training thread and hand
+    its step to the inbox, and every STACK steps the inbox goes to the window (`jaxdash.stacking`) or the queue in
+    one loop (a call a step ran ~4x slower, its code cold between the training loop's own dispatches); a `put`
+    BATCH_S after the last read stacks the window (one jitted call) and reads the queued entries already
+    computed, and one WRITE_S after the last write writes what was read. Another thread doing that work would take the GIL from the training thread and hand
     it back at every wake, read and free, each hand-over a stall of the loop, which cost more than the work
     itself (`benchmarks.fetch_gil`). The background thread takes over when the script stops logging (an
     evaluation, a pause, the end): once no step came for 2 * BATCH_S it stacks the window and writes what is
@@ -49,6 +50,7 @@ class Fetcher:
     """
 
     def __init__(self, write: Callable[[list[Part]], None], clock: Callable[[], float] = time.monotonic) -> None:
+        self.inbox: collections.deque[tuple[int, dict[str, Any], int]] = collections.deque()  # put, not taken yet
         self.pending: collections.deque[dict[Any, Any]] = collections.deque()  # values, with _STEP (and _STEPS)
         self.write = write
         self.clock = clock
@@ -71,25 +73,41 @@ class Fetcher:
             log.warning(message)
 
     def put(self, step: int, values: dict[str, Any], steps: int = 0) -> None:
-        """Queue one step's values, or with `steps` a chunk's (arrays with a leading axis of `steps`); every BATCH_S
-        stack the window and read what is computed, every WRITE_S write it. Waits only while MAX_PENDING entries
-        wait, or for the fetch thread's batch when the script logs again after a pause."""
+        """Queue one step's values, or with `steps` a chunk's (arrays with a leading axis of `steps`). A step only
+        joins the inbox; every STACK steps, every BATCH_S and at the first step after a pause the inbox goes to the
+        window or the queue (`_take_inbox`), and what is computed is read; every WRITE_S it is written. Waits only while MAX_PENDING
+        entries wait, or for the fetch thread's batch when the script logs again after a pause."""
+        now = self.clock()
+        inbox = self.inbox
+        inbox.append((step, values, steps))
+        if len(inbox) >= STACK or now - self._read_at >= BATCH_S or now - self._put_at >= 2 * BATCH_S:
+            self._take_inbox(now)
+        self._put_at = now
+
+    def _take_inbox(self, now: float) -> None:
+        """The inbox's steps onto the window or the queue; a read if one is due (BATCH_S after the last, or the
+        first step after a pause: written at once if it can be), and a write WRITE_S after the last."""
+        resumed = now - self._put_at >= 2 * BATCH_S
         while len(self.pending) >= MAX_PENDING and self.thread.is_alive():
             time.sleep(BATCH_S / 10)
         with self._lock:  # held by the fetch thread only while it writes what a pause left (a batch, ~1 ms)
-            now = self.clock()
-            resumed = now - self._put_at >= 2 * BATCH_S  # the first step after a pause: written at once if it can be
-            self._put_at = now
-            if steps or not self.window.add(step, values):
-                self._queue(step, values, steps)
-            elif len(self.window.steps) >= STACK:
-                self._take_window()
+            self._add_inbox()
             if resumed or now - self._read_at >= BATCH_S:  # however fast windows fill, a read every BATCH_S
                 self._read_at = now
                 self._take_window()
                 read_ready(self.pending, self._rows)
                 if resumed or now - self._batched_at >= WRITE_S:
                     self._write_read()
+
+    def _add_inbox(self) -> None:
+        """Each inbox step, in order, to the window (stacked once it holds STACK) or the queue; hold `_lock`."""
+        inbox, window = self.inbox, self.window
+        while inbox:
+            step, values, steps = inbox.popleft()
+            if steps or not window.add(step, values):
+                self._queue(step, values, steps)
+            elif len(window.steps) >= STACK:
+                self._take_window()
 
     def _queue(self, step: int, values: dict[str, Any], steps: int) -> None:
         """Values the window did not take: after the window (a new one may start with them), else onto `pending`."""
@@ -116,6 +134,7 @@ class Fetcher:
     def sync(self, timeout: float = 30.0) -> None:
         """Wait until every entry queued so far is written (a read of the run's summary, as W&B's, is current)."""
         with self._lock:
+            self._add_inbox()
             self._take_window()
         target, deadline = self.queued, time.monotonic() + timeout
         while self.written < target and self.thread.is_alive() and time.monotonic() < deadline:
@@ -138,6 +157,7 @@ class Fetcher:
                 wait = min(2 * BATCH_S, max(BATCH_S, 2 * BATCH_S - quiet))
                 continue
             with self._lock:
+                self._add_inbox()
                 self._take_window()
                 read_ready(self.pending, self._rows)
                 if done:  # the rest, still computing: `fetch` waits for them

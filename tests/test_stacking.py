@@ -53,6 +53,20 @@ def test_stacked_scalars_reach_the_writers_as_each_step_read_by_itself() -> None
     assert _rows(on_device)[:3] == [(0, "loss", 1.0, ""), (0, "n", -90.0, "i"), (0, "ok", 1.0, "b")]
 
 
+def test_steps_still_in_the_inbox_are_written_by_sync_in_the_order_they_came() -> None:
+    """Fewer than STACK steps within BATCH_S only join the inbox (no window, no read yet); a summary read
+    (`sync`) takes them, device scalars and Python numbers alike, in the order they were logged."""
+    now, parts = [0.0], []
+    fetcher = Fetcher(parts.extend, clock=lambda: now[0])
+    for step in range(STACK - 1):
+        fetcher.put(step, {"loss": float(step)} if step % 5 == 0 else {"loss": _computed(np.float32(step))})
+    assert len(fetcher.inbox) == STACK - 1 and not parts
+    now[0] = 1.0  # the script went quiet: the fetch thread writes what sync took
+    fetcher.sync()
+    assert [(step, value) for step, _, value, _ in _rows(parts)] == [(s, float(s)) for s in range(STACK - 1)]
+    fetcher.close()
+
+
 def test_a_changed_key_or_dtype_ends_the_window_and_keeps_its_own_kind() -> None:
     logged = [(i, {"loss": _computed(np.float32(i))}) for i in range(5)]
     logged += [(5, {"loss": _computed(np.int32(5))})]  # an int now: W&B's summary keeps it an int
