@@ -1,6 +1,6 @@
 """What logging every step costs a per-step jitted JAX loop: none vs wandb vs tensorboardX vs jaxdash.
 
-    .venv/bin/python -m benchmarks.log_overhead [--rounds 12] [--limit 60000] [--rows ...]
+    .venv/bin/python -m benchmarks.log_overhead [--rounds 30] [--limit 60000] [--rows ...]
 
 The seed's Flax MNIST loop (MLP 784-128-128-10, Adam 1e-3, batch 32, the jitted `train_step`
 gathering its batch from device arrays) on Fashion-MNIST, logging the step's loss each way:
@@ -10,15 +10,15 @@ gathering its batch from device arrays) on Fashion-MNIST, logging the step's los
               and system metrics sampled: W&B's defaults);
   jaxdash store  the same with TensorBoard and W&B off (the run store alone);
   none again  a logger that does nothing (the control: the resolution of every other ratio).
-Each row is one loop (the same state and step count going on) and a new run a round: a round times an
-epoch with no run, then starts a run (its writers open; one untimed epoch logging lets their start settle),
-times an epoch logging every step and one logging nothing with the run still open, and ends the run
-(untimed). This VM's slowdowns only add time, a few epochs at a time (an epoch of ~0.43 s reads 0.40-0.73 s),
-so each kind's fastest quarter stands for it (`summary`): logging every step over no run is the ratio the goal
-reads, with what the open run costs idle and what logging adds to it beside it; then the median of the rounds'
-ratios, the logged epochs' steps/s, how long a run's end took (`finish()`: an offline W&B copy written in the
-script's pauses catches up there), and the CPU a step, by thread and process (`benchmarks.log_cpu`), with no
-run and logging.
+Each row is one loop (the same state and step count going on) and a new run a round, after WARM_S of untimed
+epochs: a round times an epoch with no run, then starts a run (its writers open; one untimed epoch logging
+lets their start settle), times an epoch logging every step and one logging nothing with the run still open,
+and ends the run (untimed; the processes it started are waited for). Each logged epoch is compared with the
+no-run epochs on either side of it (`benchmarks.paired_ratios`: this VM's speed drifts by seconds, up to 70%):
+the median over rounds, with its bootstrap 95% interval, is the ratio the goal reads; beside it what logging
+adds to the open idle run, what the open run costs idle, and the unpaired fastest quarters; then the logged
+epochs' steps/s, how long a run's end took (`finish()`: an offline W&B copy written in the script's pauses
+catches up there), and the CPU a step, by thread and process (`benchmarks.log_cpu`), with no run and logging.
 Goal (issue #52): jaxdash >= 0.98 (W&B itself: ~0.40x).
 """
 
@@ -40,13 +40,16 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import optax  # noqa: E402
+import psutil  # noqa: E402
 from flax.training import train_state  # noqa: E402
 
 from benchmarks.log_cpu import Cpu, print_cpu  # noqa: E402
+from benchmarks.paired_ratios import describe  # noqa: E402
 from training.data import load_dataset  # noqa: E402
 from training.tasks.mnist import MLP  # noqa: E402
 
 BATCH = 32
+WARM_S = 5.0  # untimed epochs before a row's rounds: the VM runs a new loop slower for its first seconds
 WATCHES: set[str] = set()  # what the jaxdash rows' runs watched besides their rows (console, system metrics)
 
 
@@ -103,43 +106,44 @@ def rounds_of(
 ) -> tuple[dict[str, list[Any]], list[float]]:
     """`rounds` rounds of three timed epochs: one with no run (`closed`), then, in a run started for the round and
     after one untimed epoch logging (its writers' start settles), one logging every step (`logged`) and one
-    logging nothing with the run still open (`open`); then the run ends (untimed). Returns each kind's epochs,
-    (seconds, cpu), and each end's seconds. A first untimed round compiles."""
+    logging nothing with the run still open (`open`); then the run ends (untimed, and waited for until the
+    processes it started are gone), and one more `closed` epoch after the last round, so every logged epoch
+    has a closed one on each side (`benchmarks.paired_ratios`). Untimed first: WARM_S of epochs and a round
+    (it compiles). Returns each kind's epochs, (seconds, cpu), and each end's seconds."""
     timed: dict[str, list[Any]] = {"closed": [], "logged": [], "open": []}
     ends = []
+    warm_until = time.monotonic() + WARM_S
+    while time.monotonic() < warm_until:
+        loop.epoch(_quiet)
     for round_no in range(rounds + 1):
         closed = loop.epoch(_quiet)
+        before = _child_pids()
         log = start()
         loop.epoch(log)
         logged = loop.epoch(log)
         still_open = loop.epoch(_quiet)
         ended_at = time.perf_counter()
         end()
+        _wait_gone(_child_pids() - before)
         if round_no:
             ends.append(time.perf_counter() - ended_at)
             for kind, epoch in (("closed", closed), ("logged", logged), ("open", still_open)):
                 timed[kind].append(epoch)
+    timed["closed"].append(loop.epoch(_quiet))
     return timed, ends
 
 
-def summary(timed: dict[str, list[Any]]) -> dict[str, float]:
-    """Speed ratios of the fastest quarter of each kind of epoch (this VM's slowdowns only add time, to a few
-    epochs at a time): logging every step over no run (`ratio`, the goal's), over the run open and idle
-    (`marginal`), and the idle open run over no run (`idle`); the median over rounds of each round's logged
-    over closed (`rounds`)."""
-    fast = {kind: _fast_quartile([t for t, _ in epochs]) for kind, epochs in timed.items()}
-    per_round = [c / lg for (c, _), (lg, _) in zip(timed["closed"], timed["logged"], strict=True)]
-    return {
-        "ratio": fast["closed"] / fast["logged"],
-        "marginal": fast["open"] / fast["logged"],
-        "idle": fast["closed"] / fast["open"],
-        "rounds": statistics.median(per_round),
-        "rate_s": fast["logged"],
-    }
+def _child_pids() -> set[int]:
+    return {child.pid for child in psutil.Process().children(recursive=True)}
 
 
-def _fast_quartile(seconds: list[float]) -> float:
-    return statistics.quantiles(seconds, n=4)[0] if len(seconds) > 1 else seconds[0]
+def _wait_gone(pids: set[int], timeout: float = 30.0) -> None:
+    """Wait until the processes `pids` (a run's writer process, its W&B service) have exited, so the next epoch
+    with no run does not share the cores with a run's teardown."""
+    deadline = time.monotonic() + timeout
+    while pids and time.monotonic() < deadline:
+        pids = {pid for pid in pids if psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"}
+        time.sleep(0.05)
 
 
 SCAN = 10  # steps per jitted call in the in-jit rows
@@ -235,7 +239,7 @@ def main() -> None:
     p.add_argument(
         "--rounds",
         type=int,
-        default=12,
+        default=30,
         help="rounds of three timed epochs (no run; logging; the run open, not logging)",
     )
     p.add_argument("--limit", type=int, default=60_000, help="training examples used (an epoch: limit / 32 steps)")
@@ -263,14 +267,13 @@ def main() -> None:
         f"Fashion-MNIST {len(x):,} examples, batch {BATCH}, {steps} steps an epoch, {args.rounds} rounds a row of an "
         f"epoch with no run, then in a new run one logging every step and one not; load {os.getloadavg()[0]:.2f}"
     )
-    print("  (fastest quarter of each kind: logging vs no run; vs the run open and idle; the idle open run vs no run;")
-    print("   the median of the rounds' logging vs no run; each run's end, `finish()`, median)")
+    print("  (no run vs logging every step, each logged epoch against the mean of the no-run epochs before and after")
+    print("   it: the median over rounds [its bootstrap 95% interval]; the run open and idle vs logging; no run vs")
+    print("   the open idle run; unpaired, each kind's fastest quarter; each run's end, `finish()`, median)")
     for name, (timed, ends) in results.items():
-        found = summary(timed)
         print(
-            f"  {name:13s} {found['ratio']:.3f}x   marginal {found['marginal']:.3f}x   idle {found['idle']:.3f}x   "
-            f"rounds {found['rounds']:.3f}x   logged {steps / found['rate_s']:7.1f} steps/s   "
-            f"end {statistics.median(ends):5.2f} s"
+            f"  {name:13s} {describe(timed)}   logged {steps / statistics.median(t for t, _ in timed['logged']):7.1f}"
+            f" steps/s   end {statistics.median(ends):5.2f} s"
         )
     if WATCHES:
         print(f"  (the jaxdash rows' runs kept, besides their rows: {', '.join(sorted(WATCHES))})")
