@@ -137,9 +137,10 @@ def _child_pids() -> set[int]:
     return {child.pid for child in psutil.Process().children(recursive=True)}
 
 
-def _wait_gone(pids: set[int], timeout: float = 30.0) -> None:
+def _wait_gone(pids: set[int], timeout: float = 10.0) -> None:
     """Wait until the processes `pids` (a run's writer process, its W&B service) have exited, so the next epoch
-    with no run does not share the cores with a run's teardown."""
+    with no run does not share the cores with a run's teardown (wandb's own service stays for the process: the
+    wandb row's first round, untimed, waits out `timeout` once)."""
     deadline = time.monotonic() + timeout
     while pids and time.monotonic() < deadline:
         pids = {pid for pid in pids if psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"}
