@@ -1,5 +1,6 @@
 """CPU a step of `benchmarks.log_overhead`'s epochs, by where it was spent: the loop's thread, the process's other
-threads, and other processes (jaxdash's writer process and its wandb-core, wandb's own service)."""
+threads, and other processes (jaxdash's writer process and its wandb-core, wandb's own service); and the wait
+for a run's processes to end before the next epoch."""
 
 from __future__ import annotations
 
@@ -47,3 +48,25 @@ def print_cpu(results: dict[str, dict[str, list[Any]]]) -> None:
             closed, logged = (statistics.median(cpu[i] for _, cpu in timed[w]) for w in ("closed", "logged"))
             parts.append(f"{where} {closed:6.1f} -> {logged:6.1f}")
         print(f"  {name:13s} " + "   ".join(parts))
+
+
+def child_pids() -> set[int]:
+    """The pids of this process's live descendants."""
+    return {child.pid for child in psutil.Process().children(recursive=True)}
+
+
+def wait_gone(pids: set[int], timeout: float = 10.0) -> None:
+    """Wait until the processes `pids` (a run's writer process, its W&B service) have exited, so the next epoch
+    with no run does not share the cores with a run's teardown (wandb's own service stays for the process: the
+    wandb row's first round, untimed, waits out `timeout` once)."""
+    deadline = time.monotonic() + timeout
+    while pids and time.monotonic() < deadline:
+        pids = {pid for pid in pids if _running(pid)}
+        time.sleep(0.05)
+
+
+def _running(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:  # gone
+        return False

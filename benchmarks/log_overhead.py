@@ -40,16 +40,16 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import optax  # noqa: E402
-import psutil  # noqa: E402
 from flax.training import train_state  # noqa: E402
 
-from benchmarks.log_cpu import Cpu, print_cpu  # noqa: E402
+from benchmarks.log_cpu import Cpu, child_pids, print_cpu, wait_gone  # noqa: E402
 from benchmarks.paired_ratios import describe  # noqa: E402
 from training.data import load_dataset  # noqa: E402
 from training.tasks.mnist import MLP  # noqa: E402
 
 BATCH = 32
-WARM_S = 5.0  # untimed epochs before a row's rounds: the VM runs a new loop slower for its first seconds
+WARM_S = 5.0  # untimed epochs before a row's rounds (a slow spell of this VM's at a row's start fell on its first
+# no-run epochs alone)
 WATCHES: set[str] = set()  # what the jaxdash rows' runs watched besides their rows (console, system metrics)
 
 
@@ -117,34 +117,20 @@ def rounds_of(
         loop.epoch(_quiet)
     for round_no in range(rounds + 1):
         closed = loop.epoch(_quiet)
-        before = _child_pids()
+        before = child_pids()
         log = start()
         loop.epoch(log)
         logged = loop.epoch(log)
         still_open = loop.epoch(_quiet)
         ended_at = time.perf_counter()
         end()
-        _wait_gone(_child_pids() - before)
+        wait_gone(child_pids() - before)
         if round_no:
             ends.append(time.perf_counter() - ended_at)
             for kind, epoch in (("closed", closed), ("logged", logged), ("open", still_open)):
                 timed[kind].append(epoch)
     timed["closed"].append(loop.epoch(_quiet))
     return timed, ends
-
-
-def _child_pids() -> set[int]:
-    return {child.pid for child in psutil.Process().children(recursive=True)}
-
-
-def _wait_gone(pids: set[int], timeout: float = 10.0) -> None:
-    """Wait until the processes `pids` (a run's writer process, its W&B service) have exited, so the next epoch
-    with no run does not share the cores with a run's teardown (wandb's own service stays for the process: the
-    wandb row's first round, untimed, waits out `timeout` once)."""
-    deadline = time.monotonic() + timeout
-    while pids and time.monotonic() < deadline:
-        pids = {pid for pid in pids if psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"}
-        time.sleep(0.05)
 
 
 SCAN = 10  # steps per jitted call in the in-jit rows

@@ -2,7 +2,7 @@
 
 A round times an epoch with no run (`closed`), then in a new run an epoch logging every step (`logged`) and
 one logging nothing (`open`); the next round's `closed` epoch follows the run's end. This VM's speed drifts
-(whole seconds at a time 5-70% slower, and single epochs ~7% faster), so each logged epoch is compared with
+(whole seconds at a time slower, single epochs faster), so each logged epoch is compared with
 the mean of the closed epochs just before and just after it, which cancels a drift that is linear over the
 round; the ratio reported is the median over rounds, with a bootstrap 95% interval of that median.
 """
