@@ -39,11 +39,11 @@ class Fetcher:
     its step to the inbox, and every STACK steps the inbox goes to the window (`jaxdash.stacking`) or the queue in
     one loop (a call a step ran ~4x slower, its code cold between the training loop's own dispatches); a `put`
     BATCH_S after the last read stacks the window (one jitted call) and reads the queued entries already
-    computed, and one WRITE_S after the last write writes what was read. Another thread doing that work would take the GIL from the training thread and hand
-    it back at every wake, read and free, each hand-over a stall of the loop, which cost more than the work
-    itself (`benchmarks.fetch_gil`). The background thread takes over when the script stops logging (an
-    evaluation, a pause, the end): once no step came for 2 * BATCH_S it stacks the window and writes what is
-    computed.
+    computed, and one WRITE_S after the last write writes what was read. Another thread doing that work would
+    take the GIL from the training thread and hand it back at every wake, read and free, each hand-over a stall
+    of the loop, which cost more than the work itself (`benchmarks.fetch_gil`). The background thread takes over
+    when the script stops logging (an evaluation, a pause, the end): once no step came for 2 * BATCH_S it stacks
+    the window and writes what is computed.
 
     One lock (`_lock`) orders it all: `put` takes it at once unless the fetch thread is writing what a pause
     left; one batch is written at a time, in the order the steps came.
@@ -75,8 +75,8 @@ class Fetcher:
     def put(self, step: int, values: dict[str, Any], steps: int = 0) -> None:
         """Queue one step's values, or with `steps` a chunk's (arrays with a leading axis of `steps`). A step only
         joins the inbox; every STACK steps, every BATCH_S and at the first step after a pause the inbox goes to the
-        window or the queue (`_take_inbox`), and what is computed is read; every WRITE_S it is written. Waits only while MAX_PENDING
-        entries wait, or for the fetch thread's batch when the script logs again after a pause."""
+        window or the queue (`_take_inbox`), and what is computed is read; every WRITE_S it is written. Waits only
+        while MAX_PENDING entries wait, or for the fetch thread's batch when the script logs again after a pause."""
         now = self.clock()
         inbox = self.inbox
         inbox.append((step, values, steps))

@@ -6,9 +6,9 @@ measured in the seed's MNIST loop) and a device-to-host copy each on an accelera
 values are all 0-d single-device JAX arrays, with the same keys and dtypes, wait in a `Window`; when it holds
 STACK steps (or a batch is due, or the script pauses) each key's arrays go to one jitted `jnp.stack` (~1 us a
 step to dispatch in that loop, never a wait: it runs on the device once its inputs are computed), and the
-fetcher reads one array a key and writes the window as one block. Anything else (Python numbers, bigger arrays, sharded ones, a
-changed key or dtype) ends the window and takes the per-step path; a stack that cannot run (a donated array)
-hands its steps to that path too, where each step's own fault costs that step alone.
+fetcher reads one array a key and writes the window as one block. Anything else (Python numbers, bigger arrays,
+sharded ones, a changed key or dtype) ends the window and takes the per-step path; a stack that cannot run (a
+donated array) hands its steps to that path too, where each step's own fault costs that step alone.
 """
 
 from __future__ import annotations
