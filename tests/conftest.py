@@ -181,16 +181,21 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         _SharedPlaywright.playwright = None
 
 
+REBINDING_HOST = "rebind.attacker.example"  # an attacker's name that the session's browser resolves to 127.0.0.1
+
+
 @pytest.fixture(scope="session")
 def chromium():  # noqa: ANN201 - a generator fixture
-    """The session's headless Chromium (Playwright's Browser); skips where there is none."""
+    """The session's headless Chromium (Playwright's Browser); skips where there is none. It resolves
+    `REBINDING_HOST` to this machine, as a DNS-rebinding page would (tests/test_safety_host.py)."""
     from dashboard.server.serve import CHROMIUM_ARGS, TEST_CHROMIUM
 
     if not Path(TEST_CHROMIUM).exists():
         pytest.skip(f"no Chromium at {TEST_CHROMIUM}")
     sync_api = pytest.importorskip("playwright.sync_api")
+    args = [*CHROMIUM_ARGS, f"--host-resolver-rules=MAP {REBINDING_HOST} 127.0.0.1"]
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=TEST_CHROMIUM, args=CHROMIUM_ARGS)
+        browser = p.chromium.launch(executable_path=TEST_CHROMIUM, args=args)
     yield browser
     browser.close()
 

@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 
 from dashboard.server import host_check
-from dashboard.server.serve import CHROMIUM_ARGS, TEST_CHROMIUM, Server
+from dashboard.server.serve import Server
+from tests.conftest import REBINDING_HOST
 from tests.test_safety_damaged import good_run
 
-EVIL = "rebind.attacker.example"
+EVIL = REBINDING_HOST
 
 
 @pytest.fixture(scope="module")
@@ -94,20 +95,16 @@ def test_allowed_hosts_follow_the_chosen_address() -> None:
 
 
 @pytest.mark.browser
-def test_a_rebinding_page_cannot_load_the_dashboard_in_chromium(served_port) -> None:  # noqa: ANN001
-    from playwright.sync_api import sync_playwright
-
+def test_a_rebinding_page_cannot_load_the_dashboard_in_chromium(served_port, chromium) -> None:  # noqa: ANN001
     _, root, port = served_port
     good_run(root, "rebind-target")
-    args = [*CHROMIUM_ARGS, f"--host-resolver-rules=MAP {EVIL} 127.0.0.1"]
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=TEST_CHROMIUM, args=args)
-        try:
-            page = browser.new_page()
-            response = page.goto(f"http://{EVIL}:{port}/runs", timeout=30_000)
-            assert response is not None and response.status == 403
-            assert "serves only its own host names" in page.content()
-            page.goto(f"http://127.0.0.1:{port}/runs", timeout=30_000)
-            page.get_by_text("rebind-target").first.wait_for(state="attached", timeout=30_000)  # ours still works
-        finally:
-            browser.close()
+    context = chromium.new_context()  # the session's browser resolves EVIL to 127.0.0.1
+    try:
+        page = context.new_page()
+        response = page.goto(f"http://{EVIL}:{port}/runs", timeout=30_000)
+        assert response is not None and response.status == 403
+        assert "serves only its own host names" in page.content()
+        page.goto(f"http://127.0.0.1:{port}/runs", timeout=30_000)
+        page.get_by_text("rebind-target").first.wait_for(state="attached", timeout=30_000)  # ours still works
+    finally:
+        context.close()
