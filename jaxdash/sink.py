@@ -4,12 +4,12 @@
 (benchmarks/log_overhead.py), and even on jaxdash's fetch thread they held the GIL and a core the
 loop wanted (0.66x with both, 0.99x with the run store alone). So the training process keeps only
 the run store (what the dashboard reads, required) and hands every other call, batched once per
-flush, to `python -m jaxdash.sink_process` over a pipe: a process at idle priority (SCHED_IDLE:
-measured here, a spinning SCHED_IDLE process cost a per-step loop ~2-4% where a nice 19 one cost ~20%)
-that owns the TensorBoard and W&B writers and writes an offline W&B copy while the script pauses
-(`jaxdash.sink_process`). Its failures never reach training (a warning, then the run store alone); if
-the training process dies (kill -9), the sink sees the pipe close, closes its writers as "crashed"
-and exits.
+flush, to `python -m jaxdash.sink_process` over a pipe it never waits on (`jaxdash.pipe_feed`): a
+process at idle priority (SCHED_IDLE: measured here, a spinning SCHED_IDLE process cost a per-step
+loop ~2-4% where a nice 19 one cost ~20%) that owns the TensorBoard and W&B writers and writes an
+offline W&B copy while the script pauses (`jaxdash.sink_process`). Its failures never reach training
+(a warning, then the run store alone); if the training process dies (kill -9), the sink sees the
+pipe close, closes its writers as "crashed" and exits.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from typing import Any
 
 import psutil
 
+from jaxdash.pipe_feed import PipeFeed
 from runstore.run_folder import RunFolder
 from runwriters.base import MetricWriter
 
@@ -57,6 +58,7 @@ class SinkWriter(MetricWriter):
             env=_sink_env(wandb_settings or {}),
         )
         lowest_priority(self._proc.pid)  # set here, before anything can lift it again (`close`)
+        self._feed = PipeFeed(self._proc.stdin, self._sink_died)  # a full pipe blocks its thread, not the caller
         self._send([("open", ({**opening, "run_dir": str(self._run_dir)},))])
         self._heard_at = 0.0  # monotonic time of the sink's last line (its info, then its progress at the end)
         self._info_thread = threading.Thread(target=self._read_lines, args=(on_info,), daemon=True)
@@ -73,14 +75,13 @@ class SinkWriter(MetricWriter):
                     on_info(json.loads(line))
 
     def _send(self, calls: list[tuple[str, tuple]]) -> None:
-        if self._dead or self._proc.stdin is None:
-            return
-        try:
-            pickle.dump(calls, self._proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
-            self._proc.stdin.flush()
-        except (OSError, ValueError) as exc:  # the sink died: the run store still has every step
-            self._dead = True
-            log.warning("jaxdash: the TensorBoard/W&B writer process ended (%s); the run store goes on alone", exc)
+        if not self._dead:
+            self._feed.send(pickle.dumps(calls, protocol=pickle.HIGHEST_PROTOCOL))
+
+    def _sink_died(self, exc: Exception) -> None:
+        """A write to the sink failed: it ended. The run store still has every step."""
+        self._dead = True
+        log.warning("jaxdash: the TensorBoard/W&B writer process ended (%s); the run store goes on alone", exc)
 
     def _queue(self, method: str, *args: Any) -> None:
         with self._lock:
@@ -149,11 +150,8 @@ class SinkWriter(MetricWriter):
         with self._lock:
             calls, self._calls = self._calls, []
             self._send([*calls, ("close", (state, message))])
-        with contextlib.suppress(OSError):
-            if self._proc.stdin is not None:
-                self._proc.stdin.close()
         normal_priority(self._proc.pid)  # the run ended: nothing trains any more to leave cores to
-        if not self._ended():
+        if not self._feed.close(CLOSE_TIMEOUT_S) or not self._ended():  # the rest written, stdin closed
             self._proc.kill()
             self._record_gap()
 
