@@ -24,7 +24,10 @@ from jaxdash.stacking import STACK, Window
 log = logging.getLogger("jaxdash")
 
 BATCH_S = 0.05  # the longest a window waits to be stacked; the fetch thread's wake while the script is quiet
-WRITE_S = 0.25  # how often read values are written while the script logs (each write flushes the writers)
+WRITE_S = 0.05  # how often read values are written while the script logs: a write of ~200 rows takes the loop's
+# thread ~0.2 ms, within what a step leaves it (a write of 0.25 s of rows, ~1 ms, made the loop wait); the writers
+# flush at most every `jaxdash.rows_out.FLUSH_S`
+IDLE_S = 0.25  # the fetch thread's wake once nothing is left to write (a summary the script changes is written then)
 MAX_PENDING = 100_000  # entries queued before `log` waits for this thread (backpressure, not unbounded memory)
 # A queued step is its values' dict alone, its step (and a chunk's steps) kept under these keys: one object the
 # garbage collector tracks a step besides the arrays, few enough that queued steps set off no collection.
@@ -147,7 +150,7 @@ class Fetcher:
 
     def _loop(self) -> None:
         """Write what the script left once it logs no more (for now). Each wake takes the GIL from the training
-        loop, so it wakes once 2 * BATCH_S after the latest step while the script logs, and every WRITE_S once
+        loop, so it wakes once 2 * BATCH_S after the latest step while the script logs, and every IDLE_S once
         nothing is left to write (a summary the script changes meanwhile is written within that)."""
         done, wait = False, BATCH_S
         while not done:
@@ -166,7 +169,7 @@ class Fetcher:
                 wrote = self._write_read()
                 if not wrote:
                     self._write_batch([])  # nothing new: the writers write a summary the script changed
-                wait = BATCH_S if wrote or self.pending else WRITE_S
+                wait = BATCH_S if wrote or self.pending else IDLE_S
 
     def _write_read(self) -> bool:
         """Write the steps read so far (hold `_lock`); whether there were any."""

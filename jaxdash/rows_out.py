@@ -27,8 +27,8 @@ from runstore.run_folder import RunFolder
 from runwriters.base import Progress
 
 logger = logging.getLogger("jaxdash")
-FLUSH_S = 0.2  # writers flush at most this often (each flush appends metrics.jsonl and rewrites status.json):
-# under the fetcher's WRITE_S, so each of its writes while a script logs flushes
+FLUSH_S = 0.2  # writers flush at most this often (each flush appends metrics.jsonl and rewrites status.json),
+# about one of every four of the fetcher's writes (WRITE_S) while a script logs
 
 
 class RowsOut:

@@ -55,10 +55,10 @@ def _float(v: Any) -> float:
 
 @dataclasses.dataclass
 class Chunk:
-    """What one `flush` writes: the buffered records (dicts) and column blocks (tuples), in order, and the
-    progress fields for status.json (None when they did not change)."""
+    """What one `flush` writes: the buffered records (dicts) and column blocks (their lines, formatted as they
+    came), in order, and the progress fields for status.json (None when they did not change)."""
 
-    items: list[dict[str, Any] | tuple]
+    items: list[dict[str, Any] | str]
     fields: dict[str, Any] | None
 
 
@@ -107,7 +107,7 @@ class RunStoreWriter(MetricWriter):
             log.warning("%s", exc)
         self._t0 = time.monotonic()
         self._wall_at = (0.0, self._t0)  # (last progress.wall_seconds, monotonic time it arrived)
-        self._buffer: list[dict[str, Any]] = []
+        self._buffer: list[dict[str, Any] | str] = []
         self._progress: Progress | None = None
         self._progress_dirty = False
         self._keys: set[str] = set()  # every scalar key written: a new one is news the page reruns for at once
@@ -128,12 +128,17 @@ class RunStoreWriter(MetricWriter):
     def write_scalar_rows(
         self, steps: np.ndarray, columns: Mapping[str, np.ndarray], progress: Progress | None = None
     ) -> None:
-        """Buffer a block of steps as columns (one wall time for the block); formatted in one pass at the write."""
+        """Buffer a block of steps as columns (one wall time for the block), as its metrics.jsonl lines: formatted
+        here, in the caller's thread, where a client's blocks come a fetch at a time (~0.5 us a row, too short to
+        stall its loop), rather than all of a flush's at once on the writing thread, whose hold of the GIL the
+        training thread would wait out."""
         if not len(steps):
             return
         wall = self._wall(progress)
         cols = {str(k): np.asarray(v, dtype=np.float64).tolist() for k, v in columns.items()}
-        self._buffer.append((np.asarray(steps).astype(int).tolist(), round(wall, 4), time.time(), cols))
+        self._buffer.append(
+            atomic.column_lines(np.asarray(steps).astype(int).tolist(), round(wall, 4), time.time(), cols)
+        )
         self._note_keys(cols)
         if progress is not None:
             self._progress = progress
@@ -295,14 +300,14 @@ def _each_tag(items: Mapping[str, Any], write: Callable[[str, Any], None]) -> No
         raise refused
 
 
-def _lines(items: list[dict[str, Any] | tuple]) -> str:
-    """metrics.jsonl lines of buffered records (dicts) and column blocks (tuples), in order."""
+def _lines(items: list[dict[str, Any] | str]) -> str:
+    """metrics.jsonl lines of buffered records (dicts) and column blocks (their lines), in order."""
     out, records = [], []
     for item in items:
         if isinstance(item, dict):
             records.append(item)
             continue
-        out += [atomic.metric_lines(records), atomic.column_lines(*item)]
+        out += [atomic.metric_lines(records), item]
         records = []
     out.append(atomic.metric_lines(records))
     return "".join(out)
