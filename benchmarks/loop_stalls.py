@@ -1,0 +1,75 @@
+"""What the loop's own thread can spend in `log` before the loop slows: the same CPU a step, spread or in bursts.
+
+    .venv/bin/python -m benchmarks.loop_stalls [--rounds 30]
+
+The loop of `benchmarks.log_overhead` (the seed's jitted Flax MNIST step on Fashion-MNIST, batch 32), its `log`
+spinning on the loop's thread (holding the GIL, as Python work does): a few us every step, or the same time in
+one stall every N steps. Each pattern's epoch against the no-logging epoch of the same round (the patterns
+take turns, in alternating order): the median ratio over rounds [its bootstrap 95% interval]. This says
+whether a logging design should spread its work across steps or may gather it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import numpy as np  # noqa: E402
+
+from benchmarks.log_overhead import Loop, _quiet, make_step  # noqa: E402
+from training.data import load_dataset  # noqa: E402
+
+# name -> (us spun, every how many steps): ~9 ms an epoch of 1,875 steps each, but the first
+PATTERNS = {
+    "5 us a step": (5, 1),
+    "0.3 ms / 64": (300, 64),
+    "1.5 ms / 320": (1500, 320),
+    "9 ms / 1875": (9000, 1875),
+}
+
+
+def spinner(us: float, every: int) -> Callable[[int, object], None]:
+    """A `log(step, loss)` holding the thread for `us` every `every` steps."""
+    seconds, clock = us / 1e6, time.perf_counter
+
+    def log(step: int, loss: object) -> None:
+        if step % every == 0:
+            until = clock() + seconds
+            while clock() < until:
+                pass
+
+    return log
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rounds", type=int, default=30)
+    args = p.parse_args()
+    x, y, _, _ = load_dataset("fashion_mnist")
+    fresh, train_step = make_step(x.reshape(len(x), -1).astype(np.float32) / 255.0, y)
+    loop = Loop(fresh, train_step, len(x))
+    for _ in range(10):  # compiles, and the VM settles
+        loop.epoch(_quiet)
+    names = ["none", *PATTERNS]
+    seconds: dict[str, list[float]] = {name: [] for name in names}
+    for round_no in range(args.rounds):
+        for name in names if round_no % 2 == 0 else names[::-1]:
+            log = spinner(*PATTERNS[name]) if name in PATTERNS else _quiet
+            seconds[name].append(loop.epoch(log)[0])
+    none = np.array(seconds["none"])
+    rng = np.random.default_rng(0)
+    print(f"{args.rounds} rounds, {loop.steps} steps an epoch, no logging {np.median(none):.3f} s an epoch (median)")
+    for name in PATTERNS:
+        ratios = none / np.array(seconds[name])
+        boot = [np.median(rng.choice(ratios, len(ratios))) for _ in range(2000)]
+        low, high = np.percentile(boot, [2.5, 97.5])
+        print(f"  {name:13s} {np.median(ratios):.3f}x [{low:.3f}-{high:.3f}] of no logging")
+
+
+if __name__ == "__main__":
+    main()
