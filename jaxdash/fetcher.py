@@ -25,7 +25,7 @@ log = logging.getLogger("jaxdash")
 
 BATCH_S = 0.05  # the longest a window waits to be stacked; the fetch thread's wake while the script is quiet
 WRITE_S = 0.05  # how often read values are written while the script logs: ~200 rows, ~0.2 ms of the loop's thread,
-# where 0.25 s of rows took ~1 ms at once, a stall the loop pays in full (`benchmarks.loop_stalls`); the writers
+# where 0.25 s of rows at once is ~1 ms, a stall the loop pays in full (`benchmarks.loop_stalls`); the writers
 # flush at most every `jaxdash.rows_out.FLUSH_S`
 IDLE_S = 0.25  # the fetch thread's wake once nothing is left to write (a summary the script changes is written then)
 MAX_PENDING = 100_000  # entries queued before `log` waits for this thread (backpressure, not unbounded memory)

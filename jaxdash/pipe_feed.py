@@ -1,9 +1,9 @@
 """Messages for a child process's stdin that never stall the caller when the child reads nothing for a while.
 
 The writer process (`jaxdash.sink`) runs at idle priority: when other processes keep every core busy (a second
-training run, a build) it gets no CPU and reads nothing, and once its pipe (64 KiB by default on Linux) was full
-a write blocked the thread that logs, and so the training loop, until the process got a slice again; a stopped
-writer process stopped the script. So the pipe is made as large as the system lets a user make it (1 MiB by
+training run, a build) it gets no CPU and reads nothing. A blocking write into its full pipe (64 KiB by default
+on Linux) would hold the thread that logs, and so the training loop, until the process got a slice again, and a
+stopped writer process would stop the script. So the pipe is made as large as the system lets a user make it (1 MiB by
 default) and written without blocking; what does not fit waits in a queue that a thread of its own writes once
 the child reads again, in order. That thread wakes only then; past MAX_QUEUED bytes waiting, `send` waits
 (backpressure, not unbounded memory).
