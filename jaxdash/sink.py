@@ -49,7 +49,6 @@ class SinkWriter(MetricWriter):
         self._run_dir = Path(opening["run_dir"])
         self._calls: list[tuple[str, tuple]] = []
         self._lock = threading.Lock()
-        self._dead = False
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "jaxdash.sink_process"],
             stdin=subprocess.PIPE,
@@ -75,12 +74,11 @@ class SinkWriter(MetricWriter):
                     on_info(json.loads(line))
 
     def _send(self, calls: list[tuple[str, tuple]]) -> None:
-        if not self._dead:
+        if not self._feed.failed:  # once the sink ended, nothing is pickled for it
             self._feed.send(pickle.dumps(calls, protocol=pickle.HIGHEST_PROTOCOL))
 
     def _sink_died(self, exc: Exception) -> None:
-        """A write to the sink failed: it ended. The run store still has every step."""
-        self._dead = True
+        """A write to the sink failed: it ended (the feed drops what follows). The run store still has every step."""
         log.warning("jaxdash: the TensorBoard/W&B writer process ended (%s); the run store goes on alone", exc)
 
     def _queue(self, method: str, *args: Any) -> None:
