@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import numpy as np  # noqa: E402
 
 from benchmarks.log_overhead import Loop, _quiet, make_step  # noqa: E402
+from benchmarks.paired_ratios import interval  # noqa: E402
 from training.data import load_dataset  # noqa: E402
 
 # name -> (us spun, every how many steps): ~9 ms an epoch of 1,875 steps each, but the first
@@ -62,12 +63,10 @@ def main() -> None:
             log = spinner(*PATTERNS[name]) if name in PATTERNS else _quiet
             seconds[name].append(loop.epoch(log)[0])
     none = np.array(seconds["none"])
-    rng = np.random.default_rng(0)
     print(f"{args.rounds} rounds, {loop.steps} steps an epoch, no logging {np.median(none):.3f} s an epoch (median)")
     for name in PATTERNS:
-        ratios = none / np.array(seconds[name])
-        boot = [np.median(rng.choice(ratios, len(ratios))) for _ in range(2000)]
-        low, high = np.percentile(boot, [2.5, 97.5])
+        ratios = (none / np.array(seconds[name])).tolist()
+        low, high = interval(ratios)
         print(f"  {name:13s} {np.median(ratios):.3f}x [{low:.3f}-{high:.3f}] of no logging")
 
 
