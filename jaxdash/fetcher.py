@@ -41,12 +41,13 @@ class Fetcher:
     While a script logs, the thread that logs does it, in slices too small to stall the loop: each `put` adds
     its step to the inbox, and every STACK steps the inbox goes to the window (`jaxdash.stacking`) or the queue in
     one loop (a call a step ran ~4x slower, its code cold between the training loop's own dispatches); a `put`
-    BATCH_S after the last read stacks the window (one jitted call) and reads the queued entries already
-    computed, and one WRITE_S after the last write writes what was read. Another thread doing that work would
-    take the GIL from the training thread and hand it back at every wake, read and free, each hand-over a stall
-    of the loop, which cost more than the work itself (`benchmarks.fetch_gil`). The background thread takes over
-    when the script stops logging (an evaluation, a pause, the end): once no step came for 2 * BATCH_S it stacks
-    the window and writes what is computed.
+    BATCH_S after the last read reads the queued entries already computed, stacking the window first (one
+    jitted call) if it was last stacked BATCH_S ago (a window filling faster is stacked once full rather than
+    padded: a padded stack costs the loop as much as a full one); and one WRITE_S after the last write writes
+    what was read. Another thread doing that work would take the GIL from the training thread and hand it back
+    at every wake, read and free, each hand-over a stall of the loop, which cost more than the work itself
+    (`benchmarks.fetch_gil`). The background thread takes over when the script stops logging (an evaluation, a
+    pause, the end): once no step came for 2 * BATCH_S it stacks the window and writes what is computed.
 
     One lock (`_lock`) orders it all: `put` takes it at once unless the fetch thread is writing what a pause
     left; one batch is written at a time, in the order the steps came.
@@ -67,6 +68,7 @@ class Fetcher:
         self.window = Window()  # single steps of device scalars waiting to be stacked (`jaxdash.stacking`)
         self._rows: list[Any] = []  # steps taken off `pending`, not written yet: values on the host, or `Later`
         self._batched_at = self._put_at = self._read_at = clock()  # the last write, put and read of `pending`
+        self._window_at = self._read_at  # the window's last stack: a read stacks it only once it is BATCH_S old
         self.thread = threading.Thread(target=self._loop, name="jaxdash-fetch", daemon=True)
         self.thread.start()
 
@@ -97,7 +99,8 @@ class Fetcher:
             self._add_inbox()
             if resumed or now - self._read_at >= BATCH_S:  # however fast windows fill, a read every BATCH_S
                 self._read_at = now
-                self._take_window()
+                if resumed or now - self._window_at >= BATCH_S:  # a window filling fast is stacked once full
+                    self._take_window()
                 read_ready(self.pending, self._rows)
                 if resumed or now - self._batched_at >= WRITE_S:
                     self._write_read()
@@ -131,6 +134,7 @@ class Fetcher:
     def _take_window(self) -> None:
         """The window's steps onto `pending` (`Window.take`: one entry of stacked arrays, or its steps one by one if
         they could not be stacked); hold `_lock`."""
+        self._window_at = self.clock()
         for step, values, steps in self.window.take():
             self._enqueue(step, values, steps)
 

@@ -120,8 +120,11 @@ class Split:
         while i < len(entries):
             step, values, steps = entries[i]
             if steps:
-                out += self._chunk(step, values, steps)
-                i += 1
+                j = i + 1
+                while isinstance(steps, tuple) and j < len(entries) and _stacks_with(values, entries[j]):
+                    j += 1
+                out += self._chunk(*(_windows(entries[i:j]) if j > i + 1 else entries[i]))
+                i = j
                 continue
             j = i + 1
             keys = values.keys()
@@ -200,6 +203,27 @@ class Split:
                 self.warn(key, f"{key}: {type(value).__name__} value cannot be stored ({exc}); not logged")
         out: list[Part] = [self._block(np.array([step]), scalars, frozenset(ints), frozenset(bools))] if scalars else []
         return out + ([(step, histograms)] if histograms else []) + ([Values(step, lists)] if lists else [])
+
+
+def _stacks_with(values: dict[str, Any], entry: Entry) -> bool:
+    """Whether `entry` is a stacked window (`jaxdash.stacking`) of the keys and dtypes of `values`, another's."""
+    other = entry[1]
+    return (
+        isinstance(entry[2], tuple)
+        and other.keys() == values.keys()
+        and all(getattr(other[k], "dtype", None) == getattr(v, "dtype", None) for k, v in values.items())
+    )
+
+
+def _windows(group: list[Entry]) -> Entry:
+    """Consecutive stacked windows of the same keys and dtypes as one entry: each key's arrays cut to their
+    window's steps (a window is padded) and joined, one block's work where there were several."""
+    steps = tuple(step for _, _, window in group for step in window)
+    values = {
+        key: np.concatenate([np.asarray(values[key])[: len(window)] for _, values, window in group])
+        for key in group[0][1]
+    }
+    return group[0][0], values, steps
 
 
 def _joined(parts: list[Part]) -> list[Part]:

@@ -79,6 +79,18 @@ def test_a_changed_key_or_dtype_ends_the_window_and_keeps_its_own_kind() -> None
     assert [v for _, _, v, _ in rows] == [0, 1, 2, 3, 4, 5, 6, 0.5, 7]
 
 
+def test_whole_windows_of_another_dtype_in_one_batch_keep_their_own_kind() -> None:
+    """Consecutive stacked windows are read as one block only while their keys and dtypes agree: a window of
+    int32 after one of float32 stays ints (W&B's summary keeps an int) with its own values."""
+    logged = [(i, {"loss": _computed(np.float32(i + 0.5))}) for i in range(STACK)]
+    logged += [(i, {"loss": _computed(np.int32(i))}) for i in range(STACK, 2 * STACK)]
+    logged += [(i, {"loss": _computed(np.int32(i))}) for i in range(2 * STACK, 2 * STACK + 3)]
+    rows = _rows(_written(logged))
+    assert [(s, v, k) for s, _, v, k in rows] == [(i, i + 0.5, "") for i in range(STACK)] + [
+        (i, float(i), "i") for i in range(STACK, 2 * STACK + 3)
+    ]
+
+
 def test_only_single_device_scalars_wait_in_a_window() -> None:
     window = Window()
     mesh = jax.sharding.Mesh(np.array(jax.devices()[:1]), ("d",))
