@@ -98,6 +98,17 @@ class Loop:
         return seconds, Cpu().since(cpu_from, self.steps)
 
 
+def warm_loop(epochs: int = 10) -> Loop:
+    """The seed's loop over the whole of Fashion-MNIST, after `epochs` untimed epochs (it compiles, and the VM
+    settles): what `benchmarks.loop_stalls` and `benchmarks.log_pieces` time."""
+    x, y, _, _ = load_dataset("fashion_mnist")
+    fresh, train_step = make_step(x.reshape(len(x), -1).astype(np.float32) / 255.0, y)
+    loop = Loop(fresh, train_step, len(x))
+    for _ in range(epochs):
+        loop.epoch(_quiet)
+    return loop
+
+
 def _quiet(step: int, loss: jax.Array) -> None:
     """The unlogged epochs' log: nothing."""
 

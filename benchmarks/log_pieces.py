@@ -27,13 +27,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import numpy as np  # noqa: E402
 
 from benchmarks.log_cpu import child_pids, wait_gone  # noqa: E402
-from benchmarks.log_overhead import Loop, _quiet, loggers, make_step  # noqa: E402
+from benchmarks.log_overhead import Loop, _quiet, loggers, warm_loop  # noqa: E402
 from jaxdash import fetcher, row_parts, rows_out, stacking  # noqa: E402
 from runwriters import base, store  # noqa: E402
-from training.data import load_dataset  # noqa: E402
 
 # (owner, attribute, depth): the pieces, in the order printed; depth is how far inside the first one each runs
 PIECES = [
@@ -101,11 +99,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=6)
     args = p.parse_args()
-    x, y, _, _ = load_dataset("fashion_mnist")
-    fresh, train_step = make_step(x.reshape(len(x), -1).astype(np.float32) / 255.0, y)
-    loop = Loop(fresh, train_step, len(x))
-    for _ in range(10):  # compiles, and the VM settles
-        loop.epoch(_quiet)
+    loop = warm_loop()
     tally = Tally()
     labels = [(tally.wrap(owner, name), depth) for owner, name, depth in PIECES]
     start, end = loggers(Path(tempfile.mkdtemp()))["jaxdash"]

@@ -25,9 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np  # noqa: E402
 
-from benchmarks.log_overhead import Loop, _quiet, make_step  # noqa: E402
+from benchmarks.log_overhead import Loop, _quiet, warm_loop  # noqa: E402
 from benchmarks.paired_ratios import interval  # noqa: E402
-from training.data import load_dataset  # noqa: E402
 
 # name -> (us spun, every how many steps): ~9 ms an epoch of 1,875 steps each, but the first
 PATTERNS = {
@@ -80,11 +79,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=30)
     args = p.parse_args()
-    x, y, _, _ = load_dataset("fashion_mnist")
-    fresh, train_step = make_step(x.reshape(len(x), -1).astype(np.float32) / 255.0, y)
-    loop = Loop(fresh, train_step, len(x))
-    for _ in range(10):  # compiles, and the VM settles
-        loop.epoch(_quiet)
+    loop = warm_loop()
     names = ["none", *PATTERNS, ELSEWHERE]
     seconds: dict[str, list[float]] = {name: [] for name in names}
     for round_no in range(args.rounds):
