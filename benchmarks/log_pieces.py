@@ -77,8 +77,8 @@ class Tally:
         return label
 
 
-def rounds_of(loop: Loop, start: Callable[[], Callable], end: Callable[[], None], tally: Tally,
-              rounds: int) -> tuple[list[float], list[float]]:  # fmt: skip
+def tallied_rounds(loop: Loop, start: Callable[[], Callable], end: Callable[[], None], tally: Tally,
+                   rounds: int) -> tuple[list[float], list[float]]:  # fmt: skip
     """`rounds` of: an epoch with no run, then in a new run an untimed epoch logging and a tallied one; the loop
     thread's CPU a step of the no-run and the logged epochs."""
     closed, logged = [], []
@@ -103,7 +103,7 @@ def main() -> None:
     tally = Tally()
     labels = [(tally.wrap(owner, name), depth) for owner, name, depth in PIECES]
     start, end = loggers(Path(tempfile.mkdtemp()))["jaxdash"]
-    closed, logged = rounds_of(loop, start, end, tally, args.rounds)
+    closed, logged = tallied_rounds(loop, start, end, tally, args.rounds)
     steps = loop.steps * args.rounds
     no_run, logging = statistics.median(closed), statistics.median(logged)
     print(f"{args.rounds} rounds, {loop.steps} steps an epoch; the loop's thread, us a step (median): no run "

@@ -220,14 +220,15 @@ def _windows(group: list[Entry]) -> Entry:
     window's steps (a window is padded) and joined, one block's work where there were several."""
     steps = tuple(step for _, _, window in group for step in window)
     values = {
-        key: np.concatenate([np.asarray(values[key])[: len(window)] for _, values, window in group])
+        key: np.concatenate([np.asarray(stacked[key])[: len(window)] for _, stacked, window in group])
         for key in group[0][1]
     }
     return group[0][0], values, steps
 
 
 def _joined(parts: list[Part]) -> list[Part]:
-    """`parts` with each run of blocks of the same tags and kinds one block (stacked windows come in several)."""
+    """`parts` with each run of blocks of the same tags and kinds one block (scanned chunks come in several, and a
+    stacked window may sit beside single steps of its keys)."""
     out: list[Part] = []
     for part in parts:
         last = out[-1] if out else None
